@@ -1,0 +1,131 @@
+// The registry of algorithms. Every algorithm file registers itself with a static Registrar,
+// declaring its parameters, restrictions, cost and reference; the CLI's list, the docs' table
+// and the test matrix are all read from here, so there is no second list.
+#pragma once
+#include <any>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collkit/name.hpp"
+#include "collkit/schedule.hpp"
+
+namespace collkit {
+
+enum class ParamType : uint8_t {
+  integer,  // 4, -1
+  size,     // bytes with units: 8KiB
+  word,     // a free token: auto, a8
+  list,     // all positional arguments, as words: rm(a8,a4)
+};
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::integer;
+  std::string default_value;  // empty: required
+  int64_t min = INT64_MIN;    // integer / size
+  int64_t max = INT64_MAX;
+  std::string doc;
+};
+
+// Parameter values after parsing and checking against the specs.
+class ParamValues {
+ public:
+  int64_t integer(const std::string& name) const;  // integer and size parameters
+  const std::string& word(const std::string& name) const;
+  const std::vector<std::string>& list(const std::string& name) const;
+  bool has(const std::string& name) const { return values_.count(name) != 0; }
+
+  struct Value {
+    int64_t i = 0;
+    std::string s;
+    std::vector<std::string> l;
+  };
+  std::map<std::string, Value> values_;
+};
+
+struct Restrictions {
+  bool commutative_op = false;  // needs a commutative reduction op
+  bool power_of_two = false;    // P must be a power of two
+  int64_t min_P = 1;
+};
+
+// Everything a generator needs besides the rank.
+struct GenArgs {
+  ScheduleHeader header;
+  const ParamValues* params = nullptr;
+  const std::any* prepared = nullptr;  // what AlgorithmSpec::prepare returned
+};
+
+struct AlgorithmSpec {
+  Collective collective = Collective::allreduce;
+  std::string name;      // the part after "collective:"
+  std::string summary;   // one line
+  std::string phases;    // how it works, a few lines
+  std::string cost;      // in alpha / beta / gamma, e.g. "lg P (alpha + n beta + n gamma)"
+  std::string reference; // seed or paper
+  std::vector<ParamSpec> params;
+  Restrictions restrictions;
+  // Optional: check the arguments as a whole and precompute what every rank needs (e.g. a
+  // parsed stage list). Throws Error for an impossible combination.
+  std::function<std::any(const GenArgs&)> prepare;
+  // Writes one rank's program. Pure: depends only on its arguments.
+  std::function<void(const GenArgs&, RankBuilder&)> generate;
+};
+
+class Registrar {
+ public:
+  explicit Registrar(AlgorithmSpec spec);
+};
+
+// All registered algorithms, sorted by collective then name.
+std::vector<const AlgorithmSpec*> all_algorithms();
+const AlgorithmSpec* find_algorithm(Collective c, std::string_view name);  // nullptr if none
+
+class Bound;
+
+// An algorithm name resolved against the registry, its parameters parsed and checked.
+class Algorithm {
+ public:
+  // Throws Error(name) with a caret for a malformed name, unknown algorithm or bad parameter.
+  explicit Algorithm(std::string_view name);
+
+  const AlgorithmSpec& spec() const { return *spec_; }
+  const ParamValues& params() const { return params_; }
+  Collective collective() const { return spec_->collective; }
+  // The canonical name: parameters that differ from their defaults, keyword form.
+  const std::string& canonical() const { return canonical_; }
+
+  // Checks P, count, elem_size, root against limits and restrictions; prepares the generator.
+  // Throws Error(invalid_argument or unsupported).
+  Bound bind(int64_t P, int64_t count, int32_t elem_size = 8, int64_t root = 0) const;
+
+ private:
+  const AlgorithmSpec* spec_;
+  ParamValues params_;
+  std::string canonical_;
+};
+
+// An algorithm bound to one problem: generates any rank's program, or all of them.
+class Bound {
+ public:
+  Bound(const Algorithm& algo, ScheduleHeader header, std::any prepared);
+  const ScheduleHeader& header() const { return header_; }
+  // One rank's program alone, in time proportional to its ops. `out` is cleared first.
+  void generate_rank(int64_t rank, RankProgram& out) const;
+  Schedule generate() const;
+
+ private:
+  Algorithm algo_;
+  ScheduleHeader header_;
+  std::any prepared_;
+};
+
+// Largest P, count and elements per buffer accepted: well past any machine, well inside int64.
+constexpr int64_t kMaxP = int64_t{1} << 31;
+constexpr int64_t kMaxElems = int64_t{1} << 48;
+
+}  // namespace collkit

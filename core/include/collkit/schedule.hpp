@@ -1,0 +1,195 @@
+// The Schedule IR: for every rank, a small program, a DAG of operations on that rank's buffers.
+//
+// Buffers are the user's input (`in`), the user's output (`out`) and numbered scratch buffers
+// (`s0`, `s1`, ...). Offsets and lengths are in elements; the element size lives in the header.
+// Each op lists the ops of its own rank it waits on; messages between an ordered pair of ranks
+// match in the order they are posted (no tags). Stages are labels for pictures, not barriers.
+//
+// Storage is flat (struct-of-arrays over all ranks) so that 10^6 ranks cost tens of bytes per op
+// and no allocation per rank. A RankProgram holds one rank alone; a Schedule holds all of them;
+// both are read through the same RankView.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace collkit {
+
+enum class Collective : uint8_t { allreduce, reduce, bcast, alltoall, barrier };
+constexpr int kNumCollectives = 5;
+std::string_view to_string(Collective c);
+// Throws Error(name) for an unknown collective.
+Collective collective_from_string(std::string_view s);
+// Whether the collective has a root (reduce, bcast).
+constexpr bool is_rooted(Collective c) { return c == Collective::reduce || c == Collective::bcast; }
+
+enum class OpKind : uint8_t { send, recv, reduce, copy, compute, sleep };
+std::string_view to_string(OpKind k);
+
+// Operand order of a reduction, explicit so that non-commutative ops are well defined:
+//   src_first: dst = src (+) dst        dst_first: dst = dst (+) src
+enum class Side : uint8_t { src_first, dst_first };
+
+using BufId = uint8_t;
+constexpr BufId kIn = 0;
+constexpr BufId kOut = 1;
+constexpr BufId kFirstScratch = 2;
+constexpr int kMaxScratch = 250;
+constexpr BufId scratch_buf(int k) { return static_cast<BufId>(kFirstScratch + k); }
+std::string buffer_name(BufId b);  // "in", "out", "s0", ...
+
+using OpId = uint32_t;
+constexpr OpId kNoOp = UINT32_MAX;
+
+struct Op {
+  int64_t len = 0;      // elements; for compute / sleep: nanoseconds
+  int64_t off = 0;      // offset of the region in `buf`
+  int64_t src_off = 0;  // reduce / copy: offset of the source region in `src`
+  int32_t peer = -1;    // send / recv: the other rank
+  OpKind kind = OpKind::compute;
+  Side side = Side::src_first;
+  BufId buf = kOut;  // send: the buffer read; recv / reduce / copy: the buffer written
+  BufId src = kIn;   // reduce / copy: the buffer read
+};
+static_assert(sizeof(Op) == 32, "Op is kept at 32 bytes: 10^6 ranks hold tens of millions");
+
+// A region of one buffer, [off, off + len) in elements.
+struct Region {
+  BufId buf;
+  int64_t off;
+  int64_t len;
+};
+
+// What a schedule is for: the collective, its size and the algorithm that made it.
+struct ScheduleHeader {
+  Collective collective = Collective::allreduce;
+  std::string algorithm;  // canonical algorithm name, e.g. "allreduce:rd"; may be empty
+  int64_t P = 1;
+  int64_t count = 0;      // elements per rank (alltoall: per block)
+  int32_t elem_size = 8;  // bytes per element
+  int64_t root = 0;       // rooted collectives only
+
+  // Elements in the user's input and output buffers of `rank` for this collective.
+  int64_t in_elems(int64_t rank) const;
+  int64_t out_elems(int64_t rank) const;
+  bool operator==(const ScheduleHeader&) const = default;
+};
+
+// Read-only view of one rank's program, whether it lives alone or inside a Schedule.
+struct RankView {
+  int64_t rank = 0;
+  std::span<const Op> ops;
+  std::span<const uint16_t> stage;      // a label per op
+  std::span<const uint32_t> dep_begin;  // ops.size() + 1 entries, indices into `deps`
+  std::span<const OpId> deps;           // op indices of this rank
+  std::span<const int64_t> scratch;     // element count of each scratch buffer
+
+  size_t size() const { return ops.size(); }
+  std::span<const OpId> deps_of(size_t i) const {
+    return deps.subspan(dep_begin[i], dep_begin[i + 1] - dep_begin[i]);
+  }
+  // Elements in buffer b of this rank (0 for a buffer that does not exist).
+  int64_t buffer_elems(const ScheduleHeader& h, BufId b) const;
+};
+
+// One rank's program, owned. Reused across ranks by generators: clear() keeps capacity.
+class RankProgram {
+ public:
+  int64_t rank = 0;
+  std::vector<Op> ops;
+  std::vector<uint16_t> stage;
+  std::vector<uint32_t> dep_begin{0};
+  std::vector<OpId> deps;
+  std::vector<int64_t> scratch;
+
+  void clear(int64_t new_rank);
+  RankView view() const;
+  // Append one op with its dependencies and stage label; returns its id.
+  OpId append(const Op& op, std::span<const OpId> op_deps, uint16_t op_stage);
+};
+
+// Dependencies as passed to the builder: a brace list, a vector or a span. kNoOp entries are
+// skipped, so "the previous op, if there was one" needs no branch in a generator.
+class Deps {
+ public:
+  Deps() = default;
+  Deps(std::initializer_list<OpId> l) : data_(l.begin(), l.size()) {}
+  Deps(const std::vector<OpId>& v) : data_(v.data(), v.size()) {}
+  Deps(std::span<const OpId> s) : data_(s) {}
+  std::span<const OpId> span() const { return data_; }
+
+ private:
+  std::span<const OpId> data_;
+};
+
+// The builder a generator writes one rank's program with. Op constructors return ids;
+// dependencies are passed explicitly.
+class RankBuilder {
+ public:
+  RankBuilder(RankProgram& program, int64_t P) : p_(program), P_(P) {}
+  int64_t rank() const { return p_.rank; }
+  int64_t P() const { return P_; }
+
+  void set_stage(uint16_t s) { stage_ = s; }
+  uint16_t stage() const { return stage_; }
+  // A new scratch buffer of `elems` elements.
+  BufId scratch(int64_t elems);
+
+  OpId send(int64_t peer, Region from, Deps deps = {});
+  OpId recv(int64_t peer, Region into, Deps deps = {});
+  // dst = src (+) dst  (Side::src_first)  or  dst = dst (+) src  (Side::dst_first)
+  OpId reduce(Region dst, Region src, Side side, Deps deps = {});
+  OpId copy(Region dst, Region src, Deps deps = {});
+  OpId compute(int64_t ns, Deps deps = {});
+  OpId sleep(int64_t ns, Deps deps = {});
+
+ private:
+  OpId add(const Op& op, Deps deps);
+  RankProgram& p_;
+  int64_t P_;
+  uint16_t stage_ = 0;
+  std::vector<OpId> tmp_;
+};
+
+// All ranks' programs in flat arrays.
+class Schedule {
+ public:
+  ScheduleHeader header;
+
+  Schedule() = default;
+  explicit Schedule(ScheduleHeader h);
+  // Append the next rank's program; ranks must be appended in order 0, 1, ..., P-1.
+  void append_rank(const RankView& r);
+  void reserve(size_t ops, size_t deps);
+  int64_t num_ranks() const { return static_cast<int64_t>(rank_op_begin_.size()) - 1; }
+  bool complete() const { return num_ranks() == header.P; }
+  RankView rank(int64_t r) const;
+  size_t total_ops() const { return ops_.size(); }
+  size_t total_deps() const { return deps_.size(); }
+  size_t memory_bytes() const;
+
+  // Flat arrays, for bindings and bulk consumers.
+  std::span<const Op> all_ops() const { return ops_; }
+  std::span<const uint64_t> rank_op_begin() const { return rank_op_begin_; }
+
+  bool operator==(const Schedule& o) const;
+
+ private:
+  std::vector<Op> ops_;
+  std::vector<uint16_t> stage_;
+  std::vector<uint32_t> dep_begin_;  // per op, relative to the rank's first dep; + sentinel per rank
+  std::vector<OpId> deps_;
+  std::vector<int64_t> scratch_;
+  std::vector<uint64_t> rank_op_begin_{0};
+  std::vector<uint64_t> rank_dep_begin_{0};
+  std::vector<uint64_t> rank_dep_index_begin_{0};  // into dep_begin_ (ops + 1 per rank)
+  std::vector<uint64_t> rank_scratch_begin_{0};
+};
+
+// Equality of two ranks' programs (ops, deps, stages, scratch).
+bool same_program(const RankView& a, const RankView& b);
+
+}  // namespace collkit

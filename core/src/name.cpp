@@ -1,0 +1,202 @@
+#include "collkit/name.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+#include "collkit/error.hpp"
+
+namespace collkit {
+
+void fail_at(ErrorKind kind, std::string_view text, size_t pos, const std::string& what) {
+  // Show the text with a caret; control characters are shown as '?' so the caret lines up.
+  std::string shown;
+  shown.reserve(text.size());
+  for (char c : text) shown.push_back(std::isprint(static_cast<unsigned char>(c)) ? c : '?');
+  if (pos > shown.size()) pos = shown.size();
+  fail(kind, what + " at position " + std::to_string(pos) + "\n  " + shown + "\n  " +
+                 std::string(pos, ' ') + "^");
+}
+
+namespace {
+
+bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || c == '_'; }
+bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9') || c == '-'; }
+bool is_value_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' ||
+         c == '-';
+}
+
+class NameParser {
+ public:
+  explicit NameParser(std::string_view t) : t_(t) {}
+
+  ParsedName parse() {
+    ParsedName out;
+    out.text = std::string(t_);
+    if (t_.empty()) fail_at(ErrorKind::name, t_, 0, "empty algorithm name");
+    skip_ws();
+    size_t cpos = i_;
+    std::string coll = ident("a collective (allreduce, reduce, bcast, alltoall, barrier)");
+    try {
+      out.collective = collective_from_string(coll);
+    } catch (const Error&) {
+      fail_at(ErrorKind::name, t_, cpos,
+              "unknown collective '" + coll +
+                  "' (known: allreduce, reduce, bcast, alltoall, barrier)");
+    }
+    skip_ws();
+    expect(':', "expected ':' between the collective and the algorithm, as in allreduce:rd");
+    skip_ws();
+    out.algorithm = ident("an algorithm name after ':'");
+    skip_ws();
+    if (i_ < t_.size() && t_[i_] == '(') {
+      ++i_;
+      skip_ws();
+      if (i_ < t_.size() && t_[i_] == ')') {
+        ++i_;
+      } else {
+        bool seen_keyword = false;
+        for (;;) {
+          skip_ws();
+          NameArg a = arg();
+          if (a.key.empty() && seen_keyword)
+            fail_at(ErrorKind::name, t_, a.pos,
+                    "a positional argument cannot follow a keyword argument");
+          if (!a.key.empty()) {
+            for (const auto& b : out.args)
+              if (b.key == a.key)
+                fail_at(ErrorKind::name, t_, a.pos, "parameter '" + a.key + "' given twice");
+            seen_keyword = true;
+          }
+          out.args.push_back(std::move(a));
+          skip_ws();
+          if (i_ < t_.size() && t_[i_] == ',') {
+            ++i_;
+            continue;
+          }
+          expect(')', "expected ',' or ')' in the argument list");
+          break;
+        }
+      }
+    }
+    skip_ws();
+    if (i_ != t_.size()) fail_at(ErrorKind::name, t_, i_, "unexpected character after the name");
+    return out;
+  }
+
+ private:
+  void skip_ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
+  }
+  void expect(char c, const char* what) {
+    if (i_ >= t_.size() || t_[i_] != c) fail_at(ErrorKind::name, t_, i_, what);
+    ++i_;
+  }
+  std::string ident(const char* what) {
+    if (i_ >= t_.size() || !is_ident_start(t_[i_]))
+      fail_at(ErrorKind::name, t_, i_, std::string("expected ") + what);
+    size_t b = i_;
+    while (i_ < t_.size() && is_ident_char(t_[i_])) ++i_;
+    return std::string(t_.substr(b, i_ - b));
+  }
+  NameArg arg() {
+    NameArg a;
+    a.pos = i_;
+    size_t b = i_;
+    while (i_ < t_.size() && is_value_char(t_[i_])) ++i_;
+    if (i_ == b) fail_at(ErrorKind::name, t_, i_, "expected an argument");
+    std::string first(t_.substr(b, i_ - b));
+    skip_ws();
+    if (i_ < t_.size() && t_[i_] == '=') {
+      if (!is_ident_start(first[0]))
+        fail_at(ErrorKind::name, t_, b, "a parameter name starts with a lowercase letter");
+      for (char c : first)
+        if (!is_ident_char(c) || c == '-')
+          fail_at(ErrorKind::name, t_, b, "malformed parameter name '" + first + "'");
+      ++i_;
+      skip_ws();
+      size_t vb = i_;
+      while (i_ < t_.size() && is_value_char(t_[i_])) ++i_;
+      if (i_ == vb) fail_at(ErrorKind::name, t_, i_, "expected a value after '='");
+      a.key = first;
+      a.value = std::string(t_.substr(vb, i_ - vb));
+    } else {
+      a.value = first;
+    }
+    return a;
+  }
+
+  std::string_view t_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+ParsedName parse_name(std::string_view text) {
+  if (text.size() > 4096) fail(ErrorKind::name, "algorithm name longer than 4096 characters");
+  return NameParser(text).parse();
+}
+
+int64_t parse_size(std::string_view text) {
+  std::string_view t = text;
+  while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+  while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+  auto bad = [&](const std::string& why) -> int64_t {
+    fail(ErrorKind::invalid_argument,
+         "bad size '" + std::string(text) + "': " + why +
+             " (examples: 8, 8B, 4KiB, 4K, 1MiB, 1.5MB, 2GiB)");
+  };
+  if (t.empty()) bad("empty");
+  size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
+  if (i == 0) bad("it must start with a number");
+  std::string num(t.substr(0, i));
+  if (num.find('.') != num.rfind('.') || num == ".") bad("malformed number");
+  std::string_view unit = t.substr(i);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  double mult = 1;
+  static const struct {
+    const char* u;
+    double m;
+  } units[] = {{"", 1},
+               {"B", 1},
+               {"K", 1024.0},
+               {"KiB", 1024.0},
+               {"KB", 1e3},
+               {"k", 1024.0},
+               {"kB", 1e3},
+               {"M", 1048576.0},
+               {"MiB", 1048576.0},
+               {"MB", 1e6},
+               {"G", 1073741824.0},
+               {"GiB", 1073741824.0},
+               {"GB", 1e9},
+               {"T", 1099511627776.0},
+               {"TiB", 1099511627776.0},
+               {"TB", 1e12}};
+  bool found = false;
+  for (const auto& u : units)
+    if (unit == u.u) {
+      mult = u.m;
+      found = true;
+    }
+  if (!found) bad("unknown unit '" + std::string(unit) + "'");
+  double v = std::strtod(num.c_str(), nullptr) * mult;
+  if (!std::isfinite(v) || v >= 9.2e18) bad("too large");
+  if (v != std::floor(v)) bad("not a whole number of bytes");
+  return static_cast<int64_t>(v);
+}
+
+std::string format_size(int64_t bytes) {
+  static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  int64_t v = bytes;
+  while (u < 4 && v != 0 && v % 1024 == 0) {
+    v /= 1024;
+    ++u;
+  }
+  return std::to_string(v) + names[u];
+}
+
+}  // namespace collkit

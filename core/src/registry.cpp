@@ -1,0 +1,270 @@
+#include "collkit/registry.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <memory>
+
+#include "collkit/error.hpp"
+
+namespace collkit {
+
+namespace {
+
+// Function-local static: registration runs during static initialisation of other objects.
+std::vector<std::unique_ptr<AlgorithmSpec>>& registry() {
+  static std::vector<std::unique_ptr<AlgorithmSpec>> r;
+  return r;
+}
+
+int64_t parse_integer(const std::string& v, bool* ok) {
+  *ok = false;
+  if (v.empty() || v.size() > 19) return 0;
+  size_t i = (v[0] == '-' || v[0] == '+') ? 1 : 0;
+  if (i == v.size()) return 0;
+  int64_t x = 0;
+  for (; i < v.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(v[i]))) return 0;
+    x = x * 10 + (v[i] - '0');
+  }
+  *ok = true;
+  return v[0] == '-' ? -x : x;
+}
+
+std::string param_value_text(const ParamSpec& p, const ParamValues::Value& v) {
+  switch (p.type) {
+    case ParamType::integer:
+      return std::to_string(v.i);
+    case ParamType::size:
+      return format_size(v.i);
+    case ParamType::word:
+      return v.s;
+    case ParamType::list: {
+      std::string s;
+      for (size_t i = 0; i < v.l.size(); ++i) s += (i ? "," : "") + v.l[i];
+      return s;
+    }
+  }
+  return {};
+}
+
+// Parse one value of a scalar parameter; `text`/`pos` locate it for the caret.
+ParamValues::Value parse_value(const ParamSpec& p, const std::string& value,
+                               std::string_view text, size_t pos) {
+  ParamValues::Value v;
+  switch (p.type) {
+    case ParamType::integer: {
+      bool ok;
+      v.i = parse_integer(value, &ok);
+      if (!ok)
+        fail_at(ErrorKind::name, text, pos,
+                "parameter '" + p.name + "' takes an integer, not '" + value + "'");
+      break;
+    }
+    case ParamType::size:
+      try {
+        v.i = parse_size(value);
+      } catch (const Error& e) {
+        fail_at(ErrorKind::name, text, pos,
+                "parameter '" + p.name + "' takes a size such as 8KiB, not '" + value + "'");
+      }
+      break;
+    case ParamType::word:
+      v.s = value;
+      break;
+    case ParamType::list:
+      v.l = {value};
+      break;
+  }
+  if ((p.type == ParamType::integer || p.type == ParamType::size) && (v.i < p.min || v.i > p.max))
+    fail_at(ErrorKind::name, text, pos,
+            "parameter '" + p.name + "' = " + value + " is out of range [" +
+                (p.min == INT64_MIN ? std::string("-inf") : std::to_string(p.min)) + ", " +
+                (p.max == INT64_MAX ? std::string("inf") : std::to_string(p.max)) + "]");
+  return v;
+}
+
+}  // namespace
+
+int64_t ParamValues::integer(const std::string& name) const { return values_.at(name).i; }
+const std::string& ParamValues::word(const std::string& name) const { return values_.at(name).s; }
+const std::vector<std::string>& ParamValues::list(const std::string& name) const {
+  return values_.at(name).l;
+}
+
+Registrar::Registrar(AlgorithmSpec spec) {
+  for (const auto& s : registry())
+    if (s->collective == spec.collective && s->name == spec.name)
+      throw std::logic_error("algorithm registered twice: " + spec.name);
+  registry().push_back(std::make_unique<AlgorithmSpec>(std::move(spec)));
+}
+
+std::vector<const AlgorithmSpec*> all_algorithms() {
+  std::vector<const AlgorithmSpec*> out;
+  for (const auto& s : registry()) out.push_back(s.get());
+  std::sort(out.begin(), out.end(), [](const AlgorithmSpec* a, const AlgorithmSpec* b) {
+    return std::pair(a->collective, a->name) < std::pair(b->collective, b->name);
+  });
+  return out;
+}
+
+const AlgorithmSpec* find_algorithm(Collective c, std::string_view name) {
+  for (const auto& s : registry())
+    if (s->collective == c && s->name == name) return s.get();
+  return nullptr;
+}
+
+Algorithm::Algorithm(std::string_view name) {
+  ParsedName pn = parse_name(name);
+  spec_ = find_algorithm(pn.collective, pn.algorithm);
+  if (!spec_) {
+    std::string known;
+    for (const auto* s : all_algorithms())
+      if (s->collective == pn.collective) known += (known.empty() ? "" : ", ") + s->name;
+    size_t apos = pn.text.find(':') + 1;
+    while (apos < pn.text.size() && pn.text[apos] == ' ') ++apos;
+    fail_at(ErrorKind::name, pn.text, apos,
+            "unknown algorithm '" + pn.algorithm + "' for " + std::string(to_string(pn.collective)) +
+                " (known: " + (known.empty() ? "none yet" : known) + ")");
+  }
+  const ParamSpec* list_param = nullptr;
+  for (const auto& p : spec_->params)
+    if (p.type == ParamType::list) list_param = &p;
+
+  // Positional arguments: all into the list parameter if there is one, else one per parameter
+  // in declaration order.
+  size_t next_positional = 0;
+  for (const auto& a : pn.args) {
+    const ParamSpec* p = nullptr;
+    if (a.key.empty()) {
+      if (list_param) {
+        params_.values_[list_param->name].l.push_back(a.value);
+        continue;
+      }
+      if (next_positional >= spec_->params.size())
+        fail_at(ErrorKind::name, pn.text, a.pos,
+                "too many arguments: " + pn.algorithm + " takes " +
+                    std::to_string(spec_->params.size()));
+      p = &spec_->params[next_positional++];
+    } else {
+      for (const auto& q : spec_->params)
+        if (q.name == a.key) p = &q;
+      if (!p) {
+        std::string known;
+        for (const auto& q : spec_->params) known += (known.empty() ? "" : ", ") + q.name;
+        fail_at(ErrorKind::name, pn.text, a.pos,
+                "unknown parameter '" + a.key + "' for " + pn.algorithm +
+                    " (parameters: " + (known.empty() ? "none" : known) + ")");
+      }
+      if (params_.has(p->name))
+        fail_at(ErrorKind::name, pn.text, a.pos, "parameter '" + p->name + "' given twice");
+    }
+    if (p->type == ParamType::list)
+      params_.values_[p->name].l.push_back(a.value);
+    else
+      params_.values_[p->name] = parse_value(*p, a.value, pn.text, a.pos);
+  }
+  // Defaults, and required parameters.
+  for (const auto& p : spec_->params) {
+    if (params_.has(p.name)) continue;
+    if (p.default_value.empty() && p.type != ParamType::list)
+      fail_at(ErrorKind::name, pn.text, pn.text.size(),
+              "missing parameter '" + p.name + "' of " + pn.algorithm + ": " + p.doc);
+    if (p.type == ParamType::list) {
+      if (!p.default_value.empty())
+        fail(ErrorKind::name, "internal: list defaults are not supported");
+      params_.values_[p.name] = {};
+    } else {
+      params_.values_[p.name] = parse_value(p, p.default_value, p.default_value, 0);
+    }
+  }
+  // Canonical form: keyword arguments that differ from the default, in declaration order;
+  // the list parameter positionally.
+  canonical_ = std::string(to_string(spec_->collective)) + ":" + spec_->name;
+  std::string args;
+  for (const auto& p : spec_->params) {
+    const auto& v = params_.values_.at(p.name);
+    std::string s = param_value_text(p, v);
+    if (p.type == ParamType::list) {
+      if (!s.empty()) args += (args.empty() ? "" : ",") + s;
+      continue;
+    }
+    std::string d = param_value_text(p, parse_value(p, p.default_value, p.default_value, 0));
+    if (s != d) args += (args.empty() ? "" : ",") + p.name + "=" + s;
+  }
+  if (!args.empty()) canonical_ += "(" + args + ")";
+}
+
+Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root) const {
+  const std::string who = canonical_ + ": ";
+  if (P < 1 || P > kMaxP)
+    fail(ErrorKind::invalid_argument,
+         who + "P = " + std::to_string(P) + " must be in [1, " + std::to_string(kMaxP) + "]");
+  if (count < 0)
+    fail(ErrorKind::invalid_argument, who + "count = " + std::to_string(count) + " is negative");
+  if (elem_size < 1 || elem_size > (1 << 20))
+    fail(ErrorKind::invalid_argument,
+         who + "element size = " + std::to_string(elem_size) + " bytes must be in [1, 1 MiB]");
+  int64_t elems_per_buffer = spec_->collective == Collective::alltoall ? P : 1;
+  if (count > kMaxElems / elems_per_buffer || count > INT64_MAX / elem_size / elems_per_buffer)
+    fail(ErrorKind::invalid_argument,
+         who + "count = " + std::to_string(count) + " does not fit: a buffer may hold at most 2^48 "
+               "elements");
+  if (is_rooted(spec_->collective)) {
+    if (root < 0 || root >= P)
+      fail(ErrorKind::invalid_argument,
+           who + "root = " + std::to_string(root) + " is not a rank of P = " + std::to_string(P));
+  } else if (root != 0) {
+    fail(ErrorKind::invalid_argument,
+         who + std::string(to_string(spec_->collective)) + " has no root");
+  }
+  const Restrictions& r = spec_->restrictions;
+  if (r.power_of_two && !std::has_single_bit(static_cast<uint64_t>(P)))
+    fail(ErrorKind::unsupported, who + "needs P to be a power of two, not " + std::to_string(P));
+  if (P < r.min_P)
+    fail(ErrorKind::unsupported,
+         who + "needs P >= " + std::to_string(r.min_P) + ", not " + std::to_string(P));
+  ScheduleHeader h;
+  h.collective = spec_->collective;
+  h.algorithm = canonical_;
+  h.P = P;
+  h.count = count;
+  h.elem_size = elem_size;
+  h.root = root;
+  std::any prepared;
+  if (spec_->prepare) {
+    GenArgs a{h, &params_, nullptr};
+    prepared = spec_->prepare(a);
+  }
+  return Bound(*this, h, std::move(prepared));
+}
+
+Bound::Bound(const Algorithm& algo, ScheduleHeader header, std::any prepared)
+    : algo_(algo), header_(std::move(header)), prepared_(std::move(prepared)) {}
+
+void Bound::generate_rank(int64_t rank, RankProgram& out) const {
+  if (rank < 0 || rank >= header_.P)
+    fail(ErrorKind::invalid_argument, "rank " + std::to_string(rank) + " is not in [0, " +
+                                          std::to_string(header_.P) + ")");
+  out.clear(rank);
+  RankBuilder b(out, header_.P);
+  GenArgs a{header_, &algo_.params(), &prepared_};
+  algo_.spec().generate(a, b);
+}
+
+Schedule Bound::generate() const {
+  Schedule s(header_);
+  RankProgram p;
+  // Size the flat arrays from rank 0 so that large P grows them once.
+  generate_rank(0, p);
+  size_t P = static_cast<size_t>(header_.P);
+  s.reserve(p.ops.size() * P + p.ops.size() * 2, p.deps.size() * P + p.deps.size() * 2);
+  s.append_rank(p.view());
+  for (int64_t r = 1; r < header_.P; ++r) {
+    generate_rank(r, p);
+    s.append_rank(p.view());
+  }
+  return s;
+}
+
+}  // namespace collkit

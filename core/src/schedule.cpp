@@ -1,0 +1,257 @@
+#include "collkit/schedule.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "collkit/error.hpp"
+
+namespace collkit {
+
+namespace {
+constexpr std::array<std::string_view, kNumCollectives> kCollectiveNames = {
+    "allreduce", "reduce", "bcast", "alltoall", "barrier"};
+constexpr std::array<std::string_view, 6> kOpNames = {"send", "recv",    "reduce",
+                                                      "copy", "compute", "sleep"};
+}  // namespace
+
+std::string_view to_string(Collective c) { return kCollectiveNames[static_cast<size_t>(c)]; }
+
+Collective collective_from_string(std::string_view s) {
+  for (size_t i = 0; i < kCollectiveNames.size(); ++i)
+    if (kCollectiveNames[i] == s) return static_cast<Collective>(i);
+  fail(ErrorKind::name, "unknown collective '" + std::string(s) +
+                            "' (known: allreduce, reduce, bcast, alltoall, barrier)");
+}
+
+std::string_view to_string(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
+
+std::string buffer_name(BufId b) {
+  if (b == kIn) return "in";
+  if (b == kOut) return "out";
+  return "s" + std::to_string(b - kFirstScratch);
+}
+
+int64_t ScheduleHeader::in_elems(int64_t rank) const {
+  switch (collective) {
+    case Collective::allreduce:
+    case Collective::reduce:
+      return count;
+    case Collective::bcast:
+      return 0;  // bcast has one buffer, `out`, which holds the root's data at the start
+    case Collective::alltoall:
+      return count * P;
+    case Collective::barrier:
+      return 0;
+  }
+  (void)rank;
+  return 0;
+}
+
+int64_t ScheduleHeader::out_elems(int64_t rank) const {
+  (void)rank;
+  switch (collective) {
+    case Collective::allreduce:
+    case Collective::reduce:
+    case Collective::bcast:
+      return count;
+    case Collective::alltoall:
+      return count * P;
+    case Collective::barrier:
+      return 0;
+  }
+  return 0;
+}
+
+int64_t RankView::buffer_elems(const ScheduleHeader& h, BufId b) const {
+  if (b == kIn) return h.in_elems(rank);
+  if (b == kOut) return h.out_elems(rank);
+  size_t k = static_cast<size_t>(b - kFirstScratch);
+  return k < scratch.size() ? scratch[k] : -1;
+}
+
+void RankProgram::clear(int64_t new_rank) {
+  rank = new_rank;
+  ops.clear();
+  stage.clear();
+  dep_begin.assign(1, 0);
+  deps.clear();
+  scratch.clear();
+}
+
+RankView RankProgram::view() const {
+  return RankView{rank, ops, stage, dep_begin, deps, scratch};
+}
+
+OpId RankProgram::append(const Op& op, std::span<const OpId> op_deps, uint16_t op_stage) {
+  ops.push_back(op);
+  stage.push_back(op_stage);
+  for (OpId d : op_deps)
+    if (d != kNoOp) deps.push_back(d);
+  dep_begin.push_back(static_cast<uint32_t>(deps.size()));
+  return static_cast<OpId>(ops.size() - 1);
+}
+
+BufId RankBuilder::scratch(int64_t elems) {
+  if (p_.scratch.size() >= kMaxScratch) fail(ErrorKind::unsupported, "too many scratch buffers");
+  p_.scratch.push_back(elems);
+  return scratch_buf(static_cast<int>(p_.scratch.size() - 1));
+}
+
+OpId RankBuilder::add(const Op& op, Deps deps) { return p_.append(op, deps.span(), stage_); }
+
+OpId RankBuilder::send(int64_t peer, Region from, Deps deps) {
+  Op op;
+  op.kind = OpKind::send;
+  op.peer = static_cast<int32_t>(peer);
+  op.buf = from.buf;
+  op.off = from.off;
+  op.len = from.len;
+  return add(op, deps);
+}
+
+OpId RankBuilder::recv(int64_t peer, Region into, Deps deps) {
+  Op op;
+  op.kind = OpKind::recv;
+  op.peer = static_cast<int32_t>(peer);
+  op.buf = into.buf;
+  op.off = into.off;
+  op.len = into.len;
+  return add(op, deps);
+}
+
+OpId RankBuilder::reduce(Region dst, Region src, Side side, Deps deps) {
+  Op op;
+  op.kind = OpKind::reduce;
+  op.side = side;
+  op.buf = dst.buf;
+  op.off = dst.off;
+  op.src = src.buf;
+  op.src_off = src.off;
+  op.len = dst.len;
+  return add(op, deps);
+}
+
+OpId RankBuilder::copy(Region dst, Region src, Deps deps) {
+  Op op;
+  op.kind = OpKind::copy;
+  op.buf = dst.buf;
+  op.off = dst.off;
+  op.src = src.buf;
+  op.src_off = src.off;
+  op.len = dst.len;
+  return add(op, deps);
+}
+
+OpId RankBuilder::compute(int64_t ns, Deps deps) {
+  Op op;
+  op.kind = OpKind::compute;
+  op.len = ns;
+  return add(op, deps);
+}
+
+OpId RankBuilder::sleep(int64_t ns, Deps deps) {
+  Op op;
+  op.kind = OpKind::sleep;
+  op.len = ns;
+  return add(op, deps);
+}
+
+Schedule::Schedule(ScheduleHeader h) : header(std::move(h)) {}
+
+void Schedule::reserve(size_t ops, size_t deps) {
+  ops_.reserve(ops);
+  stage_.reserve(ops);
+  dep_begin_.reserve(ops + static_cast<size_t>(header.P));
+  deps_.reserve(deps);
+  rank_op_begin_.reserve(static_cast<size_t>(header.P) + 1);
+  rank_dep_begin_.reserve(static_cast<size_t>(header.P) + 1);
+  rank_dep_index_begin_.reserve(static_cast<size_t>(header.P) + 1);
+}
+
+void Schedule::append_rank(const RankView& r) {
+  if (r.rank != num_ranks())
+    fail(ErrorKind::invalid_argument, "ranks must be appended in order: expected rank " +
+                                          std::to_string(num_ranks()) + ", got " +
+                                          std::to_string(r.rank));
+  if (num_ranks() >= header.P)
+    fail(ErrorKind::invalid_argument, "schedule already holds P = " + std::to_string(header.P) +
+                                          " ranks");
+  ops_.insert(ops_.end(), r.ops.begin(), r.ops.end());
+  stage_.insert(stage_.end(), r.stage.begin(), r.stage.end());
+  dep_begin_.insert(dep_begin_.end(), r.dep_begin.begin(), r.dep_begin.end());
+  deps_.insert(deps_.end(), r.deps.begin(), r.deps.end());
+  scratch_.insert(scratch_.end(), r.scratch.begin(), r.scratch.end());
+  rank_op_begin_.push_back(ops_.size());
+  rank_dep_begin_.push_back(deps_.size());
+  rank_dep_index_begin_.push_back(dep_begin_.size());
+  rank_scratch_begin_.push_back(scratch_.size());
+}
+
+RankView Schedule::rank(int64_t r) const {
+  if (r < 0 || r >= num_ranks())
+    fail(ErrorKind::invalid_argument,
+         "rank " + std::to_string(r) + " out of range [0, " + std::to_string(num_ranks()) + ")");
+  size_t i = static_cast<size_t>(r);
+  size_t ob = rank_op_begin_[i], oe = rank_op_begin_[i + 1];
+  size_t db = rank_dep_begin_[i], de = rank_dep_begin_[i + 1];
+  size_t ib = rank_dep_index_begin_[i], ie = rank_dep_index_begin_[i + 1];
+  size_t sb = rank_scratch_begin_[i], se = rank_scratch_begin_[i + 1];
+  RankView v;
+  v.rank = r;
+  v.ops = std::span<const Op>(ops_).subspan(ob, oe - ob);
+  v.stage = std::span<const uint16_t>(stage_).subspan(ob, oe - ob);
+  v.dep_begin = std::span<const uint32_t>(dep_begin_).subspan(ib, ie - ib);
+  v.deps = std::span<const OpId>(deps_).subspan(db, de - db);
+  v.scratch = std::span<const int64_t>(scratch_).subspan(sb, se - sb);
+  return v;
+}
+
+size_t Schedule::memory_bytes() const {
+  return ops_.capacity() * sizeof(Op) + stage_.capacity() * sizeof(uint16_t) +
+         dep_begin_.capacity() * sizeof(uint32_t) + deps_.capacity() * sizeof(OpId) +
+         scratch_.capacity() * sizeof(int64_t) +
+         (rank_op_begin_.capacity() + rank_dep_begin_.capacity() +
+          rank_dep_index_begin_.capacity() + rank_scratch_begin_.capacity()) *
+             sizeof(uint64_t);
+}
+
+namespace {
+bool same_op(const Op& a, const Op& b) {
+  if (a.kind != b.kind || a.len != b.len) return false;
+  switch (a.kind) {
+    case OpKind::send:
+    case OpKind::recv:
+      return a.peer == b.peer && a.buf == b.buf && a.off == b.off;
+    case OpKind::reduce:
+      return a.side == b.side && a.buf == b.buf && a.off == b.off && a.src == b.src &&
+             a.src_off == b.src_off;
+    case OpKind::copy:
+      return a.buf == b.buf && a.off == b.off && a.src == b.src && a.src_off == b.src_off;
+    case OpKind::compute:
+    case OpKind::sleep:
+      return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool same_program(const RankView& a, const RankView& b) {
+  if (a.rank != b.rank || a.size() != b.size()) return false;
+  if (!std::equal(a.scratch.begin(), a.scratch.end(), b.scratch.begin(), b.scratch.end()))
+    return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!same_op(a.ops[i], b.ops[i]) || a.stage[i] != b.stage[i]) return false;
+    auto da = a.deps_of(i), db = b.deps_of(i);
+    if (!std::equal(da.begin(), da.end(), db.begin(), db.end())) return false;
+  }
+  return true;
+}
+
+bool Schedule::operator==(const Schedule& o) const {
+  if (!(header == o.header) || num_ranks() != o.num_ranks()) return false;
+  for (int64_t r = 0; r < num_ranks(); ++r)
+    if (!same_program(rank(r), o.rank(r))) return false;
+  return true;
+}
+
+}  // namespace collkit

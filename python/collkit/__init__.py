@@ -1,0 +1,42 @@
+"""collkit: write a collective algorithm once; prove, simulate, run, model and tune it.
+
+The compiled core is private (collkit._core); this package is the public face.
+"""
+
+from collkit.algorithms import (
+    Algorithm,
+    RankProgram,
+    Schedule,
+    algorithms,
+    format_size,
+    generate,
+    generate_rank,
+    parse_name,
+    parse_size,
+)
+from collkit.errors import (
+    AlgorithmNameError,
+    CollkitError,
+    InvalidArgumentError,
+    ScheduleFormatError,
+    UnsupportedError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Algorithm",
+    "AlgorithmNameError",
+    "CollkitError",
+    "InvalidArgumentError",
+    "RankProgram",
+    "Schedule",
+    "ScheduleFormatError",
+    "UnsupportedError",
+    "algorithms",
+    "format_size",
+    "generate",
+    "generate_rank",
+    "parse_name",
+    "parse_size",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from collkit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,113 @@
+// The name grammar, the registry and generation.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.hpp"
+#include "collkit/name.hpp"
+#include "collkit/registry.hpp"
+
+namespace nb = nanobind;
+
+namespace collkit::py {
+namespace {
+
+const char* type_name(ParamType t) {
+  switch (t) {
+    case ParamType::integer: return "integer";
+    case ParamType::size: return "size";
+    case ParamType::word: return "word";
+    case ParamType::list: return "list";
+  }
+  return "?";
+}
+
+nb::dict spec_dict(const AlgorithmSpec& s) {
+  nb::dict d;
+  d["collective"] = std::string(to_string(s.collective));
+  d["name"] = std::string(to_string(s.collective)) + ":" + s.name;
+  d["summary"] = s.summary;
+  d["phases"] = s.phases;
+  d["cost"] = s.cost;
+  d["reference"] = s.reference;
+  nb::list params;
+  for (const auto& p : s.params) {
+    nb::dict pd;
+    pd["name"] = p.name;
+    pd["type"] = type_name(p.type);
+    pd["default"] = p.default_value;
+    pd["min"] = p.min == INT64_MIN ? nb::object(nb::none()) : nb::int_(p.min);
+    pd["max"] = p.max == INT64_MAX ? nb::object(nb::none()) : nb::int_(p.max);
+    pd["doc"] = p.doc;
+    params.append(pd);
+  }
+  d["params"] = params;
+  nb::dict r;
+  r["commutative_op"] = s.restrictions.commutative_op;
+  r["power_of_two"] = s.restrictions.power_of_two;
+  r["min_P"] = s.restrictions.min_P;
+  d["restrictions"] = r;
+  return d;
+}
+
+}  // namespace
+
+void bind_registry(nb::module_& m) {
+  m.def("parse_name", [](const std::string& text) {
+    ParsedName p = parse_name(text);
+    nb::dict d;
+    d["collective"] = std::string(to_string(p.collective));
+    d["algorithm"] = p.algorithm;
+    nb::list args;
+    for (const auto& a : p.args) args.append(nb::make_tuple(a.key, a.value));
+    d["args"] = args;
+    return d;
+  });
+  m.def("parse_size", [](const std::string& t) { return parse_size(t); });
+  m.def("format_size", &format_size);
+  m.def("algorithms", [] {
+    nb::list l;
+    for (const auto* s : all_algorithms()) l.append(spec_dict(*s));
+    return l;
+  });
+
+  nb::class_<Algorithm>(m, "Algorithm")
+      .def(nb::init<const std::string&>(), nb::arg("name"))
+      .def_prop_ro("canonical", &Algorithm::canonical)
+      .def_prop_ro("collective", [](const Algorithm& a) { return std::string(to_string(a.collective())); })
+      .def_prop_ro("spec", [](const Algorithm& a) { return spec_dict(a.spec()); })
+      .def("check", [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size,
+                       int64_t root) { (void)a.bind(P, count, elem_size, root); },
+           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0)
+      .def("generate",
+           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
+             Bound b = a.bind(P, count, elem_size, root);
+             nb::gil_scoped_release unlock;
+             return b.generate();
+           },
+           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0)
+      .def("generate_rank",
+           [](const Algorithm& a, int64_t P, int64_t rank, int64_t count, int32_t elem_size,
+              int64_t root) {
+             RankProgram p;
+             a.bind(P, count, elem_size, root).generate_rank(rank, p);
+             return p;
+           },
+           nb::arg("P"), nb::arg("rank"), nb::arg("count"), nb::arg("elem_size") = 8,
+           nb::arg("root") = 0)
+      .def("count_ops",
+           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
+             // Generate every rank's program alone and drop it: streaming, constant memory.
+             Bound b = a.bind(P, count, elem_size, root);
+             nb::gil_scoped_release unlock;
+             RankProgram p;
+             uint64_t ops = 0;
+             for (int64_t r = 0; r < P; ++r) {
+               b.generate_rank(r, p);
+               ops += p.ops.size();
+             }
+             return ops;
+           },
+           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0);
+}
+
+}  // namespace collkit::py
