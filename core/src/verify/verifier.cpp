@@ -300,28 +300,27 @@ class Verifier {
   }
 
   void hazard(int64_t r, const RankView& v, const Access& x, const Access& a) {
-    const Op& ox = v.ops[x.op];
-    const Op& oa = v.ops[a.op];
     int64_t lo = std::max(x.lo, a.lo), hi = std::min(x.hi, a.hi);
-    std::string reg = region_text(a.buf, lo, hi - lo);
-    std::string what;
-    auto in_flight = [&](const Op& o, const Access& acc, const Op& other, const Access& oacc) {
-      if (o.kind == OpKind::send && oacc.write)
-        return " may overwrite " + reg + " while the message sent from it by the other is in flight";
-      if (o.kind == OpKind::recv)
-        return std::string(oacc.write ? " may write " : " may read ") + reg +
-               " while the message received into it by the other is in flight";
-      (void)acc;
-      (void)other;
-      return std::string();
+    const std::string reg = region_text(a.buf, lo, hi - lo);
+    auto name = [&](const Access& acc) {
+      return "op " + std::to_string(acc.op) + " (" + op_text(v.ops[acc.op]) + ")";
     };
-    what = in_flight(ox, x, oa, a);
-    if (what.empty()) what = in_flight(oa, a, ox, x);
-    if (what.empty()) what = " race on " + reg + " (one writes it)";
+    // Say it from the side of the message in flight, if one of the two is a message.
+    std::string msg;
+    for (int pass = 0; pass < 2 && msg.empty(); ++pass) {
+      const Access& m = pass ? a : x;
+      const Access& o = pass ? x : a;
+      const OpKind k = v.ops[m.op].kind;
+      if (k == OpKind::send && o.write)
+        msg = name(o) + " may overwrite " + reg + " while the message sent from it by " + name(m) +
+              " is in flight";
+      else if (k == OpKind::recv)
+        msg = name(o) + (o.write ? " may write " : " may read ") + reg +
+              " while the message received into it by " + name(m) + " is in flight";
+    }
+    if (msg.empty()) msg = name(x) + " and " + name(a) + " race on " + reg + " (one writes it)";
     add(DiagKind::hazard, r, a.op,
-        "rank " + std::to_string(r) + ": op " + std::to_string(x.op) + " (" + op_text(ox) +
-            ") and op " + std::to_string(a.op) + " (" + op_text(oa) +
-            ") have no dependency path between them; one" + what);
+        "rank " + std::to_string(r) + ": " + msg + "; no dependency path orders the two");
   }
 
   // ---- Pass 4: match sends with receives (k-th send a->b with k-th recv at b from a). ------
