@@ -22,9 +22,13 @@ HELP = "list algorithms with their parameters and documentation"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("which", nargs="?", default=None, metavar="COLLECTIVE|ALGO",
-                   help="a collective (allreduce, reduce, bcast, alltoall, barrier) or one "
-                   "algorithm name")
+    p.add_argument(
+        "which",
+        nargs="?",
+        default=None,
+        metavar="COLLECTIVE|ALGO",
+        help="a collective (allreduce, reduce, bcast, alltoall, barrier) or one algorithm name",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -65,14 +69,18 @@ def run(args: argparse.Namespace) -> int:
         for p in spec["params"]:
             rng = ""
             if p["min"] is not None or p["max"] is not None:
-                rng = f" in [{p['min'] if p['min'] is not None else '-inf'}, " \
-                      f"{p['max'] if p['max'] is not None else 'inf'}]"
+                rng = (
+                    f" in [{p['min'] if p['min'] is not None else '-inf'}, "
+                    f"{p['max'] if p['max'] is not None else 'inf'}]"
+                )
             default = f" (default {p['default']})" if p["default"] else ""
             console.print(f"  param {p['name']}: {p['type']}{rng}{default}: {p['doc']}")
         return 0
     if which and which not in ("allreduce", "reduce", "bcast", "alltoall", "barrier"):
-        console.print(f"[red]unknown collective '{which}'[/red] "
-                      "(allreduce, reduce, bcast, alltoall, barrier, or an algorithm name)")
+        console.print(
+            f"[red]unknown collective '{which}'[/red] "
+            "(allreduce, reduce, bcast, alltoall, barrier, or an algorithm name)"
+        )
         return 2
     specs = algorithms(which)
     if args.json:

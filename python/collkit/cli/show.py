@@ -23,8 +23,13 @@ HELP = "print a schedule, per rank, as text"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_problem_arguments(p)
-    p.add_argument("--rank", type=int, action="append", metavar="R",
-                   help="show only this rank (repeatable); generated alone, so P may be huge")
+    p.add_argument(
+        "--rank",
+        type=int,
+        action="append",
+        metavar="R",
+        help="show only this rank (repeatable); generated alone, so P may be huge",
+    )
     p.add_argument("--stats", action="store_true", help="a summary instead of the ops")
 
 
@@ -48,12 +53,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"{algo.canonical} P={P} count={count}: {ops} ops over {len(ranks)} rank(s)")
         return 0
     if not args.rank and P > 64:
-        print(f"collkit show: P = {P} would print {P} ranks; pick some with --rank R "
-              "(or use collkit export)")
+        print(
+            f"collkit show: P = {P} would print {P} ranks; pick some with --rank R "
+            "(or use collkit export)"
+        )
         return 2
     print(io.header_text(algo.canonical, P, count, args.elem_size, args.root), end="")
     for r in ranks:
         prog = algo.generate_rank(P, r, count, args.elem_size, args.root)
-        print(io.rank_to_text(prog, count=count, P=P, elem_size=args.elem_size,
-                              collective=algo.collective, root=args.root), end="")
+        print(
+            io.rank_to_text(
+                prog,
+                count=count,
+                P=P,
+                elem_size=args.elem_size,
+                collective=algo.collective,
+                root=args.root,
+            ),
+            end="",
+        )
     return 0

@@ -35,19 +35,47 @@ def _counts(text: str) -> list[int]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("algorithm", nargs="?", type=algorithm, metavar="ALGO",
-                   help="algorithm name, e.g. allreduce:rd")
-    p.add_argument("-P", dest="P", type=parse_p_list, metavar="LIST",
-                   help="process counts: 8, 1..256, 2^10, 1..64,100,1000")
-    p.add_argument("--count", type=_counts, default=[3], metavar="C[,C...]",
-                   help="elements per rank (alltoall: per block); default 3")
-    p.add_argument("--root", type=int, default=None,
-                   help="root of reduce / bcast (default: every root for P <= 16, else 0 and P-1)")
+    p.add_argument(
+        "algorithm",
+        nargs="?",
+        type=algorithm,
+        metavar="ALGO",
+        help="algorithm name, e.g. allreduce:rd",
+    )
+    p.add_argument(
+        "-P",
+        dest="P",
+        type=parse_p_list,
+        metavar="LIST",
+        help="process counts: 8, 1..256, 2^10, 1..64,100,1000",
+    )
+    p.add_argument(
+        "--count",
+        type=_counts,
+        default=[3],
+        metavar="C[,C...]",
+        help="elements per rank (alltoall: per block); default 3",
+    )
+    p.add_argument(
+        "--root",
+        type=int,
+        default=None,
+        help="root of reduce / bcast (default: every root for P <= 16, else 0 and P-1)",
+    )
     op = p.add_mutually_exclusive_group()
-    op.add_argument("--commutative", dest="commutative", action="store_true", default=None,
-                    help="allow operands to be swapped (a commutative op)")
-    op.add_argument("--non-commutative", dest="commutative", action="store_false",
-                    help="require rank order (default unless the algorithm needs commutativity)")
+    op.add_argument(
+        "--commutative",
+        dest="commutative",
+        action="store_true",
+        default=None,
+        help="allow operands to be swapped (a commutative op)",
+    )
+    op.add_argument(
+        "--non-commutative",
+        dest="commutative",
+        action="store_false",
+        help="require rank order (default unless the algorithm needs commutativity)",
+    )
     p.add_argument("--file", metavar="PATH", help="verify a saved schedule (text, JSON or GOAL)")
     p.add_argument("-v", "--verbose", action="store_true", help="a row per case, not a summary")
 
@@ -74,16 +102,29 @@ def run(args: argparse.Namespace) -> int:
         console.print("[red]give ALGO and -P LIST, or --file PATH[/red] (see collkit verify -h)")
         return 2
     algo: Algorithm = args.algorithm
-    commutative = (bool(algo.spec["restrictions"]["commutative_op"])
-                   if args.commutative is None else args.commutative)
-    cases = [(P, c, root) for P in args.P for c in args.count
-             for root in _roots(algo.collective, P, args.root)]
+    commutative = (
+        bool(algo.spec["restrictions"]["commutative_op"])
+        if args.commutative is None
+        else args.commutative
+    )
+    cases = [
+        (P, c, root)
+        for P in args.P
+        for c in args.count
+        for root in _roots(algo.collective, P, args.root)
+    ]
     failures: list[VerifyResult] = []
     skipped: dict[str, list[int]] = {}
     passed: list[tuple[int, int, int, int, float]] = []
     t_all = time.perf_counter()
-    with Progress(TextColumn("verifying {task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as prog:
+    with Progress(
+        TextColumn("verifying {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as prog:
         task = prog.add_task(algo.canonical, total=len(cases))
         for P, count, root in cases:
             prog.update(task, description=f"{algo.canonical} P={P} count={count}")
@@ -109,20 +150,35 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(col, justify="right" if col != "result" else "left")
     if args.verbose or len(passed) <= 12:
         for P, count, ops, msgs, dt in passed:
-            table.add_row(str(P), str(count), "[green]verified[/green]", str(ops), str(msgs),
-                          f"{dt * 1e3:.1f} ms")
+            table.add_row(
+                str(P),
+                str(count),
+                "[green]verified[/green]",
+                str(ops),
+                str(msgs),
+                f"{dt * 1e3:.1f} ms",
+            )
     elif passed:
         ps = sorted({p for p, *_ in passed})
         big = max(passed, key=lambda x: x[0])
-        table.add_row(f"{len(ps)} values in {ps[0]}..{ps[-1]}",
-                      ",".join(str(c) for c in sorted({c for _, c, *_ in passed})),
-                      "[green]all verified[/green]", f"≤ {big[2]}", f"≤ {big[3]}",
-                      f"{max(x[4] for x in passed) * 1e3:.1f} ms max")
+        table.add_row(
+            f"{len(ps)} values in {ps[0]}..{ps[-1]}",
+            ",".join(str(c) for c in sorted({c for _, c, *_ in passed})),
+            "[green]all verified[/green]",
+            f"≤ {big[2]}",
+            f"≤ {big[3]}",
+            f"{max(x[4] for x in passed) * 1e3:.1f} ms max",
+        )
     for r in failures[:20]:
         first = r.diagnostics[0] if r.diagnostics else None
-        table.add_row(str(r.P), str(r.count),
-                      f"[red]FAILED[/red] {first.kind if first else ''}", str(r.ops),
-                      str(r.messages), "")
+        table.add_row(
+            str(r.P),
+            str(r.count),
+            f"[red]FAILED[/red] {first.kind if first else ''}",
+            str(r.ops),
+            str(r.messages),
+            "",
+        )
     console.print(table)
     for reason, ps in skipped.items():
         console.print(f"[yellow]skipped {len(ps)} P[/yellow] ({reason})")
