@@ -9,48 +9,39 @@
 //               in rank order, so every rank computes the same tree, e.g. for P = 13
 //               {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]}, as seed 001 requires).
 // Reference:    seed 002 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp 2005).
-#include <bit>
-
+#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
 namespace {
 
 void generate_rd(const GenArgs& a, RankBuilder& b) {
-  const int64_t P = a.header.P, n = a.header.count, rank = b.rank();
-  const int64_t pof2 = int64_t{1} << (std::bit_width(static_cast<uint64_t>(P)) - 1);
-  const int64_t rem = P - pof2;
+  const int64_t n = a.header.count, rank = b.rank();
+  const phases::Pof2Fold fold(a.header.P);
   const Region in{kIn, 0, n}, out{kOut, 0, n};
+  const auto expand_stage = static_cast<uint16_t>(fold.lg() + 1);
 
   b.set_stage(0);
   OpId out_ready = b.copy(out, in);  // the last op that wrote `out`
-  if (P == 1) return;
+  if (a.header.P == 1) return;
 
-  // Phase 1: collapse to a power of two. An even rank below 2*rem hands its vector to the odd
-  // rank above it and waits for the result: it needs no scratch.
-  if (rank < 2 * rem && rank % 2 == 0) {
-    OpId s = b.send(rank + 1, out, {out_ready});
-    b.set_stage(static_cast<uint16_t>(std::bit_width(static_cast<uint64_t>(pof2))));  // expand
-    b.recv(rank + 1, out, {s});  // Phase 3 for this rank: the result comes back
+  // Phase 1: collapse to a power of two. A rank folded away hands its vector to its partner
+  // and waits for the result (Phase 3 for it): it needs no scratch.
+  const int64_t vrank = fold.vrank(rank);
+  if (vrank < 0) {
+    OpId s = phases::fold_away(b, fold, out, out_ready);
+    b.set_stage(expand_stage);
+    phases::unfold(b, fold, out, {}, s);
     return;
   }
   const Region t{b.scratch(n), 0, n};
-  int64_t vrank;
   OpId tmp_free = kNoOp;  // the last op that read `t`
-  if (rank < 2 * rem) {
-    OpId r = b.recv(rank - 1, t);
-    out_ready = tmp_free = b.reduce(out, t, Side::src_first, {out_ready, r});
-    vrank = rank / 2;
-  } else {
-    vrank = rank - rem;
-  }
+  if (fold.partner(rank) >= 0) out_ready = tmp_free = phases::fold_in(b, fold, out, out_ready, t);
 
   // Phase 2: recursive doubling among the pof2 active ranks.
-  uint16_t stage = 1;
-  for (int64_t mask = 1; mask < pof2; mask <<= 1, ++stage) {
-    b.set_stage(stage);
-    const int64_t vpeer = vrank ^ mask;
-    const int64_t peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
+  for (int k = 0; k < fold.lg(); ++k) {
+    b.set_stage(static_cast<uint16_t>(k + 1));
+    const int64_t peer = fold.real(vrank ^ (int64_t{1} << k));
     OpId s = b.send(peer, out, {out_ready});
     OpId r = b.recv(peer, t, {tmp_free});
     // The lower half's partial result goes on the left, so every rank builds the same tree.
@@ -58,10 +49,8 @@ void generate_rd(const GenArgs& a, RankBuilder& b) {
   }
 
   // Phase 3: expand.
-  if (rank < 2 * rem) {
-    b.set_stage(stage);
-    b.send(rank - 1, out, {out_ready});
-  }
+  b.set_stage(expand_stage);
+  phases::unfold(b, fold, out, {out_ready}, kNoOp);
 }
 
 const Registrar reg{{

@@ -1,0 +1,87 @@
+// Algorithm:    Rabenseifner's allreduce (allreduce:rabenseifner): reduce-scatter by recursive
+//               halving, then allgather by recursive doubling.
+// Phases:       1. fold to pof2 = 2^floor(lg P) ranks (MPICH pre-step: the pair (2i, 2i+1) of
+//                  the first 2*rem ranks combines, the odd rank goes on);
+//               2. reduce-scatter by recursive halving over pof2 blocks of floor/ceil size:
+//                  lg(pof2) stages, partner vrank ^ 2^k, the halves sent shrink n/2, n/4, ...;
+//               3. allgather by recursive doubling, the halving's stages in reverse;
+//               4. unfold: the odd rank of each pair sends the result to the even one.
+// Cost:         2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma  (P = 2^k);
+//               otherwise + 2 (alpha + n beta) + n gamma for the fold and unfold.
+// Restrictions: none: every P, every count (blocks may be empty: count < P sends fewer
+//               messages), non-commutative ops. Each element is combined with the same tree as
+//               allreduce:rd (pairs first, then recursive doubling, lower ranks on the left), so
+//               switching between rd and rabenseifner at a count limit does not change a bit
+//               (seed 001); tests/test_large_counts.py proves it with compare_trees.
+// Reference:    seed 001 (Rabenseifner, "New optimized MPI reduce algorithm", 1997); Thakur,
+//               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
+#include "collkit/phases.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
+  const int64_t n = a.header.count, rank = b.rank();
+  const phases::Pof2Fold fold(a.header.P);
+  const phases::Blocks blk{n, fold.pof2};
+  const Region in{kIn, 0, n}, out{kOut, 0, n};
+  const int lg = fold.lg();
+  const auto unfold_stage = static_cast<uint16_t>(2 * lg + 1);
+
+  b.set_stage(0);
+  OpId out_ready = b.copy(out, in);
+  if (a.header.P == 1) return;
+
+  // Phase 1: fold. A rank folded away waits for the result (phase 4 for it).
+  const int64_t vrank = fold.vrank(rank);
+  if (vrank < 0) {
+    OpId s = phases::fold_away(b, fold, out, out_ready);
+    b.set_stage(unfold_stage);
+    phases::unfold(b, fold, out, {}, s);
+    return;
+  }
+  // Scratch: the partner's whole vector for a rank that folds one in, else the largest half
+  // received, the one kept at the first halving stage.
+  BufId tmp;
+  int64_t tmp_base = 0;
+  OpId tmp_free = kNoOp;
+  if (fold.partner(rank) >= 0) {
+    tmp = b.scratch(n);
+    out_ready = tmp_free = phases::fold_in(b, fold, out, out_ready, Region{tmp, 0, n});
+  } else {
+    const auto& first = phases::Halving(fold, vrank).stages[0];
+    const Region kept = blk.region(kOut, first.keep_lo, first.keep_hi);
+    tmp = b.scratch(kept.len);
+    tmp_base = kept.off;
+  }
+
+  // Phases 2 and 3.
+  const phases::ScatterResult rs = phases::reduce_scatter_halving(
+      b, fold, vrank, blk, kOut, out_ready, tmp, tmp_base, tmp_free, 1);
+  const std::vector<OpId> written =
+      phases::allgather_doubling(b, fold, vrank, blk, kOut, rs, static_cast<uint16_t>(lg + 1));
+
+  // Phase 4: unfold.
+  b.set_stage(unfold_stage);
+  phases::unfold(b, fold, out, written, kNoOp);
+}
+
+const Registrar reg{{
+    .collective = Collective::allreduce,
+    .name = "rabenseifner",
+    .summary = "reduce-scatter by recursive halving + allgather by recursive doubling; the tree "
+               "of allreduce:rd",
+    .phases = "fold to pof2 ranks (MPICH pre-step); recursive-halving reduce-scatter over pof2 "
+              "blocks; recursive-doubling allgather; unfold",
+    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k; else + 2 (alpha + n "
+            "beta) + n gamma)",
+    .reference = "seed 001; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .params = {},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_rabenseifner,
+}};
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,54 @@
+// Algorithm:    ring allreduce (allreduce:ring): ring reduce-scatter, then ring allgather.
+// Phases:       1. reduce-scatter: P-1 steps; at step s rank r sends block r-s to r+1 and
+//                  receives block r-s-1 from r-1 straight into `out`, combining it with its input;
+//               2. allgather: P-1 steps; at step s rank r passes block r+1-s on to r+1.
+//               Every message is cut into segments of at most `seg` bytes so that combining one
+//               segment overlaps with receiving the next (seg=0: whole blocks).
+// Cost:         2 (P-1) alpha + 2 (P-1)/P n beta + (P-1)/P n gamma
+// Restrictions: commutative op: block q is combined in ring order q, q+1, ..., P-1, 0, ..., q-1,
+//               a different tree per block, so the ring is NOT switch-safe with allreduce:rd
+//               (compare_trees says so; see docs/large-counts.md).
+// Reference:    Patarasuk and Yuan, JPDC 69(2) 2009; Thakur, Rabenseifner, Gropp 2005.
+#include <algorithm>
+
+#include "collkit/phases.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_ring(const GenArgs& a, RankBuilder& b) {
+  const int64_t P = a.header.P, n = a.header.count;
+  if (P == 1) {
+    b.copy(Region{kOut, 0, n}, Region{kIn, 0, n});
+    return;
+  }
+  const int64_t seg_bytes = a.params->integer("seg");
+  const int64_t seg = seg_bytes == 0 ? 0 : std::max<int64_t>(1, seg_bytes / a.header.elem_size);
+  const phases::Blocks blk{n, P};
+  const phases::RingResult rs = phases::reduce_scatter_ring(b, blk, seg, 0);
+  phases::allgather_ring(b, blk, seg, rs, static_cast<uint16_t>(std::min<int64_t>(P - 1, 65535)));
+}
+
+const Registrar reg{{
+    .collective = Collective::allreduce,
+    .name = "ring",
+    .summary = "ring reduce-scatter + ring allgather, segmented; bandwidth-optimal, commutative "
+               "ops only",
+    .phases = "P-1 reduce-scatter steps around the ring, then P-1 allgather steps; messages cut "
+              "into segments of at most seg bytes",
+    .cost = "2 (P-1) alpha + 2 (P-1)/P n beta + (P-1)/P n gamma",
+    .reference = "Patarasuk and Yuan, JPDC 69(2) 2009",
+    .params = {{.name = "seg",
+                .type = ParamType::size,
+                .default_value = "1MiB",
+                .min = 0,
+                .max = int64_t{1} << 40,
+                .doc = "largest message in bytes; 0: whole blocks"}},
+    .restrictions = {.commutative_op = true, .power_of_two = false, .min_P = 1},
+    .prepare = {},
+    .generate = generate_ring,
+}};
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,80 @@
+// Ring reduce-scatter and ring allgather (see collkit/phases.hpp).
+#include <algorithm>
+#include <span>
+
+#include "collkit/phases.hpp"
+
+namespace collkit::phases {
+namespace {
+
+int64_t mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
+
+// The segments of block q: [off, off + len) pieces of at most `seg` elements (seg 0: one piece).
+template <class F>
+void for_each_segment(const Blocks& blk, BufId buf, int64_t q, int64_t seg, F&& f) {
+  const Region whole = blk.region(buf, q, q + 1);
+  if (whole.len == 0) return;
+  const int64_t step = seg > 0 ? seg : whole.len;
+  int64_t g = 0;
+  for (int64_t off = 0; off < whole.len; off += step, ++g)
+    f(g, Region{buf, whole.off + off, std::min(step, whole.len - off)});
+}
+
+}  // namespace
+
+RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, uint16_t stage0) {
+  const int64_t P = blk.nb, r = b.rank();
+  const int64_t next = mod(r + 1, P), prev = mod(r - 1, P);
+  RingResult res;
+  res.step_begin.push_back(0);
+  std::vector<OpId> reduced;  // the reduces of the previous step, one per segment
+  for (int64_t s = 0; s + 1 < P; ++s) {
+    b.set_stage(static_cast<uint16_t>(std::min<int64_t>(stage0 + s, 65535)));  // labels saturate
+    // Step 0 sends the own input; later steps the block reduced in the step before.
+    const BufId from = s == 0 ? kIn : kOut;
+    for_each_segment(blk, from, mod(r - s, P), seg, [&](int64_t g, Region piece) {
+      const OpId dep = s == 0 ? kNoOp : reduced[static_cast<size_t>(g)];
+      res.sends.push_back(b.send(next, piece, {dep}));
+    });
+    res.step_begin.push_back(res.sends.size());
+    reduced.clear();
+    for_each_segment(blk, kOut, mod(r - s - 1, P), seg, [&](int64_t, Region piece) {
+      OpId rv = b.recv(prev, piece);
+      // The partial of the ranks before this one in ring order goes on the left.
+      reduced.push_back(b.reduce(piece, Region{kIn, piece.off, piece.len}, Side::dst_first, {rv}));
+    });
+  }
+  res.final_ready = reduced;
+  return res;
+}
+
+std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
+                                 const RingResult& rs, uint16_t stage0) {
+  const int64_t P = blk.nb, r = b.rank();
+  const int64_t next = mod(r + 1, P), prev = mod(r - 1, P);
+  std::vector<OpId> last = rs.final_ready;  // per segment: what wrote the block to send next
+  std::vector<OpId> writers = rs.final_ready;
+  std::vector<OpId> received;
+  for (int64_t s = 0; s + 1 < P; ++s) {
+    b.set_stage(static_cast<uint16_t>(std::min<int64_t>(stage0 + s, 65535)));  // labels saturate
+    for_each_segment(blk, kOut, mod(r + 1 - s, P), seg, [&](int64_t g, Region piece) {
+      b.send(next, piece, {last[static_cast<size_t>(g)]});
+    });
+    // Block r - s left this rank at step s of the reduce-scatter (step 0: from `in`, nothing
+    // to wait for); its receive must not overwrite it while that send is in flight.
+    const std::span<const OpId> gone =
+        std::span<const OpId>(rs.sends).subspan(rs.step_begin[static_cast<size_t>(s)],
+                                                rs.step_begin[static_cast<size_t>(s) + 1] -
+                                                    rs.step_begin[static_cast<size_t>(s)]);
+    received.clear();
+    for_each_segment(blk, kOut, mod(r - s, P), seg, [&](int64_t g, Region piece) {
+      const OpId dep = s == 0 ? kNoOp : gone[static_cast<size_t>(g)];
+      received.push_back(b.recv(prev, piece, {dep}));
+    });
+    writers.insert(writers.end(), received.begin(), received.end());
+    last = received;
+  }
+  return writers;
+}
+
+}  // namespace collkit::phases

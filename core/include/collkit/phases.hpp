@@ -1,0 +1,113 @@
+// Shared phases of the reduction algorithms, written once and composed by the generators
+// (STYLE.md 5): the MPICH fold of P ranks onto a power of two and its unfold, recursive-halving
+// reduce-scatter, recursive-doubling allgather, the binomial gather of the scattered blocks to a
+// root, and the ring reduce-scatter / allgather.
+//
+// Every phase writes ops of one rank into a RankBuilder and returns the ops that later phases
+// must wait on; no phase keeps state between ranks, so one rank's program is generated alone.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "collkit/schedule.hpp"
+
+namespace collkit::phases {
+
+// n elements cut into nb blocks, the first n % nb of them one element longer.
+struct Blocks {
+  int64_t n = 0;
+  int64_t nb = 1;
+  int64_t begin(int64_t i) const { return i * (n / nb) + (i < n % nb ? i : n % nb); }
+  // Blocks [lo, hi) of buffer `buf`, as one region.
+  Region region(BufId buf, int64_t lo, int64_t hi) const {
+    return Region{buf, begin(lo), begin(hi) - begin(lo)};
+  }
+};
+
+// The MPICH fold of P ranks onto pof2 = 2^floor(lg P) virtual ranks: of the first 2*rem ranks
+// (rem = P - pof2), the pair (2v, 2v+1) combines into virtual rank v, kept by one of the two;
+// rank r >= 2*rem is virtual rank r - rem. The kept rank of a pair is `keep` where the pair holds
+// it (a reduce's root stays active), else the odd rank (MPICH's allreduce, allreduce:rd).
+// Virtual ranks keep the real ranks' order, so combining by virtual rank keeps rank order.
+struct Pof2Fold {
+  int64_t P = 1, pof2 = 1, rem = 0, keep = -1;
+  explicit Pof2Fold(int64_t P, int64_t keep = -1);
+  int64_t real(int64_t v) const;      // the rank that stands for virtual rank v
+  int64_t vrank(int64_t rank) const;  // -1 for a rank folded away
+  int64_t partner(int64_t rank) const {  // the other rank of rank's pair; -1 outside the pairs
+    return rank < 2 * rem ? rank ^ 1 : -1;
+  }
+  int lg() const;  // lg(pof2)
+};
+
+// Fold, on a rank that folds away: send the vector to the partner.
+OpId fold_away(RankBuilder& b, const Pof2Fold& f, Region vec, OpId vec_ready);
+// Fold, on the kept rank of a pair: receive the partner's vector into `tmp` and combine the two
+// in rank order into `vec`. Returns the reduce (it wrote `vec` and read `tmp`).
+OpId fold_in(RankBuilder& b, const Pof2Fold& f, Region vec, OpId vec_ready, Region tmp);
+// Unfold: the kept rank of a pair sends the result back (after `ready`), the rank folded away
+// receives it into `vec` (after its fold send `sent`). Returns the op; kNoOp outside the pairs.
+OpId unfold(RankBuilder& b, const Pof2Fold& f, Region vec, Deps ready, OpId sent);
+
+// Recursive halving over the pof2 virtual ranks, MPICH's order: at stage k (k = 0 .. lg-1) the
+// partner is vrank ^ 2^k, the current block range is halved and the lower virtual rank keeps the
+// lower half. Every element is thus combined with the tree of recursive doubling (neighbours
+// first), the lower group's partial result on the left: the tree of allreduce:rd.
+struct Halving {
+  struct Stage {
+    int64_t keep_lo, keep_hi;  // blocks kept (and reduced into) at this stage
+    int64_t send_lo, send_hi;  // blocks sent to the partner at this stage
+  };
+  int lg = 0;
+  std::array<Stage, 64> stages{};
+  Halving(const Pof2Fold& f, int64_t vrank);
+};
+
+struct ScatterResult {
+  OpId ready = kNoOp;               // the last op that wrote this rank's final blocks of `vec`
+  std::array<OpId, 64> sent{};      // the send of each stage (kNoOp: nothing sent)
+  OpId tmp_free = kNoOp;            // the last op that read `tmp`
+};
+
+// Reduce-scatter by recursive halving. `vec` (whole vector, blocks of `blk`) holds the rank's
+// contribution (written by `vec_ready`); received halves go into `tmp` at the same offsets minus
+// `tmp_base`. Messages with no elements are skipped on both sides. Stages are labelled from
+// `stage0` on.
+ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
+                                     const Blocks& blk, BufId vec, OpId vec_ready, BufId tmp,
+                                     int64_t tmp_base, OpId tmp_free, uint16_t stage0);
+
+// Allgather by recursive doubling, the reverse of the halving: at stage k = lg-1 .. 0 exchange
+// the blocks held with the partner vrank ^ 2^k. Returns every op that wrote `vec` (for the
+// unfold's send).
+std::vector<OpId> allgather_doubling(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
+                                     const Blocks& blk, BufId vec, const ScatterResult& rs,
+                                     uint16_t stage0);
+
+// Gather of the scattered blocks to virtual rank `vroot` along a binomial tree, the reverse of
+// the halving: at stage k = lg-1 .. 0 the rank whose bit k differs from vroot's sends all it
+// holds to its partner and is done. Returns every op that wrote `vec` (meaningful at vroot).
+std::vector<OpId> gather_binomial(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
+                                  int64_t vroot, const Blocks& blk, BufId vec,
+                                  const ScatterResult& rs, uint16_t stage0);
+
+// Ring phases over all P ranks, block q of the vector cut into P blocks, each message cut into
+// segments of at most `seg` elements (0: one segment) so that reducing one segment overlaps with
+// receiving the next. The ring needs a commutative op: block q is combined in the order
+// q, q+1, ..., P-1, 0, ..., q-1.
+struct RingResult {
+  std::vector<OpId> sends;        // the sends of step s: sends[step_begin[s] .. step_begin[s+1])
+  std::vector<size_t> step_begin;
+  std::vector<OpId> final_ready;  // per segment, the reduce that completed the final block
+};
+// Reduce-scatter ring: at step s (0 .. P-2) rank r sends block r - s and receives block r - s - 1
+// from r - 1 straight into `out`, then out = out (+) in on it (the partial of the lower ranks in
+// ring order on the left). Rank r ends with block r + 1 reduced; it needs no copy and no scratch.
+RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, uint16_t stage0);
+// Allgather ring after reduce_scatter_ring: at step s rank r sends block r + 1 - s and receives
+// block r - s from r - 1. Returns the ops that wrote `out` last.
+std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
+                                 const RingResult& rs, uint16_t stage0);
+
+}  // namespace collkit::phases
