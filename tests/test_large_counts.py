@@ -74,7 +74,7 @@ def test_seed_001_tree_for_13_ranks() -> None:
 
 
 def test_ring_is_verified_for_commutative_ops_only() -> None:
-    for P in list(range(1, 34)) + [64, 100]:
+    for P in [*range(1, 34), 64, 100]:
         for count in odd_counts(P):
             for seg in ("0", "8", "24"):
                 s = collkit.generate(f"allreduce:ring(seg={seg})", P, count)
@@ -176,7 +176,7 @@ def _rd_pattern_from_seed_002(P: int, rank: int) -> list[tuple[int, int]]:
 
 
 def test_rd_built_from_the_fold_phase_still_follows_seed_002() -> None:
-    for P in list(range(1, 40)) + [100, 127, 128]:
+    for P in [*range(1, 40), 100, 127, 128]:
         a = collkit.generate("allreduce:rd", P, 3).arrays()
         for rank in range(P):
             mine = (a["rank"] == rank) & (a["kind"] <= RECV)
