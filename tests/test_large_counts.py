@@ -191,3 +191,46 @@ def test_reduce_root_stays_active_and_non_roots_leave_out_alone() -> None:
             OUT = 1
             writes_out = (a["buf"] == OUT) & (a["kind"] != SEND)
             assert set(a["rank"][writes_out].tolist()) == {root}
+
+
+@pytest.mark.parametrize("mode", ["elim", "elim21"])
+def test_elimination_variants_verified_every_P_up_to_128(mode: str) -> None:
+    name = f"allreduce:rabenseifner(nonpof2={mode})"
+    for P in SWEEP_P:
+        for count in odd_counts(P):
+            r = collkit.verify(collkit.generate(name, P, count), commutative=False)
+            assert r.ok and r.consistent_noncommutative, r.summary()
+    for P in (1000, 4095):
+        r = collkit.verify(collkit.generate(name, P, 33), commutative=False)
+        assert r.ok and r.consistent_noncommutative, r.summary()
+
+
+@pytest.mark.parametrize("mode", ["elim", "elim21"])
+def test_elimination_variants_are_not_switch_safe_with_rd(mode: str) -> None:
+    # The elimination groups (0,1,2),(3,4),(5,6) differ from the fold's pairs for P = 7: the
+    # variant builds another tree, shown by compare_trees; for P = 2^k there is nothing to
+    # eliminate and the trees agree.
+    name = f"allreduce:rabenseifner(nonpof2={mode})"
+    cmp = collkit.compare_trees(
+        collkit.generate("allreduce:rd", 7, 7), collkit.generate(name, 7, 7)
+    )
+    assert not cmp.same_commutative and "(r5+r6)" in cmp.difference
+    for P in (2, 4, 16, 64):
+        assert collkit.compare_trees(
+            collkit.generate("allreduce:rd", P, P + 1), collkit.generate(name, P, P + 1)
+        ).same_exact
+
+
+def test_elimination_sends_no_whole_vector_pre_step() -> None:
+    # The fold's pre-step sends whole vectors; 3-2 elimination never sends more than half.
+    for P in (3, 7, 13, 100):
+        n = 1 << 10
+        a = collkit.generate("allreduce:rabenseifner(nonpof2=elim)", P, n).arrays()
+        assert a["len"][a["kind"] == SEND].max() <= n // 2
+        f = collkit.generate("allreduce:rabenseifner", P, n).arrays()
+        assert f["len"][f["kind"] == SEND].max() == n
+
+
+def test_bad_nonpof2_value_is_a_clear_error() -> None:
+    with pytest.raises(collkit.InvalidArgumentError, match="fold, elim"):
+        collkit.generate("allreduce:rabenseifner(nonpof2=magic)", 5, 3)

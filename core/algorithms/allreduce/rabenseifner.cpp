@@ -15,13 +15,38 @@
 //               (seed 001); tests/test_large_counts.py proves it with compare_trees.
 // Reference:    seed 001 (Rabenseifner, "New optimized MPI reduce algorithm", 1997); Thakur,
 //               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
+#include "collkit/error.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
 namespace {
 
+// nonpof2=elim / elim21: no fold; 3-2 or 2-1 elimination inside the halving levels.
+void generate_eliminating(const GenArgs& a, RankBuilder& b, phases::Elimination mode) {
+  const int64_t n = a.header.count, P = a.header.P;
+  const Region in{kIn, 0, n}, out{kOut, 0, n};
+  b.set_stage(0);
+  const OpId out_ready = b.copy(out, in);
+  if (P == 1) return;
+  const phases::ElimPlan plan(P, b.rank(), mode);
+  const phases::Pof2Fold fold(P);  // for pof2 (the number of blocks) and lg only
+  const phases::Blocks blocks{n, fold.pof2};
+  const BufId tmp = b.scratch(n);
+  bool in_triple = false;
+  for (int l = 0; l < plan.levels_count; ++l)
+    in_triple |= plan.levels[static_cast<size_t>(l)].role == phases::ElimRole::triple_0 ||
+                 plan.levels[static_cast<size_t>(l)].role == phases::ElimRole::triple_1;
+  const BufId tmp2 = in_triple ? b.scratch(n) : tmp;
+  const phases::ElimScatter rs =
+      phases::reduce_scatter_elim(b, plan, blocks, kOut, out_ready, tmp, tmp2, 1);
+  phases::allgather_elim(b, plan, blocks, kOut, rs, static_cast<uint16_t>(fold.lg() + 1));
+}
+
 void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
+  const std::string& nonpof2 = a.params->word("nonpof2");
+  if (nonpof2 == "elim") return generate_eliminating(a, b, phases::Elimination::three_two);
+  if (nonpof2 == "elim21") return generate_eliminating(a, b, phases::Elimination::two_one);
   const int64_t n = a.header.count, rank = b.rank();
   const phases::Pof2Fold fold(a.header.P);
   const phases::Blocks blk{n, fold.pof2};
@@ -67,6 +92,15 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
   phases::unfold(b, fold, out, written, kNoOp);
 }
 
+std::any check_nonpof2(const GenArgs& a) {
+  const std::string& v = a.params->word("nonpof2");
+  if (v != "fold" && v != "elim" && v != "elim21")
+    fail(ErrorKind::invalid_argument, "allreduce:rabenseifner: nonpof2 = '" + v +
+                                          "' must be fold, elim (3-2 elimination) or elim21 "
+                                          "(2-1 elimination)");
+  return {};
+}
+
 const Registrar reg{{
     .collective = Collective::allreduce,
     .name = "rabenseifner",
@@ -77,9 +111,15 @@ const Registrar reg{{
     .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k; else + 2 (alpha + n "
             "beta) + n gamma)",
     .reference = "seed 001; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
-    .params = {},
+    .params = {{.name = "nonpof2",
+                .type = ParamType::word,
+                .default_value = "fold",
+                .min = INT64_MIN,
+                .max = INT64_MAX,
+                .doc = "P != 2^k: fold (MPICH pre/post step, the tree of rd), elim (3-2 "
+                       "elimination) or elim21 (2-1 elimination), Rabenseifner and Traeff 2004"}},
     .restrictions = {},
-    .prepare = {},
+    .prepare = check_nonpof2,
     .generate = generate_rabenseifner,
 }};
 
