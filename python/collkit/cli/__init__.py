@@ -16,6 +16,7 @@ COMMANDS = [
     "algorithms",
     "show",
     "verify",
+    "limit",
     "export",
     "tour",
 ]

@@ -1,0 +1,107 @@
+"""The count limit from which a large-count protocol wins (seed 001), per P, with the bandwidths
+of the new and the old protocol and their ratio, printed in the shape of seed 001's table.
+
+Times come from the alpha-beta-gamma closed forms (alpha: seconds per message, beta: seconds per
+byte sent, gamma: seconds per byte reduced). The bandwidth is bytes per rank / time at
+--ref-bytes.
+
+Defaults: reduce compares reduce:rabenseifner with reduce:folded_binomial (its switch-safe
+small-count partner); allreduce compares allreduce:rabenseifner and allreduce:ring with
+allreduce:rd.
+
+Examples:
+  collkit limit allreduce
+  collkit limit reduce -P 2..64 --alpha 5e-6 --beta 1e-9 --gamma 1e-9 --per-p
+  collkit limit allreduce --new allreduce:ring(seg=64KiB) --ref-bytes 16MiB
+Exit status: 0, or 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from collkit.algorithms import Algorithm
+from collkit.cli._common import algorithm, parse_bytes, parse_p_list
+from collkit.errors import InvalidArgumentError
+from collkit.limits import SEED_001_P, AlphaBetaGamma, format_limit_table, limit_rows
+
+NAME = "limit"
+HELP = "count limit of the large-count protocols (seed 001's table), by model"
+
+DEFAULTS = {
+    "reduce": ("reduce:folded_binomial", ["reduce:rabenseifner"]),
+    "allreduce": ("allreduce:rd", ["allreduce:rabenseifner", "allreduce:ring"]),
+}
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not (v >= 0 and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} must be finite and >= 0")
+    return v
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("collective", choices=sorted(DEFAULTS), help="reduce or allreduce")
+    p.add_argument(
+        "-P",
+        dest="P",
+        type=parse_p_list,
+        default=SEED_001_P,
+        metavar="LIST",
+        help="process counts (default seed 001's: 2,3,4,6,8,...,192,256)",
+    )
+    d = AlphaBetaGamma()
+    p.add_argument("--alpha", type=_seconds, default=d.alpha, help=f"s per message ({d.alpha})")
+    p.add_argument("--beta", type=_seconds, default=d.beta, help=f"s per byte sent ({d.beta})")
+    p.add_argument(
+        "--gamma", type=_seconds, default=d.gamma, help=f"s per byte reduced ({d.gamma})"
+    )
+    p.add_argument("--old", type=algorithm, default=None, metavar="ALGO", help="small-count")
+    p.add_argument(
+        "--new", type=algorithm, action="append", default=None, metavar="ALGO", help="large-count"
+    )
+    p.add_argument("--elem-size", type=parse_bytes, default=8, metavar="BYTES", help="default 8")
+    p.add_argument(
+        "--ref-bytes",
+        type=parse_bytes,
+        default=1 << 20,
+        metavar="BYTES",
+        help="bytes per rank at which bandwidths are given (default 1MiB)",
+    )
+    p.add_argument("--per-p", action="store_true", help="also one line per P")
+
+
+def run(args: argparse.Namespace) -> int:
+    old_default, new_default = DEFAULTS[args.collective]
+    old: Algorithm = args.old or Algorithm(old_default)
+    news: list[Algorithm] = args.new or [Algorithm(n) for n in new_default]
+    for a in [old, *news]:
+        if a.collective != args.collective:
+            raise InvalidArgumentError(f"{a.canonical} is not a {args.collective} algorithm")
+    if args.elem_size < 1:
+        raise InvalidArgumentError("--elem-size must be at least 1 byte")
+    model = AlphaBetaGamma(args.alpha, args.beta, args.gamma)
+    print(
+        f"alpha-beta-gamma model: alpha = {model.alpha:g} s, beta = {model.beta:g} s/B, "
+        f"gamma = {model.gamma:g} s/B; counts of {args.elem_size}-byte elements; bandwidth at "
+        f"{args.ref_bytes} bytes per rank"
+    )
+    for new in news:
+        rows = limit_rows(
+            old.canonical, new.canonical, args.P, model, args.ref_bytes, args.elem_size
+        )
+        print()
+        print(format_limit_table(f"{args.collective}: {new.canonical} vs {old.canonical}", rows))
+        if args.per_p:
+            print(f"\n  {'P':>6} {'limit':>10} {'new MB/s':>10} {'old MB/s':>10} {'ratio':>6}")
+            for r in rows:
+                lim = "never" if r.limit is None else str(r.limit)
+                print(
+                    f"  {r.P:>6} {lim:>10} {r.bw_new / 1e6:>10.1f} {r.bw_old / 1e6:>10.1f} "
+                    f"{r.ratio:>6.2f}"
+                )
+    return 0
