@@ -42,7 +42,8 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
     tmp = b.scratch(n);
     vec_ready = tmp_free = phases::fold_in(b, fold, Region{vec, 0, n}, vec_ready, Region{tmp, 0, n});
   } else {
-    const auto& first = phases::Halving(fold, vrank).stages[0];
+    const phases::Halving halving(fold, vrank);
+    const auto& first = halving.stages[0];
     const Region kept = blk.region(vec, first.keep_lo, first.keep_hi);
     tmp = b.scratch(kept.len);
     tmp_base = kept.off;
