@@ -1,4 +1,45 @@
+// Schedule formats: the text form, GOAL, and the field checks JSON import goes through.
+#include <nanobind/stl/string.h>
+
 #include "bindings.hpp"
+#include "collkit/goal.hpp"
+#include "collkit/text.hpp"
+
+namespace nb = nanobind;
+
 namespace collkit::py {
-void bind_text(nanobind::module_&) {}
+
+void bind_text(nb::module_& m) {
+  m.def("to_text", [](const Schedule& s) {
+    nb::gil_scoped_release unlock;
+    return to_text(s);
+  });
+  m.def("from_text", [](const std::string& t) {
+    nb::gil_scoped_release unlock;
+    return from_text(t);
+  });
+  m.def("header_to_text", [](const Schedule& s) { return header_to_text(s.header); });
+  m.def("rank_to_text", [](const Schedule& s, int64_t rank) {
+    return rank_to_text(s.header, s.rank(rank));
+  });
+  m.def("rank_program_to_text", [](const RankProgram& p) {
+    return rank_to_text(ScheduleHeader{}, p.view());
+  });
+  m.def("to_goal",
+        [](const Schedule& s, double reduce_ns_per_byte, double copy_ns_per_byte) {
+          GoalOptions o;
+          o.reduce_ns_per_byte = reduce_ns_per_byte;
+          o.copy_ns_per_byte = copy_ns_per_byte;
+          nb::gil_scoped_release unlock;
+          return to_goal(s, o);
+        },
+        nb::arg("schedule"), nb::arg("reduce_ns_per_byte") = 0.0,
+        nb::arg("copy_ns_per_byte") = 0.0);
+  m.def("from_goal", [](const std::string& t) {
+    nb::gil_scoped_release unlock;
+    return from_goal(t);
+  });
+  m.def("check_fields", [](const Schedule& s) { check_fields(s); });
+}
+
 }  // namespace collkit::py
