@@ -21,6 +21,7 @@ from collkit.errors import (
     ScheduleFormatError,
     UnsupportedError,
 )
+from collkit.io import from_goal, from_json, from_text, load, save, to_goal, to_json, to_text
 
 __version__ = "0.1.0"
 
@@ -35,8 +36,16 @@ __all__ = [
     "UnsupportedError",
     "algorithms",
     "format_size",
+    "from_goal",
+    "from_json",
+    "from_text",
     "generate",
     "generate_rank",
+    "load",
     "parse_name",
     "parse_size",
+    "save",
+    "to_goal",
+    "to_json",
+    "to_text",
 ]

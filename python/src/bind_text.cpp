@@ -14,9 +14,12 @@ void bind_text(nb::module_& m) {
     nb::gil_scoped_release unlock;
     return to_text(s);
   });
-  m.def("from_text", [](const std::string& t) {
+  // Parsers take UTF-8 bytes: the Python side encodes, so any str (even one with lone
+  // surrogates) ends in a collkit error, never in a binding TypeError.
+  m.def("from_text", [](const nb::bytes& t) {
+    std::string_view v(t.c_str(), t.size());
     nb::gil_scoped_release unlock;
-    return from_text(t);
+    return from_text(v);
   });
   m.def("header_to_text", [](const Schedule& s) { return header_to_text(s.header); });
   m.def("rank_to_text", [](const Schedule& s, int64_t rank) {
@@ -35,9 +38,10 @@ void bind_text(nb::module_& m) {
         },
         nb::arg("schedule"), nb::arg("reduce_ns_per_byte") = 0.0,
         nb::arg("copy_ns_per_byte") = 0.0);
-  m.def("from_goal", [](const std::string& t) {
+  m.def("from_goal", [](const nb::bytes& t) {
+    std::string_view v(t.c_str(), t.size());
     nb::gil_scoped_release unlock;
-    return from_goal(t);
+    return from_goal(v);
   });
   m.def("check_fields", [](const Schedule& s) { check_fields(s); });
 }
