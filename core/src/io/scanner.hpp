@@ -128,9 +128,12 @@ class Scanner {
     if (overflow || v < lo || v > hi) {
       size_t e = i_;
       i_ = b;
-      fail_at_pos(b, std::string(what) + " in [" + std::to_string(lo) + ", " +
-                         std::to_string(hi) + "]",
-                  "'" + printable(line_.substr(b, e - b)) + "'");
+      std::string range = lo == hi                               ? ""
+                          : lo == INT64_MIN && hi == INT64_MAX ? " (a 64-bit integer)"
+                          : hi == INT64_MAX                    ? " (>= " + std::to_string(lo) + ")"
+                                                               : " in [" + std::to_string(lo) +
+                                                                     ", " + std::to_string(hi) + "]";
+      fail_at_pos(b, std::string(what) + range, quoted(line_.substr(b, e - b)));
     }
     return v;
   }
@@ -169,8 +172,16 @@ class Scanner {
       while (e < line_.size() && e - i_ < 24 && is_ident_char(line_[e])) ++e;
     } else {
       ++e;
+      while (e < line_.size() && (static_cast<unsigned char>(line_[e]) & 0xC0) == 0x80) ++e;
     }
-    return "'" + printable(line_.substr(i_, e - i_)) + "'";
+    return quoted(line_.substr(i_, e - i_));
+  }
+  // 'text', printable.
+  static std::string quoted(std::string_view s) {
+    std::string out(1, '\'');
+    out += printable(s);
+    out.push_back('\'');
+    return out;
   }
   // Text safe to put in a message: printable ASCII as is, every other byte as \xHH.
   static std::string printable(std::string_view s) {

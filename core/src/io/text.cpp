@@ -210,7 +210,7 @@ Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
     op.src = src.buf, op.src_off = src.off;
   } else if (kind == "compute" || kind == "sleep") {
     op.kind = kind == "compute" ? OpKind::compute : OpKind::sleep;
-    op.len = sc.integer("a duration in nanoseconds, as in 500ns", 0, INT64_MAX, false);
+    op.len = sc.integer("a duration in nanoseconds (as in 500ns)", 0, INT64_MAX, false);
     if (!sc.accept_char_here('n') || !sc.accept_char_here('s') ||
         (sc.pos() < sc.line().size() && is_ident_char(sc.line()[sc.pos()])))
       sc.fail_here("'ns' right after the duration, as in 500ns");
@@ -265,11 +265,11 @@ bool HeaderReader::line(Scanner& sc) {
 }
 
 void HeaderReader::finish(const Scanner& where, size_t pos) const {
-  if (!seen[0] || !seen[2] || !seen[3])
-    where.fail_msg(pos, std::string("the header needs 'collective', 'P' and 'count' before the "
-                                    "first rank (missing: ") +
-                            (!seen[0] ? "collective " : "") + (!seen[2] ? "P " : "") +
-                            (!seen[3] ? "count" : "") + ")");
+  std::string missing;
+  for (int k : {0, 2, 3})
+    if (!seen[k]) missing += std::string(missing.empty() ? "" : ", ") + (k == 0 ? "collective" : k == 2 ? "P" : "count");
+  if (!missing.empty())
+    where.fail_msg(pos, "the header needs 'collective', 'P' and 'count' (missing: " + missing + ")");
   if (h.root >= h.P)
     where.fail_msg(pos, "root " + std::to_string(h.root) + " is not a rank of P = " +
                             std::to_string(h.P));
@@ -361,7 +361,9 @@ class TextParser {
       op_line(sc);
     }
     Scanner eof("", lines_.number() + 1);
-    if (in_header) eof.fail_here("a header and 'rank 0'");
+    if (in_header)
+      eof.fail_msg(0, "expected a header ('collective', 'P', 'count', ...) and 'rank 0', found "
+                      "the end of the text");
     end_rank();
     if (s_.num_ranks() != s_.header.P)
       eof.fail_msg(0, "expected 'rank " + std::to_string(s_.num_ranks()) +
@@ -379,7 +381,8 @@ class TextParser {
                                 " is one too many: the header says P = " +
                                 std::to_string(s_.header.P));
     }
-    sc.integer("rank " + std::to_string(expected) + " (ranks come in order)", expected, expected);
+    sc.integer("rank " + std::to_string(expected) + " (ranks come in order, from 0)", expected,
+               expected);
     p_.clear(expected);
     deps_.clear();
     if (sc.accept("scratch")) {
