@@ -1,6 +1,7 @@
 // The text form of a Schedule: writer and parser (grammar in docs/schedule-formats.md).
 #include "collkit/text.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "collkit/error.hpp"
@@ -336,7 +337,7 @@ class TextParser {
       Scanner sc(line, lines_.number(), "#");
       if (line.starts_with(io::kMagic)) {
         std::string_view v = line.substr(io::kMagic.size());
-        while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+        v = v.substr(0, std::min(v.size(), v.find_first_of(" \t#")));
         if (v != "1")
           sc.fail_msg(io::kMagic.size(), "unsupported format version 'v" +
                                              Scanner::printable(v) + "' (this collkit reads v1)");
