@@ -366,6 +366,9 @@ def test_goal_comment_and_op_must_agree() -> None:
         assert old in g
         with pytest.raises(ScheduleFormatError, match="disagrees with its '// collkit:' comment"):
             io.from_goal(g.replace(old, new, 1))
+    # Tags are the k-th message of the pair: an edited tag would make LogGOPSim pair differently.
+    with pytest.raises(ScheduleFormatError, match="tag 3 should be 0"):
+        io.from_goal(g.replace("send 32b to 1 tag 0", "send 32b to 1 tag 3", 1))
     # An op without its comment, and a comment without its op.
     lines = g.splitlines()
     i = next(k for k, line in enumerate(lines) if line.startswith("// collkit: 1:"))

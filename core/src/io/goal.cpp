@@ -418,6 +418,16 @@ class GoalParser {
         fail_line(op.line, op.column, "this op has no '// collkit:' comment before it (every "
                                       "op of a collkit GOAL file has one)");
       check_agrees(*pending_, op);
+      if (op.kind != GoalKind::calc) {
+        // collkit writes a message's sequence number on its ordered pair as the tag, so that
+        // LogGOPSim pairs the messages as collkit does; an edited tag would break that.
+        auto& seq = op.kind == GoalKind::send ? sent_ : received_;
+        int64_t expected = seq[op.peer]++;
+        if (op.tag != expected)
+          fail_line(op.line, op.column,
+                    "tag " + std::to_string(op.tag) + " should be " + std::to_string(expected) +
+                        ": in a collkit GOAL file the k-th message between two ranks has tag k");
+      }
       op.op = pending_->op;
       op.stage = pending_->stage;
       pending_.reset();
@@ -467,6 +477,8 @@ class GoalParser {
     r.pending.clear();
     r.pending.shrink_to_fit();
     labels_.clear();
+    sent_.clear();
+    received_.clear();
     cur_ = -1;
   }
 
@@ -597,7 +609,9 @@ class GoalParser {
   }
 
   Schedule build() {
-    match_messages();
+    // collkit's own files pair messages in order (their tags were checked above); plain GOAL
+    // pairs them by tag.
+    if (!collkit_) match_messages();
     ScheduleHeader h;
     if (collkit_) {
       h = hr_.h;
@@ -656,6 +670,7 @@ class GoalParser {
   std::optional<PendingOp> pending_;
   std::unordered_map<int64_t, GoalRank> ranks_;
   std::unordered_map<std::string, uint32_t> labels_;
+  std::unordered_map<int64_t, int64_t> sent_, received_;  // messages per peer in this block
   std::unordered_map<int64_t, std::vector<uint32_t>> perm_;
 };
 
