@@ -75,7 +75,7 @@ def test_rd_round_trips_exactly(P: int, count: int, fmt: str) -> None:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_op_kind_round_trips(fmt: str) -> None:
     s = io.from_text(ALL_KINDS)
-    assert s.algorithm.startswith("weird name # with \"quotes\", tabs\t")
+    assert s.algorithm.startswith('weird name # with "quotes", tabs\t')
     assert s.collective == "reduce" and s.root == 1 and s.elem_size == 4
     assert io.loads(io.dumps(s, fmt), fmt) == s
 
@@ -183,12 +183,24 @@ HEAD = "collective allreduce\nP 2\ncount 4\n"
         (HEAD + "rank 0 scratch 4\n  0: send s1[0:4] to 1\n", "line 5", "s1 does not exist"),
         (HEAD + "rank 0\n  0: send out[4:0] to 1\n", "line 5", "negative length"),
         (HEAD + "rank 0\n  0: send out[0 4] to 1\n", "line 5, column 17", "':'"),
-        (HEAD + "rank 0\n  0: send out[0:4] to 1 after 1\n", "line 5, column 31", "op 1 does not exist"),
+        (
+            HEAD + "rank 0\n  0: send out[0:4] to 1 after 1\n",
+            "line 5, column 31",
+            "op 1 does not exist",
+        ),
         (HEAD + "rank 0\n  0: send out[0:4] to 1 stage 65536\n", "line 5", "stage number"),
         (HEAD + "rank 0\n  0: send out[0:4] to 1 stage 1 stage 2\n", "line 5", "'after' or end"),
         (HEAD + "rank 0\n  0: copy out[0:4] = in[0:3]\n", "line 5", "3 elements"),
-        (HEAD + "rank 0\n  0: reduce out[0:4] = in[0:4] + in\n", "line 5", "destination buffer out"),
-        (HEAD + "rank 0\n  0: reduce out[0:4] = in + in[0:4]\n", "line 5", "must name the destination"),
+        (
+            HEAD + "rank 0\n  0: reduce out[0:4] = in[0:4] + in\n",
+            "line 5",
+            "destination buffer out",
+        ),
+        (
+            HEAD + "rank 0\n  0: reduce out[0:4] = in + in[0:4]\n",
+            "line 5",
+            "must name the destination",
+        ),
         (HEAD + "rank 0 scratch -1\n", "line 4", "scratch buffer size"),
         (HEAD + "rank 0 scratch" + " 1" * 251 + "\n", "line 4", "more than 250 scratch"),
         (HEAD + 'algorithm "abc\nrank 0\n', "line 4, column 11", "unterminated"),
@@ -218,7 +230,7 @@ def test_text_rejects_what_the_ir_holds_but_cannot_be_written_back() -> None:
     a["peer"] = a["peer"].copy()
     a["peer"][1] = 7
     bad = collkit.Schedule.from_arrays("allreduce", 2, 1, 8, 0, "x", a)
-    with pytest.raises(ScheduleFormatError, match="not a rank|a rank of P"):
+    with pytest.raises(ScheduleFormatError, match=r"not a rank|a rank of P"):
         io.from_text(io.to_text(bad))
     with pytest.raises(ScheduleFormatError, match="peer 7"):
         io.from_json(io.to_json(bad))
@@ -231,9 +243,11 @@ def test_goal_tags_are_sequence_numbers_per_ordered_pair() -> None:
     text = io.to_goal(rd(2, 1))
     # rank 0 sends once to 1 and receives once from 1: tag 0 both ways.
     assert re.findall(r"send 8b to 1 tag (\d+)", text) == ["0"]
-    s = io.from_text(HEAD + "rank 0\n  0: send out[0:1] to 1\n  1: send out[1:2] to 1\n"
-                     "  2: recv out[2:3] from 1\nrank 1\n  0: recv out[0:1] from 0\n"
-                     "  1: send out[0:1] to 0\n  2: recv out[1:2] from 0\n")
+    s = io.from_text(
+        HEAD + "rank 0\n  0: send out[0:1] to 1\n  1: send out[1:2] to 1\n"
+        "  2: recv out[2:3] from 1\nrank 1\n  0: recv out[0:1] from 0\n"
+        "  1: send out[0:1] to 0\n  2: recv out[1:2] from 0\n"
+    )
     g = io.to_goal(s)
     assert re.findall(r"send 8b to 1 tag (\d+)", g) == ["0", "1"]
     assert re.findall(r"recv 8b from 0 tag (\d+)", g) == ["0", "1"]
@@ -253,7 +267,7 @@ def test_goal_calc_costs() -> None:
 def test_goal_requires_forward_dependencies_at_the_end_of_the_block() -> None:
     s = io.from_text(ALL_KINDS)
     g = io.to_goal(s)
-    block = g[g.index("rank 0 {"): g.index("rank 1 {")]
+    block = g[g.index("rank 0 {") : g.index("rank 1 {")]
     lines = block.splitlines()
     # op 6 waits on op 7, defined later: all of op 6's requires come after op 7 is defined.
     assert lines.index("l6 requires l7") > lines.index("l7: calc 0")
@@ -373,9 +387,9 @@ def test_goal_comment_and_op_must_agree() -> None:
     lines = g.splitlines()
     i = next(k for k, line in enumerate(lines) if line.startswith("// collkit: 1:"))
     with pytest.raises(ScheduleFormatError, match="no '// collkit:' comment"):
-        io.from_goal("\n".join(lines[:i] + lines[i + 1:]))
+        io.from_goal("\n".join(lines[:i] + lines[i + 1 :]))
     with pytest.raises(ScheduleFormatError, match="two '// collkit:' op comments"):
-        io.from_goal("\n".join(lines[: i + 1] + lines[i + 2:]))
+        io.from_goal("\n".join(lines[: i + 1] + lines[i + 2 :]))
 
 
 # ---- JSON -------------------------------------------------------------------------------------
@@ -428,8 +442,19 @@ def test_json_rejects_hostile_documents(mutate: object, message: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "[]", "null", "{", '{"P": NaN}', '{"P": Infinity}', "[" * 100000 + "]" * 100000,
-     "1" * 5000, '"\\ud800"', b"\xff\xfe", "{\"a\": 1e999}"],
+    [
+        "",
+        "[]",
+        "null",
+        "{",
+        '{"P": NaN}',
+        '{"P": Infinity}',
+        "[" * 100000 + "]" * 100000,
+        "1" * 5000,
+        '"\\ud800"',
+        b"\xff\xfe",
+        '{"a": 1e999}',
+    ],
 )
 def test_json_rejects_non_schedules(text: str | bytes) -> None:
     with pytest.raises(ScheduleFormatError):

@@ -69,13 +69,77 @@ def succeeds_or_collkit_error(parse: Callable[[Any], object], data: Any) -> obje
 # schedule parsers take it anyway, see test_lone_surrogates_are_format_errors).
 any_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
 tokens = st.sampled_from(
-    ["rank", "send", "recv", "reduce", "copy", "compute", "sleep", "after", "stage", "scratch",
-     "in", "out", "s0", "s250", "[", "]", ":", "=", "+", ",", "to", "from", "ns", "b", "tag",
-     "{", "}", "num_ranks", "calc", "requires", "irequires", "cpu", "nic", "//", "/*", "*/",
-     "#", "\n", " ", "\t", "\r", "-1", "0", "1", "7", "65536", "2147483648",
-     "9223372036854775807", "9223372036854775808", "-9223372036854775809", "1" * 40,
-     '"', "\\x", "é", "∑", "\x00", "allreduce", "collective", "P", "count", "elem_size",
-     "root", "algorithm", "(", ")", "KiB", "MB", ".", "e9"]
+    [
+        "rank",
+        "send",
+        "recv",
+        "reduce",
+        "copy",
+        "compute",
+        "sleep",
+        "after",
+        "stage",
+        "scratch",
+        "in",
+        "out",
+        "s0",
+        "s250",
+        "[",
+        "]",
+        ":",
+        "=",
+        "+",
+        ",",
+        "to",
+        "from",
+        "ns",
+        "b",
+        "tag",
+        "{",
+        "}",
+        "num_ranks",
+        "calc",
+        "requires",
+        "irequires",
+        "cpu",
+        "nic",
+        "//",
+        "/*",
+        "*/",
+        "#",
+        "\n",
+        " ",
+        "\t",
+        "\r",
+        "-1",
+        "0",
+        "1",
+        "7",
+        "65536",
+        "2147483648",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "1" * 40,
+        '"',
+        "\\x",
+        "é",
+        "∑",
+        "\x00",
+        "allreduce",
+        "collective",
+        "P",
+        "count",
+        "elem_size",
+        "root",
+        "algorithm",
+        "(",
+        ")",
+        "KiB",
+        "MB",
+        ".",
+        "e9",
+    ]
 )
 token_soup = st.lists(tokens, max_size=60).map("".join)
 
@@ -121,20 +185,25 @@ def mutated_lines(draw: st.DrawFn, text: str) -> str:
         elif op == "replace_token":
             words = lines[i].split(" ")
             k = draw(st.integers(0, len(words) - 1))
-            words[k] = draw(st.one_of(tokens, st.integers().map(str), any_text.map(lambda t: t[:5])))
+            replacement = st.one_of(tokens, st.integers().map(str), any_text.map(lambda t: t[:5]))
+            words[k] = draw(replacement)
             lines[i] = " ".join(words)
         else:
             line = lines[i]
             c = draw(st.integers(0, len(line)))
             kind = draw(st.sampled_from(["delete", "insert", "replace"]))
-            ch = draw(st.one_of(st.characters(blacklist_categories=("Cs",)),
-                                st.sampled_from(list("0123456789:[]-+,#/ \t"))))
+            ch = draw(
+                st.one_of(
+                    st.characters(blacklist_categories=("Cs",)),
+                    st.sampled_from(list("0123456789:[]-+,#/ \t")),
+                )
+            )
             if kind == "delete":
-                lines[i] = line[:c] + line[c + 1:]
+                lines[i] = line[:c] + line[c + 1 :]
             elif kind == "insert":
                 lines[i] = line[:c] + ch + line[c:]
             else:
-                lines[i] = line[:c] + ch + line[c + 1:]
+                lines[i] = line[:c] + ch + line[c + 1 :]
     return "\n".join(lines) + "\n"
 
 
@@ -184,7 +253,7 @@ def mutated_json(draw: st.DrawFn) -> str:
     for _ in range(draw(st.integers(1, 3))):
         where = draw(st.sampled_from(["top", "ops"]))
         target = doc if where == "top" or not isinstance(doc.get("ops"), dict) else doc["ops"]
-        key = draw(st.sampled_from(sorted(target) + ["extra"]))
+        key = draw(st.sampled_from([*sorted(target), "extra"]))
         action = draw(st.sampled_from(["delete", "replace", "element"]))
         if action == "delete":
             target.pop(key, None)
@@ -213,13 +282,35 @@ huge = st.one_of(
 
 
 @SETTINGS
-@given(P=huge, count=huge, elem=huge, root=huge, peer=huge, off=huge, length=huge,
-       stage=huge, dep=huge, ns=huge)
-def test_numbers_in_text(P: int, count: int, elem: int, root: int, peer: int, off: int,
-                         length: int, stage: int, dep: int, ns: int) -> None:
-    text = (f"collective allreduce\nP {P}\ncount {count}\nelem_size {elem}\nroot {root}\n"
-            f"rank 0 scratch {length}\n  0: send s0[{off}:{length}] to {peer}  after {dep}"
-            f"  stage {stage}\n  1: compute {ns}ns\n")
+@given(
+    P=huge,
+    count=huge,
+    elem=huge,
+    root=huge,
+    peer=huge,
+    off=huge,
+    length=huge,
+    stage=huge,
+    dep=huge,
+    ns=huge,
+)
+def test_numbers_in_text(
+    P: int,
+    count: int,
+    elem: int,
+    root: int,
+    peer: int,
+    off: int,
+    length: int,
+    stage: int,
+    dep: int,
+    ns: int,
+) -> None:
+    text = (
+        f"collective allreduce\nP {P}\ncount {count}\nelem_size {elem}\nroot {root}\n"
+        f"rank 0 scratch {length}\n  0: send s0[{off}:{length}] to {peer}  after {dep}"
+        f"  stage {stage}\n  1: compute {ns}ns\n"
+    )
     s = succeeds_or_collkit_error(io.from_text, text)
     if s is not None:
         check_reexport(s)
@@ -238,8 +329,10 @@ def test_numbers_in_sizes(n: int, unit: str) -> None:
 def test_numbers_in_goal(bytes_: int, peer: int, tag: int, ns: int, P: int) -> None:
     assume(P < 2**20)  # a valid num_ranks needs that many rank blocks
     blocks = "".join(f"rank {r} {{\n}}\n" for r in range(1, max(1, min(P, 4))))
-    text = (f"num_ranks {P}\nrank 0 {{\nl1: send {bytes_}b to {peer} tag {tag}\n"
-            f"l2: calc {ns}\nl3: recv {bytes_}b from {peer} tag {tag}\n}}\n{blocks}")
+    text = (
+        f"num_ranks {P}\nrank 0 {{\nl1: send {bytes_}b to {peer} tag {tag}\n"
+        f"l2: calc {ns}\nl3: recv {bytes_}b from {peer} tag {tag}\n}}\n{blocks}"
+    )
     s = succeeds_or_collkit_error(io.from_goal, text)
     if s is not None:
         check_reexport(s)
@@ -251,3 +344,13 @@ def test_algorithm_names(args: list[str]) -> None:
     name = "allreduce:rd(" + ",".join(args) + ")"
     succeeds_or_collkit_error(collkit.parse_name, name)
     succeeds_or_collkit_error(collkit.Algorithm, name)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the name bindings take std::string: a str with a lone "
+    "surrogate raises TypeError there (collkit.algorithms, not io)",
+)
+@pytest.mark.parametrize("name", ["name", "algorithm", "size"])
+def test_lone_surrogates_in_names(name: str) -> None:
+    succeeds_or_collkit_error(PARSERS[name], "allreduce:\ud800")

@@ -40,8 +40,8 @@ schedule of millions of ops loads and saves quickly:
         "side":    [...],             # reduce: index into reduce_sides
         "stage":   [...]              # label for pictures (uint16)
       },
-      "dep_begin": [...],             # ops + 1 entries: op i waits on deps[dep_begin[i]:dep_begin[i+1]]
-      "deps": [...],                  # op indices within the op's own rank (uint32)
+      "dep_begin": [...],             # ops + 1 entries: op i waits on the ops
+      "deps": [...],                  #   deps[dep_begin[i]:dep_begin[i+1]] of its own rank (uint32)
       "scratch_begin": [...],         # P + 1 entries: rank r's scratch sizes are
       "scratch": [...]                #   scratch[scratch_begin[r]:scratch_begin[r+1]] (elements)
     }
@@ -166,7 +166,8 @@ def to_goal(
     """GOAL for LogGOPSim. Reduce and copy ops become ``calc`` costing ``*_ns_per_byte`` times
     their bytes (default 0); collkit's own facts ride in ``// collkit:`` comments, so
     ``from_goal(to_goal(s)) == s``."""
-    for name, v in (("reduce_ns_per_byte", reduce_ns_per_byte), ("copy_ns_per_byte", copy_ns_per_byte)):
+    costs = {"reduce_ns_per_byte": reduce_ns_per_byte, "copy_ns_per_byte": copy_ns_per_byte}
+    for name, v in costs.items():
         if not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
             raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {v!r}")
     return str(_core.to_goal(schedule, float(reduce_ns_per_byte), float(copy_ns_per_byte)))
@@ -306,7 +307,8 @@ def from_json(text: str | bytes) -> Schedule:
         raise ScheduleFormatError(f"'dep_begin' needs {n + 1} entries (ops + 1)")
     if len(arrays["scratch_begin"]) != P + 1:
         raise ScheduleFormatError(f"'scratch_begin' needs {P + 1} entries (P + 1)")
-    for key, total in (("dep_begin", len(arrays["deps"])), ("scratch_begin", len(arrays["scratch"]))):
+    totals = {"dep_begin": len(arrays["deps"]), "scratch_begin": len(arrays["scratch"])}
+    for key, total in totals.items():
         b = arrays[key]
         if b[0] != 0 or b[-1] != total or np.any(np.diff(b) < 0):
             raise ScheduleFormatError(

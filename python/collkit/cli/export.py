@@ -39,26 +39,58 @@ def _nonnegative_float(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("algorithm", type=algorithm, metavar="ALGO", nargs="?",
-                   help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`); "
-                   "omit with --from")
+    p.add_argument(
+        "algorithm",
+        type=algorithm,
+        metavar="ALGO",
+        nargs="?",
+        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`); omit with --from",
+    )
     p.add_argument("-P", dest="P", type=parse_p, metavar="N", help="number of processes")
-    p.add_argument("--count", type=parse_count, default=None, metavar="C",
-                   help="elements per rank (alltoall: per block); default 4")
-    p.add_argument("--elem-size", type=parse_bytes, default=8, metavar="BYTES",
-                   help="bytes per element (default 8)")
+    p.add_argument(
+        "--count",
+        type=parse_count,
+        default=None,
+        metavar="C",
+        help="elements per rank (alltoall: per block); default 4",
+    )
+    p.add_argument(
+        "--elem-size",
+        type=parse_bytes,
+        default=8,
+        metavar="BYTES",
+        help="bytes per element (default 8)",
+    )
     p.add_argument("--root", type=int, default=0, help="root rank of reduce / bcast (default 0)")
-    p.add_argument("--from", dest="source", metavar="FILE",
-                   help="read this schedule file (.txt, .json, .goal or sniffed) instead of "
-                   "generating one")
-    p.add_argument("--format", choices=io.FORMATS, default=None,
-                   help="output format (default: from the extension of -o, else text)")
-    p.add_argument("-o", "--output", metavar="FILE", default=None,
-                   help="write here instead of stdout")
-    p.add_argument("--reduce-ns-per-byte", type=_nonnegative_float, default=0.0, metavar="NS",
-                   help="GOAL: calc cost of a reduce per byte (default 0)")
-    p.add_argument("--copy-ns-per-byte", type=_nonnegative_float, default=0.0, metavar="NS",
-                   help="GOAL: calc cost of a copy per byte (default 0)")
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE",
+        help="read this schedule file (.txt, .json, .goal or sniffed) instead of generating one",
+    )
+    p.add_argument(
+        "--format",
+        choices=io.FORMATS,
+        default=None,
+        help="output format (default: from the extension of -o, else text)",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="FILE", default=None, help="write here instead of stdout"
+    )
+    p.add_argument(
+        "--reduce-ns-per-byte",
+        type=_nonnegative_float,
+        default=0.0,
+        metavar="NS",
+        help="GOAL: calc cost of a reduce per byte (default 0)",
+    )
+    p.add_argument(
+        "--copy-ns-per-byte",
+        type=_nonnegative_float,
+        default=0.0,
+        metavar="NS",
+        help="GOAL: calc cost of a copy per byte (default 0)",
+    )
 
 
 def _usage(msg: str) -> int:
@@ -82,8 +114,10 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
     goal_options = {}
     if fmt == "goal":
-        goal_options = {"reduce_ns_per_byte": args.reduce_ns_per_byte,
-                        "copy_ns_per_byte": args.copy_ns_per_byte}
+        goal_options = {
+            "reduce_ns_per_byte": args.reduce_ns_per_byte,
+            "copy_ns_per_byte": args.copy_ns_per_byte,
+        }
     text = io.dumps(schedule, fmt, **goal_options)
     if args.output is None or args.output == "-":
         sys.stdout.write(text)
