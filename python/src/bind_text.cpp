@@ -22,22 +22,20 @@ void bind_text(nb::module_& m) {
     return from_text(v);
   });
   m.def("header_to_text", [](const Schedule& s) { return header_to_text(s.header); });
-  m.def("rank_to_text", [](const Schedule& s, int64_t rank) {
-    return rank_to_text(s.header, s.rank(rank));
-  });
-  m.def("rank_program_to_text", [](const RankProgram& p) {
-    return rank_to_text(ScheduleHeader{}, p.view());
-  });
-  m.def("to_goal",
-        [](const Schedule& s, double reduce_ns_per_byte, double copy_ns_per_byte) {
-          GoalOptions o;
-          o.reduce_ns_per_byte = reduce_ns_per_byte;
-          o.copy_ns_per_byte = copy_ns_per_byte;
-          nb::gil_scoped_release unlock;
-          return to_goal(s, o);
-        },
-        nb::arg("schedule"), nb::arg("reduce_ns_per_byte") = 0.0,
-        nb::arg("copy_ns_per_byte") = 0.0);
+  m.def("rank_to_text",
+        [](const Schedule& s, int64_t rank) { return rank_to_text(s.header, s.rank(rank)); });
+  m.def("rank_program_to_text",
+        [](const RankProgram& p) { return rank_to_text(ScheduleHeader{}, p.view()); });
+  m.def(
+      "to_goal",
+      [](const Schedule& s, double reduce_ns_per_byte, double copy_ns_per_byte) {
+        GoalOptions o;
+        o.reduce_ns_per_byte = reduce_ns_per_byte;
+        o.copy_ns_per_byte = copy_ns_per_byte;
+        nb::gil_scoped_release unlock;
+        return to_goal(s, o);
+      },
+      nb::arg("schedule"), nb::arg("reduce_ns_per_byte") = 0.0, nb::arg("copy_ns_per_byte") = 0.0);
   m.def("from_goal", [](const nb::bytes& t) {
     std::string_view v(t.c_str(), t.size());
     nb::gil_scoped_release unlock;

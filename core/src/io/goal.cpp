@@ -119,7 +119,8 @@ std::string to_goal(const Schedule& s, const GoalOptions& o) {
         uint32_t tag = 0;
         if (op.peer >= 0 && static_cast<size_t>(op.peer) < P) {
           auto& seq = op.kind == OpKind::send ? sent : received;
-          if (sent[static_cast<size_t>(op.peer)] == 0 && received[static_cast<size_t>(op.peer)] == 0)
+          if (sent[static_cast<size_t>(op.peer)] == 0 &&
+              received[static_cast<size_t>(op.peer)] == 0)
             touched.push_back(static_cast<size_t>(op.peer));
           tag = seq[static_cast<size_t>(op.peer)]++;
         }
@@ -127,9 +128,10 @@ std::string to_goal(const Schedule& s, const GoalOptions& o) {
         io::write_int(out, tag);
       } else {
         out += "calc ";
-        int64_t cost = op.kind == OpKind::reduce ? calc_cost(op.len, h.elem_size, o.reduce_ns_per_byte)
-                       : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte)
-                                                 : op.len;
+        int64_t cost =
+            op.kind == OpKind::reduce ? calc_cost(op.len, h.elem_size, o.reduce_ns_per_byte)
+            : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte)
+                                      : op.len;
         io::write_int(out, cost);
       }
       out.push_back('\n');
@@ -173,7 +175,7 @@ struct GoalDep {
 
 struct GoalRank {
   std::vector<GoalOp> ops;
-  std::vector<GoalDep> pending;  // resolved when the block closes
+  std::vector<GoalDep> pending;                           // resolved when the block closes
   std::vector<std::pair<uint32_t, uint32_t>> requires_;   // (op, op it waits on), file order
   std::vector<std::pair<uint32_t, uint32_t>> irequires_;  // (op, op whose start it waits on)
   std::vector<int64_t> scratch;
@@ -274,7 +276,8 @@ class GoalParser {
     }
     if (cur_ < 0) {
       if (P_ >= 0) sc.fail_msg(b, "a '// collkit:' header line after 'num_ranks'");
-      if (!hr_.line(sc)) sc.fail_here("a header line (collective, algorithm, P, count, elem_size, root)");
+      if (!hr_.line(sc))
+        sc.fail_here("a header line (collective, algorithm, P, count, elem_size, root)");
       return;
     }
     GoalRank& r = ranks_[cur_];
@@ -313,8 +316,10 @@ class GoalParser {
         if (collkit_) {
           hr_.finish(sc, b);
           if (P_ != hr_.h.P)
-            sc.fail_msg(b, "num_ranks " + std::to_string(P_) + " disagrees with the collkit "
-                           "header's P " + std::to_string(hr_.h.P));
+            sc.fail_msg(b, "num_ranks " + std::to_string(P_) +
+                               " disagrees with the collkit "
+                               "header's P " +
+                               std::to_string(hr_.h.P));
         }
         return;
       }
@@ -350,8 +355,8 @@ class GoalParser {
       sc.skip_ws();
       size_t tb = sc.pos();
       std::string_view to = sc.ident("the label of an op of this rank");
-      r.pending.push_back({std::string(w), std::string(to), start, sc.line_number(),
-                           sc.column(b), sc.column(tb)});
+      r.pending.push_back(
+          {std::string(w), std::string(to), start, sc.line_number(), sc.column(b), sc.column(tb)});
       sc.expect_end();
       return;
     }
@@ -362,17 +367,19 @@ class GoalParser {
       op.kind = w == "send" ? GoalKind::send : GoalKind::recv;
       op.value = sc.integer("a size in bytes, as in 1024b", 0, INT64_MAX, false);
       sc.expect("b", "'b' after the size, as in 1024b");
-      sc.expect(op.kind == GoalKind::send ? "to" : "from",
-                op.kind == GoalKind::send ? "'to' and the receiving rank" : "'from' and the sending rank");
+      sc.expect(op.kind == GoalKind::send ? "to" : "from", op.kind == GoalKind::send
+                                                               ? "'to' and the receiving rank"
+                                                               : "'from' and the sending rank");
       sc.skip_ws();
       size_t pb = sc.pos();
       op.peer = sc.integer("a rank", INT64_MIN, INT64_MAX);
       if (op.peer == -1 && op.kind == GoalKind::recv)
-        sc.fail_msg(pb, "'from -1' (any source) cannot be represented: collkit's receives name "
-                        "their sender");
+        sc.fail_msg(pb,
+                    "'from -1' (any source) cannot be represented: collkit's receives name "
+                    "their sender");
       if (op.peer < 0 || op.peer >= P_)
-        sc.fail_msg(pb, "rank " + std::to_string(op.peer) + " is not in [0, " +
-                            std::to_string(P_) + ")");
+        sc.fail_msg(
+            pb, "rank " + std::to_string(op.peer) + " is not in [0, " + std::to_string(P_) + ")");
     } else if (w == "calc") {
       op.kind = GoalKind::calc;
       op.value = sc.integer("a duration in nanoseconds", 0, INT64_MAX);
@@ -390,8 +397,9 @@ class GoalParser {
         size_t tb = sc.pos();
         op.tag = sc.integer("a tag", INT64_MIN, INT64_MAX);
         if (op.tag == -1)
-          sc.fail_msg(tb, "'tag -1' (any tag) cannot be represented: collkit matches messages "
-                          "in order");
+          sc.fail_msg(tb,
+                      "'tag -1' (any tag) cannot be represented: collkit matches messages "
+                      "in order");
         if (op.tag < 0 || op.tag > kMaxTag)
           sc.fail_msg(tb, "tag " + std::to_string(op.tag) + " is not in [0, " +
                               std::to_string(kMaxTag) + "]");
@@ -410,13 +418,15 @@ class GoalParser {
     if (!label.empty()) {
       auto [it, fresh] = labels_.emplace(std::string(label), static_cast<uint32_t>(r.ops.size()));
       if (!fresh)
-        fail_line(op.line, op.column, "label '" + std::string(label) +
-                                              "' is defined twice in rank " + std::to_string(cur_));
+        fail_line(
+            op.line, op.column,
+            "label '" + std::string(label) + "' is defined twice in rank " + std::to_string(cur_));
     }
     if (collkit_) {
       if (!pending_)
-        fail_line(op.line, op.column, "this op has no '// collkit:' comment before it (every "
-                                      "op of a collkit GOAL file has one)");
+        fail_line(op.line, op.column,
+                  "this op has no '// collkit:' comment before it (every "
+                  "op of a collkit GOAL file has one)");
       check_agrees(*pending_, op);
       if (op.kind != GoalKind::calc) {
         // collkit writes a message's sequence number on its ordered pair as the tag, so that
@@ -450,18 +460,23 @@ class GoalParser {
     std::string why;
     bool message = op.kind == OpKind::send || op.kind == OpKind::recv;
     int64_t bytes = 0;
-    if (op.kind == OpKind::send && g.kind != GoalKind::send) why = "a send";
-    else if (op.kind == OpKind::recv && g.kind != GoalKind::recv) why = "a recv";
-    else if (!message && g.kind != GoalKind::calc) why = "a calc";
-    else if (message && op.peer != g.peer) why = "peer " + std::to_string(op.peer);
-    else if (message && (__builtin_mul_overflow(op.len, int64_t{hr_.h.elem_size}, &bytes) ||
-                         bytes != g.value))
+    if (op.kind == OpKind::send && g.kind != GoalKind::send)
+      why = "a send";
+    else if (op.kind == OpKind::recv && g.kind != GoalKind::recv)
+      why = "a recv";
+    else if (!message && g.kind != GoalKind::calc)
+      why = "a calc";
+    else if (message && op.peer != g.peer)
+      why = "peer " + std::to_string(op.peer);
+    else if (message &&
+             (__builtin_mul_overflow(op.len, int64_t{hr_.h.elem_size}, &bytes) || bytes != g.value))
       why = "a size of len * elem_size bytes";
     else if ((op.kind == OpKind::compute || op.kind == OpKind::sleep) && g.value != op.len)
       why = "calc " + std::to_string(op.len);
     if (!why.empty())
-      fail_line(g.line, g.column, "this GOAL op disagrees with its '// collkit:' comment on line " +
-                                      std::to_string(p.line) + ", which asks for " + why);
+      fail_line(g.line, g.column,
+                "this GOAL op disagrees with its '// collkit:' comment on line " +
+                    std::to_string(p.line) + ", which asks for " + why);
   }
 
   void close_block() {
@@ -470,8 +485,12 @@ class GoalParser {
       fail_line(pending_->line, pending_->column, "a '// collkit:' op comment without its op");
     for (const GoalDep& d : r.pending) {
       auto a = labels_.find(d.from), t = labels_.find(d.to);
-      if (a == labels_.end()) fail_line(d.line, d.col_from, "label '" + d.from + "' is not defined in rank " + std::to_string(cur_));
-      if (t == labels_.end()) fail_line(d.line, d.col_to, "label '" + d.to + "' is not defined in rank " + std::to_string(cur_));
+      if (a == labels_.end())
+        fail_line(d.line, d.col_from,
+                  "label '" + d.from + "' is not defined in rank " + std::to_string(cur_));
+      if (t == labels_.end())
+        fail_line(d.line, d.col_to,
+                  "label '" + d.to + "' is not defined in rank " + std::to_string(cur_));
       (d.start ? r.irequires_ : r.requires_).push_back({a->second, t->second});
     }
     r.pending.clear();
@@ -526,16 +545,18 @@ class GoalParser {
       if (take_send) {
         const Message& m = sends[a];
         const GoalOp& g = ranks_[m.src].ops[m.index];
-        fail_line(g.line, g.column, "this send from rank " + std::to_string(m.src) + " to rank " +
-                                        std::to_string(m.dst) + " with tag " + std::to_string(m.tag) +
-                                        " has no matching recv on rank " + std::to_string(m.dst));
+        fail_line(g.line, g.column,
+                  "this send from rank " + std::to_string(m.src) + " to rank " +
+                      std::to_string(m.dst) + " with tag " + std::to_string(m.tag) +
+                      " has no matching recv on rank " + std::to_string(m.dst));
       }
       if (take_recv) {
         const Message& m = recvs[c];
         const GoalOp& g = ranks_[m.dst].ops[m.index];
-        fail_line(g.line, g.column, "this recv on rank " + std::to_string(m.dst) + " from rank " +
-                                        std::to_string(m.src) + " with tag " + std::to_string(m.tag) +
-                                        " has no matching send on rank " + std::to_string(m.src));
+        fail_line(g.line, g.column,
+                  "this recv on rank " + std::to_string(m.dst) + " from rank " +
+                      std::to_string(m.src) + " with tag " + std::to_string(m.tag) +
+                      " has no matching send on rank " + std::to_string(m.src));
       }
       pairs.push_back({sends[a].src, sends[a].dst, sends[a].index, recvs[c].index});
       ++a, ++c;
@@ -601,8 +622,8 @@ class GoalParser {
       for (uint32_t i = 0; i < n; ++i)
         if (waiting[i] != 0) {
           const GoalOp& g = r.ops[i];
-          fail_line(g.line, g.column, "this op of rank " + std::to_string(rank) +
-                                          " is on a cycle of 'irequires'");
+          fail_line(g.line, g.column,
+                    "this op of rank " + std::to_string(rank) + " is on a cycle of 'irequires'");
         }
     }
     return deps;
@@ -646,8 +667,9 @@ class GoalParser {
           messages = true;
           op.off = offset;
           if (__builtin_add_overflow(offset, op.len, &offset))
-            fail_line(g.line, g.column, "rank " + std::to_string(rank) +
-                                            "'s messages add up to more than 2^63 bytes");
+            fail_line(
+                g.line, g.column,
+                "rank " + std::to_string(rank) + "'s messages add up to more than 2^63 bytes");
         }
         mapped.clear();
         for (uint32_t d : deps[old]) mapped.push_back(inv[d]);
@@ -676,6 +698,8 @@ class GoalParser {
 
 }  // namespace
 
-Schedule from_goal(std::string_view text) { return GoalParser(text).parse(); }
+Schedule from_goal(std::string_view text) {
+  return GoalParser(text).parse();
+}
 
 }  // namespace collkit

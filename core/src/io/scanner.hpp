@@ -14,8 +14,12 @@ namespace collkit::io {
 inline bool is_ident_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
-inline bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+inline bool is_ident_char(char c) {
+  return is_ident_start(c) || (c >= '0' && c <= '9');
+}
+inline bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Splits a whole file into lines ('\n' or "\r\n"), numbering them from 1.
 class Lines {
@@ -128,11 +132,11 @@ class Scanner {
     if (overflow || v < lo || v > hi) {
       size_t e = i_;
       i_ = b;
-      std::string range = lo == hi                               ? ""
+      std::string range = lo == hi                             ? ""
                           : lo == INT64_MIN && hi == INT64_MAX ? " (a 64-bit integer)"
-                          : hi == INT64_MAX                    ? " (>= " + std::to_string(lo) + ")"
-                                                               : " in [" + std::to_string(lo) +
-                                                                     ", " + std::to_string(hi) + "]";
+                          : hi == INT64_MAX
+                              ? " (>= " + std::to_string(lo) + ")"
+                              : " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
       fail_at_pos(b, std::string(what) + range, quoted(line_.substr(b, e - b)));
     }
     return v;

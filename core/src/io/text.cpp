@@ -50,8 +50,10 @@ BufId parse_buffer(Scanner& sc, size_t num_scratch) {
     int64_t k = 0;
     bool digits = true;
     for (char c : name.substr(1)) {
-      if (!is_digit(c)) digits = false;
-      else if (k < 1000) k = k * 10 + (c - '0');
+      if (!is_digit(c))
+        digits = false;
+      else if (k < 1000)
+        k = k * 10 + (c - '0');
     }
     if (digits) {
       if (static_cast<size_t>(k) >= num_scratch)
@@ -255,11 +257,21 @@ bool HeaderReader::line(Scanner& sc) {
       }
       break;
     }
-    case 1: h.algorithm = sc.string_value("an algorithm name (\"\" for none)"); break;
-    case 2: h.P = sc.integer("a process count", 1, kMaxTextP); break;
-    case 3: h.count = sc.integer("an element count", 0, INT64_MAX); break;
-    case 4: h.elem_size = static_cast<int32_t>(sc.integer("an element size in bytes", 1, INT32_MAX)); break;
-    case 5: h.root = sc.integer("a root rank", 0, INT64_MAX); break;
+    case 1:
+      h.algorithm = sc.string_value("an algorithm name (\"\" for none)");
+      break;
+    case 2:
+      h.P = sc.integer("a process count", 1, kMaxTextP);
+      break;
+    case 3:
+      h.count = sc.integer("an element count", 0, INT64_MAX);
+      break;
+    case 4:
+      h.elem_size = static_cast<int32_t>(sc.integer("an element size in bytes", 1, INT32_MAX));
+      break;
+    case 5:
+      h.root = sc.integer("a root rank", 0, INT64_MAX);
+      break;
   }
   sc.expect_end();
   return true;
@@ -268,12 +280,16 @@ bool HeaderReader::line(Scanner& sc) {
 void HeaderReader::finish(const Scanner& where, size_t pos) const {
   std::string missing;
   for (int k : {0, 2, 3})
-    if (!seen[k]) missing += std::string(missing.empty() ? "" : ", ") + (k == 0 ? "collective" : k == 2 ? "P" : "count");
+    if (!seen[k])
+      missing += std::string(missing.empty() ? "" : ", ") + (k == 0   ? "collective"
+                                                             : k == 2 ? "P"
+                                                                      : "count");
   if (!missing.empty())
-    where.fail_msg(pos, "the header needs 'collective', 'P' and 'count' (missing: " + missing + ")");
+    where.fail_msg(pos,
+                   "the header needs 'collective', 'P' and 'count' (missing: " + missing + ")");
   if (h.root >= h.P)
-    where.fail_msg(pos, "root " + std::to_string(h.root) + " is not a rank of P = " +
-                            std::to_string(h.P));
+    where.fail_msg(
+        pos, "root " + std::to_string(h.root) + " is not a rank of P = " + std::to_string(h.P));
 }
 
 }  // namespace io
@@ -339,15 +355,16 @@ class TextParser {
         std::string_view v = line.substr(io::kMagic.size());
         v = v.substr(0, std::min(v.size(), v.find_first_of(" \t#")));
         if (v != "1")
-          sc.fail_msg(io::kMagic.size(), "unsupported format version 'v" +
-                                             Scanner::printable(v) + "' (this collkit reads v1)");
+          sc.fail_msg(io::kMagic.size(), "unsupported format version 'v" + Scanner::printable(v) +
+                                             "' (this collkit reads v1)");
         continue;
       }
       if (sc.at_end()) continue;
       if (in_header) {
         if (hr_.line(sc)) continue;
         if (!sc.accept("rank"))
-          sc.fail_here("a header line (collective, algorithm, P, count, elem_size, root) or 'rank'");
+          sc.fail_here(
+              "a header line (collective, algorithm, P, count, elem_size, root) or 'rank'");
         hr_.finish(sc, 0);
         in_header = false;
         s_ = Schedule(hr_.h);
@@ -363,8 +380,9 @@ class TextParser {
     }
     Scanner eof("", lines_.number() + 1);
     if (in_header)
-      eof.fail_msg(0, "expected a header ('collective', 'P', 'count', ...) and 'rank 0', found "
-                      "the end of the text");
+      eof.fail_msg(0,
+                   "expected a header ('collective', 'P', 'count', ...) and 'rank 0', found "
+                   "the end of the text");
     end_rank();
     if (s_.num_ranks() != s_.header.P)
       eof.fail_msg(0, "expected 'rank " + std::to_string(s_.num_ranks()) +
@@ -378,9 +396,9 @@ class TextParser {
     int64_t expected = s_.num_ranks();
     if (expected >= s_.header.P) {
       sc.skip_ws();
-      sc.fail_msg(sc.pos(), "rank " + std::to_string(expected) +
-                                " is one too many: the header says P = " +
-                                std::to_string(s_.header.P));
+      sc.fail_msg(sc.pos(),
+                  "rank " + std::to_string(expected) +
+                      " is one too many: the header says P = " + std::to_string(s_.header.P));
     }
     sc.integer("rank " + std::to_string(expected) + " (ranks come in order, from 0)", expected,
                expected);
@@ -421,9 +439,9 @@ class TextParser {
         seen_stage = true;
       } else {
         sc.fail_here(seen_after && seen_stage ? "end of line"
-                     : seen_after            ? "'stage' or end of line"
-                     : seen_stage            ? "'after' or end of line"
-                                             : "'after', 'stage' or end of line");
+                     : seen_after             ? "'stage' or end of line"
+                     : seen_stage             ? "'after' or end of line"
+                                              : "'after', 'stage' or end of line");
       }
     }
     p_.append(op, tmp_, stage);
@@ -456,7 +474,9 @@ class TextParser {
 
 }  // namespace
 
-Schedule from_text(std::string_view text) { return TextParser(text).parse(); }
+Schedule from_text(std::string_view text) {
+  return TextParser(text).parse();
+}
 
 void check_fields(const Schedule& s) {
   const ScheduleHeader& h = s.header;
@@ -466,8 +486,8 @@ void check_fields(const Schedule& s) {
   if (h.elem_size < 1) bad("elem_size " + std::to_string(h.elem_size) + " is not positive");
   if (h.root < 0 || h.root >= h.P) bad("root " + std::to_string(h.root) + " is not a rank");
   if (s.num_ranks() != h.P)
-    bad("the schedule holds " + std::to_string(s.num_ranks()) + " ranks, P = " +
-        std::to_string(h.P));
+    bad("the schedule holds " + std::to_string(s.num_ranks()) +
+        " ranks, P = " + std::to_string(h.P));
   for (int64_t r = 0; r < s.num_ranks(); ++r) {
     RankView v = s.rank(r);
     auto where = [&](size_t i) {
@@ -496,10 +516,9 @@ void check_fields(const Schedule& s) {
         bad(where(i) + "source region end does not fit in 64 bits");
       if (op.kind == OpKind::reduce && static_cast<int>(op.side) > 1)
         bad(where(i) + "unknown reduce side");
-      if ((op.kind == OpKind::send || op.kind == OpKind::recv) &&
-          (op.peer < 0 || op.peer >= h.P))
-        bad(where(i) + "peer " + std::to_string(op.peer) + " is not a rank of P = " +
-            std::to_string(h.P));
+      if ((op.kind == OpKind::send || op.kind == OpKind::recv) && (op.peer < 0 || op.peer >= h.P))
+        bad(where(i) + "peer " + std::to_string(op.peer) +
+            " is not a rank of P = " + std::to_string(h.P));
       for (OpId d : v.deps_of(i))
         if (d >= v.size())
           bad(where(i) + "depends on op " + std::to_string(d) + ", which does not exist");
