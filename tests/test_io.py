@@ -508,3 +508,18 @@ def test_cli_export_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit) as e:
         run_export(["allreduce:rd", "-P", "3", "--format", "xml"])
     assert e.value.code == 2
+
+
+def test_goal_sizes_past_64_bits_round_trip() -> None:
+    # len * elem_size can exceed 2^63 for a schedule the text form accepts; GOAL writes the
+    # exact product and checks it digit for digit.
+    s = io.from_text(
+        "collective allreduce\nP 1\ncount 1\nelem_size 2147483647\n"
+        "rank 0 scratch 9223372036854775807\n"
+        "  0: send s0[0:9223372036854775807] to 0\n  1: recv s0[0:9223372036854775807] from 0\n"
+    )
+    g = io.to_goal(s)
+    assert "send 19807040619342712359383728129b to 0" in g
+    assert io.from_goal(g) == s
+    with pytest.raises(ScheduleFormatError, match="disagrees"):
+        io.from_goal(g.replace("19807040619342712359383728129b", "19807040619342712359383728128b"))

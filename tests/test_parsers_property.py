@@ -354,3 +354,70 @@ def test_algorithm_names(args: list[str]) -> None:
 @pytest.mark.parametrize("name", ["name", "algorithm", "size"])
 def test_lone_surrogates_in_names(name: str) -> None:
     succeeds_or_collkit_error(PARSERS[name], "allreduce:\ud800")
+
+
+# ---- random valid schedules -------------------------------------------------------------------
+
+COLLECTIVES = ["allreduce", "reduce", "bcast", "alltoall", "barrier"]
+ALGORITHMS = ["x", '""', '"a b"', '"\u00e9\\x01 # not a comment"']
+KINDS = ["send", "recv", "reduce1", "reduce2", "copy", "compute", "sleep"]
+
+
+@st.composite
+def region(draw: st.DrawFn, bufs: list[str], length: int) -> str:
+    start = draw(st.integers(-(2**63), 2**63 - 1 - length))
+    return f"{draw(st.sampled_from(bufs))}[{start}:{start + length}]"
+
+
+@st.composite
+def op_body(draw: st.DrawFn, P: int, bufs: list[str]) -> str:
+    kind = draw(st.sampled_from(KINDS))
+    length = draw(st.integers(0, 2**63 - 1))
+    if kind in ("compute", "sleep"):
+        return f"{kind} {length}ns"
+    dst = draw(region(bufs, length))
+    if kind in ("send", "recv"):
+        word = "to" if kind == "send" else "from"
+        return f"{kind} {dst} {word} {draw(st.integers(0, P - 1))}"
+    src = draw(region(bufs, length))
+    name = dst.split("[")[0]
+    if kind == "copy":
+        return f"copy {dst} = {src}"
+    return (
+        f"reduce {dst} = {src} + {name}" if kind == "reduce1" else f"reduce {dst} = {name} + {src}"
+    )
+
+
+@st.composite
+def schedule_texts(draw: st.DrawFn) -> str:
+    """A random schedule that the text parser must accept: every field anywhere in its range."""
+    P = draw(st.integers(1, 4))
+    head = [
+        f"collective {draw(st.sampled_from(COLLECTIVES))}",
+        f"algorithm {draw(st.sampled_from(ALGORITHMS))}",
+        f"P {P}",
+        f"count {draw(st.integers(0, 2**63 - 1))}",
+        f"elem_size {draw(st.integers(1, 2**31 - 1))}",
+        f"root {draw(st.integers(0, P - 1))}",
+    ]
+    lines = ["# collkit schedule v1", *draw(st.permutations(head))]
+    for r in range(P):
+        scratch = draw(st.lists(st.integers(0, 2**63 - 1), max_size=3))
+        lines.append(f"rank {r}" + "".join(f" {e}" for e in ["scratch", *scratch] if scratch))
+        bufs = ["in", "out"] + [f"s{k}" for k in range(len(scratch))]
+        n = draw(st.integers(0, 6))
+        for i in range(n):
+            line = f"  {i}: {draw(op_body(P, bufs))}"
+            deps = draw(st.lists(st.integers(0, n - 1), max_size=3))
+            if deps:
+                line += "  after " + ",".join(map(str, deps))
+            line += f"  stage {draw(st.integers(0, 65535))}"
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@SETTINGS
+@given(text=schedule_texts())
+def test_random_valid_schedules_round_trip(text: str) -> None:
+    s = io.from_text(text)
+    check_reexport(s)

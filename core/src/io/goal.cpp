@@ -160,6 +160,9 @@ enum class GoalKind : uint8_t { send, recv, calc };
 struct GoalOp {
   GoalKind kind;
   int64_t value;  // send / recv: bytes; calc: the cost
+  // collkit files: the size as written, since len * elem_size may exceed 64 bits. A view into
+  // the parser's copy of the text.
+  std::string_view size_digits;
   int64_t peer = -1;
   int64_t tag = 0;
   int64_t line, column;
@@ -365,7 +368,20 @@ class GoalParser {
     op.column = sc.column(b);
     if (w == "send" || w == "recv") {
       op.kind = w == "send" ? GoalKind::send : GoalKind::recv;
-      op.value = sc.integer("a size in bytes, as in 1024b", 0, INT64_MAX, false);
+      sc.skip_ws();
+      size_t db = sc.pos();
+      if (collkit_) {
+        size_t e = db;
+        while (e < sc.line().size() && io::is_digit(sc.line()[e])) ++e;
+        if (e == db) sc.fail_here("a size in bytes, as in 1024b");
+        op.size_digits = sc.line().substr(db, e - db);
+        while (op.size_digits.size() > 1 && op.size_digits[0] == '0')
+          op.size_digits.remove_prefix(1);
+        op.value = 0;
+        sc.set_pos(e);
+      } else {
+        op.value = sc.integer("a size in bytes, as in 1024b", 0, INT64_MAX, false);
+      }
       sc.expect("b", "'b' after the size, as in 1024b");
       sc.expect(op.kind == GoalKind::send ? "to" : "from", op.kind == GoalKind::send
                                                                ? "'to' and the receiving rank"
@@ -459,7 +475,8 @@ class GoalParser {
     const Op& op = p.op;
     std::string why;
     bool message = op.kind == OpKind::send || op.kind == OpKind::recv;
-    int64_t bytes = 0;
+    std::string bytes;
+    if (message) write_product(bytes, op.len, hr_.h.elem_size);
     if (op.kind == OpKind::send && g.kind != GoalKind::send)
       why = "a send";
     else if (op.kind == OpKind::recv && g.kind != GoalKind::recv)
@@ -468,8 +485,7 @@ class GoalParser {
       why = "a calc";
     else if (message && op.peer != g.peer)
       why = "peer " + std::to_string(op.peer);
-    else if (message &&
-             (__builtin_mul_overflow(op.len, int64_t{hr_.h.elem_size}, &bytes) || bytes != g.value))
+    else if (message && bytes != g.size_digits)
       why = "a size of len * elem_size bytes";
     else if ((op.kind == OpKind::compute || op.kind == OpKind::sleep) && g.value != op.len)
       why = "calc " + std::to_string(op.len);

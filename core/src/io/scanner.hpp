@@ -126,8 +126,10 @@ class Scanner {
       fail_here(what);
     }
     if (!neg) {
-      if (v == INT64_MIN) overflow = true;
-      v = -v;
+      if (v == INT64_MIN)
+        overflow = true;
+      else
+        v = -v;
     }
     if (overflow || v < lo || v > hi) {
       size_t e = i_;
