@@ -22,6 +22,15 @@ from collkit.errors import (
     UnsupportedError,
 )
 from collkit.io import from_goal, from_json, from_text, load, save, to_goal, to_json, to_text
+from collkit.verify import (
+    Diagnostic,
+    TreeComparison,
+    VerificationError,
+    VerifyResult,
+    compare_trees,
+    verify,
+    verify_algorithm,
+)
 
 __version__ = "0.1.0"
 
@@ -29,12 +38,17 @@ __all__ = [
     "Algorithm",
     "AlgorithmNameError",
     "CollkitError",
+    "Diagnostic",
     "InvalidArgumentError",
     "RankProgram",
     "Schedule",
     "ScheduleFormatError",
     "UnsupportedError",
+    "TreeComparison",
+    "VerificationError",
+    "VerifyResult",
     "algorithms",
+    "compare_trees",
     "format_size",
     "from_goal",
     "from_json",
@@ -48,4 +62,6 @@ __all__ = [
     "to_goal",
     "to_json",
     "to_text",
+    "verify",
+    "verify_algorithm",
 ]

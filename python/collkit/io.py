@@ -74,6 +74,7 @@ __all__ = [
     "from_goal",
     "from_json",
     "from_text",
+    "header_text",
     "load",
     "loads",
     "rank_to_text",
@@ -139,11 +140,39 @@ def from_text(text: str | bytes) -> Schedule:
     return schedule
 
 
-def rank_to_text(schedule_or_program: Schedule | RankProgram, rank: int | None = None) -> str:
-    """One rank's block of the text form (what ``collkit show`` prints).
+def header_text(
+    algorithm: str,
+    P: int,
+    count: int,
+    elem_size: int = 8,
+    root: int = 0,
+    collective: str | None = None,
+) -> str:
+    """The header lines of the text form (``# collkit schedule v1`` to ``root R``), for callers
+    that print ranks one by one (``collkit show``). The collective defaults to the part of the
+    algorithm name before ':'."""
+    if collective is None:
+        collective = algorithm.partition(":")[0]
+    return str(_core.header_text(collective, algorithm, P, count, elem_size, root))
 
-    For a Schedule, ``rank`` picks the rank (required); a RankProgram is its own rank.
+
+def rank_to_text(
+    schedule_or_program: Schedule | RankProgram,
+    rank: int | None = None,
+    *,
+    count: int | None = None,
+    P: int | None = None,
+    elem_size: int | None = None,
+    collective: str | None = None,
+    root: int | None = None,
+) -> str:
+    """One rank's block of the text form (what ``collkit show`` prints): header_text followed
+    by the blocks of ranks 0 .. P-1 is exactly to_text.
+
+    For a Schedule, ``rank`` picks the rank (required); a RankProgram is its own rank. The
+    header keywords are accepted from callers that have them; the block does not depend on them.
     """
+    del count, P, elem_size, collective, root
     if isinstance(schedule_or_program, RankProgram):
         if rank is not None and rank != schedule_or_program.rank:
             raise InvalidArgumentError(

@@ -22,6 +22,21 @@ void bind_text(nb::module_& m) {
     return from_text(v);
   });
   m.def("header_to_text", [](const Schedule& s) { return header_to_text(s.header); });
+  m.def(
+      "header_text",
+      [](const std::string& collective, const std::string& algorithm, int64_t P, int64_t count,
+         int32_t elem_size, int64_t root) {
+        ScheduleHeader h;
+        h.collective = collective_from_string(collective);
+        h.algorithm = algorithm;
+        h.P = P;
+        h.count = count;
+        h.elem_size = elem_size;
+        h.root = root;
+        return header_to_text(h);
+      },
+      nb::arg("collective"), nb::arg("algorithm"), nb::arg("P"), nb::arg("count"),
+      nb::arg("elem_size"), nb::arg("root"));
   m.def("rank_to_text",
         [](const Schedule& s, int64_t rank) { return rank_to_text(s.header, s.rank(rank)); });
   m.def("rank_program_to_text",
