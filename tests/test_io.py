@@ -523,3 +523,13 @@ def test_goal_sizes_past_64_bits_round_trip() -> None:
     assert io.from_goal(g) == s
     with pytest.raises(ScheduleFormatError, match="disagrees"):
         io.from_goal(g.replace("19807040619342712359383728129b", "19807040619342712359383728128b"))
+
+
+def test_header_and_rank_blocks_make_the_text_form() -> None:
+    # collkit show prints header_text and then each rank's block, generated alone.
+    P, count = 6, 5
+    parts = [io.header_text("allreduce:rd", P, count, 8, 0)]
+    for r in range(P):
+        prog = collkit.generate_rank("allreduce:rd", P, r, count)
+        parts.append(io.rank_to_text(prog, count=count, P=P, collective="allreduce"))
+    assert "".join(parts) == io.to_text(rd(P, count))
