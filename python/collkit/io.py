@@ -232,10 +232,14 @@ def to_json(schedule: Schedule) -> str:
         return json.dumps(v, separators=(",", ":"))
 
     lines = [f"  {dump(k)}: {dump(v)}" for k, v in head.items()]
-    ops = ",\n".join(f"    {dump(k)}: {dump(a[k].tolist())}" for k in _OP_FIELDS)
+
+    def ints(v: Any) -> str:
+        return str(_core.json_int_array(np.ascontiguousarray(v, dtype=np.int64)))
+
+    ops = ",\n".join(f"    {dump(k)}: {ints(a[k])}" for k in _OP_FIELDS)
     lines.append(f'  "ops": {{\n{ops}\n  }}')
     for k in ("dep_begin", "deps", "scratch_begin", "scratch"):
-        lines.append(f"  {dump(k)}: {dump(a[k].tolist())}")
+        lines.append(f"  {dump(k)}: {ints(a[k])}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 

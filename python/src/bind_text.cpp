@@ -1,6 +1,9 @@
 // Schedule formats: the text form, GOAL, and the field checks JSON import goes through.
 #include <nanobind/stl/string.h>
 
+#include <charconv>
+
+#include "arrays.hpp"
 #include "bindings.hpp"
 #include "collkit/goal.hpp"
 #include "collkit/text.hpp"
@@ -55,6 +58,21 @@ void bind_text(nb::module_& m) {
     std::string_view v(t.c_str(), t.size());
     nb::gil_scoped_release unlock;
     return from_goal(v);
+  });
+  // A JSON array of integers, "[1,2,3]": json.dumps of a list of millions of ints is the
+  // slow part of writing a large schedule as JSON.
+  m.def("json_int_array", [](const In1<int64_t>& a) {
+    std::string out;
+    out.reserve(a.shape(0) * 4 + 2);
+    out.push_back('[');
+    char buf[24];
+    for (size_t i = 0; i < a.shape(0); ++i) {
+      if (i) out.push_back(',');
+      auto r = std::to_chars(buf, buf + sizeof buf, a(i));
+      out.append(buf, r.ptr);
+    }
+    out.push_back(']');
+    return out;
   });
   m.def("check_fields", [](const Schedule& s) { check_fields(s); });
 }
