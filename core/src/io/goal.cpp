@@ -623,14 +623,20 @@ class GoalParser {
     for (uint32_t i = 0; i < n; ++i)
       if (waiting[i] == 0) ready.push_back(i);
     size_t done = 0;
+    // seen[y] == x + 1 while op x's list is built: no duplicate, no quadratic search.
+    std::vector<uint32_t> seen(n, 0);
     while (!ready.empty()) {
       uint32_t x = ready.back();
       ready.pop_back();
       ++done;
       std::vector<uint32_t>& d = deps[x];
+      for (uint32_t y : d) seen[y] = x + 1;
       for (uint32_t t : targets[x])
         for (uint32_t y : deps[t])
-          if (std::find(d.begin(), d.end(), y) == d.end()) d.push_back(y);
+          if (seen[y] != x + 1) {
+            seen[y] = x + 1;
+            d.push_back(y);
+          }
       for (uint32_t w : waiters[x])
         if (--waiting[w] == 0) ready.push_back(w);
     }
