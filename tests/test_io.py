@@ -7,7 +7,6 @@ and review the diff before committing it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -18,7 +17,7 @@ import pytest
 
 import collkit
 from collkit import io
-from collkit.errors import CollkitError, InvalidArgumentError, ScheduleFormatError
+from collkit.errors import InvalidArgumentError, ScheduleFormatError
 
 GOLDEN = Path(__file__).parent / "golden"
 PS = [1, 2, 3, 5, 7, 8, 13, 64]
@@ -472,15 +471,10 @@ def test_json_of_a_big_schedule_keeps_dtypes() -> None:
 
 
 def run_export(argv: list[str]) -> int:
-    from collkit.cli import export
+    """`collkit export ARGV` in this process, through the CLI's main (its error handling too)."""
+    from collkit.cli import main
 
-    parser = argparse.ArgumentParser(prog="collkit export")
-    export.add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return export.run(args)
-    except CollkitError:
-        return 2
+    return main(["export", *argv])
 
 
 def test_cli_export_to_stdout_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -505,6 +499,7 @@ def test_cli_export_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     bad = tmp_path / "bad.txt"
     bad.write_text("collective allreduce\nP 2\n")
     assert run_export(["--from", str(bad)]) == 2
+    assert "line 3, column 1: expected a header" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
         run_export(["allreduce:rd", "-P", "3", "--format", "xml"])
     assert e.value.code == 2
