@@ -528,3 +528,9 @@ def test_header_and_rank_blocks_make_the_text_form() -> None:
         prog = collkit.generate_rank("allreduce:rd", P, r, count)
         parts.append(io.rank_to_text(prog, count=count, P=P, collective="allreduce"))
     assert "".join(parts) == io.to_text(rd(P, count))
+
+
+@pytest.mark.parametrize("fmt", ["text", "goal"])
+def test_byte_order_mark_is_skipped(fmt: str) -> None:
+    s = rd(3, 2)
+    assert io.loads("\ufeff" + io.dumps(s, fmt), fmt) == s
