@@ -721,6 +721,7 @@ class GoalParser {
 }  // namespace
 
 Schedule from_goal(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
   return GoalParser(text).parse();
 }
 

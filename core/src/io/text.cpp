@@ -475,6 +475,7 @@ class TextParser {
 }  // namespace
 
 Schedule from_text(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
   return TextParser(text).parse();
 }
 
