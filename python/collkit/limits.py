@@ -261,7 +261,7 @@ def format_limit_table(title: str, rows: Sequence[LimitRow]) -> str:
         by[_group(r.P)].append(r)
     cols = [g for g in groups if by[g]]
     width = 18
-    lines = [f"{title}:".ljust(30) + "communicator size".center(width * len(cols))]
+    lines = [f"{title}:", " " * 30 + "communicator size".center(width * len(cols))]
     lines.append(" " * 30 + "".join(c.center(width) for c in cols))
     lines.append("")
 
