@@ -194,15 +194,19 @@ def test_reduce_root_stays_active_and_non_roots_leave_out_alone() -> None:
 
 
 @pytest.mark.parametrize("mode", ["elim", "elim21"])
-def test_elimination_variants_verified_every_P_up_to_128(mode: str) -> None:
-    name = f"allreduce:rabenseifner(nonpof2={mode})"
+@pytest.mark.parametrize("collective", ["allreduce", "reduce"])
+def test_elimination_variants_verified_every_P_up_to_128(collective: str, mode: str) -> None:
+    name = f"{collective}:rabenseifner(nonpof2={mode})"
     for P in SWEEP_P:
-        for count in odd_counts(P):
-            r = collkit.verify(collkit.generate(name, P, count), commutative=False)
-            assert r.ok and r.consistent_noncommutative, r.summary()
+        for count in (5, 2 * P + 1):
+            for root in sorted({0, P - 1}) if collective == "reduce" else [0]:
+                s = collkit.generate(name, P, count, root=root)
+                r = collkit.verify(s, commutative=False)
+                assert r.ok and r.consistent_noncommutative, r.summary()
     for P in (1000, 4095):
-        r = collkit.verify(collkit.generate(name, P, 33), commutative=False)
-        assert r.ok and r.consistent_noncommutative, r.summary()
+        for root in roots(collective, P)[-2:]:
+            r = collkit.verify(collkit.generate(name, P, 33, root=root), commutative=False)
+            assert r.ok and r.consistent_noncommutative, r.summary()
 
 
 @pytest.mark.parametrize("mode", ["elim", "elim21"])
@@ -232,5 +236,17 @@ def test_elimination_sends_no_whole_vector_pre_step() -> None:
 
 
 def test_bad_nonpof2_value_is_a_clear_error() -> None:
-    with pytest.raises(collkit.InvalidArgumentError, match="fold, elim"):
-        collkit.generate("allreduce:rabenseifner(nonpof2=magic)", 5, 3)
+    for collective in ("allreduce", "reduce"):
+        with pytest.raises(collkit.InvalidArgumentError, match="fold, elim"):
+            collkit.generate(f"{collective}:rabenseifner(nonpof2=magic)", 5, 3)
+
+
+def test_reduce_elimination_gathers_at_rank_0_and_forwards_to_another_root() -> None:
+    # 3-2 collects at rank 0: with root 0 no whole vector moves; with root 5 one message of the
+    # whole vector goes from rank 0 to the root at the end.
+    n = 64
+    a = collkit.generate("reduce:rabenseifner(nonpof2=elim)", 7, n, root=0).arrays()
+    assert a["len"][a["kind"] == SEND].max() <= n // 2
+    b = collkit.generate("reduce:rabenseifner(nonpof2=elim)", 7, n, root=5).arrays()
+    whole = (b["kind"] == SEND) & (b["len"] == n)
+    assert b["rank"][whole].tolist() == [0] and b["peer"][whole].tolist() == [5]

@@ -84,6 +84,34 @@ def _doubling(P: int, n: float, m: AlphaBetaGamma) -> float:
     return (p.bit_length() - 1) * m.alpha + (p - 1) / p * n * m.beta
 
 
+def _rs_elim(P: int, n: float, m: AlphaBetaGamma, mode: str) -> float:
+    """Reduce-scatter with 3-2 (mode 'elim') or 2-1 ('elim21') elimination at odd levels."""
+    t = 0.0
+    for size, share in _elim_levels(P):
+        half = share * n / 2
+        if size % 2 == 0:
+            t += m.alpha + half * (m.beta + m.gamma)
+        elif mode == "elim":  # 3-2: members 0 and 1 receive two halves
+            t += m.alpha + 2 * half * (m.beta + m.gamma)
+        else:  # 2-1: the whole segment to member 1 first, then the pair exchange
+            t += 2 * m.alpha + 3 * half * (m.beta + m.gamma)
+    return t
+
+
+def _ag_elim(P: int, n: float, m: AlphaBetaGamma, mode: str) -> float:
+    """Allgather after _rs_elim: odd levels send twice (3-2) or once more, whole (2-1)."""
+    t = 0.0
+    for size, share in _elim_levels(P):
+        half = share * n / 2
+        if size % 2 == 0:
+            t += m.alpha + half * m.beta
+        elif mode == "elim":
+            t += m.alpha + 2 * half * m.beta
+        else:
+            t += 2 * m.alpha + 3 * half * m.beta
+    return t
+
+
 def _allreduce_rabenseifner(P: int, n: float, m: AlphaBetaGamma, nonpof2: str) -> float:
     if P == 1:
         return 0.0
@@ -92,20 +120,7 @@ def _allreduce_rabenseifner(P: int, n: float, m: AlphaBetaGamma, nonpof2: str) -
         return (
             _halving(P, n, m) + _doubling(P, n, m) + f * (2 * (m.alpha + n * m.beta) + n * m.gamma)
         )
-    t = 0.0
-    for size, share in _elim_levels(P):
-        half = share * n / 2
-        if size % 2 == 0:
-            t += 2 * (m.alpha + half * m.beta) + half * m.gamma
-        elif nonpof2 == "elim":  # 3-2: two halves in (and out) at members 0 and 1
-            t += 2 * (m.alpha + 2 * half * m.beta) + 2 * half * m.gamma
-        else:  # 2-1: the whole segment to member 1 first, back at the end
-            t += (
-                2 * (m.alpha + 2 * half * m.beta)
-                + 2 * (m.alpha + half * m.beta)
-                + 3 * half * m.gamma
-            )
-    return t
+    return _rs_elim(P, n, m, nonpof2) + _ag_elim(P, n, m, nonpof2)
 
 
 def _ring(P: int, n: float, m: AlphaBetaGamma, seg: float) -> float:
@@ -116,11 +131,14 @@ def _ring(P: int, n: float, m: AlphaBetaGamma, seg: float) -> float:
     return 2 * (P - 1) * (pieces * m.alpha + block * m.beta) + (P - 1) * block * m.gamma
 
 
-def _reduce_rabenseifner(P: int, n: float, m: AlphaBetaGamma) -> float:
+def _reduce_rabenseifner(P: int, n: float, m: AlphaBetaGamma, nonpof2: str) -> float:
+    """Root 0 (the elimination's collector for 3-2; elim21 may add one message to the root)."""
     if P == 1:
         return 0.0
-    f = int(_pof2(P) != P)
-    return _halving(P, n, m) + _doubling(P, n, m) + f * (m.alpha + n * m.beta + n * m.gamma)
+    if nonpof2 == "fold" or _pof2(P) == P:
+        f = int(_pof2(P) != P)
+        return _halving(P, n, m) + _doubling(P, n, m) + f * (m.alpha + n * m.beta + n * m.gamma)
+    return _rs_elim(P, n, m, nonpof2) + _doubling(P, n, m)
 
 
 def _folded_binomial(P: int, n: float, m: AlphaBetaGamma) -> float:
@@ -140,7 +158,7 @@ MODELED: dict[str, Callable[[int, float, AlphaBetaGamma, dict[str, str]], float]
     "allreduce:rd": lambda P, n, m, a: _rd(P, n, m),
     "allreduce:rabenseifner": lambda P, n, m, a: _allreduce_rabenseifner(P, n, m, a["nonpof2"]),
     "allreduce:ring": lambda P, n, m, a: _ring(P, n, m, float(parse_size(a["seg"]))),
-    "reduce:rabenseifner": lambda P, n, m, a: _reduce_rabenseifner(P, n, m),
+    "reduce:rabenseifner": lambda P, n, m, a: _reduce_rabenseifner(P, n, m, a["nonpof2"]),
     "reduce:folded_binomial": lambda P, n, m, a: _folded_binomial(P, n, m),
 }
 

@@ -152,3 +152,46 @@ std::vector<OpId> allgather_elim(RankBuilder& b, const ElimPlan& plan, const Blo
 }
 
 }  // namespace collkit::phases
+
+namespace collkit::phases {
+namespace {
+
+// Index, in a group of level l (P >> l members), of the member that collects the group's blocks
+// in the gather: the lower child's collector.
+int64_t collector_index(int64_t P, int l, Elimination mode) {
+  const int64_t m = P >> l;
+  if (m <= 1) return 0;
+  return parent_index(m, false, collector_index(P, l + 1, mode), mode);
+}
+
+}  // namespace
+
+int64_t elim_collector(int64_t P, Elimination mode) { return collector_index(P, 0, mode); }
+
+std::vector<OpId> gather_elim(RankBuilder& b, const ElimPlan& plan, int64_t P, const Blocks& blk,
+                              BufId vec, const ElimScatter& rs, uint16_t stage0) {
+  std::vector<OpId> writers{rs.ready};
+  if (plan.eliminated) return writers;  // handed everything over in the reduce-scatter
+  const int last = plan.levels_count - 1;
+  for (int l = last; l >= 0; --l) {
+    const ElimLevel& L = plan.levels[static_cast<size_t>(l)];
+    b.set_stage(static_cast<uint16_t>(stage0 + (last - l)));
+    const int64_t child_index = l == last ? 0 : plan.levels[static_cast<size_t>(l) + 1].index;
+    const int64_t child_collector = collector_index(P, l + 1, plan.mode);
+    if (child_index != child_collector) break;  // sent its blocks on at a lower level
+    const int64_t lower = plan.member(l, parent_index(L.m, false, child_collector, plan.mode));
+    const int64_t upper = plan.member(l, parent_index(L.m, true, child_collector, plan.mode));
+    const int64_t mid = L.lo + (L.hi - L.lo) / 2;
+    if (L.upper) {  // the upper half goes to the lower child's collector
+      const Region have = blk.region(vec, mid, L.hi);
+      if (have.len > 0) b.send(lower, have, writers);
+      break;
+    }
+    const Region get = blk.region(vec, mid, L.hi);
+    if (get.len > 0)
+      writers.push_back(b.recv(upper, get, {rs.sent[static_cast<size_t>(l)][0]}));
+  }
+  return writers;
+}
+
+}  // namespace collkit::phases

@@ -11,13 +11,46 @@
 //               of allreduce:rd and reduce:folded_binomial, its small-count partner.
 // Reference:    seed 001 (Rabenseifner, "New optimized MPI reduce algorithm", 1997); Thakur,
 //               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
+#include "collkit/error.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
 namespace {
 
+// nonpof2=elim / elim21: no fold; 3-2 or 2-1 elimination inside the halving levels, a gather
+// to the collector (rank 0 for 3-2) and, if the root is another rank, one more message to it.
+void generate_eliminating(const GenArgs& a, RankBuilder& b, phases::Elimination mode) {
+  const int64_t n = a.header.count, P = a.header.P, rank = b.rank(), root = a.header.root;
+  const int64_t collector = phases::elim_collector(P, mode);
+  const Region in{kIn, 0, n}, out{kOut, 0, n};
+  b.set_stage(0);
+  const phases::ElimPlan plan(P, rank, mode);
+  const BufId vec = rank == root && rank == collector ? kOut : b.scratch(n);
+  const OpId ready = b.copy(Region{vec, 0, n}, in);
+  if (P == 1) return;
+  const phases::Pof2Fold fold(P);  // for pof2 (the number of blocks) and lg only
+  const phases::Blocks blocks{n, fold.pof2};
+  bool in_triple = false;
+  for (int l = 0; l < plan.levels_count; ++l)
+    in_triple |= plan.levels[static_cast<size_t>(l)].role == phases::ElimRole::triple_0 ||
+                 plan.levels[static_cast<size_t>(l)].role == phases::ElimRole::triple_1;
+  const BufId tmp = b.scratch(n);
+  const BufId tmp2 = in_triple ? b.scratch(n) : tmp;
+  const phases::ElimScatter rs =
+      phases::reduce_scatter_elim(b, plan, blocks, vec, ready, tmp, tmp2, 1);
+  const auto gather_stage = static_cast<uint16_t>(fold.lg() + 1);
+  const std::vector<OpId> written = phases::gather_elim(b, plan, P, blocks, vec, rs, gather_stage);
+  if (collector == root) return;
+  b.set_stage(static_cast<uint16_t>(2 * fold.lg() + 1));
+  if (rank == collector) b.send(root, Region{vec, 0, n}, written);
+  if (rank == root) b.recv(collector, out);
+}
+
 void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
+  const std::string& nonpof2 = a.params->word("nonpof2");
+  if (nonpof2 == "elim") return generate_eliminating(a, b, phases::Elimination::three_two);
+  if (nonpof2 == "elim21") return generate_eliminating(a, b, phases::Elimination::two_one);
   const int64_t n = a.header.count, rank = b.rank(), root = a.header.root;
   const phases::Pof2Fold fold(a.header.P, root);
   const phases::Blocks blk{n, fold.pof2};
@@ -56,6 +89,15 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
                           static_cast<uint16_t>(fold.lg() + 1));
 }
 
+std::any check_nonpof2(const GenArgs& a) {
+  const std::string& v = a.params->word("nonpof2");
+  if (v != "fold" && v != "elim" && v != "elim21")
+    fail(ErrorKind::invalid_argument, "reduce:rabenseifner: nonpof2 = '" + v +
+                                          "' must be fold, elim (3-2 elimination) or elim21 "
+                                          "(2-1 elimination)");
+  return {};
+}
+
 const Registrar reg{{
     .collective = Collective::reduce,
     .name = "rabenseifner",
@@ -66,9 +108,16 @@ const Registrar reg{{
     .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k; else + alpha + n beta "
             "+ n gamma)",
     .reference = "seed 001; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
-    .params = {},
+    .params = {{.name = "nonpof2",
+                .type = ParamType::word,
+                .default_value = "fold",
+                .min = INT64_MIN,
+                .max = INT64_MAX,
+                .doc = "P != 2^k: fold (MPICH pre-step, the tree of folded_binomial), elim (3-2 "
+                       "elimination) or elim21 (2-1), then a gather to rank 0 (elim21: the "
+                       "collector) and one more message to a root elsewhere"}},
     .restrictions = {},
-    .prepare = {},
+    .prepare = check_nonpof2,
     .generate = generate_rabenseifner,
 }};
 

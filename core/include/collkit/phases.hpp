@@ -144,5 +144,11 @@ ElimScatter reduce_scatter_elim(RankBuilder& b, const ElimPlan& plan, const Bloc
                                 OpId vec_ready, BufId tmp, BufId tmp2, uint16_t stage0);
 std::vector<OpId> allgather_elim(RankBuilder& b, const ElimPlan& plan, const Blocks& blk,
                                  BufId vec, const ElimScatter& rs, uint16_t stage0);
+// Gather after reduce_scatter_elim, the levels in reverse: in every group the upper child's
+// collector sends its half to the lower child's collector. Ends at rank elim_collector(P, mode)
+// (0 for 3-2). Returns every op that wrote `vec` (meaningful at the collector).
+int64_t elim_collector(int64_t P, Elimination mode);
+std::vector<OpId> gather_elim(RankBuilder& b, const ElimPlan& plan, int64_t P, const Blocks& blk,
+                              BufId vec, const ElimScatter& rs, uint16_t stage0);
 
 }  // namespace collkit::phases
