@@ -153,3 +153,18 @@ def test_limit_command_is_registered() -> None:
 
     assert "limit" in COMMANDS
     assert callable(main)
+
+
+def test_cli_bad_input_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["limit", "reduce", "--new", "allreduce:ring"]) == 2
+    assert "not a reduce algorithm" in capsys.readouterr().err
+    for argv in (["limit", "reduce", "-P", "0"], ["limit", "reduce", "--alpha", "-1"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+
+
+def test_cli_through_main(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["limit", "allreduce", "-P", "2,3,8,12"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("limit [count value]") == 2  # rabenseifner and ring against rd
