@@ -10,10 +10,14 @@
 using namespace collkit;
 
 TEST(large_count_algorithms_verified_under_sanitizers) {
-  const char* names[] = {"allreduce:rabenseifner", "allreduce:rabenseifner(nonpof2=elim)",
-                         "allreduce:rabenseifner(nonpof2=elim21)", "allreduce:ring(seg=16)",
-                         "reduce:rabenseifner", "reduce:rabenseifner(nonpof2=elim)",
-                         "reduce:rabenseifner(nonpof2=elim21)", "reduce:folded_binomial"};
+  const char* names[] = {"allreduce:rabenseifner",
+                         "allreduce:rabenseifner(nonpof2=elim)",
+                         "allreduce:rabenseifner(nonpof2=elim21)",
+                         "allreduce:ring(seg=16)",
+                         "reduce:rabenseifner",
+                         "reduce:rabenseifner(nonpof2=elim)",
+                         "reduce:rabenseifner(nonpof2=elim21)",
+                         "reduce:folded_binomial"};
   for (const char* name : names) {
     Algorithm a(name);
     const bool comm = a.spec().restrictions.commutative_op;

@@ -45,7 +45,8 @@ void generate_rd(const GenArgs& a, RankBuilder& b) {
     OpId s = b.send(peer, out, {out_ready});
     OpId r = b.recv(peer, t, {tmp_free});
     // The lower half's partial result goes on the left, so every rank builds the same tree.
-    out_ready = tmp_free = b.reduce(out, t, peer < rank ? Side::src_first : Side::dst_first, {s, r});
+    out_ready = tmp_free =
+        b.reduce(out, t, peer < rank ? Side::src_first : Side::dst_first, {s, r});
   }
 
   // Phase 3: expand.

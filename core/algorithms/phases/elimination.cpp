@@ -25,7 +25,8 @@ int64_t parent_index(int64_t m, bool upper, int64_t c, Elimination mode) {
 }  // namespace
 
 ElimPlan::ElimPlan(int64_t P, int64_t rank, Elimination mode_) : mode(mode_) {
-  int64_t m = P, i = rank, lo = 0, hi = int64_t{1} << (std::bit_width(static_cast<uint64_t>(P)) - 1);
+  int64_t m = P, i = rank, lo = 0,
+          hi = int64_t{1} << (std::bit_width(static_cast<uint64_t>(P)) - 1);
   while (m > 1) {
     ElimLevel& L = levels[static_cast<size_t>(levels_count++)];
     L.m = m;
@@ -47,8 +48,14 @@ ElimPlan::ElimPlan(int64_t P, int64_t rank, Elimination mode_) : mode(mode_) {
       return;
     }
     L.upper = L.role == ElimRole::pair_upper || L.role == ElimRole::triple_1;
-    const int64_t c = m % 2 == 0 ? i / 2 : (L.role == ElimRole::triple_0 || L.role == ElimRole::triple_1) ? 0 : (i - 1) / 2;
-    if (L.upper) lo = mid; else hi = mid;
+    const int64_t c = m % 2 == 0 ? i / 2
+                      : (L.role == ElimRole::triple_0 || L.role == ElimRole::triple_1)
+                          ? 0
+                          : (i - 1) / 2;
+    if (L.upper)
+      lo = mid;
+    else
+      hi = mid;
     i = c;
     m /= 2;
   }
@@ -65,11 +72,16 @@ int64_t ElimPlan::member(int l, int64_t j) const {
 int64_t ElimPlan::partner(int l) const {
   const ElimLevel& L = levels[static_cast<size_t>(l)];
   switch (L.role) {
-    case ElimRole::pair_lower: return member(l, L.index + 1);
-    case ElimRole::pair_upper: return member(l, L.index - 1);
-    case ElimRole::triple_0: return member(l, 1);
-    case ElimRole::triple_1: return member(l, 0);
-    default: return -1;
+    case ElimRole::pair_lower:
+      return member(l, L.index + 1);
+    case ElimRole::pair_upper:
+      return member(l, L.index - 1);
+    case ElimRole::triple_0:
+      return member(l, 1);
+    case ElimRole::triple_1:
+      return member(l, 0);
+    default:
+      return -1;
   }
 }
 
@@ -107,7 +119,8 @@ ElimScatter reduce_scatter_elim(RankBuilder& b, const ElimPlan& plan, const Bloc
     if (keep.len == 0) continue;
     const Region t{tmp, keep.off, keep.len};
     OpId r = b.recv(peer, t, {tmp_free});
-    res.ready = tmp_free = b.reduce(keep, t, L.upper ? Side::src_first : Side::dst_first, {res.ready, r});
+    res.ready = tmp_free =
+        b.reduce(keep, t, L.upper ? Side::src_first : Side::dst_first, {res.ready, r});
     if (L.role == ElimRole::triple_0 || L.role == ElimRole::triple_1) {
       // 3-2: member 2's half comes last, on the right.
       const Region t2{tmp2, keep.off, keep.len};
@@ -118,8 +131,8 @@ ElimScatter reduce_scatter_elim(RankBuilder& b, const ElimPlan& plan, const Bloc
   return res;
 }
 
-std::vector<OpId> allgather_elim(RankBuilder& b, const ElimPlan& plan, const Blocks& blk,
-                                 BufId vec, const ElimScatter& rs, uint16_t stage0) {
+std::vector<OpId> allgather_elim(RankBuilder& b, const ElimPlan& plan, const Blocks& blk, BufId vec,
+                                 const ElimScatter& rs, uint16_t stage0) {
   std::vector<OpId> writers{rs.ready};
   const int last = plan.levels_count - 1;
   for (int l = last; l >= 0; --l) {
@@ -166,7 +179,9 @@ int64_t collector_index(int64_t P, int l, Elimination mode) {
 
 }  // namespace
 
-int64_t elim_collector(int64_t P, Elimination mode) { return collector_index(P, 0, mode); }
+int64_t elim_collector(int64_t P, Elimination mode) {
+  return collector_index(P, 0, mode);
+}
 
 std::vector<OpId> gather_elim(RankBuilder& b, const ElimPlan& plan, int64_t P, const Blocks& blk,
                               BufId vec, const ElimScatter& rs, uint16_t stage0) {
@@ -188,8 +203,7 @@ std::vector<OpId> gather_elim(RankBuilder& b, const ElimPlan& plan, int64_t P, c
       break;
     }
     const Region get = blk.region(vec, mid, L.hi);
-    if (get.len > 0)
-      writers.push_back(b.recv(upper, get, {rs.sent[static_cast<size_t>(l)][0]}));
+    if (get.len > 0) writers.push_back(b.recv(upper, get, {rs.sent[static_cast<size_t>(l)][0]}));
   }
   return writers;
 }

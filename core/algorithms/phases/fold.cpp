@@ -11,7 +11,9 @@ Pof2Fold::Pof2Fold(int64_t P_, int64_t keep_)
       rem(P_ - pof2),
       keep(keep_) {}
 
-int Pof2Fold::lg() const { return static_cast<int>(std::bit_width(static_cast<uint64_t>(pof2))) - 1; }
+int Pof2Fold::lg() const {
+  return static_cast<int>(std::bit_width(static_cast<uint64_t>(pof2))) - 1;
+}
 
 int64_t Pof2Fold::real(int64_t v) const {
   if (v >= rem) return v + rem;
@@ -31,8 +33,7 @@ OpId fold_in(RankBuilder& b, const Pof2Fold& f, Region vec, OpId vec_ready, Regi
   const int64_t partner = f.partner(b.rank());
   OpId r = b.recv(partner, tmp);
   // The lower rank's vector goes on the left: (a_2v (+) a_2v+1), the pairs of seed 001's tree.
-  return b.reduce(vec, tmp, partner < b.rank() ? Side::src_first : Side::dst_first,
-                  {vec_ready, r});
+  return b.reduce(vec, tmp, partner < b.rank() ? Side::src_first : Side::dst_first, {vec_ready, r});
 }
 
 OpId fold_in_direct(RankBuilder& b, const Pof2Fold& f, Region vec) {

@@ -70,9 +70,9 @@ std::vector<OpId> allgather_doubling(RankBuilder& b, const Pof2Fold& f, int64_t 
   return writers;
 }
 
-std::vector<OpId> gather_binomial(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
-                                  int64_t vroot, const Blocks& blk, BufId vec,
-                                  const ScatterResult& rs, uint16_t stage0) {
+std::vector<OpId> gather_binomial(RankBuilder& b, const Pof2Fold& f, int64_t vrank, int64_t vroot,
+                                  const Blocks& blk, BufId vec, const ScatterResult& rs,
+                                  uint16_t stage0) {
   const Halving h(f, vrank);
   std::vector<OpId> writers{rs.ready};
   for (int k = h.lg - 1; k >= 0; --k) {

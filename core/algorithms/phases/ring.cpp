@@ -7,7 +7,9 @@
 namespace collkit::phases {
 namespace {
 
-int64_t mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
+int64_t mod(int64_t a, int64_t m) {
+  return ((a % m) + m) % m;
+}
 
 // The segments of block q: [off, off + len) pieces of at most `seg` elements (seg 0: one piece).
 template <class F>
@@ -62,10 +64,9 @@ std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
     });
     // Block r - s left this rank at step s of the reduce-scatter (step 0: from `in`, nothing
     // to wait for); its receive must not overwrite it while that send is in flight.
-    const std::span<const OpId> gone =
-        std::span<const OpId>(rs.sends).subspan(rs.step_begin[static_cast<size_t>(s)],
-                                                rs.step_begin[static_cast<size_t>(s) + 1] -
-                                                    rs.step_begin[static_cast<size_t>(s)]);
+    const std::span<const OpId> gone = std::span<const OpId>(rs.sends).subspan(
+        rs.step_begin[static_cast<size_t>(s)],
+        rs.step_begin[static_cast<size_t>(s) + 1] - rs.step_begin[static_cast<size_t>(s)]);
     received.clear();
     for_each_segment(blk, kOut, mod(r - s, P), seg, [&](int64_t g, Region piece) {
       const OpId dep = s == 0 ? kNoOp : gone[static_cast<size_t>(g)];

@@ -46,7 +46,8 @@ void generate_folded_binomial(const GenArgs& a, RankBuilder& b) {
       return;
     }
     OpId r = b.recv(peer, t, {tmp_free});
-    ready = tmp_free = b.reduce(vec, t, vpeer < vrank ? Side::src_first : Side::dst_first, {ready, r});
+    ready = tmp_free =
+        b.reduce(vec, t, vpeer < vrank ? Side::src_first : Side::dst_first, {ready, r});
   }
 }
 

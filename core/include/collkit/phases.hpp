@@ -33,8 +33,8 @@ struct Blocks {
 struct Pof2Fold {
   int64_t P = 1, pof2 = 1, rem = 0, keep = -1;
   explicit Pof2Fold(int64_t P, int64_t keep = -1);
-  int64_t real(int64_t v) const;      // the rank that stands for virtual rank v
-  int64_t vrank(int64_t rank) const;  // -1 for a rank folded away
+  int64_t real(int64_t v) const;         // the rank that stands for virtual rank v
+  int64_t vrank(int64_t rank) const;     // -1 for a rank folded away
   int64_t partner(int64_t rank) const {  // the other rank of rank's pair; -1 outside the pairs
     return rank < 2 * rem ? rank ^ 1 : -1;
   }
@@ -68,9 +68,9 @@ struct Halving {
 };
 
 struct ScatterResult {
-  OpId ready = kNoOp;               // the last op that wrote this rank's final blocks of `vec`
-  std::array<OpId, 64> sent{};      // the send of each stage (kNoOp: nothing sent)
-  OpId tmp_free = kNoOp;            // the last op that read `tmp`
+  OpId ready = kNoOp;           // the last op that wrote this rank's final blocks of `vec`
+  std::array<OpId, 64> sent{};  // the send of each stage (kNoOp: nothing sent)
+  OpId tmp_free = kNoOp;        // the last op that read `tmp`
 };
 
 // Reduce-scatter by recursive halving. `vec` (whole vector, blocks of `blk`) holds the rank's
@@ -94,16 +94,16 @@ std::vector<OpId> allgather_doubling(RankBuilder& b, const Pof2Fold& f, int64_t 
 // Gather of the scattered blocks to virtual rank `vroot` along a binomial tree, the reverse of
 // the halving: at stage k = lg-1 .. 0 the rank whose bit k differs from vroot's sends all it
 // holds to its partner and is done. Returns every op that wrote `vec` (meaningful at vroot).
-std::vector<OpId> gather_binomial(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
-                                  int64_t vroot, const Blocks& blk, BufId vec,
-                                  const ScatterResult& rs, uint16_t stage0);
+std::vector<OpId> gather_binomial(RankBuilder& b, const Pof2Fold& f, int64_t vrank, int64_t vroot,
+                                  const Blocks& blk, BufId vec, const ScatterResult& rs,
+                                  uint16_t stage0);
 
 // Ring phases over all P ranks, block q of the vector cut into P blocks, each message cut into
 // segments of at most `seg` elements (0: one segment) so that reducing one segment overlaps with
 // receiving the next. The ring needs a commutative op: block q is combined in the order
 // q, q+1, ..., P-1, 0, ..., q-1.
 struct RingResult {
-  std::vector<OpId> sends;        // the sends of step s: sends[step_begin[s] .. step_begin[s+1])
+  std::vector<OpId> sends;  // the sends of step s: sends[step_begin[s] .. step_begin[s+1])
   std::vector<size_t> step_begin;
   std::vector<OpId> final_ready;  // per segment, the reduce that completed the final block
 };
@@ -121,20 +121,23 @@ std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
 // half each) or 2-1 (a rank hands its whole segment to the next one). See elimination.cpp.
 enum class Elimination : uint8_t { three_two, two_one };
 enum class ElimRole : uint8_t {
-  pair_lower, pair_upper,        // an exchange of halves with one partner
-  triple_0, triple_1, triple_2,  // 3-2: 0 and 1 exchange, 2 hands its halves to them
-  handed_over,                   // 2-1: handed the whole segment to member 1
+  pair_lower,
+  pair_upper,  // an exchange of halves with one partner
+  triple_0,
+  triple_1,
+  triple_2,     // 3-2: 0 and 1 exchange, 2 hands its halves to them
+  handed_over,  // 2-1: handed the whole segment to member 1
 };
 struct ElimLevel {
   int64_t m = 0, index = 0;  // group size, this rank's index in it
   int64_t lo = 0, hi = 0;    // the group's blocks
   ElimRole role = ElimRole::pair_lower;
-  bool upper = false;        // goes on with the upper half
+  bool upper = false;  // goes on with the upper half
 };
 // One rank's path through the levels: O(lg P) to build, O(lg P) per member lookup.
 struct ElimPlan {
   Elimination mode;
-  int levels_count = 0;      // levels taken part in; the last is the elimination if eliminated
+  int levels_count = 0;  // levels taken part in; the last is the elimination if eliminated
   bool eliminated = false;
   std::array<ElimLevel, 64> levels{};
   ElimPlan(int64_t P, int64_t rank, Elimination mode);
@@ -148,8 +151,8 @@ struct ElimScatter {
 // `vec`, `tmp` and `tmp2` hold n elements at the same offsets; tmp2 only for 3-2.
 ElimScatter reduce_scatter_elim(RankBuilder& b, const ElimPlan& plan, const Blocks& blk, BufId vec,
                                 OpId vec_ready, BufId tmp, BufId tmp2, uint16_t stage0);
-std::vector<OpId> allgather_elim(RankBuilder& b, const ElimPlan& plan, const Blocks& blk,
-                                 BufId vec, const ElimScatter& rs, uint16_t stage0);
+std::vector<OpId> allgather_elim(RankBuilder& b, const ElimPlan& plan, const Blocks& blk, BufId vec,
+                                 const ElimScatter& rs, uint16_t stage0);
 // Gather after reduce_scatter_elim, the levels in reverse: in every group the upper child's
 // collector sends its half to the lower child's collector. Ends at rank elim_collector(P, mode)
 // (0 for 3-2). Returns every op that wrote `vec` (meaningful at the collector).
