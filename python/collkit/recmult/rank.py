@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -28,17 +29,15 @@ def rank_schedules(
 ) -> list[Ranked]:
     """Every schedule of N ranks, cheapest first (ties: fewer stages, then by name)."""
     fcost = {b: stage_cost(Stage("factor", b), model, nbytes) for b in range(2, max_fanout + 2)}
-    outer: dict[Stage, float] = {}
-    rows: list[Ranked] = []
+    outer: dict[Stage | None, float] = {None: 0.0}
+    rows: list[tuple[float, int, str, str]] = []
     for family, head, fac, tail in structures(N, max_fanout, families):
-        cost = 0.0
-        for s in (head, tail):
-            if s is not None:
-                if s not in outer:
-                    outer[s] = stage_cost(s, model, nbytes)
-                cost += outer[s]
-        cost += sum(fcost[b] for b in fac)
+        if head not in outer:
+            outer[head] = stage_cost(head, model, nbytes)  # type: ignore[arg-type]
+        if tail not in outer:
+            outer[tail] = stage_cost(tail, model, nbytes)  # type: ignore[arg-type]
+        cost = outer[head] + outer[tail] + sum([fcost[b] for b in fac])
         n_stages = len(fac) + (2 if head is not None else 0)
-        rows.append(Ranked(text_of(head, fac, tail), family, cost, n_stages))
-    rows.sort(key=lambda r: (r.cost, r.stages, r.schedule))
-    return rows if top is None else rows[:top]
+        rows.append((cost, n_stages, text_of(head, fac, tail), family))
+    best = sorted(rows) if top is None else heapq.nsmallest(top, rows)
+    return [Ranked(text, family, cost, n) for cost, n, text, family in best]
