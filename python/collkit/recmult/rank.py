@@ -27,10 +27,12 @@ def rank_schedules(
     families: Iterable[str] = FAMILIES,
     top: int | None = None,
 ) -> list[Ranked]:
-    """Every schedule of N ranks, cheapest first (ties: fewer stages, then by name)."""
+    """Every schedule of N ranks, cheapest first (ties: fewer stages, descending bases, name)."""
     fcost = {b: stage_cost(Stage("factor", b), model, nbytes) for b in range(2, max_fanout + 2)}
     outer: dict[Stage | None, float] = {None: 0.0}
-    rows: list[tuple[float, int, str, str]] = []
+    # Sort key: cost (rounded to 1e-15 s: the same bases summed in another order may differ in
+    # the last bit), fewer stages, descending bases (seed 000: the best order on ARCHER), name.
+    rows: list[tuple[float, int, bool, str, float, str]] = []
     for family, head, fac, tail in structures(N, max_fanout, families):
         if head not in outer:
             outer[head] = stage_cost(head, model, nbytes)  # type: ignore[arg-type]
@@ -38,6 +40,7 @@ def rank_schedules(
             outer[tail] = stage_cost(tail, model, nbytes)  # type: ignore[arg-type]
         cost = outer[head] + outer[tail] + sum([fcost[b] for b in fac])
         n_stages = len(fac) + (2 if head is not None else 0)
-        rows.append((cost, n_stages, text_of(head, fac, tail), family))
+        ascending = any(a < b for a, b in zip(fac, fac[1:]))
+        rows.append((round(cost, 15), n_stages, ascending, text_of(head, fac, tail), cost, family))
     best = sorted(rows) if top is None else heapq.nsmallest(top, rows)
-    return [Ranked(text, family, cost, n) for cost, n, text, family in best]
+    return [Ranked(text, family, cost, n) for _, n, _, text, cost, family in best]
