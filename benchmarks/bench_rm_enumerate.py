@@ -44,7 +44,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--max-n", type=int, default=1024)
     ap.add_argument("--verify-upto", type=int, default=128)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "bench_rm_enumerate.md"))
+    default_out = Path(__file__).parent / "results" / "bench_rm_enumerate.md"
+    ap.add_argument("--out", default=str(default_out))
     args = ap.parse_args()
     lines: list[str] = []
 

@@ -14,6 +14,11 @@ import numpy as np
 from collkit.recmult.model import PipelinedPostal, b_opt, b_opt_brute, b_opt_eq5, eq4_cost
 
 
+def _best_integer_b(ratio: float) -> int:
+    model = PipelinedPostal(ratio, 1.0)
+    return min(range(1, 100), key=lambda b: float(eq4_cost(b, 1e6, model)))
+
+
 def figure_b_opt(path: str | Path, max_ratio: float = 20.0) -> Path:
     """Fig. 3: b_opt for ratios 1..max_ratio, the corrected closed form, the seed's Eq. 5 as
     printed, brute-force minima of Eq. 4 and the best integer b."""
@@ -28,8 +33,7 @@ def figure_b_opt(path: str | Path, max_ratio: float = 20.0) -> Path:
     ax.plot(ratios, [b_opt_eq5(r) for r in ratios], "--", label=r"seed Eq. 5: $e^{W(\rho-1)+1}-1$")
     dots = np.arange(1.0, max_ratio + 0.01, 1.0)
     ax.plot(dots, [b_opt_brute(r) for r in dots], "o", ms=4, label="brute-force minimum of Eq. 4")
-    m = [min(range(1, 100), key=lambda b, r=r: eq4_cost(b, 1e6, PipelinedPostal(r, 1.0)))
-         for r in dots]
+    m = [_best_integer_b(float(r)) for r in dots]
     ax.step(dots, m, where="mid", color="0.4", lw=1, label="best integer b")
     ax.set_xlabel(r"$\rho = \alpha_p / \alpha_r$")
     ax.set_ylabel(r"$b_{opt}$")

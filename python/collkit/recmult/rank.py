@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 
 from collkit.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES, structures, text_of
 from collkit.recmult.model import PipelinedPostal, stage_cost
@@ -40,7 +41,7 @@ def rank_schedules(
             outer[tail] = stage_cost(tail, model, nbytes)  # type: ignore[arg-type]
         cost = outer[head] + outer[tail] + sum([fcost[b] for b in fac])
         n_stages = len(fac) + (2 if head is not None else 0)
-        ascending = any(a < b for a, b in zip(fac, fac[1:]))
+        ascending = any(a < b for a, b in pairwise(fac))
         rows.append((round(cost, 15), n_stages, ascending, text_of(head, fac, tail), cost, family))
     best = sorted(rows) if top is None else heapq.nsmallest(top, rows)
     return [Ranked(text, family, cost, n) for _, n, _, text, cost, family in best]

@@ -112,7 +112,7 @@ def search(
     if "merged" in fams and N >= 5:
         R = np.arange(1, N - 3)
         inner = N - R
-        c = model.alpha_r + nbytes * model.beta
+        per_msg = model.alpha_r + nbytes * model.beta
         g = nbytes * model.gamma
         for b1 in range(2, f + 1):
             for bs in range(2, f + 2):
@@ -127,8 +127,8 @@ def search(
                 if r.size == 0:
                     continue
                 evaluated += r.size
-                total = (2 * model.alpha_p + b1 * c + (b1 - 1 + k1) * g
-                         + (bs - 1 + ks) * c + (bs - 1) * g + best[inn // (b1 * bs)])
+                total = (2 * model.alpha_p + b1 * per_msg + (b1 - 1 + k1) * g
+                         + (bs - 1 + ks) * per_msg + (bs - 1) * g + best[inn // (b1 * bs)])
                 i = int(np.argmin(total))
                 if np.isfinite(total[i]):
                     Ri, ni = int(r[i]), int(inn[i])
