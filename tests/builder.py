@@ -38,12 +38,14 @@ class Ops:
         ops.ranks = [[] for _ in range(s.P)]
         for g in range(len(a["rank"])):
             r = int(a["rank"][g])
-            rec = {k: int(a[k][g]) for k in ("kind", "peer", "buf", "off", "src", "src_off",
-                                              "len", "side", "stage")}
-            rec["deps"] = [int(d) for d in a["deps"][a["dep_begin"][g]:a["dep_begin"][g + 1]]]
+            rec = {
+                k: int(a[k][g])
+                for k in ("kind", "peer", "buf", "off", "src", "src_off", "len", "side", "stage")
+            }
+            rec["deps"] = [int(d) for d in a["deps"][a["dep_begin"][g] : a["dep_begin"][g + 1]]]
             ops.ranks[r].append(rec)
         sb = a["scratch_begin"]
-        ops.scratch = [[int(x) for x in a["scratch"][sb[r]:sb[r + 1]]] for r in range(s.P)]
+        ops.scratch = [[int(x) for x in a["scratch"][sb[r] : sb[r + 1]]] for r in range(s.P)]
         return ops
 
     def find(self, rank: int, kind: str, nth: int = 0) -> int:
@@ -93,8 +95,18 @@ class RankWriter:
         self.ops, self.rank = ops, rank
 
     def _add(self, **kw: Any) -> int:
-        rec = {"kind": 0, "peer": -1, "buf": 1, "off": 0, "src": 0, "src_off": 0, "len": 0,
-               "side": 0, "stage": 0, "deps": []}
+        rec = {
+            "kind": 0,
+            "peer": -1,
+            "buf": 1,
+            "off": 0,
+            "src": 0,
+            "src_off": 0,
+            "len": 0,
+            "side": 0,
+            "stage": 0,
+            "deps": [],
+        }
         rec.update(kw)
         self.ops.ranks[self.rank].append(rec)
         return len(self.ops.ranks[self.rank]) - 1
@@ -109,15 +121,33 @@ class RankWriter:
     def recv(self, peer: int, buf: str, off: int, n: int, deps: list[int] | None = None) -> int:
         return self._add(kind=1, peer=peer, buf=buf_id(buf), off=off, len=n, deps=deps or [])
 
-    def reduce(self, dst: str, doff: int, src: str, soff: int, n: int, src_first: bool,
-               deps: list[int] | None = None) -> int:
-        return self._add(kind=2, buf=buf_id(dst), off=doff, src=buf_id(src), src_off=soff, len=n,
-                         side=0 if src_first else 1, deps=deps or [])
+    def reduce(
+        self,
+        dst: str,
+        doff: int,
+        src: str,
+        soff: int,
+        n: int,
+        src_first: bool,
+        deps: list[int] | None = None,
+    ) -> int:
+        return self._add(
+            kind=2,
+            buf=buf_id(dst),
+            off=doff,
+            src=buf_id(src),
+            src_off=soff,
+            len=n,
+            side=0 if src_first else 1,
+            deps=deps or [],
+        )
 
-    def copy(self, dst: str, doff: int, src: str, soff: int, n: int,
-             deps: list[int] | None = None) -> int:
-        return self._add(kind=3, buf=buf_id(dst), off=doff, src=buf_id(src), src_off=soff, len=n,
-                         deps=deps or [])
+    def copy(
+        self, dst: str, doff: int, src: str, soff: int, n: int, deps: list[int] | None = None
+    ) -> int:
+        return self._add(
+            kind=3, buf=buf_id(dst), off=doff, src=buf_id(src), src_off=soff, len=n, deps=deps or []
+        )
 
 
 def empty(collective: str, P: int, count: int, root: int = 0) -> Ops:

@@ -9,8 +9,27 @@ import collkit
 from builder import KIND, Ops, RankWriter, empty
 
 SWEEP_P = list(range(1, 257))
-SAMPLED_P = [257, 300, 511, 512, 513, 1000, 1023, 1024, 1025, 2047, 2048, 3001, 4096, 4099,
-             6000, 8191, 8192, 9973, 10000]
+SAMPLED_P = [
+    257,
+    300,
+    511,
+    512,
+    513,
+    1000,
+    1023,
+    1024,
+    1025,
+    2047,
+    2048,
+    3001,
+    4096,
+    4099,
+    6000,
+    8191,
+    8192,
+    9973,
+    10000,
+]
 
 
 def rd(P: int, count: int = 2) -> Ops:
@@ -81,7 +100,8 @@ def test_size_mismatch() -> None:
     ops.ranks[1][i]["len"] = 2
     r = collkit.verify(ops.build())
     assert "size_mismatch" in r.kinds
-    assert "sends 3 elements" in r.diagnostics[0].message and "expects 2" in r.diagnostics[0].message
+    msg = r.diagnostics[0].message
+    assert "sends 3 elements" in msg and "expects 2" in msg
 
 
 def test_inconsistent_order_is_fine_only_for_commutative_ops() -> None:
@@ -172,8 +192,9 @@ def test_read_before_receive_completes() -> None:
     ops.ranks[0][red]["deps"].remove(rv)
     r = collkit.verify(ops.build())
     assert "hazard" in r.kinds
-    assert any("may read s0[0:2] while the message received into it" in d.message
-               for d in r.diagnostics), r.summary()
+    assert any(
+        "may read s0[0:2] while the message received into it" in d.message for d in r.diagnostics
+    ), r.summary()
 
 
 def test_deadlock_shows_the_cycle() -> None:
@@ -312,7 +333,7 @@ def test_alltoall_misplaced_block() -> None:
 def test_barrier_that_does_not_wait() -> None:
     ops = linear_barrier(4)
     # Rank 0 releases rank 3 before hearing from everyone.
-    send_to_3 = [i for i, o in enumerate(ops.ranks[0]) if o["kind"] == 0 and o["peer"] == 3][0]
+    send_to_3 = next(i for i, o in enumerate(ops.ranks[0]) if o["kind"] == 0 and o["peer"] == 3)
     ops.ranks[0][send_to_3]["deps"] = []
     r = collkit.verify(ops.build())
     assert r.kinds == {"wrong_result"}
@@ -337,3 +358,19 @@ def test_verify_rejects_partial_schedule_and_bad_arguments() -> None:
         ops.ranks[0][ops.find(0, "send")]["peer"] = 2
         collkit.verify(ops.build()).raise_if_failed()
     assert r.raise_if_failed() is r
+
+
+def test_compare_trees_same_and_different() -> None:
+    a = collkit.generate("allreduce:rd", 13, 3)
+    assert collkit.compare_trees(a, a).same_exact
+    ops = Ops.of(a)
+    for o in ops.ranks[12]:
+        if o["kind"] == KIND["reduce"]:
+            o["side"] ^= 1
+    swapped = ops.build()
+    c = collkit.compare_trees(a, swapped) if collkit.verify(swapped).ok else None
+    assert c is not None
+    assert not c.same_exact and c.same_commutative
+    assert "element 0" in c.difference and "(r12+r11)" in c.difference
+    with pytest.raises(collkit.InvalidArgumentError):
+        collkit.compare_trees(a, collkit.generate("allreduce:rd", 12, 3))

@@ -57,7 +57,6 @@ class RankState {
     b_.set_stage(0);
     out_ready_ = b_.copy(out_, {kIn, 0, n_});
     if (plan_.P == 1) return;
-    scratch(0);  // every rank of P > 1 gets one receive buffer, as recursive doubling's `tmp`
     const auto& st = plan_.stages;
     const int label0 = !st.empty() && st[0].kind == StageKind::collapse ? 0 : 1;
     for (size_t i = 0; i < st.size(); ++i) {
