@@ -3,6 +3,7 @@
 The compiled core is private (collkit._core); this package is the public face.
 """
 
+from collkit import recmult  # recursive multiplying: schedules, models, search
 from collkit.algorithms import (
     Algorithm,
     RankProgram,
@@ -30,7 +31,6 @@ from collkit.verify import (
     verify,
     verify_algorithm,
 )
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "generate_rank",
     "parse_name",
     "parse_size",
+    "recmult",
     "verify",
     "verify_algorithm",
 ]
