@@ -31,6 +31,7 @@ from collkit.verify import (
     verify,
     verify_algorithm,
 )
+
 __version__ = "0.1.0"
 
 __all__ = [
