@@ -36,8 +36,10 @@ def machine() -> str:
     except OSError:
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{platform.node()}, {cpu}, {os.cpu_count()} cpus, load {load:.1f}, Python " \
-           f"{platform.python_version()}"
+    return (
+        f"{platform.node()}, {cpu}, {os.cpu_count()} cpus, load {load:.1f}, Python "
+        f"{platform.python_version()}"
+    )
 
 
 def main() -> int:
@@ -57,10 +59,14 @@ def main() -> int:
     emit()
     emit(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
     emit(f"- machine: {machine()}")
-    emit(f"- command: `.venv/bin/python benchmarks/bench_rm_enumerate.py --max-n {args.max_n} "
-         f"--verify-upto {args.verify_upto}`")
-    emit(f"- model: pipelining postal, alpha_p = 1.34 us, alpha_r = 0.34 us, n = {NBYTES} B, "
-         "fan-out <= 8")
+    emit(
+        f"- command: `.venv/bin/python benchmarks/bench_rm_enumerate.py --max-n {args.max_n} "
+        f"--verify-upto {args.verify_upto}`"
+    )
+    emit(
+        f"- model: pipelining postal, alpha_p = 1.34 us, alpha_r = 0.34 us, n = {NBYTES} B, "
+        "fan-out <= 8"
+    )
     emit()
 
     # 1. enumerate + rank every N
@@ -85,12 +91,16 @@ def main() -> int:
     t_all = time.perf_counter() - t0 - t_search
     emit(f"## Enumerate and rank every schedule, N = 1..{args.max_n}")
     emit()
-    emit("| schedules | factored | split | merged | enumerate + rank (s) | search, all N (s) | "
-         "search == exhaustive |")
+    emit(
+        "| schedules | factored | split | merged | enumerate + rank (s) | search, all N (s) | "
+        "search == exhaustive |"
+    )
     emit("| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    emit(f"| {total} | {fam_tot['factored']} | {fam_tot['split']} | {fam_tot['merged']} | "
-         f"{t_all:.1f} | {t_search:.2f} | "
-         f"{'every N' if not mismatches else 'differs at ' + str(mismatches[:10])} |")
+    emit(
+        f"| {total} | {fam_tot['factored']} | {fam_tot['split']} | {fam_tot['merged']} | "
+        f"{t_all:.1f} | {t_search:.2f} | "
+        f"{'every N' if not mismatches else 'differs at ' + str(mismatches[:10])} |"
+    )
     emit()
     emit("| N | schedules | best (exhaustive) | model (us) | search's pick (same cost) |")
     emit("| ---: | ---: | --- | ---: | --- |")
@@ -105,8 +115,10 @@ def main() -> int:
     emit("| ---: | --- | --- | ---: | ---: | ---: |")
     for N in (10**4, 10**5, 999_983, 10**6, 2**20):
         s = recmult.search(N, MODEL, NBYTES)
-        emit(f"| {N} | {s.schedule} | {s.family} | {s.cost * 1e6:.3f} | {s.candidates} | "
-             f"{s.seconds:.2f} |")
+        emit(
+            f"| {N} | {s.schedule} | {s.family} | {s.cost * 1e6:.3f} | {s.candidates} | "
+            f"{s.seconds:.2f} |"
+        )
     emit()
 
     # 3. verify every schedule for N <= verify_upto
@@ -127,8 +139,10 @@ def main() -> int:
         emit()
         emit("| schedules | verified | also in rank order (any op) | failed | time (s) |")
         emit("| ---: | ---: | ---: | --- | ---: |")
-        emit(f"| {n} | {n_ok} | {n_any_op} | {failed[:5] if failed else 'none'} | "
-             f"{time.perf_counter() - t0:.1f} |")
+        emit(
+            f"| {n} | {n_ok} | {n_any_op} | {failed[:5] if failed else 'none'} | "
+            f"{time.perf_counter() - t0:.1f} |"
+        )
         emit()
 
     out = Path(args.out)

@@ -18,8 +18,22 @@ def run(argv: list[str]) -> int:
 
 
 def test_ranks_p96_like_the_model(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["allreduce", "-P", "96", "--model", "pipelined-postal", "--alpha-p", "1.34us",
-            "--alpha-r", "0.34us", "--bytes", "8", "--top", "10", "--verify"]
+    argv = [
+        "allreduce",
+        "-P",
+        "96",
+        "--model",
+        "pipelined-postal",
+        "--alpha-p",
+        "1.34us",
+        "--alpha-r",
+        "0.34us",
+        "--bytes",
+        "8",
+        "--top",
+        "10",
+        "--verify",
+    ]
     assert run(argv) == 0
     out = capsys.readouterr().out
     best = recmult.rank_schedules(96, recmult.PipelinedPostal(1.34e-6, 0.34e-6), 8, top=10)
@@ -39,13 +53,16 @@ def test_count_and_search(capsys: pytest.CaptureFixture[str]) -> None:
     assert found.schedule in out
 
 
-@pytest.mark.parametrize("argv", [
-    ["allreduce", "-P", "8", "--alpha-p", "fast"],
-    ["allreduce", "-P", "0"],
-    ["allreduce", "-P", "8", "--max-fanout", "0"],
-    ["allreduce", "-P", "8", "--model", "logp"],
-    ["allreduce", "-P", "8", "--bytes", "-3"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["allreduce", "-P", "8", "--alpha-p", "fast"],
+        ["allreduce", "-P", "0"],
+        ["allreduce", "-P", "8", "--max-fanout", "0"],
+        ["allreduce", "-P", "8", "--model", "logp"],
+        ["allreduce", "-P", "8", "--bytes", "-3"],
+    ],
+)
 def test_bad_arguments_exit_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as e:
         run(argv)

@@ -35,9 +35,7 @@ def test_factored_count_of_powers_of_two(k: int) -> None:
 def test_factored_schedules_of_a_prime_and_fanout() -> None:
     assert list(recmult.enumerate_schedules(7, families=["factored"])) == ["a7"]
     assert list(recmult.enumerate_schedules(7, max_fanout=5, families=["factored"])) == []
-    assert list(recmult.enumerate_schedules(8, max_fanout=1, families=["factored"])) == [
-        "a2,a2,a2"
-    ]
+    assert list(recmult.enumerate_schedules(8, max_fanout=1, families=["factored"])) == ["a2,a2,a2"]
 
 
 @pytest.mark.parametrize(("stages", "P", "shape"), SEED_EXAMPLES)

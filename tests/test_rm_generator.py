@@ -94,8 +94,10 @@ def test_split_tree_collapses_consecutive_groups() -> None:
     assert leaves(outs[0]) == list(range(7))
 
 
-@pytest.mark.parametrize(("stages", "P"), [("a8", 8), ("a2,a4", 8), ("a8,a4", 32),
-                                           ("m1g2a3,n1g3a2", 7), ("c6m2,a2,a2,e6m2", 7)])
+@pytest.mark.parametrize(
+    ("stages", "P"),
+    [("a8", 8), ("a2,a4", 8), ("a8,a4", 32), ("m1g2a3,n1g3a2", 7), ("c6m2,a2,a2,e6m2", 7)],
+)
 def test_one_rank_alone_equals_its_part_of_the_whole(stages: str, P: int) -> None:
     whole = collkit.generate(rm_name(stages), P=P, count=4).arrays()
     for rank in range(P):
@@ -112,9 +114,16 @@ def sends_per_rank_and_stage(stages: str, P: int) -> int:
     return int(np.unique(pairs, return_counts=True)[1].max()) if pairs.size else 0
 
 
-@pytest.mark.parametrize(("stages", "P", "sends"), [("a8", 8, 7), ("a8,a4", 32, 7),
-                                                   ("a2,a2,a2", 8, 1), ("m1g2a3,n1g3a2", 7, 3),
-                                                   ("c6m2,a2,a2,e6m2", 7, 1)])
+@pytest.mark.parametrize(
+    ("stages", "P", "sends"),
+    [
+        ("a8", 8, 7),
+        ("a8,a4", 32, 7),
+        ("a2,a2,a2", 8, 1),
+        ("m1g2a3,n1g3a2", 7, 3),
+        ("c6m2,a2,a2,e6m2", 7, 1),
+    ],
+)
 def test_multiway_stage_sends_to_b_peers(stages: str, P: int, sends: int) -> None:
     assert sends_per_rank_and_stage(stages, P) == sends
 

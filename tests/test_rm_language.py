@@ -21,8 +21,17 @@ SEED_EXAMPLES = [  # seed 002: §4.2, §6.2-6.3, Figs. 17-22
 ]
 
 TABLE2 = [  # seed 002 Table 2: process count and the best schedule measured on ARCHER
-    (4, "a4"), (6, "a6"), (8, "a2,a4"), (12, "a3,a4"), (16, "a4,a4"), (24, "a4,a6"),
-    (32, "a8,a4"), (48, "a8,a6"), (64, "a8,a8"), (96, "a8,a3,a4"), (128, "a8,a4,a4"),
+    (4, "a4"),
+    (6, "a6"),
+    (8, "a2,a4"),
+    (12, "a3,a4"),
+    (16, "a4,a4"),
+    (24, "a4,a6"),
+    (32, "a8,a4"),
+    (48, "a8,a6"),
+    (64, "a8,a8"),
+    (96, "a8,a3,a4"),
+    (128, "a8,a4,a4"),
 ]
 
 
@@ -98,8 +107,10 @@ def test_impossible_schedules_say_why(stages: str, P: int, why: str) -> None:
         collkit.generate(f"allreduce:rm({stages})", P=P, count=1)
 
 
-@pytest.mark.parametrize("token", ["x9", "a", "a-2", "c6", "c6m", "m1g2", "m1g2a", "a2b", "e6n2",
-                                   "a99999999999", "A8", "ａ8"])
+@pytest.mark.parametrize(
+    "token",
+    ["x9", "a", "a-2", "c6", "c6m", "m1g2", "m1g2a", "a2b", "e6n2", "a99999999999", "A8", "ａ8"],
+)
 def test_malformed_stage_is_a_name_error(token: str) -> None:
     with pytest.raises(collkit.AlgorithmNameError) as e:
         recmult.plan(f"a2,{token}", 4)
@@ -110,8 +121,9 @@ _token = st.one_of(
     st.text(alphabet="acemnga0123456789", max_size=12),
     st.builds(lambda k, n: f"{k}{n}", st.sampled_from("acemn"), st.integers(-5, 2**40)),
     st.builds(lambda t, b: f"c{t}m{b}", st.integers(0, 200), st.integers(0, 20)),
-    st.builds(lambda r, g, b: f"m{r}g{g}a{b}", st.integers(0, 20), st.integers(0, 20),
-              st.integers(0, 20)),
+    st.builds(
+        lambda r, g, b: f"m{r}g{g}a{b}", st.integers(0, 20), st.integers(0, 20), st.integers(0, 20)
+    ),
     st.text(max_size=6),
 )
 

@@ -31,8 +31,7 @@ def test_factored_cost_is_the_seeds_sum_and_order_free() -> None:
     m = PipelinedPostal(1.0, 0.25)
     # alpha_p s + alpha_r sum(b_i)
     assert recmult.schedule_cost("a8,a3,a4", m, N=96) == pytest.approx(3 * 1.0 + 0.25 * 12)
-    assert recmult.schedule_cost("a4,a3,a8", m, N=96) == recmult.schedule_cost("a8,a3,a4", m,
-                                                                                N=96)
+    assert recmult.schedule_cost("a4,a3,a8", m, N=96) == recmult.schedule_cost("a8,a3,a4", m, N=96)
 
 
 def test_split_and_merge_costs() -> None:
@@ -74,8 +73,10 @@ def test_lambert_w_inverts_w_exp_w(x: float) -> None:
     assert w * math.exp(w) == pytest.approx(x, rel=1e-9, abs=1e-12)
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("1.34us", 1.34e-6), ("500ns", 5e-7),
-                                               ("0.4ns", 4e-10), ("2e-6", 2e-6), ("1 ms", 1e-3)])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1.34us", 1.34e-6), ("500ns", 5e-7), ("0.4ns", 4e-10), ("2e-6", 2e-6), ("1 ms", 1e-3)],
+)
 def test_parse_time(text: str, seconds: float) -> None:
     assert recmult.parse_time(text) == pytest.approx(seconds)
 

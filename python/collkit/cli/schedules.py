@@ -58,35 +58,84 @@ def _positive(text: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("collective", metavar="COLLECTIVE", help="allreduce (the only one rm serves)")
-    p.add_argument("-P", dest="P", type=parse_p_list, required=True, metavar="LIST",
-                   help="process counts: 96, 1..16, 2^20")
-    p.add_argument("--model", choices=MODELS, default="pipelined-postal",
-                   help="cost model (default pipelined-postal)")
-    p.add_argument("--alpha-p", type=_time, default=parse_time("1.34us"), metavar="T",
-                   help="overlappable latency per stage (default 1.34us, seed 002 Table 1 min)")
-    p.add_argument("--alpha-r", type=_time, default=parse_time("0.34us"), metavar="T",
-                   help="non-overlappable cost per message (default 0.34us)")
-    p.add_argument("--beta", type=_time, default=0.0, metavar="T",
-                   help="time per byte on the wire (default 0)")
-    p.add_argument("--gamma", type=_time, default=0.0, metavar="T",
-                   help="time per byte reduced (default 0)")
-    p.add_argument("--bytes", type=parse_bytes, default=8, metavar="N",
-                   help="message size per rank (default 8)")
-    p.add_argument("--max-fanout", type=_positive, default=DEFAULT_MAX_FANOUT, metavar="B",
-                   help=f"most sends per rank and stage (default {DEFAULT_MAX_FANOUT})")
-    p.add_argument("--family", action="append", choices=FAMILIES, default=None,
-                   help="only these families (repeatable; default all)")
-    p.add_argument("--top", type=_positive, default=10, metavar="K",
-                   help="rows to show per P (default 10)")
+    p.add_argument(
+        "-P",
+        dest="P",
+        type=parse_p_list,
+        required=True,
+        metavar="LIST",
+        help="process counts: 96, 1..16, 2^20",
+    )
+    p.add_argument(
+        "--model",
+        choices=MODELS,
+        default="pipelined-postal",
+        help="cost model (default pipelined-postal)",
+    )
+    p.add_argument(
+        "--alpha-p",
+        type=_time,
+        default=parse_time("1.34us"),
+        metavar="T",
+        help="overlappable latency per stage (default 1.34us, seed 002 Table 1 min)",
+    )
+    p.add_argument(
+        "--alpha-r",
+        type=_time,
+        default=parse_time("0.34us"),
+        metavar="T",
+        help="non-overlappable cost per message (default 0.34us)",
+    )
+    p.add_argument(
+        "--beta", type=_time, default=0.0, metavar="T", help="time per byte on the wire (default 0)"
+    )
+    p.add_argument(
+        "--gamma", type=_time, default=0.0, metavar="T", help="time per byte reduced (default 0)"
+    )
+    p.add_argument(
+        "--bytes",
+        type=parse_bytes,
+        default=8,
+        metavar="N",
+        help="message size per rank (default 8)",
+    )
+    p.add_argument(
+        "--max-fanout",
+        type=_positive,
+        default=DEFAULT_MAX_FANOUT,
+        metavar="B",
+        help=f"most sends per rank and stage (default {DEFAULT_MAX_FANOUT})",
+    )
+    p.add_argument(
+        "--family",
+        action="append",
+        choices=FAMILIES,
+        default=None,
+        help="only these families (repeatable; default all)",
+    )
+    p.add_argument(
+        "--top", type=_positive, default=10, metavar="K", help="rows to show per P (default 10)"
+    )
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--search", action="store_true",
-                      help="find the cheapest schedule by search instead of enumerating")
+    mode.add_argument(
+        "--search",
+        action="store_true",
+        help="find the cheapest schedule by search instead of enumerating",
+    )
     mode.add_argument("--count", action="store_true", help="only count the schedules per family")
-    p.add_argument("--verify", action="store_true",
-                   help="also verify each listed schedule (count 4) with the verifier")
-    p.add_argument("--simulate", type=int, default=2000, metavar="K",
-                   help="simulate the model's best K schedules too (pipelined postal, same "
-                        "parameters) and rank them by makespan; 0: off (default 2000)")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="also verify each listed schedule (count 4) with the verifier",
+    )
+    p.add_argument(
+        "--simulate",
+        type=int,
+        default=2000,
+        metavar="K",
+        help="simulate the model's best K schedules too (pipelined postal, same "
+        "parameters) and rank them by makespan; 0: off (default 2000)",
+    )
 
 
 def _verify(schedule: str, P: int) -> str:
@@ -100,8 +149,9 @@ def _verify(schedule: str, P: int) -> str:
     return "ok, any op" if r.consistent_noncommutative else "ok, commutative"
 
 
-def _simulate(schedules: list[str], P: int, model: PipelinedPostal,
-              nbytes: int) -> dict[str, float] | None:
+def _simulate(
+    schedules: list[str], P: int, model: PipelinedPostal, nbytes: int
+) -> dict[str, float] | None:
     """Simulated makespans (us) of allreduce:rm(schedule), or None without a simulator."""
     try:
         sim = simulator()
@@ -110,14 +160,27 @@ def _simulate(schedules: list[str], P: int, model: PipelinedPostal,
     out = {}
     for sched in schedules:
         name = f"allreduce:rm({sched})" if sched else "allreduce:rm"
-        r = sim(name, P=P, bytes=nbytes, model="pipelined-postal", alpha_p=model.alpha_p * 1e9,
-                alpha_r=model.alpha_r * 1e9, beta=model.beta * 1e9, gamma=model.gamma * 1e9)
+        r = sim(
+            name,
+            P=P,
+            bytes=nbytes,
+            model="pipelined-postal",
+            alpha_p=model.alpha_p * 1e9,
+            alpha_r=model.alpha_r * 1e9,
+            beta=model.beta * 1e9,
+            gamma=model.gamma * 1e9,
+        )
         out[sched] = float(r.makespan) / 1e3
     return out
 
 
-def _table(rows: list[tuple[int, str, str, float]], sims: dict[str, float] | None,
-           sim_rank: dict[str, int], P: int, verify: bool) -> int:
+def _table(
+    rows: list[tuple[int, str, str, float]],
+    sims: dict[str, float] | None,
+    sim_rank: dict[str, int],
+    P: int,
+    verify: bool,
+) -> int:
     status = 0
     width = max([len(r[1]) for r in rows] + [8])
     header = f"{'#':>3}  {'schedule':<{width}}  {'family':<8}  {'model (us)':>10}"
@@ -156,9 +219,11 @@ def run(args: argparse.Namespace) -> int:
     model = PipelinedPostal(args.alpha_p, args.alpha_r, args.beta, args.gamma)
     families = tuple(args.family) if args.family else FAMILIES
     status = 0
-    print(f"model {args.model}: alpha_p = {model.alpha_p * 1e6:g} us, alpha_r = "
-          f"{model.alpha_r * 1e6:g} us, beta = {model.beta * 1e9:g} ns/B, gamma = "
-          f"{model.gamma * 1e9:g} ns/B; n = {args.bytes} B; fan-out <= {args.max_fanout}")
+    print(
+        f"model {args.model}: alpha_p = {model.alpha_p * 1e6:g} us, alpha_r = "
+        f"{model.alpha_r * 1e6:g} us, beta = {model.beta * 1e9:g} ns/B, gamma = "
+        f"{model.gamma * 1e9:g} ns/B; n = {args.bytes} B; fan-out <= {args.max_fanout}"
+    )
     for P in args.P:
         if args.count:
             c = count_schedules(P, args.max_fanout, families)
@@ -168,8 +233,7 @@ def run(args: argparse.Namespace) -> int:
         searched = args.search or P > MAX_ENUMERATE_P
         if searched:
             found = search(P, model, args.bytes, args.max_fanout, families)
-            print(f"\nP = {P}: search over {found.candidates} candidates in "
-                  f"{found.seconds:.3f} s")
+            print(f"\nP = {P}: search over {found.candidates} candidates in {found.seconds:.3f} s")
             ranked = [Ranked(found.schedule, found.family, found.cost, 0)]
         else:
             ranked = rank_schedules(P, model, args.bytes, args.max_fanout, families)
@@ -183,12 +247,12 @@ def run(args: argparse.Namespace) -> int:
             elif len(ranked) > len(sims):
                 print(f"(simulated: the model's best {len(sims)} of {len(ranked)})")
         sim_rank = _ranks(sims) if sims else {}
-        rows = [(model_rank[r.schedule], r.schedule, r.family, r.cost)
-                for r in ranked[: args.top]]
+        rows = [(model_rank[r.schedule], r.schedule, r.family, r.cost) for r in ranked[: args.top]]
         status = _table(rows, sims, sim_rank, P, args.verify) or status
         if sims and len(sims) > 1:
-            by_sim = sorted(ranked[: len(sims)], key=lambda r: (sims[r.schedule], model_rank[
-                r.schedule]))[: args.top]
+            by_sim = sorted(
+                ranked[: len(sims)], key=lambda r: (sims[r.schedule], model_rank[r.schedule])
+            )[: args.top]
             print(f"best {len(by_sim)} by simulation (# is the model's rank):")
             rows = [(model_rank[r.schedule], r.schedule, r.family, r.cost) for r in by_sim]
             status = _table(rows, sims, sim_rank, P, args.verify) or status

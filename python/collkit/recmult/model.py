@@ -113,8 +113,9 @@ def schedule_cost(
     return float(sum(stage_cost(s, model, nbytes) for s in schedule.stages))
 
 
-def eq4_cost(b: float | np.ndarray, N: float | np.ndarray, model: PipelinedPostal,
-             nbytes: int = 0) -> float | np.ndarray:
+def eq4_cost(
+    b: float | np.ndarray, N: float | np.ndarray, model: PipelinedPostal, nbytes: int = 0
+) -> float | np.ndarray:
     """Eq. 4 with the n terms: (alpha_p + b (alpha_r + n beta + n gamma)) log_{b+1} N."""
     per = model.alpha_p + np.asarray(b) * (model.alpha_r + nbytes * (model.beta + model.gamma))
     out = per * np.log(N) / np.log1p(b)

@@ -47,8 +47,13 @@ def figure_b_opt(path: str | Path, max_ratio: float = 20.0) -> Path:
     return out
 
 
-def figure_cost_surface(path: str | Path, alpha_p: float = 1e-6, alpha_r: float = 0.25e-6,
-                        max_b: int = 16, max_N: int = 4096) -> Path:
+def figure_cost_surface(
+    path: str | Path,
+    alpha_p: float = 1e-6,
+    alpha_r: float = 0.25e-6,
+    max_b: int = 16,
+    max_N: int = 4096,
+) -> Path:
     """Fig. 4: Eq. 4's cost (alpha_p + b alpha_r) log_{b+1} N over b and N, with b_opt."""
     import matplotlib
 
@@ -69,8 +74,11 @@ def figure_cost_surface(path: str | Path, alpha_p: float = 1e-6, alpha_r: float 
     ax.set_yscale("log", base=2)
     ax.set_xlabel("b (messages per stage)")
     ax.set_ylabel("N (processes)")
-    ax.set_title(rf"Eq. 4 cost, $\alpha_p$ = {alpha_p * 1e6:g} $\mu$s, "
-                 rf"$\alpha_r$ = {alpha_r * 1e6:g} $\mu$s (cf. seed 002 Fig. 4)", fontsize=10)
+    ax.set_title(
+        rf"Eq. 4 cost, $\alpha_p$ = {alpha_p * 1e6:g} $\mu$s, "
+        rf"$\alpha_r$ = {alpha_r * 1e6:g} $\mu$s (cf. seed 002 Fig. 4)",
+        fontsize=10,
+    )
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     out = Path(path)

@@ -42,8 +42,9 @@ class SearchResult:
     seconds: float
 
 
-def _factored_table(N: int, model: PipelinedPostal, nbytes: int,
-                    max_base: int) -> tuple[np.ndarray, np.ndarray]:
+def _factored_table(
+    N: int, model: PipelinedPostal, nbytes: int, max_base: int
+) -> tuple[np.ndarray, np.ndarray]:
     best = np.full(N + 1, np.inf)
     best[1] = 0.0
     choice = np.zeros(N + 1, dtype=np.int32)
@@ -127,8 +128,14 @@ def search(
                 if r.size == 0:
                     continue
                 evaluated += r.size
-                total = (2 * model.alpha_p + b1 * per_msg + (b1 - 1 + k1) * g
-                         + (bs - 1 + ks) * per_msg + (bs - 1) * g + best[inn // (b1 * bs)])
+                total = (
+                    2 * model.alpha_p
+                    + b1 * per_msg
+                    + (b1 - 1 + k1) * g
+                    + (bs - 1 + ks) * per_msg
+                    + (bs - 1) * g
+                    + best[inn // (b1 * bs)]
+                )
                 i = int(np.argmin(total))
                 if np.isfinite(total[i]):
                     Ri, ni = int(r[i]), int(inn[i])

@@ -56,8 +56,9 @@ def simulator() -> Any:
         raise UnsupportedError("the simulator (collkit.simulate) is not available") from None
 
 
-def simulate_schedule(schedule: str, N: int, nbytes: int = SEED_BYTES, timeline: bool = False,
-                      **params: Any) -> Any:
+def simulate_schedule(
+    schedule: str, N: int, nbytes: int = SEED_BYTES, timeline: bool = False, **params: Any
+) -> Any:
     """A SimResult of allreduce:rm(schedule) on N ranks (seed parameters unless overridden)."""
     kw = {**SEED_SIM_PARAMS, **params}
     name = f"allreduce:rm({schedule})" if schedule else "allreduce:rm"
@@ -76,10 +77,17 @@ def seed_timelines(outdir: str | Path | None = None) -> list[Timeline]:
             d = Path(outdir)
             d.mkdir(parents=True, exist_ok=True)
             picture = d / f"rm-timeline-{schedule.replace(',', '-')}.png"
-            plot_timeline(r, picture, title=f"allreduce:rm({schedule}), N = {N} (cf. seed {fig}): "
-                          f"makespan {r.makespan:.0f} ns, skew {max(finish) - min(finish):.0f} ns")
-        out.append(Timeline(schedule, N, fig, float(r.makespan), max(finish) - min(finish),
-                            finish, picture))
+            plot_timeline(
+                r,
+                picture,
+                title=f"allreduce:rm({schedule}), N = {N} (cf. seed {fig}): "
+                f"makespan {r.makespan:.0f} ns, skew {max(finish) - min(finish):.0f} ns",
+            )
+        out.append(
+            Timeline(
+                schedule, N, fig, float(r.makespan), max(finish) - min(finish), finish, picture
+            )
+        )
     return out
 
 
@@ -89,8 +97,10 @@ def main(argv: list[str]) -> int:
     print("| --- | ---: | --- | ---: | ---: | --- | --- |")
     for t in rows:
         fin = ", ".join(f"{x:.0f}" for x in t.finish_ns)
-        print(f"| {t.schedule} | {t.N} | {t.figure} | {t.makespan_ns:.0f} | {t.skew_ns:.0f} | "
-              f"{fin} | {t.picture} |")
+        print(
+            f"| {t.schedule} | {t.N} | {t.figure} | {t.makespan_ns:.0f} | {t.skew_ns:.0f} | "
+            f"{fin} | {t.picture} |"
+        )
     return 0
 
 
