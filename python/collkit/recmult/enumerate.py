@@ -77,32 +77,39 @@ def _merge_shapes(N: int, f: int) -> Iterator[tuple[int, int, int, int]]:
 
 
 Structure = tuple[str, "Stage | None", tuple[int, ...], "Stage | None"]
+Shell = tuple[str, "Stage | None", int, "Stage | None"]
 
 
-def structures(
+def shells(
     N: int, max_fanout: int = DEFAULT_MAX_FANOUT, families: Iterable[str] = FAMILIES
-) -> Iterator[Structure]:
-    """(family, first stage or None, factor bases, last stage or None) of every schedule: the
-    form the ranking costs without parsing each schedule again."""
+) -> Iterator[Shell]:
+    """(family, first stage or None, product of the factor stages between, last stage or None):
+    every schedule is one of these shells around an ordered factorisation of the product."""
     fams = _check(N, max_fanout, families)
     f = max_fanout
     if "factored" in fams:
-        for fac in _factorisations(N, f + 1):
-            yield "factored", None, fac, None
+        yield "factored", None, N, None
     if "split" in fams:
         for B in range(2, f + 2):
             for T in range(B, N + 1, B):
                 c = Stage("collapse", B, threshold=T)
                 e = Stage("expand", B, threshold=T)
-                for fac in _factorisations(N - T + T // B, f + 1):
-                    yield "split", c, fac, e
+                yield "split", c, N - T + T // B, e
     if "merged" in fams:
         for R, b1, bs, mid in _merge_shapes(N, f):
             inner = N - R
             m = Stage("merge", b1, remainder=R, groups=inner // b1, mask=1)
             n = Stage("invmerge", bs, remainder=R, groups=inner // bs, mask=inner // bs)
-            for fac in _factorisations(mid, f + 1):
-                yield "merged", m, fac, n
+            yield "merged", m, mid, n
+
+
+def structures(
+    N: int, max_fanout: int = DEFAULT_MAX_FANOUT, families: Iterable[str] = FAMILIES
+) -> Iterator[Structure]:
+    """(family, first stage or None, factor bases, last stage or None) of every schedule."""
+    for family, head, mid, tail in shells(N, max_fanout, families):
+        for fac in _factorisations(mid, max_fanout + 1):
+            yield family, head, fac, tail
 
 
 def text_of(head: Stage | None, fac: tuple[int, ...], tail: Stage | None) -> str:
