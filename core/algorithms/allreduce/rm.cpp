@@ -13,9 +13,11 @@
 //                  sends the pre-exchange values of group r mod G to remainder rank r, which
 //                  folds them in the same digit order;
 //               s+1. expand (split schedules): the last rank of each group sends the result back.
-// Cost:         pipelining postal (seed Eq. 3 per stage): sum_i (alpha_p + b_i (alpha_r + n beta
-//               + n gamma)) with b_i = B_i - 1 sends per factor stage; a collapse / expand
-//               costs alpha_p + (B-1)(alpha_r + n beta) + (B-1) n gamma on the group's last rank.
+// Cost:         pipelining postal (seed Eq. 3 per stage, b = B-1, c = alpha_r + n beta,
+//               g = n gamma, k = ceil(R/G)): aB: alpha_p + b (c + g); cTmB: alpha_p + c + b g;
+//               eTmB: alpha_p + b c; mRgGaB: alpha_p + B c + (b + k) g; nRgGaB: alpha_p +
+//               (b + k) c + b g. A schedule costs the sum: alpha_p s + alpha_r sum b_i for a
+//               factored one with n = 0 (collkit.recmult.schedule_cost).
 // Restrictions: commutative op for merged schedules (a remainder rank's value enters the tree
 //               inside a group, out of rank order). Factored and split schedules combine in
 //               rank order and serve non-commutative ops as well; the registry declares the
