@@ -64,7 +64,8 @@ void bind_rm(nb::module_& m) {
       nb::arg("stages"), nb::arg("P"),
       "Parse and check a recursive multiplying stage list against P.");
   m.def(
-      "rm_recursive_doubling", [](int64_t P) { return rm::to_string(rm::recursive_doubling_stages(P)); },
+      "rm_recursive_doubling",
+      [](int64_t P) { return rm::to_string(rm::recursive_doubling_stages(P)); },
       nb::arg("P"), "MPICH's recursive doubling as a stage list.");
 }
 

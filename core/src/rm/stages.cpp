@@ -153,7 +153,8 @@ Plan make_plan(const std::vector<std::string>& tokens_in, int64_t P) {
       if (s.threshold % s.base != 0)
         bad(i, "stage " + name + ": the threshold " + std::to_string(s.threshold) +
                    " is not divisible by the base " + std::to_string(s.base));
-      if (s.threshold < s.base) bad(i, "stage " + name + ": the threshold must be at least the base");
+      if (s.threshold < s.base)
+        bad(i, "stage " + name + ": the threshold must be at least the base");
       if (s.threshold > P)
         bad(i, "stage " + name + ": the threshold " + std::to_string(s.threshold) +
                    " exceeds the number of ranks");
@@ -211,7 +212,8 @@ Plan make_plan(const std::vector<std::string>& tokens_in, int64_t P) {
     }
   }
   if (ci && !ei)
-    bad(*ci, "the collapse '" + to_string(st[*ci]) + "' is never expanded: end the schedule with e" +
+    bad(*ci, "the collapse '" + to_string(st[*ci]) +
+                 "' is never expanded: end the schedule with e" +
                  std::to_string(st[*ci].threshold) + "m" + std::to_string(st[*ci].base));
   if (mi && !ni)
     bad(*mi, "the merge '" + to_string(st[*mi]) + "' is never inverted: end the schedule with n" +
