@@ -19,6 +19,7 @@ COMMANDS = [
     "limit",
     "export",
     "tour",
+    "schedules",
 ]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
