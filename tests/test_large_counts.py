@@ -250,3 +250,17 @@ def test_reduce_elimination_gathers_at_rank_0_and_forwards_to_another_root() -> 
     b = collkit.generate("reduce:rabenseifner(nonpof2=elim)", 7, n, root=5).arrays()
     whole = (b["kind"] == SEND) & (b["len"] == n)
     assert b["rank"][whole].tolist() == [0] and b["peer"][whole].tolist() == [5]
+
+
+def test_which_recursive_multiplying_schedules_are_switch_safe() -> None:
+    # rm with factors 2 only (with MPICH's collapse/expand for P != 2^k) builds rd's tree, so
+    # it may be switched with rabenseifner; a factor above 2 combines more ranks in one stage.
+    def same(name: str, P: int) -> bool:
+        a = collkit.generate(name, P, P + 1)
+        return collkit.compare_trees(
+            a, collkit.generate("allreduce:rabenseifner", P, P + 1)
+        ).same_exact
+
+    assert same("allreduce:rm(a2,a2,a2)", 8) and same("allreduce:rm(a2,a2,a2,a2)", 16)
+    assert same("allreduce:rm(c6m2,a2,a2,e6m2)", 7)
+    assert not same("allreduce:rm(a4,a2)", 8) and not same("allreduce:rm(a8)", 8)
