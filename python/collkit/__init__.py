@@ -21,6 +21,7 @@ from collkit.errors import (
     ScheduleFormatError,
     UnsupportedError,
 )
+from collkit.verify import Diagnostic, VerificationError, VerifyResult, verify, verify_algorithm
 
 __version__ = "0.1.0"
 
@@ -28,15 +29,20 @@ __all__ = [
     "Algorithm",
     "AlgorithmNameError",
     "CollkitError",
+    "Diagnostic",
     "InvalidArgumentError",
     "RankProgram",
     "Schedule",
     "ScheduleFormatError",
     "UnsupportedError",
+    "VerificationError",
+    "VerifyResult",
     "algorithms",
     "format_size",
     "generate",
     "generate_rank",
     "parse_name",
     "parse_size",
+    "verify",
+    "verify_algorithm",
 ]
