@@ -104,7 +104,7 @@ def _print_table(rows: list[Row]) -> None:
         t.add_row(r.algorithm, str(r.P), str(r.bytes),
                   *(f"{getattr(r, k):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
                   str(r.iterations), "" if r.valid is None else ("yes" if r.valid else "NO"))
-    Console().print(t)
+    Console(width=120).print(t)
 
 
 def _multicast(args: argparse.Namespace) -> int:
