@@ -28,7 +28,9 @@ def mpich_or_skip() -> MPI:
 
 
 def openmpi_or_skip() -> MPI:
-    mpirun = shutil.which("mpirun.openmpi") or shutil.which("ompi_info") and shutil.which("mpirun")
+    mpirun = shutil.which("mpirun.openmpi") or (
+        shutil.which("ompi_info") and shutil.which("mpirun")
+    )
     cxx = shutil.which("mpicxx.openmpi")
     if not mpirun or not cxx:
         pytest.skip("Open MPI not installed (apt-get install openmpi-bin libopenmpi-dev)")
@@ -47,12 +49,14 @@ def openmpi_or_skip() -> MPI:
     return mpi
 
 
-def run_program(mpi: MPI, bindir: Path, np: int, program: str, *args: str,
-                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_program(
+    mpi: MPI, bindir: Path, np: int, program: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     cmd = launch_command(mpi, np, [str(bindir / program), *args])
     full_env, _ = launch_env(mpi, np, env)
-    return subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=TIMEOUT_S,
-                          check=False)
+    return subprocess.run(
+        cmd, env=full_env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
 
 
 def built(mpi: MPI) -> Path:

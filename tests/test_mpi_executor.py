@@ -43,8 +43,16 @@ def test_allreduce_rd_matches_native(mpich: tuple[MPI, Path], P: int) -> None:
 @pytest.mark.parametrize("algo", MPICH_ALGORITHMS["allreduce"])
 def test_reference_is_each_forced_mpich_algorithm(mpich: tuple[MPI, Path], algo: str) -> None:
     mpi, bindir = mpich
-    r = run_program(mpi, bindir, 5, "collkit_check", "--quick", "--counts", "0,1,7,1009",
-                    env={"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": algo})
+    r = run_program(
+        mpi,
+        bindir,
+        5,
+        "collkit_check",
+        "--quick",
+        "--counts",
+        "0,1,7,1009",
+        env={"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": algo},
+    )
     cases, failures = summary(r.stdout)
     assert r.returncode == 0 and failures == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert cases > 0
@@ -55,9 +63,17 @@ def test_counts_split_into_chunks_like_counts_past_2_31(mpich: tuple[MPI, Path],
     # COLLKIT_MAX_CHUNK lowers the per-call element limit from INT_MAX to 5, so a count of 1009
     # goes out as 202 messages and reductions run in pieces: the path a 2^31 + 1 count takes.
     mpi, bindir = mpich
-    r = run_program(mpi, bindir, P, "collkit_check", "--quick", "--counts", "0,4,5,6,11,1009",
-                    env={"COLLKIT_MAX_CHUNK": "5"})
-    cases, failures = summary(r.stdout)
+    r = run_program(
+        mpi,
+        bindir,
+        P,
+        "collkit_check",
+        "--quick",
+        "--counts",
+        "0,4,5,6,11,1009",
+        env={"COLLKIT_MAX_CHUNK": "5"},
+    )
+    _cases, failures = summary(r.stdout)
     assert r.returncode == 0 and failures == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
@@ -65,14 +81,22 @@ def test_c_api_errors_are_clear(mpich: tuple[MPI, Path]) -> None:
     mpi, bindir = mpich
     r = run_program(mpi, bindir, 2, "collkit_check", "--counts", "1", "--quick", "--errors")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    errors = {m.group(1): m.group(2) for m in re.finditer(r"^ERROR ([\w-]+): (.*)$", r.stdout,
-                                                          re.MULTILINE)}
+    errors = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^ERROR ([\w-]+): (.*)$", r.stdout, re.MULTILINE)
+    }
     # Each bad call returned an error code whose message says what is wrong; MPI_Error_string
     # gives the same message.
-    assert "is an allreduce algorithm; ck_reduce takes a reduce:... name" in errors[
-        "reduce-with-allreduce-name"]
-    for label, coll in [("bcast-unknown", "bcast"), ("alltoall-unknown", "alltoall"),
-                        ("barrier-unknown", "barrier"), ("reduce-unknown", "reduce")]:
+    assert (
+        "is an allreduce algorithm; ck_reduce takes a reduce:... name"
+        in errors["reduce-with-allreduce-name"]
+    )
+    for label, coll in [
+        ("bcast-unknown", "bcast"),
+        ("alltoall-unknown", "alltoall"),
+        ("barrier-unknown", "barrier"),
+        ("reduce-unknown", "reduce"),
+    ]:
         assert "unknown algorithm" in errors[label] and coll in errors[label], errors[label]
     assert "negative" in errors["allreduce-negative-count"]
     assert "NULL" in errors["allreduce-null-name"]

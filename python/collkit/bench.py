@@ -59,12 +59,14 @@ class Campaign:
     def __post_init__(self) -> None:
         if self.collective not in COLLECTIVES:
             raise InvalidArgumentError(
-                f"unknown collective '{self.collective}' (one of {', '.join(COLLECTIVES)})")
+                f"unknown collective '{self.collective}' (one of {', '.join(COLLECTIVES)})"
+            )
         if not self.datatype:
             self.datatype = "double" if self.collective in ("allreduce", "reduce") else "char"
         if self.datatype not in DATATYPES:
             raise InvalidArgumentError(
-                f"datatype '{self.datatype}' must be one of {', '.join(DATATYPES)}")
+                f"datatype '{self.datatype}' must be one of {', '.join(DATATYPES)}"
+            )
         if self.sync not in ("barrier", "window"):
             raise InvalidArgumentError("sync must be 'barrier' or 'window'")
         if self.iterations < 1 or self.warmup < 0 or self.block < 1:
@@ -81,7 +83,8 @@ class Campaign:
         algo = Algorithm(full)  # raises AlgorithmNameError with a caret
         if algo.collective != self.collective:
             raise InvalidArgumentError(
-                f"'{name}' is a {algo.collective} algorithm, not {self.collective}")
+                f"'{name}' is a {algo.collective} algorithm, not {self.collective}"
+            )
         return str(algo.canonical)
 
     def count(self, size: int) -> int:
@@ -91,8 +94,9 @@ class Campaign:
 ProgressFn = Callable[[str, Row | None], None]
 
 
-def run_campaign(c: Campaign, mpi: MPI, store: ResultStore,
-                 progress: ProgressFn | None = None) -> list[Row]:
+def run_campaign(
+    c: Campaign, mpi: MPI, store: ResultStore, progress: ProgressFn | None = None
+) -> list[Row]:
     """Measures every row of the campaign not yet in `store`; returns the rows it added."""
     bindir = build(mpi)
     machine = machine_name()
@@ -107,12 +111,27 @@ def run_campaign(c: Campaign, mpi: MPI, store: ResultStore,
                 driver_algo = "native"
             env, settings = launch_env(mpi, P, {**c.extra_env, **force}, hosts=c.hosts)
 
-            def template(size: int, algo: str = algo, settings: str = settings,
-                         P: int = P, alloc: str = alloc) -> Row:
-                return Row(collective=c.collective, algorithm=algo, P=P, bytes=c.count(size) *
-                           DATATYPES[c.datatype], datatype=c.datatype, count=c.count(size),
-                           mpi=mpi.version, machine=machine, allocation=alloc, settings=settings,
-                           sync=c.sync, block=c.block)
+            def template(
+                size: int,
+                algo: str = algo,
+                settings: str = settings,
+                P: int = P,
+                alloc: str = alloc,
+            ) -> Row:
+                return Row(
+                    collective=c.collective,
+                    algorithm=algo,
+                    P=P,
+                    bytes=c.count(size) * DATATYPES[c.datatype],
+                    datatype=c.datatype,
+                    count=c.count(size),
+                    mpi=mpi.version,
+                    machine=machine,
+                    allocation=alloc,
+                    settings=settings,
+                    sync=c.sync,
+                    block=c.block,
+                )
 
             missing = [s for s in c.sizes if template(s) not in store]
             if not missing:
@@ -121,12 +140,31 @@ def run_campaign(c: Campaign, mpi: MPI, store: ResultStore,
                 continue
             if progress:
                 progress(f"P={P} {algo}: measuring {len(missing)} sizes", None)
-            args = [str(bindir / "collkit_bench"), "--collective", c.collective,
-                    "--algos", driver_algo, "--sizes", ",".join(map(str, missing)),
-                    "--datatype", c.datatype, "--iters", str(c.iterations),
-                    "--warmup", str(c.warmup), "--block", str(c.block), "--sync", c.sync,
-                    "--max-ms", str(c.max_ms), "--root", str(c.root),
-                    "--native-label", algo]
+            args = [
+                str(bindir / "collkit_bench"),
+                "--collective",
+                c.collective,
+                "--algos",
+                driver_algo,
+                "--sizes",
+                ",".join(map(str, missing)),
+                "--datatype",
+                c.datatype,
+                "--iters",
+                str(c.iterations),
+                "--warmup",
+                str(c.warmup),
+                "--block",
+                str(c.block),
+                "--sync",
+                c.sync,
+                "--max-ms",
+                str(c.max_ms),
+                "--root",
+                str(c.root),
+                "--native-label",
+                algo,
+            ]
             if c.validate:
                 args.append("--validate")
             if c.raw:
@@ -141,11 +179,13 @@ def run_campaign(c: Campaign, mpi: MPI, store: ResultStore,
     return added
 
 
-def _stream_rows(cmd: Sequence[str], env: dict[str, str],
-                 template: Callable[[int], Row]) -> Iterator[Row]:
+def _stream_rows(
+    cmd: Sequence[str], env: dict[str, str], template: Callable[[int], Row]
+) -> Iterator[Row]:
     """Runs the driver and yields each row the moment it prints it."""
-    proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    proc = subprocess.Popen(
+        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     assert proc.stdout is not None and proc.stderr is not None
     try:
         for line in proc.stdout:
@@ -173,8 +213,9 @@ def _stream_rows(cmd: Sequence[str], env: dict[str, str],
             yield row
         rc = proc.wait()
         if rc != 0:
-            raise UnsupportedError(f"{' '.join(cmd[:6])} ... failed (exit {rc}):\n"
-                                   f"{proc.stderr.read()[-2000:]}")
+            raise UnsupportedError(
+                f"{' '.join(cmd[:6])} ... failed (exit {rc}):\n{proc.stderr.read()[-2000:]}"
+            )
     finally:
         if proc.poll() is None:  # interrupted: stop the run, keep what was written
             proc.terminate()
@@ -187,20 +228,43 @@ def _stream_rows(cmd: Sequence[str], env: dict[str, str],
         proc.stderr.close()
 
 
-def run_multicast(mpi: MPI, P: int, *, max_b: int = 16, iterations: int = 1000,
-                  warmup: int = 100, bytes_: int = 8, fit_max_b: int = 8) -> list[dict[str, object]]:
-    """The multicast benchmark of seed 002 §5.1; returns its JSON records (per (mode, b) and fits)."""
+def run_multicast(
+    mpi: MPI,
+    P: int,
+    *,
+    max_b: int = 16,
+    iterations: int = 1000,
+    warmup: int = 100,
+    bytes_: int = 8,
+    fit_max_b: int = 8,
+) -> list[dict[str, object]]:
+    """The multicast benchmark of seed 002 §5.1: JSON records per (mode, b), then the fits."""
     if P < 2:
         raise InvalidArgumentError("the multicast benchmark needs P >= 2")
     bindir = build(mpi)
     env, _ = launch_env(mpi, P)
-    cmd = launch_command(mpi, P, [str(bindir / "collkit_multicast"), "--max-b", str(max_b),
-                                  "--iters", str(iterations), "--warmup", str(warmup),
-                                  "--bytes", str(bytes_), "--fit-max-b", str(fit_max_b)])
+    cmd = launch_command(
+        mpi,
+        P,
+        [
+            str(bindir / "collkit_multicast"),
+            "--max-b",
+            str(max_b),
+            "--iters",
+            str(iterations),
+            "--warmup",
+            str(warmup),
+            "--bytes",
+            str(bytes_),
+            "--fit-max-b",
+            str(fit_max_b),
+        ],
+    )
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if r.returncode != 0:
-        raise UnsupportedError(f"collkit_multicast failed (exit {r.returncode}):\n"
-                               f"{r.stderr[-2000:]}")
+        raise UnsupportedError(
+            f"collkit_multicast failed (exit {r.returncode}):\n{r.stderr[-2000:]}"
+        )
     return [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
 
 

@@ -40,26 +40,68 @@ OPENMPI_OVERSUBSCRIBED_ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 # The MPI's own algorithms, forced one at a time. MPICH: MPIR_CVAR_<COLL>_INTRA_ALGORITHM=<name>;
 # Open MPI: coll_tuned_use_dynamic_rules=1 and coll_tuned_<coll>_algorithm=<number>.
 MPICH_ALGORITHMS: dict[str, list[str]] = {
-    "allreduce": ["recursive_doubling", "recursive_multiplying", "reduce_scatter_allgather",
-                  "tree", "recexch", "ring", "k_reduce_scatter_allgather", "smp", "nb"],
+    "allreduce": [
+        "recursive_doubling",
+        "recursive_multiplying",
+        "reduce_scatter_allgather",
+        "tree",
+        "recexch",
+        "ring",
+        "k_reduce_scatter_allgather",
+        "smp",
+        "nb",
+    ],
     "reduce": ["binomial", "reduce_scatter_gather", "smp", "nb"],
-    "bcast": ["binomial", "scatter_recursive_doubling_allgather", "scatter_ring_allgather",
-              "pipelined_tree", "tree", "smp", "nb"],
+    "bcast": [
+        "binomial",
+        "scatter_recursive_doubling_allgather",
+        "scatter_ring_allgather",
+        "pipelined_tree",
+        "tree",
+        "smp",
+        "nb",
+    ],
     "alltoall": ["brucks", "k_brucks", "pairwise", "pairwise_sendrecv_replace", "scattered", "nb"],
     "barrier": ["k_dissemination", "recexch", "smp", "nb"],
 }
 OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
-    "allreduce": {"basic_linear": 1, "nonoverlapping": 2, "recursive_doubling": 3, "ring": 4,
-                  "segmented_ring": 5, "rabenseifner": 6},
-    "reduce": {"linear": 1, "chain": 2, "pipeline": 3, "binary": 4, "binomial": 5,
-               "in_order_binary": 6, "rabenseifner": 7},
-    "bcast": {"basic_linear": 1, "chain": 2, "pipeline": 3, "split_binary_tree": 4,
-              "binary_tree": 5, "binomial": 6, "knomial": 7, "scatter_allgather": 8,
-              "scatter_allgather_ring": 9},
-    "alltoall": {"linear": 1, "pairwise": 2, "modified_bruck": 3, "linear_sync": 4,
-                 "two_proc": 5},
-    "barrier": {"linear": 1, "double_ring": 2, "recursive_doubling": 3, "bruck": 4,
-                "two_proc": 5, "tree": 6},
+    "allreduce": {
+        "basic_linear": 1,
+        "nonoverlapping": 2,
+        "recursive_doubling": 3,
+        "ring": 4,
+        "segmented_ring": 5,
+        "rabenseifner": 6,
+    },
+    "reduce": {
+        "linear": 1,
+        "chain": 2,
+        "pipeline": 3,
+        "binary": 4,
+        "binomial": 5,
+        "in_order_binary": 6,
+        "rabenseifner": 7,
+    },
+    "bcast": {
+        "basic_linear": 1,
+        "chain": 2,
+        "pipeline": 3,
+        "split_binary_tree": 4,
+        "binary_tree": 5,
+        "binomial": 6,
+        "knomial": 7,
+        "scatter_allgather": 8,
+        "scatter_allgather_ring": 9,
+    },
+    "alltoall": {"linear": 1, "pairwise": 2, "modified_bruck": 3, "linear_sync": 4, "two_proc": 5},
+    "barrier": {
+        "linear": 1,
+        "double_ring": 2,
+        "recursive_doubling": 3,
+        "bruck": 4,
+        "two_proc": 5,
+        "tree": 6,
+    },
 }
 
 PROGRAMS = ("collkit_bench", "collkit_multicast", "collkit_check")
@@ -90,16 +132,23 @@ class MPI:
     def force_env(self, collective: str, name: str) -> dict[str, str]:
         """Environment that makes the native call use algorithm `name` (mpich:ring, ompi:ring)."""
         impl, _, algo = name.partition(":")
-        if impl == "mpich" and self.kind == "mpich" and algo in MPICH_ALGORITHMS.get(collective, []):
+        if (
+            impl == "mpich"
+            and self.kind == "mpich"
+            and algo in MPICH_ALGORITHMS.get(collective, [])
+        ):
             return {f"MPIR_CVAR_{collective.upper()}_INTRA_ALGORITHM": algo}
         table = OPENMPI_ALGORITHMS.get(collective, {})
         if impl == "ompi" and self.kind == "openmpi" and algo in table:
-            return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
-                    f"OMPI_MCA_coll_tuned_{collective}_algorithm": str(table[algo])}
+            return {
+                "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                f"OMPI_MCA_coll_tuned_{collective}_algorithm": str(table[algo]),
+            }
         known = ", ".join(self.native_algorithms(collective)) or "none"
         raise InvalidArgumentError(
             f"'{name}' is not an algorithm of this MPI ({self.kind}) for {collective}; "
-            f"known: {known}")
+            f"known: {known}"
+        )
 
 
 def _run(cmd: list[str], **kw: object) -> str:
@@ -116,8 +165,14 @@ def _kind_and_version(mpiexec: str) -> tuple[str, str]:
         first = next((ln for ln in text.splitlines() if "Open MPI" in ln or "OpenRTE" in ln), "")
         return "openmpi", "Open MPI " + first.split()[-1] if first else "Open MPI"
     if "HYDRA" in text or "MPICH" in text:
-        ver = next((ln.split(":", 1)[1].strip() for ln in text.splitlines()
-                    if ln.strip().startswith("Version:")), "")
+        ver = next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in text.splitlines()
+                if ln.strip().startswith("Version:")
+            ),
+            "",
+        )
         return "mpich", f"MPICH {ver}".strip()
     return "other", text.strip().splitlines()[0] if text.strip() else "unknown MPI"
 
@@ -146,10 +201,11 @@ def find_mpi(mpiexec: str | None = None, prefix: str | None = None) -> MPI:
     if not mpiexec:
         venv = Path(sys.prefix) / "bin" / "mpiexec"
         mpiexec = str(venv) if venv.exists() else shutil.which("mpiexec")
-    if not mpiexec or not Path(mpiexec).exists() and not shutil.which(mpiexec):
+    if not mpiexec or (not Path(mpiexec).exists() and not shutil.which(mpiexec)):
         raise UnsupportedError(
             "no MPI found: `pip install mpich`, or pass --mpiexec / --mpi-prefix, or set MPIEXEC "
-            "and MPICXX")
+            "and MPICXX"
+        )
     mpiexec = shutil.which(mpiexec) or mpiexec
     if not cxx:
         cxx = _sibling(mpiexec, ("mpicxx", "mpic++", "mpicxx.openmpi", "mpicxx.mpich"))
@@ -170,8 +226,10 @@ def source_dir() -> Path:
     for root in (here.parents[1], here / "_src"):
         if (root / "mpi" / "CMakeLists.txt").exists() and (root / "core" / "include").exists():
             return root
-    raise UnsupportedError("collkit's C++ sources are missing (neither a source tree nor "
-                           "collkit/_src): reinstall collkit")
+    raise UnsupportedError(
+        "collkit's C++ sources are missing (neither a source tree nor "
+        "collkit/_src): reinstall collkit"
+    )
 
 
 def _sources_hash(root: Path, mpi: MPI) -> str:
@@ -208,8 +266,16 @@ def build(mpi: MPI, *, quiet: bool = True) -> Path:
         bdir = out / "build"
         gen = ["-G", "Ninja"] if shutil.which("ninja") else []
         cmds = [
-            ["cmake", "-S", str(root / "mpi"), "-B", str(bdir), *gen,
-             f"-DCMAKE_CXX_COMPILER={mpi.mpicxx}", "-DCMAKE_BUILD_TYPE=Release"],
+            [
+                "cmake",
+                "-S",
+                str(root / "mpi"),
+                "-B",
+                str(bdir),
+                *gen,
+                f"-DCMAKE_CXX_COMPILER={mpi.mpicxx}",
+                "-DCMAKE_BUILD_TYPE=Release",
+            ],
             ["cmake", "--build", str(bdir), "-j", "2"],
         ]
         for cmd in cmds:
@@ -219,7 +285,8 @@ def build(mpi: MPI, *, quiet: bool = True) -> Path:
             if r.returncode != 0:
                 raise UnsupportedError(
                     f"building collkit's MPI programs with {mpi.mpicxx} failed:\n"
-                    + (r.stdout + r.stderr)[-3000:])
+                    + (r.stdout + r.stderr)[-3000:]
+                )
         for p in PROGRAMS:
             shutil.copy2(bdir / p, out / p)
         if (bdir / "libcollkit_mpi.so").exists():
@@ -248,15 +315,19 @@ def launch_command(mpi: MPI, np: int, program: list[str], *, hosts: str | None =
     return [*cmd, "-n", str(np), *program]
 
 
-def launch_env(mpi: MPI, np: int, extra: dict[str, str] | None = None,
-               *, hosts: str | None = None) -> tuple[dict[str, str], str]:
+def launch_env(
+    mpi: MPI, np: int, extra: dict[str, str] | None = None, *, hosts: str | None = None
+) -> tuple[dict[str, str], str]:
     """The environment to launch with, and a short description of the settings that were added
     (it goes into the rows: settings change timings)."""
     env = dict(os.environ)
     added: dict[str, str] = {}
     if np > cores() and hosts is None:
-        table = MPICH_OVERSUBSCRIBED_ENV if mpi.kind == "mpich" else (
-            OPENMPI_OVERSUBSCRIBED_ENV if mpi.kind == "openmpi" else {})
+        table = (
+            MPICH_OVERSUBSCRIBED_ENV
+            if mpi.kind == "mpich"
+            else (OPENMPI_OVERSUBSCRIBED_ENV if mpi.kind == "openmpi" else {})
+        )
         for k, v in table.items():
             if k not in env:
                 added[k] = v

@@ -58,8 +58,20 @@ class Row:
 
     def key(self) -> tuple[Any, ...]:
         """What makes two rows the same measurement (a rerun skips a row with a known key)."""
-        return (self.source, self.collective, self.algorithm, self.P, self.bytes, self.datatype,
-                self.mpi, self.machine, self.allocation, self.settings, self.sync, self.block)
+        return (
+            self.source,
+            self.collective,
+            self.algorithm,
+            self.P,
+            self.bytes,
+            self.datatype,
+            self.mpi,
+            self.machine,
+            self.allocation,
+            self.settings,
+            self.sync,
+            self.block,
+        )
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -77,7 +89,7 @@ _FLOAT_FIELDS = set(STAT_FIELDS)
 
 
 def row_from_dict(d: dict[str, Any]) -> Row:
-    """A Row from a dict with the schema's names; unknown names are an error, missing ones default."""
+    """A Row from a dict of the schema's names: unknown names are errors, missing ones default."""
     unknown = set(d) - set(FIELDS)
     if unknown:
         raise InvalidArgumentError(f"unknown result fields: {', '.join(sorted(unknown))}")

@@ -61,21 +61,43 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("collective", choices=[*COLLECTIVES, "multicast"],
-                   help="the collective to time, or 'multicast' for alpha_p / alpha_r")
-    p.add_argument("--algos", default="native",
-                   help="comma list: collkit names (rd or allreduce:rd), native, the MPI's own "
-                        "(mpich:ring, ompi:ring), or all-mpi for all of this MPI's (default native)")
-    p.add_argument("-np", "--np", dest="P", type=parse_p_list, default=[4], metavar="LIST",
-                   help="process counts: 4, 2,4,8, 1..8 (default 4)")
-    p.add_argument("--sizes", type=parse_sizes, default=[8], metavar="LIST",
-                   help="bytes per rank: 8B..1MiB (powers of two), 8,64,1KiB (default 8)")
+    p.add_argument(
+        "collective",
+        choices=[*COLLECTIVES, "multicast"],
+        help="the collective to time, or 'multicast' for alpha_p / alpha_r",
+    )
+    p.add_argument(
+        "--algos",
+        default="native",
+        help="comma list: collkit names (rd or allreduce:rd), native, the MPI's own "
+        "(mpich:ring, ompi:ring), or all-mpi for all of this MPI's (default native)",
+    )
+    p.add_argument(
+        "-np",
+        "--np",
+        dest="P",
+        type=parse_p_list,
+        default=[4],
+        metavar="LIST",
+        help="process counts: 4, 2,4,8, 1..8 (default 4)",
+    )
+    p.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        default=[8],
+        metavar="LIST",
+        help="bytes per rank: 8B..1MiB (powers of two), 8,64,1KiB (default 8)",
+    )
     p.add_argument("--datatype", default="", help="double, float, int, char")
     p.add_argument("--iters", type=int, default=200, help="timed iterations per row (default 200)")
     p.add_argument("--warmup", type=int, default=20, help="untimed calls first (default 20)")
     p.add_argument("--block", type=int, default=1, help="operations per timed block (default 1)")
-    p.add_argument("--sync", choices=["barrier", "window"], default="barrier",
-                   help="synchronise iterations with a barrier or a start window (ReproMPI)")
+    p.add_argument(
+        "--sync",
+        choices=["barrier", "window"],
+        default="barrier",
+        help="synchronise iterations with a barrier or a start window (ReproMPI)",
+    )
     p.add_argument("--max-ms", type=int, default=2000, help="time budget per row (default 2000)")
     p.add_argument("--no-validate", action="store_true", help="skip checking results vs native")
     p.add_argument("--raw", action="store_true", help="keep every sample in the JSON lines")
@@ -83,8 +105,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix (bin/mpicxx ...)")
     p.add_argument("--hosts", default=None, help="host file, to run across nodes")
-    p.add_argument("-o", "--out", default="bench-results/COLLECTIVE.jsonl",
-                   help="results file (JSON lines; a .csv and a .png go beside it)")
+    p.add_argument(
+        "-o",
+        "--out",
+        default="bench-results/COLLECTIVE.jsonl",
+        help="results file (JSON lines; a .csv and a .png go beside it)",
+    )
     p.add_argument("--no-plot", action="store_true", help="do not draw the plot")
 
 
@@ -93,17 +119,32 @@ def _print_table(rows: list[Row]) -> None:
     from rich.table import Table
 
     t = Table(title="latency per operation (µs): per-iteration maximum over ranks")
-    for col in ("algorithm", "P", "bytes", "min", "q1", "median", "q3", "p99", "max", "iters",
-                "valid"):
+    for col in (
+        "algorithm",
+        "P",
+        "bytes",
+        "min",
+        "q1",
+        "median",
+        "q3",
+        "p99",
+        "max",
+        "iters",
+        "valid",
+    ):
         t.add_column(col, justify="left" if col == "algorithm" else "right")
     for r in sorted(rows, key=lambda r: (r.P, r.bytes, r.algorithm)):
         if r.error:
-            t.add_row(r.algorithm, str(r.P), str(r.bytes), f"[red]{r.error[:60]}[/red]",
-                      *[""] * 7)
+            t.add_row(r.algorithm, str(r.P), str(r.bytes), f"[red]{r.error[:60]}[/red]", *[""] * 7)
             continue
-        t.add_row(r.algorithm, str(r.P), str(r.bytes),
-                  *(f"{getattr(r, k):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
-                  str(r.iterations), "" if r.valid is None else ("yes" if r.valid else "NO"))
+        t.add_row(
+            r.algorithm,
+            str(r.P),
+            str(r.bytes),
+            *(f"{getattr(r, k):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
+            str(r.iterations),
+            "" if r.valid is None else ("yes" if r.valid else "NO"),
+        )
     Console(width=120).print(t)
 
 
@@ -115,13 +156,17 @@ def _multicast(args: argparse.Namespace) -> int:
     print(f"{'mode':<12} {'b':>3} {'min':>9} {'median':>9} {'q3':>9}")
     for r in recs:
         if r["kind"] == "multicast":
-            print(f"{r['mode']!s:<12} {r['b']!s:>3} {r['min']:>9.3f} {r['median']:>9.3f} "
-                  f"{r['q3']:>9.3f}")
+            print(
+                f"{r['mode']!s:<12} {r['b']!s:>3} {r['min']:>9.3f} {r['median']:>9.3f} "
+                f"{r['q3']:>9.3f}"
+            )
     for r in recs:
         if r["kind"] == "fit":
-            print(f"{r['mode']}: alpha_p = {r['alpha_p_min']:.3f} (min) {r['alpha_p_median']:.3f} "
-                  f"(median), alpha_r = {r['alpha_r_min']:.3f} (min) {r['alpha_r_median']:.3f} "
-                  f"(median)   [fit on b = 1..{r['b_max']}]")
+            print(
+                f"{r['mode']}: alpha_p = {r['alpha_p_min']:.3f} (min) {r['alpha_p_median']:.3f} "
+                f"(median), alpha_r = {r['alpha_r_min']:.3f} (min) {r['alpha_r_median']:.3f} "
+                f"(median)   [fit on b = 1..{r['b_max']}]"
+            )
     out = Path(args.out.replace("COLLECTIVE", "multicast"))
     out.parent.mkdir(parents=True, exist_ok=True)
     import json
@@ -140,11 +185,22 @@ def run(args: argparse.Namespace) -> int:
         if not a:
             raise InvalidArgumentError(f"empty entry in --algos '{args.algos}'")
         algos.extend(mpi.native_algorithms(args.collective) if a == "all-mpi" else [a])
-    campaign = Campaign(collective=args.collective, algorithms=algos, P=args.P, sizes=args.sizes,
-                        datatype=args.datatype, iterations=args.iters, warmup=args.warmup,
-                        block=args.block, sync=args.sync, max_ms=args.max_ms,
-                        validate=not args.no_validate, raw=args.raw, root=args.root,
-                        hosts=args.hosts)
+    campaign = Campaign(
+        collective=args.collective,
+        algorithms=algos,
+        P=args.P,
+        sizes=args.sizes,
+        datatype=args.datatype,
+        iterations=args.iters,
+        warmup=args.warmup,
+        block=args.block,
+        sync=args.sync,
+        max_ms=args.max_ms,
+        validate=not args.no_validate,
+        raw=args.raw,
+        root=args.root,
+        hosts=args.hosts,
+    )
     for a in campaign.algorithms:  # fail before measuring anything
         if a.startswith(("mpich:", "ompi:")):
             mpi.force_env(campaign.collective, a)
@@ -162,9 +218,16 @@ def run(args: argparse.Namespace) -> int:
 
     run_campaign(campaign, mpi, store, progress)
     sizes = {campaign.count(s) * DATATYPES[campaign.datatype] for s in campaign.sizes}
-    rows = [r for r in store if r.collective == campaign.collective and r.P in campaign.P
-            and r.algorithm in campaign.algorithms and r.bytes in sizes
-            and r.datatype == campaign.datatype and r.mpi == mpi.version]
+    rows = [
+        r
+        for r in store
+        if r.collective == campaign.collective
+        and r.P in campaign.P
+        and r.algorithm in campaign.algorithms
+        and r.bytes in sizes
+        and r.datatype == campaign.datatype
+        and r.mpi == mpi.version
+    ]
     _print_table(rows)
     if not args.no_plot and rows:
         png = out.with_suffix(".png")
