@@ -358,3 +358,19 @@ def test_verify_rejects_partial_schedule_and_bad_arguments() -> None:
         ops.ranks[0][ops.find(0, "send")]["peer"] = 2
         collkit.verify(ops.build()).raise_if_failed()
     assert r.raise_if_failed() is r
+
+
+def test_compare_trees_same_and_different() -> None:
+    a = collkit.generate("allreduce:rd", 13, 3)
+    assert collkit.compare_trees(a, a).same_exact
+    ops = Ops.of(a)
+    for o in ops.ranks[12]:
+        if o["kind"] == KIND["reduce"]:
+            o["side"] ^= 1
+    swapped = ops.build()
+    c = collkit.compare_trees(a, swapped) if collkit.verify(swapped).ok else None
+    assert c is not None
+    assert not c.same_exact and c.same_commutative
+    assert "element 0" in c.difference and "(r12+r11)" in c.difference
+    with pytest.raises(collkit.InvalidArgumentError):
+        collkit.compare_trees(a, collkit.generate("allreduce:rd", 12, 3))

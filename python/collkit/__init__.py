@@ -21,7 +21,15 @@ from collkit.errors import (
     ScheduleFormatError,
     UnsupportedError,
 )
-from collkit.verify import Diagnostic, VerificationError, VerifyResult, verify, verify_algorithm
+from collkit.verify import (
+    Diagnostic,
+    TreeComparison,
+    VerificationError,
+    VerifyResult,
+    compare_trees,
+    verify,
+    verify_algorithm,
+)
 
 __version__ = "0.1.0"
 
@@ -35,9 +43,11 @@ __all__ = [
     "Schedule",
     "ScheduleFormatError",
     "UnsupportedError",
+    "TreeComparison",
     "VerificationError",
     "VerifyResult",
     "algorithms",
+    "compare_trees",
     "format_size",
     "generate",
     "generate_rank",

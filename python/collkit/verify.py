@@ -15,7 +15,15 @@ from collkit import _core
 from collkit.algorithms import Algorithm, Schedule
 from collkit.errors import CollkitError
 
-__all__ = ["Diagnostic", "VerificationError", "VerifyResult", "verify", "verify_algorithm"]
+__all__ = [
+    "Diagnostic",
+    "TreeComparison",
+    "VerificationError",
+    "VerifyResult",
+    "compare_trees",
+    "verify",
+    "verify_algorithm",
+]
 
 
 class VerificationError(CollkitError):
@@ -131,3 +139,23 @@ def verify_algorithm(
     if commutative is None:
         commutative = bool(algo.spec["restrictions"]["commutative_op"])
     return verify(algo.generate(P, count, elem_size, root), commutative=commutative)
+
+
+@dataclass(frozen=True)
+class TreeComparison:
+    """Whether two schedules reduce every element with the same tree (seed 001's requirement
+    for switching protocols at a count limit without changing a bit of the result)."""
+
+    same_exact: bool
+    same_commutative: bool
+    difference: str
+
+    def __bool__(self) -> bool:
+        return self.same_exact
+
+
+def compare_trees(a: Schedule, b: Schedule) -> TreeComparison:
+    """Compare the reduction trees of two allreduce (or reduce) schedules of the same P, count
+    and root, element by element. Both must verify; raises InvalidArgumentError otherwise."""
+    raw = _core.compare_trees(a, b)
+    return TreeComparison(raw["same_exact"], raw["same_commutative"], raw["difference"])

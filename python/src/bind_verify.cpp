@@ -41,6 +41,21 @@ void bind_verify(nb::module_& m) {
         return d;
       },
       nb::arg("schedule"), nb::arg("commutative") = true, nb::arg("max_diagnostics") = 20);
+  m.def(
+      "compare_trees",
+      [](const Schedule& a, const Schedule& b) {
+        TreeComparison c;
+        {
+          nb::gil_scoped_release unlock;
+          c = compare_trees(a, b);
+        }
+        nb::dict d;
+        d["same_exact"] = c.same_exact;
+        d["same_commutative"] = c.same_commutative;
+        d["difference"] = c.difference;
+        return d;
+      },
+      nb::arg("a"), nb::arg("b"));
 }
 
 }  // namespace collkit::py

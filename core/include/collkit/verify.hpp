@@ -65,4 +65,16 @@ struct VerifyResult {
 // with more than 2^16 ranks is asked for (its check keeps a bitset per op).
 VerifyResult verify(const Schedule& s, const VerifyOptions& opts = {});
 
+// Whether two schedules of the same reduction (allreduce or reduce, same P, count and root)
+// compute every result element with the same reduction tree, so that switching between them
+// (e.g. at a count limit, seed 001) does not change a bit of the result.
+struct TreeComparison {
+  bool same_exact = false;        // identical trees, operand order included
+  bool same_commutative = false;  // identical up to swapped operands
+  std::string difference;         // the first element that differs, both trees shown
+};
+// Both schedules must verify (commutative); Error(invalid_argument) if they do not or if they
+// are not comparable. Result elements compared: every rank's for allreduce, the root's for reduce.
+TreeComparison compare_trees(const Schedule& a, const Schedule& b);
+
 }  // namespace collkit

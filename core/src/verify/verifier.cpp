@@ -72,7 +72,15 @@ struct Access {
 
 class Verifier {
  public:
-  Verifier(const Schedule& s, const VerifyOptions& o) : s_(s), h_(s.header), opts_(o) {}
+  // `shared`: an expression table to intern into (to compare two schedules' trees); else own.
+  Verifier(const Schedule& s, const VerifyOptions& o, ExprTable* shared = nullptr)
+      : s_(s), h_(s.header), opts_(o), shared_(shared) {}
+
+  // After run(): the final value of out[i] on rank r.
+  Val out_value(int64_t r, int64_t i) const {
+    return mem_[static_cast<size_t>(r)][0][static_cast<size_t>(i)];
+  }
+  const ExprTable& table() const { return *expr_; }
 
   VerifyResult run() {
     if (!s_.complete())
@@ -440,7 +448,9 @@ class Verifier {
   std::vector<uint32_t> match_, next_in_channel_;
   std::vector<uint8_t> has_channel_pred_;
   bool messages_ok_ = true;
-  std::unique_ptr<ExprTable> expr_;
+  ExprTable* shared_ = nullptr;
+  std::unique_ptr<ExprTable> own_expr_;
+  ExprTable* expr_ = nullptr;
   std::vector<std::vector<std::vector<Val>>> mem_;  // [rank][buf - 1][elem], buf >= out
   std::vector<uint64_t> knowledge_;                 // barrier: per op, P bits
   size_t kwords_ = 0;
@@ -450,7 +460,12 @@ bool Verifier::execute() {
   const size_t M = s_.total_ops();
   const int64_t P = h_.P;
   const int64_t stride = h_.collective == Collective::bcast ? h_.count : h_.in_elems(0);
-  expr_ = std::make_unique<ExprTable>(P, stride);
+  if (shared_) {
+    expr_ = shared_;
+  } else {
+    own_expr_ = std::make_unique<ExprTable>(P, stride);
+    expr_ = own_expr_.get();
+  }
   mem_.assign(static_cast<size_t>(P), {});
   for (int64_t r = 0; r < P; ++r) {
     RankView v = s_.rank(r);
@@ -836,6 +851,43 @@ bool Verifier::check_postcondition() {
 
 VerifyResult verify(const Schedule& s, const VerifyOptions& opts) {
   return Verifier(s, opts).run();
+}
+
+TreeComparison compare_trees(const Schedule& a, const Schedule& b) {
+  const ScheduleHeader &ha = a.header, &hb = b.header;
+  if (ha.collective != hb.collective || ha.P != hb.P || ha.count != hb.count || ha.root != hb.root)
+    fail(ErrorKind::invalid_argument,
+         "compare_trees: the schedules differ in collective, P, count or root");
+  if (ha.collective != Collective::allreduce && ha.collective != Collective::reduce)
+    fail(ErrorKind::invalid_argument, "compare_trees: only allreduce and reduce have trees");
+  ExprTable table(ha.P, ha.in_elems(0));
+  VerifyOptions o;
+  o.max_diagnostics = 1;
+  Verifier va(a, o, &table), vb(b, o, &table);
+  for (auto* pr : {&va, &vb}) {
+    VerifyResult r = pr->run();
+    if (!r.ok)
+      fail(ErrorKind::invalid_argument,
+           "compare_trees: " + std::string(pr == &va ? ha.algorithm : hb.algorithm) +
+               " does not verify: " + (r.diagnostics.empty() ? "" : r.diagnostics[0].message));
+  }
+  TreeComparison c;
+  c.same_exact = c.same_commutative = true;
+  const int64_t r0 = ha.collective == Collective::reduce ? ha.root : 0;
+  const int64_t r1 = ha.collective == Collective::reduce ? ha.root + 1 : ha.P;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t i = 0; i < ha.count; ++i) {
+      Val x = va.out_value(r, i), y = vb.out_value(r, i);
+      if (x == y) continue;
+      c.same_exact = false;
+      if (table.canon(x) != table.canon(y)) c.same_commutative = false;
+      if (c.difference.empty())
+        c.difference = "rank " + std::to_string(r) + " element " + std::to_string(i) + ": " +
+                       (ha.algorithm.empty() ? "first" : ha.algorithm) + " computes " +
+                       table.render(x) + ", " + (hb.algorithm.empty() ? "second" : hb.algorithm) +
+                       " computes " + table.render(y);
+    }
+  return c;
 }
 
 }  // namespace collkit

@@ -30,6 +30,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a collective (allreduce, reduce, bcast, alltoall, barrier) or one algorithm name",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the reference page docs/algorithms.md (generated from the registry)",
+    )
 
 
 def _restrictions(spec: dict[str, object]) -> str:
@@ -53,8 +58,44 @@ def _params(spec: dict[str, object]) -> str:
     return ", ".join(f"{p['name']}={p['default'] or '…'}" for p in ps)
 
 
+def markdown() -> str:
+    """docs/algorithms.md, generated from the registry (a test keeps the file up to date)."""
+    lines = [
+        "# Algorithms",
+        "",
+        "Generated from the registry by `collkit algorithms --markdown`; do not edit by hand.",
+        "Each algorithm lives in `core/algorithms/<collective>/<name>.cpp`.",
+        "",
+    ]
+    for coll in ("allreduce", "reduce", "bcast", "alltoall", "barrier"):
+        specs = algorithms(coll)
+        lines += [f"## {coll}", ""]
+        if not specs:
+            lines += ["None yet.", ""]
+            continue
+        for s in specs:
+            lines += [
+                f"### `{s['name']}`",
+                "",
+                f"{s['summary']}",
+                "",
+                f"- **Phases**: {s['phases']}",
+                f"- **Cost**: {s['cost']}",
+                f"- **Restrictions**: {_restrictions(s)}",
+                f"- **Reference**: {s['reference']}",
+            ]
+            for p in s["params"]:
+                default = f", default `{p['default']}`" if p["default"] else ""
+                lines.append(f"- **Parameter** `{p['name']}` ({p['type']}{default}): {p['doc']}")
+            lines.append("")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     console = Console()
+    if args.markdown:
+        print(markdown(), end="")
+        return 0
     which: str | None = args.which
     if which and ":" in which:
         spec = Algorithm(which).spec

@@ -1,0 +1,114 @@
+"""A guided tour of collkit on this machine: list the algorithms, show a schedule, prove it
+correct over a sweep of process counts, simulate it, run it on the local MPI against the
+native collective, and leave the results (tables, pictures, trace files) in one folder.
+
+Each step prints the command that does the same on its own, so the tour teaches the CLI.
+
+Examples:
+  collkit tour                      everything, results in ./collkit-tour/
+  collkit tour --out /tmp/t --quick a shorter sweep
+  collkit tour --skip mpi           without the MPI step
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shlex
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.rule import Rule
+
+NAME = "tour"
+HELP = "a guided tour on this machine: show, verify, simulate and run algorithms"
+
+STEPS = ["algorithms", "show", "verify", "export", "simulate", "mpi"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=Path("collkit-tour"), help="results folder")
+    p.add_argument("--quick", action="store_true", help="smaller sweeps")
+    p.add_argument("--skip", action="append", default=[], choices=STEPS, help="skip a step")
+
+
+def _run(console: Console, argv: list[str]) -> int:
+    from collkit.cli import main
+
+    console.print(f"[bold cyan]$ collkit {shlex.join(argv)}[/bold cyan]")
+    code = main(argv)
+    if code != 0:
+        console.print(f"[red]exit status {code}[/red]")
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    quick: bool = args.quick
+    failures = 0
+
+    def step(name: str, title: str, fn: Callable[[], int]) -> None:
+        nonlocal failures
+        if name in args.skip:
+            return
+        console.print(Rule(f"[bold]{title}"))
+        t0 = time.perf_counter()
+        code = fn()
+        failures += code != 0
+        console.print(f"[dim]({time.perf_counter() - t0:.1f} s)[/dim]\n")
+
+    step("algorithms", "1. The algorithms collkit knows", lambda: _run(console, ["algorithms"]))
+    step(
+        "show",
+        "2. One algorithm as a schedule: recursive doubling on 6 ranks",
+        lambda: _run(console, ["show", "allreduce:rd", "-P", "6", "--count", "2", "--rank", "0"]),
+    )
+    sweep = "1..64" if quick else "1..256"
+    step(
+        "verify",
+        f"3. Proved correct for every P in {sweep} (results, order, deadlock, hazards)",
+        lambda: _run(console, ["verify", "allreduce:rd", "-P", sweep, "--count", "1,3"]),
+    )
+    step(
+        "export",
+        "4. Exported as text and JSON",
+        lambda: max(
+            _run(console, ["export", "allreduce:rd", "-P", "6", "--format", f, "-o", str(out / n)])
+            for f, n in (("text", "rd-P6.txt"), ("json", "rd-P6.json"))
+        ),
+    )
+    if importlib.util.find_spec("collkit.cli.simulate") is not None:
+        step(
+            "simulate",
+            "5. Simulated under the pipelining postal model (seed 002's parameters)",
+            lambda: _run(
+                console,
+                [
+                    "simulate", "allreduce:rd", "-P", "8", "--bytes", "8",
+                    "--model", "pipelined-postal", "--alpha-p", "500ns", "--alpha-r", "100ns",
+                    "--timeline", str(out / "rd-P8.trace.json"), "--plot", str(out / "rd-P8.png"),
+                ],
+            ),
+        )  # fmt: skip
+    if importlib.util.find_spec("collkit.cli.bench") is not None:
+        step(
+            "mpi",
+            "6. Run on the local MPI against the native MPI_Allreduce",
+            lambda: _run(
+                console,
+                [
+                    "bench", "allreduce", "--algos", "rd,native", "-np", "4",
+                    "--sizes", "8B..4KiB", "--out", str(out / "bench"),
+                ],
+            ),
+        )  # fmt: skip
+    console.print(Rule())
+    console.print(f"results are in [bold]{out}/[/bold]")
+    for f in sorted(out.rglob("*")):
+        if f.is_file():
+            console.print(f"  {f}")
+    return 1 if failures else 0
