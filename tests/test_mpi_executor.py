@@ -58,6 +58,29 @@ def test_reference_is_each_forced_mpich_algorithm(mpich: tuple[MPI, Path], algo:
     assert cases > 0
 
 
+# Radix variants, the way MPICH's own test suite sweeps them through its CVARs.
+RADIX_SWEEP = [
+    {
+        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_multiplying",
+        "MPIR_CVAR_ALLREDUCE_RECURSIVE_MULTIPLYING_KVAL": "3",
+    },
+    {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recexch", "MPIR_CVAR_ALLREDUCE_RECEXCH_KVAL": "3"},
+    {
+        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "tree",
+        "MPIR_CVAR_ALLREDUCE_TREE_KVAL": "3",
+        "MPIR_CVAR_ALLREDUCE_TREE_TYPE": "knomial_2",
+    },
+]
+
+
+@pytest.mark.parametrize("env", RADIX_SWEEP, ids=lambda e: "-".join(e.values()))
+def test_reference_with_mpich_radix_variants(mpich: tuple[MPI, Path], env: dict[str, str]) -> None:
+    mpi, bindir = mpich
+    r = run_program(mpi, bindir, 7, "collkit_check", "--quick", "--counts", "1,13,1009", env=env)
+    _cases, failures = summary(r.stdout)
+    assert r.returncode == 0 and failures == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
 @pytest.mark.parametrize("P", [3, 6])
 def test_counts_split_into_chunks_like_counts_past_2_31(mpich: tuple[MPI, Path], P: int) -> None:
     # COLLKIT_MAX_CHUNK lowers the per-call element limit from INT_MAX to 5, so a count of 1009
