@@ -32,9 +32,23 @@ NO_THROTTLE = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "0"}
 
 def measure(mpi: MPI, P: int, env: dict[str, str], iters: int) -> dict[str, float]:
     bindir = build(mpi)
-    cmd = launch_command(mpi, P, [str(bindir / "collkit_bench"), "--algos", "rd,native",
-                                  "--sizes", "8", "--iters", str(iters), "--warmup", "10",
-                                  "--max-ms", "5000"])
+    cmd = launch_command(
+        mpi,
+        P,
+        [
+            str(bindir / "collkit_bench"),
+            "--algos",
+            "rd,native",
+            "--sizes",
+            "8",
+            "--iters",
+            str(iters),
+            "--warmup",
+            "10",
+            "--max-ms",
+            "5000",
+        ],
+    )
     full, _ = launch_env(mpi, P, env)
     r = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=300, check=False)
     out: dict[str, float] = {}
@@ -65,22 +79,28 @@ def main() -> int:
             configs.append((f"{ompi.version}, --oversubscribe", ompi, {}))
         except CollkitError as e:
             print(f"Open MPI skipped: {e}", file=sys.stderr)
-    lines = ["| MPI and settings | P | native median (µs) | native p99 | rd median (µs) | rd p99 |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| MPI and settings | P | native median (µs) | native p99 | rd median (µs) | rd p99 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for label, mpi, env in configs:
         for P in Ps:
             m = measure(mpi, P, env, args.iters)
-            row = (f"| {label} | {P} | {m.get('native', float('nan')):.1f} | "
-                   f"{m.get('native p99', float('nan')):.1f} | "
-                   f"{m.get('allreduce:rd', float('nan')):.1f} | "
-                   f"{m.get('allreduce:rd p99', float('nan')):.1f} |")
+            row = (
+                f"| {label} | {P} | {m.get('native', float('nan')):.1f} | "
+                f"{m.get('native p99', float('nan')):.1f} | "
+                f"{m.get('allreduce:rd', float('nan')):.1f} | "
+                f"{m.get('allreduce:rd p99', float('nan')):.1f} |"
+            )
             print(row, flush=True)
             lines.append(row)
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    header = (f"\n## {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {machine_name()}, "
-              f"{cores()} cores, load average {load}\n\n"
-              f"8-byte allreduce (double, SUM), {args.iters} iterations, barrier-synchronised, "
-              f"per-iteration maximum over ranks. Command: `{' '.join(sys.argv)}`\n\n")
+    header = (
+        f"\n## {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {machine_name()}, "
+        f"{cores()} cores, load average {load}\n\n"
+        f"8-byte allreduce (double, SUM), {args.iters} iterations, barrier-synchronised, "
+        f"per-iteration maximum over ranks. Command: `{' '.join(sys.argv)}`\n\n"
+    )
     path = Path(__file__).parent / "results" / "oversubscription.md"
     path.parent.mkdir(exist_ok=True)
     if not path.exists():
