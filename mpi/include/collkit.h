@@ -27,8 +27,8 @@ extern "C" {
 
 int ck_allreduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                  MPI_Op op, MPI_Comm comm, const char* algorithm);
-int ck_reduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-              MPI_Op op, int root, MPI_Comm comm, const char* algorithm);
+int ck_reduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+              int root, MPI_Comm comm, const char* algorithm);
 int ck_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
              const char* algorithm);
 /* `count` elements per destination, as MPI_Alltoall's sendcount = recvcount. */

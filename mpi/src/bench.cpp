@@ -43,8 +43,10 @@ int call(const Setup& s, const std::string& algo, Buffers& b, long long count) {
   void* in = b.in.data();
   void* out = b.out.data();
   const char* name = algo.c_str();
-  if (s.collective == "allreduce") return ck_allreduce(in, out, count, s.type, MPI_SUM, s.comm, name);
-  if (s.collective == "reduce") return ck_reduce(in, out, count, s.type, MPI_SUM, s.root, s.comm, name);
+  if (s.collective == "allreduce")
+    return ck_allreduce(in, out, count, s.type, MPI_SUM, s.comm, name);
+  if (s.collective == "reduce")
+    return ck_reduce(in, out, count, s.type, MPI_SUM, s.root, s.comm, name);
   if (s.collective == "bcast") return ck_bcast(out, count, s.type, s.root, s.comm, name);
   if (s.collective == "alltoall") return ck_alltoall(in, out, count, s.type, s.comm, name);
   return ck_barrier(s.comm, name);
@@ -56,10 +58,17 @@ void fill(const Setup& s, Buffers& b, long long count) {
   for (long long i = 0; i < n; ++i) {
     const int v = static_cast<int>((i * 7 + s.rank * 3) % 5);
     unsigned char* p = b.in.data() + i * s.elem;
-    if (s.type == MPI_DOUBLE) { double x = v; std::memcpy(p, &x, 8); }
-    else if (s.type == MPI_FLOAT) { float x = static_cast<float>(v); std::memcpy(p, &x, 4); }
-    else if (s.type == MPI_INT) { int x = v; std::memcpy(p, &x, 4); }
-    else *p = static_cast<unsigned char>(v);
+    if (s.type == MPI_DOUBLE) {
+      double x = v;
+      std::memcpy(p, &x, 8);
+    } else if (s.type == MPI_FLOAT) {
+      float x = static_cast<float>(v);
+      std::memcpy(p, &x, 4);
+    } else if (s.type == MPI_INT) {
+      int x = v;
+      std::memcpy(p, &x, 4);
+    } else
+      *p = static_cast<unsigned char>(v);
   }
   std::memcpy(b.out.data(), b.in.data(), std::min(b.in.size(), b.out.size()));
 }
@@ -83,7 +92,10 @@ double clock_offset(const Setup& s) {
         MPI_Send(&tr, 1, MPI_DOUBLE, 0, 7, s.comm);
         double msg[2];
         MPI_Recv(msg, 2, MPI_DOUBLE, 0, 8, s.comm, MPI_STATUS_IGNORE);
-        if (msg[0] < best_rtt) { best_rtt = msg[0]; offset = msg[1]; }
+        if (msg[0] < best_rtt) {
+          best_rtt = msg[0];
+          offset = msg[1];
+        }
       }
     }
   }
@@ -96,15 +108,18 @@ struct Measure {
   int error = MPI_SUCCESS;
 };
 
-Measure measure(const Setup& s, const std::string& algo, Buffers& b, long long count, long long iters,
-                long long warmup, long long block, bool window, double window_s, double offset,
-                double max_seconds) {
+Measure measure(const Setup& s, const std::string& algo, Buffers& b, long long count,
+                long long iters, long long warmup, long long block, bool window, double window_s,
+                double offset, double max_seconds) {
   Measure m;
   for (long long i = 0; i < std::max(1LL, warmup) && m.error == MPI_SUCCESS; ++i)
     m.error = call(s, algo, b, count);
   int err = m.error;
   MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_INT, MPI_MAX, s.comm);
-  if (err != MPI_SUCCESS) { m.error = err; return m; }
+  if (err != MPI_SUCCESS) {
+    m.error = err;
+    return m;
+  }
 
   // Pilot: how long one block takes, to fit the iterations in max_seconds and size the window.
   MPI_Barrier(s.comm);
@@ -141,8 +156,10 @@ Measure measure(const Setup& s, const std::string& algo, Buffers& b, long long c
   MPI_Reduce(local.data(), worst.data(), static_cast<int>(iters), MPI_DOUBLE, MPI_MAX, 0, s.comm);
   MPI_Reduce(bad.data(), anybad.data(), static_cast<int>(iters), MPI_DOUBLE, MPI_MAX, 0, s.comm);
   for (size_t i = 0; i < worst.size(); ++i) {
-    if (anybad[i] > 0) ++m.late;
-    else m.samples.push_back(worst[i]);
+    if (anybad[i] > 0)
+      ++m.late;
+    else
+      m.samples.push_back(worst[i]);
   }
   return m;
 }
@@ -176,11 +193,19 @@ int main(int argc, char** argv) {
   s.collective = args.get("collective", "allreduce");
   const bool reduction = s.collective == "allreduce" || s.collective == "reduce";
   s.type_name = args.get("datatype", reduction ? "double" : "char");
-  if (s.type_name == "double") { s.type = MPI_DOUBLE; s.elem = 8; }
-  else if (s.type_name == "float") { s.type = MPI_FLOAT; s.elem = 4; }
-  else if (s.type_name == "int") { s.type = MPI_INT; s.elem = 4; }
-  else if (s.type_name == "char") { s.type = MPI_UNSIGNED_CHAR; s.elem = 1; }
-  else {
+  if (s.type_name == "double") {
+    s.type = MPI_DOUBLE;
+    s.elem = 8;
+  } else if (s.type_name == "float") {
+    s.type = MPI_FLOAT;
+    s.elem = 4;
+  } else if (s.type_name == "int") {
+    s.type = MPI_INT;
+    s.elem = 4;
+  } else if (s.type_name == "char") {
+    s.type = MPI_UNSIGNED_CHAR;
+    s.elem = 1;
+  } else {
     if (s.rank == 0) std::fprintf(stderr, "error: --datatype must be double, float, int or char\n");
     MPI_Finalize();
     return 2;
@@ -204,7 +229,8 @@ int main(int argc, char** argv) {
     MPI_Get_library_version(lib, &len);
     std::string l(lib, static_cast<size_t>(len));
     l = l.substr(0, l.find('\n'));
-    std::printf("{\"kind\": \"meta\", \"mpi_library\": \"%s\", \"P\": %d}\n", json_escape(l).c_str(), s.size);
+    std::printf("{\"kind\": \"meta\", \"mpi_library\": \"%s\", \"P\": %d}\n",
+                json_escape(l).c_str(), s.size);
     std::fflush(stdout);
   }
   const double offset = window ? clock_offset(s) : 0.0;
@@ -223,27 +249,31 @@ int main(int argc, char** argv) {
       int valid = -2;
       if (do_validate) valid = validate(s, algo, b, count);
       fill(s, b, count);
-      Measure m = measure(s, algo, b, count, iters, warmup, block, window, window_s, offset, max_seconds);
+      Measure m =
+          measure(s, algo, b, count, iters, warmup, block, window, window_s, offset, max_seconds);
       if (s.rank != 0) continue;
       const std::string label = native ? native_label : algo;
-      std::printf("{\"kind\": \"row\", \"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, "
-                  "\"bytes\": %lld, \"count\": %lld, \"datatype\": \"%s\", \"block\": %lld, "
-                  "\"sync\": \"%s\", \"warmup\": %lld",
-                  s.collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
-                  s.type_name.c_str(), block, window ? "window" : "barrier", warmup);
+      std::printf(
+          "{\"kind\": \"row\", \"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, "
+          "\"bytes\": %lld, \"count\": %lld, \"datatype\": \"%s\", \"block\": %lld, "
+          "\"sync\": \"%s\", \"warmup\": %lld",
+          s.collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
+          s.type_name.c_str(), block, window ? "window" : "barrier", warmup);
       if (m.error != MPI_SUCCESS) {
         std::printf(", \"error\": \"%s\"}\n", json_escape(ck_error_message()).c_str());
         std::fflush(stdout);
         continue;
       }
       Stats st = summarize(m.samples);
-      std::printf(", \"iterations\": %zu, \"late\": %lld, \"min\": %.4f, \"q1\": %.4f, "
-                  "\"median\": %.4f, \"q3\": %.4f, \"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
-                  m.samples.size(), m.late, st.min, st.q1, st.median, st.q3, st.mean, st.p99, st.max);
+      std::printf(
+          ", \"iterations\": %zu, \"late\": %lld, \"min\": %.4f, \"q1\": %.4f, "
+          "\"median\": %.4f, \"q3\": %.4f, \"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
+          m.samples.size(), m.late, st.min, st.q1, st.median, st.q3, st.mean, st.p99, st.max);
       if (do_validate) std::printf(", \"valid\": %s", valid == 1 ? "true" : "false");
       if (raw) {
         std::printf(", \"samples\": [");
-        for (size_t i = 0; i < m.samples.size(); ++i) std::printf("%s%.4f", i ? ", " : "", m.samples[i]);
+        for (size_t i = 0; i < m.samples.size(); ++i)
+          std::printf("%s%.4f", i ? ", " : "", m.samples[i]);
         std::printf("]");
       }
       std::printf("}\n");

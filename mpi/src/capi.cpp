@@ -83,17 +83,29 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
-int g_keyval = MPI_KEYVAL_INVALID;
+// The attribute key, created once (thread-safe: a function-local static).
+struct Keyval {
+  int keyval = MPI_KEYVAL_INVALID;
+  int rc = MPI_SUCCESS;
+};
+
+const Keyval& keyval() {
+  static const Keyval k = [] {
+    Keyval v;
+    v.rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &v.keyval, nullptr);
+    return v;
+  }();
+  return k;
+}
 
 int comm_state(MPI_Comm comm, CommState*& out) {
-  if (comm == MPI_COMM_NULL) return report(ErrorKind::invalid_argument, "communicator is MPI_COMM_NULL");
-  int rc;
-  if (g_keyval == MPI_KEYVAL_INVALID) {
-    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &g_keyval, nullptr);
-    if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Comm_create_keyval");
-  }
+  if (comm == MPI_COMM_NULL)
+    return report(ErrorKind::invalid_argument, "communicator is MPI_COMM_NULL");
+  const Keyval& key = keyval();
+  if (key.rc != MPI_SUCCESS) return report_mpi(key.rc, "MPI_Comm_create_keyval");
+  const int kv = key.keyval;
   int found = 0;
-  rc = MPI_Comm_get_attr(comm, g_keyval, &out, &found);
+  int rc = MPI_Comm_get_attr(comm, kv, &out, &found);
   if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Comm_get_attr");
   if (found) return MPI_SUCCESS;
   int inter = 0;
@@ -107,7 +119,7 @@ int comm_state(MPI_Comm comm, CommState*& out) {
   MPI_Comm_size(s->dup, &s->size);
   int* ub = nullptr;
   if (MPI_Comm_get_attr(s->dup, MPI_TAG_UB, &ub, &found) == MPI_SUCCESS && found) s->tag_ub = *ub;
-  rc = MPI_Comm_set_attr(comm, g_keyval, s.get());
+  rc = MPI_Comm_set_attr(comm, kv, s.get());
   if (rc != MPI_SUCCESS) {
     MPI_Comm_free(&s->dup);
     return report_mpi(rc, "MPI_Comm_set_attr");
@@ -177,33 +189,42 @@ int run(const Call& c) {
       std::string m = "'";
       m += c.name;
       m += "' is a";
-      m += to_string(algo.collective()) == "allreduce" || to_string(algo.collective()) == "alltoall" ? "n " : " ";
+      m += to_string(algo.collective()) == "allreduce" || to_string(algo.collective()) == "alltoall"
+               ? "n "
+               : " ";
       m += to_string(algo.collective());
       m += " algorithm; ck_" + want + " takes a " + want + ":... name";
       return report(ErrorKind::name, m);
     }
-    if (c.count < 0) return report(ErrorKind::invalid_argument, "count " + std::to_string(c.count) + " is negative");
+    if (c.count < 0)
+      return report(ErrorKind::invalid_argument,
+                    "count " + std::to_string(c.count) + " is negative");
 
     RunArgs a;
     a.comm = s->dup;
     a.tag_ub = s->tag_ub;
     a.op = c.op;
     if (c.collective != Collective::barrier) {
-      if (c.type == MPI_DATATYPE_NULL) return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
-      if (int rc = TypeInfo::get(c.type, a.type); rc != MPI_SUCCESS) return report_mpi(rc, "datatype");
+      if (c.type == MPI_DATATYPE_NULL)
+        return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
+      if (int rc = TypeInfo::get(c.type, a.type); rc != MPI_SUCCESS)
+        return report_mpi(rc, "datatype");
       if (a.type.extent <= 0 || a.type.extent > (1 << 20))
-        return report(ErrorKind::unsupported, "datatype extent " + std::to_string(a.type.extent) +
-                                                  " bytes: collkit needs an extent in [1 B, 1 MiB]");
+        return report(ErrorKind::unsupported,
+                      "datatype extent " + std::to_string(a.type.extent) +
+                          " bytes: collkit needs an extent in [1 B, 1 MiB]");
     } else {
       a.type.type = MPI_BYTE;
       a.type.extent = a.type.true_extent = a.type.size = 1;
       a.type.contiguous = true;
     }
-    const bool reduces = c.collective == Collective::allreduce || c.collective == Collective::reduce;
+    const bool reduces =
+        c.collective == Collective::allreduce || c.collective == Collective::reduce;
     if (reduces) {
       if (c.op == MPI_OP_NULL) return report(ErrorKind::invalid_argument, "op is MPI_OP_NULL");
       int commute = 1;
-      if (int rc = MPI_Op_commutative(c.op, &commute); rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Op_commutative");
+      if (int rc = MPI_Op_commutative(c.op, &commute); rc != MPI_SUCCESS)
+        return report_mpi(rc, "MPI_Op_commutative");
       a.commutative = commute != 0;
       if (!a.commutative && algo.spec().restrictions.commutative_op)
         return report(ErrorKind::unsupported, algo.canonical() + " needs a commutative op");
@@ -221,7 +242,8 @@ int run(const Call& c) {
                       std::to_string(a.type.extent) + '|' + std::to_string(rooted ? c.root : 0);
     auto it = s->plans.find(key);
     if (it == s->plans.end()) {
-      Bound bound = algo.bind(s->size, count, static_cast<int32_t>(a.type.extent), rooted ? c.root : 0);
+      Bound bound =
+          algo.bind(s->size, count, static_cast<int32_t>(a.type.extent), rooted ? c.root : 0);
       RankProgram prog;
       bound.generate_rank(s->rank, prog);
       it = s->plans.emplace(key, std::make_unique<Plan>(make_plan(bound.header(), prog))).first;
@@ -241,8 +263,8 @@ int run(const Call& c) {
         } else {
           // recvbuf means nothing off the root; the schedule may still use `out` as work space.
           a.in = const_cast<void*>(c.sendbuf);
-          a.out = s->run.stand_in.get(static_cast<size_t>(count * a.type.extent + a.type.true_extent) +
-                                     64) -
+          a.out = s->run.stand_in.get(
+                      static_cast<size_t>(count * a.type.extent + a.type.true_extent) + 64) -
                   a.type.true_lb;
         }
         break;
@@ -254,7 +276,8 @@ int run(const Call& c) {
         if (in_place) {
           const int64_t elems = count * s->size;
           const size_t bytes =
-              elems == 0 ? 0 : static_cast<size_t>((elems - 1) * a.type.extent + a.type.true_extent);
+              elems == 0 ? 0
+                         : static_cast<size_t>((elems - 1) * a.type.extent + a.type.true_extent);
           std::byte* copy = s->run.stand_in.get(bytes + 64) - a.type.true_lb;
           std::memcpy(copy + a.type.true_lb, static_cast<std::byte*>(c.recvbuf) + a.type.true_lb,
                       bytes);
@@ -292,27 +315,29 @@ int ck_allreduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Dataty
   return run({Collective::allreduce, sendbuf, recvbuf, count, datatype, op, 0, comm, algorithm});
 }
 
-int ck_reduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-              MPI_Op op, int root, MPI_Comm comm, const char* algorithm) {
+int ck_reduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+              int root, MPI_Comm comm, const char* algorithm) {
   return run({Collective::reduce, sendbuf, recvbuf, count, datatype, op, root, comm, algorithm});
 }
 
 int ck_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
              const char* algorithm) {
-  return run({Collective::bcast, nullptr, buffer, count, datatype, MPI_OP_NULL, root, comm,
-              algorithm});
+  return run(
+      {Collective::bcast, nullptr, buffer, count, datatype, MPI_OP_NULL, root, comm, algorithm});
 }
 
 int ck_alltoall(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                 MPI_Comm comm, const char* algorithm) {
-  return run({Collective::alltoall, sendbuf, recvbuf, count, datatype, MPI_OP_NULL, 0, comm,
-              algorithm});
+  return run(
+      {Collective::alltoall, sendbuf, recvbuf, count, datatype, MPI_OP_NULL, 0, comm, algorithm});
 }
 
 int ck_barrier(MPI_Comm comm, const char* algorithm) {
   return run({Collective::barrier, nullptr, nullptr, 0, MPI_BYTE, MPI_OP_NULL, 0, comm, algorithm});
 }
 
-const char* ck_error_message(void) { return collkit::mpi::g_message.c_str(); }
+const char* ck_error_message(void) {
+  return collkit::mpi::g_message.c_str();
+}
 
 }  // extern "C"

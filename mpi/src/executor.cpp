@@ -82,8 +82,7 @@ int copy_local(const void* src, void* dst, int64_t n, const RunArgs& a, Arena& p
 
 }  // namespace
 
-int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs& a,
-                 RunState& st) {
+int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs& a, RunState& st) {
   if (n == 0) return MPI_SUCCESS;
   if (fast_reduce(src, dst, n, a.type.type, a.op)) return MPI_SUCCESS;
   const int64_t chunk = max_chunk_elems();
@@ -156,9 +155,8 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
             const int c = static_cast<int>(std::min(chunk, op.len - done));
             MPI_Request r;
             std::byte* p = bufs[op.buf] ? elem(bufs[op.buf], op.off + done, t) : nullptr;
-            rc = op.kind == OpKind::send
-                     ? MPI_Isend(p, c, t.type, op.peer, tag, a.comm, &r)
-                     : MPI_Irecv(p, c, t.type, op.peer, tag, a.comm, &r);
+            rc = op.kind == OpKind::send ? MPI_Isend(p, c, t.type, op.peer, tag, a.comm, &r)
+                                         : MPI_Irecv(p, c, t.type, op.peer, tag, a.comm, &r);
             if (rc != MPI_SUCCESS) return rc;
             st.reqs.push_back(r);
             st.req_op.push_back(i);

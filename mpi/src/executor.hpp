@@ -58,7 +58,6 @@ int64_t max_chunk_elems();
 int run_plan(Plan& plan, const RunArgs& a, RunState& st);
 
 // dst = src (+) dst (src_first) or dst = dst (+) src (dst_first), `n` elements.
-int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs& a,
-                 RunState& st);
+int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs& a, RunState& st);
 
 }  // namespace collkit::mpi

@@ -9,7 +9,8 @@
 // peer gets several messages of one multicast (on one node that is what the sends cost anyway).
 // Receivers pre-post their receives before each iteration's barrier, so no send waits on one.
 //
-//   collkit_multicast [--max-b 16] [--iters 1000] [--warmup 100] [--bytes 8] [--fit-max-b 8] [--raw]
+//   collkit_multicast [--max-b 16] [--iters 1000] [--warmup 100] [--bytes 8] [--fit-max-b 8]
+//   [--raw]
 // Prints one JSON line per (mode, b) and a final "fit" line per mode, on rank 0.
 #include <mpi.h>
 
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
   const long long warmup = args.num("warmup", 100);
   const int bytes = static_cast<int>(std::max(0LL, args.num("bytes", 8)));
   const bool raw = args.flag("raw");
-  std::vector<char> sbuf(static_cast<size_t>(bytes) + 1), rbuf((static_cast<size_t>(bytes) + 1) * max_b);
+  std::vector<char> sbuf(static_cast<size_t>(bytes) + 1),
+      rbuf((static_cast<size_t>(bytes) + 1) * max_b);
   std::vector<MPI_Request> reqs(static_cast<size_t>(max_b));
 
   for (int blocking = 1; blocking >= 0; --blocking) {
@@ -69,15 +71,18 @@ int main(int argc, char** argv) {
       std::vector<double> samples;
       for (long long it = -warmup; it < iters; ++it) {
         for (int j = 0; j < mine; ++j)
-          MPI_Irecv(rbuf.data() + j * (bytes + 1), bytes, MPI_CHAR, 0, 0, MPI_COMM_WORLD, &reqs[static_cast<size_t>(j)]);
+          MPI_Irecv(rbuf.data() + j * (bytes + 1), bytes, MPI_CHAR, 0, 0, MPI_COMM_WORLD,
+                    &reqs[static_cast<size_t>(j)]);
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
           const double t0 = MPI_Wtime();
           if (blocking) {
-            for (int j = 0; j < b; ++j) MPI_Send(sbuf.data(), bytes, MPI_CHAR, 1 + j % (P - 1), 0, MPI_COMM_WORLD);
+            for (int j = 0; j < b; ++j)
+              MPI_Send(sbuf.data(), bytes, MPI_CHAR, 1 + j % (P - 1), 0, MPI_COMM_WORLD);
           } else {
             for (int j = 0; j < b; ++j)
-              MPI_Isend(sbuf.data(), bytes, MPI_CHAR, 1 + j % (P - 1), 0, MPI_COMM_WORLD, &reqs[static_cast<size_t>(j)]);
+              MPI_Isend(sbuf.data(), bytes, MPI_CHAR, 1 + j % (P - 1), 0, MPI_COMM_WORLD,
+                        &reqs[static_cast<size_t>(j)]);
           }
           const double t1 = MPI_Wtime();
           if (!blocking) MPI_Waitall(b, reqs.data(), MPI_STATUSES_IGNORE);
@@ -93,14 +98,16 @@ int main(int argc, char** argv) {
         mins.push_back(st.min);
         medians.push_back(st.median);
       }
-      std::printf("{\"kind\": \"multicast\", \"mode\": \"%s\", \"b\": %d, \"P\": %d, \"bytes\": %d, "
-                  "\"iterations\": %zu, \"min\": %.4f, \"q1\": %.4f, \"median\": %.4f, \"q3\": %.4f, "
-                  "\"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
-                  mode, b, P, bytes, samples.size(), st.min, st.q1, st.median, st.q3, st.mean,
-                  st.p99, st.max);
+      std::printf(
+          "{\"kind\": \"multicast\", \"mode\": \"%s\", \"b\": %d, \"P\": %d, \"bytes\": %d, "
+          "\"iterations\": %zu, \"min\": %.4f, \"q1\": %.4f, \"median\": %.4f, \"q3\": %.4f, "
+          "\"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
+          mode, b, P, bytes, samples.size(), st.min, st.q1, st.median, st.q3, st.mean, st.p99,
+          st.max);
       if (raw) {
         std::printf(", \"samples\": [");
-        for (size_t i = 0; i < samples.size(); ++i) std::printf("%s%.4f", i ? ", " : "", samples[i]);
+        for (size_t i = 0; i < samples.size(); ++i)
+          std::printf("%s%.4f", i ? ", " : "", samples[i]);
         std::printf("]");
       }
       std::printf("}\n");
@@ -109,9 +116,10 @@ int main(int argc, char** argv) {
     if (rank == 0 && bs.size() >= 2) {
       auto [ap_min, ar_min] = linear_fit(bs, mins);
       auto [ap_med, ar_med] = linear_fit(bs, medians);
-      std::printf("{\"kind\": \"fit\", \"mode\": \"%s\", \"b_max\": %d, \"alpha_p_min\": %.4f, "
-                  "\"alpha_r_min\": %.4f, \"alpha_p_median\": %.4f, \"alpha_r_median\": %.4f}\n",
-                  mode, static_cast<int>(bs.size()), ap_min, ar_min, ap_med, ar_med);
+      std::printf(
+          "{\"kind\": \"fit\", \"mode\": \"%s\", \"b_max\": %d, \"alpha_p_min\": %.4f, "
+          "\"alpha_r_min\": %.4f, \"alpha_p_median\": %.4f, \"alpha_r_median\": %.4f}\n",
+          mode, static_cast<int>(bs.size()), ap_min, ar_min, ap_med, ar_med);
       std::fflush(stdout);
     }
   }

@@ -20,8 +20,8 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
   p.seq.assign(n, 0);
 
   auto bad = [&](size_t i, const std::string& what) {
-    fail(ErrorKind::format, "rank " + std::to_string(program.rank) + " op " + std::to_string(i) +
-                                ": " + what);
+    fail(ErrorKind::format,
+         "rank " + std::to_string(program.rank) + " op " + std::to_string(i) + ": " + what);
   };
   const auto nbufs = static_cast<int>(kFirstScratch + p.scratch.size());
   std::unordered_map<int64_t, uint32_t> sends, recvs;  // peer -> messages so far

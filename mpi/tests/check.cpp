@@ -72,9 +72,9 @@ struct TypeCase {
   const char* name;
   Kind kind;
   MPI_Datatype type;
-  int extent;       // bytes per element
-  int slots;        // values stored per element
-  int stride;       // slot positions (vector: 0 and 2 of 3 ints)
+  int extent;  // bytes per element
+  int slots;   // values stored per element
+  int stride;  // slot positions (vector: 0 and 2 of 3 ints)
 };
 
 struct OpCase {
@@ -91,14 +91,16 @@ void fill_random(const TypeCase& t, const OpCase& o, std::vector<unsigned char>&
     unsigned char* e = buf.data() + i * t.extent;
     switch (t.kind) {
       case Kind::integer: {
-        int v = o.op == MPI_BAND ? static_cast<int>(rng()) : prod ? static_cast<int>(rng() % 5) - 2
-                                                                  : static_cast<int>(rng() % 2001) - 1000;
+        int v = o.op == MPI_BAND ? static_cast<int>(rng())
+                : prod           ? static_cast<int>(rng() % 5) - 2
+                                 : static_cast<int>(rng() % 2001) - 1000;
         std::memcpy(e, &v, 4);
         break;
       }
       case Kind::vector:
         for (int s = 0; s < 2; ++s) {
-          int v = o.op == MPI_BAND ? static_cast<int>(rng()) : static_cast<int>(rng() % 2001) - 1000;
+          int v =
+              o.op == MPI_BAND ? static_cast<int>(rng()) : static_cast<int>(rng() % 2001) - 1000;
           std::memcpy(e + 4 * 2 * s, &v, 4);
         }
         break;
@@ -137,7 +139,8 @@ std::string compare(const TypeCase& t, const std::vector<unsigned char>& got,
     switch (t.kind) {
       case Kind::integer:
       case Kind::matrix:
-        if (std::memcmp(g, w, static_cast<size_t>(t.extent)) != 0) return where() + " differs from native";
+        if (std::memcmp(g, w, static_cast<size_t>(t.extent)) != 0)
+          return where() + " differs from native";
         break;
       case Kind::vector:
         if (std::memcmp(g, w, 4) != 0 || std::memcmp(g + 8, w + 8, 4) != 0)
@@ -209,10 +212,13 @@ void check_allreduce(MPI_Comm comm, const char* comm_name, const std::string& al
     std::vector<unsigned char> ref(all.end() - static_cast<std::ptrdiff_t>(in.size()), all.end());
     int n = static_cast<int>(count);
     MPI_Datatype dt = t.type;
-    for (int r = P - 2; r >= 0; --r) matmul_op(all.data() + in.size() * static_cast<size_t>(r), ref.data(), &n, &dt);
+    for (int r = P - 2; r >= 0; --r)
+      matmul_op(all.data() + in.size() * static_cast<size_t>(r), ref.data(), &n, &dt);
     if (want != ref && rank == 0)
-      std::printf("NOTE native MPI_Allreduce is not rank-ordered for a non-commutative op (P=%d count=%lld)\n",
-                  P, static_cast<long long>(count));
+      std::printf(
+          "NOTE native MPI_Allreduce is not rank-ordered for a non-commutative op (P=%d "
+          "count=%lld)\n",
+          P, static_cast<long long>(count));
     want = ref;
   }
   if (why.empty()) why = compare(t, got, want, count, P);
@@ -224,9 +230,11 @@ void check_allreduce(MPI_Comm comm, const char* comm_name, const std::string& al
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
   ++g_cases;
   // Report from the first failing rank of this communicator through world rank 0's output.
-  std::string label = std::string(comm_name) + " P=" + std::to_string(P) + " " + algo + " " + t.name +
-                      " " + o.name + " count=" + std::to_string(count) + (in_place ? " IN_PLACE" : "");
-  if (bad) std::fprintf(stderr, "world rank %d: %s: %s\n", g_world_rank, label.c_str(), why.c_str());
+  std::string label = std::string(comm_name) + " P=" + std::to_string(P) + " " + algo + " " +
+                      t.name + " " + o.name + " count=" + std::to_string(count) +
+                      (in_place ? " IN_PLACE" : "");
+  if (bad)
+    std::fprintf(stderr, "world rank %d: %s: %s\n", g_world_rank, label.c_str(), why.c_str());
   if (any && rank == 0) fail(label + (bad ? ": " + why : ": failed on another rank"));
 }
 
@@ -251,12 +259,15 @@ void check_errors(MPI_Comm comm) {
                   one_line(std::string(s, static_cast<size_t>(len))).c_str());
     }
   };
-  expect_error("reduce-with-allreduce-name", ck_reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, comm, "allreduce:rd"));
+  expect_error("reduce-with-allreduce-name",
+               ck_reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, comm, "allreduce:rd"));
   expect_error("bcast-unknown", ck_bcast(&x, 1, MPI_DOUBLE, 0, comm, "bcast:binomial"));
   expect_error("alltoall-unknown", ck_alltoall(&x, &y, 1, MPI_DOUBLE, comm, "alltoall:bruck(r=4)"));
   expect_error("barrier-unknown", ck_barrier(comm, "barrier:dissemination"));
-  expect_error("allreduce-malformed", ck_allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, comm, "allreduce:rd("));
-  expect_error("allreduce-negative-count", ck_allreduce(&x, &y, -1, MPI_DOUBLE, MPI_SUM, comm, "allreduce:rd"));
+  expect_error("allreduce-malformed",
+               ck_allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, comm, "allreduce:rd("));
+  expect_error("allreduce-negative-count",
+               ck_allreduce(&x, &y, -1, MPI_DOUBLE, MPI_SUM, comm, "allreduce:rd"));
   expect_error("allreduce-null-name", ck_allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, comm, nullptr));
   expect_error("reduce-unknown", ck_reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, comm, "reduce:rd"));
 
@@ -272,7 +283,8 @@ void check_errors(MPI_Comm comm) {
   int v = rank + 1, sum = 0;
   rc = ck_reduce(&v, &sum, 1, MPI_INT, MPI_SUM, P - 1, comm, "reduce:native");
   ++g_cases;
-  if (rc != MPI_SUCCESS || (rank == P - 1 && sum != P * (P + 1) / 2)) fail("reduce native through the C API");
+  if (rc != MPI_SUCCESS || (rank == P - 1 && sum != P * (P + 1) / 2))
+    fail("reduce native through the C API");
   int r = rank == 0 ? 42 : 0;
   rc = ck_bcast(&r, 1, MPI_INT, 0, comm, "native");
   ++g_cases;
