@@ -161,3 +161,29 @@ def test_multicast_fits_alpha_p_and_alpha_r(mpich: MPI) -> None:
             assert isinstance(f[k], float)
     with pytest.raises(InvalidArgumentError):
         run_multicast(mpich, 1)
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--algos", "allreduce:nope"], "unknown algorithm"),
+        (["--algos", "mpich:nope"], "not an algorithm of this MPI"),
+        (["--datatype", "quad"], "datatype 'quad'"),
+    ],
+)
+def test_cli_bad_input_exits_2(
+    mpich: MPI, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    from collkit.cli import main
+
+    code = main(["bench", "allreduce", "-np", "2", "-o", str(tmp_path / "r.jsonl"), *argv])
+    assert code == 2 and needle in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sizes", ["1MiB..8B", "", "8,,16", "lots", "1..1TiB"])
+def test_cli_bad_sizes_exit_2(sizes: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from collkit.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "allreduce", "--sizes", sizes])
+    assert e.value.code == 2 and "--sizes" in capsys.readouterr().err
