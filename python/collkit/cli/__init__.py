@@ -19,6 +19,7 @@ COMMANDS = [
     "export",
     "tour",
     "schedules",
+    "bench",
 ]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
