@@ -1,0 +1,561 @@
+// The discrete-event engine. See engine.hpp for the semantics and model.hpp for the costs.
+#include "collkit/sim/engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+#include "collkit/error.hpp"
+#include "collkit/sim/critical_path.hpp"
+#include "event_queue.hpp"
+
+namespace collkit::sim {
+namespace {
+
+using detail::Event;
+using detail::EventQueue;
+
+constexpr uint32_t kMsgBit = 0x80000000u;  // in a recv's pending count: its message is missing
+constexpr uint64_t kNone = UINT64_MAX;
+constexpr uint32_t kMaxRankOps = 1u << 29;
+constexpr uint32_t kSeqMask = kMaxRankOps - 1;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kDeliver = 3 };
+
+// An op as the engine needs it: 16 bytes.
+struct SimOp {
+  double amount;      // send / recv: bytes; local ops: ns
+  int32_t peer;       // send / recv
+  uint32_t kind_seq;  // kind << 29 | sequence number of a send among this rank's sends to `peer`
+  OpKind kind() const { return static_cast<OpKind>(kind_seq >> 29); }
+  uint32_t seq() const { return kind_seq & kSeqMask; }
+};
+static_assert(sizeof(SimOp) == 16);
+
+struct RecvKey {  // a rank's receives sorted by (peer, op): the k-th from q is at lower_bound + k
+  int32_t peer;
+  uint32_t op;
+  bool operator<(const RecvKey& o) const { return peer != o.peer ? peer < o.peer : op < o.op; }
+};
+
+struct Rendezvous {  // a large message delivered, its send waiting for the receive to complete
+  uint32_t rank, op;
+  double cpu_end;
+};
+
+double elapsed(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class Engine {
+ public:
+  Engine(const ScheduleHeader& h, const SimOptions& opt)
+      : h_(h), opt_(opt), m_(normalized(opt.model)), P_(h.P) {
+    if (h.P < 1 || h.P > kMaxP) fail(ErrorKind::invalid_argument, "P must be in [1, 2^31]");
+    if (h.elem_size < 1) fail(ErrorKind::invalid_argument, "element size must be >= 1 byte");
+    if (opt.trials < 1 || opt.trials > 1000000)
+      fail(ErrorKind::invalid_argument, "trials must be in [1, 10^6]");
+    validate(opt.noise, "noise");
+    validate(opt.skew, "skew");
+    validate(opt.topology, h.P);
+    has_topology_ = opt.topology.kind != TopoKind::none || opt.topology.intra > 0;
+    has_noise_ = opt.noise.kind != DistKind::none;
+    rank_op_begin_.reserve(static_cast<size_t>(P_) + 1);
+    rank_succ_begin_.reserve(static_cast<size_t>(P_) + 1);
+    rank_recv_begin_.reserve(static_cast<size_t>(P_) + 1);
+    rank_op_begin_.push_back(0);
+    rank_succ_begin_.push_back(0);
+    rank_recv_begin_.push_back(0);
+  }
+
+  void reserve(size_t ops, size_t deps, size_t recvs) {
+    ops_.reserve(ops);
+    ndeps_.reserve(ops);
+    succ_end_.reserve(ops);
+    succ_.reserve(deps);
+    recv_index_.reserve(recvs);
+  }
+
+  // Reads one rank's program (ranks in order) into the compact form.
+  void load_rank(const RankView& v) {
+    const int64_t r = loaded();
+    if (v.rank != r) fail(ErrorKind::invalid_argument, "ranks must be loaded in order");
+    if (v.size() >= kMaxRankOps)
+      fail(ErrorKind::unsupported, "rank " + std::to_string(r) + " has more than 2^29 ops");
+    const uint32_t n = static_cast<uint32_t>(v.size());
+    auto where = [&](uint32_t i) {
+      return "rank " + std::to_string(r) + " op " + std::to_string(i) + " (" +
+             std::string(to_string(v.ops[i].kind)) + ")";
+    };
+    // Successor lists, each in increasing op order so that ties resolve in program order.
+    tmp_count_.assign(n + 1, 0);
+    for (uint32_t i = 0; i < n; ++i)
+      for (OpId d : v.deps_of(i)) {
+        if (d >= n || d == i)
+          fail(ErrorKind::invalid_argument, where(i) + " depends on op " + std::to_string(d) +
+                                                ", which is not another op of its rank");
+        ++tmp_count_[d + 1];
+      }
+    for (uint32_t i = 0; i < n; ++i) tmp_count_[i + 1] += tmp_count_[i];
+    const size_t sbase = succ_.size();
+    succ_.resize(sbase + tmp_count_[n]);
+    for (uint32_t i = 0; i < n; ++i) succ_end_.push_back(tmp_count_[i + 1]);
+    for (uint32_t i = 0; i < n; ++i)
+      for (OpId d : v.deps_of(i)) succ_[sbase + tmp_count_[d]++] = i;
+
+    // Ops, send sequence numbers and the receive index.
+    tmp_sends_.clear();
+    const size_t rbase = recv_index_.size();
+    const double esize = static_cast<double>(h_.elem_size);
+    for (uint32_t i = 0; i < n; ++i) {
+      const Op& op = v.ops[i];
+      if (op.len < 0) fail(ErrorKind::invalid_argument, where(i) + " has a negative length");
+      const double len = static_cast<double>(op.len);
+      SimOp s{0, op.peer, static_cast<uint32_t>(op.kind) << 29};
+      uint32_t pending = static_cast<uint32_t>(v.deps_of(i).size());
+      switch (op.kind) {
+        case OpKind::send:
+        case OpKind::recv:
+          if (op.peer < 0 || op.peer >= P_ || op.peer == r)
+            fail(ErrorKind::invalid_argument,
+                 where(i) + " has peer " + std::to_string(op.peer) + ", not another rank of P = " +
+                     std::to_string(P_));
+          s.amount = len * esize;
+          if (op.kind == OpKind::send) {
+            tmp_sends_.push_back({op.peer, i});
+          } else {
+            recv_index_.push_back({op.peer, i});
+            pending |= kMsgBit;
+          }
+          break;
+        case OpKind::reduce:
+          s.amount = m_.reduce_base + m_.gamma * len * esize;
+          break;
+        case OpKind::copy:
+          s.amount = m_.copy_beta * len * esize;
+          break;
+        case OpKind::compute:
+        case OpKind::sleep:
+          s.amount = len;
+          break;
+        default:
+          fail(ErrorKind::invalid_argument, "rank " + std::to_string(r) + " op " +
+                                                std::to_string(i) + " has an unknown kind");
+      }
+      ops_.push_back(s);
+      ndeps_.push_back(pending);
+    }
+    std::sort(tmp_sends_.begin(), tmp_sends_.end());
+    const size_t obase = ops_.size() - n;
+    for (size_t k = 0; k < tmp_sends_.size(); ++k) {
+      uint32_t seq = 0;
+      if (k > 0 && tmp_sends_[k - 1].peer == tmp_sends_[k].peer)
+        seq = (ops_[obase + tmp_sends_[k - 1].op].kind_seq & kSeqMask) + 1;
+      ops_[obase + tmp_sends_[k].op].kind_seq |= seq;
+    }
+    std::sort(recv_index_.begin() + static_cast<std::ptrdiff_t>(rbase), recv_index_.end());
+    rank_op_begin_.push_back(ops_.size());
+    rank_succ_begin_.push_back(succ_.size());
+    rank_recv_begin_.push_back(recv_index_.size());
+  }
+
+  int64_t loaded() const { return static_cast<int64_t>(rank_op_begin_.size()) - 1; }
+
+  SimResult run() {
+    if (loaded() != P_) fail(ErrorKind::invalid_argument, "not every rank was loaded");
+    SimResult res;
+    res.P = P_;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t trial = 0; trial < opt_.trials; ++trial) {
+      const bool record = opt_.record && trial == 0;
+      run_trial(static_cast<uint64_t>(trial), record);
+      double makespan = 0;
+      for (double f : finish_) makespan = std::max(makespan, f);
+      res.makespans.push_back(makespan);
+      res.events += static_cast<int64_t>(ops_.size()) + messages_;
+      if (trial == 0) {
+        res.finish = finish_;
+        res.messages = messages_;
+        res.bytes = static_cast<int64_t>(bytes_);
+        res.ops = static_cast<int64_t>(ops_.size());
+      }
+      if (record) {
+        res.rank_op_begin = rank_op_begin_;
+        res.critical_path = critical_path(op_end_, cause_);
+        res.op_start = std::move(op_start_);
+        res.op_end = std::move(op_end_);
+        res.msg_send = std::move(msg_send_);
+        res.msg_recv = std::move(msg_recv_);
+        res.msg_depart = std::move(msg_depart_);
+        res.msg_arrive = std::move(msg_arrive_);
+      }
+    }
+    res.run_seconds = elapsed(t0);
+    res.memory_bytes = memory_bytes();
+    return res;
+  }
+
+ private:
+  // --- one trial ---------------------------------------------------------------------------
+  void run_trial(uint64_t trial, bool record) {
+    record_ = record;
+    rng_ = Rng(opt_.seed * 0x9e3779b97f4a7c15ULL + trial * 0xd1b54a32d192ed03ULL + 1);
+    pending_ = ndeps_;
+    const size_t P = static_cast<size_t>(P_);
+    cpu_free_.assign(P, 0.0);
+    port_free_.assign(P, 0.0);
+    recv_free_.assign(P, 0.0);
+    finish_.assign(P, 0.0);
+    queue_.clear();
+    rendezvous_.clear();
+    messages_ = 0;
+    bytes_ = 0;
+    done_ = 0;
+    now_ = 0;
+    if (record_) {
+      op_start_.assign(ops_.size(), kNaN);
+      op_end_.assign(ops_.size(), kNaN);
+      cause_.assign(ops_.size(), kNone);
+      msg_of_send_.assign(ops_.size(), kNone);
+      cpu_owner_.assign(P, kNone);
+      port_owner_.assign(P, kNone);
+      msg_send_.clear();
+      msg_recv_.clear();
+      msg_depart_.clear();
+      msg_arrive_.clear();
+    }
+    for (uint32_t r = 0; r < P_; ++r) {
+      double t = opt_.skew.kind == DistKind::none ? 0.0 : sample(opt_.skew, rng_) + 0.0;
+      finish_[r] = t;
+      if (t == 0.0)
+        start_rank(r);
+      else
+        queue_.push({t, r, kStart});
+    }
+    drain();
+    while (!queue_.empty()) {
+      const Event e = queue_.pop();
+      now_ = e.t;
+      const uint32_t op = e.op_type >> 2;
+      switch (e.op_type & 3) {
+        case kStart:
+          start_rank(e.rank);
+          break;
+        case kDone:
+          complete(e.rank, op);
+          break;
+        case kArrive:
+          arrive(e.rank, op);
+          break;
+        case kDeliver:
+          deliver(e.rank, op);
+          break;
+      }
+      drain();
+    }
+    if (done_ != ops_.size()) stalled();
+  }
+
+  size_t g(uint32_t r, uint32_t i) const { return rank_op_begin_[r] + i; }
+  double noise() { return has_noise_ ? sample(opt_.noise, rng_) : 0.0; }
+  void at(double t, uint32_t r, uint32_t i, EventType type) {
+    if (t <= now_)
+      now_stack_.push_back({r, i});  // only completions are ever due now
+    else
+      queue_.push({t, r, i << 2 | type});
+  }
+  void drain() {
+    while (!now_stack_.empty()) {
+      auto [r, i] = now_stack_.back();
+      now_stack_.pop_back();
+      complete(r, i);
+    }
+  }
+
+  void start_rank(uint32_t r) {
+    const size_t b = rank_op_begin_[r], e = rank_op_begin_[r + 1];
+    for (size_t k = b; k < e; ++k) {
+      const uint32_t i = static_cast<uint32_t>(k - b);
+      if (pending_[k] == 0)
+        ready(r, i, kNone);
+      else if (pending_[k] == kMsgBit && record_)
+        op_start_[k] = now_;  // a recv without deps is posted at once
+    }
+  }
+
+  // Op (r, i) completes now: release its successors.
+  void complete(uint32_t r, uint32_t i) {
+    const size_t k = g(r, i);
+    ++done_;
+    finish_[r] = std::max(finish_[r], now_);
+    if (record_) op_end_[k] = now_;
+    if (!rendezvous_.empty() && ops_[k].kind() == OpKind::recv) {
+      auto it = rendezvous_.find(k);
+      if (it != rendezvous_.end()) {  // the large message's send completes with its receive
+        const Rendezvous rv = it->second;
+        rendezvous_.erase(it);
+        at(std::max(now_, rv.cpu_end), rv.rank, rv.op, kDone);
+      }
+    }
+    const size_t sb = rank_succ_begin_[r];
+    const uint32_t first = i == 0 ? 0 : succ_end_[k - 1], last = succ_end_[k];
+    for (uint32_t s = first; s < last; ++s) {
+      const uint32_t j = succ_[sb + s];
+      const size_t kj = g(r, j);
+      const uint32_t p = --pending_[kj];
+      if (p == 0) {
+        if (record_ && ops_[kj].kind() == OpKind::recv) op_start_[kj] = now_;
+        ready(r, j, k);
+      } else if (p == kMsgBit && record_) {
+        op_start_[kj] = now_;  // recv posted, its message not yet delivered
+      }
+    }
+  }
+
+  // Op (r, i) has everything it needs; `trigger` is the op whose completion made it so.
+  void ready(uint32_t r, uint32_t i, uint64_t trigger) {
+    const size_t k = g(r, i);
+    const SimOp& op = ops_[k];
+    switch (op.kind()) {
+      case OpKind::send:
+        start_send(r, i, trigger);
+        return;
+      case OpKind::recv: {
+        if (record_) cause_[k] = trigger;
+        at(now_ + noise(), r, i, kDone);
+        return;
+      }
+      default: {
+        const double s = std::max(now_, cpu_free_[r]);
+        const double e = s + op.amount + noise();
+        if (record_) {
+          op_start_[k] = s;
+          cause_[k] = s > now_ ? cpu_owner_[r] : trigger;
+          cpu_owner_[r] = k;
+        }
+        cpu_free_[r] = e;
+        at(e, r, i, kDone);
+      }
+    }
+  }
+
+  void start_send(uint32_t r, uint32_t i, uint64_t trigger) {
+    const size_t k = g(r, i);
+    const SimOp& op = ops_[k];
+    const uint32_t dst = static_cast<uint32_t>(op.peer);
+    const double n = op.amount;
+    const double extra = has_topology_ ? opt_.topology.extra_latency(r, dst) : 0.0;
+    const double d = noise();
+    ++messages_;
+    bytes_ += n;
+    double s = 0, arrival = 0;
+    uint64_t owner = kNone;
+    switch (m_.kind) {
+      case ModelKind::postal:
+        s = std::max(now_, port_free_[r]);
+        arrival = s + m_.alpha + extra + n * m_.beta + d;
+        port_free_[r] = arrival;  // one message in flight: the port is busy until it arrives
+        owner = port_owner_.empty() ? kNone : port_owner_[r];
+        break;  // the send completes on arrival (see arrive)
+      case ModelKind::pipelined_postal: {
+        s = std::max(now_, port_free_[r]);
+        const double pushed = s + m_.alpha_r + n * m_.beta + d;
+        port_free_[r] = pushed;
+        arrival = pushed + m_.alpha_p + extra;
+        owner = port_owner_.empty() ? kNone : port_owner_[r];
+        at(pushed, r, i, kDone);
+        break;
+      }
+      default: {  // LogGOPS family
+        const double b1 = std::max(n - 1.0, 0.0);
+        const bool cpu_bound = cpu_free_[r] >= port_free_[r];
+        s = std::max({now_, cpu_free_[r], port_free_[r]});
+        const double cpu_end = s + m_.o + b1 * m_.O + d;
+        cpu_free_[r] = cpu_end;
+        port_free_[r] = s + m_.g + b1 * m_.G;
+        arrival = s + m_.o + m_.L + extra;  // the first byte; G is charged at the receiver
+        if (!cpu_owner_.empty()) owner = cpu_bound ? cpu_owner_[r] : port_owner_[r];
+        if (n <= m_.S)
+          at(cpu_end, r, i, kDone);  // eager
+        else
+          pending_cpu_end_[k] = cpu_end;  // rendezvous: completes with the receive (see deliver)
+        if (record_) cpu_owner_[r] = k;
+      }
+    }
+    if (record_) {
+      op_start_[k] = s;
+      cause_[k] = s > now_ ? owner : trigger;
+      port_owner_[r] = k;
+      msg_of_send_[k] = msg_send_.size();
+      msg_send_.push_back(k);
+      msg_recv_.push_back(kNone);
+      msg_depart_.push_back(s);
+      msg_arrive_.push_back(kNaN);
+    }
+    queue_.push({arrival, r, i << 2 | kArrive});
+  }
+
+  // The message of send (q, k) reaches its destination.
+  void arrive(uint32_t q, uint32_t k) {
+    const SimOp& sop = ops_[g(q, k)];
+    if (m_.kind == ModelKind::postal) now_stack_.push_back({q, k});
+    if (!m_.is_logp_family()) return deliver(q, k);
+    const uint32_t r = static_cast<uint32_t>(sop.peer);
+    const double b1 = std::max(sop.amount - 1.0, 0.0);
+    const double s = std::max({now_, cpu_free_[r], recv_free_[r]});
+    const double end = s + m_.o + std::max(b1 * m_.O, b1 * m_.G);
+    cpu_free_[r] = end;
+    recv_free_[r] = s + m_.g + b1 * m_.G;
+    if (end <= now_)
+      deliver(q, k);
+    else
+      queue_.push({end, q, k << 2 | kDeliver});
+  }
+
+  // The message of send (q, k) is delivered to its receive.
+  void deliver(uint32_t q, uint32_t k) {
+    const size_t ks = g(q, k);
+    const SimOp& sop = ops_[ks];
+    const uint32_t r = static_cast<uint32_t>(sop.peer);
+    const uint32_t j = find_recv(r, q, sop.seq());
+    const size_t kj = g(r, j);
+    if (ops_[kj].amount < sop.amount)
+      fail(ErrorKind::invalid_argument,
+           "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
+               std::to_string(static_cast<int64_t>(ops_[kj].amount)) + " bytes but rank " +
+               std::to_string(q) + " op " + std::to_string(k) + " sends " +
+               std::to_string(static_cast<int64_t>(sop.amount)));
+    if (m_.is_logp_family() && sop.amount > m_.S) {
+      auto it = pending_cpu_end_.find(ks);
+      rendezvous_[kj] = Rendezvous{q, k, it->second};
+      pending_cpu_end_.erase(it);
+    }
+    if (record_) {
+      const uint64_t m = msg_of_send_[ks];
+      msg_recv_[m] = kj;
+      msg_arrive_[m] = now_;
+    }
+    const uint32_t p = (pending_[kj] &= ~kMsgBit);
+    if (p == 0) ready(r, j, ks);
+  }
+
+  uint32_t find_recv(uint32_t r, uint32_t q, uint32_t seq) {
+    const auto b = recv_index_.begin() + static_cast<std::ptrdiff_t>(rank_recv_begin_[r]);
+    const auto e = recv_index_.begin() + static_cast<std::ptrdiff_t>(rank_recv_begin_[r + 1]);
+    const auto lb = std::lower_bound(b, e, RecvKey{static_cast<int32_t>(q), 0});
+    if (e - lb <= static_cast<std::ptrdiff_t>(seq) || lb[seq].peer != static_cast<int32_t>(q))
+      fail(ErrorKind::invalid_argument,
+           "unmatched send: rank " + std::to_string(r) + " has no receive for message #" +
+               std::to_string(seq + 1) + " from rank " + std::to_string(q));
+    return lb[seq].op;
+  }
+
+  [[noreturn]] void stalled() {
+    size_t stuck = ops_.size() - done_;
+    for (uint32_t r = 0; r < P_; ++r)
+      for (size_t k = rank_op_begin_[r]; k < rank_op_begin_[r + 1]; ++k) {
+        if (pending_[k] == 0) continue;
+        const uint32_t i = static_cast<uint32_t>(k - rank_op_begin_[r]);
+        std::string why = pending_[k] == kMsgBit
+                              ? "its message from rank " + std::to_string(ops_[k].peer) +
+                                    " never came (unmatched receive)"
+                              : "it waits on ops that never complete (a cycle, or an op "
+                                "stuck behind an unmatched receive)";
+        fail(ErrorKind::invalid_argument,
+             "simulation stalled: " + std::to_string(stuck) + " ops never completed; first: rank " +
+                 std::to_string(r) + " op " + std::to_string(i) + " (" +
+                 std::string(to_string(ops_[k].kind())) + "): " + why);
+      }
+    fail(ErrorKind::invalid_argument, "simulation stalled");
+  }
+
+  size_t memory_bytes() const {
+    auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+    return cap(ops_) + cap(ndeps_) + cap(pending_) + cap(succ_end_) + cap(succ_) +
+           cap(recv_index_) + cap(rank_op_begin_) + cap(rank_succ_begin_) +
+           cap(rank_recv_begin_) + cap(cpu_free_) + cap(port_free_) + cap(recv_free_) +
+           cap(finish_) + queue_.memory_bytes();
+  }
+
+  const ScheduleHeader& h_;
+  const SimOptions& opt_;
+  const ModelParams m_;
+  const int64_t P_;
+  bool has_topology_ = false, has_noise_ = false, record_ = false;
+
+  // Programs, compact and read-only after loading.
+  std::vector<SimOp> ops_;
+  std::vector<uint32_t> ndeps_;     // deps of each op, | kMsgBit for a recv
+  std::vector<uint32_t> succ_end_;  // end of each op's successors, relative to its rank's base
+  std::vector<uint32_t> succ_;
+  std::vector<RecvKey> recv_index_;
+  std::vector<uint64_t> rank_op_begin_, rank_succ_begin_, rank_recv_begin_;
+  std::vector<uint32_t> tmp_count_;
+  std::vector<RecvKey> tmp_sends_;
+
+  // State of a trial.
+  std::vector<uint32_t> pending_;
+  std::vector<double> cpu_free_, port_free_, recv_free_, finish_;
+  EventQueue queue_;
+  std::vector<std::pair<uint32_t, uint32_t>> now_stack_;
+  std::unordered_map<uint64_t, Rendezvous> rendezvous_;  // by the receive's global op index
+  std::unordered_map<uint64_t, double> pending_cpu_end_;  // rendezvous sends in flight
+  Rng rng_{0};
+  double now_ = 0, bytes_ = 0;
+  int64_t messages_ = 0;
+  size_t done_ = 0;
+
+  // Recording (trial 0 with SimOptions::record).
+  std::vector<double> op_start_, op_end_;
+  std::vector<uint64_t> cause_, msg_of_send_, cpu_owner_, port_owner_;
+  std::vector<uint64_t> msg_send_, msg_recv_;
+  std::vector<double> msg_depart_, msg_arrive_;
+};
+
+}  // namespace
+
+SimResult simulate(const Schedule& schedule, const SimOptions& options) {
+  if (!schedule.complete())
+    fail(ErrorKind::invalid_argument, "the schedule does not hold all P ranks");
+  const auto t0 = std::chrono::steady_clock::now();
+  Engine e(schedule.header, options);
+  e.reserve(schedule.total_ops(), schedule.total_deps(), schedule.total_ops());
+  for (int64_t r = 0; r < schedule.header.P; ++r) e.load_rank(schedule.rank(r));
+  const double load = elapsed(t0);
+  SimResult res = e.run();
+  res.load_seconds = load;
+  return res;
+}
+
+SimResult simulate(const Bound& bound, const SimOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ScheduleHeader& h = bound.header();
+  Engine e(h, options);
+  RankProgram p;
+  // Size the arrays once from a few sample ranks, so that they do not double while loading.
+  size_t ops = 0, deps = 0, recvs = 0;
+  for (int64_t r : {int64_t{0}, h.P / 2, h.P - 1}) {
+    bound.generate_rank(r, p);
+    size_t nr = 0;
+    for (const Op& op : p.ops) nr += op.kind == OpKind::recv;
+    ops = std::max(ops, p.ops.size());
+    deps = std::max(deps, p.deps.size());
+    recvs = std::max(recvs, nr);
+  }
+  const size_t P = static_cast<size_t>(h.P);
+  e.reserve(ops * P, deps * P, recvs * P);
+  for (int64_t r = 0; r < h.P; ++r) {
+    bound.generate_rank(r, p);
+    e.load_rank(p.view());
+  }
+  const double load = elapsed(t0);
+  SimResult res = e.run();
+  res.load_seconds = load;
+  return res;
+}
+
+}  // namespace collkit::sim
