@@ -21,6 +21,7 @@ from collkit.errors import (
     ScheduleFormatError,
     UnsupportedError,
 )
+from collkit.simulate import Model, SimResult, simulate
 
 __version__ = "0.1.0"
 
@@ -29,9 +30,11 @@ __all__ = [
     "AlgorithmNameError",
     "CollkitError",
     "InvalidArgumentError",
+    "Model",
     "RankProgram",
     "Schedule",
     "ScheduleFormatError",
+    "SimResult",
     "UnsupportedError",
     "algorithms",
     "format_size",
@@ -39,4 +42,5 @@ __all__ = [
     "generate_rank",
     "parse_name",
     "parse_size",
+    "simulate",
 ]
