@@ -17,6 +17,7 @@ COMMANDS = [
     "show",
     "verify",
     "export",
+    "simulate",
 ]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
