@@ -255,12 +255,20 @@ void Bound::generate_rank(int64_t rank, RankProgram& out) const {
 Schedule Bound::generate() const {
   Schedule s(header_);
   RankProgram p;
-  // Size the flat arrays from rank 0 so that large P grows them once.
-  generate_rank(0, p);
-  size_t P = static_cast<size_t>(header_.P);
-  s.reserve(p.ops.size() * P + p.ops.size() * 2, p.deps.size() * P + p.deps.size() * 2);
-  s.append_rank(p.view());
-  for (int64_t r = 1; r < header_.P; ++r) {
+  // Size the flat arrays once from the largest of a few sampled ranks (algorithms treat ranks
+  // near 0, P/2 and P-1 differently); untouched reserve costs address space, not memory.
+  const int64_t P = header_.P;
+  size_t ops = 0, deps = 0, scratch = 0;
+  for (int64_t r : {int64_t{0}, int64_t{1}, P / 2, P / 2 + 1, P - 2, P - 1}) {
+    if (r < 0 || r >= P) continue;
+    generate_rank(r, p);
+    ops = std::max(ops, p.ops.size());
+    deps = std::max(deps, p.deps.size());
+    scratch = std::max(scratch, p.scratch.size());
+  }
+  s.reserve(ops * static_cast<size_t>(P) + 64, deps * static_cast<size_t>(P) + 64,
+            scratch * static_cast<size_t>(P) + 64);
+  for (int64_t r = 0; r < P; ++r) {
     generate_rank(r, p);
     s.append_rank(p.view());
   }

@@ -158,14 +158,16 @@ OpId RankBuilder::sleep(int64_t ns, Deps deps) {
 
 Schedule::Schedule(ScheduleHeader h) : header(std::move(h)) {}
 
-void Schedule::reserve(size_t ops, size_t deps) {
+void Schedule::reserve(size_t ops, size_t deps, size_t scratch) {
   ops_.reserve(ops);
+  scratch_.reserve(scratch);
   stage_.reserve(ops);
   dep_begin_.reserve(ops + static_cast<size_t>(header.P));
   deps_.reserve(deps);
   rank_op_begin_.reserve(static_cast<size_t>(header.P) + 1);
   rank_dep_begin_.reserve(static_cast<size_t>(header.P) + 1);
   rank_dep_index_begin_.reserve(static_cast<size_t>(header.P) + 1);
+  rank_scratch_begin_.reserve(static_cast<size_t>(header.P) + 1);
 }
 
 void Schedule::append_rank(const RankView& r) {
@@ -207,11 +209,11 @@ RankView Schedule::rank(int64_t r) const {
 }
 
 size_t Schedule::memory_bytes() const {
-  return ops_.capacity() * sizeof(Op) + stage_.capacity() * sizeof(uint16_t) +
-         dep_begin_.capacity() * sizeof(uint32_t) + deps_.capacity() * sizeof(OpId) +
-         scratch_.capacity() * sizeof(int64_t) +
-         (rank_op_begin_.capacity() + rank_dep_begin_.capacity() +
-          rank_dep_index_begin_.capacity() + rank_scratch_begin_.capacity()) *
+  return ops_.size() * sizeof(Op) + stage_.size() * sizeof(uint16_t) +
+         dep_begin_.size() * sizeof(uint32_t) + deps_.size() * sizeof(OpId) +
+         scratch_.size() * sizeof(int64_t) +
+         (rank_op_begin_.size() + rank_dep_begin_.size() + rank_dep_index_begin_.size() +
+          rank_scratch_begin_.size()) *
              sizeof(uint64_t);
 }
 

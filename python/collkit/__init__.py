@@ -22,6 +22,7 @@ from collkit.errors import (
     UnsupportedError,
 )
 from collkit.simulate import Model, SimResult, simulate
+from collkit.verify import Diagnostic, VerificationError, VerifyResult, verify, verify_algorithm
 
 __version__ = "0.1.0"
 
@@ -29,6 +30,7 @@ __all__ = [
     "Algorithm",
     "AlgorithmNameError",
     "CollkitError",
+    "Diagnostic",
     "InvalidArgumentError",
     "Model",
     "RankProgram",
@@ -36,6 +38,8 @@ __all__ = [
     "ScheduleFormatError",
     "SimResult",
     "UnsupportedError",
+    "VerificationError",
+    "VerifyResult",
     "algorithms",
     "format_size",
     "generate",
@@ -43,4 +47,6 @@ __all__ = [
     "parse_name",
     "parse_size",
     "simulate",
+    "verify",
+    "verify_algorithm",
 ]

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "collkit/big_alloc.hpp"
+
 namespace collkit {
 
 enum class Collective : uint8_t { allreduce, reduce, bcast, alltoall, barrier };
@@ -163,12 +165,13 @@ class Schedule {
   explicit Schedule(ScheduleHeader h);
   // Append the next rank's program; ranks must be appended in order 0, 1, ..., P-1.
   void append_rank(const RankView& r);
-  void reserve(size_t ops, size_t deps);
+  void reserve(size_t ops, size_t deps, size_t scratch = 0);
   int64_t num_ranks() const { return static_cast<int64_t>(rank_op_begin_.size()) - 1; }
   bool complete() const { return num_ranks() == header.P; }
   RankView rank(int64_t r) const;
   size_t total_ops() const { return ops_.size(); }
   size_t total_deps() const { return deps_.size(); }
+  // Bytes held by the flat arrays (their sizes, not capacities).
   size_t memory_bytes() const;
 
   // Flat arrays, for bindings and bulk consumers.
@@ -178,15 +181,15 @@ class Schedule {
   bool operator==(const Schedule& o) const;
 
  private:
-  std::vector<Op> ops_;
-  std::vector<uint16_t> stage_;
-  std::vector<uint32_t> dep_begin_;  // per op, relative to the rank's first dep; + sentinel per rank
-  std::vector<OpId> deps_;
-  std::vector<int64_t> scratch_;
-  std::vector<uint64_t> rank_op_begin_{0};
-  std::vector<uint64_t> rank_dep_begin_{0};
-  std::vector<uint64_t> rank_dep_index_begin_{0};  // into dep_begin_ (ops + 1 per rank)
-  std::vector<uint64_t> rank_scratch_begin_{0};
+  BigVector<Op> ops_;
+  BigVector<uint16_t> stage_;
+  BigVector<uint32_t> dep_begin_;  // per op, relative to the rank's first dep; + sentinel per rank
+  BigVector<OpId> deps_;
+  BigVector<int64_t> scratch_;
+  BigVector<uint64_t> rank_op_begin_{0};
+  BigVector<uint64_t> rank_dep_begin_{0};
+  BigVector<uint64_t> rank_dep_index_begin_{0};  // into dep_begin_ (ops + 1 per rank)
+  BigVector<uint64_t> rank_scratch_begin_{0};
 };
 
 // Equality of two ranks' programs (ops, deps, stages, scratch).

@@ -83,16 +83,37 @@ def algorithm(text: str) -> Algorithm:
 
 def add_problem_arguments(p: argparse.ArgumentParser, *, p_list: bool = False) -> None:
     """ALGO, -P and the buffer size options that most subcommands share."""
-    p.add_argument("algorithm", type=algorithm, metavar="ALGO",
-                   help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`)")
+    p.add_argument(
+        "algorithm",
+        type=algorithm,
+        metavar="ALGO",
+        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`)",
+    )
     if p_list:
-        p.add_argument("-P", dest="P", type=parse_p_list, required=True, metavar="LIST",
-                       help="process counts: 8, 1..256, 2^10, 1..64,100,1000")
+        p.add_argument(
+            "-P",
+            dest="P",
+            type=parse_p_list,
+            required=True,
+            metavar="LIST",
+            help="process counts: 8, 1..256, 2^10, 1..64,100,1000",
+        )
     else:
-        p.add_argument("-P", dest="P", type=parse_p, required=True, metavar="N",
-                       help="number of processes")
-    p.add_argument("--count", type=parse_count, default=None, metavar="C",
-                   help="elements per rank (alltoall: per block); default 4")
-    p.add_argument("--elem-size", type=parse_bytes, default=8, metavar="BYTES",
-                   help="bytes per element (default 8)")
+        p.add_argument(
+            "-P", dest="P", type=parse_p, required=True, metavar="N", help="number of processes"
+        )
+    p.add_argument(
+        "--count",
+        type=parse_count,
+        default=None,
+        metavar="C",
+        help="elements per rank (alltoall: per block); default 4",
+    )
+    p.add_argument(
+        "--elem-size",
+        type=parse_bytes,
+        default=8,
+        metavar="BYTES",
+        help="bytes per element (default 8)",
+    )
     p.add_argument("--root", type=int, default=0, help="root rank of reduce / bcast (default 0)")

@@ -1,0 +1,97 @@
+"""List the registered algorithms, or show one in full.
+
+Examples:
+  collkit algorithms                  every algorithm, one line each
+  collkit algorithms allreduce        those of one collective
+  collkit algorithms allreduce:rd     one algorithm: parameters, restrictions, cost, reference
+  collkit algorithms --json           machine-readable
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from collkit.algorithms import Algorithm, algorithms
+
+NAME = "algorithms"
+HELP = "list algorithms with their parameters and documentation"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "which",
+        nargs="?",
+        default=None,
+        metavar="COLLECTIVE|ALGO",
+        help="a collective (allreduce, reduce, bcast, alltoall, barrier) or one algorithm name",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _restrictions(spec: dict[str, object]) -> str:
+    r = spec["restrictions"]
+    assert isinstance(r, dict)
+    out = []
+    if r["commutative_op"]:
+        out.append("commutative op")
+    if r["power_of_two"]:
+        out.append("P = 2^k")
+    if r["min_P"] > 1:
+        out.append(f"P >= {r['min_P']}")
+    return ", ".join(out) or "none"
+
+
+def _params(spec: dict[str, object]) -> str:
+    ps = spec["params"]
+    assert isinstance(ps, list)
+    if not ps:
+        return "-"
+    return ", ".join(f"{p['name']}={p['default'] or '…'}" for p in ps)
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    which: str | None = args.which
+    if which and ":" in which:
+        spec = Algorithm(which).spec
+        if args.json:
+            print(json.dumps(spec, indent=2))
+            return 0
+        console.print(f"[bold]{spec['name']}[/bold]: {spec['summary']}")
+        console.print(f"  phases:       {spec['phases']}")
+        console.print(f"  cost:         {spec['cost']}")
+        console.print(f"  restrictions: {_restrictions(spec)}")
+        console.print(f"  reference:    {spec['reference']}")
+        for p in spec["params"]:
+            rng = ""
+            if p["min"] is not None or p["max"] is not None:
+                rng = (
+                    f" in [{p['min'] if p['min'] is not None else '-inf'}, "
+                    f"{p['max'] if p['max'] is not None else 'inf'}]"
+                )
+            default = f" (default {p['default']})" if p["default"] else ""
+            console.print(f"  param {p['name']}: {p['type']}{rng}{default}: {p['doc']}")
+        return 0
+    if which and which not in ("allreduce", "reduce", "bcast", "alltoall", "barrier"):
+        console.print(
+            f"[red]unknown collective '{which}'[/red] "
+            "(allreduce, reduce, bcast, alltoall, barrier, or an algorithm name)"
+        )
+        return 2
+    specs = algorithms(which)
+    if args.json:
+        print(json.dumps(specs, indent=2))
+        return 0
+    table = Table(title=f"collkit algorithms{' for ' + which if which else ''}")
+    for col in ("name", "parameters", "restrictions", "cost", "summary"):
+        table.add_column(col, overflow="fold")
+    for s in specs:
+        table.add_row(s["name"], _params(s), _restrictions(s), s["cost"], s["summary"])
+    console.print(table)
+    if not specs:
+        console.print("no algorithms registered for this collective yet")
+    return 0

@@ -1,0 +1,75 @@
+"""Show an algorithm's schedule as text, rank by rank.
+
+Each rank's program is a DAG of ops on its buffers: `in` (the user's input), `out` (the user's
+output) and scratch buffers s0, s1, ...; regions are [start:stop) in elements; `after` lists the
+ops of the same rank an op waits on.
+
+Examples:
+  collkit show allreduce:rd -P 6
+  collkit show allreduce:rd -P 1000000 --rank 0 --rank 999999     (one rank alone: instant)
+  collkit show allreduce:rd -P 6 --stats
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from collkit.algorithms import Algorithm
+from collkit.cli._common import add_problem_arguments
+
+NAME = "show"
+HELP = "print a schedule, per rank, as text"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_problem_arguments(p)
+    p.add_argument(
+        "--rank",
+        type=int,
+        action="append",
+        metavar="R",
+        help="show only this rank (repeatable); generated alone, so P may be huge",
+    )
+    p.add_argument("--stats", action="store_true", help="a summary instead of the ops")
+
+
+def run(args: argparse.Namespace) -> int:
+    from collkit import io
+
+    algo: Algorithm = args.algorithm
+    count = 4 if args.count is None else args.count
+    P: int = args.P
+    ranks: list[int] = args.rank if args.rank else list(range(P))
+    for r in ranks:
+        if not 0 <= r < P:
+            print(f"collkit show: error: rank {r} is not in [0, {P})")
+            return 2
+    if args.stats:
+        if args.rank:
+            progs = [algo.generate_rank(P, r, count, args.elem_size, args.root) for r in ranks]
+            ops = sum(len(p) for p in progs)
+        else:
+            ops = algo.count_ops(P, count, args.elem_size, args.root)
+        print(f"{algo.canonical} P={P} count={count}: {ops} ops over {len(ranks)} rank(s)")
+        return 0
+    if not args.rank and P > 64:
+        print(
+            f"collkit show: P = {P} would print {P} ranks; pick some with --rank R "
+            "(or use collkit export)"
+        )
+        return 2
+    print(io.header_text(algo.canonical, P, count, args.elem_size, args.root), end="")
+    for r in ranks:
+        prog = algo.generate_rank(P, r, count, args.elem_size, args.root)
+        print(
+            io.rank_to_text(
+                prog,
+                count=count,
+                P=P,
+                elem_size=args.elem_size,
+                collective=algo.collective,
+                root=args.root,
+            ),
+            end="",
+        )
+    return 0

@@ -1,0 +1,190 @@
+"""Prove an algorithm correct over a sweep of process counts and counts.
+
+For each P and count, the verifier executes the schedule symbolically and checks that every
+rank ends with the collective's result, that every reduced element has the same reduction tree
+on every rank (in rank order unless --commutative), that every send has its receive, that
+nothing deadlocks and that no buffer is overwritten while a message is in flight.
+
+Examples:
+  collkit verify allreduce:rd -P 1..1024
+  collkit verify allreduce:rd -P 2^10,2^12 --count 0,1,7
+  collkit verify --file my-schedule.txt
+Exit status: 0 all verified, 1 some failed, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from collkit.algorithms import Algorithm
+from collkit.cli._common import algorithm, parse_count, parse_p_list
+from collkit.errors import UnsupportedError
+from collkit.verify import VerifyResult, verify
+
+NAME = "verify"
+HELP = "prove an algorithm correct over a sweep of P (or verify a schedule file)"
+
+
+def _counts(text: str) -> list[int]:
+    return [parse_count(x) for x in text.split(",") if x.strip()]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "algorithm",
+        nargs="?",
+        type=algorithm,
+        metavar="ALGO",
+        help="algorithm name, e.g. allreduce:rd",
+    )
+    p.add_argument(
+        "-P",
+        dest="P",
+        type=parse_p_list,
+        metavar="LIST",
+        help="process counts: 8, 1..256, 2^10, 1..64,100,1000",
+    )
+    p.add_argument(
+        "--count",
+        type=_counts,
+        default=[3],
+        metavar="C[,C...]",
+        help="elements per rank (alltoall: per block); default 3",
+    )
+    p.add_argument(
+        "--root",
+        type=int,
+        default=None,
+        help="root of reduce / bcast (default: every root for P <= 16, else 0 and P-1)",
+    )
+    op = p.add_mutually_exclusive_group()
+    op.add_argument(
+        "--commutative",
+        dest="commutative",
+        action="store_true",
+        default=None,
+        help="allow operands to be swapped (a commutative op)",
+    )
+    op.add_argument(
+        "--non-commutative",
+        dest="commutative",
+        action="store_false",
+        help="require rank order (default unless the algorithm needs commutativity)",
+    )
+    p.add_argument("--file", metavar="PATH", help="verify a saved schedule (text, JSON or GOAL)")
+    p.add_argument("-v", "--verbose", action="store_true", help="a row per case, not a summary")
+
+
+def _roots(collective: str, P: int, root: int | None) -> list[int]:
+    if collective not in ("reduce", "bcast"):
+        return [0]
+    if root is not None:
+        return [root]
+    return list(range(P)) if P <= 16 else sorted({0, P - 1})
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    if args.file:
+        from collkit import io
+
+        s = io.load(args.file)
+        commutative = True if args.commutative is None else args.commutative
+        r = verify(s, commutative=commutative)
+        console.print(r.summary())
+        return 0 if r.ok else 1
+    if args.algorithm is None or args.P is None:
+        console.print("[red]give ALGO and -P LIST, or --file PATH[/red] (see collkit verify -h)")
+        return 2
+    algo: Algorithm = args.algorithm
+    commutative = (
+        bool(algo.spec["restrictions"]["commutative_op"])
+        if args.commutative is None
+        else args.commutative
+    )
+    cases = [
+        (P, c, root)
+        for P in args.P
+        for c in args.count
+        for root in _roots(algo.collective, P, args.root)
+    ]
+    failures: list[VerifyResult] = []
+    skipped: dict[str, list[int]] = {}
+    passed: list[tuple[int, int, int, int, float]] = []
+    t_all = time.perf_counter()
+    with Progress(
+        TextColumn("verifying {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as prog:
+        task = prog.add_task(algo.canonical, total=len(cases))
+        for P, count, root in cases:
+            prog.update(task, description=f"{algo.canonical} P={P} count={count}")
+            t0 = time.perf_counter()
+            try:
+                s = algo.generate(P, count, 8, root)
+            except UnsupportedError as e:
+                skipped.setdefault(str(e).split(": ", 1)[-1], []).append(P)
+                prog.advance(task)
+                continue
+            r = verify(s, commutative=commutative)
+            dt = time.perf_counter() - t0
+            if r.ok:
+                passed.append((P, count, r.ops, r.messages, dt))
+            else:
+                failures.append(r)
+            prog.advance(task)
+    elapsed = time.perf_counter() - t_all
+
+    mode = "commutative" if commutative else "non-commutative (rank order)"
+    table = Table(title=f"verify {algo.canonical}  [{mode} op]")
+    for col in ("P", "count", "result", "ops", "messages", "time"):
+        table.add_column(col, justify="right" if col != "result" else "left")
+    if args.verbose or len(passed) <= 12:
+        for P, count, ops, msgs, dt in passed:
+            table.add_row(
+                str(P),
+                str(count),
+                "[green]verified[/green]",
+                str(ops),
+                str(msgs),
+                f"{dt * 1e3:.1f} ms",
+            )
+    elif passed:
+        ps = sorted({p for p, *_ in passed})
+        big = max(passed, key=lambda x: x[0])
+        table.add_row(
+            f"{len(ps)} values in {ps[0]}..{ps[-1]}",
+            ",".join(str(c) for c in sorted({c for _, c, *_ in passed})),
+            "[green]all verified[/green]",
+            f"≤ {big[2]}",
+            f"≤ {big[3]}",
+            f"{max(x[4] for x in passed) * 1e3:.1f} ms max",
+        )
+    for r in failures[:20]:
+        first = r.diagnostics[0] if r.diagnostics else None
+        table.add_row(
+            str(r.P),
+            str(r.count),
+            f"[red]FAILED[/red] {first.kind if first else ''}",
+            str(r.ops),
+            str(r.messages),
+            "",
+        )
+    console.print(table)
+    for reason, ps in skipped.items():
+        console.print(f"[yellow]skipped {len(ps)} P[/yellow] ({reason})")
+    for r in failures[:3]:
+        console.print(r.summary(), markup=False)
+    total = len(passed) + len(failures)
+    status = "[green]all verified[/green]" if not failures else f"[red]{len(failures)} failed[/red]"
+    console.print(f"{status}: {len(passed)} of {total} cases in {elapsed:.2f} s")
+    return 1 if failures else 0

@@ -1,0 +1,133 @@
+"""The verifier: prove a schedule correct, or say exactly what is wrong with it.
+
+>>> import collkit
+>>> r = collkit.verify(collkit.generate("allreduce:rd", P=6, count=3), commutative=False)
+>>> r.ok
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from collkit import _core
+from collkit.algorithms import Algorithm, Schedule
+from collkit.errors import CollkitError
+
+__all__ = ["Diagnostic", "VerificationError", "VerifyResult", "verify", "verify_algorithm"]
+
+
+class VerificationError(CollkitError):
+    """A schedule failed verification; `.result` holds the diagnosis."""
+
+    def __init__(self, result: VerifyResult) -> None:
+        super().__init__(result.summary())
+        self.result = result
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem: its kind (e.g. 'deadlock', 'hazard'), where, and what was expected vs found."""
+
+    kind: str
+    rank: int | None
+    op: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.kind}] {self.message}"
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    ok: bool
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    total_problems: int = 0
+    consistent_commutative: bool = False
+    consistent_noncommutative: bool = False
+    ops: int = 0
+    messages: int = 0
+    bytes: int = 0
+    algorithm: str = ""
+    P: int = 0
+    count: int = 0
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    @property
+    def kinds(self) -> set[str]:
+        return {d.kind for d in self.diagnostics}
+
+    def summary(self) -> str:
+        head = f"{self.algorithm or 'schedule'} P={self.P} count={self.count}: "
+        if self.ok:
+            order = (
+                "any op (rank order kept)"
+                if self.consistent_noncommutative
+                else "commutative ops only"
+            )
+            return head + f"verified ({self.ops} ops, {self.messages} messages; valid for {order})"
+        lines = [head + f"{self.total_problems} problem(s)"]
+        lines += [f"  {d}" for d in self.diagnostics]
+        if self.total_problems > len(self.diagnostics):
+            lines.append(f"  ... and {self.total_problems - len(self.diagnostics)} more")
+        return "\n".join(lines)
+
+    def raise_if_failed(self) -> VerifyResult:
+        if not self.ok:
+            raise VerificationError(self)
+        return self
+
+
+def _result(raw: dict[str, Any], s: Schedule) -> VerifyResult:
+    diags = [
+        Diagnostic(
+            kind=d["kind"],
+            rank=None if d["rank"] < 0 else d["rank"],
+            op=None if d["op"] < 0 else d["op"],
+            message=d["message"],
+        )
+        for d in raw["diagnostics"]
+    ]
+    return VerifyResult(
+        ok=raw["ok"],
+        diagnostics=diags,
+        total_problems=raw["total_problems"],
+        consistent_commutative=raw["consistent_commutative"],
+        consistent_noncommutative=raw["consistent_noncommutative"],
+        ops=raw["ops"],
+        messages=raw["messages"],
+        bytes=raw["bytes"],
+        algorithm=s.algorithm,
+        P=s.P,
+        count=s.count,
+    )
+
+
+def verify(schedule: Schedule, commutative: bool = True, max_diagnostics: int = 20) -> VerifyResult:
+    """Execute `schedule` symbolically and check it (see DESIGN.md, "Verifier").
+
+    commutative: whether the reduction op may swap operands. With False, every reduced element
+    must be combined in rank order with the same tree on every rank.
+    """
+    if max_diagnostics < 0:
+        raise ValueError("max_diagnostics must be >= 0")
+    return _result(_core.verify(schedule, commutative, max_diagnostics), schedule)
+
+
+def verify_algorithm(
+    algorithm: str | Algorithm,
+    P: int,
+    count: int,
+    elem_size: int = 8,
+    root: int = 0,
+    commutative: bool | None = None,
+) -> VerifyResult:
+    """Generate and verify. commutative=None: as the algorithm declares (non-commutative unless
+    it requires a commutative op)."""
+    algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
+    if commutative is None:
+        commutative = bool(algo.spec["restrictions"]["commutative_op"])
+    return verify(algo.generate(P, count, elem_size, root), commutative=commutative)

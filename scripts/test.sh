@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Set up collkit with its test dependencies and run the whole test suite:
+#   1. the C++ core under AddressSanitizer + UBSan (its own CMake build, C++ unit tests),
+#   2. lint (ruff),
+#   3. pytest over everything the user touches.
+# Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh test
+
+echo "== C++ core under ASan + UBSan"
+cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCOLLKIT_SANITIZE=ON -DCOLLKIT_PYTHON=OFF -DCOLLKIT_TESTS=ON >/dev/null
+cmake --build build/sanitize -j 2
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build/sanitize --output-on-failure
+
+echo "== ruff"
+.venv/bin/python -m ruff check python tests benchmarks
+.venv/bin/python -m ruff format --check python tests benchmarks
+
+echo "== pytest"
+.venv/bin/python -m pytest "$@"

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Set up collkit and take the tour: list, show, verify, simulate and run algorithms on this machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+exec .venv/bin/collkit tour "$@"
