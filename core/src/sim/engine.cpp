@@ -215,6 +215,7 @@ class Engine {
     port_free_.assign(P, 0.0);
     recv_free_.assign(P, 0.0);
     finish_.assign(P, 0.0);
+    started_.assign(P, 0);
     queue_.clear();
     rendezvous_.clear();
     messages_ = 0;
@@ -282,11 +283,14 @@ class Engine {
   }
 
   void start_rank(uint32_t r) {
+    started_[r] = 1;
     const size_t b = rank_op_begin_[r], e = rank_op_begin_[r + 1];
     for (size_t k = b; k < e; ++k) {
       const uint32_t i = static_cast<uint32_t>(k - b);
-      if (ops_[k].pending == 0)
+      if (ops_[k].pending == 0) {
+        if (record_ && ops_[k].kind() == OpKind::recv) op_start_[k] = now_;
         ready(r, i, kNone);
+      }
       else if (ops_[k].pending == kMsgBit && record_)
         op_start_[k] = now_;  // a recv without deps is posted at once
     }
@@ -445,7 +449,8 @@ class Engine {
       msg_arrive_[m] = now_;
     }
     const uint32_t p = (ops_[kj].pending &= ~kMsgBit);
-    if (p == 0) ready(r, j, ks);
+    // A rank that has not started yet (arrival skew) finds the message when it starts.
+    if (p == 0 && started_[r]) ready(r, j, ks);
   }
 
   uint32_t find_recv(uint32_t r, uint32_t q, uint32_t seq) {
@@ -503,6 +508,7 @@ class Engine {
 
   // State of a trial.
   std::vector<double> cpu_free_, port_free_, recv_free_, finish_;
+  std::vector<uint8_t> started_;
   EventQueue queue_;
   std::vector<std::pair<uint32_t, uint32_t>> now_stack_;
   std::unordered_map<uint64_t, Rendezvous> rendezvous_;  // by the receive's global op index
