@@ -7,13 +7,15 @@ import math
 
 import numpy as np
 import pytest
-from builder import KIND, Ops, RankWriter, empty
 
 import collkit
+from builder import KIND, Ops, RankWriter, empty
 from collkit.simulate import closed_form_rd_postal, simulate
 
 
-def two_ranks(n_elems: int = 10, elem_size: int = 1, P: int = 2) -> tuple[Ops, RankWriter, RankWriter]:
+def two_ranks(
+    n_elems: int = 10, elem_size: int = 1, P: int = 2
+) -> tuple[Ops, RankWriter, RankWriter]:
     ops = empty("allreduce", P, max(n_elems, 1))
     ops.elem_size = elem_size
     return ops, RankWriter(ops, 0), RankWriter(ops, 1)
@@ -331,7 +333,7 @@ def test_unmatched_send_and_receive_are_errors() -> None:
         simulate(ops.build())
     ops, _, r1 = two_ranks(1)
     r1.recv(0, "out", 0, 1)
-    with pytest.raises(collkit.CollkitError, match="stalled.*rank 1 op 0.*unmatched receive"):
+    with pytest.raises(collkit.CollkitError, match=r"stalled.*rank 1 op 0.*unmatched receive"):
         simulate(ops.build())
 
 
