@@ -95,6 +95,8 @@ nb::dict result_dict(SimResult&& r) {
   d["events"] = r.events;
   d["load_seconds"] = r.load_seconds;
   d["run_seconds"] = r.run_seconds;
+  d["load_cpu_seconds"] = r.load_cpu_seconds;
+  d["run_cpu_seconds"] = r.run_cpu_seconds;
   d["memory_bytes"] = r.memory_bytes;
   d["finish"] = to_numpy(std::move(r.finish));
   d["makespans"] = to_numpy(std::move(r.makespans));

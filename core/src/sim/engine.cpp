@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <unordered_map>
 
+#include "collkit/big_alloc.hpp"
 #include "collkit/error.hpp"
 #include "collkit/sim/critical_path.hpp"
 #include "event_queue.hpp"
@@ -27,9 +29,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kDeliver = 3 };
 
 // An op as the engine needs it, with its trial state beside it so that handling an op touches
-// one cache line: 24 bytes.
+// one cache line: 32 bytes.
 struct SimOp {
   double amount;      // send / recv: bytes; local ops: ns
+  uint64_t match;     // send: global index of its receive; recv: of its send (see link)
   int32_t peer;       // send / recv
   uint32_t kind_seq;  // kind << 29 | sequence number of a send among this rank's sends to `peer`
   uint32_t pending;   // deps not yet complete, | kMsgBit for a recv whose message is missing
@@ -37,7 +40,7 @@ struct SimOp {
   OpKind kind() const { return static_cast<OpKind>(kind_seq >> 29); }
   uint32_t seq() const { return kind_seq & kSeqMask; }
 };
-static_assert(sizeof(SimOp) == 24);
+static_assert(sizeof(SimOp) == 32);
 
 struct RecvKey {  // a rank's receives sorted by (peer, op): the k-th from q is at lower_bound + k
   int32_t peer;
@@ -53,6 +56,8 @@ struct Rendezvous {  // a large message delivered, its send waiting for the rece
 double elapsed(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+// CPU time of this process: on a shared machine it says what the engine cost, wall time not.
+double cpu_now() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
 class Engine {
  public:
@@ -118,7 +123,7 @@ class Engine {
       const Op& op = v.ops[i];
       if (op.len < 0) fail(ErrorKind::invalid_argument, where(i) + " has a negative length");
       const double len = static_cast<double>(op.len);
-      SimOp s{0, op.peer, static_cast<uint32_t>(op.kind) << 29, 0, 0};
+      SimOp s{0, kNone, op.peer, static_cast<uint32_t>(op.kind) << 29, 0, 0};
       uint32_t pending = static_cast<uint32_t>(v.deps_of(i).size());
       switch (op.kind) {
         case OpKind::send:
@@ -170,11 +175,35 @@ class Engine {
 
   int64_t loaded() const { return static_cast<int64_t>(rank_op_begin_.size()) - 1; }
 
-  SimResult run() {
+  // Pairs every send with its receive once, so that a message goes straight to its receive.
+  void link() {
     if (loaded() != P_) fail(ErrorKind::invalid_argument, "not every rank was loaded");
+    for (uint32_t q = 0; q < P_; ++q)
+      for (size_t ks = rank_op_begin_[q]; ks < rank_op_begin_[q + 1]; ++ks) {
+        SimOp& sop = ops_[ks];
+        if (sop.kind() != OpKind::send) continue;
+        const uint32_t r = static_cast<uint32_t>(sop.peer);
+        const uint32_t j = find_recv(r, q, sop.seq());
+        const size_t kj = rank_op_begin_[r] + j;
+        if (ops_[kj].amount < sop.amount)
+          fail(ErrorKind::invalid_argument,
+               "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
+                   std::to_string(static_cast<int64_t>(ops_[kj].amount)) + " bytes but rank " +
+                   std::to_string(q) + " op " + std::to_string(ks - rank_op_begin_[q]) +
+                   " sends " + std::to_string(static_cast<int64_t>(sop.amount)));
+        sop.match = kj;
+        ops_[kj].match = ks;
+      }
+    BigVector<RecvKey>().swap(recv_index_);  // no longer needed
+    BigVector<uint64_t>().swap(rank_recv_begin_);
+  }
+
+  SimResult run() {
+    link();
     SimResult res;
     res.P = P_;
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_now();
     for (int64_t trial = 0; trial < opt_.trials; ++trial) {
       const bool record = opt_.record && trial == 0;
       run_trial(static_cast<uint64_t>(trial), record);
@@ -183,13 +212,13 @@ class Engine {
       res.makespans.push_back(makespan);
       res.events += static_cast<int64_t>(ops_.size()) + messages_;
       if (trial == 0) {
-        res.finish = finish_;
+        res.finish.assign(finish_.begin(), finish_.end());
         res.messages = messages_;
         res.bytes = static_cast<int64_t>(bytes_);
         res.ops = static_cast<int64_t>(ops_.size());
       }
       if (record) {
-        res.rank_op_begin = rank_op_begin_;
+        res.rank_op_begin.assign(rank_op_begin_.begin(), rank_op_begin_.end());
         res.critical_path = critical_path(op_end_, cause_);
         res.op_start = std::move(op_start_);
         res.op_end = std::move(op_end_);
@@ -200,6 +229,7 @@ class Engine {
       }
     }
     res.run_seconds = elapsed(t0);
+    res.run_cpu_seconds = cpu_now() - c0;
     res.memory_bytes = memory_bytes();
     return res;
   }
@@ -245,6 +275,7 @@ class Engine {
     drain();
     while (!queue_.empty()) {
       const Event e = queue_.pop();
+      prefetch_ahead();
       now_ = e.t;
       const uint32_t op = e.op_type >> 2;
       switch (e.op_type & 3) {
@@ -267,6 +298,22 @@ class Engine {
   }
 
   size_t g(uint32_t r, uint32_t i) const { return rank_op_begin_[r] + i; }
+
+  // Events due at the same time are handled rank after rank, each touching ops far apart in
+  // memory: start loading the ops of the events a few places ahead, and (for messages) the
+  // receive they go to, so that the memory latency overlaps the work of the events in between.
+  void prefetch_ahead() const {
+    if (const Event* f = queue_.peek(8)) {
+      __builtin_prefetch(&ops_[g(f->rank, f->op_type >> 2)]);
+      __builtin_prefetch(&finish_[f->rank]);
+    }
+    if (const Event* f = queue_.peek(4); f != nullptr && (f->op_type & 3) >= kArrive) {
+      const SimOp& sop = ops_[g(f->rank, f->op_type >> 2)];
+      __builtin_prefetch(&ops_[sop.match]);
+      __builtin_prefetch(&rank_op_begin_[static_cast<uint32_t>(sop.peer)]);
+    }
+  }
+
   double noise() { return has_noise_ ? sample(opt_.noise, rng_) : 0.0; }
   void at(double t, uint32_t r, uint32_t i, EventType type) {
     if (t <= now_)
@@ -430,14 +477,8 @@ class Engine {
     const size_t ks = g(q, k);
     const SimOp& sop = ops_[ks];
     const uint32_t r = static_cast<uint32_t>(sop.peer);
-    const uint32_t j = find_recv(r, q, sop.seq());
-    const size_t kj = g(r, j);
-    if (ops_[kj].amount < sop.amount)
-      fail(ErrorKind::invalid_argument,
-           "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
-               std::to_string(static_cast<int64_t>(ops_[kj].amount)) + " bytes but rank " +
-               std::to_string(q) + " op " + std::to_string(k) + " sends " +
-               std::to_string(static_cast<int64_t>(sop.amount)));
+    const size_t kj = sop.match;
+    const uint32_t j = static_cast<uint32_t>(kj - rank_op_begin_[r]);
     if (m_.is_logp_family() && sop.amount > m_.S) {
       auto it = pending_cpu_end_.find(ks);
       rendezvous_[kj] = Rendezvous{q, k, it->second};
@@ -498,17 +539,18 @@ class Engine {
   bool has_topology_ = false, has_noise_ = false, record_ = false;
 
   // Programs, compact and read-only after loading.
-  std::vector<SimOp> ops_;
-  std::vector<uint32_t> ndeps_;  // SimOp::pending at the start of a trial
-  std::vector<uint32_t> succ_;
-  std::vector<RecvKey> recv_index_;
-  std::vector<uint64_t> rank_op_begin_, rank_succ_begin_, rank_recv_begin_;
+  // Big arrays on transparent huge pages: at 10^6 ranks, 4 KiB pages made every op a TLB miss.
+  BigVector<SimOp> ops_;
+  BigVector<uint32_t> ndeps_;  // SimOp::pending at the start of a trial
+  BigVector<uint32_t> succ_;
+  BigVector<RecvKey> recv_index_;
+  BigVector<uint64_t> rank_op_begin_, rank_succ_begin_, rank_recv_begin_;
   std::vector<uint32_t> tmp_count_, tmp_succ_end_;
   std::vector<RecvKey> tmp_sends_;
 
   // State of a trial.
-  std::vector<double> cpu_free_, port_free_, recv_free_, finish_;
-  std::vector<uint8_t> started_;
+  BigVector<double> cpu_free_, port_free_, recv_free_, finish_;
+  BigVector<uint8_t> started_;
   EventQueue queue_;
   std::vector<std::pair<uint32_t, uint32_t>> now_stack_;
   std::unordered_map<uint64_t, Rendezvous> rendezvous_;  // by the receive's global op index
@@ -531,17 +573,20 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
   if (!schedule.complete())
     fail(ErrorKind::invalid_argument, "the schedule does not hold all P ranks");
   const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = cpu_now();
   Engine e(schedule.header, options);
   e.reserve(schedule.total_ops(), schedule.total_deps(), schedule.total_ops());
   for (int64_t r = 0; r < schedule.header.P; ++r) e.load_rank(schedule.rank(r));
-  const double load = elapsed(t0);
+  const double load = elapsed(t0), load_cpu = cpu_now() - c0;
   SimResult res = e.run();
   res.load_seconds = load;
+  res.load_cpu_seconds = load_cpu;
   return res;
 }
 
 SimResult simulate(const Bound& bound, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = cpu_now();
   const ScheduleHeader& h = bound.header();
   Engine e(h, options);
   RankProgram p;
@@ -561,9 +606,10 @@ SimResult simulate(const Bound& bound, const SimOptions& options) {
     bound.generate_rank(r, p);
     e.load_rank(p.view());
   }
-  const double load = elapsed(t0);
+  const double load = elapsed(t0), load_cpu = cpu_now() - c0;
   SimResult res = e.run();
   res.load_seconds = load;
+  res.load_cpu_seconds = load_cpu;
   return res;
 }
 

@@ -42,6 +42,11 @@ class EventQueue {
     --size_;
     return e;
   }
+  // The k-th next event due at the time of the last one popped, if there is one.
+  const Event* peek(size_t k) const {
+    const auto& b = buckets_[0];
+    return b.size() > k ? &b[b.size() - 1 - k] : nullptr;
+  }
   void clear() {
     for (auto& b : buckets_) b.clear();
     last_ = 0;

@@ -51,7 +51,8 @@ struct SimResult {
   int64_t bytes = 0;              // per trial
   int64_t ops = 0;                // per trial
   int64_t events = 0;             // ops + messages, all trials
-  double load_seconds = 0, run_seconds = 0;
+  double load_seconds = 0, run_seconds = 0;          // wall clock
+  double load_cpu_seconds = 0, run_cpu_seconds = 0;  // CPU time of the process
   size_t memory_bytes = 0;  // the engine's arrays
 
   // With SimOptions::record (trial 0). Ops are numbered globally, rank by rank, in op order.
