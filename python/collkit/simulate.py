@@ -365,8 +365,10 @@ class SimResult:
     bytes_sent: int
     ops: int
     events: int
-    load_seconds: float
-    run_seconds: float
+    load_seconds: float  # wall clock: generating and reading the programs
+    run_seconds: float  # wall clock: the event loop, all trials
+    load_cpu_seconds: float  # CPU time of the same (what it cost on a shared machine)
+    run_cpu_seconds: float
     memory_bytes: int
     schedule: Schedule | None = None
     rank_op_begin: IndexArray | None = None
@@ -504,6 +506,8 @@ def simulate(
         finish=d["finish"], makespans=d["makespans"], messages=int(d["messages"]),
         bytes_sent=int(d["bytes"]), ops=int(d["ops"]), events=int(d["events"]),
         load_seconds=float(d["load_seconds"]), run_seconds=float(d["run_seconds"]),
+        load_cpu_seconds=float(d["load_cpu_seconds"]),
+        run_cpu_seconds=float(d["run_cpu_seconds"]),
         memory_bytes=int(d["memory_bytes"]), schedule=schedule,
     )
     if timeline:
