@@ -80,7 +80,7 @@ def test_messages_and_bytes_are_counted() -> None:
 
 
 def test_streamed_generator_and_whole_schedule_agree() -> None:
-    for P in (1, 7, 13):
+    for P in (1, 7, 13, 130):  # 130: ranks are stored in blocks of 64, with holes
         a = simulate("allreduce:rd", P, bytes=100, model="loggp", G=0.3, noise="uniform(0,20ns)",
                      trials=3, seed=5)
         b = simulate(collkit.generate("allreduce:rd", P, 13), model="loggp", G=0.3,
@@ -311,6 +311,19 @@ def test_critical_path_of_rd_spans_the_run() -> None:
     assert r.op_start[cp[0]] == 0.0
     assert np.all(np.diff(r.op_end[cp]) >= 0)
     assert len(set(r.op_rank()[cp])) > 1  # it crosses ranks through messages
+
+
+def test_recording_across_blocks_of_ranks() -> None:
+    r = simulate("allreduce:rd", 100, bytes=8, model="loggp", noise="uniform(0,50ns)",
+                 timeline=True)
+    assert r.op_end is not None and r.op_start is not None and r.critical_path is not None
+    assert np.nanmax(r.op_end) == r.makespan and not np.isnan(r.op_end).any()
+    rank = r.op_rank()
+    for q in range(r.P):  # each rank's last op ends when the rank finishes
+        assert r.op_end[rank == q].max() == r.finish[q]
+    assert r.op_end[r.critical_path[-1]] == r.makespan
+    assert r.msg_send is not None and r.msg_recv is not None
+    assert np.all(r.op_rank()[r.msg_send] != r.op_rank()[r.msg_recv])
 
 
 def test_recorded_messages_and_ops() -> None:

@@ -31,16 +31,24 @@ enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kDeliver = 3 };
 // An op as the engine needs it, with its trial state beside it so that handling an op touches
 // one cache line: 32 bytes.
 struct SimOp {
-  double amount;      // send / recv: bytes; local ops: ns
-  uint64_t match;     // send: global index of its receive; recv: of its send (see link)
-  int32_t peer;       // send / recv
-  uint32_t kind_seq;  // kind << 29 | sequence number of a send among this rank's sends to `peer`
-  uint32_t pending;   // deps not yet complete, | kMsgBit for a recv whose message is missing
-  uint32_t succ_end;  // end of its successors in succ_, relative to its rank's base
+  double amount;        // send / recv: bytes; local ops: ns
+  int32_t peer;         // send / recv
+  uint32_t kind_seq;    // kind << 29 | sequence number of a send among this rank's sends to `peer`
+  uint32_t pending;     // deps not yet complete, | kMsgBit for a recv whose message is missing
+  uint32_t match;       // send: op index of its receive at `peer`; recv: of its send (see link)
+  uint32_t succ_begin;  // its successors in succ_, relative to its rank's base
+  uint32_t succ_count;
   OpKind kind() const { return static_cast<OpKind>(kind_seq >> 29); }
   uint32_t seq() const { return kind_seq & kSeqMask; }
 };
 static_assert(sizeof(SimOp) == 32);
+constexpr uint32_t kHole = 7u << 29;  // kind of a slot no op fills (see Engine::g)
+
+// Ranks are stored in blocks of kBlock: op i of the ranks of a block sit side by side. The ranks
+// of a collective mostly do the same step at the same time, so the engine walks memory in order
+// where a rank-by-rank layout would touch one line per rank, kilobytes apart.
+constexpr int kBlockShift = 6;
+constexpr uint32_t kBlock = 1u << kBlockShift;
 
 struct RecvKey {  // a rank's receives sorted by (peer, op): the k-th from q is at lower_bound + k
   int32_t peer;
@@ -73,6 +81,8 @@ class Engine {
     has_topology_ = opt.topology.kind != TopoKind::none || opt.topology.intra > 0;
     has_noise_ = opt.noise.kind != DistKind::none;
     rank_op_begin_.reserve(static_cast<size_t>(P_) + 1);
+    block_begin_.reserve(static_cast<size_t>(P_ >> kBlockShift) + 2);
+    block_begin_.push_back(0);
     rank_succ_begin_.reserve(static_cast<size_t>(P_) + 1);
     rank_recv_begin_.reserve(static_cast<size_t>(P_) + 1);
     rank_op_begin_.push_back(0);
@@ -109,7 +119,7 @@ class Engine {
         ++tmp_count_[d + 1];
       }
     for (uint32_t i = 0; i < n; ++i) tmp_count_[i + 1] += tmp_count_[i];
-    for (uint32_t i = 0; i < n; ++i) tmp_succ_end_[i] = tmp_count_[i + 1];
+    for (uint32_t i = 0; i < n; ++i) tmp_succ_end_[i] = tmp_count_[i];  // begins
     const size_t sbase = succ_.size();
     succ_.resize(sbase + tmp_count_[n]);
     for (uint32_t i = 0; i < n; ++i)
@@ -123,7 +133,7 @@ class Engine {
       const Op& op = v.ops[i];
       if (op.len < 0) fail(ErrorKind::invalid_argument, where(i) + " has a negative length");
       const double len = static_cast<double>(op.len);
-      SimOp s{0, kNone, op.peer, static_cast<uint32_t>(op.kind) << 29, 0, 0};
+      SimOp s{0, op.peer, static_cast<uint32_t>(op.kind) << 29, 0, 0, 0, 0};
       uint32_t pending = static_cast<uint32_t>(v.deps_of(i).size());
       switch (op.kind) {
         case OpKind::send:
@@ -155,45 +165,64 @@ class Engine {
                                                 std::to_string(i) + " has an unknown kind");
       }
       s.pending = pending;
-      s.succ_end = tmp_succ_end_[i];
-      ops_.push_back(s);
-      ndeps_.push_back(pending);
+      s.succ_begin = tmp_succ_end_[i];
+      s.succ_count = static_cast<uint32_t>(tmp_count_[i] - tmp_succ_end_[i]);
+      staged_.push_back(s);
     }
     std::sort(tmp_sends_.begin(), tmp_sends_.end());
-    const size_t obase = ops_.size() - n;
+    const size_t obase = staged_.size() - n;
     for (size_t k = 0; k < tmp_sends_.size(); ++k) {
       uint32_t seq = 0;
       if (k > 0 && tmp_sends_[k - 1].peer == tmp_sends_[k].peer)
-        seq = (ops_[obase + tmp_sends_[k - 1].op].kind_seq & kSeqMask) + 1;
-      ops_[obase + tmp_sends_[k].op].kind_seq |= seq;
+        seq = (staged_[obase + tmp_sends_[k - 1].op].kind_seq & kSeqMask) + 1;
+      staged_[obase + tmp_sends_[k].op].kind_seq |= seq;
     }
     std::sort(recv_index_.begin() + static_cast<std::ptrdiff_t>(rbase), recv_index_.end());
-    rank_op_begin_.push_back(ops_.size());
+    rank_op_begin_.push_back(rank_op_begin_.back() + n);
     rank_succ_begin_.push_back(succ_.size());
     rank_recv_begin_.push_back(recv_index_.size());
+    staged_begin_.push_back(staged_.size());
+    if (staged_begin_.size() == kBlock + 1 || loaded() == P_) flush_block();
+  }
+
+  // Writes the staged ranks of a block, op i of each side by side (holes where a rank has fewer).
+  void flush_block() {
+    const size_t nr = staged_begin_.size() - 1;
+    size_t width = 0;
+    for (size_t q = 0; q < nr; ++q) width = std::max(width, staged_begin_[q + 1] - staged_begin_[q]);
+    const size_t base = ops_.size();
+    ops_.resize(base + width * kBlock, SimOp{0, -1, kHole, 0, 0, 0, 0});
+    for (size_t q = 0; q < nr; ++q)
+      for (size_t i = 0; i < staged_begin_[q + 1] - staged_begin_[q]; ++i)
+        ops_[base + (i << kBlockShift) + q] = staged_[staged_begin_[q] + i];
+    block_begin_.push_back(ops_.size());
+    staged_.clear();
+    staged_begin_.assign(1, 0);
   }
 
   int64_t loaded() const { return static_cast<int64_t>(rank_op_begin_.size()) - 1; }
+  size_t ops_of(uint32_t r) const { return rank_op_begin_[r + 1] - rank_op_begin_[r]; }
 
   // Pairs every send with its receive once, so that a message goes straight to its receive.
   void link() {
     if (loaded() != P_) fail(ErrorKind::invalid_argument, "not every rank was loaded");
     for (uint32_t q = 0; q < P_; ++q)
-      for (size_t ks = rank_op_begin_[q]; ks < rank_op_begin_[q + 1]; ++ks) {
-        SimOp& sop = ops_[ks];
+      for (uint32_t i = 0; i < ops_of(q); ++i) {
+        SimOp& sop = ops_[g(q, i)];
         if (sop.kind() != OpKind::send) continue;
         const uint32_t r = static_cast<uint32_t>(sop.peer);
         const uint32_t j = find_recv(r, q, sop.seq());
-        const size_t kj = rank_op_begin_[r] + j;
-        if (ops_[kj].amount < sop.amount)
+        SimOp& rop = ops_[g(r, j)];
+        if (rop.amount < sop.amount)
           fail(ErrorKind::invalid_argument,
                "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
-                   std::to_string(static_cast<int64_t>(ops_[kj].amount)) + " bytes but rank " +
-                   std::to_string(q) + " op " + std::to_string(ks - rank_op_begin_[q]) +
-                   " sends " + std::to_string(static_cast<int64_t>(sop.amount)));
-        sop.match = kj;
-        ops_[kj].match = ks;
+                   std::to_string(static_cast<int64_t>(rop.amount)) + " bytes but rank " +
+                   std::to_string(q) + " op " + std::to_string(i) + " sends " +
+                   std::to_string(static_cast<int64_t>(sop.amount)));
+        sop.match = j;
+        rop.match = i;
       }
+    for (size_t k = 0; k < ops_.size(); ++k) ndeps_.push_back(ops_[k].pending);
     BigVector<RecvKey>().swap(recv_index_);  // no longer needed
     BigVector<uint64_t>().swap(rank_recv_begin_);
   }
@@ -210,20 +239,33 @@ class Engine {
       double makespan = 0;
       for (double f : finish_) makespan = std::max(makespan, f);
       res.makespans.push_back(makespan);
-      res.events += static_cast<int64_t>(ops_.size()) + messages_;
+      res.events += static_cast<int64_t>(total_ops()) + messages_;
       if (trial == 0) {
         res.finish.assign(finish_.begin(), finish_.end());
         res.messages = messages_;
         res.bytes = static_cast<int64_t>(bytes_);
-        res.ops = static_cast<int64_t>(ops_.size());
+        res.ops = static_cast<int64_t>(total_ops());
       }
       if (record) {
         res.rank_op_begin.assign(rank_op_begin_.begin(), rank_op_begin_.end());
+        // Back from the block layout to ops numbered rank by rank.
+        std::vector<uint64_t> index(ops_.size(), kNone);
+        for (uint32_t r = 0; r < P_; ++r)
+          for (uint32_t i = 0; i < ops_of(r); ++i) index[g(r, i)] = rank_op_begin_[r] + i;
+        auto by_rank = [&](const std::vector<double>& v) {
+          std::vector<double> out(total_ops());
+          for (size_t k = 0; k < v.size(); ++k)
+            if (index[k] != kNone) out[index[k]] = v[k];
+          return out;
+        };
         res.critical_path = critical_path(op_end_, cause_);
-        res.op_start = std::move(op_start_);
-        res.op_end = std::move(op_end_);
+        for (auto& k : res.critical_path) k = index[k];
+        res.op_start = by_rank(op_start_);
+        res.op_end = by_rank(op_end_);
         res.msg_send = std::move(msg_send_);
         res.msg_recv = std::move(msg_recv_);
+        for (auto& k : res.msg_send) k = index[k];
+        for (auto& k : res.msg_recv) k = k == kNone ? kNone : index[k];
         res.msg_depart = std::move(msg_depart_);
         res.msg_arrive = std::move(msg_arrive_);
       }
@@ -294,10 +336,15 @@ class Engine {
       }
       drain();
     }
-    if (done_ != ops_.size()) stalled();
+    if (done_ != total_ops()) stalled();
   }
 
-  size_t g(uint32_t r, uint32_t i) const { return rank_op_begin_[r] + i; }
+  // Where op i of rank r lives (see kBlock).
+  size_t g(uint32_t r, uint32_t i) const {
+    return block_begin_[r >> kBlockShift] + (static_cast<size_t>(i) << kBlockShift) +
+           (r & (kBlock - 1));
+  }
+  size_t total_ops() const { return rank_op_begin_.back(); }
 
   // Events due at the same time are handled rank after rank, each touching ops far apart in
   // memory: start loading the ops of the events a few places ahead, and (for messages) the
@@ -309,8 +356,7 @@ class Engine {
     }
     if (const Event* f = queue_.peek(4); f != nullptr && (f->op_type & 3) >= kArrive) {
       const SimOp& sop = ops_[g(f->rank, f->op_type >> 2)];
-      __builtin_prefetch(&ops_[sop.match]);
-      __builtin_prefetch(&rank_op_begin_[static_cast<uint32_t>(sop.peer)]);
+      __builtin_prefetch(&ops_[g(static_cast<uint32_t>(sop.peer), sop.match)]);
     }
   }
 
@@ -331,9 +377,9 @@ class Engine {
 
   void start_rank(uint32_t r) {
     started_[r] = 1;
-    const size_t b = rank_op_begin_[r], e = rank_op_begin_[r + 1];
-    for (size_t k = b; k < e; ++k) {
-      const uint32_t i = static_cast<uint32_t>(k - b);
+    const uint32_t n = static_cast<uint32_t>(ops_of(r));
+    for (uint32_t i = 0; i < n; ++i) {
+      const size_t k = g(r, i);
       if (ops_[k].pending == 0) {
         if (record_ && ops_[k].kind() == OpKind::recv) op_start_[k] = now_;
         ready(r, i, kNone);
@@ -358,7 +404,7 @@ class Engine {
       }
     }
     const size_t sb = rank_succ_begin_[r];
-    const uint32_t first = i == 0 ? 0 : ops_[k - 1].succ_end, last = ops_[k].succ_end;
+    const uint32_t first = ops_[k].succ_begin, last = first + ops_[k].succ_count;
     for (uint32_t s = first; s < last; ++s) {
       const uint32_t j = succ_[sb + s];
       const size_t kj = g(r, j);
@@ -477,8 +523,8 @@ class Engine {
     const size_t ks = g(q, k);
     const SimOp& sop = ops_[ks];
     const uint32_t r = static_cast<uint32_t>(sop.peer);
-    const size_t kj = sop.match;
-    const uint32_t j = static_cast<uint32_t>(kj - rank_op_begin_[r]);
+    const uint32_t j = sop.match;
+    const size_t kj = g(r, j);
     if (m_.is_logp_family() && sop.amount > m_.S) {
       auto it = pending_cpu_end_.find(ks);
       rendezvous_[kj] = Rendezvous{q, k, it->second};
@@ -506,11 +552,11 @@ class Engine {
   }
 
   [[noreturn]] void stalled() {
-    size_t stuck = ops_.size() - done_;
+    size_t stuck = total_ops() - done_;
     for (uint32_t r = 0; r < P_; ++r)
-      for (size_t k = rank_op_begin_[r]; k < rank_op_begin_[r + 1]; ++k) {
+      for (uint32_t i = 0; i < ops_of(r); ++i) {
+        const size_t k = g(r, i);
         if (ops_[k].pending == 0) continue;
-        const uint32_t i = static_cast<uint32_t>(k - rank_op_begin_[r]);
         std::string why = ops_[k].pending == kMsgBit
                               ? "its message from rank " + std::to_string(ops_[k].peer) +
                                     " never came (unmatched receive)"
@@ -544,7 +590,11 @@ class Engine {
   BigVector<uint32_t> ndeps_;  // SimOp::pending at the start of a trial
   BigVector<uint32_t> succ_;
   BigVector<RecvKey> recv_index_;
-  BigVector<uint64_t> rank_op_begin_, rank_succ_begin_, rank_recv_begin_;
+  BigVector<uint64_t> rank_op_begin_;  // ops numbered rank by rank: where each rank's begin
+  BigVector<uint64_t> block_begin_;    // where each block of kBlock ranks begins in ops_
+  BigVector<uint64_t> rank_succ_begin_, rank_recv_begin_;
+  std::vector<SimOp> staged_;  // the ranks of the block being loaded, rank by rank
+  std::vector<size_t> staged_begin_{0};
   std::vector<uint32_t> tmp_count_, tmp_succ_end_;
   std::vector<RecvKey> tmp_sends_;
 
