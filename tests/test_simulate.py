@@ -394,3 +394,22 @@ def test_message_larger_than_its_receive_is_an_error() -> None:
 def test_bad_input_raises_a_collkit_error(kwargs: dict[str, object]) -> None:
     with pytest.raises(collkit.CollkitError):
         simulate("allreduce:rd", 4, **kwargs)  # type: ignore[arg-type]
+
+
+# --- every registered algorithm ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [a["name"] for a in collkit.algorithms()])
+@pytest.mark.parametrize("model", ["postal", "pipelined-postal", "logp", "loggp", "loggops"])
+def test_every_algorithm_simulates_under_every_model(name: str, model: str) -> None:
+    for P in (1, 2, 3, 5, 7, 8, 16, 31, 64, 65):
+        try:
+            bound = collkit.Algorithm(name)
+            s = bound.generate(P, 3, 8, 0)
+        except collkit.UnsupportedError:
+            continue  # e.g. an algorithm for powers of two only
+        r = simulate(s, model=model, noise="exponential(10ns)", trials=2, seed=P)
+        assert r.ops == s.total_ops
+        assert np.all(np.isfinite(r.makespans)) and np.all(r.makespans >= 0)
+        assert r.finish.shape == (P,) and r.makespan == r.finish.max()
+        assert (r.messages > 0) == (P > 1)
