@@ -64,8 +64,11 @@ def machine() -> str:
     except OSError:
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False, cwd=Path(__file__).parent).stdout.strip()
     return (f"{platform.node()}: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}, "
-            f"Python {platform.python_version()}; load average {load:.1f} at the start")
+            f"Python {platform.python_version()}; load average {load:.1f} at the start; "
+            f"commit {commit or '?'}")
 
 
 def main() -> int:

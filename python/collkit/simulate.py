@@ -397,7 +397,7 @@ class SimResult:
         """The rank of every recorded op."""
         if self.rank_op_begin is None:
             raise _bad("per-op data was not recorded: simulate with timeline=True")
-        counts = np.diff(self.rank_op_begin.astype(np.int64))
+        counts = np.diff(self.rank_op_begin).astype(np.int64)
         return np.repeat(np.arange(self.P, dtype=np.int64), counts)
 
     def events_per_second(self) -> float:
