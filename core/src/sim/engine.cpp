@@ -92,7 +92,7 @@ class Engine {
 
   void reserve(size_t ops, size_t deps, size_t recvs) {
     ops_.reserve(ops);
-    ndeps_.reserve(ops);
+    if (opt_.trials > 1) ndeps_.reserve(ops);
     succ_.reserve(deps);
     recv_index_.reserve(recvs);
   }
@@ -222,7 +222,8 @@ class Engine {
         sop.match = j;
         rop.match = i;
       }
-    for (size_t k = 0; k < ops_.size(); ++k) ndeps_.push_back(ops_[k].pending);
+    if (opt_.trials > 1)  // a trial counts down SimOp::pending: later trials start again here
+      for (size_t k = 0; k < ops_.size(); ++k) ndeps_.push_back(ops_[k].pending);
     BigVector<RecvKey>().swap(recv_index_);  // no longer needed
     BigVector<uint64_t>().swap(rank_recv_begin_);
   }
@@ -281,7 +282,8 @@ class Engine {
   void run_trial(uint64_t trial, bool record) {
     record_ = record;
     rng_ = Rng(opt_.seed * 0x9e3779b97f4a7c15ULL + trial * 0xd1b54a32d192ed03ULL + 1);
-    for (size_t k = 0; k < ops_.size(); ++k) ops_[k].pending = ndeps_[k];
+    if (trial > 0)
+      for (size_t k = 0; k < ops_.size(); ++k) ops_[k].pending = ndeps_[k];
     const size_t P = static_cast<size_t>(P_);
     cpu_free_.assign(P, 0.0);
     port_free_.assign(P, 0.0);
