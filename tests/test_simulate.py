@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import collkit
 from builder import KIND, Ops, RankWriter, empty
@@ -413,3 +415,41 @@ def test_every_algorithm_simulates_under_every_model(name: str, model: str) -> N
         assert np.all(np.isfinite(r.makespans)) and np.all(r.makespans >= 0)
         assert r.finish.shape == (P,) and r.makespan == r.finish.max()
         assert (r.messages > 0) == (P > 1)
+
+
+# --- hostile schedules ---------------------------------------------------------------------------
+
+
+@st.composite
+def random_schedules(draw: st.DrawFn) -> collkit.Schedule:
+    """Small schedules with arbitrary ops: unmatched messages, bad peers, cycles, negative sizes."""
+    P = draw(st.integers(1, 5))
+    ops = empty("allreduce", P, 4)
+    for r in range(P):
+        w = RankWriter(ops, r)
+        n = draw(st.integers(0, 6))
+        for i in range(n):
+            kind = draw(st.sampled_from(list(KIND)))
+            deps = draw(st.lists(st.integers(0, i), max_size=2))  # i: a self-dependency
+            peer = draw(st.integers(-1, P))
+            length = draw(st.integers(-1, 4))
+            if kind in ("send", "recv"):
+                w._add(kind=KIND[kind], peer=peer, len=length, deps=deps)
+            else:
+                w._add(kind=KIND[kind], len=length, deps=deps, src=0, buf=1)
+
+    try:
+        return ops.build()
+    except collkit.CollkitError:
+        return collkit.generate("allreduce:rd", P, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(random_schedules(), st.sampled_from(["postal", "pipelined-postal", "loggops"]))
+def test_hostile_schedules_finish_or_raise_a_clear_error(s: collkit.Schedule, model: str) -> None:
+    try:
+        r = simulate(s, model=model, S=2, noise="uniform(0,5ns)", skew="uniform(0,10ns)")
+    except collkit.CollkitError as e:
+        assert str(e)  # a message a user can act on
+        return
+    assert r.ops == s.total_ops and np.all(np.isfinite(r.finish))
