@@ -536,8 +536,12 @@ def closed_form_rd_postal(P: int, nbytes: int, alpha: float, beta: float = 0.0,
 
 def param_help() -> str:
     """One line per model listing its parameters and defaults, for the CLI help."""
+    def show(k: str, v: float) -> str:
+        unit = "B" if k == "S" else ("ns/B" if k in PER_BYTE else "ns")
+        return f"{k}={v:g}{unit}"
+
     out = []
     for name, ps in MODELS.items():
-        out.append(f"  {name:17s} " + ", ".join(f"{k}={v:g}" for k, v in ps.items()))
-    out.append("  every model       " + ", ".join(f"{k}={v:g}" for k, v in LOCAL_PARAMS.items()))
+        out.append(f"  {name:17s} " + ", ".join(show(k, v) for k, v in ps.items()))
+    out.append("  every model       " + ", ".join(show(k, v) for k, v in LOCAL_PARAMS.items()))
     return "\n".join(out)
