@@ -134,6 +134,18 @@ def test_local_ops_cost_and_run_one_at_a_time() -> None:
     assert r.finish[1] == 0.0
 
 
+def test_an_op_with_many_successors_releases_them_all() -> None:
+    ops, r0, r1 = two_ranks(1)
+    root = local(r0, "compute", 10)
+    for k in range(5):  # five successors: more than the two kept inline
+        local(r0, "compute", 10 * (k + 1), deps=[root])
+    s = r0.send(1, "out", 0, 1, deps=[root])
+    r1.recv(0, "out", 0, 1)
+    r = simulate(ops.build(), model="postal", alpha=100)
+    # the CPU runs the five computes one after another: 10 + (10 + 20 + 30 + 40 + 50)
+    assert r.finish[0] == 160 and r.finish[1] == 110 and s == 6
+
+
 # --- LogP, LogGP, LogGOPS by hand ---------------------------------------------------------------
 
 

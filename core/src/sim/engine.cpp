@@ -36,13 +36,16 @@ struct SimOp {
   uint32_t kind_seq;    // kind << 29 | sequence number of a send among this rank's sends to `peer`
   uint32_t pending;     // deps not yet complete, | kMsgBit for a recv whose message is missing
   uint32_t match;       // send: op index of its receive at `peer`; recv: of its send (see link)
-  uint32_t succ_begin;  // its successors in succ_, relative to its rank's base
-  uint32_t succ_count;
+  // Its successors (ops of its rank) in op order, inline as most ops have at most two:
+  // kNoSucc for none; {kOverflow, i}: the list is overflow_[i + 1 .. i + overflow_[i]].
+  uint32_t succ[2];
   OpKind kind() const { return static_cast<OpKind>(kind_seq >> 29); }
   uint32_t seq() const { return kind_seq & kSeqMask; }
 };
 static_assert(sizeof(SimOp) == 32);
 constexpr uint32_t kHole = 7u << 29;  // kind of a slot no op fills (see Engine::g)
+constexpr uint32_t kNoSucc = UINT32_MAX;
+constexpr uint32_t kOverflow = UINT32_MAX - 1;  // op indices stay below 2^29
 
 // Ranks are stored in blocks of kBlock: op i of the ranks of a block sit side by side. The ranks
 // of a collective mostly do the same step at the same time, so the engine walks memory in order
@@ -83,17 +86,15 @@ class Engine {
     rank_op_begin_.reserve(static_cast<size_t>(P_) + 1);
     block_begin_.reserve(static_cast<size_t>(P_ >> kBlockShift) + 2);
     block_begin_.push_back(0);
-    rank_succ_begin_.reserve(static_cast<size_t>(P_) + 1);
     rank_recv_begin_.reserve(static_cast<size_t>(P_) + 1);
     rank_op_begin_.push_back(0);
-    rank_succ_begin_.push_back(0);
     rank_recv_begin_.push_back(0);
   }
 
   void reserve(size_t ops, size_t deps, size_t recvs) {
     ops_.reserve(ops);
     if (opt_.trials > 1) ndeps_.reserve(ops);
-    succ_.reserve(deps);
+    (void)deps;
     recv_index_.reserve(recvs);
   }
 
@@ -120,10 +121,9 @@ class Engine {
       }
     for (uint32_t i = 0; i < n; ++i) tmp_count_[i + 1] += tmp_count_[i];
     for (uint32_t i = 0; i < n; ++i) tmp_succ_end_[i] = tmp_count_[i];  // begins
-    const size_t sbase = succ_.size();
-    succ_.resize(sbase + tmp_count_[n]);
+    tmp_succ_.resize(tmp_count_[n]);
     for (uint32_t i = 0; i < n; ++i)
-      for (OpId d : v.deps_of(i)) succ_[sbase + tmp_count_[d]++] = i;
+      for (OpId d : v.deps_of(i)) tmp_succ_[tmp_count_[d]++] = i;
 
     // Ops, send sequence numbers and the receive index.
     tmp_sends_.clear();
@@ -133,7 +133,7 @@ class Engine {
       const Op& op = v.ops[i];
       if (op.len < 0) fail(ErrorKind::invalid_argument, where(i) + " has a negative length");
       const double len = static_cast<double>(op.len);
-      SimOp s{0, op.peer, static_cast<uint32_t>(op.kind) << 29, 0, 0, 0, 0};
+      SimOp s{0, op.peer, static_cast<uint32_t>(op.kind) << 29, 0, 0, {kNoSucc, kNoSucc}};
       uint32_t pending = static_cast<uint32_t>(v.deps_of(i).size());
       switch (op.kind) {
         case OpKind::send:
@@ -165,8 +165,17 @@ class Engine {
                                                 std::to_string(i) + " has an unknown kind");
       }
       s.pending = pending;
-      s.succ_begin = tmp_succ_end_[i];
-      s.succ_count = static_cast<uint32_t>(tmp_count_[i] - tmp_succ_end_[i]);
+      const uint32_t sb = tmp_succ_end_[i], ns = tmp_count_[i] - sb;
+      if (ns <= 2) {
+        for (uint32_t t = 0; t < ns; ++t) s.succ[t] = tmp_succ_[sb + t];
+      } else {
+        if (overflow_.size() + ns + 1 >= kOverflow)
+          fail(ErrorKind::unsupported, "too many ops with more than two successors");
+        s.succ[0] = kOverflow;
+        s.succ[1] = static_cast<uint32_t>(overflow_.size());
+        overflow_.push_back(ns);
+        overflow_.insert(overflow_.end(), tmp_succ_.begin() + sb, tmp_succ_.begin() + sb + ns);
+      }
       staged_.push_back(s);
     }
     std::sort(tmp_sends_.begin(), tmp_sends_.end());
@@ -179,7 +188,6 @@ class Engine {
     }
     std::sort(recv_index_.begin() + static_cast<std::ptrdiff_t>(rbase), recv_index_.end());
     rank_op_begin_.push_back(rank_op_begin_.back() + n);
-    rank_succ_begin_.push_back(succ_.size());
     rank_recv_begin_.push_back(recv_index_.size());
     staged_begin_.push_back(staged_.size());
     if (staged_begin_.size() == kBlock + 1 || loaded() == P_) flush_block();
@@ -191,7 +199,7 @@ class Engine {
     size_t width = 0;
     for (size_t q = 0; q < nr; ++q) width = std::max(width, staged_begin_[q + 1] - staged_begin_[q]);
     const size_t base = ops_.size();
-    ops_.resize(base + width * kBlock, SimOp{0, -1, kHole, 0, 0, 0, 0});
+    ops_.resize(base + width * kBlock, SimOp{0, -1, kHole, 0, 0, {kNoSucc, kNoSucc}});
     for (size_t q = 0; q < nr; ++q)
       for (size_t i = 0; i < staged_begin_[q + 1] - staged_begin_[q]; ++i)
         ops_[base + (i << kBlockShift) + q] = staged_[staged_begin_[q] + i];
@@ -405,18 +413,24 @@ class Engine {
         at(std::max(now_, rv.cpu_end), rv.rank, rv.op, kDone);
       }
     }
-    const size_t sb = rank_succ_begin_[r];
-    const uint32_t first = ops_[k].succ_begin, last = first + ops_[k].succ_count;
-    for (uint32_t s = first; s < last; ++s) {
-      const uint32_t j = succ_[sb + s];
-      const size_t kj = g(r, j);
-      const uint32_t p = --ops_[kj].pending;
-      if (p == 0) {
-        if (record_ && ops_[kj].kind() == OpKind::recv) op_start_[kj] = now_;
-        ready(r, j, k);
-      } else if (p == kMsgBit && record_) {
-        op_start_[kj] = now_;  // recv posted, its message not yet delivered
-      }
+    const uint32_t s0 = ops_[k].succ[0], s1 = ops_[k].succ[1];
+    if (s0 == kOverflow) {
+      for (uint32_t t = 1; t <= overflow_[s1]; ++t) release(r, overflow_[s1 + t], k);
+    } else if (s0 != kNoSucc) {
+      release(r, s0, k);
+      if (s1 != kNoSucc) release(r, s1, k);
+    }
+  }
+
+  // Op j of rank r has one dep fewer to wait for: op k (global) completed.
+  void release(uint32_t r, uint32_t j, size_t k) {
+    const size_t kj = g(r, j);
+    const uint32_t p = --ops_[kj].pending;
+    if (p == 0) {
+      if (record_ && ops_[kj].kind() == OpKind::recv) op_start_[kj] = now_;
+      ready(r, j, k);
+    } else if (p == kMsgBit && record_) {
+      op_start_[kj] = now_;  // recv posted, its message not yet delivered
     }
   }
 
@@ -574,8 +588,8 @@ class Engine {
 
   size_t memory_bytes() const {
     auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
-    return cap(ops_) + cap(ndeps_) + cap(succ_) +
-           cap(recv_index_) + cap(rank_op_begin_) + cap(rank_succ_begin_) +
+    return cap(ops_) + cap(ndeps_) + cap(overflow_) +
+           cap(recv_index_) + cap(rank_op_begin_) +
            cap(rank_recv_begin_) + cap(cpu_free_) + cap(port_free_) + cap(recv_free_) +
            cap(finish_) + queue_.memory_bytes();
   }
@@ -590,14 +604,14 @@ class Engine {
   // Big arrays on transparent huge pages: at 10^6 ranks, 4 KiB pages made every op a TLB miss.
   BigVector<SimOp> ops_;
   BigVector<uint32_t> ndeps_;  // SimOp::pending at the start of a trial
-  BigVector<uint32_t> succ_;
+  BigVector<uint32_t> overflow_;  // successor lists of ops with more than two
   BigVector<RecvKey> recv_index_;
   BigVector<uint64_t> rank_op_begin_;  // ops numbered rank by rank: where each rank's begin
   BigVector<uint64_t> block_begin_;    // where each block of kBlock ranks begins in ops_
-  BigVector<uint64_t> rank_succ_begin_, rank_recv_begin_;
+  BigVector<uint64_t> rank_recv_begin_;
   std::vector<SimOp> staged_;  // the ranks of the block being loaded, rank by rank
   std::vector<size_t> staged_begin_{0};
-  std::vector<uint32_t> tmp_count_, tmp_succ_end_;
+  std::vector<uint32_t> tmp_count_, tmp_succ_end_, tmp_succ_;
   std::vector<RecvKey> tmp_sends_;
 
   // State of a trial.
