@@ -64,11 +64,18 @@ def machine() -> str:
     except OSError:
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False, cwd=Path(__file__).parent).stdout.strip()
-    return (f"{platform.node()}: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}, "
-            f"Python {platform.python_version()}; load average {load:.1f} at the start; "
-            f"commit {commit or '?'}")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
+    return (
+        f"{platform.node()}: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}, "
+        f"Python {platform.python_version()}; load average {load:.1f} at the start; "
+        f"commit {commit or '?'}"
+    )
 
 
 def main() -> int:
@@ -76,12 +83,14 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small cases only")
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args()
-    header = (f"| {'case':52s} | {'events':>10s} | {'run s':>6s} | {'run cpu s':>9s} | "
-              f"{'M ev/s (cpu)':>12s} | {'load cpu s':>10s} | {'total s':>7s} | "
-              f"{'total cpu s':>11s} | {'peak RSS MB':>11s} |")
+    header = (
+        f"| {'case':52s} | {'events':>10s} | {'run s':>6s} | {'run cpu s':>9s} | "
+        f"{'M ev/s (cpu)':>12s} | {'load cpu s':>10s} | {'total s':>7s} | "
+        f"{'total cpu s':>11s} | {'peak RSS MB':>11s} |"
+    )
     rows = [header, "|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|"]
     print(header)
-    for algo, P, nbytes, model, noise, trials in (QUICK if args.quick else CASES):
+    for algo, P, nbytes, model, noise, trials in QUICK if args.quick else CASES:
         cmd = [sys.executable, "-c", CASE, algo, str(P), str(nbytes), model, noise, str(trials)]
         out = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if out.returncode != 0:
@@ -92,9 +101,11 @@ def main() -> int:
         if trials > 1:
             name += f" {noise} x{trials}"
         rate = d["events"] / d["run_cpu_s"] / 1e6 if d["run_cpu_s"] > 0 else float("inf")
-        row = (f"| {name:52s} | {d['events']:10d} | {d['run_s']:6.2f} | {d['run_cpu_s']:9.2f} | "
-               f"{rate:12.1f} | {d['load_cpu_s']:10.2f} | {d['total_s']:7.2f} | "
-               f"{d['total_cpu_s']:11.2f} | {d['peak_rss_mb']:11.0f} |")
+        row = (
+            f"| {name:52s} | {d['events']:10d} | {d['run_s']:6.2f} | {d['run_cpu_s']:9.2f} | "
+            f"{rate:12.1f} | {d['load_cpu_s']:10.2f} | {d['total_s']:7.2f} | "
+            f"{d['total_cpu_s']:11.2f} | {d['peak_rss_mb']:11.0f} |"
+        )
         print(row, flush=True)
         rows.append(row)
     if not args.no_write:
@@ -102,11 +113,14 @@ def main() -> int:
         res.parent.mkdir(exist_ok=True)
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         cmd_line = "python benchmarks/bench_simulate.py" + (" --quick" if args.quick else "")
-        text = (f"\n## {stamp}\n\n{machine()}\n\nCommand: `{cmd_line}`\n\n"
-                "events = ops + messages over all trials; run = the event loop; load = generating "
-                "each rank's program and reading it into the engine; total = the whole "
-                "`collkit.simulate` call; peak RSS of the whole Python process.\n\n"
-                + "\n".join(rows) + "\n")
+        text = (
+            f"\n## {stamp}\n\n{machine()}\n\nCommand: `{cmd_line}`\n\n"
+            "events = ops + messages over all trials; run = the event loop; load = generating "
+            "each rank's program and reading it into the engine; total = the whole "
+            "`collkit.simulate` call; peak RSS of the whole Python process.\n\n"
+            + "\n".join(rows)
+            + "\n"
+        )
         with res.open("a") as f:
             f.write(text)
         print(f"appended to {res}")

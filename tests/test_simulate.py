@@ -42,8 +42,9 @@ def ping(n: int = 80) -> collkit.Schedule:
 @pytest.mark.parametrize("nbytes", [8, 4096])
 def test_rd_postal_equals_eq1_for_powers_of_two(P: int, nbytes: int) -> None:
     alpha, beta, gamma = 1340.0, 0.37, 0.11
-    r = simulate("allreduce:rd", P, bytes=nbytes, model="postal", alpha=alpha, beta=beta,
-                 gamma=gamma)
+    r = simulate(
+        "allreduce:rd", P, bytes=nbytes, model="postal", alpha=alpha, beta=beta, gamma=gamma
+    )
     expected = math.log2(P) * (alpha + nbytes * beta + nbytes * gamma)  # Eq. 1
     assert r.makespan == pytest.approx(expected, rel=1e-12)
     assert np.allclose(r.finish, expected, rtol=1e-12)  # every rank finishes together
@@ -69,8 +70,16 @@ def test_rd_postal_with_bandwidth_and_reduction_off_powers_of_two(P: int) -> Non
 @pytest.mark.parametrize("P", [2, 8, 64])
 def test_rd_pipelined_postal_is_eq3_with_one_send_per_stage(P: int) -> None:
     ap, ar, beta, base, n = 500.0, 100.0, 0.4, 10.0, 8
-    r = simulate("allreduce:rd", P, bytes=n, model="pipelined-postal", alpha_p=ap, alpha_r=ar,
-                 beta=beta, reduce_base=base)
+    r = simulate(
+        "allreduce:rd",
+        P,
+        bytes=n,
+        model="pipelined-postal",
+        alpha_p=ap,
+        alpha_r=ar,
+        beta=beta,
+        reduce_base=base,
+    )
     assert r.makespan == pytest.approx(math.log2(P) * (ap + 1 * (ar + n * beta) + base))
 
 
@@ -83,10 +92,24 @@ def test_messages_and_bytes_are_counted() -> None:
 
 def test_streamed_generator_and_whole_schedule_agree() -> None:
     for P in (1, 7, 13, 130):  # 130: ranks are stored in blocks of 64, with holes
-        a = simulate("allreduce:rd", P, bytes=100, model="loggp", G=0.3, noise="uniform(0,20ns)",
-                     trials=3, seed=5)
-        b = simulate(collkit.generate("allreduce:rd", P, 13), model="loggp", G=0.3,
-                     noise="uniform(0,20ns)", trials=3, seed=5)
+        a = simulate(
+            "allreduce:rd",
+            P,
+            bytes=100,
+            model="loggp",
+            G=0.3,
+            noise="uniform(0,20ns)",
+            trials=3,
+            seed=5,
+        )
+        b = simulate(
+            collkit.generate("allreduce:rd", P, 13),
+            model="loggp",
+            G=0.3,
+            noise="uniform(0,20ns)",
+            trials=3,
+            seed=5,
+        )
         assert np.array_equal(a.makespans, b.makespans)
         assert np.array_equal(a.finish, b.finish)
 
@@ -241,8 +264,9 @@ def test_noise_is_deterministic_for_a_seed() -> None:
 def test_noise_statistics() -> None:
     # makespan of a ping = alpha + (send's draw) + (recv's draw): mean alpha + 2 * mean
     trials = 4000
-    r = simulate(ping(1), model="postal", alpha=100, noise="exponential(50ns)", trials=trials,
-                 seed=3)
+    r = simulate(
+        ping(1), model="postal", alpha=100, noise="exponential(50ns)", trials=trials, seed=3
+    )
     assert r.makespans.mean() == pytest.approx(200.0, rel=0.05)
     assert r.makespans.min() >= 100.0
     u = simulate(ping(1), model="postal", alpha=100, noise="uniform(10ns,30ns)", trials=500)
@@ -257,8 +281,9 @@ def test_noise_from_a_file_of_samples(tmp_path: pytest.TempPathFactory) -> None:
     f = tmp_path / "detours.txt"  # type: ignore[operator]
     f.write_text("10ns 20ns\n1us\n")
     r = simulate(ping(1), model="postal", alpha=100, noise=f"file({f})", trials=300)
-    assert set(np.unique(r.makespans)) <= {100 + a + b for a in (10, 20, 1000)
-                                            for b in (10, 20, 1000)}
+    assert set(np.unique(r.makespans)) <= {
+        100 + a + b for a in (10, 20, 1000) for b in (10, 20, 1000)
+    }
     assert len(np.unique(r.makespans)) > 3
 
 
@@ -317,8 +342,9 @@ def test_critical_path_on_a_known_case() -> None:
 
 
 def test_critical_path_of_rd_spans_the_run() -> None:
-    r = simulate("allreduce:rd", 8, bytes=8, model="pipelined-postal", reduce_base=10,
-                 timeline=True)
+    r = simulate(
+        "allreduce:rd", 8, bytes=8, model="pipelined-postal", reduce_base=10, timeline=True
+    )
     assert r.critical_path is not None and r.op_start is not None and r.op_end is not None
     cp = r.critical_path
     assert r.op_end[cp[-1]] == r.makespan
@@ -328,8 +354,9 @@ def test_critical_path_of_rd_spans_the_run() -> None:
 
 
 def test_recording_across_blocks_of_ranks() -> None:
-    r = simulate("allreduce:rd", 100, bytes=8, model="loggp", noise="uniform(0,50ns)",
-                 timeline=True)
+    r = simulate(
+        "allreduce:rd", 100, bytes=8, model="loggp", noise="uniform(0,50ns)", timeline=True
+    )
     assert r.op_end is not None and r.op_start is not None and r.critical_path is not None
     assert np.nanmax(r.op_end) == r.makespan and not np.isnan(r.op_end).any()
     rank = r.op_rank()

@@ -25,22 +25,56 @@ def run_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
 # --- CLI ---------------------------------------------------------------------------------------
 
 
-def test_cli_simulates_with_units(monkeypatch: pytest.MonkeyPatch,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
-    code = run_cli(["simulate", "allreduce:rd", "-P", "16", "--bytes", "8",
-                    "--model", "pipelined-postal", "--alpha-p", "1.34us", "--alpha-r", "0.34us",
-                    "--json"], monkeypatch)
+def test_cli_simulates_with_units(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_cli(
+        [
+            "simulate",
+            "allreduce:rd",
+            "-P",
+            "16",
+            "--bytes",
+            "8",
+            "--model",
+            "pipelined-postal",
+            "--alpha-p",
+            "1.34us",
+            "--alpha-r",
+            "0.34us",
+            "--json",
+        ],
+        monkeypatch,
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["makespan_ns"] == pytest.approx(4 * (1340 + 340))
     assert out["messages"] == 16 * 4
 
 
-def test_cli_trials_print_quartiles(monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
-    code = run_cli(["simulate", "allreduce:rd", "-P", "32", "--bytes", "1KiB", "--model", "loggp",
-                    "--G", "0.1ns", "--noise", "exponential(100ns)", "--trials", "30",
-                    "--per-rank"], monkeypatch)
+def test_cli_trials_print_quartiles(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_cli(
+        [
+            "simulate",
+            "allreduce:rd",
+            "-P",
+            "32",
+            "--bytes",
+            "1KiB",
+            "--model",
+            "loggp",
+            "--G",
+            "0.1ns",
+            "--noise",
+            "exponential(100ns)",
+            "--trials",
+            "30",
+            "--per-rank",
+        ],
+        monkeypatch,
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "30 trials: min" in out and "median" in out and "q3" in out
@@ -49,10 +83,31 @@ def test_cli_trials_print_quartiles(monkeypatch: pytest.MonkeyPatch,
 
 def test_cli_writes_timeline_and_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     js, png = tmp_path / "t.json", tmp_path / "t.png"
-    code = run_cli(["simulate", "allreduce:rd", "-P", "8", "--bytes", "8", "--model",
-                    "pipelined-postal", "--alpha-p", "500ns", "--alpha-r", "100ns", "--beta",
-                    "0.4ns", "--reduce-base", "10ns", "--timeline", str(js), "--plot", str(png)],
-                   monkeypatch)
+    code = run_cli(
+        [
+            "simulate",
+            "allreduce:rd",
+            "-P",
+            "8",
+            "--bytes",
+            "8",
+            "--model",
+            "pipelined-postal",
+            "--alpha-p",
+            "500ns",
+            "--alpha-r",
+            "100ns",
+            "--beta",
+            "0.4ns",
+            "--reduce-base",
+            "10ns",
+            "--timeline",
+            str(js),
+            "--plot",
+            str(png),
+        ],
+        monkeypatch,
+    )
     assert code == 0
     assert json.loads(js.read_text())["traceEvents"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -73,8 +128,9 @@ def test_cli_writes_timeline_and_plot(tmp_path: Path, monkeypatch: pytest.Monkey
         ["--bytes", "8", "--count", "1"],
     ],
 )
-def test_cli_bad_input_exits_2(extra: list[str], monkeypatch: pytest.MonkeyPatch,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_bad_input_exits_2(
+    extra: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     try:
         code = run_cli(["simulate", "allreduce:rd", "-P", "8", *extra], monkeypatch)
     except SystemExit as e:  # argparse's own usage errors
@@ -83,14 +139,33 @@ def test_cli_bad_input_exits_2(extra: list[str], monkeypatch: pytest.MonkeyPatch
     assert "error" in capsys.readouterr().err
 
 
-def test_cli_help_documents_every_parameter(monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_help_documents_every_parameter(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit):
         run_cli(["simulate", "--help"], monkeypatch)
     text = capsys.readouterr().out
-    for flag in ("--alpha", "--beta", "--alpha-p", "--alpha-r", "--L", "--o", "--g", "--G",
-                 "--O", "--S", "--gamma", "--reduce-base", "--copy-beta", "--noise", "--skew",
-                 "--topology", "--trials", "--timeline", "--plot"):
+    for flag in (
+        "--alpha",
+        "--beta",
+        "--alpha-p",
+        "--alpha-r",
+        "--L",
+        "--o",
+        "--g",
+        "--G",
+        "--O",
+        "--S",
+        "--gamma",
+        "--reduce-base",
+        "--copy-beta",
+        "--noise",
+        "--skew",
+        "--topology",
+        "--trials",
+        "--timeline",
+        "--plot",
+    ):
         assert flag in text
     for model in ("postal", "pipelined-postal", "logp", "loggp", "loggops"):
         assert model in text
@@ -100,8 +175,9 @@ def test_cli_help_documents_every_parameter(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_perfetto_trace_structure(tmp_path: Path) -> None:
-    r = collkit.simulate("allreduce:rd", 6, bytes=8, model="pipelined-postal", reduce_base=10,
-                         timeline=True)
+    r = collkit.simulate(
+        "allreduce:rd", 6, bytes=8, model="pipelined-postal", reduce_base=10, timeline=True
+    )
     trace = trace_events(r)
     ev = trace["traceEvents"]
     names = [e for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
@@ -149,7 +225,13 @@ def test_parse_specs() -> None:
     assert parse_distribution("lognormal(100ns,0.5)").mean() > 100.0
     t = parse_topology("dragonfly(p=4,a=8,hop=100ns,global=1us,rpn=16)")
     assert (t.kind, t.p, t.a, t.hop, t.global_, t.ranks_per_node) == (
-        "dragonfly", 4, 8, 100.0, 1000.0, 16)
+        "dragonfly",
+        4,
+        8,
+        100.0,
+        1000.0,
+        16,
+    )
     assert parse_topology("torus(dims=8x4x2,hop=5ns)").dims == (8, 4, 2)
 
 
@@ -175,8 +257,9 @@ def test_parse_specs_hostile_text_gives_a_clear_error(text: str) -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     st.sampled_from(["postal", "pipelined-postal", "logp", "loggp", "loggops"]),
-    st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**6),
-              st.text(max_size=8)),
+    st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**6), st.text(max_size=8)
+    ),
     st.integers(1, 40),
 )
 def test_simulate_hostile_parameters_never_crash(model: str, value: object, P: int) -> None:

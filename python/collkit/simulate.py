@@ -80,8 +80,17 @@ PARAM_DOCS: dict[str, str] = {
 _TIME_UNITS = {"ps": 1e-3, "ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 _TIME_RE = re.compile(rf"^\s*({_NUMBER})\s*(ps|ns|us|µs|ms|s)?\s*$")
-_BW_UNITS = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12,
-             "KiB/s": 2.0**10, "MiB/s": 2.0**20, "GiB/s": 2.0**30, "TiB/s": 2.0**40}
+_BW_UNITS = {
+    "B/s": 1.0,
+    "KB/s": 1e3,
+    "MB/s": 1e6,
+    "GB/s": 1e9,
+    "TB/s": 1e12,
+    "KiB/s": 2.0**10,
+    "MiB/s": 2.0**20,
+    "GiB/s": 2.0**30,
+    "TiB/s": 2.0**40,
+}
 _BW_RE = re.compile(rf"^\s*({_NUMBER})\s*([KMGT]i?B/s|B/s)\s*$")
 
 
@@ -216,8 +225,10 @@ def parse_distribution(spec: str | Distribution | None, what: str = "noise") -> 
         raise _bad(f"{what}: expected a distribution spec string, got {type(spec).__name__}")
     m = _DIST_RE.match(spec)
     if not m:
-        raise _bad(f"{what}: cannot parse '{spec}' (examples: uniform(0,100ns), exponential(50ns), "
-                   "lognormal(100ns,0.5), file(detours.txt), none)")
+        raise _bad(
+            f"{what}: cannot parse '{spec}' (examples: uniform(0,100ns), exponential(50ns), "
+            "lognormal(100ns,0.5), file(detours.txt), none)"
+        )
     kind, arg_text = m.group(1), m.group(2)
     args = [a.strip() for a in arg_text.split(",")] if arg_text is not None else []
     if kind == "exp":
@@ -272,13 +283,22 @@ class Topology:
     dims: tuple[int, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "ranks_per_node": self.ranks_per_node, "intra": self.intra,
-                "hop": self.hop, "global": self.global_, "k": self.k, "p": self.p, "a": self.a,
-                "dims": list(self.dims)}
+        return {
+            "kind": self.kind,
+            "ranks_per_node": self.ranks_per_node,
+            "intra": self.intra,
+            "hop": self.hop,
+            "global": self.global_,
+            "k": self.k,
+            "p": self.p,
+            "a": self.a,
+            "dims": list(self.dims),
+        }
 
 
-def parse_topology(spec: str | Topology | None, ranks_per_node: int = 1,
-                   intra: Time = 0.0) -> Topology:
+def parse_topology(
+    spec: str | Topology | None, ranks_per_node: int = 1, intra: Time = 0.0
+) -> Topology:
     """A topology from its spec: ``none``, ``fattree(k=16,hop=100ns)``,
     ``dragonfly(p=4,a=8,hop=100ns,global=500ns)``, ``torus(dims=8x8x8,hop=50ns)``; every spec also
     takes ``rpn=N`` (ranks per node) and ``intra=TIME`` (latency within a node)."""
@@ -298,7 +318,7 @@ def parse_topology(spec: str | Topology | None, ranks_per_node: int = 1,
     if kind not in known:
         raise _bad(f"topology: unknown kind '{kind}' (known: {', '.join(known)})")
     values: dict[str, str] = {}
-    for part in (arg_text.split(",") if arg_text and arg_text.strip() else []):
+    for part in arg_text.split(",") if arg_text and arg_text.strip() else []:
         key, eq, val = part.partition("=")
         key, val = key.strip(), val.strip()
         if not eq or not val or key not in known[kind] | {"rpn", "intra"}:
@@ -390,8 +410,15 @@ class SimResult:
         """min / q1 / median / q3 / max / mean of the makespans over all trials (ns)."""
         m = self.makespans
         q1, med, q3 = np.percentile(m, [25, 50, 75])
-        return {"min": float(m.min()), "q1": float(q1), "median": float(med), "q3": float(q3),
-                "max": float(m.max()), "mean": float(m.mean()), "trials": float(len(m))}
+        return {
+            "min": float(m.min()),
+            "q1": float(q1),
+            "median": float(med),
+            "q3": float(q3),
+            "max": float(m.max()),
+            "mean": float(m.mean()),
+            "trials": float(len(m)),
+        }
 
     def op_rank(self) -> npt.NDArray[np.int64]:
         """The rank of every recorded op."""
@@ -495,20 +522,44 @@ def simulate(
             schedule = algo.generate(P, count, elem_size, root)
     source: Any = schedule if schedule is not None else algo
     d = _core.simulate(
-        source, P, count, elem_size, root, m.name, dict(m.params),
-        noise_d.kind, noise_d.a, noise_d.b, list(noise_d.samples),
-        skew_d.kind, skew_d.a, skew_d.b, list(skew_d.samples),
-        topo.as_dict(), trials, seed, timeline,
+        source,
+        P,
+        count,
+        elem_size,
+        root,
+        m.name,
+        dict(m.params),
+        noise_d.kind,
+        noise_d.a,
+        noise_d.b,
+        list(noise_d.samples),
+        skew_d.kind,
+        skew_d.a,
+        skew_d.b,
+        list(skew_d.samples),
+        topo.as_dict(),
+        trials,
+        seed,
+        timeline,
     )
     assert P is not None and count is not None
     res = SimResult(
-        algorithm=name, P=int(P), bytes_per_rank=int(count) * int(elem_size), model=m,
-        finish=d["finish"], makespans=d["makespans"], messages=int(d["messages"]),
-        bytes_sent=int(d["bytes"]), ops=int(d["ops"]), events=int(d["events"]),
-        load_seconds=float(d["load_seconds"]), run_seconds=float(d["run_seconds"]),
+        algorithm=name,
+        P=int(P),
+        bytes_per_rank=int(count) * int(elem_size),
+        model=m,
+        finish=d["finish"],
+        makespans=d["makespans"],
+        messages=int(d["messages"]),
+        bytes_sent=int(d["bytes"]),
+        ops=int(d["ops"]),
+        events=int(d["events"]),
+        load_seconds=float(d["load_seconds"]),
+        run_seconds=float(d["run_seconds"]),
         load_cpu_seconds=float(d["load_cpu_seconds"]),
         run_cpu_seconds=float(d["run_cpu_seconds"]),
-        memory_bytes=int(d["memory_bytes"]), schedule=schedule,
+        memory_bytes=int(d["memory_bytes"]),
+        schedule=schedule,
     )
     if timeline:
         res.rank_op_begin = d["rank_op_begin"]
@@ -522,8 +573,9 @@ def simulate(
     return res
 
 
-def closed_form_rd_postal(P: int, nbytes: int, alpha: float, beta: float = 0.0,
-                          gamma: float = 0.0) -> float:
+def closed_form_rd_postal(
+    P: int, nbytes: int, alpha: float, beta: float = 0.0, gamma: float = 0.0
+) -> float:
     """Seed 002 Eq. 1 / Eq. 2 for allreduce:rd under the postal model (ns):
     (lg P)(alpha + n beta + n gamma) for P = 2^k; otherwise two more message stages (collapse,
     expand) and one more reduction (the collapse's)."""
@@ -536,6 +588,7 @@ def closed_form_rd_postal(P: int, nbytes: int, alpha: float, beta: float = 0.0,
 
 def param_help() -> str:
     """One line per model listing its parameters and defaults, for the CLI help."""
+
     def show(k: str, v: float) -> str:
         unit = "B" if k == "S" else ("ns/B" if k in PER_BYTE else "ns")
         return f"{k}={v:g}{unit}"

@@ -45,14 +45,21 @@ def trace_events(result: SimResult) -> dict[str, Any]:
     lens, stages = a["len"], a["stage"]
     elem = result.schedule.elem_size if result.schedule is not None else 1
     events: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0,
-         "args": {"name": f"{result.algorithm} P={result.P} ({result.model.describe()})"}},
+        {
+            "ph": "M",
+            "name": "process_name",
+            "pid": 0,
+            "tid": 0,
+            "args": {"name": f"{result.algorithm} P={result.P} ({result.model.describe()})"},
+        },
     ]
     for r in range(result.P):
-        events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": r,
-                       "args": {"name": f"rank {r}"}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": 0, "tid": r,
-                       "args": {"sort_index": r}})
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": 0, "tid": r, "args": {"name": f"rank {r}"}}
+        )
+        events.append(
+            {"ph": "M", "name": "thread_sort_index", "pid": 0, "tid": r, "args": {"sort_index": r}}
+        )
     rank_begin = result.rank_op_begin
     assert rank_begin is not None
     for k in range(len(kinds)):
@@ -67,8 +74,18 @@ def trace_events(result: SimResult) -> dict[str, Any]:
             args["peer"] = int(peers[k])
             args["bytes"] = int(lens[k]) * elem
             name = f"{kind} {'to' if kind == 'send' else 'from'} {int(peers[k])}"
-        events.append({"ph": "X", "name": name, "cat": kind, "pid": 0, "tid": r,
-                       "ts": start / 1e3, "dur": max(end - start, 0.0) / 1e3, "args": args})
+        events.append(
+            {
+                "ph": "X",
+                "name": name,
+                "cat": kind,
+                "pid": 0,
+                "tid": r,
+                "ts": start / 1e3,
+                "dur": max(end - start, 0.0) / 1e3,
+                "args": args,
+            }
+        )
     assert result.msg_send is not None and result.msg_recv is not None
     assert result.msg_depart is not None and result.msg_arrive is not None
     for m in range(len(result.msg_send)):
@@ -77,13 +94,39 @@ def trace_events(result: SimResult) -> dict[str, Any]:
             continue
         # The flow starts inside the send's slice and ends inside the receive's slice.
         t_end = float(result.op_end[rcv])
-        events.append({"ph": "s", "id": m, "name": "message", "cat": "message", "pid": 0,
-                       "tid": int(ranks[s]), "ts": float(result.msg_depart[m]) / 1e3})
-        events.append({"ph": "f", "bp": "e", "id": m, "name": "message", "cat": "message",
-                       "pid": 0, "tid": int(ranks[rcv]), "ts": t_end / 1e3})
-    return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"algorithm": result.algorithm, "P": result.P,
-                          "model": result.model.describe(), "makespan_ns": result.makespan}}
+        events.append(
+            {
+                "ph": "s",
+                "id": m,
+                "name": "message",
+                "cat": "message",
+                "pid": 0,
+                "tid": int(ranks[s]),
+                "ts": float(result.msg_depart[m]) / 1e3,
+            }
+        )
+        events.append(
+            {
+                "ph": "f",
+                "bp": "e",
+                "id": m,
+                "name": "message",
+                "cat": "message",
+                "pid": 0,
+                "tid": int(ranks[rcv]),
+                "ts": t_end / 1e3,
+            }
+        )
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "algorithm": result.algorithm,
+            "P": result.P,
+            "model": result.model.describe(),
+            "makespan_ns": result.makespan,
+        },
+    }
 
 
 def write_perfetto(result: SimResult, path: str | Path) -> Path:
@@ -93,8 +136,9 @@ def write_perfetto(result: SimResult, path: str | Path) -> Path:
     return p
 
 
-def plot_timeline(result: SimResult, path: str | Path, *, title: str | None = None,
-                  max_ranks: int = 64) -> Path:
+def plot_timeline(
+    result: SimResult, path: str | Path, *, title: str | None = None, max_ranks: int = 64
+) -> Path:
     """A picture of the run: per-rank rows, bars for ops (a receive drawn light while it waits
     for its message), arrows for messages from departure to arrival; the critical path in black
     outline. Written with matplotlib to `path` (png, svg or pdf)."""
@@ -126,8 +170,14 @@ def plot_timeline(result: SimResult, path: str | Path, *, title: str | None = No
         y = r - h / 2 if kind == "send" else (r + h / 2 if kind == "recv" else r)
         width = max(e - s, result.makespan * 0.002) / scale
         alpha = 0.35 if kind == "recv" else 0.9
-        ax.broken_barh([(s / scale, width)], (y - h / 2, h), facecolors=KIND_COLORS[kind],
-                       alpha=alpha, edgecolor="black" if k in crit else "none", linewidth=1.2)
+        ax.broken_barh(
+            [(s / scale, width)],
+            (y - h / 2, h),
+            facecolors=KIND_COLORS[kind],
+            alpha=alpha,
+            edgecolor="black" if k in crit else "none",
+            linewidth=1.2,
+        )
     assert result.msg_send is not None and result.msg_recv is not None
     assert result.msg_depart is not None and result.msg_arrive is not None
     for m in range(len(result.msg_send)):
@@ -136,21 +186,34 @@ def plot_timeline(result: SimResult, path: str | Path, *, title: str | None = No
             continue
         x0, x1 = float(result.msg_depart[m]) / scale, float(result.msg_arrive[m]) / scale
         y0, y1 = int(ranks[s]) - h / 2, int(ranks[rcv]) + h / 2
-        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                    arrowprops={"arrowstyle": "->", "color": "#444444", "lw": 0.7,
-                                "alpha": 0.8})
+        ax.annotate(
+            "",
+            xy=(x1, y1),
+            xytext=(x0, y0),
+            arrowprops={"arrowstyle": "->", "color": "#444444", "lw": 0.7, "alpha": 0.8},
+        )
     ax.set_yticks(range(result.P))
     ax.set_yticklabels([f"rank {r}" for r in range(result.P)])
     ax.set_ylim(result.P - 0.4, -0.6)
     ax.set_xlim(0, result.makespan / scale * 1.02 + 1e-9)
     ax.set_xlabel(f"time ({unit})")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(title or f"{result.algorithm}, P = {result.P}, {result.model.describe()}",
-                 fontsize=9)
-    handles = [Patch(facecolor=c, label=n) for n, c in KIND_COLORS.items()
-               if n in {KIND_NAMES[int(x)] for x in np.unique(kinds)}]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / fig_h),
-              ncol=len(handles), fontsize=8, frameon=False)
+    ax.set_title(
+        title or f"{result.algorithm}, P = {result.P}, {result.model.describe()}", fontsize=9
+    )
+    handles = [
+        Patch(facecolor=c, label=n)
+        for n, c in KIND_COLORS.items()
+        if n in {KIND_NAMES[int(x)] for x in np.unique(kinds)}
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.12 - 0.3 / fig_h),
+        ncol=len(handles),
+        fontsize=8,
+        frameon=False,
+    )
     fig.tight_layout()
     p = Path(path)
     fig.savefig(p, dpi=120)

@@ -53,20 +53,41 @@ def _flag(param: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("algorithm", type=algorithm, metavar="ALGO",
-                   help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`)")
-    p.add_argument("-P", dest="P", type=parse_p, required=True, metavar="N",
-                   help="number of processes")
+    p.add_argument(
+        "algorithm",
+        type=algorithm,
+        metavar="ALGO",
+        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`)",
+    )
+    p.add_argument(
+        "-P", dest="P", type=parse_p, required=True, metavar="N", help="number of processes"
+    )
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--bytes", type=parse_bytes, default=None, metavar="SIZE",
-                      help="bytes per rank (rounded up to whole elements); default one element")
-    size.add_argument("--count", type=parse_count, default=None, metavar="C",
-                      help="elements per rank (alltoall: per block)")
-    p.add_argument("--elem-size", type=parse_bytes, default=8, metavar="BYTES",
-                   help="bytes per element (default 8)")
+    size.add_argument(
+        "--bytes",
+        type=parse_bytes,
+        default=None,
+        metavar="SIZE",
+        help="bytes per rank (rounded up to whole elements); default one element",
+    )
+    size.add_argument(
+        "--count",
+        type=parse_count,
+        default=None,
+        metavar="C",
+        help="elements per rank (alltoall: per block)",
+    )
+    p.add_argument(
+        "--elem-size",
+        type=parse_bytes,
+        default=8,
+        metavar="BYTES",
+        help="bytes per element (default 8)",
+    )
     p.add_argument("--root", type=int, default=0, help="root rank of reduce / bcast (default 0)")
-    p.add_argument("--model", default="postal", choices=list(MODELS),
-                   help="cost model (default postal)")
+    p.add_argument(
+        "--model", default="postal", choices=list(MODELS), help="cost model (default postal)"
+    )
     seen: set[str] = set()
     g = p.add_argument_group("model parameters (a time, per-byte cost or size; see above)")
     for params in [*MODELS.values(), LOCAL_PARAMS]:
@@ -75,42 +96,89 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                 continue
             seen.add(name)
             # L/G/O and l/g/o differ only in case: keep the paper's letters as flags.
-            g.add_argument(_flag(name), dest=f"param_{name}", default=None, metavar="VALUE",
-                           help=PARAM_DOCS.get(name, ""))
+            g.add_argument(
+                _flag(name),
+                dest=f"param_{name}",
+                default=None,
+                metavar="VALUE",
+                help=PARAM_DOCS.get(name, ""),
+            )
     n = p.add_argument_group("noise, skew, topology, trials")
-    n.add_argument("--noise", default=None, metavar="SPEC",
-                   help="per-op delay distribution, e.g. exponential(50ns)")
-    n.add_argument("--skew", default=None, metavar="SPEC",
-                   help="per-rank start time distribution, e.g. uniform(0,1us)")
-    n.add_argument("--topology", default=None, metavar="SPEC",
-                   help="extra latency per pair of ranks, e.g. fattree(k=16,hop=100ns,rpn=4)")
-    n.add_argument("--trials", type=int, default=1, metavar="N",
-                   help="repeat with fresh noise draws; prints min/quartiles/max (default 1)")
+    n.add_argument(
+        "--noise",
+        default=None,
+        metavar="SPEC",
+        help="per-op delay distribution, e.g. exponential(50ns)",
+    )
+    n.add_argument(
+        "--skew",
+        default=None,
+        metavar="SPEC",
+        help="per-rank start time distribution, e.g. uniform(0,1us)",
+    )
+    n.add_argument(
+        "--topology",
+        default=None,
+        metavar="SPEC",
+        help="extra latency per pair of ranks, e.g. fattree(k=16,hop=100ns,rpn=4)",
+    )
+    n.add_argument(
+        "--trials",
+        type=int,
+        default=1,
+        metavar="N",
+        help="repeat with fresh noise draws; prints min/quartiles/max (default 1)",
+    )
     n.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     o = p.add_argument_group("output")
-    o.add_argument("--timeline", metavar="FILE.json", default=None,
-                   help="write a Perfetto / Chrome trace of the first trial")
-    o.add_argument("--plot", metavar="FILE.png", default=None,
-                   help="write a timeline picture of the first trial (small P)")
+    o.add_argument(
+        "--timeline",
+        metavar="FILE.json",
+        default=None,
+        help="write a Perfetto / Chrome trace of the first trial",
+    )
+    o.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        default=None,
+        help="write a timeline picture of the first trial (small P)",
+    )
     o.add_argument("--per-rank", action="store_true", help="print every rank's finish time")
     o.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    params = {k[len("param_"):]: v for k, v in vars(args).items()
-              if k.startswith("param_") and v is not None}
+    params = {
+        k[len("param_") :]: v
+        for k, v in vars(args).items()
+        if k.startswith("param_") and v is not None
+    }
     allowed = set(MODELS[args.model]) | set(LOCAL_PARAMS)
     extra = sorted(set(params) - allowed)
     if extra:
         flags = ", ".join(_flag(x) for x in extra)
-        print(f"collkit simulate: error: {flags} not a parameter of model {args.model} "
-              f"(its parameters: {', '.join(_flag(x) for x in sorted(allowed))})", file=sys.stderr)
+        print(
+            f"collkit simulate: error: {flags} not a parameter of model {args.model} "
+            f"(its parameters: {', '.join(_flag(x) for x in sorted(allowed))})",
+            file=sys.stderr,
+        )
         return 2
     record = args.timeline is not None or args.plot is not None
     res = simulate(
-        args.algorithm, args.P, count=args.count, bytes=args.bytes, elem_size=args.elem_size,
-        root=args.root, model=args.model, noise=args.noise, skew=args.skew,
-        topology=args.topology, trials=args.trials, seed=args.seed, timeline=record, **params,
+        args.algorithm,
+        args.P,
+        count=args.count,
+        bytes=args.bytes,
+        elem_size=args.elem_size,
+        root=args.root,
+        model=args.model,
+        noise=args.noise,
+        skew=args.skew,
+        topology=args.topology,
+        trials=args.trials,
+        seed=args.seed,
+        timeline=record,
+        **params,
     )
     if args.timeline:
         from collkit.timeline import write_perfetto
@@ -121,13 +189,19 @@ def run(args: argparse.Namespace) -> int:
 
         plot_timeline(res, args.plot)
     if args.json:
-        out = {"algorithm": res.algorithm, "P": res.P, "bytes": res.bytes_per_rank,
-               "model": res.model.name,
-               "params": {k: (v if math.isfinite(v) else None)
-                          for k, v in res.model.params.items()},
-               "makespan_ns": res.makespan, "messages": res.messages,
-               "bytes_sent": res.bytes_sent, "stats_ns": res.stats(), "events": res.events,
-               "run_seconds": res.run_seconds}
+        out = {
+            "algorithm": res.algorithm,
+            "P": res.P,
+            "bytes": res.bytes_per_rank,
+            "model": res.model.name,
+            "params": {k: (v if math.isfinite(v) else None) for k, v in res.model.params.items()},
+            "makespan_ns": res.makespan,
+            "messages": res.messages,
+            "bytes_sent": res.bytes_sent,
+            "stats_ns": res.stats(),
+            "events": res.events,
+            "run_seconds": res.run_seconds,
+        }
         if args.per_rank:
             out["finish_ns"] = res.finish.tolist()
         print(json.dumps(out))
