@@ -9,7 +9,6 @@
 #include <string>
 #include <unordered_map>
 
-#include "collkit/big_alloc.hpp"
 #include "collkit/error.hpp"
 #include "collkit/sim/critical_path.hpp"
 #include "event_queue.hpp"
@@ -232,8 +231,8 @@ class Engine {
       }
     if (opt_.trials > 1)  // a trial counts down SimOp::pending: later trials start again here
       for (size_t k = 0; k < ops_.size(); ++k) ndeps_.push_back(ops_[k].pending);
-    BigVector<RecvKey>().swap(recv_index_);  // no longer needed
-    BigVector<uint64_t>().swap(rank_recv_begin_);
+    std::vector<RecvKey>().swap(recv_index_);  // no longer needed
+    std::vector<uint64_t>().swap(rank_recv_begin_);
   }
 
   SimResult run() {
@@ -601,22 +600,23 @@ class Engine {
   bool has_topology_ = false, has_noise_ = false, record_ = false;
 
   // Programs, compact and read-only after loading.
-  // Big arrays on transparent huge pages: at 10^6 ranks, 4 KiB pages made every op a TLB miss.
-  BigVector<SimOp> ops_;
-  BigVector<uint32_t> ndeps_;  // SimOp::pending at the start of a trial
-  BigVector<uint32_t> overflow_;  // successor lists of ops with more than two
-  BigVector<RecvKey> recv_index_;
-  BigVector<uint64_t> rank_op_begin_;  // ops numbered rank by rank: where each rank's begin
-  BigVector<uint64_t> block_begin_;    // where each block of kBlock ranks begins in ops_
-  BigVector<uint64_t> rank_recv_begin_;
+  // Plain vectors: huge pages (BigVector) made the event loop 10% faster at 10^6 ranks but cost
+  // more in the kernel while loading than they saved (benchmarks/results/bench_simulate.md).
+  std::vector<SimOp> ops_;
+  std::vector<uint32_t> ndeps_;  // SimOp::pending at the start of a trial
+  std::vector<uint32_t> overflow_;  // successor lists of ops with more than two
+  std::vector<RecvKey> recv_index_;
+  std::vector<uint64_t> rank_op_begin_;  // ops numbered rank by rank: where each rank's begin
+  std::vector<uint64_t> block_begin_;    // where each block of kBlock ranks begins in ops_
+  std::vector<uint64_t> rank_recv_begin_;
   std::vector<SimOp> staged_;  // the ranks of the block being loaded, rank by rank
   std::vector<size_t> staged_begin_{0};
   std::vector<uint32_t> tmp_count_, tmp_succ_end_, tmp_succ_;
   std::vector<RecvKey> tmp_sends_;
 
   // State of a trial.
-  BigVector<double> cpu_free_, port_free_, recv_free_, finish_;
-  BigVector<uint8_t> started_;
+  std::vector<double> cpu_free_, port_free_, recv_free_, finish_;
+  std::vector<uint8_t> started_;
   EventQueue queue_;
   std::vector<std::pair<uint32_t, uint32_t>> now_stack_;
   std::unordered_map<uint64_t, Rendezvous> rendezvous_;  // by the receive's global op index
