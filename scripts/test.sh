@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up collkit with its test dependencies and run the whole test suite:
 #   1. the C++ core under AddressSanitizer + UBSan (its own CMake build, C++ unit tests),
-#   2. lint (ruff),
+#   2. lint (ruff) and types (mypy --strict),
 #   3. pytest over everything the user touches.
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -26,6 +26,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 echo "== ruff"
 .venv/bin/python -m ruff check python tests benchmarks
 .venv/bin/python -m ruff format --check python tests benchmarks
+
+echo "== mypy (strict)"
+.venv/bin/python -m mypy
 
 echo "== pytest"
 .venv/bin/python -m pytest "$@"
