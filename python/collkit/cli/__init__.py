@@ -18,8 +18,10 @@ COMMANDS = [
     "verify",
     "limit",
     "export",
-    "tour",
+    "simulate",
     "schedules",
+    "bench",
+    "tour",
 ]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
