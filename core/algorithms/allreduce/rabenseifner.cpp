@@ -55,38 +55,36 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
   const auto unfold_stage = static_cast<uint16_t>(2 * lg + 1);
 
   b.set_stage(0);
-  if (a.header.P == 1) {
-    b.copy(out, in);
-    return;
-  }
+  OpId out_ready = b.copy(out, in);
+  if (a.header.P == 1) return;
 
-  // Phase 1: fold. A rank folded away waits for the result (phase 4 for it). No rank copies
-  // `in`: the first message received lands in `out` and is combined with `in` there.
+  // Phase 1: fold. A rank folded away waits for the result (phase 4 for it).
   const int64_t vrank = fold.vrank(rank);
   if (vrank < 0) {
-    OpId s = phases::fold_away(b, fold, in, kNoOp);
+    OpId s = phases::fold_away(b, fold, out, out_ready);
     b.set_stage(unfold_stage);
     phases::unfold(b, fold, out, {}, s);
     return;
   }
-  const bool folds_in = fold.partner(rank) >= 0;
-  const OpId out_ready = folds_in ? phases::fold_in_direct(b, fold, out) : kNoOp;
-  // Scratch for the halves received: the one kept at the first halving stage, or, when that
-  // stage receives straight into `out`, the second one (none for a single stage).
-  const phases::Halving halving(fold, vrank);
-  const int first = folds_in ? 0 : 1;
-  BufId tmp = kOut;  // not used when there is no stage to receive into scratch
+  // Scratch: the partner's whole vector for a rank that folds one in, else the largest half
+  // received, the one kept at the first halving stage.
+  BufId tmp;
   int64_t tmp_base = 0;
-  if (first < lg) {
-    const auto& st = halving.stages[static_cast<size_t>(first)];
-    const Region kept = blk.region(kOut, st.keep_lo, st.keep_hi);
+  OpId tmp_free = kNoOp;
+  if (fold.partner(rank) >= 0) {
+    tmp = b.scratch(n);
+    out_ready = tmp_free = phases::fold_in(b, fold, out, out_ready, Region{tmp, 0, n});
+  } else {
+    const phases::Halving halving(fold, vrank);
+    const auto& first = halving.stages[0];
+    const Region kept = blk.region(kOut, first.keep_lo, first.keep_hi);
     tmp = b.scratch(kept.len);
     tmp_base = kept.off;
   }
 
   // Phases 2 and 3.
   const phases::ScatterResult rs = phases::reduce_scatter_halving(
-      b, fold, vrank, blk, kOut, out_ready, tmp, tmp_base, kNoOp, 1, !folds_in);
+      b, fold, vrank, blk, kOut, out_ready, tmp, tmp_base, tmp_free, 1);
   const std::vector<OpId> written =
       phases::allgather_doubling(b, fold, vrank, blk, kOut, rs, static_cast<uint16_t>(lg + 1));
 

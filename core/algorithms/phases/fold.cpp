@@ -36,14 +36,6 @@ OpId fold_in(RankBuilder& b, const Pof2Fold& f, Region vec, OpId vec_ready, Regi
   return b.reduce(vec, tmp, partner < b.rank() ? Side::src_first : Side::dst_first, {vec_ready, r});
 }
 
-OpId fold_in_direct(RankBuilder& b, const Pof2Fold& f, Region vec) {
-  const int64_t partner = f.partner(b.rank());
-  OpId r = b.recv(partner, vec);
-  // `vec` holds the partner's vector: on the left if the partner is the lower rank.
-  return b.reduce(vec, Region{kIn, vec.off, vec.len},
-                  partner < b.rank() ? Side::dst_first : Side::src_first, {r});
-}
-
 OpId unfold(RankBuilder& b, const Pof2Fold& f, Region vec, Deps ready, OpId sent) {
   const int64_t partner = f.partner(b.rank());
   if (partner < 0) return kNoOp;

@@ -20,8 +20,7 @@ Halving::Halving(const Pof2Fold& f, int64_t vrank) : lg(f.lg()) {
 
 ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
                                      const Blocks& blk, BufId vec, OpId vec_ready, BufId tmp,
-                                     int64_t tmp_base, OpId tmp_free, uint16_t stage0,
-                                     bool from_in) {
+                                     int64_t tmp_base, OpId tmp_free, uint16_t stage0) {
   const Halving h(f, vrank);
   ScatterResult res;
   res.sent.fill(kNoOp);
@@ -32,17 +31,10 @@ ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t 
     b.set_stage(static_cast<uint16_t>(stage0 + k));
     const int64_t vpeer = vrank ^ (int64_t{1} << k);
     const int64_t peer = f.real(vpeer);
-    const bool direct = from_in && k == 0;
-    const Region give = blk.region(direct ? kIn : vec, st.send_lo, st.send_hi);
+    const Region give = blk.region(vec, st.send_lo, st.send_hi);
     const Region keep = blk.region(vec, st.keep_lo, st.keep_hi);
     if (give.len > 0) res.sent[static_cast<size_t>(k)] = b.send(peer, give, {res.ready});
     if (keep.len == 0) continue;
-    if (direct) {  // the partner's half lands in `vec` and is combined with `in`: no copy
-      OpId r = b.recv(peer, keep);
-      res.ready = b.reduce(keep, Region{kIn, keep.off, keep.len},
-                           vpeer < vrank ? Side::dst_first : Side::src_first, {r});
-      continue;
-    }
     const Region t{tmp, keep.off - tmp_base, keep.len};
     OpId r = b.recv(peer, t, {res.tmp_free});
     // The lower group's partial result on the left: the same tree as recursive doubling.

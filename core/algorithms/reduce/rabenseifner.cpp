@@ -66,27 +66,25 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
   // The vector is reduced in `out` at the root, in scratch elsewhere: MPI's recvbuf is
   // significant only at the root.
   const BufId vec = rank == root ? kOut : b.scratch(n);
-  if (a.header.P == 1) {
-    b.copy(Region{vec, 0, n}, in);
-    return;
-  }
-  // No copy of `in`: the first message received lands in `vec` and is combined with `in` there.
-  const bool folds_in = fold.partner(rank) >= 0;
-  const OpId vec_ready = folds_in ? phases::fold_in_direct(b, fold, Region{vec, 0, n}) : kNoOp;
-  const phases::Halving halving(fold, vrank);
-  const int first = folds_in ? 0 : 1;
-  BufId tmp = vec;  // not used when there is no stage to receive into scratch
+  OpId vec_ready = b.copy(Region{vec, 0, n}, in);
+  if (a.header.P == 1) return;
+  BufId tmp;
   int64_t tmp_base = 0;
-  if (first < fold.lg()) {
-    const auto& st = halving.stages[static_cast<size_t>(first)];
-    const Region kept = blk.region(vec, st.keep_lo, st.keep_hi);
+  OpId tmp_free = kNoOp;
+  if (fold.partner(rank) >= 0) {
+    tmp = b.scratch(n);
+    vec_ready = tmp_free = phases::fold_in(b, fold, Region{vec, 0, n}, vec_ready, Region{tmp, 0, n});
+  } else {
+    const phases::Halving halving(fold, vrank);
+    const auto& first = halving.stages[0];
+    const Region kept = blk.region(vec, first.keep_lo, first.keep_hi);
     tmp = b.scratch(kept.len);
     tmp_base = kept.off;
   }
 
   // Phases 2 and 3.
   const phases::ScatterResult rs = phases::reduce_scatter_halving(
-      b, fold, vrank, blk, vec, vec_ready, tmp, tmp_base, kNoOp, 1, !folds_in);
+      b, fold, vrank, blk, vec, vec_ready, tmp, tmp_base, tmp_free, 1);
   phases::gather_binomial(b, fold, vrank, fold.vrank(root), blk, vec, rs,
                           static_cast<uint16_t>(fold.lg() + 1));
 }

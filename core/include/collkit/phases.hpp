@@ -46,9 +46,6 @@ OpId fold_away(RankBuilder& b, const Pof2Fold& f, Region vec, OpId vec_ready);
 // Fold, on the kept rank of a pair: receive the partner's vector into `tmp` and combine the two
 // in rank order into `vec`. Returns the reduce (it wrote `vec` and read `tmp`).
 OpId fold_in(RankBuilder& b, const Pof2Fold& f, Region vec, OpId vec_ready, Region tmp);
-// The same without a copy: the partner's vector lands in `vec` (which holds nothing yet) and is
-// combined with `in`. Returns the reduce.
-OpId fold_in_direct(RankBuilder& b, const Pof2Fold& f, Region vec);
 // Unfold: the kept rank of a pair sends the result back (after `ready`), the rank folded away
 // receives it into `vec` (after its fold send `sent`). Returns the op; kNoOp outside the pairs.
 OpId unfold(RankBuilder& b, const Pof2Fold& f, Region vec, Deps ready, OpId sent);
@@ -75,14 +72,11 @@ struct ScatterResult {
 
 // Reduce-scatter by recursive halving. `vec` (whole vector, blocks of `blk`) holds the rank's
 // contribution (written by `vec_ready`); received halves go into `tmp` at the same offsets minus
-// `tmp_base`. With `from_in`, the contribution is still `in` and `vec` holds nothing yet: the
-// first stage sends from `in` and receives straight into `vec` (no copy; `tmp` is needed from
-// the second stage on only). Messages with no elements are skipped on both sides. Stages are
-// labelled from `stage0` on.
+// `tmp_base`. Messages with no elements are skipped on both sides. Stages are labelled from
+// `stage0` on.
 ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
                                      const Blocks& blk, BufId vec, OpId vec_ready, BufId tmp,
-                                     int64_t tmp_base, OpId tmp_free, uint16_t stage0,
-                                     bool from_in = false);
+                                     int64_t tmp_base, OpId tmp_free, uint16_t stage0);
 
 // Allgather by recursive doubling, the reverse of the halving: at stage k = lg-1 .. 0 exchange
 // the blocks held with the partner vrank ^ 2^k. Returns every op that wrote `vec` (for the
