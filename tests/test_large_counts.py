@@ -264,3 +264,32 @@ def test_which_recursive_multiplying_schedules_are_switch_safe() -> None:
     assert same("allreduce:rm(a2,a2,a2)", 8) and same("allreduce:rm(a2,a2,a2,a2)", 16)
     assert same("allreduce:rm(c6m2,a2,a2,e6m2)", 7)
     assert not same("allreduce:rm(a4,a2)", 8) and not same("allreduce:rm(a8)", 8)
+
+
+# Against the MPI itself (the PyPI mpich wheel; skipped without it): collkit_check runs every
+# communicator x datatype x op x count x IN_PLACE case on random data, like the executor's tests.
+LARGE_ALLREDUCES = (
+    "allreduce:rabenseifner,allreduce:rabenseifner(nonpof2=elim),"
+    "allreduce:rabenseifner(nonpof2=elim21)"
+)
+
+
+@pytest.mark.parametrize("P", [2, 3, 5, 6])
+def test_against_mpich_on_random_data(P: int) -> None:
+    import re
+
+    from mpi_support import built, mpich_or_skip, run_program
+
+    mpi = mpich_or_skip()
+    bindir = built(mpi)
+    r = run_program(
+        mpi, bindir, P, "collkit_check", "--algos", LARGE_ALLREDUCES, "--counts", "0,1,13,1009"
+    )
+    m = re.search(r"SUMMARY P=\d+ cases=(\d+) failures=(\d+)", r.stdout)
+    assert m and int(m.group(1)) > 500 and int(m.group(2)) == 0, r.stdout[-3000:]
+    # The ring refuses the non-commutative op (the matrix product) with a clear error and passes
+    # every other case.
+    r = run_program(mpi, bindir, P, "collkit_check", "--algos", "allreduce:ring(seg=64)")
+    fails = re.findall(r"FAIL [^\n]*?count=\d+", r.stdout)
+    assert fails and all("matrix noncommutative" in f for f in fails), r.stdout[-3000:]
+    assert "needs a commutative op" in r.stdout

@@ -1,7 +1,9 @@
 // Algorithm:    ring allreduce (allreduce:ring): ring reduce-scatter, then ring allgather.
 // Phases:       1. reduce-scatter: P-1 steps; at step s rank r sends block r-s to r+1 and
-//                  receives block r-s-1 from r-1 straight into `out`, combining it with its input;
+//                  receives block r-s-1 from r-1 into scratch, combining it into `out`;
 //               2. allgather: P-1 steps; at step s rank r passes block r+1-s on to r+1.
+//               `in` is copied to `out` first and received blocks go to scratch, so that the
+//               schedule is in-place safe (MPI_IN_PLACE: `in` is `out`).
 //               Every message is cut into segments of at most `seg` bytes so that combining one
 //               segment overlaps with receiving the next (seg=0: whole blocks).
 // Cost:         2 (P-1) alpha + 2 (P-1)/P n beta + (P-1)/P n gamma
@@ -26,7 +28,10 @@ void generate_ring(const GenArgs& a, RankBuilder& b) {
   const int64_t seg_bytes = a.params->integer("seg");
   const int64_t seg = seg_bytes == 0 ? 0 : std::max<int64_t>(1, seg_bytes / a.header.elem_size);
   const phases::Blocks blk{n, P};
-  const phases::RingResult rs = phases::reduce_scatter_ring(b, blk, seg, 0);
+  // Copy first, then only `out` and scratch: in-place safe (MPI_IN_PLACE makes `in` be `out`).
+  const OpId out_ready = b.copy(Region{kOut, 0, n}, Region{kIn, 0, n});
+  const BufId tmp = b.scratch(n / P + (n % P != 0 ? 1 : 0));  // the longest block
+  const phases::RingResult rs = phases::reduce_scatter_ring(b, blk, seg, out_ready, tmp, 0);
   phases::allgather_ring(b, blk, seg, rs, static_cast<uint16_t>(std::min<int64_t>(P - 1, 65535)));
 }
 

@@ -24,26 +24,32 @@ void for_each_segment(const Blocks& blk, BufId buf, int64_t q, int64_t seg, F&& 
 
 }  // namespace
 
-RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, uint16_t stage0) {
+RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, OpId out_ready,
+                               BufId tmp, uint16_t stage0) {
   const int64_t P = blk.nb, r = b.rank();
   const int64_t next = mod(r + 1, P), prev = mod(r - 1, P);
   RingResult res;
   res.step_begin.push_back(0);
-  std::vector<OpId> reduced;  // the reduces of the previous step, one per segment
+  std::vector<OpId> reduced;   // the reduces of the previous step, one per segment
+  std::vector<OpId> tmp_free;  // per segment of `tmp`: the last reduce that read it
   for (int64_t s = 0; s + 1 < P; ++s) {
     b.set_stage(static_cast<uint16_t>(std::min<int64_t>(stage0 + s, 65535)));  // labels saturate
-    // Step 0 sends the own input; later steps the block reduced in the step before.
-    const BufId from = s == 0 ? kIn : kOut;
-    for_each_segment(blk, from, mod(r - s, P), seg, [&](int64_t g, Region piece) {
-      const OpId dep = s == 0 ? kNoOp : reduced[static_cast<size_t>(g)];
+    // Step 0 sends the own copy of the input; later steps the block reduced in the step before.
+    for_each_segment(blk, kOut, mod(r - s, P), seg, [&](int64_t g, Region piece) {
+      const OpId dep = s == 0 ? out_ready : reduced[static_cast<size_t>(g)];
       res.sends.push_back(b.send(next, piece, {dep}));
     });
     res.step_begin.push_back(res.sends.size());
     reduced.clear();
-    for_each_segment(blk, kOut, mod(r - s - 1, P), seg, [&](int64_t, Region piece) {
-      OpId rv = b.recv(prev, piece);
+    const int64_t base = blk.begin(mod(r - s - 1, P));
+    for_each_segment(blk, kOut, mod(r - s - 1, P), seg, [&](int64_t g, Region piece) {
+      const auto gi = static_cast<size_t>(g);
+      if (tmp_free.size() <= gi) tmp_free.resize(gi + 1, kNoOp);
+      const Region t{tmp, piece.off - base, piece.len};
+      OpId rv = b.recv(prev, t, {tmp_free[gi]});
       // The partial of the ranks before this one in ring order goes on the left.
-      reduced.push_back(b.reduce(piece, Region{kIn, piece.off, piece.len}, Side::dst_first, {rv}));
+      reduced.push_back(b.reduce(piece, t, Side::src_first, {rv, out_ready}));
+      tmp_free[gi] = reduced.back();
     });
   }
   res.final_ready = reduced;
@@ -62,15 +68,14 @@ std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
     for_each_segment(blk, kOut, mod(r + 1 - s, P), seg, [&](int64_t g, Region piece) {
       b.send(next, piece, {last[static_cast<size_t>(g)]});
     });
-    // Block r - s left this rank at step s of the reduce-scatter (step 0: from `in`, nothing
-    // to wait for); its receive must not overwrite it while that send is in flight.
+    // Block r - s left this rank at step s of the reduce-scatter: its receive must not
+    // overwrite it while that send is in flight.
     const std::span<const OpId> gone = std::span<const OpId>(rs.sends).subspan(
         rs.step_begin[static_cast<size_t>(s)],
         rs.step_begin[static_cast<size_t>(s) + 1] - rs.step_begin[static_cast<size_t>(s)]);
     received.clear();
     for_each_segment(blk, kOut, mod(r - s, P), seg, [&](int64_t g, Region piece) {
-      const OpId dep = s == 0 ? kNoOp : gone[static_cast<size_t>(g)];
-      received.push_back(b.recv(prev, piece, {dep}));
+      received.push_back(b.recv(prev, piece, {gone[static_cast<size_t>(g)]}));
     });
     writers.insert(writers.end(), received.begin(), received.end());
     last = received;

@@ -101,10 +101,12 @@ struct RingResult {
   std::vector<size_t> step_begin;
   std::vector<OpId> final_ready;  // per segment, the reduce that completed the final block
 };
-// Reduce-scatter ring: at step s (0 .. P-2) rank r sends block r - s and receives block r - s - 1
-// from r - 1 straight into `out`, then out = out (+) in on it (the partial of the lower ranks in
-// ring order on the left). Rank r ends with block r + 1 reduced; it needs no copy and no scratch.
-RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, uint16_t stage0);
+// Reduce-scatter ring: at step s (0 .. P-2) rank r sends block r - s of `out` and receives
+// block r - s - 1 from r - 1 into `tmp` (one block long), then out = tmp (+) out on it (the
+// partial of the ranks before in ring order on the left). `out` holds the rank's input (copied
+// by `out_ready`): in-place safe (MPI_IN_PLACE: `in` is `out`). Rank r ends with block r + 1.
+RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, OpId out_ready,
+                               BufId tmp, uint16_t stage0);
 // Allgather ring after reduce_scatter_ring: at step s rank r sends block r + 1 - s and receives
 // block r - s from r - 1. Returns the ops that wrote `out` last.
 std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
