@@ -17,6 +17,7 @@ COMMANDS = [
     "show",
     "verify",
     "export",
+    "fit",
     "tour",
 ]
 
