@@ -259,7 +259,6 @@ def fit_frame(
     df: Any, formula: str, *, group: str = "", threshold: int = 128, stat: str = "median"
 ) -> FitResult:
     """Ordinary least squares of `formula` on the DataFrame `df` (see :func:`frame`)."""
-    import patsy
     import statsmodels.formula.api as smf
 
     if "~" not in formula:
@@ -268,17 +267,9 @@ def fit_frame(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tiny groups: statsmodels warns about kurtosis
             model = smf.ols(formula, data=df).fit()
-    except (
-        patsy.PatsyError,
-        SyntaxError,
-        NameError,
-        TypeError,
-        ValueError,
-        KeyError,
-        AttributeError,
-        IndexError,
-    ) as e:
-        raise _bad(f"cannot fit '{formula}': {str(e).splitlines()[0]}") from None
+    except Exception as e:  # patsy evaluates the user's formula: any failure is bad input
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        raise _bad(f"cannot fit '{formula}': {why}") from None
     n = int(model.nobs)
     if n <= len(model.params):
         raise _bad(
