@@ -217,3 +217,19 @@ def test_fits_simulated_rows_like_measured_ones() -> None:
     assert lin.coefficient("log2P").estimate == pytest.approx(0.0, abs=1e-6)
     binom = fits["binomial--"]
     assert binom.coefficient("log2P").estimate == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("text", "short"),
+    [
+        ("by socket", "socket"),
+        ("map-by node", "node"),
+        ("bind-to core", "core"),
+        ("socket", "socket"),
+        ("1 node x 8 ranks on 2 cores (oversubscribed)", "core"),
+        ("8 ranks from hostfile hosts", "8_ranks_from_hostfile_hosts"),
+        ("", "-"),
+    ],
+)
+def test_allocation_names(text: str, short: str) -> None:
+    assert F.short_allocation(text) == short

@@ -83,13 +83,19 @@ def short_algorithm(name: str) -> str:
 
 
 def short_allocation(text: str) -> str:
-    """The placement word of an allocation text: ``core``, ``socket`` or ``node`` where the text
-    names one ("by socket", "map-by node", "socket"), else the text itself."""
+    """The placement of an allocation text: ``core``, ``socket`` or ``node`` where the text says
+    how ranks were mapped ("by socket", "map-by node", "socket"); ranks on one node are mapped
+    by core ("1 node x 8 ranks on 2 cores"); any other text is kept (spaces as '_')."""
     t = text.strip().lower()
-    for word in ("socket", "node", "core"):
-        if re.search(rf"\b{word}\b", t):
+    m = re.search(r"(?:by|map-by|bind-to)[\s:=-]*(core|socket|node)s?\b", t)
+    if m:
+        return m.group(1)
+    for word in ("socket", "core"):
+        if re.fullmatch(rf"{word}s?", t):
             return word
-    return t or "-"
+    if t in ("node", "nodes") or re.match(r"^1\s*node\b", t):
+        return "node" if t in ("node", "nodes") else "core"
+    return re.sub(r"\s+", "_", t) or "-"
 
 
 def _row_dict(row: Any) -> dict[str, Any]:
