@@ -159,6 +159,45 @@ void reduce_to_root(RankBuilder& b, const Tree& t, int64_t root, int64_t count, 
   }
 }
 
+void bcast_scatter_allgather(RankBuilder& b, const Tree& t, int64_t root, int64_t count) {
+  const int64_t P = b.P();
+  if (count == 0 || P == 1) return;
+  const int64_t v = (b.rank() - root + P) % P;
+  const auto rank_of = [&](int64_t u) { return (u % P + root) % P; };
+  const auto begin = [&](int64_t u) { return u * (count / P) + std::min(u, count % P); };
+  const auto blocks = [&](int64_t lo, int64_t hi) {
+    return Region{kOut, begin(lo), begin(hi) - begin(lo)};
+  };
+  TreeNode node;
+  tree_node(t, P, v, node);
+
+  // Phase 1: scatter. sender[u]: the send that read block u (a later receive must wait for it).
+  b.set_stage(0);
+  std::vector<OpId> sender(static_cast<size_t>(P), kNoOp);
+  OpId got = kNoOp;
+  const Region mine = blocks(v, v + node.size);
+  if (node.parent >= 0 && mine.len > 0) got = b.recv(rank_of(node.parent), mine);
+  for (size_t i = node.children.size(); i-- > 0;) {  // largest subtree first
+    const int64_t c = node.children[i];
+    const int64_t end = i + 1 < node.children.size() ? node.children[i + 1] : v + node.size;
+    const Region theirs = blocks(c, end);
+    if (theirs.len == 0) continue;
+    const OpId s = b.send(rank_of(c), theirs, {got});
+    for (int64_t u = c; u < end; ++u) sender[static_cast<size_t>(u)] = s;
+  }
+
+  // Phase 2: ring allgather over the positions.
+  OpId last = got;  // what wrote the block sent next
+  for (int64_t s = 0; s + 1 < P; ++s) {
+    b.set_stage(static_cast<uint16_t>(std::min<int64_t>(s + 1, 65535)));
+    const Region out = blocks((v - s + P) % P, (v - s + P) % P + 1);
+    const int64_t q = (v - s - 1 + P) % P;
+    const Region in = blocks(q, q + 1);
+    if (out.len > 0) b.send(rank_of(v + 1), out, {last});
+    if (in.len > 0) last = b.recv(rank_of(v + P - 1), in, {sender[static_cast<size_t>(q)]});
+  }
+}
+
 void gather_release(RankBuilder& b, const Tree& t) {
   const int64_t P = b.P();
   TreeNode node;

@@ -62,6 +62,14 @@ void bcast_down(RankBuilder& b, const Tree& t, int64_t root, int64_t count, int6
 // `out` (MPI's recvbuf is not significant there).
 void reduce_to_root(RankBuilder& b, const Tree& t, int64_t root, int64_t count, int64_t seg_elems);
 
+// Bcast as scatter + allgather (van de Geijn): out[0:count] is cut into P blocks (the first
+// count % P one element longer), block u belonging to the rank at position u relative to the root.
+// 1. scatter down tree t: a rank receives the blocks of its subtree from its parent in one message
+//    and passes each child the blocks of the child's subtree;
+// 2. ring allgather over the positions: at step s (0 .. P-2) a rank sends block v - s to v + 1 and
+//    receives block v - s - 1 from v - 1. Empty blocks are never sent.
+void bcast_scatter_allgather(RankBuilder& b, const Tree& t, int64_t root, int64_t count);
+
 // Zero-length messages up tree t (rooted at rank 0) and back down: every rank leaves only after
 // every rank has arrived.
 void gather_release(RankBuilder& b, const Tree& t);
