@@ -233,3 +233,68 @@ def test_fits_simulated_rows_like_measured_ones() -> None:
 )
 def test_allocation_names(text: str, short: str) -> None:
     assert F.short_allocation(text) == short
+
+
+def _write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
+    results = pytest.importorskip("collkit.results")
+    store = results.ResultStore(path)
+    for r in rows:
+        store.append(results.row_from_dict(r))
+    return path
+
+
+def test_cli_fits_predicts_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from collkit.cli import main
+
+    rows = _write_rows(tmp_path / "rows.jsonl", _rows())
+    code = main(["fit", str(rows), "--predict", "P=4096", "--plots", str(tmp_path / "img")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.count("| P |") == 6  # one table per algorithm-allocation group
+    assert "prediction at P=4096" in out
+    assert (tmp_path / "img" / "residuals.png").exists()
+    assert (tmp_path / "img" / "predicted.png").exists()
+
+
+def test_cli_compares_with_predicted_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from collkit.cli import main
+
+    measured = _rows()[:10]
+    rows = _write_rows(tmp_path / "m.jsonl", measured)
+    pred = _write_rows(
+        tmp_path / "p.jsonl",
+        [dict(r, source="simulated", median=2 * float(r["median"])) for r in measured],  # type: ignore[arg-type]
+    )
+    assert main(["fit", str(rows), "--against", str(pred), "--plots", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "-50.0%" in out and "10 rows matched" in out
+    assert (tmp_path / "comparison.png").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--model", "latency ~ nothing"],
+        ["--predict", "P"],
+        ["--predict", "P=lots"],
+        ["--where", "colour=red"],
+        ["--stat", "mode"],
+    ],
+)
+def test_cli_bad_input_exits_2(tmp_path: Path, argv: list[str]) -> None:
+    from collkit.cli import main
+
+    rows = _write_rows(tmp_path / "rows.jsonl", _rows())
+    with pytest.raises(SystemExit) as e:
+        code = main(["fit", str(rows), *argv])
+        raise SystemExit(code)
+    assert e.value.code == 2
+
+
+def test_cli_missing_file_exits_2(tmp_path: Path) -> None:
+    from collkit.cli import main
+
+    pytest.importorskip("collkit.results")
+    assert main(["fit", str(tmp_path / "none.jsonl")]) == 2
