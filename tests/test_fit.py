@@ -298,3 +298,12 @@ def test_cli_missing_file_exits_2(tmp_path: Path) -> None:
 
     pytest.importorskip("collkit.results")
     assert main(["fit", str(tmp_path / "none.jsonl")]) == 2
+
+
+def test_binding_in_the_settings_is_the_placement() -> None:
+    rows = [
+        dict(r, allocation="1 node x 4 ranks on 2 cores", settings="HYDRA_BINDING=socket")
+        for r in _rows()
+    ]
+    assert set(F.frame(rows)["allocation"]) == {"socket"}
+    assert set(F.frame(_rows()[:3])["allocation"]) == {"socket"}  # from "by socket"

@@ -87,7 +87,7 @@ def short_allocation(text: str) -> str:
     how ranks were mapped ("by socket", "map-by node", "socket"); ranks on one node are mapped
     by core ("1 node x 8 ranks on 2 cores"); any other text is kept (spaces as '_')."""
     t = text.strip().lower()
-    m = re.search(r"(?:by|map-by|bind-to)[\s:=-]*(core|socket|node)s?\b", t)
+    m = re.search(r"(?:by|map-by|bind-to|binding)[\s:=-]*(core|socket|node)s?\b", t)
     if m:
         return m.group(1)
     for word in ("socket", "core"):
@@ -129,7 +129,11 @@ def frame(rows: Iterable[Any], stat: str = "median", threshold: int = 128) -> An
         if P < 1 or nbytes < 0:
             raise _bad(f"result row with P = {P}, bytes = {nbytes}")
         name = str(d.get("algorithm", ""))
-        algo, alloc = short_algorithm(name), short_allocation(str(d.get("allocation", "")))
+        algo = short_algorithm(name)
+        # A binding or mapping set through the environment (HYDRA_BINDING=socket) is the placement.
+        settings = str(d.get("settings", ""))
+        bound = re.search(r"(?:binding|bind-to|map-by)[\s:=-]*(core|socket|node)", settings.lower())
+        alloc = bound.group(1) if bound else short_allocation(str(d.get("allocation", "")))
         recs.append(
             {
                 "latency": value,
