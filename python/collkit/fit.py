@@ -110,7 +110,7 @@ def frame(rows: Iterable[Any], stat: str = "median", threshold: int = 128) -> An
     """The rows as a pandas DataFrame with the columns listed in the module's docstring.
 
     Rows without the statistic (NaN, an error) are left out; an empty result is an error."""
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     if stat not in STATS:
         raise _bad(f"statistic '{stat}' must be one of {', '.join(STATS)}")
@@ -269,7 +269,7 @@ def fit_frame(
     df: Any, formula: str, *, group: str = "", threshold: int = 128, stat: str = "median"
 ) -> FitResult:
     """Ordinary least squares of `formula` on the DataFrame `df` (see :func:`frame`)."""
-    import statsmodels.formula.api as smf
+    import statsmodels.formula.api as smf  # type: ignore[import-untyped]
 
     if "~" not in formula:
         raise _bad(f"formula '{formula}' has no '~' (example: latency ~ P + size)")
