@@ -31,6 +31,10 @@ IMG = ROOT / "docs" / "img" / "rooted"
 ALGOS = ["linear", "pipeline", "binary", "binomial"]
 COLLECTIVES = ("bcast", "reduce")
 SIM_ALLOCATION = "simulated"
+# fmt: off
+SIM_P = [2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
+         1536, 2048, 3072, 4096]
+# fmt: on
 
 
 def measure(args: argparse.Namespace) -> None:
@@ -212,6 +216,7 @@ def report(args: argparse.Namespace) -> None:
                         f"- {f.group}: {p['mean']:.4g} us [{p['lower']:.4g}, {p['upper']:.4g}]"
                     )
                 out.append("")
+        out += _side_by_side(coll, measured, simulated, smallest, args)
         if simulated and measured:
             ms = [r for r in measured if r.collective == coll and r.algorithm != "native"]
             try:
@@ -241,6 +246,51 @@ def report(args: argparse.Namespace) -> None:
     print(f"wrote {path}")
 
 
+def _side_by_side(coll: str, measured: list, simulated: list, size: int, args) -> list[str]:
+    """Per-process slopes (seed-p's P coefficient, us per process) of every algorithm: measured
+    (median and minimum) beside simulated (up to P = 4096, and over the measured P only)."""
+
+    def slopes(rows: list, stat: str, max_p: int | None = None) -> dict[str, float]:
+        rs = [
+            r
+            for r in rows
+            if r.collective == coll
+            and r.algorithm != "native"
+            and r.bytes == size
+            and (max_p is None or max_p >= r.P)
+        ]
+        if not rs:
+            return {}
+        fits = F.fit(rs, "seed-p", threshold=args.threshold, stat=stat)
+        return {f.group.split("-")[0]: f.coefficient("P").estimate for f in fits}
+
+    pmax = max((r.P for r in measured), default=0)
+    cols = [
+        ("measured, median", slopes(measured, "median")),
+        ("measured, min", slopes(measured, "min")),
+        (f"simulated, P <= {max(args.sim_P)}", slopes(simulated, "median")),
+        (f"simulated, P <= {pmax}", slopes(simulated, "median", pmax)),
+    ]
+    out = [
+        f"### {coll}: per-process slope (P coefficient of seed-p, us), {size} B",
+        "",
+        "| algorithm | " + " | ".join(c for c, _ in cols) + " |",
+        "| --- |" + " ---: |" * len(cols),
+    ]
+    for algo in ALGOS:
+        out.append(
+            f"| {algo} | "
+            + " | ".join(f"{d[algo]:.4g}" if algo in d else "-" for _, d in cols)
+            + " |"
+        )
+    out.append("")
+    for c, d in cols:
+        if d:
+            order = sorted(d, key=d.__getitem__, reverse=True)
+            out.append(f"- {c}: steepest to flattest: {' > '.join(order)}")
+    return [*out, ""]
+
+
 def _median(x: object) -> float:
     import numpy as np
 
@@ -268,28 +318,7 @@ def main() -> int:
     p.add_argument(
         "--sim-P",
         type=_plist,
-        default=[
-            2,
-            3,
-            4,
-            6,
-            8,
-            12,
-            16,
-            24,
-            32,
-            48,
-            64,
-            96,
-            128,
-            192,
-            256,
-            384,
-            512,
-            1024,
-            2048,
-            4096,
-        ],
+        default=SIM_P,
     )
     p.add_argument("--threshold", type=int, default=128)
     p.add_argument("--stat", default="median")

@@ -454,23 +454,27 @@ class Comparison:
 
 def compare(measured: Iterable[Any], predicted: Iterable[Any]) -> Comparison:
     """Pairs every measured row with the predicted row of the same collective, algorithm (by
-    canonical name), P, bytes and allocation (a predicted row without an allocation predicts
-    every allocation). A predicted row's min (median) predicts the measured min (median); where
-    it has only one of them, that one predicts both."""
-    pred: dict[tuple[tuple[str, str, int, int], str], tuple[float, float]] = {}
+    canonical name), P and bytes; where predictions of that key differ by allocation, the one
+    with the measured row's allocation (a lone prediction predicts every allocation). A
+    predicted row's min (median) predicts the measured min (median); where it has only one of
+    them, that one predicts both."""
+    pred: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]] = {}
     for row in predicted:
         d = _row_dict(row)
         lo, med = float(d.get("min", math.nan)), float(d.get("median", math.nan))
         lo, med = (lo if math.isfinite(lo) else med), (med if math.isfinite(med) else lo)
         if math.isfinite(lo) and lo > 0:
-            pred[_key(d), str(d.get("allocation", ""))] = (lo, med)
+            pred.setdefault(_key(d), {})[str(d.get("allocation", ""))] = (lo, med)
     keys, mm, md, pm, pd_ = [], [], [], [], []
     unmatched = 0
     for row in measured:
         d = _row_dict(row)
         k = _key(d)
         lo, med = float(d.get("min", math.nan)), float(d.get("median", math.nan))
-        p = pred.get((k, str(d.get("allocation", "")))) or pred.get((k, ""))
+        by_alloc = pred.get(k, {})
+        p = by_alloc.get(str(d.get("allocation", "")))
+        if p is None and len(by_alloc) == 1:
+            p = next(iter(by_alloc.values()))
         if p is None or not (math.isfinite(lo) and math.isfinite(med)):
             unmatched += 1
             continue
@@ -505,12 +509,14 @@ def plot_comparison(c: Comparison, path: str | Path) -> Path:
     size = np.array([max(k[3], 1) for k in c.keys], dtype=float)
     fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.8))
     order = np.argsort(P)
-    axes[0].scatter(P[order], 100 * c.rel_min[order], s=10, label="minimum")
-    axes[0].scatter(P[order], 100 * c.rel_median[order], s=10, label="median")
-    axes[0].axhline(0.0, color="black", lw=0.8)
+    # Ratios, on a log axis: measured times can be 10^4 times a prediction (oversubscription).
+    axes[0].scatter(P[order], (c.measured_min / c.predicted_min)[order], s=10, label="minimum")
+    axes[0].scatter(P[order], (c.measured_median / c.predicted_median)[order], s=10, label="median")
+    axes[0].axhline(1.0, color="black", lw=0.8)
     axes[0].set_xscale("log", base=2)
+    axes[0].set_yscale("log")
     axes[0].set_xlabel("P")
-    axes[0].set_ylabel("(measured - predicted) / predicted (%)")
+    axes[0].set_ylabel("measured / predicted (1 + relative difference)")
     axes[0].legend(fontsize=8)
     for ax, m, p, what in (
         (axes[1], c.measured_min, c.predicted_min, "minimum"),
