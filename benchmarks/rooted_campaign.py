@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
-import platform
 import socket
 import sys
 from pathlib import Path
@@ -54,6 +53,9 @@ def measure(args: argparse.Namespace) -> None:
             iterations=args.iters,
             warmup=args.warmup,
             max_ms=args.max_ms,
+            # MPICH's hydra binds each rank to one core (or leaves it free in its socket); the
+            # setting goes into the rows, and collkit fit reads it as the placement.
+            extra_env={"HYDRA_BINDING": args.binding} if args.binding else {},
         )
 
         def progress(msg: str, row: object) -> None:
@@ -156,11 +158,14 @@ def report(args: argparse.Namespace) -> None:
     out: list[str] = [
         "# Seed 004 on this machine: rooted collectives, fitted",
         "",
-        f"Machine: {socket.gethostname()} ({platform.processor() or platform.machine()}), "
+        f"Machine: {measured[0].machine if measured else socket.gethostname()}, "
         f"{_cores()} cores shared with other work; report written "
         f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC.",
         f"MPI: {measured[0].mpi if measured else '-'}; allocation: "
-        f"{measured[0].allocation if measured else '-'}.",
+        f"{measured[0].allocation if measured else '-'} (one node: the core mapping; rows "
+        "with HYDRA_BINDING in their settings were bound as it says). Iterations / warm-up: "
+        + ", ".join(sorted({f"{r.iterations} / {r.warmup}" for r in measured[:1]}))
+        + " per row (fewer where a row hit its time budget).",
         "",
         "Reproduce: `python benchmarks/rooted_campaign.py measure && python "
         "benchmarks/rooted_campaign.py simulate && python benchmarks/rooted_campaign.py report`",
@@ -248,9 +253,9 @@ def report(args: argparse.Namespace) -> None:
 
 def _side_by_side(coll: str, measured: list, simulated: list, size: int, args) -> list[str]:
     """Per-process slopes (seed-p's P coefficient, us per process) of every algorithm: measured
-    (median and minimum) beside simulated (up to P = 4096, and over the measured P only)."""
+    (median and minimum, per placement) beside simulated (to P = 4096, and over the measured P)."""
 
-    def slopes(rows: list, stat: str, max_p: int | None = None) -> dict[str, float]:
+    def slopes(rows: list, stat: str, max_p: int | None = None) -> dict[tuple[str, str], float]:
         rs = [
             r
             for r in rows
@@ -262,15 +267,21 @@ def _side_by_side(coll: str, measured: list, simulated: list, size: int, args) -
         if not rs:
             return {}
         fits = F.fit(rs, "seed-p", threshold=args.threshold, stat=stat)
-        return {f.group.split("-")[0]: f.coefficient("P").estimate for f in fits}
+        return {tuple(f.group.split("-", 1)): f.coefficient("P").estimate for f in fits}
 
     pmax = max((r.P for r in measured), default=0)
-    cols = [
-        ("measured, median", slopes(measured, "median")),
-        ("measured, min", slopes(measured, "min")),
-        (f"simulated, P <= {max(args.sim_P)}", slopes(simulated, "median")),
-        (f"simulated, P <= {pmax}", slopes(simulated, "median", pmax)),
-    ]
+    cols: list[tuple[str, dict[str, float]]] = []
+    for stat in ("median", "min"):
+        by = slopes(measured, stat)
+        for place in sorted({p for _, p in by}):
+            cols.append(
+                (f"measured {place}, {stat}", {a: v for (a, p), v in by.items() if p == place})
+            )
+    for label, max_p in (
+        (f"simulated, P <= {max(args.sim_P)}", None),
+        (f"simulated, P <= {pmax}", pmax),
+    ):
+        cols.append((label, {a: v for (a, _), v in slopes(simulated, "median", max_p).items()}))
     out = [
         f"### {coll}: per-process slope (P coefficient of seed-p, us), {size} B",
         "",
@@ -278,11 +289,8 @@ def _side_by_side(coll: str, measured: list, simulated: list, size: int, args) -
         "| --- |" + " ---: |" * len(cols),
     ]
     for algo in ALGOS:
-        out.append(
-            f"| {algo} | "
-            + " | ".join(f"{d[algo]:.4g}" if algo in d else "-" for _, d in cols)
-            + " |"
-        )
+        cells = [f"{d[algo]:.4g}" if algo in d else "-" for _, d in cols]
+        out.append(f"| {algo} | " + " | ".join(cells) + " |")
     out.append("")
     for c, d in cols:
         if d:
@@ -320,6 +328,7 @@ def main() -> int:
         type=_plist,
         default=SIM_P,
     )
+    p.add_argument("--binding", choices=["core", "socket"], help="bind ranks (MPICH hydra)")
     p.add_argument("--threshold", type=int, default=128)
     p.add_argument("--stat", default="median")
     args = p.parse_args()

@@ -304,10 +304,13 @@ def test_cli_missing_file_exits_2(tmp_path: Path) -> None:
     assert main(["fit", str(tmp_path / "none.jsonl")]) == 2
 
 
-def test_binding_in_the_settings_is_the_placement() -> None:
+def test_binding_in_the_settings_is_part_of_the_placement() -> None:
     rows = [
-        dict(r, allocation="1 node x 4 ranks on 2 cores", settings="HYDRA_BINDING=socket")
+        dict(r, allocation="1 node x 4 ranks on 2 cores", settings="HYDRA_BINDING=core")
         for r in _rows()
     ]
-    assert set(F.frame(rows)["allocation"]) == {"socket"}
-    assert set(F.frame(_rows()[:3])["allocation"]) == {"socket"}  # from "by socket"
+    df = F.frame(rows)
+    assert set(df["allocation"]) == {"core"}
+    assert set(df["binding"]) == {"core"}
+    assert set(df["group"]) == {f"{a}-core/bind-core" for a in TRUE}
+    assert set(F.frame(_rows()[:3])["group"]) == {"pipeline-socket"}  # unbound

@@ -11,7 +11,8 @@ formula may name:
 ``size``        bytes per rank (seed 004's Message_Size);  ``bytes`` is the same
 ``algorithm``   short name, e.g. ``pipeline`` (``bcast:pipeline(seg=8KiB)`` -> ``pipeline``)
 ``allocation``  how ranks were placed: ``core``, ``socket``, ``node``, or the row's text
-``group``       ``algorithm-allocation``, e.g. ``binary-node``
+``binding``     ``core``, ``socket``, ... where the row's settings bind ranks (HYDRA_BINDING)
+``group``       ``algorithm-allocation[/bind-binding]``, e.g. ``binary-node``
 ``collective``, ``name`` (the full algorithm name), ``source``, ``mpi``, ``machine``
 ==============  ==============================================================================
 
@@ -56,6 +57,7 @@ COLUMNS = (
     "bytes",
     "algorithm",
     "allocation",
+    "binding",
     "group",
     "collective",
     "name",
@@ -130,10 +132,11 @@ def frame(rows: Iterable[Any], stat: str = "median", threshold: int = 128) -> An
             raise _bad(f"result row with P = {P}, bytes = {nbytes}")
         name = str(d.get("algorithm", ""))
         algo = short_algorithm(name)
-        # A binding or mapping set through the environment (HYDRA_BINDING=socket) is the placement.
-        settings = str(d.get("settings", ""))
-        bound = re.search(r"(?:binding|bind-to|map-by)[\s:=-]*(core|socket|node)", settings.lower())
-        alloc = bound.group(1) if bound else short_allocation(str(d.get("allocation", "")))
+        alloc = short_allocation(str(d.get("allocation", "")))
+        # A binding set through the environment (HYDRA_BINDING=core) is a placement of its own.
+        settings = str(d.get("settings", "")).lower()
+        bound = re.search(r"(?:binding|bind-to)[\s:=-]*(core|socket|numa|hwthread)", settings)
+        binding = bound.group(1) if bound else ""
         recs.append(
             {
                 "latency": value,
@@ -144,7 +147,8 @@ def frame(rows: Iterable[Any], stat: str = "median", threshold: int = 128) -> An
                 "bytes": float(nbytes),
                 "algorithm": algo,
                 "allocation": alloc,
-                "group": f"{algo}-{alloc}",
+                "binding": binding,
+                "group": f"{algo}-{alloc}" + (f"/bind-{binding}" if binding else ""),
                 "collective": str(d.get("collective", "")),
                 "name": name,
                 "source": str(d.get("source", "")),
