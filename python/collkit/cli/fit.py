@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from collkit import fit as F
-from collkit.errors import InvalidArgumentError
+from collkit.errors import InvalidArgumentError, UnsupportedError
 
 NAME = "fit"
 HELP = "fit linear latency models to result rows; predict; compare with a model"
@@ -101,7 +101,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def read_rows(paths: list[str]) -> list[Any]:
-    from collkit import results
+    try:
+        from collkit import results
+    except ImportError:  # the result schema arrives with the MPI executor's branch
+        raise UnsupportedError("collkit.results (the result row schema) is not installed") from None
 
     rows: list[Any] = []
     for path in paths:
