@@ -19,6 +19,7 @@ COMMANDS = [
     "export",
     "fit",
     "tour",
+    "schedules",
 ]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
