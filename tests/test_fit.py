@@ -102,6 +102,8 @@ def test_any_formula_and_selection() -> None:
     assert f.coefficient("P").estimate == pytest.approx(0.2, rel=0.05)
     fits = F.fit(_rows(), "latency ~ P", by=["algorithm"], where={"allocation": "node"})
     assert [f.group for f in fits] == sorted(TRUE)
+    (small,) = F.fit(_rows(), "latency ~ P", by=[], where={"bytes": "1", "group": "binary-node"})
+    assert small.n == len([r for r in _rows() if r["algorithm"] == "bcast:binary"]) // 2
 
 
 def test_prediction_interval_contains_the_truth_and_widens_with_extrapolation() -> None:
@@ -168,6 +170,7 @@ def test_compare_uses_the_one_statistic_a_prediction_has(tmp_path: Path) -> None
         (None, "seed-p", {"by": ["colour"]}),
         (None, "seed-p", {"where": {"colour": "red"}}),
         (None, "seed-p", {"where": {"algorithm": "nothing"}}),
+        (None, "seed-p", {"where": {"P": "many"}}),
         (None, "latency ~ C(P)", {"where": {"group": "linear-node"}}),  # as many terms as rows
         ([{"P": "x", "bytes": 1, "median": 1.0}], "seed-p", {}),
         ([{"P": 4, "median": 1.0}], "seed-p", {}),

@@ -341,7 +341,13 @@ def fit(
     for k, v in (where or {}).items():
         if k not in df.columns:
             raise _bad(f"unknown column '{k}' (columns: {', '.join(COLUMNS)})")
-        df = df[df[k].astype(str) == str(v)]
+        if df[k].dtype.kind == "f":  # P, size, ...: compare as numbers ("8" selects 8.0)
+            try:
+                df = df[df[k] == float(v)]
+            except (TypeError, ValueError):
+                raise _bad(f"column '{k}' holds numbers, not '{v}'") from None
+        else:
+            df = df[df[k].astype(str) == str(v)]
     if df.empty:
         raise _bad(f"no rows left after selecting {dict(where or {})}")
     formula = MODELS.get(model, model)
