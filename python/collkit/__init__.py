@@ -23,6 +23,7 @@ from collkit.errors import (
     UnsupportedError,
 )
 from collkit.io import from_goal, from_json, from_text, load, save, to_goal, to_json, to_text
+from collkit.simulate import Model, SimResult, simulate
 from collkit.verify import (
     Diagnostic,
     TreeComparison,
@@ -41,10 +42,12 @@ __all__ = [
     "CollkitError",
     "Diagnostic",
     "InvalidArgumentError",
+    "Model",
     "RankProgram",
     "Schedule",
     "ScheduleFormatError",
     "TreeComparison",
+    "SimResult",
     "UnsupportedError",
     "VerificationError",
     "VerifyResult",
@@ -64,6 +67,7 @@ __all__ = [
     "to_goal",
     "to_json",
     "to_text",
+    "simulate",
     "verify",
     "verify_algorithm",
 ]

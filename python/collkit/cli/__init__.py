@@ -17,9 +17,11 @@ COMMANDS = [
     "show",
     "verify",
     "export",
+    "simulate",
     "fit",
-    "tour",
     "schedules",
+    "bench",
+    "tour",
 ]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
