@@ -56,6 +56,7 @@ def measure(args: argparse.Namespace) -> None:
             # MPICH's hydra binds each rank to one core (or leaves it free in its socket); the
             # setting goes into the rows, and collkit fit reads it as the placement.
             extra_env={"HYDRA_BINDING": args.binding} if args.binding else {},
+            placements=args.map_by.split(","),
         )
 
         def progress(msg: str, row: object) -> None:
@@ -329,6 +330,7 @@ def main() -> int:
         default=SIM_P,
     )
     p.add_argument("--binding", choices=["core", "socket"], help="bind ranks (MPICH hydra)")
+    p.add_argument("--map-by", default="", help="placements to sweep: core,socket,node")
     p.add_argument("--threshold", type=int, default=128)
     p.add_argument("--stat", default="median")
     args = p.parse_args()
