@@ -7,4 +7,5 @@ void bind_schedule(nanobind::module_& m);
 void bind_registry(nanobind::module_& m);
 void bind_verify(nanobind::module_& m);
 void bind_text(nanobind::module_& m);
+void bind_alltoall(nanobind::module_& m);
 }  // namespace collkit::py

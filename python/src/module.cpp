@@ -42,4 +42,5 @@ NB_MODULE(_core, m) {
   collkit::py::bind_registry(m);
   collkit::py::bind_verify(m);
   collkit::py::bind_text(m);
+  collkit::py::bind_alltoall(m);
 }
