@@ -1,0 +1,119 @@
+"""All-to-all (seed 003): the radix-r Bruck against the spread-out and pairwise algorithms.
+
+One run records, with the machine and the date, in benchmarks/results/alltoall.md:
+
+1. **model**: for P = 64 .. 4096 and block sizes N, the r the alpha-beta model picks (what
+   `r=auto` uses) beside the ceil(sqrt P) rule of thumb, with the model times of both, of r = 2
+   and of r = P (the spread-out's counts);
+2. **simulated** (when `collkit.simulate` is available): the poster's experiments A (vary r at
+   fixed P, N), B (vary N at fixed P, r) and C (vary P at fixed N, r), simulated for
+   P = 64 .. 4096;
+3. **measured** (when the MPI executor `collkit.mpi` is available): native MPI_Alltoall against
+   collkit's variants over r and N at the P this machine allows.
+
+    .venv/bin/python benchmarks/bench_alltoall.py            # everything available
+    .venv/bin/python benchmarks/bench_alltoall.py --quick    # small P only
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from collkit import bruck
+
+RESULTS = Path(__file__).resolve().parent / "results" / "alltoall.md"
+SIZES = [8, 64, 256, 1024, 4096, 16384, 65536]
+
+
+def fmt_us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f}"
+
+
+def table(head: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def model_section(Ps: list[int]) -> str:
+    rows = []
+    for P in Ps:
+        for N in SIZES:
+            c = bruck.choose_r(P, N)
+            rows.append(
+                [
+                    P,
+                    N,
+                    c["r_model"],
+                    c["r_sqrt"],
+                    fmt_us(c["t_model_s"]),
+                    fmt_us(c["t_sqrt_s"]),
+                    fmt_us(bruck.model_seconds(P, 2, N)),
+                    fmt_us(bruck.model_seconds(P, P, N)),
+                ]
+            )
+    head = ["P", "N (B)", "r auto", "r sqrt", "T auto (us)", "T sqrt (us)", "T r=2", "T r=P"]
+    return (
+        "### Model: r=auto against the sqrt(P) rule\n\n"
+        f"alpha = {bruck.DEFAULT_ALPHA_S * 1e6:g} us, "
+        f"beta = {bruck.DEFAULT_BETA_S_PER_BYTE * 1e9:g} ns/B; "
+        "T(r) = numC alpha + numD N beta.\n\n" + table(head, rows)
+    )
+
+
+def simulated_section(quick: bool) -> str:
+    if not hasattr(importlib.import_module("collkit"), "simulate"):
+        return (
+            "### Simulated (experiments A, B, C)\n\n"
+            "Not run: `collkit.simulate` is not on this branch yet (the simulator lands on main "
+            "separately; rerun this script after merging it)."
+        )
+    return "### Simulated\n\n(simulator present but not yet wired into this benchmark)"
+
+
+def measured_section() -> str:
+    try:
+        importlib.import_module("collkit.mpi")
+    except ImportError:
+        return (
+            "### Measured (native MPI_Alltoall vs collkit)\n\n"
+            "Not run: the MPI executor (`collkit.mpi`, `collkit bench`) is not on this branch "
+            "yet."
+        )
+    return "### Measured\n\n(executor present but not yet wired into this benchmark)"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small P only")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    args = ap.parse_args()
+    Ps = [64, 256] if args.quick else [64, 256, 1024, 4096]
+    cmd = "benchmarks/bench_alltoall.py" + (" --quick" if args.quick else "")
+    head = (
+        f"## {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}\n\n"
+        f"Reproduce: `.venv/bin/python {cmd}`"
+    )
+    parts = [head, model_section(Ps), simulated_section(args.quick), measured_section()]
+    text = "\n\n".join(parts) + "\n"
+    print(text)
+    if not args.no_write:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        with RESULTS.open("a") as f:
+            if RESULTS.stat().st_size == 0:
+                f.write("# All-to-all benchmark results (benchmarks/bench_alltoall.py)\n\n")
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
