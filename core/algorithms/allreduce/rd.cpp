@@ -25,19 +25,19 @@ void generate_rd(const GenArgs& a, RankBuilder& b) {
   b.set_stage(0);
   OpId out_ready = b.copy(out, in);  // the last op that wrote `out`
   if (P == 1) return;
-  const BufId tmp = b.scratch(n);
-  const Region t{tmp, 0, n};
 
-  // Phase 1: collapse to a power of two.
+  // Phase 1: collapse to a power of two. An even rank below 2*rem hands its vector to the odd
+  // rank above it and waits for the result: it needs no scratch.
+  if (rank < 2 * rem && rank % 2 == 0) {
+    OpId s = b.send(rank + 1, out, {out_ready});
+    b.set_stage(static_cast<uint16_t>(std::bit_width(static_cast<uint64_t>(pof2))));  // expand
+    b.recv(rank + 1, out, {s});  // Phase 3 for this rank: the result comes back
+    return;
+  }
+  const Region t{b.scratch(n), 0, n};
   int64_t vrank;
-  OpId tmp_free = kNoOp;  // the last op that read `tmp`
+  OpId tmp_free = kNoOp;  // the last op that read `t`
   if (rank < 2 * rem) {
-    if (rank % 2 == 0) {
-      OpId s = b.send(rank + 1, out, {out_ready});
-      b.set_stage(static_cast<uint16_t>(std::bit_width(static_cast<uint64_t>(pof2))));  // expand
-      b.recv(rank + 1, out, {s});  // Phase 3 for this rank: the result comes back
-      return;
-    }
     OpId r = b.recv(rank - 1, t);
     out_ready = tmp_free = b.reduce(out, t, Side::src_first, {out_ready, r});
     vrank = rank / 2;

@@ -1,0 +1,728 @@
+// GOAL (LogGOPSim's schedule language) writer and reader; the mapping is described in
+// collkit/goal.hpp and docs/schedule-formats.md.
+#include "collkit/goal.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+#include "collkit/error.hpp"
+#include "collkit/text.hpp"
+#include "scanner.hpp"
+#include "text_detail.hpp"
+
+namespace collkit {
+
+namespace {
+
+using io::Scanner;
+constexpr std::string_view kDirective = "// collkit:";
+constexpr int64_t kMaxGoalP = int64_t{1} << 31;
+constexpr int64_t kMaxTag = int64_t{UINT32_MAX} - 1;  // UINT32_MAX is LogGOPSim's "any tag"
+
+// a * b as decimal, exact even when it overflows 64 bits (only invalid ops get that far).
+void write_product(std::string& out, int64_t a, int64_t b) {
+  int64_t p;
+  if (!__builtin_mul_overflow(a, b, &p)) {
+    io::write_int(out, p);
+    return;
+  }
+  __extension__ __int128 v = static_cast<__int128>(a) * b;
+  bool neg = v < 0;
+  __extension__ unsigned __int128 m = neg ? -static_cast<unsigned __int128>(v) : v;
+  std::string digits;
+  do {
+    digits.push_back(static_cast<char>('0' + static_cast<int>(m % 10)));
+    m /= 10;
+  } while (m != 0);
+  if (neg) out.push_back('-');
+  out.append(digits.rbegin(), digits.rend());
+}
+
+int64_t calc_cost(int64_t len, int32_t elem_size, double ns_per_byte) {
+  double v = std::round(static_cast<double>(len) * elem_size * ns_per_byte);
+  if (!(v > 0)) return 0;
+  if (v >= 9.2e18) return INT64_MAX;
+  return static_cast<int64_t>(v);
+}
+
+void write_label_dep(std::string& out, size_t i, OpId d) {
+  out += "l";
+  io::write_int(out, static_cast<int64_t>(i));
+  out += " requires l";
+  io::write_int(out, d);
+  out.push_back('\n');
+}
+
+}  // namespace
+
+std::string to_goal(const Schedule& s, const GoalOptions& o) {
+  const ScheduleHeader& h = s.header;
+  std::string out =
+      "// GOAL schedule for LogGOPSim, written by collkit. The \"// collkit:\" lines carry what\n"
+      "// GOAL cannot say (buffers, offsets, reduce sides, stages); collkit reads them back.\n";
+  out += kDirective;
+  out += " schedule v1\n";
+  std::string header = header_to_text(h);
+  size_t b = header.find('\n') + 1;  // skip "# collkit schedule v1"
+  while (b < header.size()) {
+    size_t e = header.find('\n', b);
+    out += kDirective;
+    out.push_back(' ');
+    out.append(header, b, e - b + 1);
+    b = e + 1;
+  }
+  out += "num_ranks ";
+  io::write_int(out, h.P);
+  out.push_back('\n');
+
+  // Sequence numbers of messages per peer, reset through `touched` so a rank costs O(its ops).
+  const size_t P = static_cast<size_t>(std::max<int64_t>(h.P, 0));
+  std::vector<uint32_t> sent(P, 0), received(P, 0);
+  std::vector<size_t> touched, deferred;
+  for (int64_t r = 0; r < s.num_ranks(); ++r) {
+    RankView v = s.rank(r);
+    out += "\nrank ";
+    io::write_int(out, r);
+    out += " {\n";
+    if (!v.scratch.empty()) {
+      out += kDirective;
+      out += " scratch";
+      for (int64_t e : v.scratch) {
+        out.push_back(' ');
+        io::write_int(out, e);
+      }
+      out.push_back('\n');
+    }
+    deferred.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const Op& op = v.ops[i];
+      out += kDirective;
+      out.push_back(' ');
+      io::write_int(out, static_cast<int64_t>(i));
+      out += ": ";
+      io::write_op_body(out, op);
+      if (v.stage[i] != 0) {
+        out += " stage ";
+        io::write_int(out, v.stage[i]);
+      }
+      out += "\nl";
+      io::write_int(out, static_cast<int64_t>(i));
+      out += ": ";
+      bool message = op.kind == OpKind::send || op.kind == OpKind::recv;
+      if (message) {
+        out += op.kind == OpKind::send ? "send " : "recv ";
+        write_product(out, op.len, h.elem_size);
+        out += op.kind == OpKind::send ? "b to " : "b from ";
+        io::write_int(out, op.peer);
+        uint32_t tag = 0;
+        if (op.peer >= 0 && static_cast<size_t>(op.peer) < P) {
+          auto& seq = op.kind == OpKind::send ? sent : received;
+          if (sent[static_cast<size_t>(op.peer)] == 0 &&
+              received[static_cast<size_t>(op.peer)] == 0)
+            touched.push_back(static_cast<size_t>(op.peer));
+          tag = seq[static_cast<size_t>(op.peer)]++;
+        }
+        out += " tag ";
+        io::write_int(out, tag);
+      } else {
+        out += "calc ";
+        int64_t cost =
+            op.kind == OpKind::reduce ? calc_cost(op.len, h.elem_size, o.reduce_ns_per_byte)
+            : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte)
+                                      : op.len;
+        io::write_int(out, cost);
+      }
+      out.push_back('\n');
+      // LogGOPSim needs a label defined before a `requires` names it: an op that waits on a
+      // later one has its requires lines written at the end of the block.
+      auto deps = v.deps_of(i);
+      bool backward = std::all_of(deps.begin(), deps.end(), [&](OpId d) { return d < i; });
+      if (backward)
+        for (OpId d : deps) write_label_dep(out, i, d);
+      else
+        deferred.push_back(i);
+    }
+    for (size_t i : deferred)
+      for (OpId d : v.deps_of(i)) write_label_dep(out, i, d);
+    out += "}\n";
+    for (size_t p : touched) sent[p] = received[p] = 0;
+    touched.clear();
+  }
+  return out;
+}
+
+namespace {
+
+enum class GoalKind : uint8_t { send, recv, calc };
+
+struct GoalOp {
+  GoalKind kind;
+  int64_t value;  // send / recv: bytes; calc: the cost
+  // collkit files: the size as written, since len * elem_size may exceed 64 bits. A view into
+  // the parser's copy of the text.
+  std::string_view size_digits;
+  int64_t peer = -1;
+  int64_t tag = 0;
+  int64_t line, column;
+  Op op;  // from the collkit comment, or built from the GOAL op
+  uint16_t stage = 0;
+};
+
+struct GoalDep {
+  std::string from, to;  // `from requires to`
+  bool start;            // irequires
+  int64_t line, col_from, col_to;
+};
+
+struct GoalRank {
+  std::vector<GoalOp> ops;
+  std::vector<GoalDep> pending;                           // resolved when the block closes
+  std::vector<std::pair<uint32_t, uint32_t>> requires_;   // (op, op it waits on), file order
+  std::vector<std::pair<uint32_t, uint32_t>> irequires_;  // (op, op whose start it waits on)
+  std::vector<int64_t> scratch;
+};
+
+struct PendingOp {
+  Op op;
+  uint16_t stage;
+  int64_t line, column;
+};
+
+[[noreturn]] void fail_line(int64_t line, int64_t column, const std::string& msg) {
+  fail(ErrorKind::format,
+       "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + msg);
+}
+
+// Block comments become blanks (newlines kept) so that lines and columns stay where they were.
+std::string blank_block_comments(std::string_view text) {
+  std::string out(text);
+  int64_t line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (out[i] == '/' && i + 1 < out.size() && out[i + 1] == '/') {
+      while (i + 1 < out.size() && out[i + 1] != '\n') ++i;
+    } else if (out[i] == '/' && i + 1 < out.size() && out[i + 1] == '*') {
+      int64_t l0 = line;
+      Scanner at(text.substr(line_start), line);
+      int64_t c0 = at.column(i - line_start);
+      size_t e = text.find("*/", i + 2);
+      if (e == std::string_view::npos) fail_line(l0, c0, "unterminated '/*' comment");
+      for (size_t k = i; k < e + 2; ++k) {
+        if (out[k] == '\n') {
+          ++line;
+          line_start = k + 1;
+        } else {
+          out[k] = ' ';
+        }
+      }
+      i = e + 1;
+    }
+  }
+  return out;
+}
+
+class GoalParser {
+ public:
+  explicit GoalParser(std::string_view text) : text_(blank_block_comments(text)), lines_(text_) {}
+
+  Schedule parse() {
+    std::string_view line;
+    while (lines_.next(line)) {
+      size_t c = line.find("//");
+      if (c != std::string_view::npos && line.substr(c).starts_with(kDirective)) {
+        Scanner before(line.substr(0, c), lines_.number());
+        if (!before.at_end())
+          before.fail_msg(before.pos(), "a '// collkit:' comment must stand on its own line");
+        Scanner sc(line, lines_.number(), {}, c + kDirective.size());
+        directive(sc);
+        continue;
+      }
+      Scanner sc(line, lines_.number(), "//");
+      while (!sc.at_end()) statement(sc);
+    }
+    Scanner eof("", lines_.number() + 1);
+    if (cur_ >= 0) eof.fail_msg(0, "rank " + std::to_string(cur_) + " has no closing '}'");
+    if (P_ < 0) eof.fail_msg(0, "no 'num_ranks' line");
+    if (static_cast<int64_t>(ranks_.size()) != P_) {
+      int64_t missing = 0;
+      while (ranks_.count(missing)) ++missing;
+      eof.fail_msg(0, "rank " + std::to_string(missing) + " has no block (num_ranks is " +
+                          std::to_string(P_) + "; write 'rank " + std::to_string(missing) +
+                          " { }' for a rank without ops)");
+    }
+    return build();
+  }
+
+ private:
+  // ---- reading -----------------------------------------------------------------------------
+
+  void directive(Scanner& sc) {
+    sc.skip_ws();
+    size_t b = sc.pos();
+    if (!collkit_) {
+      if (!sc.accept("schedule"))
+        sc.fail_msg(b, "a '// collkit:' comment before '// collkit: schedule v1'");
+      if (P_ >= 0) sc.fail_msg(b, "'// collkit: schedule v1' must come before 'num_ranks'");
+      sc.skip_ws();
+      size_t vb = sc.pos();
+      if (!sc.accept("v1"))
+        sc.fail_msg(vb, "unsupported format version '" + Scanner::printable(sc.rest()) +
+                            "' (this collkit reads v1)");
+      sc.expect_end();
+      collkit_ = true;
+      return;
+    }
+    if (cur_ < 0) {
+      if (P_ >= 0) sc.fail_msg(b, "a '// collkit:' header line after 'num_ranks'");
+      if (!hr_.line(sc))
+        sc.fail_here("a header line (collective, algorithm, P, count, elem_size, root)");
+      return;
+    }
+    GoalRank& r = ranks_[cur_];
+    if (sc.accept("scratch")) {
+      if (!r.ops.empty() || pending_ || scratch_seen_)
+        sc.fail_msg(b, "'// collkit: scratch' must come once, before the rank's first op");
+      scratch_seen_ = true;
+      while (!sc.at_end()) {
+        if (r.scratch.size() >= static_cast<size_t>(kMaxScratch))
+          sc.fail_msg(sc.pos(), "more than " + std::to_string(kMaxScratch) + " scratch buffers");
+        r.scratch.push_back(sc.integer("a scratch buffer size in elements", 0, INT64_MAX));
+      }
+      return;
+    }
+    if (pending_) sc.fail_msg(b, "two '// collkit:' op comments without a GOAL op between them");
+    int64_t i = static_cast<int64_t>(r.ops.size());
+    sc.integer("op index " + std::to_string(i) + " (the index of the GOAL op that follows)", i, i);
+    sc.expect(":", "':' after the op index");
+    PendingOp p;
+    p.op = io::parse_op_body(sc, hr_.h.P, r.scratch.size());
+    p.stage = 0;
+    io::parse_stage(sc, p.stage);
+    sc.expect_end();
+    p.line = sc.line_number();
+    p.column = sc.column(b);
+    pending_ = p;
+  }
+
+  void statement(Scanner& sc) {
+    sc.skip_ws();
+    size_t b = sc.pos();
+    if (cur_ < 0) {
+      if (sc.accept("num_ranks")) {
+        if (P_ >= 0) sc.fail_msg(b, "'num_ranks' given twice");
+        P_ = sc.integer("a number of ranks", 1, kMaxGoalP);
+        if (collkit_) {
+          hr_.finish(sc, b);
+          if (P_ != hr_.h.P)
+            sc.fail_msg(b, "num_ranks " + std::to_string(P_) +
+                               " disagrees with the collkit "
+                               "header's P " +
+                               std::to_string(hr_.h.P));
+        }
+        return;
+      }
+      if (sc.accept("rank")) {
+        if (P_ < 0) sc.fail_msg(b, "'rank' before 'num_ranks'");
+        sc.skip_ws();
+        size_t rb = sc.pos();
+        int64_t r = sc.integer("a rank of num_ranks = " + std::to_string(P_), 0, P_ - 1);
+        if (ranks_.count(r)) sc.fail_msg(rb, "rank " + std::to_string(r) + " has a second block");
+        sc.expect("{", "'{' opening the rank's block");
+        cur_ = r;
+        ranks_[r];
+        scratch_seen_ = false;
+        return;
+      }
+      sc.fail_here("'num_ranks N' or 'rank N {'");
+    }
+    if (sc.accept("}")) {
+      close_block();
+      return;
+    }
+    GoalRank& r = ranks_[cur_];
+    std::string_view w = sc.ident("an op (send, recv, calc), a label, a dependency or '}'");
+    std::string_view label;
+    if (sc.peek() == ':') {
+      sc.accept(":");
+      label = w;
+      sc.skip_ws();
+      b = sc.pos();
+      w = sc.ident("send, recv or calc after the label");
+    } else if (bool req = sc.accept("requires"); req || sc.accept("irequires")) {
+      bool start = !req;
+      sc.skip_ws();
+      size_t tb = sc.pos();
+      std::string_view to = sc.ident("the label of an op of this rank");
+      r.pending.push_back(
+          {std::string(w), std::string(to), start, sc.line_number(), sc.column(b), sc.column(tb)});
+      sc.expect_end();
+      return;
+    }
+    GoalOp op;
+    op.line = sc.line_number();
+    op.column = sc.column(b);
+    if (w == "send" || w == "recv") {
+      op.kind = w == "send" ? GoalKind::send : GoalKind::recv;
+      sc.skip_ws();
+      size_t db = sc.pos();
+      if (collkit_) {
+        size_t e = db;
+        while (e < sc.line().size() && io::is_digit(sc.line()[e])) ++e;
+        if (e == db) sc.fail_here("a size in bytes, as in 1024b");
+        op.size_digits = sc.line().substr(db, e - db);
+        while (op.size_digits.size() > 1 && op.size_digits[0] == '0')
+          op.size_digits.remove_prefix(1);
+        op.value = 0;
+        sc.set_pos(e);
+      } else {
+        op.value = sc.integer("a size in bytes, as in 1024b", 0, INT64_MAX, false);
+      }
+      sc.expect("b", "'b' after the size, as in 1024b");
+      sc.expect(op.kind == GoalKind::send ? "to" : "from", op.kind == GoalKind::send
+                                                               ? "'to' and the receiving rank"
+                                                               : "'from' and the sending rank");
+      sc.skip_ws();
+      size_t pb = sc.pos();
+      op.peer = sc.integer("a rank", INT64_MIN, INT64_MAX);
+      if (op.peer == -1 && op.kind == GoalKind::recv)
+        sc.fail_msg(pb,
+                    "'from -1' (any source) cannot be represented: collkit's receives name "
+                    "their sender");
+      if (op.peer < 0 || op.peer >= P_)
+        sc.fail_msg(
+            pb, "rank " + std::to_string(op.peer) + " is not in [0, " + std::to_string(P_) + ")");
+    } else if (w == "calc") {
+      op.kind = GoalKind::calc;
+      op.value = sc.integer("a duration in nanoseconds", 0, INT64_MAX);
+    } else {
+      sc.set_pos(b);
+      sc.fail_here("send, recv or calc");
+    }
+    bool seen_tag = false, seen_cpu = false, seen_nic = false;
+    while (!sc.at_end()) {
+      sc.skip_ws();
+      size_t ob = sc.pos();
+      if (!seen_tag && op.kind != GoalKind::calc && sc.accept("tag")) {
+        seen_tag = true;
+        sc.skip_ws();
+        size_t tb = sc.pos();
+        op.tag = sc.integer("a tag", INT64_MIN, INT64_MAX);
+        if (op.tag == -1)
+          sc.fail_msg(tb,
+                      "'tag -1' (any tag) cannot be represented: collkit matches messages "
+                      "in order");
+        if (op.tag < 0 || op.tag > kMaxTag)
+          sc.fail_msg(tb, "tag " + std::to_string(op.tag) + " is not in [0, " +
+                              std::to_string(kMaxTag) + "]");
+      } else if (!seen_cpu && sc.accept("cpu")) {
+        seen_cpu = true;  // collkit's ops run when their dependencies complete: cpu is dropped
+        sc.integer("a cpu number", 0, INT64_MAX);
+      } else if (!seen_nic && sc.accept("nic")) {
+        seen_nic = true;  // likewise the nic
+        sc.integer("a nic number", 0, INT64_MAX);
+      } else {
+        sc.set_pos(ob);
+        sc.fail_here(op.kind == GoalKind::calc ? "'cpu', 'nic' or end of line"
+                                               : "'tag', 'cpu', 'nic' or end of line");
+      }
+    }
+    if (!label.empty()) {
+      auto [it, fresh] = labels_.emplace(std::string(label), static_cast<uint32_t>(r.ops.size()));
+      if (!fresh)
+        fail_line(
+            op.line, op.column,
+            "label '" + std::string(label) + "' is defined twice in rank " + std::to_string(cur_));
+    }
+    if (collkit_) {
+      if (!pending_)
+        fail_line(op.line, op.column,
+                  "this op has no '// collkit:' comment before it (every "
+                  "op of a collkit GOAL file has one)");
+      check_agrees(*pending_, op);
+      if (op.kind != GoalKind::calc) {
+        // collkit writes a message's sequence number on its ordered pair as the tag, so that
+        // LogGOPSim pairs the messages as collkit does; an edited tag would break that.
+        auto& seq = op.kind == GoalKind::send ? sent_ : received_;
+        int64_t expected = seq[op.peer]++;
+        if (op.tag != expected)
+          fail_line(op.line, op.column,
+                    "tag " + std::to_string(op.tag) + " should be " + std::to_string(expected) +
+                        ": in a collkit GOAL file the k-th message between two ranks has tag k");
+      }
+      op.op = pending_->op;
+      op.stage = pending_->stage;
+      pending_.reset();
+    } else {
+      op.op.kind = op.kind == GoalKind::send   ? OpKind::send
+                   : op.kind == GoalKind::recv ? OpKind::recv
+                                               : OpKind::compute;
+      op.op.len = op.value;
+      if (op.kind != GoalKind::calc) {
+        op.op.peer = static_cast<int32_t>(op.peer);
+        op.op.buf = scratch_buf(0);
+      }
+    }
+    r.ops.push_back(op);
+  }
+
+  // The collkit comment and the GOAL op it describes must say the same thing.
+  void check_agrees(const PendingOp& p, const GoalOp& g) const {
+    const Op& op = p.op;
+    std::string why;
+    bool message = op.kind == OpKind::send || op.kind == OpKind::recv;
+    std::string bytes;
+    if (message) write_product(bytes, op.len, hr_.h.elem_size);
+    if (op.kind == OpKind::send && g.kind != GoalKind::send)
+      why = "a send";
+    else if (op.kind == OpKind::recv && g.kind != GoalKind::recv)
+      why = "a recv";
+    else if (!message && g.kind != GoalKind::calc)
+      why = "a calc";
+    else if (message && op.peer != g.peer)
+      why = "peer " + std::to_string(op.peer);
+    else if (message && bytes != g.size_digits)
+      why = "a size of len * elem_size bytes";
+    else if ((op.kind == OpKind::compute || op.kind == OpKind::sleep) && g.value != op.len)
+      why = "calc " + std::to_string(op.len);
+    if (!why.empty())
+      fail_line(g.line, g.column,
+                "this GOAL op disagrees with its '// collkit:' comment on line " +
+                    std::to_string(p.line) + ", which asks for " + why);
+  }
+
+  void close_block() {
+    GoalRank& r = ranks_[cur_];
+    if (pending_)
+      fail_line(pending_->line, pending_->column, "a '// collkit:' op comment without its op");
+    for (const GoalDep& d : r.pending) {
+      auto a = labels_.find(d.from), t = labels_.find(d.to);
+      if (a == labels_.end())
+        fail_line(d.line, d.col_from,
+                  "label '" + d.from + "' is not defined in rank " + std::to_string(cur_));
+      if (t == labels_.end())
+        fail_line(d.line, d.col_to,
+                  "label '" + d.to + "' is not defined in rank " + std::to_string(cur_));
+      (d.start ? r.irequires_ : r.requires_).push_back({a->second, t->second});
+    }
+    r.pending.clear();
+    r.pending.shrink_to_fit();
+    labels_.clear();
+    sent_.clear();
+    received_.clear();
+    cur_ = -1;
+  }
+
+  // ---- building ----------------------------------------------------------------------------
+
+  struct Message {
+    int64_t src, dst, tag, seq;
+    uint32_t index;  // op index on its own rank (src for a send, dst for a recv)
+  };
+
+  // perm_[r][new position] = op index in the file. Receives are reordered so that the k-th
+  // receive from a rank is the one LogGOPSim's tag matching pairs with the k-th send.
+  void match_messages() {
+    std::vector<Message> sends, recvs;
+    for (auto& [r, gr] : ranks_)
+      for (uint32_t i = 0; i < gr.ops.size(); ++i) {
+        const GoalOp& g = gr.ops[i];
+        if (g.op.kind == OpKind::send) sends.push_back({r, g.op.peer, g.tag, 0, i});
+        if (g.op.kind == OpKind::recv) recvs.push_back({g.op.peer, r, g.tag, 0, i});
+      }
+    auto by_key = [](const Message& a, const Message& b) {
+      return std::tie(a.src, a.dst, a.tag, a.index) < std::tie(b.src, b.dst, b.tag, b.index);
+    };
+    std::sort(sends.begin(), sends.end(), by_key);
+    std::sort(recvs.begin(), recvs.end(), by_key);
+    auto number = [](std::vector<Message>& v) {
+      for (size_t k = 1; k < v.size(); ++k)
+        if (v[k].src == v[k - 1].src && v[k].dst == v[k - 1].dst && v[k].tag == v[k - 1].tag)
+          v[k].seq = v[k - 1].seq + 1;
+    };
+    number(sends);
+    number(recvs);
+    // Pair them: (src, dst, tag, seq) must agree one to one.
+    struct Pair {
+      int64_t src, dst;
+      uint32_t send_index, recv_index;
+    };
+    std::vector<Pair> pairs;
+    pairs.reserve(sends.size());
+    size_t a = 0, c = 0;
+    auto key = [](const Message& m) { return std::tie(m.src, m.dst, m.tag, m.seq); };
+    while (a < sends.size() || c < recvs.size()) {
+      bool take_send = c == recvs.size() || (a < sends.size() && key(sends[a]) < key(recvs[c]));
+      bool take_recv = a == sends.size() || (c < recvs.size() && key(recvs[c]) < key(sends[a]));
+      if (take_send) {
+        const Message& m = sends[a];
+        const GoalOp& g = ranks_[m.src].ops[m.index];
+        fail_line(g.line, g.column,
+                  "this send from rank " + std::to_string(m.src) + " to rank " +
+                      std::to_string(m.dst) + " with tag " + std::to_string(m.tag) +
+                      " has no matching recv on rank " + std::to_string(m.dst));
+      }
+      if (take_recv) {
+        const Message& m = recvs[c];
+        const GoalOp& g = ranks_[m.dst].ops[m.index];
+        fail_line(g.line, g.column,
+                  "this recv on rank " + std::to_string(m.dst) + " from rank " +
+                      std::to_string(m.src) + " with tag " + std::to_string(m.tag) +
+                      " has no matching send on rank " + std::to_string(m.src));
+      }
+      pairs.push_back({sends[a].src, sends[a].dst, sends[a].index, recvs[c].index});
+      ++a, ++c;
+    }
+    // For each ordered pair, the receive slots on dst (in op order) take the receives in the
+    // order of the sends they match.
+    std::sort(pairs.begin(), pairs.end(), [](const Pair& x, const Pair& y) {
+      return std::tie(x.dst, x.src, x.send_index) < std::tie(y.dst, y.src, y.send_index);
+    });
+    std::vector<uint32_t> slots;
+    for (size_t k = 0; k < pairs.size();) {
+      size_t e = k;
+      while (e < pairs.size() && pairs[e].dst == pairs[k].dst && pairs[e].src == pairs[k].src) ++e;
+      slots.clear();
+      for (size_t j = k; j < e; ++j) slots.push_back(pairs[j].recv_index);
+      std::sort(slots.begin(), slots.end());
+      bool identity = true;
+      for (size_t j = k; j < e; ++j) identity = identity && slots[j - k] == pairs[j].recv_index;
+      if (!identity) {
+        auto& perm = perm_[pairs[k].dst];
+        if (perm.empty()) {
+          perm.resize(ranks_[pairs[k].dst].ops.size());
+          for (uint32_t q = 0; q < perm.size(); ++q) perm[q] = q;
+        }
+        for (size_t j = k; j < e; ++j) perm[slots[j - k]] = pairs[j].recv_index;
+      }
+      k = e;
+    }
+  }
+
+  // Dependencies of every op of one rank, in file indices: `requires` in file order, then what
+  // the targets of `irequires` wait on (an op may start once its target starts, that is once
+  // the target's own dependencies complete).
+  std::vector<std::vector<uint32_t>> dependencies(const GoalRank& r, int64_t rank) const {
+    const size_t n = r.ops.size();
+    std::vector<std::vector<uint32_t>> deps(n);
+    for (auto [a, t] : r.requires_) deps[a].push_back(t);
+    if (r.irequires_.empty()) return deps;
+    // Kahn's order over the irequires edges: an op is done once all its targets are.
+    std::vector<uint32_t> waiting(n, 0);
+    std::vector<std::vector<uint32_t>> targets(n), waiters(n);
+    for (auto [a, t] : r.irequires_) {
+      targets[a].push_back(t);
+      waiters[t].push_back(a);
+      ++waiting[a];
+    }
+    std::vector<uint32_t> ready;
+    for (uint32_t i = 0; i < n; ++i)
+      if (waiting[i] == 0) ready.push_back(i);
+    size_t done = 0;
+    // seen[y] == x + 1 while op x's list is built: no duplicate, no quadratic search.
+    std::vector<uint32_t> seen(n, 0);
+    while (!ready.empty()) {
+      uint32_t x = ready.back();
+      ready.pop_back();
+      ++done;
+      std::vector<uint32_t>& d = deps[x];
+      for (uint32_t y : d) seen[y] = x + 1;
+      for (uint32_t t : targets[x])
+        for (uint32_t y : deps[t])
+          if (seen[y] != x + 1) {
+            seen[y] = x + 1;
+            d.push_back(y);
+          }
+      for (uint32_t w : waiters[x])
+        if (--waiting[w] == 0) ready.push_back(w);
+    }
+    if (done != n) {
+      for (uint32_t i = 0; i < n; ++i)
+        if (waiting[i] != 0) {
+          const GoalOp& g = r.ops[i];
+          fail_line(g.line, g.column,
+                    "this op of rank " + std::to_string(rank) + " is on a cycle of 'irequires'");
+        }
+    }
+    return deps;
+  }
+
+  Schedule build() {
+    // collkit's own files pair messages in order (their tags were checked above); plain GOAL
+    // pairs them by tag.
+    if (!collkit_) match_messages();
+    ScheduleHeader h;
+    if (collkit_) {
+      h = hr_.h;
+    } else {
+      h.collective = Collective::barrier;
+      h.algorithm = "";
+      h.P = P_;
+      h.count = 0;
+      h.elem_size = 1;
+      h.root = 0;
+    }
+    Schedule s(h);
+    RankProgram p;
+    std::vector<uint32_t> inv, mapped;
+    for (int64_t rank = 0; rank < P_; ++rank) {
+      GoalRank& r = ranks_[rank];
+      const size_t n = r.ops.size();
+      auto deps = dependencies(r, rank);
+      auto pit = perm_.find(rank);
+      const std::vector<uint32_t>* perm = pit == perm_.end() ? nullptr : &pit->second;
+      inv.resize(n);
+      for (uint32_t i = 0; i < n; ++i) inv[perm ? (*perm)[i] : i] = i;
+      p.clear(rank);
+      if (collkit_) p.scratch = r.scratch;
+      int64_t offset = 0;
+      bool messages = false;
+      for (uint32_t i = 0; i < n; ++i) {
+        uint32_t old = perm ? (*perm)[i] : i;
+        const GoalOp& g = r.ops[old];
+        Op op = g.op;
+        if (!collkit_ && g.kind != GoalKind::calc) {
+          messages = true;
+          op.off = offset;
+          if (__builtin_add_overflow(offset, op.len, &offset))
+            fail_line(
+                g.line, g.column,
+                "rank " + std::to_string(rank) + "'s messages add up to more than 2^63 bytes");
+        }
+        mapped.clear();
+        for (uint32_t d : deps[old]) mapped.push_back(inv[d]);
+        p.append(op, mapped, g.stage);
+      }
+      if (messages) p.scratch.push_back(offset);
+      s.append_rank(p.view());
+      r = GoalRank{};  // free as we go
+    }
+    return s;
+  }
+
+  std::string text_;
+  io::Lines lines_;
+  bool collkit_ = false;
+  io::HeaderReader hr_;
+  int64_t P_ = -1;
+  int64_t cur_ = -1;
+  bool scratch_seen_ = false;
+  std::optional<PendingOp> pending_;
+  std::unordered_map<int64_t, GoalRank> ranks_;
+  std::unordered_map<std::string, uint32_t> labels_;
+  std::unordered_map<int64_t, int64_t> sent_, received_;  // messages per peer in this block
+  std::unordered_map<int64_t, std::vector<uint32_t>> perm_;
+};
+
+}  // namespace
+
+Schedule from_goal(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
+  return GoalParser(text).parse();
+}
+
+}  // namespace collkit

@@ -1,0 +1,530 @@
+// The text form of a Schedule: writer and parser (grammar in docs/schedule-formats.md).
+#include "collkit/text.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "collkit/error.hpp"
+#include "scanner.hpp"
+#include "text_detail.hpp"
+
+namespace collkit {
+
+namespace io {
+
+namespace {
+constexpr std::string_view kMagic = "# collkit schedule v";
+constexpr int64_t kMaxTextP = int64_t{1} << 31;  // peers are int32
+
+void write_region(std::string& out, BufId b, int64_t off, int64_t len) {
+  out += buffer_name(b);
+  out.push_back('[');
+  write_int(out, off);
+  out.push_back(':');
+  int64_t stop;
+  if (!__builtin_add_overflow(off, len, &stop)) {
+    write_int(out, stop);
+  } else {
+    // Only an invalid op gets here; write the true sum so that the parser rejects it.
+    __extension__ __int128 v = static_cast<__int128>(off) + len;
+    bool neg = v < 0;
+    __extension__ unsigned __int128 m = neg ? -static_cast<unsigned __int128>(v) : v;
+    std::string digits;
+    do {
+      digits.push_back(static_cast<char>('0' + static_cast<int>(m % 10)));
+      m /= 10;
+    } while (m != 0);
+    if (neg) out.push_back('-');
+    out.append(digits.rbegin(), digits.rend());
+  }
+  out.push_back(']');
+}
+
+BufId parse_buffer(Scanner& sc, size_t num_scratch) {
+  sc.skip_ws();
+  size_t b = sc.pos();
+  std::string_view name = sc.ident("a buffer (in, out, s0, s1, ...)");
+  if (name == "in") return kIn;
+  if (name == "out") return kOut;
+  if (name.size() >= 2 && name[0] == 's') {
+    int64_t k = 0;
+    bool digits = true;
+    for (char c : name.substr(1)) {
+      if (!is_digit(c))
+        digits = false;
+      else if (k < 1000)
+        k = k * 10 + (c - '0');
+    }
+    if (digits) {
+      if (static_cast<size_t>(k) >= num_scratch)
+        sc.fail_msg(b, "buffer " + std::string(name) + " does not exist: this rank has " +
+                           std::to_string(num_scratch) + " scratch buffer(s)" +
+                           (num_scratch ? " (s0..s" + std::to_string(num_scratch - 1) + ")" : ""));
+      return scratch_buf(static_cast<int>(k));
+    }
+  }
+  sc.set_pos(b);
+  sc.fail_here("a buffer (in, out, s0, s1, ...)");
+}
+
+struct ParsedRegion {
+  BufId buf;
+  int64_t off, len;
+};
+
+ParsedRegion parse_region(Scanner& sc, size_t num_scratch) {
+  ParsedRegion r;
+  r.buf = parse_buffer(sc, num_scratch);
+  sc.expect("[", "'[' opening a region such as out[0:4]");
+  sc.skip_ws();
+  size_t b = sc.pos();
+  r.off = sc.integer("a region start", INT64_MIN, INT64_MAX);
+  sc.expect(":", "':' between the start and the stop of a region");
+  int64_t stop = sc.integer("a region stop", INT64_MIN, INT64_MAX);
+  if (stop < r.off) sc.fail_msg(b, "region stop is before its start (a negative length)");
+  if (__builtin_sub_overflow(stop, r.off, &r.len))
+    sc.fail_msg(b, "region length does not fit in 64 bits");
+  sc.expect("]", "']' closing the region");
+  return r;
+}
+
+void write_deps(std::string& out, std::span<const OpId> deps) {
+  out += "  after ";
+  for (size_t k = 0; k < deps.size(); ++k) {
+    if (k) out.push_back(',');
+    write_int(out, deps[k]);
+  }
+}
+
+void write_op_line(std::string& out, const RankView& r, size_t i) {
+  out += "  ";
+  write_int(out, static_cast<int64_t>(i));
+  out += ": ";
+  write_op_body(out, r.ops[i]);
+  auto deps = r.deps_of(i);
+  if (!deps.empty()) write_deps(out, deps);
+  if (r.stage[i] != 0) {
+    out += "  stage ";
+    write_int(out, r.stage[i]);
+  }
+  out.push_back('\n');
+}
+
+}  // namespace
+
+void write_int(std::string& out, int64_t v) {
+  char buf[24];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, res.ptr);
+}
+
+void write_op_body(std::string& out, const Op& op) {
+  out += to_string(op.kind);
+  out.push_back(' ');
+  switch (op.kind) {
+    case OpKind::send:
+    case OpKind::recv:
+      write_region(out, op.buf, op.off, op.len);
+      out += op.kind == OpKind::send ? " to " : " from ";
+      write_int(out, op.peer);
+      break;
+    case OpKind::reduce:
+      write_region(out, op.buf, op.off, op.len);
+      out += " = ";
+      if (op.side == Side::src_first) {
+        write_region(out, op.src, op.src_off, op.len);
+        out += " + ";
+        out += buffer_name(op.buf);
+      } else {
+        out += buffer_name(op.buf);
+        out += " + ";
+        write_region(out, op.src, op.src_off, op.len);
+      }
+      break;
+    case OpKind::copy:
+      write_region(out, op.buf, op.off, op.len);
+      out += " = ";
+      write_region(out, op.src, op.src_off, op.len);
+      break;
+    case OpKind::compute:
+    case OpKind::sleep:
+      write_int(out, op.len);
+      out += "ns";
+      break;
+  }
+}
+
+Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
+  constexpr std::string_view kinds = "an op (send, recv, reduce, copy, compute, sleep)";
+  sc.skip_ws();
+  size_t kb = sc.pos();
+  std::string_view kind = sc.ident(kinds);
+  Op op;
+  if (kind == "send" || kind == "recv") {
+    op.kind = kind == "send" ? OpKind::send : OpKind::recv;
+    ParsedRegion r = parse_region(sc, num_scratch);
+    op.buf = r.buf, op.off = r.off, op.len = r.len;
+    if (op.kind == OpKind::send)
+      sc.expect("to", "'to' and the receiving rank");
+    else
+      sc.expect("from", "'from' and the sending rank");
+    op.peer = static_cast<int32_t>(sc.integer("a rank of P = " + std::to_string(P), 0, P - 1));
+  } else if (kind == "reduce" || kind == "copy") {
+    op.kind = kind == "reduce" ? OpKind::reduce : OpKind::copy;
+    ParsedRegion dst = parse_region(sc, num_scratch);
+    op.buf = dst.buf, op.off = dst.off, op.len = dst.len;
+    sc.expect("=", "'=' after the destination region");
+    ParsedRegion src;
+    sc.skip_ws();
+    size_t sb = sc.pos();
+    if (op.kind == OpKind::reduce) {
+      // Either "SRC[a:b] + DST" (src first) or "DST + SRC[a:b]" (dst first): the operand
+      // written as a bare buffer name is the destination.
+      size_t save = sc.pos();
+      BufId first = parse_buffer(sc, num_scratch);
+      bool bare = sc.peek() != '[';
+      if (bare) {
+        if (first != dst.buf)
+          sc.fail_msg(sb, "the bare operand of a reduce must name the destination buffer " +
+                              buffer_name(dst.buf));
+        op.side = Side::dst_first;
+        sc.expect("+", "'+' between the operands");
+        sc.skip_ws();
+        sb = sc.pos();
+        src = parse_region(sc, num_scratch);
+      } else {
+        sc.set_pos(save);
+        src = parse_region(sc, num_scratch);
+        op.side = Side::src_first;
+        sc.expect("+", "'+' between the operands");
+        sc.skip_ws();
+        size_t db = sc.pos();
+        BufId again = parse_buffer(sc, num_scratch);
+        if (again != dst.buf || sc.peek() == '[')
+          sc.fail_msg(db, "expected the destination buffer " + buffer_name(dst.buf) +
+                              " alone (as in 'reduce out[0:4] = s0[0:4] + out')");
+      }
+    } else {
+      src = parse_region(sc, num_scratch);
+    }
+    if (src.len != dst.len)
+      sc.fail_msg(sb, "the source region has " + std::to_string(src.len) +
+                          " elements, the destination " + std::to_string(dst.len));
+    op.src = src.buf, op.src_off = src.off;
+  } else if (kind == "compute" || kind == "sleep") {
+    op.kind = kind == "compute" ? OpKind::compute : OpKind::sleep;
+    op.len = sc.integer("a duration in nanoseconds (as in 500ns)", 0, INT64_MAX, false);
+    if (!sc.accept_char_here('n') || !sc.accept_char_here('s') ||
+        (sc.pos() < sc.line().size() && is_ident_char(sc.line()[sc.pos()])))
+      sc.fail_here("'ns' right after the duration, as in 500ns");
+  } else {
+    sc.set_pos(kb);
+    sc.fail_here(kinds);
+  }
+  return op;
+}
+
+bool parse_stage(Scanner& sc, uint16_t& stage) {
+  if (!sc.accept("stage")) return false;
+  stage = static_cast<uint16_t>(sc.integer("a stage number", 0, UINT16_MAX));
+  return true;
+}
+
+bool HeaderReader::line(Scanner& sc) {
+  static constexpr std::string_view keys[6] = {"collective", "algorithm", "P",
+                                               "count",      "elem_size", "root"};
+  sc.skip_ws();
+  size_t b = sc.pos();
+  int k = -1;
+  for (int j = 0; j < 6; ++j)
+    if (sc.accept(keys[j])) {
+      k = j;
+      break;
+    }
+  if (k < 0) return false;
+  if (seen[k]) sc.fail_msg(b, "'" + std::string(keys[k]) + "' given twice");
+  seen[k] = true;
+  switch (k) {
+    case 0: {
+      sc.skip_ws();
+      size_t cb = sc.pos();
+      std::string_view c = sc.ident("a collective (allreduce, reduce, bcast, alltoall, barrier)");
+      try {
+        h.collective = collective_from_string(c);
+      } catch (const Error&) {
+        sc.set_pos(cb);
+        sc.fail_here("a collective (allreduce, reduce, bcast, alltoall, barrier)");
+      }
+      break;
+    }
+    case 1:
+      h.algorithm = sc.string_value("an algorithm name (\"\" for none)");
+      break;
+    case 2:
+      h.P = sc.integer("a process count", 1, kMaxTextP);
+      break;
+    case 3:
+      h.count = sc.integer("an element count", 0, INT64_MAX);
+      break;
+    case 4:
+      h.elem_size = static_cast<int32_t>(sc.integer("an element size in bytes", 1, INT32_MAX));
+      break;
+    case 5:
+      h.root = sc.integer("a root rank", 0, INT64_MAX);
+      break;
+  }
+  sc.expect_end();
+  return true;
+}
+
+void HeaderReader::finish(const Scanner& where, size_t pos) const {
+  std::string missing;
+  for (int k : {0, 2, 3})
+    if (!seen[k])
+      missing += std::string(missing.empty() ? "" : ", ") + (k == 0   ? "collective"
+                                                             : k == 2 ? "P"
+                                                                      : "count");
+  if (!missing.empty())
+    where.fail_msg(pos,
+                   "the header needs 'collective', 'P' and 'count' (missing: " + missing + ")");
+  if (h.root >= h.P)
+    where.fail_msg(
+        pos, "root " + std::to_string(h.root) + " is not a rank of P = " + std::to_string(h.P));
+}
+
+}  // namespace io
+
+using io::Scanner;
+
+std::string header_to_text(const ScheduleHeader& h) {
+  std::string out = "# collkit schedule v1\ncollective ";
+  out += to_string(h.collective);
+  out += "\nalgorithm ";
+  out += io::quote_string(h.algorithm);
+  out += "\nP ";
+  io::write_int(out, h.P);
+  out += "\ncount ";
+  io::write_int(out, h.count);
+  out += "\nelem_size ";
+  io::write_int(out, h.elem_size);
+  out += "\nroot ";
+  io::write_int(out, h.root);
+  out.push_back('\n');
+  return out;
+}
+
+std::string rank_to_text(const ScheduleHeader& h, const RankView& r) {
+  (void)h;
+  std::string out = "rank ";
+  io::write_int(out, r.rank);
+  if (!r.scratch.empty()) {
+    out += " scratch";
+    for (int64_t e : r.scratch) {
+      out.push_back(' ');
+      io::write_int(out, e);
+    }
+  }
+  out.push_back('\n');
+  for (size_t i = 0; i < r.size(); ++i) io::write_op_line(out, r, i);
+  return out;
+}
+
+std::string to_text(const Schedule& s) {
+  std::string out = header_to_text(s.header);
+  for (int64_t r = 0; r < s.num_ranks(); ++r) out += rank_to_text(s.header, s.rank(r));
+  return out;
+}
+
+namespace {
+
+// A dependency as written, kept until the rank's op count is known.
+struct PendingDep {
+  int64_t line, column;
+};
+
+class TextParser {
+ public:
+  explicit TextParser(std::string_view text) : lines_(text) {}
+
+  Schedule parse() {
+    std::string_view line;
+    bool in_header = true;
+    while (lines_.next(line)) {
+      Scanner sc(line, lines_.number(), "#");
+      if (line.starts_with(io::kMagic)) {
+        std::string_view v = line.substr(io::kMagic.size());
+        v = v.substr(0, std::min(v.size(), v.find_first_of(" \t#")));
+        if (v != "1")
+          sc.fail_msg(io::kMagic.size(), "unsupported format version 'v" + Scanner::printable(v) +
+                                             "' (this collkit reads v1)");
+        continue;
+      }
+      if (sc.at_end()) continue;
+      if (in_header) {
+        if (hr_.line(sc)) continue;
+        if (!sc.accept("rank"))
+          sc.fail_here(
+              "a header line (collective, algorithm, P, count, elem_size, root) or 'rank'");
+        hr_.finish(sc, 0);
+        in_header = false;
+        s_ = Schedule(hr_.h);
+        start_rank(sc);
+        continue;
+      }
+      if (sc.accept("rank")) {
+        end_rank();
+        start_rank(sc);
+        continue;
+      }
+      op_line(sc);
+    }
+    Scanner eof("", lines_.number() + 1);
+    if (in_header)
+      eof.fail_msg(0,
+                   "expected a header ('collective', 'P', 'count', ...) and 'rank 0', found "
+                   "the end of the text");
+    end_rank();
+    if (s_.num_ranks() != s_.header.P)
+      eof.fail_msg(0, "expected 'rank " + std::to_string(s_.num_ranks()) +
+                          "', found the end of the text (P = " + std::to_string(s_.header.P) +
+                          " ranks are needed)");
+    return std::move(s_);
+  }
+
+ private:
+  void start_rank(Scanner& sc) {
+    int64_t expected = s_.num_ranks();
+    if (expected >= s_.header.P) {
+      sc.skip_ws();
+      sc.fail_msg(sc.pos(),
+                  "rank " + std::to_string(expected) +
+                      " is one too many: the header says P = " + std::to_string(s_.header.P));
+    }
+    sc.integer("rank " + std::to_string(expected) + " (ranks come in order, from 0)", expected,
+               expected);
+    p_.clear(expected);
+    deps_.clear();
+    if (sc.accept("scratch")) {
+      do {
+        if (p_.scratch.size() >= static_cast<size_t>(kMaxScratch)) {
+          sc.skip_ws();
+          sc.fail_msg(sc.pos(), "more than " + std::to_string(kMaxScratch) + " scratch buffers");
+        }
+        p_.scratch.push_back(sc.integer("a scratch buffer size in elements", 0, INT64_MAX));
+      } while (!sc.at_end());
+    }
+    sc.expect_end();
+    open_ = true;
+  }
+
+  void op_line(Scanner& sc) {
+    int64_t i = static_cast<int64_t>(p_.ops.size());
+    sc.integer("op index " + std::to_string(i), i, i);
+    sc.expect(":", "':' after the op index");
+    Op op = io::parse_op_body(sc, s_.header.P, p_.scratch.size());
+    tmp_.clear();
+    uint16_t stage = 0;
+    bool seen_after = false, seen_stage = false;
+    while (!sc.at_end()) {
+      if (!seen_after && sc.accept("after")) {
+        seen_after = true;
+        do {
+          sc.skip_ws();
+          size_t b = sc.pos();
+          auto d = sc.integer("an op index of this rank", 0, int64_t{kNoOp} - 1);
+          tmp_.push_back(static_cast<OpId>(d));
+          deps_.push_back({sc.line_number(), sc.column(b)});
+        } while (sc.accept(","));
+      } else if (!seen_stage && io::parse_stage(sc, stage)) {
+        seen_stage = true;
+      } else {
+        sc.fail_here(seen_after && seen_stage ? "end of line"
+                     : seen_after             ? "'stage' or end of line"
+                     : seen_stage             ? "'after' or end of line"
+                                              : "'after', 'stage' or end of line");
+      }
+    }
+    p_.append(op, tmp_, stage);
+  }
+
+  void end_rank() {
+    if (!open_) return;
+    const size_t n = p_.ops.size();
+    for (size_t k = 0; k < p_.deps.size(); ++k) {
+      if (p_.deps[k] >= n) {
+        const PendingDep& d = deps_[k];
+        fail(ErrorKind::format, "line " + std::to_string(d.line) + ", column " +
+                                    std::to_string(d.column) + ": op " +
+                                    std::to_string(p_.deps[k]) + " does not exist: rank " +
+                                    std::to_string(p_.rank) + " has " + std::to_string(n) + " ops");
+      }
+    }
+    s_.append_rank(p_.view());
+    open_ = false;
+  }
+
+  io::Lines lines_;
+  io::HeaderReader hr_;
+  Schedule s_;
+  RankProgram p_;
+  std::vector<OpId> tmp_;
+  std::vector<PendingDep> deps_;
+  bool open_ = false;
+};
+
+}  // namespace
+
+Schedule from_text(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
+  return TextParser(text).parse();
+}
+
+void check_fields(const Schedule& s) {
+  const ScheduleHeader& h = s.header;
+  auto bad = [](const std::string& m) { fail(ErrorKind::format, m); };
+  if (h.P < 1 || h.P > io::kMaxTextP) bad("P = " + std::to_string(h.P) + " is not in [1, 2^31]");
+  if (h.count < 0) bad("count " + std::to_string(h.count) + " is negative");
+  if (h.elem_size < 1) bad("elem_size " + std::to_string(h.elem_size) + " is not positive");
+  if (h.root < 0 || h.root >= h.P) bad("root " + std::to_string(h.root) + " is not a rank");
+  if (s.num_ranks() != h.P)
+    bad("the schedule holds " + std::to_string(s.num_ranks()) +
+        " ranks, P = " + std::to_string(h.P));
+  for (int64_t r = 0; r < s.num_ranks(); ++r) {
+    RankView v = s.rank(r);
+    auto where = [&](size_t i) {
+      return "rank " + std::to_string(r) + ", op " + std::to_string(i) + ": ";
+    };
+    if (v.scratch.size() > static_cast<size_t>(kMaxScratch))
+      bad("rank " + std::to_string(r) + " has more than 250 scratch buffers");
+    for (int64_t e : v.scratch)
+      if (e < 0) bad("rank " + std::to_string(r) + " has a scratch buffer of negative size");
+    const size_t nbuf = kFirstScratch + v.scratch.size();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const Op& op = v.ops[i];
+      if (static_cast<int>(op.kind) > static_cast<int>(OpKind::sleep))
+        bad(where(i) + "unknown op kind " + std::to_string(static_cast<int>(op.kind)));
+      if (op.len < 0) bad(where(i) + "negative length " + std::to_string(op.len));
+      bool has_buf = op.kind != OpKind::compute && op.kind != OpKind::sleep;
+      bool has_src = op.kind == OpKind::reduce || op.kind == OpKind::copy;
+      if (has_buf && op.buf >= nbuf)
+        bad(where(i) + "buffer " + buffer_name(op.buf) + " does not exist");
+      if (has_src && op.src >= nbuf)
+        bad(where(i) + "buffer " + buffer_name(op.src) + " does not exist");
+      int64_t stop;
+      if (has_buf && __builtin_add_overflow(op.off, op.len, &stop))
+        bad(where(i) + "region end does not fit in 64 bits");
+      if (has_src && __builtin_add_overflow(op.src_off, op.len, &stop))
+        bad(where(i) + "source region end does not fit in 64 bits");
+      if (op.kind == OpKind::reduce && static_cast<int>(op.side) > 1)
+        bad(where(i) + "unknown reduce side");
+      if ((op.kind == OpKind::send || op.kind == OpKind::recv) && (op.peer < 0 || op.peer >= h.P))
+        bad(where(i) + "peer " + std::to_string(op.peer) +
+            " is not a rank of P = " + std::to_string(h.P));
+      for (OpId d : v.deps_of(i))
+        if (d >= v.size())
+          bad(where(i) + "depends on op " + std::to_string(d) + ", which does not exist");
+    }
+  }
+}
+
+}  // namespace collkit

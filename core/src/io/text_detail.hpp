@@ -1,0 +1,35 @@
+// Pieces of the text form that the GOAL reader and writer reuse: collkit's GOAL files carry
+// each op and the header as text-form lines in "// collkit:" comments.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collkit/schedule.hpp"
+#include "scanner.hpp"
+
+namespace collkit::io {
+
+void write_int(std::string& out, int64_t v);
+// "send out[0:4] to 1", "reduce out[0:4] = s0[0:4] + out", "compute 500ns": no index, no
+// dependencies, no stage.
+void write_op_body(std::string& out, const Op& op);
+
+// Reads an op body as write_op_body writes it. `P` bounds peers, `num_scratch` the buffers.
+Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch);
+// Reads "stage S" if it comes next; returns false if it does not.
+bool parse_stage(Scanner& sc, uint16_t& stage);
+
+// The header lines, read one at a time in any order (each at most once).
+struct HeaderReader {
+  ScheduleHeader h;
+  bool seen[6] = {false, false, false, false, false, false};
+  // Reads one header line if the scanner holds one; false if the line is not a header line
+  // (the scanner is left where it was).
+  bool line(Scanner& sc);
+  // Checks that the required lines came and the values agree (root < P). `where` is the
+  // scanner of the line that ends the header, for the error position.
+  void finish(const Scanner& where, size_t pos) const;
+};
+
+}  // namespace collkit::io

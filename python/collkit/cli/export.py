@@ -1,0 +1,130 @@
+"""Write a schedule as text, JSON or GOAL (LogGOPSim), generated from an algorithm or read
+from a file (to convert between formats).
+
+examples:
+  collkit export allreduce:rd -P 8                       text form to stdout
+  collkit export allreduce:rd -P 8 --count 1024 -o rd.goal          GOAL (from the extension)
+  collkit export allreduce:rd -P 8 --format json -o rd.json
+  collkit export --from rd.json --format text            convert a saved schedule
+  collkit export --from plain.goal -o plain.txt          import a LogGOPSim GOAL file
+
+Every format reads back into an identical schedule (collkit.io.load). Formats are described
+in docs/schedule-formats.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from collkit import io
+from collkit.algorithms import generate
+from collkit.cli._common import algorithm, parse_bytes, parse_count, parse_p
+
+NAME = "export"
+HELP = "write a schedule as text, JSON or GOAL (or convert a saved one)"
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def _nonnegative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not (v >= 0 and v != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
+    return v
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "algorithm",
+        type=algorithm,
+        metavar="ALGO",
+        nargs="?",
+        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`); omit with --from",
+    )
+    p.add_argument("-P", dest="P", type=parse_p, metavar="N", help="number of processes")
+    p.add_argument(
+        "--count",
+        type=parse_count,
+        default=None,
+        metavar="C",
+        help="elements per rank (alltoall: per block); default 4",
+    )
+    p.add_argument(
+        "--elem-size",
+        type=parse_bytes,
+        default=8,
+        metavar="BYTES",
+        help="bytes per element (default 8)",
+    )
+    p.add_argument("--root", type=int, default=0, help="root rank of reduce / bcast (default 0)")
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE",
+        help="read this schedule file (.txt, .json, .goal or sniffed) instead of generating one",
+    )
+    p.add_argument(
+        "--format",
+        choices=io.FORMATS,
+        default=None,
+        help="output format (default: from the extension of -o, else text)",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="FILE", default=None, help="write here instead of stdout"
+    )
+    p.add_argument(
+        "--reduce-ns-per-byte",
+        type=_nonnegative_float,
+        default=0.0,
+        metavar="NS",
+        help="GOAL: calc cost of a reduce per byte (default 0)",
+    )
+    p.add_argument(
+        "--copy-ns-per-byte",
+        type=_nonnegative_float,
+        default=0.0,
+        metavar="NS",
+        help="GOAL: calc cost of a copy per byte (default 0)",
+    )
+
+
+def _usage(msg: str) -> int:
+    print(f"collkit export: error: {msg}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.source is not None:
+        if args.algorithm is not None or args.P is not None:
+            return _usage("give either ALGO -P N or --from FILE, not both")
+        try:
+            schedule = io.load(args.source)
+        except OSError as e:
+            return _usage(f"cannot read {args.source}: {e.strerror or e}")
+    else:
+        if args.algorithm is None or args.P is None:
+            return _usage("give ALGO and -P N (or --from FILE to convert a saved schedule)")
+        count = 4 if args.count is None else args.count
+        schedule = generate(args.algorithm, args.P, count, args.elem_size, args.root)
+    fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
+    goal_options = {}
+    if fmt == "goal":
+        goal_options = {
+            "reduce_ns_per_byte": args.reduce_ns_per_byte,
+            "copy_ns_per_byte": args.copy_ns_per_byte,
+        }
+    text = io.dumps(schedule, fmt, **goal_options)
+    if args.output is None or args.output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as e:
+            return _usage(f"cannot write {args.output}: {e.strerror or e}")
+    return EXIT_OK
