@@ -106,10 +106,10 @@ void BlockHazards::deps_to_read(int64_t a, int64_t b, std::vector<OpId>& deps) c
 }
 
 void BlockHazards::deps_to_write(int64_t a, int64_t b, std::vector<OpId>& deps) const {
-  deps_to_read(a, b, deps);
+  // The reader since the last write waited for that write, so it alone stands for both.
   for (int64_t i = a; i < b; ++i) {
-    OpId r = reader_[i];
-    if (r != kNoOp && (deps.empty() || deps.back() != r)) deps.push_back(r);
+    OpId d = reader_[i] != kNoOp ? reader_[i] : writer_[i];
+    if (d != kNoOp && (deps.empty() || deps.back() != d)) deps.push_back(d);
   }
 }
 
@@ -145,7 +145,9 @@ void bruck_exchange(RankBuilder& b, int64_t n, int64_t r, const BruckWork& w,
     round_sum = (i > 0 && steps[i].x == steps[i - 1].x ? round_sum : 0) + steps[i].blocks;
     round_max = std::max(round_max, round_sum);
   }
-  const BufId sbuf = b.scratch(round_max * n), rbuf = b.scratch(round_max * n);
+  // The pack buffer only if some step is not one contiguous run (none is when r >= P).
+  const BufId rbuf = b.scratch(round_max * n);
+  BufId sbuf = kIn;
   BlockHazards packed(round_max), received(round_max);
 
   struct Piece {
@@ -195,6 +197,7 @@ void bruck_exchange(RankBuilder& b, int64_t n, int64_t r, const BruckWork& w,
       send = b.send(to, {w.buf, p.at * n, p.len * n}, deps);
       work.note_read(p.at, p.at + p.len, send);
     } else {
+      if (sbuf == kIn) sbuf = b.scratch(round_max * n);
       for (const Piece& p : pieces) {
         deps.clear();
         work.deps_to_read(p.at, p.at + p.len, deps);

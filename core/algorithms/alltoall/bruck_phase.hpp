@@ -29,6 +29,8 @@ class BlockHazards {
   void note_write(int64_t a, int64_t b, OpId op);
 
  private:
+  // Ops that read a block wait for its writer (deps_to_read), so deps_to_write needs only the
+  // reader when there is one.
   std::vector<OpId> writer_, reader_;  // reader_: the one reader since the last write
 };
 
