@@ -30,6 +30,7 @@ from collkit import bruck
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alltoall.md"
 SIZES = [8, 64, 256, 1024, 4096, 16384, 65536]
+BRUCK_VARIANTS = ("alltoall:bruck", "alltoall:bruck_modified")
 
 
 def fmt_us(seconds: float) -> str:
@@ -68,14 +69,105 @@ def model_section(Ps: list[int]) -> str:
     )
 
 
+# LogGP in the notation of LogGOPSim, Aries-like numbers (Theta, where the poster measured):
+# wire latency L, per-message CPU overhead o and gap g, gap per byte G (10 GB/s), and a memory
+# copy cost for the rotations and the packing (20 GB/s).
+SIM_MODEL: dict[str, Any] = {
+    "model": "loggp",
+    "L": "1.5us",
+    "o": "300ns",
+    "g": "300ns",
+    "G": "0.1ns",
+    "copy_beta": "0.05ns",
+}
+
+
+def sim_us(name: str, P: int, N: int) -> float:
+    import collkit
+
+    return float(collkit.simulate(name, P, count=N, elem_size=1, **SIM_MODEL).makespan) / 1e3
+
+
 def simulated_section(quick: bool) -> str:
-    if not hasattr(importlib.import_module("collkit"), "simulate"):
+    import collkit
+
+    title = "### Simulated: the poster's experiments A, B, C"
+    if not hasattr(collkit, "simulate"):
         return (
-            "### Simulated (experiments A, B, C)\n\n"
-            "Not run: `collkit.simulate` is not on this branch yet (the simulator lands on main "
-            "separately; rerun this script after merging it)."
+            f"{title}\n\nNot run: `collkit.simulate` is not on this branch yet (the simulator "
+            "lands on main separately; rerun this script after merging it)."
         )
-    return "### Simulated\n\n(simulator present but not yet wired into this benchmark)"
+    model = ", ".join(f"{k}={v}" for k, v in SIM_MODEL.items())
+    out = [f"{title}\n\nModel: {model}. Times in microseconds (makespan)."]
+    P_A = 256 if quick else 1024
+    refs = ["alltoall:linear", "alltoall:pairwise"]
+
+    # A: vary r at fixed P and N.
+    rows = []
+    for N in (16, 1024):
+        for r in bruck.candidate_radixes(P_A):
+            rows.append([N, r] + [f"{sim_us(f'{v}(r={r})', P_A, N):.1f}" for v in BRUCK_VARIANTS])
+        for ref in refs:
+            rows.append([N, ref.split(":")[1], f"{sim_us(ref, P_A, N):.1f}", ""])
+    out.append(
+        f"#### A: vary r, P = {P_A}\n\n"
+        + table(["N (B)", "r", "bruck (us)", "bruck_modified (us)"], rows)
+    )
+
+    # B: vary N at fixed P and r.
+    s = bruck.sqrt_rule(P_A)
+    names = ["alltoall:bruck(r=2)", f"alltoall:bruck(r={s})", "alltoall:bruck(r=auto)", *refs]
+    rows = [[N] + [f"{sim_us(n, P_A, N):.1f}" for n in names] for n in [0] for N in SIZES]
+    out.append(
+        f"#### B: vary N, P = {P_A}\n\n"
+        + table(["N (B)", "r=2", f"r={s} (sqrt)", "r=auto", "linear", "pairwise"], rows)
+    )
+
+    # C: vary P at fixed N and r.
+    Ps = [64, 128, 256] if quick else [64, 128, 256, 512, 1024, 2048, 4096]
+    rows = []
+    for N in (64, 1024):
+        for P in Ps:
+            s = bruck.sqrt_rule(P)
+            r_auto = bruck.resolved_radix("alltoall:bruck(r=auto)", P, N, 1)
+            rows.append(
+                [N, P, s, r_auto]
+                + [
+                    f"{sim_us(n, P, N):.1f}"
+                    for n in (
+                        "alltoall:bruck(r=2)",
+                        f"alltoall:bruck(r={s})",
+                        "alltoall:bruck(r=auto)",
+                        "alltoall:linear",
+                    )
+                ]
+            )
+    out.append(
+        "#### C: vary P\n\n"
+        + table(["N (B)", "P", "sqrt", "auto r", "r=2", "r=sqrt", "r=auto", "linear"], rows)
+    )
+
+    # The model's r against the simulator's best r.
+    rows = []
+    for P in [64, 256] if quick else [64, 256, 1024]:
+        for N in (16, 256, 1024, 4096, 16384):
+            c = bruck.choose_r_simulated(P, N, **SIM_MODEL)
+            t = c["times_ns"]
+            rows.append(
+                [P, N, c["r_simulated"], c["r_model"], c["r_sqrt"]]
+                + [
+                    f"{t[c[k]] / 1e3:.1f}" if c[k] in t else ""
+                    for k in ("r_simulated", "r_model", "r_sqrt")
+                ]
+            )
+    out.append(
+        "#### r=auto (alpha-beta model) against the simulator's best r\n\n"
+        + table(
+            ["P", "N (B)", "r sim", "r model", "r sqrt", "T sim-best", "T model-r", "T sqrt-r"],
+            rows,
+        )
+    )
+    return "\n\n".join(out)
 
 
 def measured_section() -> str:

@@ -30,7 +30,9 @@ __all__ = [
     "DEFAULT_BETA_S_PER_BYTE",
     "BruckCounts",
     "bruck_steps",
+    "candidate_radixes",
     "choose_r",
+    "choose_r_simulated",
     "model_seconds",
     "plot_counts",
     "poster_num_c",
@@ -191,6 +193,53 @@ def choose_r(
         "r_sqrt": rule,
         "t_model_s": model_seconds(P, best, block_bytes, alpha, beta),
         "t_sqrt_s": model_seconds(P, rule, block_bytes, alpha, beta),
+    }
+
+
+def candidate_radixes(P: int) -> list[int]:
+    """The radixes worth simulating for P: 2..8, powers of two, ceil(sqrt P) and its
+    neighbours, and P (every r >= P is r = P)."""
+    if P < 1:
+        raise InvalidArgumentError(f"P = {P} must be >= 1")
+    top = max(2, P)
+    rs = set(range(2, min(top, 8) + 1)) | {top}
+    rs |= {1 << k for k in range(1, top.bit_length()) if 1 << k <= top}
+    s = sqrt_rule(P)
+    rs |= {r for r in (s - 1, s, s + 1) if 2 <= r <= top}
+    return sorted(rs)
+
+
+def choose_r_simulated(
+    P: int,
+    block_bytes: int,
+    variant: str = "alltoall:bruck",
+    radixes: list[int] | None = None,
+    **simulate_args: Any,
+) -> dict[str, Any]:
+    """The r with the least simulated time among `radixes` (default: candidate_radixes(P);
+    the model's r and the sqrt rule's r are always among them),
+    with `collkit.simulate` and its model arguments (e.g. model="loggp", L="1us", G="0.1ns").
+    Returns the choice, every simulated time (ns), and the model's and the sqrt rule's r."""
+    import collkit
+
+    if not hasattr(collkit, "simulate"):
+        raise InvalidArgumentError("the simulator (collkit.simulate) is not available")
+    r_model = choose_r(P, block_bytes)["r_model"]
+    r_sqrt = min(sqrt_rule(P), max(P, 2))
+    times: dict[int, float] = {}
+    for r in sorted(set(radixes or candidate_radixes(P)) | {r_model, r_sqrt}):
+        res = collkit.simulate(
+            f"{variant}(r={r})", P, count=block_bytes, elem_size=1, **simulate_args
+        )
+        times[r] = float(res.makespan)
+    best = min(times, key=lambda r: (times[r], r))
+    return {
+        "P": P,
+        "block_bytes": block_bytes,
+        "r_simulated": best,
+        "r_model": r_model,
+        "r_sqrt": r_sqrt,
+        "times_ns": times,
     }
 
 
