@@ -125,9 +125,16 @@ void BlockHazards::note_write(int64_t a, int64_t b, OpId op) {
   for (int64_t i = a; i < b; ++i) writer_[i] = op, reader_[i] = kNoOp;
 }
 
-void unique_deps(std::vector<OpId>& deps) {
-  std::sort(deps.begin(), deps.end());
-  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+void DepDedup::operator()(std::vector<OpId>& deps) {
+  if (++epoch_ == 0) std::fill(stamp_.begin(), stamp_.end(), 0), epoch_ = 1;
+  size_t kept = 0;
+  for (OpId d : deps) {
+    if (d >= stamp_.size()) stamp_.resize(std::max<size_t>(d + 1, 2 * stamp_.size()), 0);
+    if (stamp_[d] == epoch_) continue;
+    stamp_[d] = epoch_;
+    deps[kept++] = d;
+  }
+  deps.resize(kept);
 }
 
 // ---- the exchange ------------------------------------------------------------------------
@@ -155,6 +162,7 @@ void bruck_exchange(RankBuilder& b, int64_t n, int64_t r, const BruckWork& w,
   };
   std::vector<Piece> pieces;
   std::vector<OpId> deps;
+  DepDedup unique_deps;
   auto add_piece = [&](int64_t at, int64_t len, int64_t pack) {
     if (!pieces.empty() && pieces.back().at + pieces.back().len == at)
       pieces.back().len += len;
@@ -200,8 +208,8 @@ void bruck_exchange(RankBuilder& b, int64_t n, int64_t r, const BruckWork& w,
       if (sbuf == kIn) sbuf = b.scratch(round_max * n);
       for (const Piece& p : pieces) {
         deps.clear();
-        work.deps_to_read(p.at, p.at + p.len, deps);
         packed.deps_to_write(off + p.pack, off + p.pack + p.len, deps);
+        work.deps_to_read(p.at, p.at + p.len, deps);
         unique_deps(deps);
         OpId c = b.copy({sbuf, (off + p.pack) * n, p.len * n}, {w.buf, p.at * n, p.len * n}, deps);
         work.note_read(p.at, p.at + p.len, c);

@@ -45,8 +45,17 @@ struct BruckWork {
 void bruck_exchange(RankBuilder& b, int64_t count, int64_t r, const BruckWork& w,
                     BlockHazards& work);
 
-// Sorts and removes duplicates (dependency lists are built from per-block records).
-void unique_deps(std::vector<OpId>& deps);
+// Removes repeated dependencies (lists are built from per-block records), keeping the first of
+// each in place: lists are built oldest first, so the most recent data dependence stays last,
+// where a depth-first search from the op (the verifier's ordering check) looks first.
+class DepDedup {
+ public:
+  void operator()(std::vector<OpId>& deps);
+
+ private:
+  std::vector<uint32_t> stamp_;
+  uint32_t epoch_ = 0;
+};
 
 }  // namespace collkit
 
