@@ -11,9 +11,11 @@
 // move disjoint blocks, are in flight together (as MPICH's radix-k Bruck posts them), and a
 // later round starts on the blocks that have already arrived.
 #pragma once
+#include <any>
 #include <cstdint>
 #include <vector>
 
+#include "collkit/registry.hpp"
 #include "collkit/schedule.hpp"
 
 namespace collkit {
@@ -57,14 +59,7 @@ class DepDedup {
   uint32_t epoch_ = 0;
 };
 
-}  // namespace collkit
-
 // ---- the `r` parameter, shared by both Bruck variants -------------------------------------
-#include <any>
-
-#include "collkit/registry.hpp"
-
-namespace collkit {
 
 // What prepare() leaves for every rank: the radix in use (auto already resolved).
 struct BruckPrepared {
