@@ -11,8 +11,9 @@
 // Restrictions: none (every P >= 1, every count >= 0; r >= P acts as r = P).
 // Reference:    seed 003 (Fan & Kumar, parameterized radix-r Bruck); Bruck et al., IEEE TPDS
 //               8(11) 1997; MPICH MPIR_Alltoall_intra_k_brucks.
-#include "bruck_phase.hpp"
 #include "collkit/bruck.hpp"
+
+#include "bruck_phase.hpp"
 
 namespace collkit {
 namespace {
@@ -26,7 +27,8 @@ void generate_bruck(const GenArgs& a, RankBuilder& b) {
   b.set_stage(0);
   const BufId tmp = b.scratch(P * n);
   work.note_write(0, P - rank, b.copy({tmp, 0, (P - rank) * n}, {kIn, rank * n, (P - rank) * n}));
-  if (rank > 0) work.note_write(P - rank, P, b.copy({tmp, (P - rank) * n, rank * n}, {kIn, 0, rank * n}));
+  if (rank > 0)
+    work.note_write(P - rank, P, b.copy({tmp, (P - rank) * n, rank * n}, {kIn, 0, rank * n}));
 
   // Phase 2: the exchange; relative block i ends here holding the data of rank - i.
   bruck_exchange(b, n, r, {tmp, 0, +1}, work);

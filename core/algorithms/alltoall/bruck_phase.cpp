@@ -139,8 +139,7 @@ void DepDedup::operator()(std::vector<OpId>& deps) {
 
 // ---- the exchange ------------------------------------------------------------------------
 
-void bruck_exchange(RankBuilder& b, int64_t n, int64_t r, const BruckWork& w,
-                    BlockHazards& work) {
+void bruck_exchange(RankBuilder& b, int64_t n, int64_t r, const BruckWork& w, BlockHazards& work) {
   const int64_t P = b.P(), rank = b.rank();
   const std::vector<BruckStep> steps = bruck_steps(P, r);
   if (steps.empty()) return;
@@ -253,9 +252,10 @@ ParamSpec bruck_radix_param() {
           .default_value = "2",
           .min = INT64_MIN,
           .max = INT64_MAX,
-          .doc = "radix: an integer >= 2 (r >= P acts as r = P: one round of P-1 steps), or "
-                 "'auto': the r with the least alpha-beta model time numC alpha + numD N beta "
-                 "for this P and block size N"};
+          .doc =
+              "radix: an integer >= 2 (r >= P acts as r = P: one round of P-1 steps), or "
+              "'auto': the r with the least alpha-beta model time numC alpha + numD N beta "
+              "for this P and block size N"};
 }
 
 std::any bruck_prepare(const GenArgs& a) {
@@ -264,6 +264,8 @@ std::any bruck_prepare(const GenArgs& a) {
   return BruckPrepared{r};
 }
 
-int64_t bruck_radix(const GenArgs& a) { return std::any_cast<const BruckPrepared&>(*a.prepared).r; }
+int64_t bruck_radix(const GenArgs& a) {
+  return std::any_cast<const BruckPrepared&>(*a.prepared).r;
+}
 
 }  // namespace collkit

@@ -37,9 +37,9 @@ class BlockHazards {
 };
 
 struct BruckWork {
-  BufId buf;        // the work buffer, P blocks of `count` elements
-  int64_t shift;    // relative block i lives at block (i + shift) mod P of `buf`
-  int direction;    // +1: send to rank + dist, receive from rank - dist; -1: the reverse
+  BufId buf;      // the work buffer, P blocks of `count` elements
+  int64_t shift;  // relative block i lives at block (i + shift) mod P of `buf`
+  int direction;  // +1: send to rank + dist, receive from rank - dist; -1: the reverse
 };
 
 // Appends the exchange to `b`. `work` holds the writers of the initial placement; on return it

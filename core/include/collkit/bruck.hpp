@@ -30,8 +30,8 @@ int64_t bruck_step_blocks(int64_t P, int64_t r, int x, int64_t z);
 //   T(r) = numC(r) alpha + numD_total(r) N beta
 // with N the bytes per block. Units: seconds and seconds per byte.
 struct BruckModel {
-  double alpha_s = 2e-6;             // start-up per message (s)
-  double beta_s_per_byte = 2e-10;    // transfer per byte (s/B), 5 GB/s
+  double alpha_s = 2e-6;           // start-up per message (s)
+  double beta_s_per_byte = 2e-10;  // transfer per byte (s/B), 5 GB/s
   double seconds(int64_t P, int64_t r, int64_t block_bytes) const;
   // The r in [2, max(2, P)] with the least modelled time (the smallest such r on ties).
   int64_t best_radix(int64_t P, int64_t block_bytes) const;
