@@ -346,11 +346,6 @@ def test_algorithm_names(args: list[str]) -> None:
     succeeds_or_collkit_error(collkit.Algorithm, name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the name bindings take std::string: a str with a lone "
-    "surrogate raises TypeError there (collkit.algorithms, not io)",
-)
 @pytest.mark.parametrize("name", ["name", "algorithm", "size"])
 def test_lone_surrogates_in_names(name: str) -> None:
     succeeds_or_collkit_error(PARSERS[name], "allreduce:\ud800")

@@ -3,6 +3,7 @@
 The compiled core is private (collkit._core); this package is the public face.
 """
 
+from collkit import recmult  # recursive multiplying: schedules, models, search
 from collkit.algorithms import (
     Algorithm,
     RankProgram,
@@ -58,6 +59,7 @@ __all__ = [
     "load",
     "parse_name",
     "parse_size",
+    "recmult",
     "save",
     "to_goal",
     "to_json",

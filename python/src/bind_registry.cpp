@@ -3,6 +3,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "collkit/error.hpp"
 #include "collkit/name.hpp"
 #include "collkit/registry.hpp"
 
@@ -10,6 +11,23 @@ namespace nb = nanobind;
 
 namespace collkit::py {
 namespace {
+
+// Python text to UTF-8; a string that cannot be encoded (a lone surrogate) is bad input, not a
+// TypeError from the binding layer.
+std::string utf8(nb::handle text, ErrorKind kind, const char* what) {
+  if (!PyUnicode_Check(text.ptr()))
+    fail(kind, std::string(what) + " must be a str, not " +
+                   nb::borrow<nb::str>(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(text.ptr())))
+                                           .attr("__name__"))
+                       .c_str());
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
+  if (!s) {
+    PyErr_Clear();
+    fail(kind, std::string(what) + " is not valid Unicode text (it holds a lone surrogate)");
+  }
+  return std::string(s, static_cast<size_t>(n));
+}
 
 const char* type_name(ParamType t) {
   switch (t) {
@@ -52,8 +70,8 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
 }  // namespace
 
 void bind_registry(nb::module_& m) {
-  m.def("parse_name", [](const std::string& text) {
-    ParsedName p = parse_name(text);
+  m.def("parse_name", [](nb::handle text) {
+    ParsedName p = parse_name(utf8(text, ErrorKind::name, "an algorithm name"));
     nb::dict d;
     d["collective"] = std::string(to_string(p.collective));
     d["algorithm"] = p.algorithm;
@@ -62,7 +80,9 @@ void bind_registry(nb::module_& m) {
     d["args"] = args;
     return d;
   });
-  m.def("parse_size", [](const std::string& t) { return parse_size(t); });
+  m.def("parse_size", [](nb::handle t) {
+    return parse_size(utf8(t, ErrorKind::invalid_argument, "a size"));
+  });
   m.def("format_size", &format_size);
   m.def("algorithms", [] {
     nb::list l;
@@ -71,7 +91,11 @@ void bind_registry(nb::module_& m) {
   });
 
   nb::class_<Algorithm>(m, "Algorithm")
-      .def(nb::init<const std::string&>(), nb::arg("name"))
+      .def("__init__",
+           [](Algorithm* self, nb::handle name) {
+             new (self) Algorithm(utf8(name, ErrorKind::name, "an algorithm name"));
+           },
+           nb::arg("name"))
       .def_prop_ro("canonical", &Algorithm::canonical)
       .def_prop_ro("collective", [](const Algorithm& a) { return std::string(to_string(a.collective())); })
       .def_prop_ro("spec", [](const Algorithm& a) { return spec_dict(a.spec()); })

@@ -42,5 +42,6 @@ NB_MODULE(_core, m) {
   collkit::py::bind_registry(m);
   collkit::py::bind_verify(m);
   collkit::py::bind_text(m);
+  collkit::py::bind_rm(m);
   collkit::py::bind_alltoall(m);
 }

@@ -18,6 +18,7 @@ COMMANDS = [
     "verify",
     "export",
     "tour",
+    "schedules",
 ]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2

@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t_all
 
     mode = "commutative" if commutative else "non-commutative (rank order)"
-    table = Table(title=f"verify {algo.canonical}  [{mode} op]")
+    table = Table(title=f"verify {algo.canonical} with a {mode} op")
     for col in ("P", "count", "result", "ops", "messages", "time"):
         table.add_column(col, justify="right" if col != "result" else "left")
     if args.verbose or len(passed) <= 12:

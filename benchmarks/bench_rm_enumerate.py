@@ -1,0 +1,156 @@
+"""Benchmark: enumerate and rank every recursive multiplying schedule for N <= 1024, compare the
+search with the exhaustive optimum, time the search for N up to 10^6 (and past it), and verify
+every schedule for N <= --verify-upto.
+
+    .venv/bin/python benchmarks/bench_rm_enumerate.py [--max-n 1024] [--verify-upto 128]
+
+Prints a table and writes benchmarks/results/bench_rm_enumerate.md (machine, date, command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import collkit
+from collkit import recmult
+from collkit.recmult import PipelinedPostal
+
+MODEL = PipelinedPostal(alpha_p=1.34e-6, alpha_r=0.34e-6)  # seed 002 Table 1, minimum
+NBYTES = 8
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{platform.node()}, {cpu}, {os.cpu_count()} cpus, load {load:.1f}, Python "
+        f"{platform.python_version()}"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--max-n", type=int, default=1024)
+    ap.add_argument("--verify-upto", type=int, default=128)
+    default_out = Path(__file__).parent / "results" / "bench_rm_enumerate.md"
+    ap.add_argument("--out", default=str(default_out))
+    args = ap.parse_args()
+    lines: list[str] = []
+
+    def emit(s: str = "") -> None:
+        print(s, flush=True)
+        lines.append(s)
+
+    emit("# Recursive multiplying: enumeration, ranking, search")
+    emit()
+    emit(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
+    emit(f"- machine: {machine()}")
+    emit(
+        f"- command: `.venv/bin/python benchmarks/bench_rm_enumerate.py --max-n {args.max_n} "
+        f"--verify-upto {args.verify_upto}`"
+    )
+    emit(
+        f"- model: pipelining postal, alpha_p = 1.34 us, alpha_r = 0.34 us, n = {NBYTES} B, "
+        "fan-out <= 8"
+    )
+    emit()
+
+    # 1. enumerate + rank every N
+    t0 = time.perf_counter()
+    total = 0
+    fam_tot = {"factored": 0, "split": 0, "merged": 0}
+    mismatches = []
+    checkpoints = {}
+    t_search = 0.0
+    for N in range(1, args.max_n + 1):
+        ranked = recmult.rank_schedules(N, MODEL, NBYTES)
+        total += len(ranked)
+        for r in ranked:
+            fam_tot[r.family] += 1
+        ts = time.perf_counter()
+        s = recmult.search(N, MODEL, NBYTES)
+        t_search += time.perf_counter() - ts
+        if abs(s.cost - ranked[0].cost) > 1e-12 * ranked[0].cost:
+            mismatches.append(N)
+        if N in (7, 8, 96, 128, 256, 512, 1000, 1024):
+            checkpoints[N] = (len(ranked), ranked[0].schedule, ranked[0].cost, s.schedule)
+    t_all = time.perf_counter() - t0 - t_search
+    emit(f"## Enumerate and rank every schedule, N = 1..{args.max_n}")
+    emit()
+    emit(
+        "| schedules | factored | split | merged | enumerate + rank (s) | search, all N (s) | "
+        "search == exhaustive |"
+    )
+    emit("| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    emit(
+        f"| {total} | {fam_tot['factored']} | {fam_tot['split']} | {fam_tot['merged']} | "
+        f"{t_all:.1f} | {t_search:.2f} | "
+        f"{'every N' if not mismatches else 'differs at ' + str(mismatches[:10])} |"
+    )
+    emit()
+    emit("| N | schedules | best (exhaustive) | model (us) | search's pick (same cost) |")
+    emit("| ---: | ---: | --- | ---: | --- |")
+    for N, (n, best, cost, pick) in checkpoints.items():
+        emit(f"| {N} | {n} | {best} | {cost * 1e6:.3f} | {pick} |")
+    emit()
+
+    # 2. search at scale
+    emit("## Search for large N")
+    emit()
+    emit("| N | schedule | family | model (us) | candidates | time (s) |")
+    emit("| ---: | --- | --- | ---: | ---: | ---: |")
+    for N in (10**4, 10**5, 999_983, 10**6, 2**20):
+        s = recmult.search(N, MODEL, NBYTES)
+        emit(
+            f"| {N} | {s.schedule} | {s.family} | {s.cost * 1e6:.3f} | {s.candidates} | "
+            f"{s.seconds:.2f} |"
+        )
+    emit()
+
+    # 3. verify every schedule for N <= verify_upto
+    if args.verify_upto > 0:
+        t0 = time.perf_counter()
+        n_ok = n_any_op = n = 0
+        failed = []
+        for N in range(1, args.verify_upto + 1):
+            for stages in recmult.enumerate_schedules(N):
+                name = f"allreduce:rm({stages})" if stages else "allreduce:rm"
+                r = collkit.verify(collkit.generate(name, P=N, count=1), commutative=True)
+                n += 1
+                n_ok += r.ok
+                n_any_op += r.consistent_noncommutative
+                if not r.ok:
+                    failed.append((N, stages))
+        emit(f"## Verify every schedule, N = 1..{args.verify_upto}")
+        emit()
+        emit("| schedules | verified | also in rank order (any op) | failed | time (s) |")
+        emit("| ---: | ---: | ---: | --- | ---: |")
+        emit(
+            f"| {n} | {n_ok} | {n_any_op} | {failed[:5] if failed else 'none'} | "
+            f"{time.perf_counter() - t0:.1f} |"
+        )
+        emit()
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+    return 0 if not mismatches else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

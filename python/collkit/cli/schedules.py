@@ -1,0 +1,259 @@
+"""Rank the recursive multiplying schedules of an allreduce by their modelled cost.
+
+Every valid schedule for P ranks (factored a8,a4; split c6m2,a2,a2,e6m2; merged m1g2a3,n1g3a2,
+with at most --max-fanout sends per rank and stage) is costed in the pipelining postal model of
+seed 002 (Eq. 3 per stage: alpha_p + b (alpha_r + n beta + n gamma)) and listed cheapest first.
+For large P (enumeration is infeasible past a few thousand ranks) --search finds the cheapest
+schedule by dynamic programming over the factorisations instead.
+
+examples:
+  collkit schedules allreduce -P 96 --model pipelined-postal --alpha-p 1.34us --alpha-r 0.34us \\
+      --bytes 8 --top 10
+  collkit schedules allreduce -P 7 --verify
+  collkit schedules allreduce -P 1000000 --search
+  collkit schedules allreduce -P 1..16 --count
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+
+from collkit.cli._common import parse_bytes, parse_p_list
+from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
+from collkit.recmult import (
+    PipelinedPostal,
+    Ranked,
+    count_schedules,
+    parse_time,
+    rank_schedules,
+    search,
+)
+from collkit.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES
+from collkit.recmult.timelines import simulator
+
+NAME = "schedules"
+HELP = "rank recursive multiplying schedules by modelled cost (enumeration or search)"
+
+MODELS = ("pipelined-postal",)
+MAX_ENUMERATE_P = 4096  # beyond this, --search
+
+
+def _time(text: str) -> float:
+    try:
+        return parse_time(text)
+    except CollkitError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
+    return v
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("collective", metavar="COLLECTIVE", help="allreduce (the only one rm serves)")
+    p.add_argument(
+        "-P",
+        dest="P",
+        type=parse_p_list,
+        required=True,
+        metavar="LIST",
+        help="process counts: 96, 1..16, 2^20",
+    )
+    p.add_argument(
+        "--model",
+        choices=MODELS,
+        default="pipelined-postal",
+        help="cost model (default pipelined-postal)",
+    )
+    p.add_argument(
+        "--alpha-p",
+        type=_time,
+        default=parse_time("1.34us"),
+        metavar="T",
+        help="overlappable latency per stage (default 1.34us, seed 002 Table 1 min)",
+    )
+    p.add_argument(
+        "--alpha-r",
+        type=_time,
+        default=parse_time("0.34us"),
+        metavar="T",
+        help="non-overlappable cost per message (default 0.34us)",
+    )
+    p.add_argument(
+        "--beta", type=_time, default=0.0, metavar="T", help="time per byte on the wire (default 0)"
+    )
+    p.add_argument(
+        "--gamma", type=_time, default=0.0, metavar="T", help="time per byte reduced (default 0)"
+    )
+    p.add_argument(
+        "--bytes",
+        type=parse_bytes,
+        default=8,
+        metavar="N",
+        help="message size per rank (default 8)",
+    )
+    p.add_argument(
+        "--max-fanout",
+        type=_positive,
+        default=DEFAULT_MAX_FANOUT,
+        metavar="B",
+        help=f"most sends per rank and stage (default {DEFAULT_MAX_FANOUT})",
+    )
+    p.add_argument(
+        "--family",
+        action="append",
+        choices=FAMILIES,
+        default=None,
+        help="only these families (repeatable; default all)",
+    )
+    p.add_argument(
+        "--top", type=_positive, default=10, metavar="K", help="rows to show per P (default 10)"
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--search",
+        action="store_true",
+        help="find the cheapest schedule by search instead of enumerating",
+    )
+    mode.add_argument("--count", action="store_true", help="only count the schedules per family")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="also verify each listed schedule (count 4) with the verifier",
+    )
+    p.add_argument(
+        "--simulate",
+        type=int,
+        default=2000,
+        metavar="K",
+        help="simulate the model's best K schedules too (pipelined postal, same "
+        "parameters) and rank them by makespan; 0: off (default 2000)",
+    )
+
+
+def _verify(schedule: str, P: int) -> str:
+    from collkit.algorithms import generate
+    from collkit.verify import verify
+
+    name = f"allreduce:rm({schedule})" if schedule else "allreduce:rm"
+    r = verify(generate(name, P=P, count=4), commutative=True)
+    if not r.ok:
+        return "FAILED"
+    return "ok, any op" if r.consistent_noncommutative else "ok, commutative"
+
+
+def _simulate(
+    schedules: list[str], P: int, model: PipelinedPostal, nbytes: int
+) -> dict[str, float] | None:
+    """Simulated makespans (us) of allreduce:rm(schedule), or None without a simulator."""
+    try:
+        sim = simulator()
+    except UnsupportedError:
+        return None
+    out = {}
+    for sched in schedules:
+        name = f"allreduce:rm({sched})" if sched else "allreduce:rm"
+        r = sim(
+            name,
+            P=P,
+            bytes=nbytes,
+            model="pipelined-postal",
+            alpha_p=model.alpha_p * 1e9,
+            alpha_r=model.alpha_r * 1e9,
+            beta=model.beta * 1e9,
+            gamma=model.gamma * 1e9,
+        )
+        out[sched] = float(r.makespan) / 1e3
+    return out
+
+
+def _table(
+    rows: list[tuple[int, str, str, float]],
+    sims: dict[str, float] | None,
+    sim_rank: dict[str, int],
+    P: int,
+    verify: bool,
+) -> int:
+    status = 0
+    width = max([len(r[1]) for r in rows] + [8])
+    header = f"{'#':>3}  {'schedule':<{width}}  {'family':<8}  {'model (us)':>10}"
+    if sims is not None:
+        header += f"  {'sim (us)':>9}  {'sim #':>5}"
+    if verify:
+        header += "  verified"
+    print(header)
+    for i, sched, fam, cost in rows:
+        line = f"{i:>3}  {sched or '(none)':<{width}}  {fam:<8}  {cost * 1e6:>10.3f}"
+        if sims is not None:
+            if sched in sims:
+                line += f"  {sims[sched]:>9.3f}  {sim_rank[sched]:>5}"
+            else:
+                line += f"  {'-':>9}  {'-':>5}"
+        if verify:
+            v = _verify(sched, P)
+            status = status or (1 if v == "FAILED" else 0)
+            line += f"  {v}"
+        print(line)
+    return status
+
+
+def _ranks(values: dict[str, float]) -> dict[str, int]:
+    """1 + how many are strictly better (ties share a rank); values rounded to 0.1 ns."""
+    keyed = {k: round(v, 4) for k, v in values.items()}
+    ordered = sorted(keyed.values())
+    return {k: 1 + bisect.bisect_left(ordered, v) for k, v in keyed.items()}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.collective != "allreduce":
+        raise InvalidArgumentError(
+            f"'{args.collective}': recursive multiplying schedules exist for allreduce only"
+        )
+    model = PipelinedPostal(args.alpha_p, args.alpha_r, args.beta, args.gamma)
+    families = tuple(args.family) if args.family else FAMILIES
+    status = 0
+    print(
+        f"model {args.model}: alpha_p = {model.alpha_p * 1e6:g} us, alpha_r = "
+        f"{model.alpha_r * 1e6:g} us, beta = {model.beta * 1e9:g} ns/B, gamma = "
+        f"{model.gamma * 1e9:g} ns/B; n = {args.bytes} B; fan-out <= {args.max_fanout}"
+    )
+    for P in args.P:
+        if args.count:
+            c = count_schedules(P, args.max_fanout, families)
+            parts = ", ".join(f"{k} {v}" for k, v in c.items())
+            print(f"P = {P}: {sum(c.values())} schedules ({parts})")
+            continue
+        searched = args.search or P > MAX_ENUMERATE_P
+        if searched:
+            found = search(P, model, args.bytes, args.max_fanout, families)
+            print(f"\nP = {P}: search over {found.candidates} candidates in {found.seconds:.3f} s")
+            ranked = [Ranked(found.schedule, found.family, found.cost, 0)]
+        else:
+            ranked = rank_schedules(P, model, args.bytes, args.max_fanout, families)
+            print(f"\nP = {P}: {len(ranked)} schedules, best {min(args.top, len(ranked))} by model")
+        model_rank = _ranks({r.schedule: r.cost * 1e6 for r in ranked})
+        sims = None
+        if args.simulate > 0 and not searched:
+            sims = _simulate([r.schedule for r in ranked[: args.simulate]], P, model, args.bytes)
+            if sims is None:
+                print("(no simulated column: the simulator, collkit.simulate, is not built in)")
+            elif len(ranked) > len(sims):
+                print(f"(simulated: the model's best {len(sims)} of {len(ranked)})")
+        sim_rank = _ranks(sims) if sims else {}
+        rows = [(model_rank[r.schedule], r.schedule, r.family, r.cost) for r in ranked[: args.top]]
+        status = _table(rows, sims, sim_rank, P, args.verify) or status
+        if sims and len(sims) > 1:
+            by_sim = sorted(
+                ranked[: len(sims)], key=lambda r: (sims[r.schedule], model_rank[r.schedule])
+            )[: args.top]
+            print(f"best {len(by_sim)} by simulation (# is the model's rank):")
+            rows = [(model_rank[r.schedule], r.schedule, r.family, r.cost) for r in by_sim]
+            status = _table(rows, sims, sim_rank, P, args.verify) or status
+    return status
