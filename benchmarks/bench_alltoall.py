@@ -186,6 +186,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small P only")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--note", default="", help="a line recorded with the results")
     args = ap.parse_args()
     Ps = [64, 256] if args.quick else [64, 256, 1024, 4096]
     cmd = "benchmarks/bench_alltoall.py" + (" --quick" if args.quick else "")
@@ -194,6 +195,7 @@ def main() -> int:
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}\n\n"
         f"Reproduce: `.venv/bin/python {cmd}`"
+        + (f"\n\n{args.note}" if args.note else "")
     )
     parts = [head, model_section(Ps), simulated_section(args.quick), measured_section()]
     text = "\n\n".join(parts) + "\n"

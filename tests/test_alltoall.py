@@ -313,3 +313,43 @@ def test_counting_helpers_reject_bad_input(P: int, r: int, N: int) -> None:
         bruck.poster_num_c(P, r)
     except collkit.CollkitError:
         assert P < 1 or r < 2 or r > 2**31 or N < 0
+
+
+# ---- the simulator (skipped where collkit.simulate is not available) ------------------------
+
+needs_simulator = pytest.mark.skipif(
+    not hasattr(collkit, "simulate"), reason="the simulator (collkit.simulate) is not here"
+)
+LOGGP = {"model": "loggp", "L": "1.5us", "o": "300ns", "g": "300ns", "G": "0.1ns"}
+
+
+@needs_simulator
+@pytest.mark.parametrize("name", BRUCKS)
+def test_simulated_messages_and_bytes_are_numc_and_numd(name: str) -> None:
+    P, r, N = 50, 4, 24
+    res = collkit.simulate(f"{name}(r={r})", P, count=N, elem_size=1, **LOGGP)  # type: ignore[attr-defined]
+    num_c, num_d = bruck.step_counts(P, r)
+    assert res.messages == P * num_c
+    assert res.bytes_sent == P * num_d * N
+
+
+@needs_simulator
+def test_simulated_tradeoff_of_the_poster() -> None:
+    """Latency-bound (tiny blocks): r = 2 beats the spread-out; bandwidth-bound (large blocks):
+    the spread-out beats r = 2 (seed 003's trade-off), under LogGP."""
+    P = 64
+
+    def t(name: str, N: int) -> float:
+        sim = collkit.simulate(name, P, count=N, elem_size=1, **LOGGP)  # type: ignore[attr-defined]
+        return float(sim.makespan)
+
+    assert t("alltoall:bruck(r=2)", 8) < t("alltoall:linear", 8)
+    assert t("alltoall:linear", 1 << 20) < t("alltoall:bruck(r=2)", 1 << 20)
+
+
+@needs_simulator
+def test_choose_r_simulated_is_the_simulated_minimum() -> None:
+    c = bruck.choose_r_simulated(30, 512, **LOGGP)
+    times = c["times_ns"]
+    assert c["r_simulated"] in times and times[c["r_simulated"]] == min(times.values())
+    assert c["r_model"] in times and c["r_sqrt"] in times
