@@ -104,8 +104,9 @@ def simulated_section(quick: bool) -> str:
 
     # A: vary r at fixed P and N.
     rows = []
+    radixes = sorted(r for r in {2, 4, 8, 16, bruck.sqrt_rule(P_A), 64, 128, 256, P_A} if r <= P_A)
     for N in (16, 1024):
-        for r in bruck.candidate_radixes(P_A):
+        for r in radixes:
             rows.append([N, r] + [f"{sim_us(f'{v}(r={r})', P_A, N):.1f}" for v in BRUCK_VARIANTS])
         for ref in refs:
             rows.append([N, ref.split(":")[1], f"{sim_us(ref, P_A, N):.1f}", ""])
@@ -117,7 +118,7 @@ def simulated_section(quick: bool) -> str:
     # B: vary N at fixed P and r.
     s = bruck.sqrt_rule(P_A)
     names = ["alltoall:bruck(r=2)", f"alltoall:bruck(r={s})", "alltoall:bruck(r=auto)", *refs]
-    rows = [[N] + [f"{sim_us(n, P_A, N):.1f}" for n in names] for n in [0] for N in SIZES]
+    rows = [[N] + [f"{sim_us(n, P_A, N):.1f}" for n in names] for N in (8, 256, 4096, 65536)]
     out.append(
         f"#### B: vary N, P = {P_A}\n\n"
         + table(["N (B)", "r=2", f"r={s} (sqrt)", "r=auto", "linear", "pairwise"], rows)
@@ -126,21 +127,18 @@ def simulated_section(quick: bool) -> str:
     # C: vary P at fixed N and r.
     Ps = [64, 128, 256] if quick else [64, 128, 256, 512, 1024, 2048, 4096]
     rows = []
-    for N in (64, 1024):
+    for N in (64,):
         for P in Ps:
             s = bruck.sqrt_rule(P)
             r_auto = bruck.resolved_radix("alltoall:bruck(r=auto)", P, N, 1)
+            names = ["alltoall:bruck(r=2)", f"alltoall:bruck(r={s})"]
+            # r=auto is r=2 or r=sqrt here (see the model table); simulate it only if not
+            auto = [] if r_auto in (2, s) else ["alltoall:bruck(r=auto)"]
+            t = {n: sim_us(n, P, N) for n in [*names, *auto, "alltoall:linear"]}
+            t_auto = t.get("alltoall:bruck(r=auto)") or t[names[0] if r_auto == 2 else names[1]]
             rows.append(
                 [N, P, s, r_auto]
-                + [
-                    f"{sim_us(n, P, N):.1f}"
-                    for n in (
-                        "alltoall:bruck(r=2)",
-                        f"alltoall:bruck(r={s})",
-                        "alltoall:bruck(r=auto)",
-                        "alltoall:linear",
-                    )
-                ]
+                + [f"{v:.1f}" for v in (t[names[0]], t[names[1]], t_auto, t["alltoall:linear"])]
             )
     out.append(
         "#### C: vary P\n\n"
@@ -149,7 +147,7 @@ def simulated_section(quick: bool) -> str:
 
     # The model's r against the simulator's best r.
     rows = []
-    for P in [64, 256] if quick else [64, 256, 1024]:
+    for P in [64, 256]:
         for N in (16, 256, 1024, 4096, 16384):
             c = bruck.choose_r_simulated(P, N, **SIM_MODEL)
             t = c["times_ns"]
@@ -194,8 +192,7 @@ def main() -> int:
         f"## {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}\n\n"
-        f"Reproduce: `.venv/bin/python {cmd}`"
-        + (f"\n\n{args.note}" if args.note else "")
+        f"Reproduce: `.venv/bin/python {cmd}`" + (f"\n\n{args.note}" if args.note else "")
     )
     parts = [head, model_section(Ps), simulated_section(args.quick), measured_section()]
     text = "\n\n".join(parts) + "\n"
