@@ -96,7 +96,7 @@ def main() -> int:
             f.write(
                 f"\n## {dt.datetime.now().isoformat(timespec='seconds')} on "
                 f"{platform.node()} ({platform.processor() or platform.machine()}, "
-                f"{os.cpu_count()} cores)\n\n"
+                f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end)\n\n"
             )
             f.write(f"`{' '.join(['python', *sys.argv])}`  \n")
             f.write(

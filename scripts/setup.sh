@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Create .venv (if missing) and install collkit into it with the given extras.
-#   scripts/setup.sh            runtime only
+#   scripts/setup.sh            collkit and the PyPI mpich wheel (the MPI that works out of the box)
 #   scripts/setup.sh test       + test dependencies
 # Uses the Python on PATH (3.10+); set PYTHON=/path/to/python to choose another.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-}"
+extras="${1:-mpi}"
 py="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv with $($py --version)"

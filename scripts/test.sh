@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # Set up collkit with its test dependencies and run the whole test suite:
 #   1. the C++ core under AddressSanitizer + UBSan (its own CMake build, C++ unit tests),
-#   2. lint (ruff),
+#   2. lint (ruff) and types (mypy --strict),
 #   3. pytest over everything the user touches.
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
+
+# Open MPI, so the executor is also tested against a second MPI (Debian's, as a cluster would
+# have one). Best effort: without root or apt the Open MPI tests are skipped with a reason.
+if ! command -v mpicxx.openmpi >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "== installing Debian's Open MPI for the Open MPI tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null) \
+    || echo "   (could not install Open MPI: its tests will be skipped)"
+fi
 
 echo "== C++ core under ASan + UBSan"
 cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -18,6 +26,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 echo "== ruff"
 .venv/bin/python -m ruff check python tests benchmarks
 .venv/bin/python -m ruff format --check python tests benchmarks
+
+echo "== mypy (strict)"
+.venv/bin/python -m mypy
 
 echo "== pytest"
 .venv/bin/python -m pytest "$@"

@@ -28,7 +28,9 @@ std::string_view to_string(OpKind k) { return kOpNames[static_cast<size_t>(k)]; 
 std::string buffer_name(BufId b) {
   if (b == kIn) return "in";
   if (b == kOut) return "out";
-  return "s" + std::to_string(b - kFirstScratch);
+  std::string s = "s";  // not "s" + to_string(): GCC 12 warns -Wrestrict on that (bug 105329)
+  s += std::to_string(b - kFirstScratch);
+  return s;
 }
 
 int64_t ScheduleHeader::in_elems(int64_t rank) const {

@@ -23,6 +23,7 @@ from collkit.errors import (
     UnsupportedError,
 )
 from collkit.io import from_goal, from_json, from_text, load, save, to_goal, to_json, to_text
+from collkit.simulate import Model, SimResult, simulate
 from collkit.verify import (
     Diagnostic,
     TreeComparison,
@@ -41,9 +42,11 @@ __all__ = [
     "CollkitError",
     "Diagnostic",
     "InvalidArgumentError",
+    "Model",
     "RankProgram",
     "Schedule",
     "ScheduleFormatError",
+    "SimResult",
     "TreeComparison",
     "UnsupportedError",
     "VerificationError",
@@ -61,6 +64,7 @@ __all__ = [
     "parse_size",
     "recmult",
     "save",
+    "simulate",
     "to_goal",
     "to_json",
     "to_text",

@@ -182,7 +182,12 @@ void bind_schedule(nb::module_& m) {
         d["scratch"] = to_numpy(std::move(scratch));
         return d;
       })
-      .def("__eq__", [](const Schedule& a, const Schedule& b) { return a == b; })
+      .def("__eq__",
+           [](const Schedule& a, nb::handle b) -> nb::object {
+             if (!nb::isinstance<Schedule>(b)) return nb::borrow(Py_NotImplemented);
+             return nb::bool_(a == nb::cast<const Schedule&>(b));
+           },
+           nb::sig("def __eq__(self, other: object, /) -> bool"))
       .def_static("from_arrays",
                   [](const std::string& collective, int64_t P, int64_t count, int32_t elem_size,
                      int64_t root, const std::string& algorithm, const nb::dict& arrays) {

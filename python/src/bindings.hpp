@@ -8,5 +8,6 @@ void bind_registry(nanobind::module_& m);
 void bind_verify(nanobind::module_& m);
 void bind_text(nanobind::module_& m);
 void bind_rm(nanobind::module_& m);
+void bind_sim(nanobind::module_& m);
 void bind_alltoall(nanobind::module_& m);
 }  // namespace collkit::py

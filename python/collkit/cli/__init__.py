@@ -17,8 +17,10 @@ COMMANDS = [
     "show",
     "verify",
     "export",
-    "tour",
+    "simulate",
     "schedules",
+    "bench",
+    "tour",
 ]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2

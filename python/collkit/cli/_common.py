@@ -14,7 +14,7 @@ def _int_or_pow(text: str) -> int:
     text = text.strip()
     if "^" in text:
         base, _, exp = text.partition("^")
-        return int(base) ** int(exp)
+        return int(int(base) ** int(exp))
     return int(text)
 
 

@@ -13,7 +13,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import shlex
 import time
 from collections.abc import Callable
@@ -81,31 +80,31 @@ def run(args: argparse.Namespace) -> int:
             for f, n in (("text", "rd-P6.txt"), ("json", "rd-P6.json"))
         ),
     )
-    if importlib.util.find_spec("collkit.cli.simulate") is not None:
-        step(
-            "simulate",
-            "5. Simulated under the pipelining postal model (seed 002's parameters)",
-            lambda: _run(
-                console,
-                [
-                    "simulate", "allreduce:rd", "-P", "8", "--bytes", "8",
-                    "--model", "pipelined-postal", "--alpha-p", "500ns", "--alpha-r", "100ns",
-                    "--timeline", str(out / "rd-P8.trace.json"), "--plot", str(out / "rd-P8.png"),
-                ],
-            ),
-        )  # fmt: skip
-    if importlib.util.find_spec("collkit.cli.bench") is not None:
-        step(
-            "mpi",
-            "6. Run on the local MPI against the native MPI_Allreduce",
-            lambda: _run(
-                console,
-                [
-                    "bench", "allreduce", "--algos", "rd,native", "-np", "4",
-                    "--sizes", "8B..4KiB", "--out", str(out / "bench"),
-                ],
-            ),
-        )  # fmt: skip
+    step(
+        "simulate",
+        "5. Simulated under the pipelining postal model (seed 002's parameters), with a timeline",
+        lambda: _run(
+            console,
+            [
+                "simulate", "allreduce:rd", "-P", "8", "--bytes", "8",
+                "--model", "pipelined-postal", "--alpha-p", "500ns", "--alpha-r", "100ns",
+                "--beta", "0.4ns", "--reduce-base", "10ns",
+                "--timeline", str(out / "rd-P8.perfetto.json"), "--plot", str(out / "rd-P8.png"),
+            ],
+        ),
+    )  # fmt: skip
+    step(
+        "mpi",
+        "6. Run on the local MPI (PyPI mpich by default) against the native MPI_Allreduce",
+        lambda: _run(
+            console,
+            [
+                "bench", "allreduce", "--algos", "rd,native", "-np", "2" if quick else "2,4",
+                "--sizes", "8B..4KiB" if quick else "8B..64KiB", "--iters", "100",
+                "-o", str(out / "bench-allreduce.jsonl"),
+            ],
+        ),
+    )  # fmt: skip
     console.print(Rule())
     console.print(f"results are in [bold]{out}/[/bold]")
     for f in sorted(out.rglob("*")):

@@ -1,0 +1,70 @@
+// The simulator: a discrete-event engine over the per-rank DAGs of a Schedule.
+//
+// Semantics (the same in every model, see model.hpp for the costs):
+// - An op becomes ready when all its deps (ops of its own rank) have completed; a rank's ops with
+//   no deps are ready when the rank starts (time 0, or its arrival skew).
+// - Messages between an ordered pair of ranks match in program order: the k-th send of q to r
+//   (by op index) is received by the k-th recv of r from q.
+// - A recv is posted when its deps complete and completes once it is posted and its message has
+//   been delivered (postal models: delivered on arrival; LogGOPS: once the receiver's CPU has
+//   spent o + max((n-1)O, (n-1)G) on it).
+// - A send completes: postal, when its message has arrived; pipelined postal, when the send port
+//   has pushed it out (alpha_r + n beta after it started); LogGOPS, eager: when the sender's CPU
+//   overhead is spent, rendezvous (n > S): when the receive completes.
+// - Local ops (reduce, copy, compute, sleep) and, in LogGOPS, the CPU overheads of messages run
+//   one at a time per rank, in the order they became ready.
+// - Noise: every op draws one delay that lengthens its busy time (a send's port or CPU time,
+//   which delays its arrival too; a recv's completion; a local op's run).
+//
+// Scale: each rank's program is read once into a compact form (about 26 bytes per op: cost,
+// peer, sequence number, kind, pending-deps counter, successor list) and then dropped, so a
+// Bound is simulated without ever holding its Schedule. Events are 16 bytes in a radix heap
+// keyed by the bits of their (non-negative, monotone) double time; completions at the current
+// time skip the heap. Per-op times are only kept when asked for.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "collkit/registry.hpp"
+#include "collkit/schedule.hpp"
+#include "collkit/sim/model.hpp"
+#include "collkit/sim/noise.hpp"
+#include "collkit/sim/topology.hpp"
+
+namespace collkit::sim {
+
+struct SimOptions {
+  ModelParams model;
+  Distribution noise;  // per-op delay
+  Distribution skew;   // per-rank start time
+  Topology topology;
+  int64_t trials = 1;
+  uint64_t seed = 0;
+  bool record = false;  // keep per-op start / end, messages and the critical path (trial 0)
+};
+
+struct SimResult {
+  int64_t P = 0;
+  std::vector<double> finish;     // per rank, trial 0: when its last op completed (ns)
+  std::vector<double> makespans;  // per trial (ns)
+  int64_t messages = 0;           // per trial
+  int64_t bytes = 0;              // per trial
+  int64_t ops = 0;                // per trial
+  int64_t events = 0;             // ops + messages, all trials
+  double load_seconds = 0, run_seconds = 0;          // wall clock
+  double load_cpu_seconds = 0, run_cpu_seconds = 0;  // CPU time of the process
+  size_t memory_bytes = 0;  // the engine's arrays
+
+  // With SimOptions::record (trial 0). Ops are numbered globally, rank by rank, in op order.
+  std::vector<uint64_t> rank_op_begin;  // P + 1
+  std::vector<double> op_start, op_end; // recv: start = posted
+  std::vector<uint64_t> critical_path;  // global op indices, first to last
+  std::vector<uint64_t> msg_send, msg_recv;  // global op indices of each message
+  std::vector<double> msg_depart, msg_arrive;
+};
+
+SimResult simulate(const Schedule& schedule, const SimOptions& options);
+// Pulls each rank's program from the generator: the Schedule is never held.
+SimResult simulate(const Bound& bound, const SimOptions& options);
+
+}  // namespace collkit::sim

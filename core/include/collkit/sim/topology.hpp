@@ -1,0 +1,40 @@
+// Topology: an extra latency per pair of ranks, added to each message's wire latency (postal
+// alpha, pipelined postal alpha_p, LogGOPS L). Ranks are packed ranks_per_node to a node;
+// messages within a node pay `intra`, messages between nodes pay hops * hop (+ global links).
+// Computed from the description on the fly: no P x P table.
+//
+//   fattree(k)        k nodes per leaf switch, k children per switch above: two nodes whose lowest
+//                     common switch is at level l are 2 l hops apart.
+//   dragonfly(p, a)   p nodes per router, a routers per group, all-to-all links inside a group and
+//                     one global link between groups: same router 2 hops, same group 3 hops,
+//                     other group 4 hops + one global link.
+//   torus(d1 x d2 x ..)  nodes on a torus (row-major), hops = sum over dimensions of the
+//                     wrap-around distance.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace collkit::sim {
+
+enum class TopoKind : uint8_t { none, fattree, dragonfly, torus };
+
+struct Topology {
+  TopoKind kind = TopoKind::none;
+  int64_t ranks_per_node = 1;
+  double intra = 0;   // ns for a message within a node
+  double hop = 0;     // ns per switch hop between nodes
+  double global = 0;  // dragonfly: ns per global link
+  int64_t k = 2;      // fattree radix
+  int64_t p = 1;      // dragonfly nodes per router
+  int64_t a = 1;      // dragonfly routers per group
+  std::vector<int64_t> dims;  // torus
+
+  // Extra latency of a message from rank src to rank dst (ns).
+  double extra_latency(int64_t src, int64_t dst) const;
+  int64_t hops(int64_t src_node, int64_t dst_node) const;
+};
+
+// Throws Error(invalid_argument) for a description that cannot hold P ranks or has bad numbers.
+void validate(const Topology& t, int64_t P);
+
+}  // namespace collkit::sim

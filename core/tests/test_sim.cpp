@@ -1,0 +1,108 @@
+// Simulator checks under AddressSanitizer + UBSan: the closed form of seed 002 Eq. 1, a schedule
+// and its generator simulate alike, every model with noise, skew, topology and recording, and
+// random hostile schedules end in a result or a collkit::Error, never anything else.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "check.hpp"
+#include "collkit/error.hpp"
+#include "collkit/registry.hpp"
+#include "collkit/sim/engine.hpp"
+
+using namespace collkit;
+using namespace collkit::sim;
+
+TEST(sim_rd_postal_eq1) {
+  for (int64_t P : {2, 4, 64, 1024}) {
+    SimOptions o;
+    o.model.alpha = 1000;
+    o.model.beta = 0.5;
+    o.model.gamma = 0.25;
+    SimResult r = simulate(Algorithm("allreduce:rd").bind(P, 4, 8), o);
+    double lg = std::log2(static_cast<double>(P));
+    CHECK(std::abs(r.makespans[0] - lg * (1000 + 32 * 0.5 + 32 * 0.25)) < 1e-6);
+  }
+}
+
+TEST(sim_schedule_and_generator_agree_in_every_model) {
+  for (ModelKind k : {ModelKind::postal, ModelKind::pipelined_postal, ModelKind::logp,
+                      ModelKind::loggp, ModelKind::loggops}) {
+    SimOptions o;
+    o.model.kind = k;
+    o.model.G = 0.1;
+    o.model.S = 64;
+    o.noise = {DistKind::lognormal, 20, 0.5, {}};
+    o.skew = {DistKind::uniform, 0, 300, {}};
+    o.topology.kind = TopoKind::fattree;
+    o.topology.k = 4;
+    o.topology.hop = 50;
+    o.topology.ranks_per_node = 2;
+    o.trials = 3;
+    o.record = true;
+    Bound b = Algorithm("allreduce:rd").bind(100, 16, 8);
+    SimResult a = simulate(b, o), s = simulate(b.generate(), o);
+    CHECK(a.makespans == s.makespans);
+    CHECK(a.finish == s.finish);
+    CHECK(a.op_end.size() == static_cast<size_t>(a.ops) && !a.critical_path.empty());
+  }
+}
+
+TEST(sim_hostile_schedules_end_in_a_result_or_an_error) {
+  std::mt19937_64 rng(42);
+  int results = 0, errors = 0;
+  for (int t = 0; t < 2000; ++t) {
+    ScheduleHeader h;
+    h.P = 1 + static_cast<int64_t>(rng() % 5);
+    h.count = 4;
+    Schedule s(h);
+    RankProgram p;
+    for (int64_t r = 0; r < h.P; ++r) {
+      p.clear(r);
+      RankBuilder b(p, h.P);
+      int n = static_cast<int>(rng() % 7);
+      for (int i = 0; i < n; ++i) {
+        OpId d = static_cast<OpId>(rng() % (i + 2));  // sometimes itself or the next op
+        std::vector<OpId> dv;  // Deps is a view: the ids must outlive the call
+        if (rng() % 3) dv.push_back(d);
+        const Deps deps(dv);
+        int64_t peer = static_cast<int64_t>(rng() % (h.P + 1)) - (rng() % 4 == 0);
+        int64_t len = static_cast<int64_t>(rng() % 5) - 1;
+        switch (rng() % 6) {
+          case 0: b.send(peer, {kOut, 0, len}, deps); break;
+          case 1: b.recv(peer, {kOut, 0, len}, deps); break;
+          case 2: b.reduce({kOut, 0, len}, {kIn, 0, len}, Side::src_first, deps); break;
+          case 3: b.copy({kOut, 0, len}, {kIn, 0, len}, deps); break;
+          case 4: b.compute(len, deps); break;
+          default: b.sleep(len, deps); break;
+        }
+      }
+      s.append_rank(p.view());
+    }
+    SimOptions o;
+    o.model.kind = static_cast<ModelKind>(rng() % 5);
+    o.model.S = 2;
+    o.noise = {DistKind::exponential, 5, 0, {}};
+    o.record = rng() % 2;
+    try {
+      SimResult r = simulate(s, o);
+      CHECK(r.finish.size() == static_cast<size_t>(h.P));
+      ++results;
+    } catch (const Error&) {
+      ++errors;
+    }
+  }
+  CHECK(results > 50 && errors > 50);  // both paths were taken
+}
+
+TEST(sim_bad_parameters_are_errors) {
+  SimOptions o;
+  o.model.alpha = -1;
+  bool threw = false;
+  try {
+    simulate(Algorithm("allreduce:rd").bind(4, 1), o);
+  } catch (const Error& e) {
+    threw = e.kind() == ErrorKind::invalid_argument;
+  }
+  CHECK(threw);
+}

@@ -1,0 +1,46 @@
+/* collkit's C API: call any collkit algorithm by name from a C or C++ MPI program.
+ *
+ *   ck_allreduce(sendbuf, recvbuf, count, MPI_DOUBLE, MPI_SUM, comm, "allreduce:rd");
+ *
+ * The arguments mean what they mean for the MPI call of the same name (MPI_IN_PLACE included);
+ * counts are MPI_Count, so they may pass 2^31 elements. The algorithm name follows collkit's one
+ * grammar (`collkit algorithms` lists them); its collective must match the function.
+ *
+ * Every function returns MPI_SUCCESS or an MPI error code; nothing in collkit aborts. For a
+ * collkit error (bad name, wrong collective, unsupported P, ...), MPI_Error_string(code) and
+ * ck_error_message() give the message. All ranks of `comm` must call with the same name and
+ * count (the same rules as the MPI collectives).
+ *
+ * The name "native" (or "allreduce:native", ...) calls the MPI's own collective instead.
+ *
+ * Traffic runs on a private duplicate of `comm` (kept as an attribute of `comm`, freed with it),
+ * so it never matches the application's own messages. Plans are cached per communicator.
+ */
+#ifndef COLLKIT_H
+#define COLLKIT_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int ck_allreduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+                 MPI_Op op, MPI_Comm comm, const char* algorithm);
+int ck_reduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+              int root, MPI_Comm comm, const char* algorithm);
+int ck_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
+             const char* algorithm);
+/* `count` elements per destination, as MPI_Alltoall's sendcount = recvcount. */
+int ck_alltoall(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+                MPI_Comm comm, const char* algorithm);
+int ck_barrier(MPI_Comm comm, const char* algorithm);
+
+/* The message of the last collkit error on this thread ("" if none). */
+const char* ck_error_message(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLLKIT_H */

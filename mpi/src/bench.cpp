@@ -1,0 +1,287 @@
+// collkit_bench: times collectives the way OSU / IMB / ReproMPI do, for collkit's algorithms and
+// the MPI's native call, and prints one JSON object per (algorithm, size) on rank 0's stdout.
+//
+// Per measured size: `warmup` untimed calls; then iterations, each a synchronisation (a barrier,
+// or a start window on clocks aligned to rank 0 as in ReproMPI / SKaMPI) followed by a block of
+// `block` back-to-back calls; a rank's time is the block's time / block; an iteration's time is the
+// maximum over ranks (the collective is done when its last rank is). Statistics are over those
+// per-iteration maxima, in microseconds; --raw adds the samples. --validate first checks the
+// algorithm's result against the native call on the same data.
+//
+//   collkit_bench --collective allreduce --algos rd,native --sizes 8,64,1024 [--datatype double]
+//                 [--iters 200] [--warmup 20] [--block 1] [--sync barrier|window] [--window-us N]
+//                 [--max-seconds 2] [--root 0] [--raw] [--validate] [--native-label mpich:ring]
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "collkit.h"
+
+using namespace collkit::mpi;
+
+namespace {
+
+struct Setup {
+  std::string collective;
+  MPI_Datatype type = MPI_DOUBLE;
+  std::string type_name;
+  int elem = 8;
+  int root = 0;
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int rank = 0, size = 1;
+};
+
+struct Buffers {
+  std::vector<unsigned char> in, out;
+};
+
+int call(const Setup& s, const std::string& algo, Buffers& b, long long count) {
+  void* in = b.in.data();
+  void* out = b.out.data();
+  const char* name = algo.c_str();
+  if (s.collective == "allreduce")
+    return ck_allreduce(in, out, count, s.type, MPI_SUM, s.comm, name);
+  if (s.collective == "reduce")
+    return ck_reduce(in, out, count, s.type, MPI_SUM, s.root, s.comm, name);
+  if (s.collective == "bcast") return ck_bcast(out, count, s.type, s.root, s.comm, name);
+  if (s.collective == "alltoall") return ck_alltoall(in, out, count, s.type, s.comm, name);
+  return ck_barrier(s.comm, name);
+}
+
+void fill(const Setup& s, Buffers& b, long long count) {
+  // Small integers in every type: sums are exact, so validation can compare bitwise.
+  const long long n = s.collective == "alltoall" ? count * s.size : count;
+  for (long long i = 0; i < n; ++i) {
+    const int v = static_cast<int>((i * 7 + s.rank * 3) % 5);
+    unsigned char* p = b.in.data() + i * s.elem;
+    if (s.type == MPI_DOUBLE) {
+      double x = v;
+      std::memcpy(p, &x, 8);
+    } else if (s.type == MPI_FLOAT) {
+      float x = static_cast<float>(v);
+      std::memcpy(p, &x, 4);
+    } else if (s.type == MPI_INT) {
+      int x = v;
+      std::memcpy(p, &x, 4);
+    } else
+      *p = static_cast<unsigned char>(v);
+  }
+  std::memcpy(b.out.data(), b.in.data(), std::min(b.in.size(), b.out.size()));
+}
+
+// Offset of this rank's clock from rank 0's: the ping-pong with the smallest round trip wins.
+double clock_offset(const Setup& s) {
+  double best_rtt = 1e30, offset = 0;
+  for (int peer = 1; peer < s.size; ++peer) {
+    for (int k = 0; k < 20; ++k) {
+      if (s.rank == 0) {
+        double t0 = MPI_Wtime(), tr = 0;
+        MPI_Send(&t0, 1, MPI_DOUBLE, peer, 7, s.comm);
+        MPI_Recv(&tr, 1, MPI_DOUBLE, peer, 7, s.comm, MPI_STATUS_IGNORE);
+        double t1 = MPI_Wtime();
+        double msg[2] = {t1 - t0, tr - (t0 + t1) / 2};
+        MPI_Send(msg, 2, MPI_DOUBLE, peer, 8, s.comm);
+      } else if (s.rank == peer) {
+        double t0 = 0;
+        MPI_Recv(&t0, 1, MPI_DOUBLE, 0, 7, s.comm, MPI_STATUS_IGNORE);
+        double tr = MPI_Wtime();
+        MPI_Send(&tr, 1, MPI_DOUBLE, 0, 7, s.comm);
+        double msg[2];
+        MPI_Recv(msg, 2, MPI_DOUBLE, 0, 8, s.comm, MPI_STATUS_IGNORE);
+        if (msg[0] < best_rtt) {
+          best_rtt = msg[0];
+          offset = msg[1];
+        }
+      }
+    }
+  }
+  return offset;  // local time - rank 0 time
+}
+
+struct Measure {
+  std::vector<double> samples;  // per-iteration maxima, microseconds
+  long long late = 0;           // window mode: iterations dropped because a rank missed the start
+  int error = MPI_SUCCESS;
+};
+
+Measure measure(const Setup& s, const std::string& algo, Buffers& b, long long count,
+                long long iters, long long warmup, long long block, bool window, double window_s,
+                double offset, double max_seconds) {
+  Measure m;
+  for (long long i = 0; i < std::max(1LL, warmup) && m.error == MPI_SUCCESS; ++i)
+    m.error = call(s, algo, b, count);
+  int err = m.error;
+  MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_INT, MPI_MAX, s.comm);
+  if (err != MPI_SUCCESS) {
+    m.error = err;
+    return m;
+  }
+
+  // Pilot: how long one block takes, to fit the iterations in max_seconds and size the window.
+  MPI_Barrier(s.comm);
+  double t0 = MPI_Wtime();
+  for (long long k = 0; k < block; ++k) call(s, algo, b, count);
+  double pilot = MPI_Wtime() - t0;
+  MPI_Allreduce(MPI_IN_PLACE, &pilot, 1, MPI_DOUBLE, MPI_MAX, s.comm);
+  const double per_iter = pilot + (window ? window_s : 0.0) + 1e-6;
+  const long long fit = static_cast<long long>(max_seconds / per_iter);
+  iters = std::max(10LL, std::min(iters, fit));
+
+  std::vector<double> local(static_cast<size_t>(iters)), bad(static_cast<size_t>(iters), 0.0);
+  const double win = window ? std::max(window_s, 4 * pilot + 20e-6) : 0.0;
+  double start0 = 0;
+  if (window) {
+    if (s.rank == 0) start0 = MPI_Wtime() + 10 * win + 1e-3;
+    MPI_Bcast(&start0, 1, MPI_DOUBLE, 0, s.comm);
+  }
+  for (long long i = 0; i < iters; ++i) {
+    double begin;
+    if (window) {
+      begin = start0 + static_cast<double>(i) * win + offset;  // on this rank's clock
+      double now = MPI_Wtime();
+      if (now > begin) bad[static_cast<size_t>(i)] = 1;
+      while (now < begin) now = MPI_Wtime();
+    } else {
+      MPI_Barrier(s.comm);
+      begin = MPI_Wtime();
+    }
+    for (long long k = 0; k < block; ++k) call(s, algo, b, count);
+    local[static_cast<size_t>(i)] = (MPI_Wtime() - begin) / static_cast<double>(block) * 1e6;
+  }
+  std::vector<double> worst(local.size()), anybad(bad.size());
+  MPI_Reduce(local.data(), worst.data(), static_cast<int>(iters), MPI_DOUBLE, MPI_MAX, 0, s.comm);
+  MPI_Reduce(bad.data(), anybad.data(), static_cast<int>(iters), MPI_DOUBLE, MPI_MAX, 0, s.comm);
+  for (size_t i = 0; i < worst.size(); ++i) {
+    if (anybad[i] > 0)
+      ++m.late;
+    else
+      m.samples.push_back(worst[i]);
+  }
+  return m;
+}
+
+// 1: same result as native, 0: differs, -1: error.
+int validate(const Setup& s, const std::string& algo, Buffers& b, long long count) {
+  fill(s, b, count);
+  if (s.collective == "bcast" && s.rank != s.root) std::memset(b.out.data(), 0xEE, b.out.size());
+  Buffers ref = b;
+  int rc = call(s, algo, b, count);
+  int rc2 = call(s, "native", ref, count);
+  int ok = rc == MPI_SUCCESS && rc2 == MPI_SUCCESS;
+  if (ok && s.collective != "barrier") {
+    size_t n = static_cast<size_t>(count) * static_cast<size_t>(s.elem) *
+               (s.collective == "alltoall" ? static_cast<size_t>(s.size) : 1);
+    bool check = s.collective != "reduce" || s.rank == s.root;
+    if (check && std::memcmp(b.out.data(), ref.out.data(), n) != 0) ok = 0;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, s.comm);
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  Args args(argc, argv);
+  Setup s;
+  MPI_Comm_rank(s.comm, &s.rank);
+  MPI_Comm_size(s.comm, &s.size);
+  s.collective = args.get("collective", "allreduce");
+  const bool reduction = s.collective == "allreduce" || s.collective == "reduce";
+  s.type_name = args.get("datatype", reduction ? "double" : "char");
+  if (s.type_name == "double") {
+    s.type = MPI_DOUBLE;
+    s.elem = 8;
+  } else if (s.type_name == "float") {
+    s.type = MPI_FLOAT;
+    s.elem = 4;
+  } else if (s.type_name == "int") {
+    s.type = MPI_INT;
+    s.elem = 4;
+  } else if (s.type_name == "char") {
+    s.type = MPI_UNSIGNED_CHAR;
+    s.elem = 1;
+  } else {
+    if (s.rank == 0) std::fprintf(stderr, "error: --datatype must be double, float, int or char\n");
+    MPI_Finalize();
+    return 2;
+  }
+  s.root = static_cast<int>(args.num("root", 0));
+  const auto algos = split(args.get("algos", "native"), ',');
+  std::vector<long long> sizes;
+  for (const auto& x : split(args.get("sizes", "8"), ',')) sizes.push_back(std::atoll(x.c_str()));
+  if (s.collective == "barrier") sizes = {0};
+  const long long iters = args.num("iters", 200), warmup = args.num("warmup", 20);
+  const long long block = std::max(1LL, args.num("block", 1));
+  const bool window = args.get("sync", "barrier") == "window";
+  const double window_s = static_cast<double>(args.num("window-us", 0)) * 1e-6;
+  const double max_seconds = static_cast<double>(args.num("max-ms", 2000)) * 1e-3;
+  const std::string native_label = args.get("native-label", "native");
+  const bool raw = args.flag("raw"), do_validate = args.flag("validate");
+
+  if (s.rank == 0) {
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    std::string l(lib, static_cast<size_t>(len));
+    l = l.substr(0, l.find('\n'));
+    std::printf("{\"kind\": \"meta\", \"mpi_library\": \"%s\", \"P\": %d}\n",
+                json_escape(l).c_str(), s.size);
+    std::fflush(stdout);
+  }
+  const double offset = window ? clock_offset(s) : 0.0;
+
+  for (const std::string& a : algos) {
+    std::string algo = a;
+    const bool native = a == "native";
+    if (!native && a.find(':') == std::string::npos) algo = s.collective + ":" + a;
+    for (long long bytes : sizes) {
+      const long long count = bytes / s.elem;
+      const size_t n = static_cast<size_t>(count) * static_cast<size_t>(s.elem) *
+                       (s.collective == "alltoall" ? static_cast<size_t>(s.size) : 1);
+      Buffers b;
+      b.in.assign(std::max<size_t>(n, 1), 0);
+      b.out.assign(std::max<size_t>(n, 1), 0);
+      int valid = -2;
+      // The native call (forced or not) against itself proves nothing: only collkit rows are
+      // checked.
+      if (do_validate && !native) valid = validate(s, algo, b, count);
+      fill(s, b, count);
+      Measure m =
+          measure(s, algo, b, count, iters, warmup, block, window, window_s, offset, max_seconds);
+      if (s.rank != 0) continue;
+      const std::string label = native ? native_label : algo;
+      std::printf(
+          "{\"kind\": \"row\", \"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, "
+          "\"bytes\": %lld, \"count\": %lld, \"datatype\": \"%s\", \"block\": %lld, "
+          "\"sync\": \"%s\", \"warmup\": %lld",
+          s.collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
+          s.type_name.c_str(), block, window ? "window" : "barrier", warmup);
+      if (m.error != MPI_SUCCESS) {
+        std::printf(", \"error\": \"%s\"}\n", json_escape(ck_error_message()).c_str());
+        std::fflush(stdout);
+        continue;
+      }
+      Stats st = summarize(m.samples);
+      std::printf(
+          ", \"iterations\": %zu, \"late\": %lld, \"min\": %.4f, \"q1\": %.4f, "
+          "\"median\": %.4f, \"q3\": %.4f, \"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
+          m.samples.size(), m.late, st.min, st.q1, st.median, st.q3, st.mean, st.p99, st.max);
+      if (do_validate && !native) std::printf(", \"valid\": %s", valid == 1 ? "true" : "false");
+      if (raw) {
+        std::printf(", \"samples\": [");
+        for (size_t i = 0; i < m.samples.size(); ++i)
+          std::printf("%s%.4f", i ? ", " : "", m.samples[i]);
+        std::printf("]");
+      }
+      std::printf("}\n");
+      std::fflush(stdout);
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}

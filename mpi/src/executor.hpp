@@ -1,0 +1,63 @@
+// Runs a Plan with MPI non-blocking point-to-point: every op starts as soon as the ops it waits on
+// are complete; sends and receives are posted as MPI_Isend / MPI_Irecv on a private communicator
+// and completed with MPI_Waitsome; reductions go through MPI_Reduce_local with the op's operand
+// order, or a fast path for built-in ops on built-in types.
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "plan.hpp"
+
+namespace collkit::mpi {
+
+// Memory reused across calls: scratch buffers and temporaries are carved from here, never
+// allocated per call once the largest size has been seen.
+class Arena {
+ public:
+  std::byte* get(size_t bytes);  // valid until the next get()
+  size_t capacity() const { return mem_.size(); }
+
+ private:
+  std::vector<std::byte> mem_;
+};
+
+struct TypeInfo {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  MPI_Count size = 0;
+  bool contiguous = false;  // its bytes are [0, extent) with no gaps: memcpy is a copy
+  static int get(MPI_Datatype t, TypeInfo& out);
+};
+
+struct RunArgs {
+  MPI_Comm comm = MPI_COMM_NULL;  // the private duplicate
+  int tag_ub = 32767;
+  TypeInfo type;
+  MPI_Op op = MPI_OP_NULL;  // MPI_OP_NULL for collectives without a reduction
+  bool commutative = true;
+  void* in = nullptr;   // the IR's `in`
+  void* out = nullptr;  // the IR's `out`
+};
+
+struct RunState {
+  Arena scratch, temp, pack;
+  Arena stand_in;  // `out` off the root of a reduce; the input of an in-place alltoall
+  std::vector<MPI_Request> reqs;
+  std::vector<uint32_t> req_op;
+  std::vector<int> done_idx;
+};
+
+// The largest element count of one MPI call; counts past it are split into several messages
+// (both sides split the same way). INT_MAX unless COLLKIT_MAX_CHUNK says less (for testing).
+int64_t max_chunk_elems();
+
+// Returns MPI_SUCCESS or the MPI error code of the call that failed.
+int run_plan(Plan& plan, const RunArgs& a, RunState& st);
+
+// dst = src (+) dst (src_first) or dst = dst (+) src (dst_first), `n` elements.
+int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs& a, RunState& st);
+
+}  // namespace collkit::mpi

@@ -1,0 +1,64 @@
+#include "plan.hpp"
+
+#include <string>
+#include <unordered_map>
+
+#include "collkit/error.hpp"
+
+namespace collkit::mpi {
+
+Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
+  const RankView v = program.view();
+  const size_t n = v.size();
+  Plan p;
+  p.header = h;
+  p.rank = program.rank;
+  p.ops.assign(v.ops.begin(), v.ops.end());
+  p.scratch.assign(v.scratch.begin(), v.scratch.end());
+  p.num_deps.assign(n, 0);
+  p.succ_begin.assign(n + 1, 0);
+  p.seq.assign(n, 0);
+
+  auto bad = [&](size_t i, const std::string& what) {
+    fail(ErrorKind::format,
+         "rank " + std::to_string(program.rank) + " op " + std::to_string(i) + ": " + what);
+  };
+  const auto nbufs = static_cast<int>(kFirstScratch + p.scratch.size());
+  std::unordered_map<int64_t, uint32_t> sends, recvs;  // peer -> messages so far
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = v.ops[i];
+    for (OpId d : v.deps_of(i)) {
+      if (d >= i) bad(i, "depends on op " + std::to_string(d) + ", which does not come before it");
+      ++p.num_deps[i];
+      ++p.succ_begin[d + 1];
+    }
+    if (op.kind == OpKind::send || op.kind == OpKind::recv) {
+      if (op.peer < 0 || op.peer >= h.P) bad(i, "peer " + std::to_string(op.peer) + " is no rank");
+      p.seq[i] = (op.kind == OpKind::send ? sends : recvs)[op.peer]++;
+    }
+    const bool uses_buf = op.kind != OpKind::compute && op.kind != OpKind::sleep;
+    if (uses_buf && op.buf >= nbufs) bad(i, "buffer " + buffer_name(op.buf) + " does not exist");
+    if ((op.kind == OpKind::reduce || op.kind == OpKind::copy) && op.src >= nbufs)
+      bad(i, "buffer " + buffer_name(op.src) + " does not exist");
+    if (uses_buf && (op.len < 0 || op.off < 0 || op.src_off < 0)) bad(i, "negative region");
+    // The executor writes into the user's memory: a region past its buffer is refused here.
+    if (uses_buf && op.off + op.len > v.buffer_elems(h, op.buf))
+      bad(i, "region past the end of " + buffer_name(op.buf));
+    if ((op.kind == OpKind::reduce || op.kind == OpKind::copy) &&
+        op.src_off + op.len > v.buffer_elems(h, op.src))
+      bad(i, "region past the end of " + buffer_name(op.src));
+  }
+  for (size_t i = 0; i < n; ++i) p.succ_begin[i + 1] += p.succ_begin[i];
+  p.succ.resize(p.succ_begin[n]);
+  std::vector<uint32_t> fill(p.succ_begin.begin(), p.succ_begin.end() - 1);
+  for (size_t i = 0; i < n; ++i) {
+    for (OpId d : v.deps_of(i)) p.succ[fill[d]++] = static_cast<uint32_t>(i);
+    if (p.num_deps[i] == 0) p.roots.push_back(static_cast<uint32_t>(i));
+  }
+  p.remaining.reserve(n);
+  p.pending.reserve(n);
+  p.ready.reserve(n);
+  return p;
+}
+
+}  // namespace collkit::mpi

@@ -1,0 +1,236 @@
+"""Time collectives on a real MPI: collkit's algorithms, the MPI's native call, and the MPI's own
+algorithms forced one at a time, in one table and one results file.
+
+  collkit bench allreduce --algos rd,native -np 4 --sizes 8B..1MiB
+  collkit bench allreduce --algos rd,native,mpich:ring,mpich:recursive_doubling -np 2,4,8
+  collkit bench allreduce --algos rd,native,all-mpi -np 4      # every algorithm of this MPI
+  collkit bench multicast -np 4                                # alpha_p, alpha_r (seed 002 §5.1)
+
+The MPI is the PyPI `mpich` wheel of this Python environment by default; --mpiexec / --mpi-prefix
+or the MPIEXEC and MPICXX environment variables select another (a cluster's MPI: see docs/mpi.md).
+collkit's MPI programs are built for it once, into ~/.cache/collkit (COLLKIT_CACHE).
+
+Each row is appended to OUT.jsonl the moment it is measured (OUT.csv is written at the end);
+rerunning the same command skips rows already there, so an interrupted campaign resumes.
+Oversubscribed runs (more ranks than cores) get MPICH's throttled progress or Open MPI's
+yield-when-idle unless the environment already sets them; the settings go into each row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from collkit.bench import COLLECTIVES, DATATYPES, Campaign, plot, run_campaign, run_multicast
+from collkit.cli._common import parse_bytes, parse_p_list
+from collkit.errors import InvalidArgumentError
+from collkit.mpirun import find_mpi
+from collkit.results import ResultStore, Row
+
+NAME = "bench"
+HELP = "time collectives on a real MPI (collkit's algorithms, native, the MPI's own)"
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'8B..1MiB' (powers of two between), '8,64,1KiB', or a mix."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            raise argparse.ArgumentTypeError(f"empty entry in sizes '{text}'")
+        if ".." in part:
+            lo_s, _, hi_s = part.partition("..")
+            lo, hi = parse_bytes(lo_s), parse_bytes(hi_s)
+            if hi < lo:
+                raise argparse.ArgumentTypeError(f"empty size range '{part}'")
+            s = max(lo, 1)
+            if lo == 0:
+                out.append(0)
+            while s <= hi:
+                out.append(s)
+                s *= 2
+        else:
+            out.append(parse_bytes(part))
+    if len(out) > 64:
+        raise argparse.ArgumentTypeError(f"{len(out)} sizes: at most 64 per campaign")
+    for s in out:
+        if s > 1 << 34:
+            raise argparse.ArgumentTypeError(f"size {s} B is more than 16 GiB per rank")
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "collective",
+        choices=[*COLLECTIVES, "multicast"],
+        help="the collective to time, or 'multicast' for alpha_p / alpha_r",
+    )
+    p.add_argument(
+        "--algos",
+        default="native",
+        help="comma list: collkit names (rd or allreduce:rd), native, the MPI's own "
+        "(mpich:ring, ompi:ring), or all-mpi for all of this MPI's (default native)",
+    )
+    p.add_argument(
+        "-np",
+        "--np",
+        dest="P",
+        type=parse_p_list,
+        default=[4],
+        metavar="LIST",
+        help="process counts: 4, 2,4,8, 1..8 (default 4)",
+    )
+    p.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        default=[8],
+        metavar="LIST",
+        help="bytes per rank: 8B..1MiB (powers of two), 8,64,1KiB (default 8)",
+    )
+    p.add_argument("--datatype", default="", help="double, float, int, char")
+    p.add_argument("--iters", type=int, default=200, help="timed iterations per row (default 200)")
+    p.add_argument("--warmup", type=int, default=20, help="untimed calls first (default 20)")
+    p.add_argument("--block", type=int, default=1, help="operations per timed block (default 1)")
+    p.add_argument(
+        "--sync",
+        choices=["barrier", "window"],
+        default="barrier",
+        help="synchronise iterations with a barrier or a start window (ReproMPI)",
+    )
+    p.add_argument("--max-ms", type=int, default=2000, help="time budget per row (default 2000)")
+    p.add_argument("--no-validate", action="store_true", help="skip checking results vs native")
+    p.add_argument("--raw", action="store_true", help="keep every sample in the JSON lines")
+    p.add_argument("--root", type=int, default=0, help="root of reduce / bcast")
+    p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
+    p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix (bin/mpicxx ...)")
+    p.add_argument("--hosts", default=None, help="host file, to run across nodes")
+    p.add_argument(
+        "-o",
+        "--out",
+        default="bench-results/COLLECTIVE.jsonl",
+        help="results file (JSON lines; a .csv and a .png go beside it)",
+    )
+    p.add_argument("--no-plot", action="store_true", help="do not draw the plot")
+
+
+def _print_table(rows: list[Row]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="latency per operation (µs): per-iteration maximum over ranks")
+    for col in (
+        "algorithm",
+        "P",
+        "bytes",
+        "min",
+        "q1",
+        "median",
+        "q3",
+        "p99",
+        "max",
+        "iters",
+        "valid",
+    ):
+        t.add_column(col, justify="left" if col == "algorithm" else "right")
+    for r in sorted(rows, key=lambda r: (r.P, r.bytes, r.algorithm)):
+        if r.error:
+            t.add_row(r.algorithm, str(r.P), str(r.bytes), f"[red]{r.error[:60]}[/red]", *[""] * 7)
+            continue
+        t.add_row(
+            r.algorithm,
+            str(r.P),
+            str(r.bytes),
+            *(f"{getattr(r, k):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
+            str(r.iterations),
+            "" if r.valid is None else ("yes" if r.valid else "NO"),
+        )
+    Console(width=120).print(t)
+
+
+def _multicast(args: argparse.Namespace) -> int:
+    mpi = find_mpi(args.mpiexec, args.mpi_prefix)
+    P = args.P[0]
+    recs = run_multicast(mpi, P, iterations=args.iters * 5)
+    print(f"multicast of 8 B from rank 0 to b peers, P = {P}, {mpi.version} (µs)")
+    print(f"{'mode':<12} {'b':>3} {'min':>9} {'median':>9} {'q3':>9}")
+    for r in recs:
+        if r["kind"] == "multicast":
+            print(
+                f"{r['mode']!s:<12} {r['b']!s:>3} {r['min']:>9.3f} {r['median']:>9.3f} "
+                f"{r['q3']:>9.3f}"
+            )
+    for r in recs:
+        if r["kind"] == "fit":
+            print(
+                f"{r['mode']}: alpha_p = {r['alpha_p_min']:.3f} (min) {r['alpha_p_median']:.3f} "
+                f"(median), alpha_r = {r['alpha_r_min']:.3f} (min) {r['alpha_r_median']:.3f} "
+                f"(median)   [fit on b = 1..{r['b_max']}]"
+            )
+    out = Path(args.out.replace("COLLECTIVE", "multicast"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    import json
+
+    out.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    print(f"wrote {out}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.collective == "multicast":
+        return _multicast(args)
+    mpi = find_mpi(args.mpiexec, args.mpi_prefix)
+    algos: list[str] = []
+    for a in (x.strip() for x in args.algos.split(",")):
+        if not a:
+            raise InvalidArgumentError(f"empty entry in --algos '{args.algos}'")
+        algos.extend(mpi.native_algorithms(args.collective) if a == "all-mpi" else [a])
+    campaign = Campaign(
+        collective=args.collective,
+        algorithms=algos,
+        P=args.P,
+        sizes=args.sizes,
+        datatype=args.datatype,
+        iterations=args.iters,
+        warmup=args.warmup,
+        block=args.block,
+        sync=args.sync,
+        max_ms=args.max_ms,
+        validate=not args.no_validate,
+        raw=args.raw,
+        root=args.root,
+        hosts=args.hosts,
+    )
+    for a in campaign.algorithms:  # fail before measuring anything
+        if a.startswith(("mpich:", "ompi:")):
+            mpi.force_env(campaign.collective, a)
+    out = Path(args.out.replace("COLLECTIVE", args.collective))
+    store = ResultStore(out)
+    print(f"{mpi.version} ({mpi.mpiexec}); results: {out}", file=sys.stderr)
+
+    def progress(msg: str, row: Row | None) -> None:
+        if row is None:
+            print(msg, file=sys.stderr)
+        elif row.error:
+            print(f"  {row.bytes:>9} B  error: {row.error}", file=sys.stderr)
+        else:
+            print(f"  {row.bytes:>9} B  median {row.median:10.2f} µs", file=sys.stderr)
+
+    run_campaign(campaign, mpi, store, progress)
+    sizes = {campaign.count(s) * DATATYPES[campaign.datatype] for s in campaign.sizes}
+    rows = [
+        r
+        for r in store
+        if r.collective == campaign.collective
+        and r.P in campaign.P
+        and r.algorithm in campaign.algorithms
+        and r.bytes in sizes
+        and r.datatype == campaign.datatype
+        and r.mpi == mpi.version
+    ]
+    _print_table(rows)
+    if not args.no_plot and rows:
+        png = out.with_suffix(".png")
+        plot(rows, png, title=f"{campaign.collective}, {mpi.version}")
+        print(f"wrote {out}, {out.with_suffix('.csv')}, {png}", file=sys.stderr)
+    return 0 if all(not r.error and r.valid is not False for r in rows) else 1

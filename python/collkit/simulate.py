@@ -1,0 +1,600 @@
+"""Simulate a collective: discrete-event engine over the per-rank DAGs of a Schedule.
+
+Every time is in **nanoseconds** (floats), every size in bytes. Parameters accept numbers (ns) or
+strings with units: ``"1.34us"``, ``"500ns"``, ``"2ms"``; per-byte costs accept ``"0.4ns"``,
+``"0.4ns/B"`` or a bandwidth such as ``"2.5GB/s"``.
+
+>>> import collkit
+>>> r = collkit.simulate("allreduce:rd", P=8, bytes=8, model="postal", alpha="500ns")
+>>> r.makespan
+1500.0
+
+Models (see docs/simulator.md for the exact semantics):
+
+- ``postal``: ``alpha + n*beta`` per message, one message in flight per rank (seed 002 Eq. 1).
+- ``pipelined-postal``: ``alpha_p + b*(alpha_r + n*beta)`` for b sends issued together (Eq. 3).
+- ``logp``, ``loggp``, ``loggops``: ``L, o, g, G, O, S`` with the semantics of LogGOPSim.
+
+Local costs in every model: ``gamma`` (ns per byte reduced), ``reduce_base`` (ns per reduce op),
+``copy_beta`` (ns per byte copied); compute and sleep ops last their own duration.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from collkit import _core
+from collkit._core import Algorithm, Schedule
+from collkit.errors import InvalidArgumentError
+
+__all__ = [
+    "MODELS",
+    "Distribution",
+    "Model",
+    "SimResult",
+    "Topology",
+    "parse_distribution",
+    "parse_per_byte",
+    "parse_time",
+    "parse_topology",
+    "simulate",
+]
+
+Time = float | int | str
+
+# Each model's parameters with their defaults (ns, ns per byte, bytes for S), declared once; the
+# local costs apply to every model.
+LOCAL_PARAMS: dict[str, float] = {"gamma": 0.0, "reduce_base": 0.0, "copy_beta": 0.0}
+MODELS: dict[str, dict[str, float]] = {
+    "postal": {"alpha": 500.0, "beta": 0.0},
+    "pipelined-postal": {"alpha_p": 500.0, "alpha_r": 100.0, "beta": 0.0},
+    "logp": {"L": 500.0, "o": 100.0, "g": 100.0},
+    "loggp": {"L": 500.0, "o": 100.0, "g": 100.0, "G": 0.0},
+    "loggops": {"L": 500.0, "o": 100.0, "g": 100.0, "G": 0.0, "O": 0.0, "S": math.inf},
+}
+PER_BYTE = {"beta", "G", "O", "gamma", "copy_beta"}
+PARAM_DOCS: dict[str, str] = {
+    "alpha": "postal latency per message",
+    "beta": "time per byte on the wire",
+    "alpha_p": "overlappable latency of a send (pipelined postal)",
+    "alpha_r": "non-overlappable time of each send (pipelined postal)",
+    "L": "wire latency",
+    "o": "CPU overhead per message, at sender and receiver",
+    "g": "gap between consecutive messages of a NIC",
+    "G": "gap per byte",
+    "O": "CPU overhead per byte",
+    "S": "rendezvous threshold in bytes (messages above S)",
+    "gamma": "reduction time per byte",
+    "reduce_base": "time per reduce op, whatever its size",
+    "copy_beta": "copy time per byte",
+}
+
+_TIME_UNITS = {"ps": 1e-3, "ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+_NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+_TIME_RE = re.compile(rf"^\s*({_NUMBER})\s*(ps|ns|us|µs|ms|s)?\s*$")
+_BW_UNITS = {
+    "B/s": 1.0,
+    "KB/s": 1e3,
+    "MB/s": 1e6,
+    "GB/s": 1e9,
+    "TB/s": 1e12,
+    "KiB/s": 2.0**10,
+    "MiB/s": 2.0**20,
+    "GiB/s": 2.0**30,
+    "TiB/s": 2.0**40,
+}
+_BW_RE = re.compile(rf"^\s*({_NUMBER})\s*([KMGT]i?B/s|B/s)\s*$")
+
+
+def _bad(msg: str) -> InvalidArgumentError:
+    return InvalidArgumentError(msg)
+
+
+def parse_time(value: Time, what: str = "time") -> float:
+    """Nanoseconds from a number (ns) or a string with a unit: '1.34us', '500ns', '2ms', '0'."""
+    if isinstance(value, bool):
+        raise _bad(f"{what}: expected a time, got {value!r}")
+    if isinstance(value, (int, float)):
+        t = float(value)
+    elif isinstance(value, str):
+        m = _TIME_RE.match(value)
+        if not m:
+            raise _bad(f"{what}: '{value}' is not a time (examples: 500ns, 1.34us, 2ms)")
+        t = float(m.group(1)) * _TIME_UNITS[m.group(2) or "ns"]
+    else:
+        raise _bad(f"{what}: expected a time, got {type(value).__name__}")
+    if not math.isfinite(t) or t < 0:
+        raise _bad(f"{what}: must be a finite time >= 0, got {value!r}")
+    return t + 0.0  # no -0.0
+
+
+def parse_per_byte(value: Time, what: str = "per-byte cost") -> float:
+    """Nanoseconds per byte from '0.4ns', '0.4ns/B', a number, or a bandwidth '2.5GB/s'."""
+    if isinstance(value, str):
+        m = _BW_RE.match(value)
+        if m:
+            bw = float(m.group(1)) * _BW_UNITS[m.group(2)]
+            if not math.isfinite(bw) or bw <= 0:
+                raise _bad(f"{what}: bandwidth must be > 0, got '{value}'")
+            return 1e9 / bw
+        text = value.strip()
+        if text.endswith("/B"):
+            text = text[:-2]
+        return parse_time(text, what)
+    return parse_time(value, what)
+
+
+def _parse_bytes_or_inf(value: Time, what: str) -> float:
+    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity", "none"):
+        return math.inf
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value < 0 or math.isnan(value):
+            raise _bad(f"{what}: must be a size >= 0")
+        return float(value)
+    if isinstance(value, str):
+        return float(_core.parse_size(value))
+    raise _bad(f"{what}: expected a size, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Model:
+    """A cost model and its parameters (ns; ns per byte; S in bytes)."""
+
+    name: str
+    params: Mapping[str, float]
+
+    @staticmethod
+    def make(name: str, **params: Time | None) -> Model:
+        """Model `name` with defaults overridden by `params` (numbers in ns or unit strings)."""
+        key = name.replace("_", "-").lower()
+        if key not in MODELS:
+            known = ", ".join(MODELS)
+            raise _bad(f"unknown model '{name}' (known: {known})")
+        allowed = {**MODELS[key], **LOCAL_PARAMS}
+        values = dict(allowed)
+        for k, v in params.items():
+            if v is None:
+                continue
+            if k not in allowed:
+                raise _bad(
+                    f"model {key} has no parameter '{k}' (its parameters: {', '.join(allowed)})"
+                )
+            if k == "S":
+                values[k] = _parse_bytes_or_inf(v, "S")
+            elif k in PER_BYTE:
+                values[k] = parse_per_byte(v, k)
+            else:
+                values[k] = parse_time(v, k)
+        return Model(key, values)
+
+    def describe(self) -> str:
+        parts = []
+        for k, v in self.params.items():
+            unit = "B" if k == "S" else ("ns/B" if k in PER_BYTE else "ns")
+            parts.append(f"{k}={v:g}{unit}")
+        return f"{self.name}(" + ", ".join(parts) + ")"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A seeded distribution of non-negative delays (ns)."""
+
+    kind: str = "none"  # none, constant, uniform, exponential, lognormal, samples
+    a: float = 0.0
+    b: float = 0.0
+    samples: tuple[float, ...] = ()
+
+    def mean(self) -> float:
+        """The distribution's mean (ns), for checks and reports."""
+        if self.kind == "none":
+            return 0.0
+        if self.kind == "constant":
+            return self.a
+        if self.kind == "uniform":
+            return (self.a + self.b) / 2
+        if self.kind == "exponential":
+            return self.a
+        if self.kind == "lognormal":
+            return self.a * math.exp(self.b**2 / 2)
+        return float(np.mean(self.samples))
+
+
+_DIST_RE = re.compile(r"^\s*([a-z]+)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def parse_distribution(spec: str | Distribution | None, what: str = "noise") -> Distribution:
+    """A distribution from its spec (all values are times, default unit ns):
+
+    ``none``, ``constant(50ns)``, ``uniform(0,100ns)``, ``exponential(50ns)`` (mean),
+    ``lognormal(100ns,0.5)`` (median, sigma), ``file(PATH)`` (one time per line or whitespace
+    separated, default unit ns; each op draws one of them).
+    """
+    if spec is None:
+        return Distribution()
+    if isinstance(spec, Distribution):
+        return spec
+    if not isinstance(spec, str):
+        raise _bad(f"{what}: expected a distribution spec string, got {type(spec).__name__}")
+    m = _DIST_RE.match(spec)
+    if not m:
+        raise _bad(
+            f"{what}: cannot parse '{spec}' (examples: uniform(0,100ns), exponential(50ns), "
+            "lognormal(100ns,0.5), file(detours.txt), none)"
+        )
+    kind, arg_text = m.group(1), m.group(2)
+    args = [a.strip() for a in arg_text.split(",")] if arg_text is not None else []
+    if kind == "exp":
+        kind = "exponential"
+    want = {"none": 0, "constant": 1, "uniform": 2, "exponential": 1, "lognormal": 2, "file": 1}
+    if kind not in want:
+        raise _bad(f"{what}: unknown distribution '{kind}' (known: {', '.join(want)})")
+    if len(args) != want[kind] or any(not a for a in args):
+        raise _bad(f"{what}: {kind} takes {want[kind]} argument(s), got '{spec}'")
+    if kind == "none":
+        return Distribution()
+    if kind == "file":
+        return Distribution("samples", samples=tuple(_read_samples(args[0], what)))
+    if kind == "lognormal":
+        median = parse_time(args[0], f"{what} median")
+        try:
+            sigma = float(args[1])
+        except ValueError:
+            raise _bad(f"{what}: lognormal sigma '{args[1]}' is not a number") from None
+        if median <= 0 or not math.isfinite(sigma) or not 0 <= sigma <= 10:
+            raise _bad(f"{what}: lognormal needs median > 0 and sigma in [0, 10]")
+        return Distribution("lognormal", median, sigma)
+    vals = [parse_time(a, what) for a in args]
+    if kind == "uniform" and vals[1] < vals[0]:
+        raise _bad(f"{what}: uniform(lo, hi) needs lo <= hi")
+    return Distribution(kind, vals[0], vals[1] if len(vals) > 1 else 0.0)
+
+
+def _read_samples(path: str, what: str) -> list[float]:
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise _bad(f"{what}: cannot read samples from '{path}': {e}") from None
+    vals = [parse_time(tok, f"{what} sample in {path}") for tok in text.split()]
+    if not vals:
+        raise _bad(f"{what}: no samples in '{path}'")
+    return vals
+
+
+@dataclass(frozen=True)
+class Topology:
+    """An extra latency per pair of ranks (see docs/simulator.md)."""
+
+    kind: str = "none"  # none, fattree, dragonfly, torus
+    ranks_per_node: int = 1
+    intra: float = 0.0
+    hop: float = 0.0
+    global_: float = 0.0
+    k: int = 2
+    p: int = 1
+    a: int = 1
+    dims: tuple[int, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "ranks_per_node": self.ranks_per_node,
+            "intra": self.intra,
+            "hop": self.hop,
+            "global": self.global_,
+            "k": self.k,
+            "p": self.p,
+            "a": self.a,
+            "dims": list(self.dims),
+        }
+
+
+def parse_topology(
+    spec: str | Topology | None, ranks_per_node: int = 1, intra: Time = 0.0
+) -> Topology:
+    """A topology from its spec: ``none``, ``fattree(k=16,hop=100ns)``,
+    ``dragonfly(p=4,a=8,hop=100ns,global=500ns)``, ``torus(dims=8x8x8,hop=50ns)``; every spec also
+    takes ``rpn=N`` (ranks per node) and ``intra=TIME`` (latency within a node)."""
+    if isinstance(spec, Topology):
+        return spec
+    spec = spec or "none"
+    m = _DIST_RE.match(spec)
+    if not m:
+        raise _bad(f"topology: cannot parse '{spec}' (e.g. fattree(k=16,hop=100ns))")
+    kind, arg_text = m.group(1), m.group(2)
+    known = {
+        "none": set(),
+        "fattree": {"k", "hop"},
+        "dragonfly": {"p", "a", "hop", "global"},
+        "torus": {"dims", "hop"},
+    }
+    if kind not in known:
+        raise _bad(f"topology: unknown kind '{kind}' (known: {', '.join(known)})")
+    values: dict[str, str] = {}
+    for part in arg_text.split(",") if arg_text and arg_text.strip() else []:
+        key, eq, val = part.partition("=")
+        key, val = key.strip(), val.strip()
+        if not eq or not val or key not in known[kind] | {"rpn", "intra"}:
+            allowed = ", ".join(sorted(known[kind] | {"rpn", "intra"}))
+            raise _bad(f"topology: bad argument '{part.strip()}' for {kind} (takes {allowed})")
+        values[key] = val
+
+    def integer(key: str, default: int, lo: int = 1) -> int:
+        text = values.get(key)
+        if text is None:
+            return default
+        try:
+            v = int(text)
+        except ValueError:
+            raise _bad(f"topology: {key}='{text}' is not an integer") from None
+        if v < lo or v > 2**31:
+            raise _bad(f"topology: {key} must be in [{lo}, 2^31], got {v}")
+        return v
+
+    dims: tuple[int, ...] = ()
+    if kind == "torus":
+        if "dims" not in values:
+            raise _bad("topology: torus needs dims=AxBx..., e.g. torus(dims=8x8x8,hop=50ns)")
+        try:
+            dims = tuple(int(d) for d in values["dims"].lower().split("x"))
+        except ValueError:
+            raise _bad(f"topology: dims '{values['dims']}' must look like 8x8x8") from None
+        if not dims or len(dims) > 8 or any(d < 1 or d > 2**31 for d in dims):
+            raise _bad("topology: torus needs 1 to 8 dimensions, each in [1, 2^31]")
+    return Topology(
+        kind=kind,
+        ranks_per_node=integer("rpn", ranks_per_node),
+        intra=parse_time(values.get("intra", intra), "topology intra"),
+        hop=parse_time(values.get("hop", 0.0), "topology hop"),
+        global_=parse_time(values.get("global", 0.0), "topology global"),
+        k=integer("k", 2, lo=2),
+        p=integer("p", 1),
+        a=integer("a", 1),
+        dims=dims,
+    )
+
+
+FloatArray = npt.NDArray[np.float64]
+IndexArray = npt.NDArray[np.uint64]
+
+
+@dataclass
+class SimResult:
+    """What a simulation returns. Times in ns; arrays are numpy.
+
+    ``finish`` (per rank) and the per-op arrays are of the first trial; ``makespans`` has one
+    entry per trial. Per-op arrays (``op_start``, ``op_end``, ``critical_path``, messages) are
+    only there when the run was asked to record (``timeline=True``); ops are numbered globally,
+    rank by rank (``rank_op_begin``), in each rank's op order.
+    """
+
+    algorithm: str
+    P: int
+    bytes_per_rank: int
+    model: Model
+    finish: FloatArray
+    makespans: FloatArray
+    messages: int
+    bytes_sent: int
+    ops: int
+    events: int
+    load_seconds: float  # wall clock: generating and reading the programs
+    run_seconds: float  # wall clock: the event loop, all trials
+    load_cpu_seconds: float  # CPU time of the same (what it cost on a shared machine)
+    run_cpu_seconds: float
+    memory_bytes: int
+    schedule: Schedule | None = None
+    rank_op_begin: IndexArray | None = None
+    op_start: FloatArray | None = None
+    op_end: FloatArray | None = None
+    critical_path: IndexArray | None = None
+    msg_send: IndexArray | None = None
+    msg_recv: IndexArray | None = None
+    msg_depart: FloatArray | None = None
+    msg_arrive: FloatArray | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def makespan(self) -> float:
+        """The first trial's makespan: when the last rank finished (ns)."""
+        return float(self.makespans[0])
+
+    def stats(self) -> dict[str, float]:
+        """min / q1 / median / q3 / max / mean of the makespans over all trials (ns)."""
+        m = self.makespans
+        q1, med, q3 = np.percentile(m, [25, 50, 75])
+        return {
+            "min": float(m.min()),
+            "q1": float(q1),
+            "median": float(med),
+            "q3": float(q3),
+            "max": float(m.max()),
+            "mean": float(m.mean()),
+            "trials": float(len(m)),
+        }
+
+    def op_rank(self) -> npt.NDArray[np.int64]:
+        """The rank of every recorded op."""
+        if self.rank_op_begin is None:
+            raise _bad("per-op data was not recorded: simulate with timeline=True")
+        counts = np.diff(self.rank_op_begin).astype(np.int64)
+        return np.repeat(np.arange(self.P, dtype=np.int64), counts)
+
+    def events_per_second(self) -> float:
+        return self.events / self.run_seconds if self.run_seconds > 0 else math.inf
+
+    def summary(self) -> str:
+        lines = [
+            f"{self.algorithm}  P={self.P}  {self.bytes_per_rank} B per rank  "
+            f"{self.model.describe()}",
+            f"makespan {format_ns(self.makespan)}   messages {self.messages}   "
+            f"bytes sent {self.bytes_sent}   ops {self.ops}",
+        ]
+        if len(self.makespans) > 1:
+            s = self.stats()
+            lines.append(
+                f"{len(self.makespans)} trials: min {format_ns(s['min'])}  q1 {format_ns(s['q1'])}"
+                f"  median {format_ns(s['median'])}  q3 {format_ns(s['q3'])}"
+                f"  max {format_ns(s['max'])}"
+            )
+        lines.append(
+            f"simulated {self.events} events in {self.run_seconds:.3f} s "
+            f"({self.events_per_second() / 1e6:.1f} M events/s), programs loaded in "
+            f"{self.load_seconds:.3f} s, engine memory {self.memory_bytes / 2**20:.1f} MiB"
+        )
+        return "\n".join(lines)
+
+
+def format_ns(t: float) -> str:
+    """A time in ns with a readable unit: 1500 -> '1.5 us'."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(t) >= scale:
+            return f"{t / scale:.4g} {unit}"
+    return f"{t:.4g} ns"
+
+
+def simulate(
+    algorithm: str | Algorithm | Schedule,
+    P: int | None = None,
+    *,
+    count: int | None = None,
+    bytes: int | str | None = None,
+    elem_size: int = 8,
+    root: int = 0,
+    model: str | Model = "postal",
+    noise: str | Distribution | None = None,
+    skew: str | Distribution | None = None,
+    topology: str | Topology | None = None,
+    trials: int = 1,
+    seed: int = 0,
+    timeline: bool = False,
+    **params: Time | None,
+) -> SimResult:
+    """Simulate `algorithm` (a name, an Algorithm or a whole Schedule) on P ranks.
+
+    The problem size is `count` elements of `elem_size` bytes, or `bytes` per rank (rounded up
+    to whole elements). Model parameters go in `params` (e.g. ``alpha="1.34us"``) or in a
+    ready `Model`. `noise` is a per-op delay, `skew` a per-rank start time (distribution specs,
+    see :func:`parse_distribution`); `trials` repeats the run with fresh draws from `seed`.
+    `timeline=True` records per-op times, messages and the critical path of the first trial
+    (it holds the whole schedule: use it for small P).
+    """
+    m = model if isinstance(model, Model) else Model.make(model, **params)
+    if isinstance(model, Model) and params:
+        raise _bad("pass model parameters either in a Model or as keywords, not both")
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1_000_000:
+        raise _bad(f"trials must be an integer in [1, 10^6], got {trials!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise _bad(f"seed must be an integer in [0, 2^64), got {seed!r}")
+    noise_d = parse_distribution(noise, "noise")
+    skew_d = parse_distribution(skew, "skew")
+    topo = parse_topology(topology)
+
+    schedule: Schedule | None = None
+    if isinstance(algorithm, Schedule):
+        schedule = algorithm
+        P, count, elem_size, root = schedule.P, schedule.count, schedule.elem_size, schedule.root
+        name = schedule.algorithm or "(schedule)"
+    else:
+        algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
+        name = algo.canonical
+        if P is None:
+            raise _bad("P is required")
+        if isinstance(elem_size, bool) or not isinstance(elem_size, int) or elem_size < 1:
+            raise _bad(f"elem_size must be a positive integer, got {elem_size!r}")
+        if count is not None and bytes is not None:
+            raise _bad("give count or bytes, not both")
+        if bytes is not None:
+            nbytes = _core.parse_size(bytes) if isinstance(bytes, str) else int(bytes)
+            if nbytes < 0:
+                raise _bad(f"bytes must be >= 0, got {bytes!r}")
+            count = -(-nbytes // elem_size)
+        if count is None:
+            count = 1
+        if timeline:
+            schedule = algo.generate(P, count, elem_size, root)
+    source: Any = schedule if schedule is not None else algo
+    d = _core.simulate(
+        source,
+        P,
+        count,
+        elem_size,
+        root,
+        m.name,
+        dict(m.params),
+        noise_d.kind,
+        noise_d.a,
+        noise_d.b,
+        list(noise_d.samples),
+        skew_d.kind,
+        skew_d.a,
+        skew_d.b,
+        list(skew_d.samples),
+        topo.as_dict(),
+        trials,
+        seed,
+        timeline,
+    )
+    assert P is not None and count is not None
+    res = SimResult(
+        algorithm=name,
+        P=int(P),
+        bytes_per_rank=int(count) * int(elem_size),
+        model=m,
+        finish=d["finish"],
+        makespans=d["makespans"],
+        messages=int(d["messages"]),
+        bytes_sent=int(d["bytes"]),
+        ops=int(d["ops"]),
+        events=int(d["events"]),
+        load_seconds=float(d["load_seconds"]),
+        run_seconds=float(d["run_seconds"]),
+        load_cpu_seconds=float(d["load_cpu_seconds"]),
+        run_cpu_seconds=float(d["run_cpu_seconds"]),
+        memory_bytes=int(d["memory_bytes"]),
+        schedule=schedule,
+    )
+    if timeline:
+        res.rank_op_begin = d["rank_op_begin"]
+        res.op_start = d["op_start"]
+        res.op_end = d["op_end"]
+        res.critical_path = d["critical_path"]
+        res.msg_send = d["msg_send"]
+        res.msg_recv = d["msg_recv"]
+        res.msg_depart = d["msg_depart"]
+        res.msg_arrive = d["msg_arrive"]
+    return res
+
+
+def closed_form_rd_postal(
+    P: int, nbytes: int, alpha: float, beta: float = 0.0, gamma: float = 0.0
+) -> float:
+    """Seed 002 Eq. 1 / Eq. 2 for allreduce:rd under the postal model (ns):
+    (lg P)(alpha + n beta + n gamma) for P = 2^k; otherwise two more message stages (collapse,
+    expand) and one more reduction (the collapse's)."""
+    lg = P.bit_length() - 1
+    pow2 = P & (P - 1) == 0
+    stages = lg + (0 if pow2 else 2)
+    reductions = lg + (0 if pow2 else 1)
+    return stages * (alpha + nbytes * beta) + reductions * nbytes * gamma
+
+
+def param_help() -> str:
+    """One line per model listing its parameters and defaults, for the CLI help."""
+
+    def show(k: str, v: float) -> str:
+        unit = "B" if k == "S" else ("ns/B" if k in PER_BYTE else "ns")
+        return f"{k}={v:g}{unit}"
+
+    out = []
+    for name, ps in MODELS.items():
+        out.append(f"  {name:17s} " + ", ".join(show(k, v) for k, v in ps.items()))
+    out.append("  every model       " + ", ".join(show(k, v) for k, v in LOCAL_PARAMS.items()))
+    return "\n".join(out)

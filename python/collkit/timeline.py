@@ -1,0 +1,221 @@
+"""Timelines of a simulated run: Perfetto / Chrome trace JSON and a picture in the style of seed 002
+Figs. 18-23 (one row per rank; sends, receives and computations as bars; messages as arrows).
+
+Both need a result recorded with ``simulate(..., timeline=True)``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from collkit.errors import InvalidArgumentError
+from collkit.simulate import SimResult
+
+__all__ = ["plot_timeline", "trace_events", "write_perfetto"]
+
+KIND_NAMES = ["send", "recv", "reduce", "copy", "compute", "sleep"]
+KIND_COLORS = {
+    "send": "#1f77b4",
+    "recv": "#2ca02c",
+    "reduce": "#ff7f0e",
+    "copy": "#9467bd",
+    "compute": "#d62728",
+    "sleep": "#7f7f7f",
+}
+
+
+def _recorded(result: SimResult) -> dict[str, Any]:
+    if result.op_start is None or result.schedule is None:
+        raise InvalidArgumentError("no per-op times: simulate with timeline=True")
+    arrays: dict[str, Any] = result.schedule.arrays()
+    return arrays
+
+
+def trace_events(result: SimResult) -> dict[str, Any]:
+    """The run as a Chrome trace (Perfetto's JSON format): one thread per rank, a slice per op
+    (ts / dur in microseconds, as the format wants), a flow per message from its send to its
+    receive."""
+    a = _recorded(result)
+    assert result.op_start is not None and result.op_end is not None
+    ranks, kinds, peers = a["rank"], a["kind"], a["peer"]
+    lens, stages = a["len"], a["stage"]
+    elem = result.schedule.elem_size if result.schedule is not None else 1
+    events: list[dict[str, Any]] = [
+        {
+            "ph": "M",
+            "name": "process_name",
+            "pid": 0,
+            "tid": 0,
+            "args": {"name": f"{result.algorithm} P={result.P} ({result.model.describe()})"},
+        },
+    ]
+    for r in range(result.P):
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": 0, "tid": r, "args": {"name": f"rank {r}"}}
+        )
+        events.append(
+            {"ph": "M", "name": "thread_sort_index", "pid": 0, "tid": r, "args": {"sort_index": r}}
+        )
+    rank_begin = result.rank_op_begin
+    assert rank_begin is not None
+    for k in range(len(kinds)):
+        kind = KIND_NAMES[int(kinds[k])]
+        start, end = float(result.op_start[k]), float(result.op_end[k])
+        if not np.isfinite(start) or not np.isfinite(end):
+            continue
+        r = int(ranks[k])
+        args: dict[str, Any] = {"op": int(k - int(rank_begin[r])), "stage": int(stages[k])}
+        name = kind
+        if kind in ("send", "recv"):
+            args["peer"] = int(peers[k])
+            args["bytes"] = int(lens[k]) * elem
+            name = f"{kind} {'to' if kind == 'send' else 'from'} {int(peers[k])}"
+        events.append(
+            {
+                "ph": "X",
+                "name": name,
+                "cat": kind,
+                "pid": 0,
+                "tid": r,
+                "ts": start / 1e3,
+                "dur": max(end - start, 0.0) / 1e3,
+                "args": args,
+            }
+        )
+    assert result.msg_send is not None and result.msg_recv is not None
+    assert result.msg_depart is not None and result.msg_arrive is not None
+    for m in range(len(result.msg_send)):
+        s, rcv = int(result.msg_send[m]), int(result.msg_recv[m])
+        if rcv >= len(kinds):
+            continue
+        # The flow starts inside the send's slice and ends inside the receive's slice.
+        t_end = float(result.op_end[rcv])
+        events.append(
+            {
+                "ph": "s",
+                "id": m,
+                "name": "message",
+                "cat": "message",
+                "pid": 0,
+                "tid": int(ranks[s]),
+                "ts": float(result.msg_depart[m]) / 1e3,
+            }
+        )
+        events.append(
+            {
+                "ph": "f",
+                "bp": "e",
+                "id": m,
+                "name": "message",
+                "cat": "message",
+                "pid": 0,
+                "tid": int(ranks[rcv]),
+                "ts": t_end / 1e3,
+            }
+        )
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "algorithm": result.algorithm,
+            "P": result.P,
+            "model": result.model.describe(),
+            "makespan_ns": result.makespan,
+        },
+    }
+
+
+def write_perfetto(result: SimResult, path: str | Path) -> Path:
+    """Write the trace JSON (open it at ui.perfetto.dev or chrome://tracing)."""
+    p = Path(path)
+    p.write_text(json.dumps(trace_events(result)))
+    return p
+
+
+def plot_timeline(
+    result: SimResult, path: str | Path, *, title: str | None = None, max_ranks: int = 64
+) -> Path:
+    """A picture of the run: per-rank rows, bars for ops (a receive drawn light while it waits
+    for its message), arrows for messages from departure to arrival; the critical path in black
+    outline. Written with matplotlib to `path` (png, svg or pdf)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    a = _recorded(result)
+    if max_ranks < result.P:
+        raise InvalidArgumentError(
+            f"a picture of P = {result.P} ranks is unreadable (max_ranks = {max_ranks})"
+        )
+    assert result.op_start is not None and result.op_end is not None
+    ranks, kinds = a["rank"], a["kind"]
+    crit = set(int(k) for k in (result.critical_path if result.critical_path is not None else []))
+    unit, scale = ("us", 1e3) if result.makespan >= 2e3 else ("ns", 1.0)
+    fig_h = max(2.0, 0.45 * result.P + 1.2)
+    fig, ax = plt.subplots(figsize=(11, fig_h))
+    h = 0.34
+    for k in range(len(kinds)):
+        kind = KIND_NAMES[int(kinds[k])]
+        s, e = float(result.op_start[k]), float(result.op_end[k])
+        if not np.isfinite(s) or not np.isfinite(e):
+            continue
+        r = int(ranks[k])
+        # Sends above the rank's line, receives below, local work on it.
+        y = r - h / 2 if kind == "send" else (r + h / 2 if kind == "recv" else r)
+        width = max(e - s, result.makespan * 0.002) / scale
+        alpha = 0.35 if kind == "recv" else 0.9
+        ax.broken_barh(
+            [(s / scale, width)],
+            (y - h / 2, h),
+            facecolors=KIND_COLORS[kind],
+            alpha=alpha,
+            edgecolor="black" if k in crit else "none",
+            linewidth=1.2,
+        )
+    assert result.msg_send is not None and result.msg_recv is not None
+    assert result.msg_depart is not None and result.msg_arrive is not None
+    for m in range(len(result.msg_send)):
+        s, rcv = int(result.msg_send[m]), int(result.msg_recv[m])
+        if rcv >= len(kinds) or not np.isfinite(result.msg_arrive[m]):
+            continue
+        x0, x1 = float(result.msg_depart[m]) / scale, float(result.msg_arrive[m]) / scale
+        y0, y1 = int(ranks[s]) - h / 2, int(ranks[rcv]) + h / 2
+        ax.annotate(
+            "",
+            xy=(x1, y1),
+            xytext=(x0, y0),
+            arrowprops={"arrowstyle": "->", "color": "#444444", "lw": 0.7, "alpha": 0.8},
+        )
+    ax.set_yticks(range(result.P))
+    ax.set_yticklabels([f"rank {r}" for r in range(result.P)])
+    ax.set_ylim(result.P - 0.4, -0.6)
+    ax.set_xlim(0, result.makespan / scale * 1.02 + 1e-9)
+    ax.set_xlabel(f"time ({unit})")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(
+        title or f"{result.algorithm}, P = {result.P}, {result.model.describe()}", fontsize=9
+    )
+    handles = [
+        Patch(facecolor=c, label=n)
+        for n, c in KIND_COLORS.items()
+        if n in {KIND_NAMES[int(x)] for x in np.unique(kinds)}
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.12 - 0.3 / fig_h),
+        ncol=len(handles),
+        fontsize=8,
+        frameon=False,
+    )
+    fig.tight_layout()
+    p = Path(path)
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return p

@@ -1,0 +1,63 @@
+"""Shared by the tests of collkit over MPI: finding an MPI, building collkit's programs for it
+once per session, and running them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from collkit.errors import UnsupportedError
+from collkit.mpirun import MPI, build, find_mpi, launch_command, launch_env
+
+# Launch timeout: a hang is a failure, never a stuck test run.
+TIMEOUT_S = 120
+
+
+def mpich_or_skip() -> MPI:
+    try:
+        mpi = find_mpi()
+    except UnsupportedError as e:
+        pytest.skip(f"no MPI: {e}")
+    if mpi.kind != "mpich":
+        pytest.skip(f"the default MPI is {mpi.kind}, not the mpich wheel")
+    return mpi
+
+
+def openmpi_or_skip() -> MPI:
+    mpirun = shutil.which("mpirun.openmpi") or (
+        shutil.which("ompi_info") and shutil.which("mpirun")
+    )
+    cxx = shutil.which("mpicxx.openmpi")
+    if not mpirun or not cxx:
+        pytest.skip("Open MPI not installed (apt-get install openmpi-bin libopenmpi-dev)")
+    old = {k: os.environ.get(k) for k in ("MPIEXEC", "MPICXX")}
+    os.environ["MPIEXEC"], os.environ["MPICXX"] = str(mpirun), cxx
+    try:
+        mpi = find_mpi()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if mpi.kind != "openmpi":
+        pytest.skip(f"{mpirun} is not Open MPI")
+    return mpi
+
+
+def run_program(
+    mpi: MPI, bindir: Path, np: int, program: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    cmd = launch_command(mpi, np, [str(bindir / program), *args])
+    full_env, _ = launch_env(mpi, np, env)
+    return subprocess.run(
+        cmd, env=full_env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
+
+
+def built(mpi: MPI) -> Path:
+    return build(mpi)
