@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from collkit import _core
 from collkit.algorithms import Algorithm
@@ -78,7 +79,8 @@ def poster_num_c(P: int, r: int, w: int | None = None) -> int:
     w = rounds(P, r) if w is None else w
     if w == 0:
         return 0
-    return w * (r - 1) - (r**w - P) // r ** (w - 1)
+    rw: int = r**w  # int ** int is typed Any (a negative exponent gives a float); w >= 1 here
+    return w * (r - 1) - (rw - P) // (rw // r)
 
 
 def poster_num_d(P: int, r: int, x: int, z: int) -> int:
@@ -89,7 +91,9 @@ def poster_num_d(P: int, r: int, x: int, z: int) -> int:
     otherwise. Meaningful for 0 <= x < w and 1 <= z < r (see docs/alltoall.md on the ranges the
     poster prints)."""
     _check(P, r)
-    rx = r**x
+    if x < 0:
+        raise InvalidArgumentError(f"round x = {x} must be >= 0")
+    rx: int = r**x
     lc = (P // (rx * r)) * rx
     re = P % (rx * r)
     t = re - z * rx
@@ -100,7 +104,7 @@ def poster_num_d(P: int, r: int, x: int, z: int) -> int:
     return lc + t % rx
 
 
-def _poster_steps(P: int, r: int) -> np.ndarray:
+def _poster_steps(P: int, r: int) -> npt.NDArray[np.int64]:
     """numD of every step the poster's formula counts (x < w, 1 <= z < r, numD > 0), in order,
     vectorised: the P <= 512 x every r check evaluates ~10^7 steps."""
     w = rounds(P, r)
@@ -112,7 +116,7 @@ def _poster_steps(P: int, r: int) -> np.ndarray:
     lc = (P // (rx * r)) * rx
     re = P % (rx * r)
     t = re - z * rx
-    d = np.where(t <= 0, lc, np.where(t // rx > 0, lc + rx, lc + t % rx))
+    d: npt.NDArray[np.int64] = np.where(t <= 0, lc, np.where(t // rx > 0, lc + rx, lc + t % rx))
     return d[d > 0]
 
 
