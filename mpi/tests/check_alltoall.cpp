@@ -1,5 +1,7 @@
-// check_alltoall: ck_alltoall (collkit's executor) against MPI_Alltoall on random bytes.
-//   check_alltoall NAME[;NAME...] COUNTS(comma)   -- prints one line per case on rank 0
+// collkit_check_alltoall: ck_alltoall (collkit's executor, by name) against MPI_Alltoall on
+// random bytes, with a guard byte after the output. Rank 0 prints one line per case and a
+// SUMMARY line; the exit status is 1 when anything failed.
+//   collkit_check_alltoall "NAME;NAME;..." BYTES,BYTES,...   (bytes per block)
 #include <mpi.h>
 
 #include <cstdio>
