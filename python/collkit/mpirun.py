@@ -104,7 +104,7 @@ OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
     },
 }
 
-PROGRAMS = ("collkit_bench", "collkit_multicast", "collkit_check")
+PROGRAMS = ("collkit_bench", "collkit_multicast", "collkit_check", "collkit_check_alltoall")
 
 
 @dataclass
