@@ -131,3 +131,17 @@ def simulate(source: object, P: int, count: int, elem_size: int, root: int, mode
     """
     Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root). Times in ns.
     """
+
+def bruck_rounds(P: int, r: int) -> int: ...
+
+def bruck_steps(P: int, r: int) -> list[tuple[int, int, int, int]]: ...
+
+def bruck_counts(P: int, r: int) -> tuple[int, int]: ...
+
+bruck_default_alpha_s: float = 2e-06
+
+bruck_default_beta_s_per_byte: float = 2e-10
+
+def bruck_model_seconds(P: int, r: int, block_bytes: int, alpha: float, beta: float) -> float: ...
+
+def bruck_best_radix(P: int, block_bytes: int, alpha: float, beta: float) -> int: ...

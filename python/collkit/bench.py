@@ -9,6 +9,7 @@ rerun measures only what is missing.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import platform
 import socket
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from collkit.algorithms import Algorithm
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
-from collkit.mpirun import MPI, allocation, build, launch_command, launch_env
+from collkit.mpirun import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
 from collkit.results import STAT_FIELDS, ResultStore, Row
 
 COLLECTIVES = ("allreduce", "reduce", "bcast", "alltoall", "barrier")
@@ -55,8 +56,17 @@ class Campaign:
     root: int = 0
     hosts: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    # Rank placements swept (core, socket, node; "" is the MPI's default); rows record it.
+    placements: list[str] = field(default_factory=lambda: [""])
 
     def __post_init__(self) -> None:
+        for place in self.placements:
+            if place and place not in PLACEMENTS:
+                raise InvalidArgumentError(
+                    f"placement '{place}' must be one of {', '.join(PLACEMENTS)}"
+                )
+        if not self.placements:
+            raise InvalidArgumentError("no placement to run (use '' for the MPI's default)")
         if self.collective not in COLLECTIVES:
             raise InvalidArgumentError(
                 f"unknown collective '{self.collective}' (one of {', '.join(COLLECTIVES)})"
@@ -101,8 +111,8 @@ def run_campaign(
     bindir = build(mpi)
     machine = machine_name()
     added: list[Row] = []
-    for P in c.P:
-        alloc = allocation(P, c.hosts)
+    for P, place in itertools.product(c.P, c.placements):
+        alloc = allocation(P, c.hosts) + (f", map-by {place}" if place else "")
         for algo in c.algorithms:
             force: dict[str, str] = {}
             driver_algo = algo
@@ -169,7 +179,7 @@ def run_campaign(
                 args.append("--validate")
             if c.raw:
                 args.append("--raw")
-            cmd = launch_command(mpi, P, args, hosts=c.hosts)
+            cmd = launch_command(mpi, P, args, hosts=c.hosts, map_by=place)
             for row in _stream_rows(cmd, env, template):
                 if store.append(row):
                     added.append(row)

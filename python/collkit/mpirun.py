@@ -104,7 +104,7 @@ OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
     },
 }
 
-PROGRAMS = ("collkit_bench", "collkit_multicast", "collkit_check")
+PROGRAMS = ("collkit_bench", "collkit_multicast", "collkit_check", "collkit_check_alltoall")
 
 
 @dataclass
@@ -301,9 +301,28 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def launch_command(mpi: MPI, np: int, program: list[str], *, hosts: str | None = None) -> list[str]:
+PLACEMENTS = ("core", "socket", "node")
+
+
+def placement_args(mpi: MPI, map_by: str) -> list[str]:
+    """Launcher arguments that place consecutive ranks by core, socket or node (each rank bound
+    to a core); "" leaves the MPI's default."""
+    if not map_by:
+        return []
+    if map_by not in PLACEMENTS:
+        raise InvalidArgumentError(f"placement '{map_by}' must be one of {', '.join(PLACEMENTS)}")
+    if mpi.kind == "openmpi":
+        return ["--map-by", map_by, "--bind-to", "core"]
+    if mpi.kind == "mpich":  # hydra maps within a node by core / socket, across nodes per host
+        return ["-ppn", "1"] if map_by == "node" else ["-map-by", map_by, "-bind-to", "core"]
+    raise UnsupportedError(f"no placement options known for this MPI ({mpi.version})")
+
+
+def launch_command(
+    mpi: MPI, np: int, program: list[str], *, hosts: str | None = None, map_by: str = ""
+) -> list[str]:
     """The mpiexec command line for `np` ranks of `program`."""
-    cmd = [mpi.mpiexec, *mpi.launch_args]
+    cmd = [mpi.mpiexec, *mpi.launch_args, *placement_args(mpi, map_by)]
     oversubscribed = np > cores() and hosts is None
     if mpi.kind == "openmpi":
         if oversubscribed:

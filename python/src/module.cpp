@@ -44,4 +44,5 @@ NB_MODULE(_core, m) {
   collkit::py::bind_text(m);
   collkit::py::bind_rm(m);
   collkit::py::bind_sim(m);
+  collkit::py::bind_alltoall(m);
 }

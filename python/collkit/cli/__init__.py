@@ -19,6 +19,7 @@ COMMANDS = [
     "limit",
     "export",
     "simulate",
+    "fit",
     "schedules",
     "bench",
     "tour",

@@ -102,6 +102,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-validate", action="store_true", help="skip checking results vs native")
     p.add_argument("--raw", action="store_true", help="keep every sample in the JSON lines")
     p.add_argument("--root", type=int, default=0, help="root of reduce / bcast")
+    p.add_argument(
+        "--map-by",
+        default="",
+        metavar="LIST",
+        help="rank placements to sweep: core,socket,node (each rank bound to a core; "
+        "default: the MPI's own); the rows' allocation records it",
+    )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix (bin/mpicxx ...)")
     p.add_argument("--hosts", default=None, help="host file, to run across nodes")
@@ -200,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
         raw=args.raw,
         root=args.root,
         hosts=args.hosts,
+        placements=[x.strip() for x in args.map_by.split(",")],
     )
     for a in campaign.algorithms:  # fail before measuring anything
         if a.startswith(("mpich:", "ompi:")):

@@ -1,0 +1,40 @@
+// Algorithm:    bcast:binary, balanced binary tree relative to the root, optionally segmented
+// Phases:       each rank receives a segment from its parent and forwards it to its (at most two)
+//               children, larger subtree first
+// Cost:         2 (floor(lg P) + S - 1)(alpha + (n / S) beta), S = ceil(n / seg)
+// Restrictions: none (any P, any root)
+// Reference:    seed 004 (binary tree); Open MPI coll_tuned bcast binary tree
+#include "../phases/trees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_binary(const GenArgs& a, RankBuilder& b) {
+  const int64_t seg =
+      phases::segment_elems(a.params->integer("seg"), a.header.elem_size, a.header.count);
+  phases::bcast_down(b, phases::Tree{phases::TreeShape::binary, 2}, a.header.root, a.header.count,
+                     seg);
+}
+
+const Registrar reg{{
+    .collective = Collective::bcast,
+    .name = "binary",
+    .summary = "balanced binary tree relative to the root, optionally segmented",
+    .phases = "each rank receives a segment from its parent and forwards it to its (at most two) "
+              "children, larger subtree first",
+    .cost = "2 (floor(lg P) + S - 1)(alpha + (n / S) beta), S = ceil(n / seg)",
+    .reference = "seed 004 (binary tree); Open MPI coll_tuned bcast binary tree",
+    .params = {{.name = "seg",
+                .type = ParamType::size,
+                .default_value = "0",
+                .min = 0,
+                .max = int64_t{1} << 40,
+                .doc = "segment size in bytes; 0: the whole message in one piece"}},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_binary,
+}};
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,42 @@
+// Algorithm:    bcast:binomial, binomial tree relative to the root
+// Phases:       each rank receives from its parent (its rank minus its lowest set bit, relative to
+//               the root) and sends to children at distances 1, 2, 4, ... below that bit, farthest
+//               first
+// Cost:         ceil(lg P)(alpha + n beta) unsegmented
+// Restrictions: none (any P, any root)
+// Reference:    MPICH bcast binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005
+#include "../phases/trees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_binomial(const GenArgs& a, RankBuilder& b) {
+  const int64_t seg =
+      phases::segment_elems(a.params->integer("seg"), a.header.elem_size, a.header.count);
+  phases::bcast_down(b, phases::Tree{phases::TreeShape::knomial, 2}, a.header.root, a.header.count,
+                     seg);
+}
+
+const Registrar reg{{
+    .collective = Collective::bcast,
+    .name = "binomial",
+    .summary = "binomial tree relative to the root",
+    .phases =
+        "each rank receives from its parent (its rank minus its lowest set bit, relative to the "
+        "root) and sends to children at distances 1, 2, 4, ... below that bit, farthest first",
+    .cost = "ceil(lg P)(alpha + n beta) unsegmented",
+    .reference = "MPICH bcast binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .params = {{.name = "seg",
+                .type = ParamType::size,
+                .default_value = "0",
+                .min = 0,
+                .max = int64_t{1} << 40,
+                .doc = "segment size in bytes; 0: the whole message in one piece"}},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_binomial,
+}};
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,46 @@
+// Algorithm:    bcast:knomial, k-nomial tree relative to the root (radix k)
+// Phases:       like binomial in base k: each rank receives from its parent and sends to up to k -
+//               1 children per level, farthest first
+// Cost:         ceil(log_k P)(k - 1)(alpha + n beta) at worst, unsegmented
+// Restrictions: none (any P, any root)
+// Reference:    MPICH bcast k-nomial (MPIR_Bcast_intra_tree, tree_type knomial)
+#include "../phases/trees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_knomial(const GenArgs& a, RankBuilder& b) {
+  const int64_t seg =
+      phases::segment_elems(a.params->integer("seg"), a.header.elem_size, a.header.count);
+  phases::bcast_down(b, phases::Tree{phases::TreeShape::knomial, a.params->integer("k")},
+                     a.header.root, a.header.count, seg);
+}
+
+const Registrar reg{{
+    .collective = Collective::bcast,
+    .name = "knomial",
+    .summary = "k-nomial tree relative to the root (radix k)",
+    .phases = "like binomial in base k: each rank receives from its parent and sends to up to k - "
+              "1 children per level, farthest first",
+    .cost = "ceil(log_k P)(k - 1)(alpha + n beta) at worst, unsegmented",
+    .reference = "MPICH bcast k-nomial (MPIR_Bcast_intra_tree, tree_type knomial)",
+    .params = {{.name = "k",
+                .type = ParamType::integer,
+                .default_value = "4",
+                .min = 2,
+                .max = 64,
+                .doc = "radix: a node has up to k - 1 children per level"},
+               {.name = "seg",
+                .type = ParamType::size,
+                .default_value = "0",
+                .min = 0,
+                .max = int64_t{1} << 40,
+                .doc = "segment size in bytes; 0: the whole message in one piece"}},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_knomial,
+}};
+
+}  // namespace
+}  // namespace collkit

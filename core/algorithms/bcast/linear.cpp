@@ -1,0 +1,34 @@
+// Algorithm:    bcast:linear, flat tree: the root sends the whole message to every other rank
+// Phases:       the root sends out[0:n] to ranks root+1, root+2, ... (mod P), all sends started at
+//               once
+// Cost:         (P - 1)(alpha + n beta) at the root
+// Restrictions: none (any P, any root)
+// Reference:    seed 004 (flat tree / linear); Open MPI coll_tuned bcast linear
+#include "../phases/trees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_linear(const GenArgs& a, RankBuilder& b) {
+  const int64_t seg = phases::segment_elems(0, a.header.elem_size, a.header.count);
+  phases::bcast_down(b, phases::Tree{phases::TreeShape::flat, 2}, a.header.root, a.header.count,
+                     seg);
+}
+
+const Registrar reg{{
+    .collective = Collective::bcast,
+    .name = "linear",
+    .summary = "flat tree: the root sends the whole message to every other rank",
+    .phases =
+        "the root sends out[0:n] to ranks root+1, root+2, ... (mod P), all sends started at once",
+    .cost = "(P - 1)(alpha + n beta) at the root",
+    .reference = "seed 004 (flat tree / linear); Open MPI coll_tuned bcast linear",
+    .params = {},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_linear,
+}};
+
+}  // namespace
+}  // namespace collkit

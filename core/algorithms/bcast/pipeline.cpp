@@ -1,0 +1,40 @@
+// Algorithm:    bcast:pipeline, chain (pipeline): segments flow root -> root+1 -> ... -> root-1
+// Phases:       the message is cut into S = ceil(n / seg) segments; each rank receives segment i
+//               from its predecessor and forwards it to its successor at once
+// Cost:         (P - 2 + S)(alpha + (n / S) beta), S = ceil(n / seg)
+// Restrictions: none (any P, any root)
+// Reference:    seed 004 (pipeline); Open MPI coll_tuned bcast pipeline
+#include "../phases/trees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_pipeline(const GenArgs& a, RankBuilder& b) {
+  const int64_t seg =
+      phases::segment_elems(a.params->integer("seg"), a.header.elem_size, a.header.count);
+  phases::bcast_down(b, phases::Tree{phases::TreeShape::chain, 2}, a.header.root, a.header.count,
+                     seg);
+}
+
+const Registrar reg{{
+    .collective = Collective::bcast,
+    .name = "pipeline",
+    .summary = "chain (pipeline): segments flow root -> root+1 -> ... -> root-1",
+    .phases = "the message is cut into S = ceil(n / seg) segments; each rank receives segment i "
+              "from its predecessor and forwards it to its successor at once",
+    .cost = "(P - 2 + S)(alpha + (n / S) beta), S = ceil(n / seg)",
+    .reference = "seed 004 (pipeline); Open MPI coll_tuned bcast pipeline",
+    .params = {{.name = "seg",
+                .type = ParamType::size,
+                .default_value = "8KiB",
+                .min = 0,
+                .max = int64_t{1} << 40,
+                .doc = "segment size in bytes; 0: the whole message in one piece"}},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_pipeline,
+}};
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,36 @@
+// Algorithm:    bcast:scatter_allgather, binomial scatter of P blocks, then a ring allgather
+// Phases:       1. scatter: the root's vector, cut into P blocks, goes down a binomial tree
+//                  relative to the root, each rank receiving its subtree's blocks in one message;
+//               2. allgather: P - 1 ring steps, each rank passing on the block it got last.
+// Cost:         (ceil(lg P) + P - 1) alpha + 2 ((P - 1) / P) n beta
+// Restrictions: none (any P, any root; blocks are empty when count < P and are not sent)
+// Reference:    van de Geijn et al., "Broadcast via scatter + allgather"; MPICH
+//               MPIR_Bcast_intra_scatter_ring_allgather (Thakur, Rabenseifner, Gropp 2005)
+#include "../phases/trees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_scatter_allgather(const GenArgs& a, RankBuilder& b) {
+  phases::bcast_scatter_allgather(b, phases::Tree{phases::TreeShape::knomial, 2}, a.header.root,
+                                  a.header.count);
+}
+
+const Registrar reg{{
+    .collective = Collective::bcast,
+    .name = "scatter_allgather",
+    .summary = "binomial scatter of P blocks from the root, then a ring allgather (long messages)",
+    .phases = "scatter the vector's P blocks down a binomial tree relative to the root; P - 1 "
+              "ring steps pass every block around",
+    .cost = "(ceil(lg P) + P - 1) alpha + 2 ((P - 1) / P) n beta",
+    .reference = "MPICH MPIR_Bcast_intra_scatter_ring_allgather; Thakur, Rabenseifner, Gropp, "
+                 "IJHPCA 19(1) 2005",
+    .params = {},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_scatter_allgather,
+}};
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,41 @@
+// Algorithm:    reduce:binomial, binomial trees on each side of the root
+// Phases:       partial results flow up binomial trees; each rank combines its children's results
+//               with its own in rank order
+// Cost:         ceil(lg P)(alpha + n beta + n gamma) for root 0, unsegmented
+// Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
+//               every subtree is a contiguous rank range and operands combine in rank order)
+// Reference:    MPICH reduce binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005
+#include "../phases/trees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_binomial(const GenArgs& a, RankBuilder& b) {
+  const int64_t seg =
+      phases::segment_elems(a.params->integer("seg"), a.header.elem_size, a.header.count);
+  phases::reduce_to_root(b, phases::Tree{phases::TreeShape::knomial, 2}, a.header.root,
+                         a.header.count, seg);
+}
+
+const Registrar reg{{
+    .collective = Collective::reduce,
+    .name = "binomial",
+    .summary = "binomial trees on each side of the root",
+    .phases = "partial results flow up binomial trees; each rank combines its children's results "
+              "with its own in rank order",
+    .cost = "ceil(lg P)(alpha + n beta + n gamma) for root 0, unsegmented",
+    .reference = "MPICH reduce binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .params = {{.name = "seg",
+                .type = ParamType::size,
+                .default_value = "0",
+                .min = 0,
+                .max = int64_t{1} << 40,
+                .doc = "segment size in bytes; 0: the whole message in one piece"}},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_binomial,
+}};
+
+}  // namespace
+}  // namespace collkit

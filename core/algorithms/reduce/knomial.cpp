@@ -1,0 +1,47 @@
+// Algorithm:    reduce:knomial, k-nomial trees on each side of the root (radix k)
+// Phases:       partial results flow up k-nomial trees; each rank combines up to k - 1 children per
+//               level with its own in rank order
+// Cost:         ceil(log_k P)(k - 1)(alpha + n beta + n gamma) at worst for root 0, unsegmented
+// Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
+//               every subtree is a contiguous rank range and operands combine in rank order)
+// Reference:    MPICH reduce k-nomial (MPIR_Reduce_intra_tree)
+#include "../phases/trees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_knomial(const GenArgs& a, RankBuilder& b) {
+  const int64_t seg =
+      phases::segment_elems(a.params->integer("seg"), a.header.elem_size, a.header.count);
+  phases::reduce_to_root(b, phases::Tree{phases::TreeShape::knomial, a.params->integer("k")},
+                         a.header.root, a.header.count, seg);
+}
+
+const Registrar reg{{
+    .collective = Collective::reduce,
+    .name = "knomial",
+    .summary = "k-nomial trees on each side of the root (radix k)",
+    .phases = "partial results flow up k-nomial trees; each rank combines up to k - 1 children per "
+              "level with its own in rank order",
+    .cost = "ceil(log_k P)(k - 1)(alpha + n beta + n gamma) at worst for root 0, unsegmented",
+    .reference = "MPICH reduce k-nomial (MPIR_Reduce_intra_tree)",
+    .params = {{.name = "k",
+                .type = ParamType::integer,
+                .default_value = "4",
+                .min = 2,
+                .max = 64,
+                .doc = "radix: a node has up to k - 1 children per level"},
+               {.name = "seg",
+                .type = ParamType::size,
+                .default_value = "0",
+                .min = 0,
+                .max = int64_t{1} << 40,
+                .doc = "segment size in bytes; 0: the whole message in one piece"}},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_knomial,
+}};
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,36 @@
+// Algorithm:    reduce:linear, flat tree: the root receives every rank's vector and combines them
+//               in rank order
+// Phases:       every rank sends in[0:n] to the root; the root receives into two alternating
+//               buffers and reduces in rank order
+// Cost:         (P - 1)(alpha + n beta + n gamma) at the root
+// Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
+//               every subtree is a contiguous rank range and operands combine in rank order)
+// Reference:    seed 004 (flat tree / linear); Open MPI coll_tuned reduce linear
+#include "../phases/trees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_linear(const GenArgs& a, RankBuilder& b) {
+  const int64_t seg = phases::segment_elems(0, a.header.elem_size, a.header.count);
+  phases::reduce_to_root(b, phases::Tree{phases::TreeShape::flat, 2}, a.header.root, a.header.count,
+                         seg);
+}
+
+const Registrar reg{{
+    .collective = Collective::reduce,
+    .name = "linear",
+    .summary = "flat tree: the root receives every rank's vector and combines them in rank order",
+    .phases = "every rank sends in[0:n] to the root; the root receives into two alternating "
+              "buffers and reduces in rank order",
+    .cost = "(P - 1)(alpha + n beta + n gamma) at the root",
+    .reference = "seed 004 (flat tree / linear); Open MPI coll_tuned reduce linear",
+    .params = {},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_linear,
+}};
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,158 @@
+"""Fit linear models of latency to result rows (measured or simulated: the same code).
+
+Models: seed-p (seed 004's per-algorithm `latency ~ P + [P > 128] + P:[P > 128]`, no
+intercept, one fit per algorithm-allocation group), seed-log (`latency ~ log2(P):group +
+size:group`, all rows at once), or any formula over the columns latency, P, log2P, big, size,
+algorithm, allocation, group, collective, name (e.g. 'latency ~ P + size').
+
+Prints each fit's table (Estimate, Std. Error, t value) with R²; --plots writes residual and
+predicted-versus-measured pictures; --predict extrapolates (e.g. P=4096) with a prediction
+interval; --against PREDICTED compares measured rows with predicted (simulated) rows: relative
+difference of minimum and median, as in seed 002 Figs. 12, 14 and 15.
+
+examples:
+  collkit fit results/bcast.jsonl --collective bcast --plots out/
+  collkit fit results/bcast.jsonl --model seed-log --predict P=4096,size=8,group=binary-core
+  collkit fit sim.jsonl --model 'latency ~ log2P + P' --by algorithm
+  collkit fit measured.jsonl --against simulated.jsonl --plots out/
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from collkit import fit as F
+from collkit.errors import InvalidArgumentError, UnsupportedError
+
+NAME = "fit"
+HELP = "fit linear latency models to result rows; predict; compare with a model"
+
+
+def _parse_assignments(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE[,KEY=VALUE...], got '{text}'")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("rows", nargs="+", metavar="ROWS", help="result files (.jsonl or .csv)")
+    p.add_argument(
+        "--model",
+        default="seed-p",
+        help="seed-p, seed-log or a formula such as 'latency ~ P + size' (default seed-p)",
+    )
+    p.add_argument(
+        "--stat", default="median", choices=F.STATS, help="statistic fitted (default median)"
+    )
+    p.add_argument(
+        "--threshold",
+        type=int,
+        default=128,
+        metavar="T",
+        help="the P of seed 004's [P > T] term (default 128)",
+    )
+    p.add_argument("--collective", help="keep the rows of this collective only")
+    p.add_argument(
+        "--where",
+        type=_parse_assignments,
+        action="append",
+        default=[],
+        metavar="COL=VALUE",
+        help="keep rows whose column has this value",
+    )
+    p.add_argument(
+        "--by",
+        metavar="COLS",
+        help="fit separately per value of these columns (comma-separated); "
+        "default: group for seed-p, none otherwise; 'none' for one fit",
+    )
+    p.add_argument(
+        "--predict",
+        type=_parse_assignments,
+        action="append",
+        default=[],
+        metavar="COL=VALUE",
+        help="predict at these values, e.g. P=4096,size=8",
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="1 - confidence of the prediction interval (default 0.05)",
+    )
+    p.add_argument(
+        "--plots",
+        type=Path,
+        metavar="DIR",
+        help="write residuals.png and predicted.png (and comparison.png) here",
+    )
+    p.add_argument(
+        "--against",
+        metavar="PREDICTED",
+        nargs="+",
+        help="compare the rows with these predicted rows instead of fitting",
+    )
+
+
+def read_rows(paths: list[str]) -> list[Any]:
+    try:
+        from collkit import results
+    except ImportError:  # the result schema arrives with the MPI executor's branch
+        raise UnsupportedError("collkit.results (the result row schema) is not installed") from None
+
+    rows: list[Any] = []
+    for path in paths:
+        p = Path(path)
+        if not p.is_file():
+            raise InvalidArgumentError(f"no such results file: {path}")
+        try:
+            rows += results.read_csv(p) if p.suffix == ".csv" else results.read_jsonl(p)
+        except (OSError, UnicodeDecodeError) as e:
+            raise InvalidArgumentError(f"cannot read {path}: {e}") from None
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = read_rows(args.rows)
+    where: dict[str, str] = {}
+    for w in args.where:
+        where.update(w)
+    if args.collective:
+        where["collective"] = args.collective
+    if args.against:
+        predicted = read_rows(args.against)
+        keep = [r for r in rows if all(str(getattr(r, k, "")) == v for k, v in where.items())]
+        c = F.compare(keep, predicted)
+        print(c.table())
+        print(f"\n{len(c.keys)} rows matched, {c.unmatched} without a prediction")
+        if args.plots:
+            print(f"wrote {F.plot_comparison(c, args.plots / 'comparison.png')}")
+        return 0
+    by = None if args.by is None else ([] if args.by == "none" else args.by.split(","))
+    fits = F.fit(rows, args.model, stat=args.stat, threshold=args.threshold, by=by, where=where)
+    for f in fits:
+        print(f.table())
+        for values in args.predict:
+            numeric: dict[str, float | str] = {}
+            for k, v in values.items():
+                try:
+                    numeric[k] = float(v) if k in ("P", "size", "bytes") else v
+                except ValueError:
+                    raise InvalidArgumentError(f"--predict {k}={v}: not a number") from None
+            pr = f.predict(alpha=args.alpha, **numeric)
+            at = ", ".join(f"{k}={v}" for k, v in values.items())
+            print(
+                f"\nprediction at {at}: {pr['mean']:.4g} us, "
+                f"{100 * (1 - args.alpha):g}% interval [{pr['lower']:.4g}, {pr['upper']:.4g}]"
+            )
+        print()
+    if args.plots:
+        print(f"wrote {F.plot_residuals(fits, args.plots / 'residuals.png')}")
+        print(f"wrote {F.plot_predicted(fits, args.plots / 'predicted.png')}")
+    return 0
