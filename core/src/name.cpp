@@ -20,8 +20,12 @@ void fail_at(ErrorKind kind, std::string_view text, size_t pos, const std::strin
 
 namespace {
 
-bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || c == '_'; }
-bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9') || c == '-'; }
+bool is_ident_start(char c) {
+  return (c >= 'a' && c <= 'z') || c == '_';
+}
+bool is_ident_char(char c) {
+  return is_ident_start(c) || (c >= '0' && c <= '9') || c == '-';
+}
 bool is_value_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' ||
          c == '-';
@@ -41,9 +45,9 @@ class NameParser {
     try {
       out.collective = collective_from_string(coll);
     } catch (const Error&) {
-      fail_at(ErrorKind::name, t_, cpos,
-              "unknown collective '" + coll +
-                  "' (known: allreduce, reduce, bcast, alltoall, barrier)");
+      fail_at(
+          ErrorKind::name, t_, cpos,
+          "unknown collective '" + coll + "' (known: allreduce, reduce, bcast, alltoall, barrier)");
     }
     skip_ws();
     expect(':', "expected ':' between the collective and the algorithm, as in allreduce:rd");
@@ -143,9 +147,8 @@ int64_t parse_size(std::string_view text) {
   while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
   while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
   auto bad = [&](const std::string& why) -> int64_t {
-    fail(ErrorKind::invalid_argument,
-         "bad size '" + std::string(text) + "': " + why +
-             " (examples: 8, 8B, 4KiB, 4K, 1MiB, 1.5MB, 2GiB)");
+    fail(ErrorKind::invalid_argument, "bad size '" + std::string(text) + "': " + why +
+                                          " (examples: 8, 8B, 4KiB, 4K, 1MiB, 1.5MB, 2GiB)");
   };
   if (t.empty()) bad("empty");
   size_t i = 0;

@@ -49,8 +49,8 @@ std::string param_value_text(const ParamSpec& p, const ParamValues::Value& v) {
 }
 
 // Parse one value of a scalar parameter; `text`/`pos` locate it for the caret.
-ParamValues::Value parse_value(const ParamSpec& p, const std::string& value,
-                               std::string_view text, size_t pos) {
+ParamValues::Value parse_value(const ParamSpec& p, const std::string& value, std::string_view text,
+                               size_t pos) {
   ParamValues::Value v;
   switch (p.type) {
     case ParamType::integer: {
@@ -86,8 +86,12 @@ ParamValues::Value parse_value(const ParamSpec& p, const std::string& value,
 
 }  // namespace
 
-int64_t ParamValues::integer(const std::string& name) const { return values_.at(name).i; }
-const std::string& ParamValues::word(const std::string& name) const { return values_.at(name).s; }
+int64_t ParamValues::integer(const std::string& name) const {
+  return values_.at(name).i;
+}
+const std::string& ParamValues::word(const std::string& name) const {
+  return values_.at(name).s;
+}
 const std::vector<std::string>& ParamValues::list(const std::string& name) const {
   return values_.at(name).l;
 }
@@ -124,7 +128,8 @@ Algorithm::Algorithm(std::string_view name) {
     size_t apos = pn.text.find(':') + 1;
     while (apos < pn.text.size() && pn.text[apos] == ' ') ++apos;
     fail_at(ErrorKind::name, pn.text, apos,
-            "unknown algorithm '" + pn.algorithm + "' for " + std::string(to_string(pn.collective)) +
+            "unknown algorithm '" + pn.algorithm + "' for " +
+                std::string(to_string(pn.collective)) +
                 " (known: " + (known.empty() ? "none yet" : known) + ")");
   }
   const ParamSpec* list_param = nullptr;
@@ -207,9 +212,9 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root)
          who + "element size = " + std::to_string(elem_size) + " bytes must be in [1, 1 MiB]");
   int64_t elems_per_buffer = spec_->collective == Collective::alltoall ? P : 1;
   if (count > kMaxElems / elems_per_buffer || count > INT64_MAX / elem_size / elems_per_buffer)
-    fail(ErrorKind::invalid_argument,
-         who + "count = " + std::to_string(count) + " does not fit: a buffer may hold at most 2^48 "
-               "elements");
+    fail(ErrorKind::invalid_argument, who + "count = " + std::to_string(count) +
+                                          " does not fit: a buffer may hold at most 2^48 "
+                                          "elements");
   if (is_rooted(spec_->collective)) {
     if (root < 0 || root >= P)
       fail(ErrorKind::invalid_argument,
@@ -244,8 +249,8 @@ Bound::Bound(const Algorithm& algo, ScheduleHeader header, std::any prepared)
 
 void Bound::generate_rank(int64_t rank, RankProgram& out) const {
   if (rank < 0 || rank >= header_.P)
-    fail(ErrorKind::invalid_argument, "rank " + std::to_string(rank) + " is not in [0, " +
-                                          std::to_string(header_.P) + ")");
+    fail(ErrorKind::invalid_argument,
+         "rank " + std::to_string(rank) + " is not in [0, " + std::to_string(header_.P) + ")");
   out.clear(rank);
   RankBuilder b(out, header_.P);
   GenArgs a{header_, &algo_.params(), &prepared_};

@@ -14,7 +14,9 @@ constexpr std::array<std::string_view, 6> kOpNames = {"send", "recv",    "reduce
                                                       "copy", "compute", "sleep"};
 }  // namespace
 
-std::string_view to_string(Collective c) { return kCollectiveNames[static_cast<size_t>(c)]; }
+std::string_view to_string(Collective c) {
+  return kCollectiveNames[static_cast<size_t>(c)];
+}
 
 Collective collective_from_string(std::string_view s) {
   for (size_t i = 0; i < kCollectiveNames.size(); ++i)
@@ -23,7 +25,9 @@ Collective collective_from_string(std::string_view s) {
                             "' (known: allreduce, reduce, bcast, alltoall, barrier)");
 }
 
-std::string_view to_string(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
+std::string_view to_string(OpKind k) {
+  return kOpNames[static_cast<size_t>(k)];
+}
 
 std::string buffer_name(BufId b) {
   if (b == kIn) return "in";
@@ -99,7 +103,9 @@ BufId RankBuilder::scratch(int64_t elems) {
   return scratch_buf(static_cast<int>(p_.scratch.size() - 1));
 }
 
-OpId RankBuilder::add(const Op& op, Deps deps) { return p_.append(op, deps.span(), stage_); }
+OpId RankBuilder::add(const Op& op, Deps deps) {
+  return p_.append(op, deps.span(), stage_);
+}
 
 OpId RankBuilder::send(int64_t peer, Region from, Deps deps) {
   Op op;
@@ -178,8 +184,8 @@ void Schedule::append_rank(const RankView& r) {
                                           std::to_string(num_ranks()) + ", got " +
                                           std::to_string(r.rank));
   if (num_ranks() >= header.P)
-    fail(ErrorKind::invalid_argument, "schedule already holds P = " + std::to_string(header.P) +
-                                          " ranks");
+    fail(ErrorKind::invalid_argument,
+         "schedule already holds P = " + std::to_string(header.P) + " ranks");
   ops_.insert(ops_.end(), r.ops.begin(), r.ops.end());
   stage_.insert(stage_.end(), r.stage.begin(), r.stage.end());
   dep_begin_.insert(dep_begin_.end(), r.dep_begin.begin(), r.dep_begin.end());

@@ -28,14 +28,14 @@ struct Register {
 
 #define COLLKIT_CAT2(a, b) a##b
 #define COLLKIT_CAT(a, b) COLLKIT_CAT2(a, b)
-#define TEST(name)                                                                     \
-  static void name();                                                                  \
-  static const ::collkit::test::Register COLLKIT_CAT(reg_, name){#name, name};         \
+#define TEST(name)                                                             \
+  static void name();                                                          \
+  static const ::collkit::test::Register COLLKIT_CAT(reg_, name){#name, name}; \
   static void name()
-#define CHECK(cond)                                                                    \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);    \
-      ++::collkit::test::failures();                                                   \
-    }                                                                                  \
+#define CHECK(cond)                                                                 \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++::collkit::test::failures();                                                \
+    }                                                                               \
   } while (0)

@@ -36,10 +36,10 @@ TEST(rm_seed_schedules_verify) {
     int64_t P;
     bool rank_order;
   };
-  for (const Case& c : {Case{"a8,a4", 32, true}, Case{"a2,a2,a2", 8, true}, Case{"a8", 8, true},
-                        Case{"c6m2,a2,a2,e6m2", 7, true}, Case{"m1g2a3,n1g3a2", 7, true},
-                        Case{"m3g2a2,n3g2a2", 7, false}, Case{"a8,a3,a4", 96, true},
-                        Case{"", 13, true}}) {
+  for (const Case& c :
+       {Case{"a8,a4", 32, true}, Case{"a2,a2,a2", 8, true}, Case{"a8", 8, true},
+        Case{"c6m2,a2,a2,e6m2", 7, true}, Case{"m1g2a3,n1g3a2", 7, true},
+        Case{"m3g2a2,n3g2a2", 7, false}, Case{"a8,a3,a4", 96, true}, Case{"", 13, true}}) {
     Algorithm a(std::string("allreduce:rm(") + c.stages + ")");
     Bound b = a.bind(c.P, 3);
     Schedule s = b.generate();

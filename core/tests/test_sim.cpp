@@ -69,12 +69,24 @@ TEST(sim_hostile_schedules_end_in_a_result_or_an_error) {
         int64_t peer = static_cast<int64_t>(rng() % (h.P + 1)) - (rng() % 4 == 0);
         int64_t len = static_cast<int64_t>(rng() % 5) - 1;
         switch (rng() % 6) {
-          case 0: b.send(peer, {kOut, 0, len}, deps); break;
-          case 1: b.recv(peer, {kOut, 0, len}, deps); break;
-          case 2: b.reduce({kOut, 0, len}, {kIn, 0, len}, Side::src_first, deps); break;
-          case 3: b.copy({kOut, 0, len}, {kIn, 0, len}, deps); break;
-          case 4: b.compute(len, deps); break;
-          default: b.sleep(len, deps); break;
+          case 0:
+            b.send(peer, {kOut, 0, len}, deps);
+            break;
+          case 1:
+            b.recv(peer, {kOut, 0, len}, deps);
+            break;
+          case 2:
+            b.reduce({kOut, 0, len}, {kIn, 0, len}, Side::src_first, deps);
+            break;
+          case 3:
+            b.copy({kOut, 0, len}, {kIn, 0, len}, deps);
+            break;
+          case 4:
+            b.compute(len, deps);
+            break;
+          default:
+            b.sleep(len, deps);
+            break;
         }
       }
       s.append_rank(p.view());

@@ -12,10 +12,11 @@ nanobind::ndarray<nanobind::numpy, T, nanobind::ndim<1>> to_numpy(std::vector<T>
   auto* heap = new std::vector<T>(std::move(v));
   nanobind::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
   return nanobind::ndarray<nanobind::numpy, T, nanobind::ndim<1>>(heap->data(), {heap->size()},
-                                                                    owner);
+                                                                  owner);
 }
 
 template <typename T>
-using In1 = nanobind::ndarray<const T, nanobind::ndim<1>, nanobind::c_contig, nanobind::device::cpu>;
+using In1 =
+    nanobind::ndarray<const T, nanobind::ndim<1>, nanobind::c_contig, nanobind::device::cpu>;
 
 }  // namespace collkit::py

@@ -16,10 +16,11 @@ namespace {
 // TypeError from the binding layer.
 std::string utf8(nb::handle text, ErrorKind kind, const char* what) {
   if (!PyUnicode_Check(text.ptr()))
-    fail(kind, std::string(what) + " must be a str, not " +
-                   nb::borrow<nb::str>(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(text.ptr())))
-                                           .attr("__name__"))
-                       .c_str());
+    fail(kind,
+         std::string(what) + " must be a str, not " +
+             nb::borrow<nb::str>(
+                 nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(text.ptr()))).attr("__name__"))
+                 .c_str());
   Py_ssize_t n = 0;
   const char* s = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
   if (!s) {
@@ -31,10 +32,14 @@ std::string utf8(nb::handle text, ErrorKind kind, const char* what) {
 
 const char* type_name(ParamType t) {
   switch (t) {
-    case ParamType::integer: return "integer";
-    case ParamType::size: return "size";
-    case ParamType::word: return "word";
-    case ParamType::list: return "list";
+    case ParamType::integer:
+      return "integer";
+    case ParamType::size:
+      return "size";
+    case ParamType::word:
+      return "word";
+    case ParamType::list:
+      return "list";
   }
   return "?";
 }
@@ -80,9 +85,8 @@ void bind_registry(nb::module_& m) {
     d["args"] = args;
     return d;
   });
-  m.def("parse_size", [](nb::handle t) {
-    return parse_size(utf8(t, ErrorKind::invalid_argument, "a size"));
-  });
+  m.def("parse_size",
+        [](nb::handle t) { return parse_size(utf8(t, ErrorKind::invalid_argument, "a size")); });
   m.def("format_size", &format_size);
   m.def("algorithms", [] {
     nb::list l;
@@ -91,47 +95,55 @@ void bind_registry(nb::module_& m) {
   });
 
   nb::class_<Algorithm>(m, "Algorithm")
-      .def("__init__",
-           [](Algorithm* self, nb::handle name) {
-             new (self) Algorithm(utf8(name, ErrorKind::name, "an algorithm name"));
-           },
-           nb::arg("name"))
+      .def(
+          "__init__",
+          [](Algorithm* self, nb::handle name) {
+            new (self) Algorithm(utf8(name, ErrorKind::name, "an algorithm name"));
+          },
+          nb::arg("name"))
       .def_prop_ro("canonical", &Algorithm::canonical)
-      .def_prop_ro("collective", [](const Algorithm& a) { return std::string(to_string(a.collective())); })
+      .def_prop_ro("collective",
+                   [](const Algorithm& a) { return std::string(to_string(a.collective())); })
       .def_prop_ro("spec", [](const Algorithm& a) { return spec_dict(a.spec()); })
-      .def("check", [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size,
-                       int64_t root) { (void)a.bind(P, count, elem_size, root); },
-           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0)
-      .def("generate",
-           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
-             Bound b = a.bind(P, count, elem_size, root);
-             nb::gil_scoped_release unlock;
-             return b.generate();
-           },
-           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0)
-      .def("generate_rank",
-           [](const Algorithm& a, int64_t P, int64_t rank, int64_t count, int32_t elem_size,
-              int64_t root) {
-             RankProgram p;
-             a.bind(P, count, elem_size, root).generate_rank(rank, p);
-             return p;
-           },
-           nb::arg("P"), nb::arg("rank"), nb::arg("count"), nb::arg("elem_size") = 8,
-           nb::arg("root") = 0)
-      .def("count_ops",
-           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
-             // Generate every rank's program alone and drop it: streaming, constant memory.
-             Bound b = a.bind(P, count, elem_size, root);
-             nb::gil_scoped_release unlock;
-             RankProgram p;
-             uint64_t ops = 0;
-             for (int64_t r = 0; r < P; ++r) {
-               b.generate_rank(r, p);
-               ops += p.ops.size();
-             }
-             return ops;
-           },
-           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0);
+      .def(
+          "check",
+          [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
+            (void)a.bind(P, count, elem_size, root);
+          },
+          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0)
+      .def(
+          "generate",
+          [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
+            Bound b = a.bind(P, count, elem_size, root);
+            nb::gil_scoped_release unlock;
+            return b.generate();
+          },
+          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0)
+      .def(
+          "generate_rank",
+          [](const Algorithm& a, int64_t P, int64_t rank, int64_t count, int32_t elem_size,
+             int64_t root) {
+            RankProgram p;
+            a.bind(P, count, elem_size, root).generate_rank(rank, p);
+            return p;
+          },
+          nb::arg("P"), nb::arg("rank"), nb::arg("count"), nb::arg("elem_size") = 8,
+          nb::arg("root") = 0)
+      .def(
+          "count_ops",
+          [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
+            // Generate every rank's program alone and drop it: streaming, constant memory.
+            Bound b = a.bind(P, count, elem_size, root);
+            nb::gil_scoped_release unlock;
+            RankProgram p;
+            uint64_t ops = 0;
+            for (int64_t r = 0; r < P; ++r) {
+              b.generate_rank(r, p);
+              ops += p.ops.size();
+            }
+            return ops;
+          },
+          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0);
 }
 
 }  // namespace collkit::py

@@ -12,20 +12,28 @@ namespace {
 
 const char* kind_name(rm::StageKind k) {
   switch (k) {
-    case rm::StageKind::factor: return "factor";
-    case rm::StageKind::collapse: return "collapse";
-    case rm::StageKind::expand: return "expand";
-    case rm::StageKind::merge: return "merge";
-    case rm::StageKind::invmerge: return "invmerge";
+    case rm::StageKind::factor:
+      return "factor";
+    case rm::StageKind::collapse:
+      return "collapse";
+    case rm::StageKind::expand:
+      return "expand";
+    case rm::StageKind::merge:
+      return "merge";
+    case rm::StageKind::invmerge:
+      return "invmerge";
   }
   return "?";
 }
 
 const char* shape_name(rm::Shape s) {
   switch (s) {
-    case rm::Shape::factored: return "factored";
-    case rm::Shape::split: return "split";
-    case rm::Shape::merged: return "merged";
+    case rm::Shape::factored:
+      return "factored";
+    case rm::Shape::split:
+      return "split";
+    case rm::Shape::merged:
+      return "merged";
   }
   return "?";
 }
@@ -65,8 +73,8 @@ void bind_rm(nb::module_& m) {
       "Parse and check a recursive multiplying stage list against P.");
   m.def(
       "rm_recursive_doubling",
-      [](int64_t P) { return rm::to_string(rm::recursive_doubling_stages(P)); },
-      nb::arg("P"), "MPICH's recursive doubling as a stage list.");
+      [](int64_t P) { return rm::to_string(rm::recursive_doubling_stages(P)); }, nb::arg("P"),
+      "MPICH's recursive doubling as a stage list.");
 }
 
 }  // namespace collkit::py

@@ -68,9 +68,8 @@ In1<T> field(const nb::dict& d, const char* name, size_t n) {
     fail(ErrorKind::format, std::string("array '") + name + "' has the wrong dtype or shape");
   }
   if (n != SIZE_MAX && a.shape(0) != n)
-    fail(ErrorKind::format, std::string("array '") + name + "' has " +
-                                std::to_string(a.shape(0)) + " entries, expected " +
-                                std::to_string(n));
+    fail(ErrorKind::format, std::string("array '") + name + "' has " + std::to_string(a.shape(0)) +
+                                " entries, expected " + std::to_string(n));
   return a;
 }
 
@@ -121,8 +120,7 @@ Schedule from_arrays(const ScheduleHeader& h, const nb::dict& d) {
     }
     s.append_rank(p.view());
   }
-  if (i != n)
-    fail(ErrorKind::format, "the rank array must be sorted and hold ranks in [0, P)");
+  if (i != n) fail(ErrorKind::format, "the rank array must be sorted and hold ranks in [0, P)");
   return s;
 }
 
@@ -145,15 +143,17 @@ void bind_schedule(nb::module_& m) {
       .def_ro("rank", &RankProgram::rank)
       .def("__len__", [](const RankProgram& p) { return p.ops.size(); })
       .def_prop_ro("scratch", [](const RankProgram& p) { return p.scratch; })
-      .def("deps", [](const RankProgram& p, size_t i) {
-        if (i >= p.ops.size()) fail(ErrorKind::invalid_argument, "op index out of range");
-        auto d = p.view().deps_of(i);
-        return std::vector<OpId>(d.begin(), d.end());
-      })
+      .def("deps",
+           [](const RankProgram& p, size_t i) {
+             if (i >= p.ops.size()) fail(ErrorKind::invalid_argument, "op index out of range");
+             auto d = p.view().deps_of(i);
+             return std::vector<OpId>(d.begin(), d.end());
+           })
       .def("arrays", [](const RankProgram& p) { return op_arrays({p.view()}); });
 
   nb::class_<Schedule>(m, "Schedule")
-      .def_prop_ro("collective", [](const Schedule& s) { return std::string(to_string(s.header.collective)); })
+      .def_prop_ro("collective",
+                   [](const Schedule& s) { return std::string(to_string(s.header.collective)); })
       .def_prop_ro("algorithm", [](const Schedule& s) { return s.header.algorithm; })
       .def_prop_ro("P", [](const Schedule& s) { return s.header.P; })
       .def_prop_ro("count", [](const Schedule& s) { return s.header.count; })
@@ -161,41 +161,46 @@ void bind_schedule(nb::module_& m) {
       .def_prop_ro("root", [](const Schedule& s) { return s.header.root; })
       .def_prop_ro("total_ops", &Schedule::total_ops)
       .def_prop_ro("memory_bytes", &Schedule::memory_bytes)
-      .def("rank", [](const Schedule& s, int64_t r) {
-        RankView v = s.rank(r);
-        RankProgram p;
-        p.clear(r);
-        for (size_t i = 0; i < v.size(); ++i) p.append(v.ops[i], v.deps_of(i), v.stage[i]);
-        p.scratch.assign(v.scratch.begin(), v.scratch.end());
-        return p;
-      })
-      .def("arrays", [](const Schedule& s) {
-        std::vector<RankView> views;
-        std::vector<int64_t> scratch_begin{0}, scratch;
-        for (int64_t r = 0; r < s.num_ranks(); ++r) {
-          views.push_back(s.rank(r));
-          scratch.insert(scratch.end(), views.back().scratch.begin(), views.back().scratch.end());
-          scratch_begin.push_back(static_cast<int64_t>(scratch.size()));
-        }
-        nb::dict d = op_arrays(views);
-        d["scratch_begin"] = to_numpy(std::move(scratch_begin));
-        d["scratch"] = to_numpy(std::move(scratch));
-        return d;
-      })
-      .def("__eq__",
-           [](const Schedule& a, nb::handle b) -> nb::object {
-             if (!nb::isinstance<Schedule>(b)) return nb::borrow(Py_NotImplemented);
-             return nb::bool_(a == nb::cast<const Schedule&>(b));
-           },
-           nb::sig("def __eq__(self, other: object, /) -> bool"))
-      .def_static("from_arrays",
-                  [](const std::string& collective, int64_t P, int64_t count, int32_t elem_size,
-                     int64_t root, const std::string& algorithm, const nb::dict& arrays) {
-                    return from_arrays(make_header(collective, P, count, elem_size, root, algorithm),
-                                       arrays);
-                  },
-                  nb::arg("collective"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"),
-                  nb::arg("root"), nb::arg("algorithm"), nb::arg("arrays"));
+      .def("rank",
+           [](const Schedule& s, int64_t r) {
+             RankView v = s.rank(r);
+             RankProgram p;
+             p.clear(r);
+             for (size_t i = 0; i < v.size(); ++i) p.append(v.ops[i], v.deps_of(i), v.stage[i]);
+             p.scratch.assign(v.scratch.begin(), v.scratch.end());
+             return p;
+           })
+      .def("arrays",
+           [](const Schedule& s) {
+             std::vector<RankView> views;
+             std::vector<int64_t> scratch_begin{0}, scratch;
+             for (int64_t r = 0; r < s.num_ranks(); ++r) {
+               views.push_back(s.rank(r));
+               scratch.insert(scratch.end(), views.back().scratch.begin(),
+                              views.back().scratch.end());
+               scratch_begin.push_back(static_cast<int64_t>(scratch.size()));
+             }
+             nb::dict d = op_arrays(views);
+             d["scratch_begin"] = to_numpy(std::move(scratch_begin));
+             d["scratch"] = to_numpy(std::move(scratch));
+             return d;
+           })
+      .def(
+          "__eq__",
+          [](const Schedule& a, nb::handle b) -> nb::object {
+            if (!nb::isinstance<Schedule>(b)) return nb::borrow(Py_NotImplemented);
+            return nb::bool_(a == nb::cast<const Schedule&>(b));
+          },
+          nb::sig("def __eq__(self, other: object, /) -> bool"))
+      .def_static(
+          "from_arrays",
+          [](const std::string& collective, int64_t P, int64_t count, int32_t elem_size,
+             int64_t root, const std::string& algorithm, const nb::dict& arrays) {
+            return from_arrays(make_header(collective, P, count, elem_size, root, algorithm),
+                               arrays);
+          },
+          nb::arg("collective"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"),
+          nb::arg("root"), nb::arg("algorithm"), nb::arg("arrays"));
 }
 
 }  // namespace collkit::py

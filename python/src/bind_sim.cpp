@@ -21,7 +21,8 @@ double get(const nb::dict& d, const char* key, double fallback) {
   return d.contains(key) ? nb::cast<double>(d[key]) : fallback;
 }
 
-Distribution distribution(const std::string& kind, double a, double b, std::vector<double> samples) {
+Distribution distribution(const std::string& kind, double a, double b,
+                          std::vector<double> samples) {
   Distribution d;
   if (kind == "none")
     d.kind = DistKind::none;

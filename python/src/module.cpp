@@ -23,8 +23,8 @@ NB_MODULE(_core, m) {
   m.doc() = "collkit's compiled core (private: use the collkit package)";
   g_base = new_exception(m, "CollkitError", PyExc_ValueError, "Base of every collkit error.");
   using collkit::ErrorKind;
-  g_kinds[static_cast<int>(ErrorKind::invalid_argument)] =
-      new_exception(m, "InvalidArgumentError", g_base, "A P, count, rank or parameter that cannot be used.");
+  g_kinds[static_cast<int>(ErrorKind::invalid_argument)] = new_exception(
+      m, "InvalidArgumentError", g_base, "A P, count, rank or parameter that cannot be used.");
   g_kinds[static_cast<int>(ErrorKind::name)] =
       new_exception(m, "AlgorithmNameError", g_base, "A malformed or unknown algorithm name.");
   g_kinds[static_cast<int>(ErrorKind::format)] =

@@ -66,13 +66,21 @@ class RankState {
       const rm::Stage& s = st[i];
       const int64_t w = virtual_rank(x);
       switch (s.kind) {
-        case StageKind::collapse: collapse(x, s.threshold, s.base); break;
-        case StageKind::expand: expand(x, s.threshold, s.base); break;
+        case StageKind::collapse:
+          collapse(x, s.threshold, s.base);
+          break;
+        case StageKind::expand:
+          expand(x, s.threshold, s.base);
+          break;
         case StageKind::factor:
           if (w >= 0) exchange(w, plan_.mask[i], s.base, {}, {});
           break;
-        case StageKind::merge: merge(x, w, plan_.mask[i], s); break;
-        case StageKind::invmerge: invmerge(x, w, plan_.mask[i], s); break;
+        case StageKind::merge:
+          merge(x, w, plan_.mask[i], s);
+          break;
+        case StageKind::invmerge:
+          invmerge(x, w, plan_.mask[i], s);
+          break;
       }
     }
   }
@@ -126,8 +134,10 @@ class RankState {
     auto guard = [&] {
       deps.clear();
       if (wrote_out) return;
-      if (sends.empty()) deps.push_back(out_ready_);
-      else deps.insert(deps.end(), sends.begin(), sends.end());
+      if (sends.empty())
+        deps.push_back(out_ready_);
+      else
+        deps.insert(deps.end(), sends.begin(), sends.end());
     };
     int acc = ops[0].k;  // scratch index of the accumulator; -1: out
     OpId acc_op = ops[0].recv;

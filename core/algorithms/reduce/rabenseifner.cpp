@@ -73,7 +73,8 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
   OpId tmp_free = kNoOp;
   if (fold.partner(rank) >= 0) {
     tmp = b.scratch(n);
-    vec_ready = tmp_free = phases::fold_in(b, fold, Region{vec, 0, n}, vec_ready, Region{tmp, 0, n});
+    vec_ready = tmp_free =
+        phases::fold_in(b, fold, Region{vec, 0, n}, vec_ready, Region{tmp, 0, n});
   } else {
     const phases::Halving halving(fold, vrank);
     const auto& first = halving.stages[0];

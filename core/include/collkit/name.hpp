@@ -35,7 +35,8 @@ struct ParsedName {
 ParsedName parse_name(std::string_view text);
 
 // An Error(kind) whose message points at `pos` of `text`:  "<what>\n  <text>\n  <spaces>^".
-[[noreturn]] void fail_at(ErrorKind kind, std::string_view text, size_t pos, const std::string& what);
+[[noreturn]] void fail_at(ErrorKind kind, std::string_view text, size_t pos,
+                          const std::string& what);
 
 // Sizes with binary or decimal units: "8", "8B", "4KiB", "4K" (= KiB), "1MiB", "1.5MB", "2GiB".
 // Returns bytes; Error(invalid_argument) for anything else, negatives and overflow included.

@@ -62,11 +62,11 @@ struct GenArgs {
 
 struct AlgorithmSpec {
   Collective collective = Collective::allreduce;
-  std::string name;      // the part after "collective:"
-  std::string summary;   // one line
-  std::string phases;    // how it works, a few lines
-  std::string cost;      // in alpha / beta / gamma, e.g. "lg P (alpha + n beta + n gamma)"
-  std::string reference; // seed or paper
+  std::string name;       // the part after "collective:"
+  std::string summary;    // one line
+  std::string phases;     // how it works, a few lines
+  std::string cost;       // in alpha / beta / gamma, e.g. "lg P (alpha + n beta + n gamma)"
+  std::string reference;  // seed or paper
   std::vector<ParamSpec> params;
   Restrictions restrictions;
   // Optional: check the arguments as a whole and precompute what every rank needs (e.g. a

@@ -26,7 +26,9 @@ std::string_view to_string(Collective c);
 // Throws Error(name) for an unknown collective.
 Collective collective_from_string(std::string_view s);
 // Whether the collective has a root (reduce, bcast).
-constexpr bool is_rooted(Collective c) { return c == Collective::reduce || c == Collective::bcast; }
+constexpr bool is_rooted(Collective c) {
+  return c == Collective::reduce || c == Collective::bcast;
+}
 
 enum class OpKind : uint8_t { send, recv, reduce, copy, compute, sleep };
 std::string_view to_string(OpKind k);
@@ -40,7 +42,9 @@ constexpr BufId kIn = 0;
 constexpr BufId kOut = 1;
 constexpr BufId kFirstScratch = 2;
 constexpr int kMaxScratch = 250;
-constexpr BufId scratch_buf(int k) { return static_cast<BufId>(kFirstScratch + k); }
+constexpr BufId scratch_buf(int k) {
+  return static_cast<BufId>(kFirstScratch + k);
+}
 std::string buffer_name(BufId b);  // "in", "out", "s0", ...
 
 using OpId = uint32_t;

@@ -43,8 +43,8 @@ struct Diagnostic {
 };
 
 struct VerifyOptions {
-  bool commutative = true;     // whether the reduction op may swap operands
-  size_t max_diagnostics = 20; // stop listing after this many (counting continues)
+  bool commutative = true;      // whether the reduction op may swap operands
+  size_t max_diagnostics = 20;  // stop listing after this many (counting continues)
 };
 
 struct VerifyResult {

@@ -87,11 +87,16 @@ Stage parse_stage(std::string_view token) {
 std::string to_string(const Stage& s) {
   auto n = [](int64_t v) { return std::to_string(v); };
   switch (s.kind) {
-    case StageKind::factor: return "a" + n(s.base);
-    case StageKind::collapse: return "c" + n(s.threshold) + "m" + n(s.base);
-    case StageKind::expand: return "e" + n(s.threshold) + "m" + n(s.base);
-    case StageKind::merge: return "m" + n(s.remainder) + "g" + n(s.groups) + "a" + n(s.base);
-    case StageKind::invmerge: return "n" + n(s.remainder) + "g" + n(s.groups) + "a" + n(s.base);
+    case StageKind::factor:
+      return "a" + n(s.base);
+    case StageKind::collapse:
+      return "c" + n(s.threshold) + "m" + n(s.base);
+    case StageKind::expand:
+      return "e" + n(s.threshold) + "m" + n(s.base);
+    case StageKind::merge:
+      return "m" + n(s.remainder) + "g" + n(s.groups) + "a" + n(s.base);
+    case StageKind::invmerge:
+      return "n" + n(s.remainder) + "g" + n(s.groups) + "a" + n(s.base);
   }
   return "?";
 }
@@ -192,8 +197,10 @@ Plan make_plan(const std::vector<std::string>& tokens_in, int64_t P) {
         ei = i;
         break;
       case StageKind::merge:
-        if (ci) bad(i, "the merge " + name + " cannot be combined with a collapse: a schedule is "
-                       "split (cTmB...eTmB) or merged (mRgGaB...nRgGaB), not both");
+        if (ci)
+          bad(i, "the merge " + name +
+                     " cannot be combined with a collapse: a schedule is "
+                     "split (cTmB...eTmB) or merged (mRgGaB...nRgGaB), not both");
         if (mi) bad(i, "a second merge " + name + ": only one merge/inverse merge pair is allowed");
         if (i != 0) bad(i, "the merge " + name + " must be the first stage");
         mi = i;
@@ -227,8 +234,8 @@ Plan make_plan(const std::vector<std::string>& tokens_in, int64_t P) {
     plan.threshold = st[*ci].threshold;
     plan.collapse_base = st[*ci].base;
     inner = P - plan.threshold + plan.threshold / plan.collapse_base;
-    why_inner = "the collapse '" + to_string(st[*ci]) + "' leaves " + std::to_string(inner) +
-                " ranks, but";
+    why_inner =
+        "the collapse '" + to_string(st[*ci]) + "' leaves " + std::to_string(inner) + " ranks, but";
   } else if (mi) {
     plan.shape = Shape::merged;
     plan.remainder = st[*mi].remainder;
@@ -263,10 +270,9 @@ Plan make_plan(const std::vector<std::string>& tokens_in, int64_t P) {
                    " groups of " + std::to_string(m.base) + " (" + std::to_string(inner) + "/" +
                    std::to_string(m.base) + "), not " + std::to_string(m.groups));
     if (nv.groups != inner / nv.base)
-      bad(*ni, "the inverse merge '" + to_string(nv) + "' has " +
-                   std::to_string(inner / nv.base) + " groups of " + std::to_string(nv.base) +
-                   " (" + std::to_string(inner) + "/" + std::to_string(nv.base) + "), not " +
-                   std::to_string(nv.groups));
+      bad(*ni, "the inverse merge '" + to_string(nv) + "' has " + std::to_string(inner / nv.base) +
+                   " groups of " + std::to_string(nv.base) + " (" + std::to_string(inner) + "/" +
+                   std::to_string(nv.base) + "), not " + std::to_string(nv.groups));
   }
   return plan;
 }

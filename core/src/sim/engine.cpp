@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cmath>
+#include <ctime>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -30,11 +30,11 @@ enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kDeliver = 3 };
 // An op as the engine needs it, with its trial state beside it so that handling an op touches
 // one cache line: 32 bytes.
 struct SimOp {
-  double amount;        // send / recv: bytes; local ops: ns
-  int32_t peer;         // send / recv
-  uint32_t kind_seq;    // kind << 29 | sequence number of a send among this rank's sends to `peer`
-  uint32_t pending;     // deps not yet complete, | kMsgBit for a recv whose message is missing
-  uint32_t match;       // send: op index of its receive at `peer`; recv: of its send (see link)
+  double amount;      // send / recv: bytes; local ops: ns
+  int32_t peer;       // send / recv
+  uint32_t kind_seq;  // kind << 29 | sequence number of a send among this rank's sends to `peer`
+  uint32_t pending;   // deps not yet complete, | kMsgBit for a recv whose message is missing
+  uint32_t match;     // send: op index of its receive at `peer`; recv: of its send (see link)
   // Its successors (ops of its rank) in op order, inline as most ops have at most two:
   // kNoSucc for none; {kOverflow, i}: the list is overflow_[i + 1 .. i + overflow_[i]].
   uint32_t succ[2];
@@ -67,7 +67,9 @@ double elapsed(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 // CPU time of this process: on a shared machine it says what the engine cost, wall time not.
-double cpu_now() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+double cpu_now() {
+  return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+}
 
 class Engine {
  public:
@@ -139,8 +141,8 @@ class Engine {
         case OpKind::recv:
           if (op.peer < 0 || op.peer >= P_ || op.peer == r)
             fail(ErrorKind::invalid_argument,
-                 where(i) + " has peer " + std::to_string(op.peer) + ", not another rank of P = " +
-                     std::to_string(P_));
+                 where(i) + " has peer " + std::to_string(op.peer) +
+                     ", not another rank of P = " + std::to_string(P_));
           s.amount = len * esize;
           if (op.kind == OpKind::send) {
             tmp_sends_.push_back({op.peer, i});
@@ -160,8 +162,8 @@ class Engine {
           s.amount = len;
           break;
         default:
-          fail(ErrorKind::invalid_argument, "rank " + std::to_string(r) + " op " +
-                                                std::to_string(i) + " has an unknown kind");
+          fail(ErrorKind::invalid_argument,
+               "rank " + std::to_string(r) + " op " + std::to_string(i) + " has an unknown kind");
       }
       s.pending = pending;
       const uint32_t sb = tmp_succ_end_[i], ns = tmp_count_[i] - sb;
@@ -196,7 +198,8 @@ class Engine {
   void flush_block() {
     const size_t nr = staged_begin_.size() - 1;
     size_t width = 0;
-    for (size_t q = 0; q < nr; ++q) width = std::max(width, staged_begin_[q + 1] - staged_begin_[q]);
+    for (size_t q = 0; q < nr; ++q)
+      width = std::max(width, staged_begin_[q + 1] - staged_begin_[q]);
     const size_t base = ops_.size();
     ops_.resize(base + width * kBlock, SimOp{0, -1, kHole, 0, 0, {kNoSucc, kNoSucc}});
     for (size_t q = 0; q < nr; ++q)
@@ -392,8 +395,7 @@ class Engine {
       if (ops_[k].pending == 0) {
         if (record_ && ops_[k].kind() == OpKind::recv) op_start_[k] = now_;
         ready(r, i, kNone);
-      }
-      else if (ops_[k].pending == kMsgBit && record_)
+      } else if (ops_[k].pending == kMsgBit && record_)
         op_start_[k] = now_;  // a recv without deps is posted at once
     }
   }
@@ -587,8 +589,7 @@ class Engine {
 
   size_t memory_bytes() const {
     auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
-    return cap(ops_) + cap(ndeps_) + cap(overflow_) +
-           cap(recv_index_) + cap(rank_op_begin_) +
+    return cap(ops_) + cap(ndeps_) + cap(overflow_) + cap(recv_index_) + cap(rank_op_begin_) +
            cap(rank_recv_begin_) + cap(cpu_free_) + cap(port_free_) + cap(recv_free_) +
            cap(finish_) + queue_.memory_bytes();
   }
@@ -603,7 +604,7 @@ class Engine {
   // Plain vectors: huge pages (BigVector) made the event loop 10% faster at 10^6 ranks but cost
   // more in the kernel while loading than they saved (benchmarks/results/bench_simulate.md).
   std::vector<SimOp> ops_;
-  std::vector<uint32_t> ndeps_;  // SimOp::pending at the start of a trial
+  std::vector<uint32_t> ndeps_;     // SimOp::pending at the start of a trial
   std::vector<uint32_t> overflow_;  // successor lists of ops with more than two
   std::vector<RecvKey> recv_index_;
   std::vector<uint64_t> rank_op_begin_;  // ops numbered rank by rank: where each rank's begin
@@ -619,7 +620,7 @@ class Engine {
   std::vector<uint8_t> started_;
   EventQueue queue_;
   std::vector<std::pair<uint32_t, uint32_t>> now_stack_;
-  std::unordered_map<uint64_t, Rendezvous> rendezvous_;  // by the receive's global op index
+  std::unordered_map<uint64_t, Rendezvous> rendezvous_;   // by the receive's global op index
   std::unordered_map<uint64_t, double> pending_cpu_end_;  // rendezvous sends in flight
   Rng rng_{0};
   double now_ = 0, bytes_ = 0;

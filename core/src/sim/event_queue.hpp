@@ -11,9 +11,9 @@
 namespace collkit::sim::detail {
 
 struct Event {
-  double t;         // ns, >= 0
+  double t;  // ns, >= 0
   uint32_t rank;
-  uint32_t op_type; // op index << 2 | type
+  uint32_t op_type;  // op index << 2 | type
 };
 static_assert(sizeof(Event) == 16);
 

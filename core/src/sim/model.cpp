@@ -9,7 +9,7 @@ namespace collkit::sim {
 
 namespace {
 constexpr std::array<std::string_view, 5> kNames = {"postal", "pipelined_postal", "logp", "loggp",
-                                                     "loggops"};
+                                                    "loggops"};
 
 void check_time(double v, const char* name) {
   if (!std::isfinite(v) || v < 0)
@@ -18,7 +18,9 @@ void check_time(double v, const char* name) {
 }
 }  // namespace
 
-std::string_view to_string(ModelKind k) { return kNames[static_cast<size_t>(k)]; }
+std::string_view to_string(ModelKind k) {
+  return kNames[static_cast<size_t>(k)];
+}
 
 ModelKind model_from_string(std::string_view s) {
   if (s == "pipelined-postal") return ModelKind::pipelined_postal;

@@ -15,12 +15,16 @@ uint64_t splitmix64(uint64_t& x) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 [[noreturn]] void bad(const char* what, const std::string& msg) {
   fail(ErrorKind::invalid_argument, std::string(what) + ": " + msg);
 }
-bool ok_time(double v) { return std::isfinite(v) && v >= 0; }
+bool ok_time(double v) {
+  return std::isfinite(v) && v >= 0;
+}
 }  // namespace
 
 Rng::Rng(uint64_t seed) {
@@ -39,7 +43,9 @@ uint64_t Rng::next() {
   return result;
 }
 
-double Rng::uniform01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Rng::uniform01() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 void validate(const Distribution& d, const char* what) {
   switch (d.kind) {
@@ -55,7 +61,8 @@ void validate(const Distribution& d, const char* what) {
       return;
     case DistKind::lognormal:
       if (!ok_time(d.a) || d.a == 0) bad(what, "lognormal median must be a finite time > 0");
-      if (!std::isfinite(d.b) || d.b < 0 || d.b > 10) bad(what, "lognormal sigma must be in [0, 10]");
+      if (!std::isfinite(d.b) || d.b < 0 || d.b > 10)
+        bad(what, "lognormal sigma must be in [0, 10]");
       return;
     case DistKind::samples:
       if (d.samples.empty()) bad(what, "no samples");

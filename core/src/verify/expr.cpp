@@ -14,12 +14,12 @@ uint64_t rank_hash(int64_t rank) {
   return z ^ (z >> 31);
 }
 
-ExprTable::ExprTable(int64_t leaf_ranks, int64_t leaf_stride) : stride_(std::max<int64_t>(1, leaf_stride)) {
+ExprTable::ExprTable(int64_t leaf_ranks, int64_t leaf_stride)
+    : stride_(std::max<int64_t>(1, leaf_stride)) {
   int64_t leaves = leaf_ranks * stride_;
   if (leaves >= (int64_t{1} << 31))
-    fail(ErrorKind::invalid_argument,
-         "too many input elements to verify (" + std::to_string(leaves) +
-             "): use a smaller count or P");
+    fail(ErrorKind::invalid_argument, "too many input elements to verify (" +
+                                          std::to_string(leaves) + "): use a smaller count or P");
   leaf_end_ = static_cast<Val>(1 + leaves);
   next_canon_ = leaf_end_ + (Val{1} << 31);  // canonical ids of combined nodes live apart
 }

@@ -17,13 +17,13 @@ using Val = uint32_t;
 constexpr Val kUndef = 0;
 
 struct Node {
-  Val a, b;           // operands, exact order
-  Val canon;          // id in the swap-insensitive table
+  Val a, b;   // operands, exact order
+  Val canon;  // id in the swap-insensitive table
   int32_t min_rank, max_rank;
-  int64_t idx;        // element index shared by all leaves, -1 if mixed
+  int64_t idx;  // element index shared by all leaves, -1 if mixed
   uint64_t nleaves;
-  uint64_t hash;      // sum of rank_hash over leaves: a multiset fingerprint
-  bool ordered;       // an in-order walk meets the leaves in increasing, contiguous rank order
+  uint64_t hash;  // sum of rank_hash over leaves: a multiset fingerprint
+  bool ordered;   // an in-order walk meets the leaves in increasing, contiguous rank order
 };
 
 uint64_t rank_hash(int64_t rank);
@@ -31,17 +31,19 @@ uint64_t rank_hash(int64_t rank);
 class ExprTable {
  public:
   ExprTable(int64_t leaf_ranks, int64_t leaf_stride);
-  Val leaf(int64_t rank, int64_t idx) const {
-    return static_cast<Val>(1 + rank * stride_ + idx);
-  }
+  Val leaf(int64_t rank, int64_t idx) const { return static_cast<Val>(1 + rank * stride_ + idx); }
   bool is_leaf(Val v) const { return v != kUndef && v < leaf_end_; }
   Val combine(Val left, Val right);
 
   int64_t leaf_rank(Val v) const { return static_cast<int64_t>(v - 1) / stride_; }
   int64_t leaf_idx(Val v) const { return static_cast<int64_t>(v - 1) % stride_; }
   // Attributes of any defined value.
-  int32_t min_rank(Val v) const { return is_leaf(v) ? static_cast<int32_t>(leaf_rank(v)) : node(v).min_rank; }
-  int32_t max_rank(Val v) const { return is_leaf(v) ? static_cast<int32_t>(leaf_rank(v)) : node(v).max_rank; }
+  int32_t min_rank(Val v) const {
+    return is_leaf(v) ? static_cast<int32_t>(leaf_rank(v)) : node(v).min_rank;
+  }
+  int32_t max_rank(Val v) const {
+    return is_leaf(v) ? static_cast<int32_t>(leaf_rank(v)) : node(v).max_rank;
+  }
   int64_t idx(Val v) const { return is_leaf(v) ? leaf_idx(v) : node(v).idx; }
   uint64_t nleaves(Val v) const { return is_leaf(v) ? 1 : node(v).nleaves; }
   uint64_t hash(Val v) const { return is_leaf(v) ? rank_hash(leaf_rank(v)) : node(v).hash; }

@@ -1,23 +1,29 @@
 // The verifier's passes, in order; each stops the run if it finds problems that make the next
 // one meaningless: structure -> dependency cycles -> hazards -> matching -> execution (deadlock,
 // values) -> the collective's postcondition. See collkit/verify.hpp for what each proves.
-#include "collkit/verify.hpp"
-
 #include <algorithm>
 #include <memory>
 #include <numeric>
 #include <unordered_map>
 
 #include "collkit/error.hpp"
+#include "collkit/verify.hpp"
 #include "expr.hpp"
 
 namespace collkit {
 
 std::string_view to_string(DiagKind k) {
-  static const char* names[] = {"bad_op",         "dep_cycle",       "hazard",
-                                "unmatched_send", "unmatched_recv",  "size_mismatch",
-                                "deadlock",       "uninitialized",   "wrong_result",
-                                "inconsistent_tree", "needs_commutativity"};
+  static const char* names[] = {"bad_op",
+                                "dep_cycle",
+                                "hazard",
+                                "unmatched_send",
+                                "unmatched_recv",
+                                "size_mismatch",
+                                "deadlock",
+                                "uninitialized",
+                                "wrong_result",
+                                "inconsistent_tree",
+                                "needs_commutativity"};
   return names[static_cast<size_t>(k)];
 }
 
@@ -123,7 +129,9 @@ class Verifier {
       RankView v = s_.rank(r);
       for (size_t i = 0; i < v.size(); ++i) {
         const Op& op = v.ops[i];
-        auto bad = [&](const std::string& why) { add(DiagKind::bad_op, r, int64_t(i), where(r, i, v) + ": " + why); };
+        auto bad = [&](const std::string& why) {
+          add(DiagKind::bad_op, r, int64_t(i), where(r, i, v) + ": " + why);
+        };
         if (static_cast<uint8_t>(op.kind) > static_cast<uint8_t>(OpKind::sleep)) {
           bad("unknown op kind");
           continue;
@@ -139,16 +147,15 @@ class Verifier {
             return;
           }
           if (off < 0 || op.len < 0 || off > size || op.len > size - off)
-            bad(std::string(what) + " region " + region_text(b, off, op.len) +
-                " is outside " + buffer_name(b) + ", which has " + std::to_string(size) +
-                " elements");
+            bad(std::string(what) + " region " + region_text(b, off, op.len) + " is outside " +
+                buffer_name(b) + ", which has " + std::to_string(size) + " elements");
         };
         switch (op.kind) {
           case OpKind::send:
           case OpKind::recv:
             if (op.peer < 0 || op.peer >= h_.P)
-              bad("peer " + std::to_string(op.peer) + " is not a rank of P = " +
-                  std::to_string(h_.P));
+              bad("peer " + std::to_string(op.peer) +
+                  " is not a rank of P = " + std::to_string(h_.P));
             region_ok(op.buf, op.off, op.kind == OpKind::send ? "source" : "destination");
             if (op.kind == OpKind::recv && op.buf == kIn)
               bad("writes the input buffer, which is read-only (MPI's sendbuf is const)");
@@ -172,7 +179,8 @@ class Verifier {
         for (OpId d : v.deps_of(i))
           if (d >= v.size() || d == i)
             bad("depends on op " + std::to_string(d) + ", which " +
-                (d == i ? std::string("is itself") : "does not exist (the rank has " + std::to_string(v.size()) + " ops)"));
+                (d == i ? std::string("is itself")
+                        : "does not exist (the rank has " + std::to_string(v.size()) + " ops)"));
       }
     }
     return res_.total_problems == before;
@@ -254,14 +262,19 @@ class Verifier {
           if (b != kIn) acc.push_back({b, off, off + op.len, static_cast<uint32_t>(i), w});
         };
         switch (op.kind) {
-          case OpKind::send: push(op.buf, op.off, false); break;
-          case OpKind::recv: push(op.buf, op.off, true); break;
+          case OpKind::send:
+            push(op.buf, op.off, false);
+            break;
+          case OpKind::recv:
+            push(op.buf, op.off, true);
+            break;
           case OpKind::reduce:
           case OpKind::copy:
             push(op.src, op.src_off, false);
             push(op.buf, op.off, true);
             break;
-          default: break;
+          default:
+            break;
         }
       }
       std::sort(acc.begin(), acc.end(), [](const Access& a, const Access& b) {
@@ -278,8 +291,10 @@ class Verifier {
           if (topo_[gid(r, p)] > topo_[gid(r, q)]) std::swap(p, q);
           if (++epoch == 0) std::fill(stamp.begin(), stamp.end(), 0), epoch = 1;
           if (reaches(v, r, p, q, stamp, epoch)) continue;
-          if (reported++ < 3) hazard(r, v, x, a);
-          else ++res_.total_problems;
+          if (reported++ < 3)
+            hazard(r, v, x, a);
+          else
+            ++res_.total_problems;
         }
         active.push_back(a);
       }
@@ -403,7 +418,8 @@ class Verifier {
       match_[rg] = g;
     }
     std::vector<std::pair<Key, uint32_t>> left(recvs.begin(), recvs.end());
-    std::sort(left.begin(), left.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+    std::sort(left.begin(), left.end(),
+              [](const auto& x, const auto& y) { return x.second < y.second; });
     for (const auto& [key, g] : left)
       add(DiagKind::unmatched_recv, key.b, g - s_.rank_op_begin()[key.b],
           where_g(g) + ": its " + ordinal(key.k) + " receive from rank " + std::to_string(key.a) +
@@ -472,7 +488,8 @@ bool Verifier::execute() {
     auto& m = mem_[static_cast<size_t>(r)];
     m.resize(1 + v.scratch.size());
     m[0].assign(static_cast<size_t>(h_.out_elems(r)), kUndef);
-    for (size_t k = 0; k < v.scratch.size(); ++k) m[k + 1].assign(static_cast<size_t>(v.scratch[k]), kUndef);
+    for (size_t k = 0; k < v.scratch.size(); ++k)
+      m[k + 1].assign(static_cast<size_t>(v.scratch[k]), kUndef);
     if (h_.collective == Collective::bcast && r == h_.root)
       for (int64_t i = 0; i < h_.count; ++i) m[0][static_cast<size_t>(i)] = expr_->leaf(r, i);
   }
@@ -515,11 +532,13 @@ bool Verifier::execute() {
     }
   }
   std::reverse(ready.begin(), ready.end());  // start low ranks / low ops first
-  std::vector<Val> payload;                 // message values, captured when a send starts
+  std::vector<Val> payload;                  // message values, captured when a send starts
   std::vector<uint64_t> payload_off(M, 0);
   std::vector<uint8_t> reported_undef(static_cast<size_t>(P), 0);
   const std::span<const Op> ops = s_.all_ops();
-  auto local_index = [&](uint32_t g) { return g - s_.rank_op_begin()[static_cast<size_t>(op_rank[g])]; };
+  auto local_index = [&](uint32_t g) {
+    return g - s_.rank_op_begin()[static_cast<size_t>(op_rank[g])];
+  };
 
   auto release = [&](uint32_t g) {
     if (--pending[g] == 0) ready.push_back(g);
@@ -606,7 +625,8 @@ bool Verifier::execute() {
         break;
       }
       case OpKind::copy:
-        for (int64_t j = 0; j < op.len; ++j) cell(r, op.buf, op.off + j) = read(r, op.src, op.src_off + j);
+        for (int64_t j = 0; j < op.len; ++j)
+          cell(r, op.buf, op.off + j) = read(r, op.src, op.src_off + j);
         complete(g);
         break;
       case OpKind::compute:
@@ -638,9 +658,11 @@ void Verifier::report_stuck(const std::vector<uint8_t>& state) {
       if (has_channel_pred_[g])
         for (size_t i = 0; i < g - base; ++i)
           if (next_in_channel_[base + i] == g && state[base + i] == 0)
-            out.push_back({base + static_cast<uint32_t>(i), "is posted after the earlier message on the same pair,"});
+            out.push_back({base + static_cast<uint32_t>(i),
+                           "is posted after the earlier message on the same pair,"});
     } else if (state[g] == 1 && match_[g] != kNone && state[match_[g]] == 0) {
-      out.push_back({match_[g], ops[g].kind == OpKind::send ? "waits for its receive," : "waits for its send,"});
+      out.push_back({match_[g], ops[g].kind == OpKind::send ? "waits for its receive,"
+                                                            : "waits for its send,"});
     }
   };
   std::vector<uint8_t> color(M, 0);  // 0 new, 1 on stack, 2 done
@@ -704,7 +726,9 @@ bool Verifier::check_postcondition() {
   res_.consistent_commutative = res_.consistent_noncommutative = true;
   auto fail_both = [&] { res_.consistent_commutative = res_.consistent_noncommutative = false; };
   size_t listed = 0;
-  auto out_at = [&](int64_t r, int64_t i) { return mem_[static_cast<size_t>(r)][0][static_cast<size_t>(i)]; };
+  auto out_at = [&](int64_t r, int64_t i) {
+    return mem_[static_cast<size_t>(r)][0][static_cast<size_t>(i)];
+  };
   auto elem = [](int64_t r, const char* buf, int64_t i) {
     return "rank " + std::to_string(r) + " " + buf + "[" + std::to_string(i) + "]";
   };
@@ -756,9 +780,11 @@ bool Verifier::check_postcondition() {
         if (seen[static_cast<size_t>(q)] > 1 && dup.size() < 60) dup += " r" + std::to_string(q);
       }
       if (!miss.empty()) detail += "missing" + miss;
-      if (!dup.empty()) detail += std::string(detail.empty() ? "" : "; ") + "counted more than once:" + dup;
+      if (!dup.empty())
+        detail += std::string(detail.empty() ? "" : "; ") + "counted more than once:" + dup;
     } else {
-      detail = std::to_string(E.nleaves(v)) + " operands where " + std::to_string(P) + " were expected";
+      detail =
+          std::to_string(E.nleaves(v)) + " operands where " + std::to_string(P) + " were expected";
     }
     add(DiagKind::wrong_result, r, -1,
         elem(r, "out", i) + ": expected the reduction of element " + std::to_string(i) +
@@ -773,9 +799,10 @@ bool Verifier::check_postcondition() {
     if (E.canon(v) != E.canon(v0)) res_.consistent_commutative = false;
     bool bad = opts_.commutative ? E.canon(v) != E.canon(v0) : v != v0;
     if (bad && listed++ < 4) {
-      std::string note = (E.canon(v) == E.canon(v0))
-                             ? " (they differ only by swapped operands: consistent for a commutative op)"
-                             : "";
+      std::string note =
+          (E.canon(v) == E.canon(v0))
+              ? " (they differ only by swapped operands: consistent for a commutative op)"
+              : "";
       add(DiagKind::inconsistent_tree, r, -1,
           "element " + std::to_string(i) + " is reduced with different trees: rank " +
               std::to_string(r0) + " has " + E.render(v0) + ", rank " + std::to_string(r) +
@@ -820,7 +847,8 @@ bool Verifier::check_postcondition() {
           if (v != want) {
             add(DiagKind::wrong_result, r, -1,
                 elem(r, "out", i) + ": expected the root's element " + std::to_string(i) +
-                    ", found " + (v == kUndef ? std::string("nothing (never written)") : E.render(v)));
+                    ", found " +
+                    (v == kUndef ? std::string("nothing (never written)") : E.render(v)));
             fail_both();
           }
         }
@@ -832,11 +860,14 @@ bool Verifier::check_postcondition() {
             Val v = out_at(r, q * n + j), want = E.leaf(q, r * n + j);
             if (v != want) {
               std::string found = v == kUndef ? std::string("nothing (never written)")
-                                  : E.is_leaf(v) ? "rank " + std::to_string(E.leaf_rank(v)) + "'s in[" + std::to_string(E.leaf_idx(v)) + "]"
-                                                 : E.render(v);
+                                  : E.is_leaf(v)
+                                      ? "rank " + std::to_string(E.leaf_rank(v)) + "'s in[" +
+                                            std::to_string(E.leaf_idx(v)) + "]"
+                                      : E.render(v);
               add(DiagKind::wrong_result, r, -1,
                   elem(r, "out", q * n + j) + ": expected rank " + std::to_string(q) + "'s in[" +
-                      std::to_string(r * n + j) + "] (block " + std::to_string(r) + "), found " + found);
+                      std::to_string(r * n + j) + "] (block " + std::to_string(r) + "), found " +
+                      found);
               fail_both();
             }
           }

@@ -9,6 +9,7 @@
 namespace collkit::sim {
 
 // Global op indices, first to last. `cause[k]` is UINT64_MAX for an op nothing held up.
-std::vector<uint64_t> critical_path(std::span<const double> op_end, std::span<const uint64_t> cause);
+std::vector<uint64_t> critical_path(std::span<const double> op_end,
+                                    std::span<const uint64_t> cause);
 
 }  // namespace collkit::sim

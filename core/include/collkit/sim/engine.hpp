@@ -45,20 +45,20 @@ struct SimOptions {
 
 struct SimResult {
   int64_t P = 0;
-  std::vector<double> finish;     // per rank, trial 0: when its last op completed (ns)
-  std::vector<double> makespans;  // per trial (ns)
-  int64_t messages = 0;           // per trial
-  int64_t bytes = 0;              // per trial
-  int64_t ops = 0;                // per trial
-  int64_t events = 0;             // ops + messages, all trials
-  double load_seconds = 0, run_seconds = 0;          // wall clock
+  std::vector<double> finish;                // per rank, trial 0: when its last op completed (ns)
+  std::vector<double> makespans;             // per trial (ns)
+  int64_t messages = 0;                      // per trial
+  int64_t bytes = 0;                         // per trial
+  int64_t ops = 0;                           // per trial
+  int64_t events = 0;                        // ops + messages, all trials
+  double load_seconds = 0, run_seconds = 0;  // wall clock
   double load_cpu_seconds = 0, run_cpu_seconds = 0;  // CPU time of the process
-  size_t memory_bytes = 0;  // the engine's arrays
+  size_t memory_bytes = 0;                           // the engine's arrays
 
   // With SimOptions::record (trial 0). Ops are numbered globally, rank by rank, in op order.
-  std::vector<uint64_t> rank_op_begin;  // P + 1
-  std::vector<double> op_start, op_end; // recv: start = posted
-  std::vector<uint64_t> critical_path;  // global op indices, first to last
+  std::vector<uint64_t> rank_op_begin;       // P + 1
+  std::vector<double> op_start, op_end;      // recv: start = posted
+  std::vector<uint64_t> critical_path;       // global op indices, first to last
   std::vector<uint64_t> msg_send, msg_recv;  // global op indices of each message
   std::vector<double> msg_depart, msg_arrive;
 };

@@ -39,9 +39,9 @@ struct ModelParams {
   double G = 0;          // LogGP/LogGOPS: gap per byte (ns)
   double O = 0;          // LogGOPS: CPU overhead per byte (ns)
   double S = std::numeric_limits<double>::infinity();  // LogGOPS: rendezvous above S bytes
-  double gamma = 0;        // ns per byte reduced
-  double reduce_base = 0;  // ns per reduce op, whatever its size
-  double copy_beta = 0;    // ns per byte copied
+  double gamma = 0;                                    // ns per byte reduced
+  double reduce_base = 0;                              // ns per reduce op, whatever its size
+  double copy_beta = 0;                                // ns per byte copied
 
   bool is_logp_family() const { return kind >= ModelKind::logp; }
 };

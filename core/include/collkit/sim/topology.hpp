@@ -21,12 +21,12 @@ enum class TopoKind : uint8_t { none, fattree, dragonfly, torus };
 struct Topology {
   TopoKind kind = TopoKind::none;
   int64_t ranks_per_node = 1;
-  double intra = 0;   // ns for a message within a node
-  double hop = 0;     // ns per switch hop between nodes
-  double global = 0;  // dragonfly: ns per global link
-  int64_t k = 2;      // fattree radix
-  int64_t p = 1;      // dragonfly nodes per router
-  int64_t a = 1;      // dragonfly routers per group
+  double intra = 0;           // ns for a message within a node
+  double hop = 0;             // ns per switch hop between nodes
+  double global = 0;          // dragonfly: ns per global link
+  int64_t k = 2;              // fattree radix
+  int64_t p = 1;              // dragonfly nodes per router
+  int64_t a = 1;              // dragonfly routers per group
   std::vector<int64_t> dims;  // torus
 
   // Extra latency of a message from rank src to rank dst (ns).
