@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up collkit with its test dependencies and run the whole test suite:
 #   1. the C++ core under AddressSanitizer + UBSan (its own CMake build, C++ unit tests),
-#   2. lint (ruff) and types (mypy --strict),
+#   2. format (clang-format, ruff), lint (ruff) and types (mypy --strict),
 #   3. pytest over everything the user touches.
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -22,6 +22,10 @@ cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build build/sanitize -j 2
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/sanitize --output-on-failure
+
+echo "== clang-format"
+git ls-files 'core/*.cpp' 'core/*.hpp' 'mpi/*.cpp' 'mpi/*.hpp' 'mpi/*.h' 'python/src/*.cpp' \
+  'python/src/*.hpp' | xargs .venv/bin/clang-format --dry-run --Werror
 
 echo "== ruff"
 .venv/bin/python -m ruff check python tests benchmarks
