@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
+export PATH="$PWD/.venv/bin:$PATH"  # cmake, ninja and clang-format from the venv
 
 # Open MPI, so the executor is also tested against a second MPI (Debian's, as a cluster would
 # have one). Best effort: without root or apt the Open MPI tests are skipped with a reason.

@@ -374,3 +374,38 @@ def test_compare_trees_same_and_different() -> None:
     assert "element 0" in c.difference and "(r12+r11)" in c.difference
     with pytest.raises(collkit.InvalidArgumentError):
         collkit.compare_trees(a, collkit.generate("allreduce:rd", 12, 3))
+
+
+def test_in_place_catches_a_schedule_that_relies_on_separate_buffers() -> None:
+    # Each rank sends its input straight from `in` and reduces into `out` without waiting for the
+    # send: fine with separate buffers, a hazard under MPI_IN_PLACE, where `in` is `out`.
+    ops = empty("allreduce", 2, 3)
+    for me in range(2):
+        w = RankWriter(ops, me)
+        s0 = w.scratch(3)
+        w.send(1 - me, "in", 0, 3)
+        rv = w.recv(1 - me, s0, 0, 3)
+        cp = w.copy("out", 0, "in", 0, 3)
+        w.reduce("out", 0, s0, 0, 3, src_first=me == 1, deps=[cp, rv])
+    s = ops.build()
+    assert collkit.verify(s, commutative=False).ok
+    r = collkit.verify(s, in_place=True)
+    assert not r.ok and "hazard" in r.kinds
+    assert "may overwrite out[0:3] while the message sent from it" in r.diagnostics[0].message
+
+
+def test_every_reduction_algorithm_is_in_place_safe() -> None:
+    for spec in collkit.algorithms():
+        if spec["collective"] not in ("allreduce", "reduce") or spec["name"].endswith(":rm"):
+            continue
+        algo = collkit.Algorithm(spec["name"])
+        for P in (1, 2, 3, 5, 8, 13):
+            for root in {0, P - 1} if algo.collective == "reduce" else {0}:
+                try:
+                    s = algo.generate(P, 5, 8, root)
+                except collkit.UnsupportedError:
+                    continue
+                r = collkit.verify(s, in_place=True)
+                assert r.ok, r.summary()
+    with pytest.raises(collkit.InvalidArgumentError, match="in-place check applies"):
+        collkit.verify(collkit.generate("bcast:binomial", 4, 1), in_place=True)

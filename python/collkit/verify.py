@@ -114,15 +114,20 @@ def _result(raw: dict[str, Any], s: Schedule) -> VerifyResult:
     )
 
 
-def verify(schedule: Schedule, commutative: bool = True, max_diagnostics: int = 20) -> VerifyResult:
-    """Execute `schedule` symbolically and check it (see DESIGN.md, "Verifier").
+def verify(
+    schedule: Schedule, commutative: bool = True, max_diagnostics: int = 20, in_place: bool = False
+) -> VerifyResult:
+    """Execute `schedule` symbolically and check it (see docs/verifier.md).
 
     commutative: whether the reduction op may swap operands. With False, every reduced element
     must be combined in rank order with the same tree on every rank.
+    in_place: check the schedule as it runs under MPI_IN_PLACE (allreduce and reduce): `in` is
+    the same memory as `out`, so reading `in` after writing `out` is caught.
     """
     if max_diagnostics < 0:
         raise ValueError("max_diagnostics must be >= 0")
-    return _result(_core.verify(schedule, commutative, max_diagnostics), schedule)
+    raw = _core.verify(schedule, commutative, max_diagnostics, in_place)
+    return _result(raw, schedule)
 
 
 def verify_algorithm(
@@ -132,13 +137,16 @@ def verify_algorithm(
     elem_size: int = 8,
     root: int = 0,
     commutative: bool | None = None,
+    in_place: bool = False,
 ) -> VerifyResult:
     """Generate and verify. commutative=None: as the algorithm declares (non-commutative unless
     it requires a commutative op)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
     if commutative is None:
         commutative = bool(algo.spec["restrictions"]["commutative_op"])
-    return verify(algo.generate(P, count, elem_size, root), commutative=commutative)
+    return verify(
+        algo.generate(P, count, elem_size, root), commutative=commutative, in_place=in_place
+    )
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,11 @@ namespace collkit::py {
 void bind_verify(nb::module_& m) {
   m.def(
       "verify",
-      [](const Schedule& s, bool commutative, size_t max_diagnostics) {
+      [](const Schedule& s, bool commutative, size_t max_diagnostics, bool in_place) {
         VerifyOptions o;
         o.commutative = commutative;
         o.max_diagnostics = max_diagnostics;
+        o.in_place = in_place;
         VerifyResult r;
         {
           nb::gil_scoped_release unlock;
@@ -40,7 +41,8 @@ void bind_verify(nb::module_& m) {
         d["diagnostics"] = diags;
         return d;
       },
-      nb::arg("schedule"), nb::arg("commutative") = true, nb::arg("max_diagnostics") = 20);
+      nb::arg("schedule"), nb::arg("commutative") = true, nb::arg("max_diagnostics") = 20,
+      nb::arg("in_place") = false);
   m.def(
       "compare_trees",
       [](const Schedule& a, const Schedule& b) {

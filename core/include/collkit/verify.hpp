@@ -45,6 +45,10 @@ struct Diagnostic {
 struct VerifyOptions {
   bool commutative = true;      // whether the reduction op may swap operands
   size_t max_diagnostics = 20;  // stop listing after this many (counting continues)
+  // MPI_IN_PLACE: `in` is the same memory as `out` (allreduce: every rank; reduce: the root),
+  // holding the input at the start. A copy of in[a:b] onto out[a:b] is then a no-op (executors
+  // skip it), and a schedule that reads `in` after writing `out` is caught.
+  bool in_place = false;
 };
 
 struct VerifyResult {

@@ -88,6 +88,12 @@ class Verifier {
   }
   const ExprTable& table() const { return *expr_; }
 
+  // Under MPI_IN_PLACE, whether this rank's `out` starts with its input.
+  bool in_place_rank(int64_t r) const {
+    return opts_.in_place && (h_.collective == Collective::allreduce ||
+                              (h_.collective == Collective::reduce && r == h_.root));
+  }
+
   VerifyResult run() {
     if (!s_.complete())
       fail(ErrorKind::invalid_argument, "schedule holds " + std::to_string(s_.num_ranks()) +
@@ -490,7 +496,7 @@ bool Verifier::execute() {
     m[0].assign(static_cast<size_t>(h_.out_elems(r)), kUndef);
     for (size_t k = 0; k < v.scratch.size(); ++k)
       m[k + 1].assign(static_cast<size_t>(v.scratch[k]), kUndef);
-    if (h_.collective == Collective::bcast && r == h_.root)
+    if ((h_.collective == Collective::bcast && r == h_.root) || in_place_rank(r))
       for (int64_t i = 0; i < h_.count; ++i) m[0][static_cast<size_t>(i)] = expr_->leaf(r, i);
   }
   const bool barrier = h_.collective == Collective::barrier;
@@ -880,7 +886,49 @@ bool Verifier::check_postcondition() {
 
 }  // namespace
 
+// The schedule an executor runs under MPI_IN_PLACE: on the aliased ranks every access to `in`
+// becomes an access to `out`, and a copy of a region onto itself becomes an empty compute (the
+// executor skips it). Dependencies, op indices and messages are unchanged, so diagnoses still
+// name the ops of the original schedule.
+Schedule in_place_schedule(const Schedule& s) {
+  const ScheduleHeader& h = s.header;
+  if (h.collective != Collective::allreduce && h.collective != Collective::reduce)
+    fail(ErrorKind::invalid_argument,
+         "the in-place check applies to allreduce and reduce (MPI_IN_PLACE aliases sendbuf to "
+         "recvbuf), not " +
+             std::string(to_string(h.collective)));
+  Schedule out(h);
+  RankProgram p;
+  for (int64_t r = 0; r < s.num_ranks(); ++r) {
+    RankView v = s.rank(r);
+    p.clear(r);
+    p.scratch.assign(v.scratch.begin(), v.scratch.end());
+    const bool alias = h.collective == Collective::allreduce || r == h.root;
+    for (size_t i = 0; i < v.size(); ++i) {
+      Op op = v.ops[i];
+      if (alias) {
+        if (op.kind == OpKind::copy && op.src == kIn && op.buf == kOut && op.src_off == op.off) {
+          op = Op{};
+          op.kind = OpKind::compute;
+          op.len = 0;
+        } else {
+          if (op.src == kIn && (op.kind == OpKind::copy || op.kind == OpKind::reduce))
+            op.src = kOut;
+          if (op.buf == kIn && op.kind == OpKind::send) op.buf = kOut;
+        }
+      }
+      p.append(op, v.deps_of(i), v.stage[i]);
+    }
+    out.append_rank(p.view());
+  }
+  return out;
+}
+
 VerifyResult verify(const Schedule& s, const VerifyOptions& opts) {
+  if (opts.in_place) {
+    Schedule aliased = in_place_schedule(s);
+    return Verifier(aliased, opts).run();
+  }
   return Verifier(s, opts).run();
 }
 

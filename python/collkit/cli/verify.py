@@ -76,6 +76,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="require rank order (default unless the algorithm needs commutativity)",
     )
+    p.add_argument(
+        "--in-place",
+        action="store_true",
+        help="also check the schedule under MPI_IN_PLACE (allreduce, reduce): `in` aliases `out`",
+    )
     p.add_argument("--file", metavar="PATH", help="verify a saved schedule (text, JSON or GOAL)")
     p.add_argument("-v", "--verbose", action="store_true", help="a row per case, not a summary")
 
@@ -136,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
                 prog.advance(task)
                 continue
             r = verify(s, commutative=commutative)
+            if r.ok and args.in_place:
+                r = verify(s, commutative=commutative, in_place=True)
             dt = time.perf_counter() - t0
             if r.ok:
                 passed.append((P, count, r.ops, r.messages, dt))
