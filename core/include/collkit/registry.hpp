@@ -31,6 +31,16 @@ struct ParamSpec {
   std::string doc;
 };
 
+// The segment-size parameter that pipelined and segmented algorithms share: `seg`, in bytes,
+// 0 meaning the whole message in one piece.
+inline ParamSpec segment_param(std::string default_value,
+                               std::string doc =
+                                   "segment size in bytes; 0: the whole message "
+                                   "in one piece") {
+  return ParamSpec{"seg", ParamType::size,  std::move(default_value),
+                   0,     int64_t{1} << 40, std::move(doc)};
+}
+
 // Parameter values after parsing and checking against the specs.
 class ParamValues {
  public:
