@@ -295,8 +295,14 @@ class Verifier {
           if (!(x.write || a.write) || x.op == a.op) continue;
           uint32_t p = x.op, q = a.op;
           if (topo_[gid(r, p)] > topo_[gid(r, q)]) std::swap(p, q);
-          if (++epoch == 0) std::fill(stamp.begin(), stamp.end(), 0), epoch = 1;
-          if (reaches(v, r, p, q, stamp, epoch)) continue;
+          if (v.size() <= kBitsetOps) {
+            // Ancestor sets, built once per rank that has a conflict: each query is then one bit.
+            if (anc_rank_ != r) ancestors(v, r);
+            if (anc_[size_t{q} * anc_words_ + p / 64] >> (p % 64) & 1) continue;
+          } else {
+            if (++epoch == 0) std::fill(stamp.begin(), stamp.end(), 0), epoch = 1;
+            if (reaches(v, r, p, q, stamp, epoch)) continue;
+          }
           if (reported++ < 3)
             hazard(r, v, x, a);
           else
@@ -306,6 +312,26 @@ class Verifier {
       }
     }
     return res_.total_problems == before;
+  }
+
+  // For ranks of up to kBitsetOps ops: the set of ancestors of every op, as bitsets, in
+  // topological order (a dependency's set is complete before its dependents read it).
+  static constexpr size_t kBitsetOps = 8192;
+  void ancestors(const RankView& v, int64_t r) {
+    const size_t n = v.size();
+    anc_words_ = (n + 63) / 64;
+    anc_.assign(n * anc_words_, 0);
+    std::vector<uint32_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[topo_[gid(r, i)]] = static_cast<uint32_t>(i);
+    for (uint32_t i : order) {
+      uint64_t* mine = &anc_[size_t{i} * anc_words_];
+      for (OpId d : v.deps_of(i)) {
+        const uint64_t* theirs = &anc_[size_t{d} * anc_words_];
+        for (size_t w = 0; w < anc_words_; ++w) mine[w] |= theirs[w];
+        mine[d / 64] |= uint64_t{1} << (d % 64);
+      }
+    }
+    anc_rank_ = r;
   }
 
   // Whether op p is an ancestor of op q (topo(p) < topo(q)) through dependencies.
@@ -467,6 +493,9 @@ class Verifier {
   VerifyOptions opts_;
   VerifyResult res_;
   std::vector<uint32_t> topo_, stack_;
+  std::vector<uint64_t> anc_;  // ancestor bitsets of rank anc_rank_'s ops
+  size_t anc_words_ = 0;
+  int64_t anc_rank_ = -1;
   std::vector<uint32_t> match_, next_in_channel_;
   std::vector<uint8_t> has_channel_pred_;
   bool messages_ok_ = true;
