@@ -93,15 +93,6 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
   phases::unfold(b, fold, out, written, kNoOp);
 }
 
-std::any check_nonpof2(const GenArgs& a) {
-  const std::string& v = a.params->word("nonpof2");
-  if (v != "fold" && v != "elim" && v != "elim21")
-    fail(ErrorKind::invalid_argument, "allreduce:rabenseifner: nonpof2 = '" + v +
-                                          "' must be fold, elim (3-2 elimination) or elim21 "
-                                          "(2-1 elimination)");
-  return {};
-}
-
 const Registrar reg{{
     .collective = Collective::allreduce,
     .name = "rabenseifner",
@@ -120,7 +111,7 @@ const Registrar reg{{
                 .doc = "P != 2^k: fold (MPICH pre/post step, the tree of rd), elim (3-2 "
                        "elimination) or elim21 (2-1 elimination), Rabenseifner and Traeff 2004"}},
     .restrictions = {},
-    .prepare = check_nonpof2,
+    .prepare = phases::check_nonpof2,
     .generate = generate_rabenseifner,
 }};
 

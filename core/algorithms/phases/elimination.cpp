@@ -10,6 +10,7 @@
 // puts the lower members' partial result on the left: any op, not only commutative ones.
 #include <bit>
 
+#include "collkit/error.hpp"
 #include "collkit/phases.hpp"
 
 namespace collkit::phases {
@@ -206,6 +207,15 @@ std::vector<OpId> gather_elim(RankBuilder& b, const ElimPlan& plan, int64_t P, c
     if (get.len > 0) writers.push_back(b.recv(upper, get, {rs.sent[static_cast<size_t>(l)][0]}));
   }
   return writers;
+}
+
+std::any check_nonpof2(const GenArgs& a) {
+  const std::string& v = a.params->word("nonpof2");
+  if (v != "fold" && v != "elim" && v != "elim21")
+    fail(ErrorKind::invalid_argument,
+         a.header.algorithm + ": nonpof2 = '" + v +
+             "' must be fold, elim (3-2 elimination) or elim21 (2-1 elimination)");
+  return {};
 }
 
 }  // namespace collkit::phases

@@ -90,15 +90,6 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
                           static_cast<uint16_t>(fold.lg() + 1));
 }
 
-std::any check_nonpof2(const GenArgs& a) {
-  const std::string& v = a.params->word("nonpof2");
-  if (v != "fold" && v != "elim" && v != "elim21")
-    fail(ErrorKind::invalid_argument, "reduce:rabenseifner: nonpof2 = '" + v +
-                                          "' must be fold, elim (3-2 elimination) or elim21 "
-                                          "(2-1 elimination)");
-  return {};
-}
-
 const Registrar reg{{
     .collective = Collective::reduce,
     .name = "rabenseifner",
@@ -118,7 +109,7 @@ const Registrar reg{{
                        "elimination) or elim21 (2-1), then a gather to rank 0 (elim21: the "
                        "collector) and one more message to a root elsewhere"}},
     .restrictions = {},
-    .prepare = check_nonpof2,
+    .prepare = phases::check_nonpof2,
     .generate = generate_rabenseifner,
 }};
 

@@ -6,10 +6,12 @@
 // Every phase writes ops of one rank into a RankBuilder and returns the ops that later phases
 // must wait on; no phase keeps state between ranks, so one rank's program is generated alone.
 #pragma once
+#include <any>
 #include <array>
 #include <cstdint>
 #include <vector>
 
+#include "collkit/registry.hpp"
 #include "collkit/schedule.hpp"
 
 namespace collkit::phases {
@@ -153,6 +155,10 @@ std::vector<OpId> allgather_elim(RankBuilder& b, const ElimPlan& plan, const Blo
 // collector sends its half to the lower child's collector. Ends at rank elim_collector(P, mode)
 // (0 for 3-2). Returns every op that wrote `vec` (meaningful at the collector).
 int64_t elim_collector(int64_t P, Elimination mode);
+
+// The `nonpof2` parameter of the Rabenseifner algorithms is fold, elim or elim21; anything else
+// is an Error(invalid_argument) naming the algorithm. Used as AlgorithmSpec::prepare.
+std::any check_nonpof2(const GenArgs& a);
 std::vector<OpId> gather_elim(RankBuilder& b, const ElimPlan& plan, int64_t P, const Blocks& blk,
                               BufId vec, const ElimScatter& rs, uint16_t stage0);
 

@@ -81,27 +81,42 @@ def algorithm(text: str) -> Algorithm:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_problem_arguments(p: argparse.ArgumentParser, *, p_list: bool = False) -> None:
-    """ALGO, -P and the buffer size options that most subcommands share."""
+def add_problem_arguments(
+    p: argparse.ArgumentParser, *, p_list: bool = False, optional: str = ""
+) -> None:
+    """ALGO, -P and the buffer size options that most subcommands share. `optional`: ALGO and
+    -P may be left out, and the help says when (e.g. "omit with --from")."""
     p.add_argument(
         "algorithm",
         type=algorithm,
         metavar="ALGO",
-        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`)",
+        nargs="?" if optional else None,
+        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`)"
+        + (f"; {optional}" if optional else ""),
     )
     if p_list:
         p.add_argument(
             "-P",
             dest="P",
             type=parse_p_list,
-            required=True,
+            required=not optional,
             metavar="LIST",
             help="process counts: 8, 1..256, 2^10, 1..64,100,1000",
         )
     else:
         p.add_argument(
-            "-P", dest="P", type=parse_p, required=True, metavar="N", help="number of processes"
+            "-P",
+            dest="P",
+            type=parse_p,
+            required=not optional,
+            metavar="N",
+            help="number of processes",
         )
+    add_size_arguments(p)
+
+
+def add_size_arguments(p: argparse.ArgumentParser) -> None:
+    """--count, --elem-size and --root."""
     p.add_argument(
         "--count",
         type=parse_count,

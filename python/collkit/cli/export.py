@@ -20,7 +20,7 @@ from pathlib import Path
 
 from collkit import io
 from collkit.algorithms import generate
-from collkit.cli._common import algorithm, parse_bytes, parse_count, parse_p
+from collkit.cli._common import add_problem_arguments
 
 NAME = "export"
 HELP = "write a schedule as text, JSON or GOAL (or convert a saved one)"
@@ -39,29 +39,7 @@ def _nonnegative_float(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "algorithm",
-        type=algorithm,
-        metavar="ALGO",
-        nargs="?",
-        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`); omit with --from",
-    )
-    p.add_argument("-P", dest="P", type=parse_p, metavar="N", help="number of processes")
-    p.add_argument(
-        "--count",
-        type=parse_count,
-        default=None,
-        metavar="C",
-        help="elements per rank (alltoall: per block); default 4",
-    )
-    p.add_argument(
-        "--elem-size",
-        type=parse_bytes,
-        default=8,
-        metavar="BYTES",
-        help="bytes per element (default 8)",
-    )
-    p.add_argument("--root", type=int, default=0, help="root rank of reduce / bcast (default 0)")
+    add_problem_arguments(p, optional="omit with --from")
     p.add_argument(
         "--from",
         dest="source",
