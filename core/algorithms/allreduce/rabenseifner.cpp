@@ -103,13 +103,9 @@ const Registrar reg{{
     .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k; else + 2 (alpha + n "
             "beta) + n gamma)",
     .reference = "seed 001; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
-    .params = {{.name = "nonpof2",
-                .type = ParamType::word,
-                .default_value = "fold",
-                .min = INT64_MIN,
-                .max = INT64_MAX,
-                .doc = "P != 2^k: fold (MPICH pre/post step, the tree of rd), elim (3-2 "
-                       "elimination) or elim21 (2-1 elimination), Rabenseifner and Traeff 2004"}},
+    .params = {phases::nonpof2_param(
+        "P != 2^k: fold (MPICH pre/post step, the tree of rd), elim (3-2 "
+        "elimination) or elim21 (2-1 elimination), Rabenseifner and Traeff 2004")},
     .restrictions = {},
     .prepare = phases::check_nonpof2,
     .generate = generate_rabenseifner,

@@ -218,4 +218,8 @@ std::any check_nonpof2(const GenArgs& a) {
   return {};
 }
 
+ParamSpec nonpof2_param(std::string doc) {
+  return ParamSpec{"nonpof2", ParamType::word, "fold", INT64_MIN, INT64_MAX, std::move(doc)};
+}
+
 }  // namespace collkit::phases

@@ -100,14 +100,10 @@ const Registrar reg{{
     .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k; else + alpha + n beta "
             "+ n gamma)",
     .reference = "seed 001; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
-    .params = {{.name = "nonpof2",
-                .type = ParamType::word,
-                .default_value = "fold",
-                .min = INT64_MIN,
-                .max = INT64_MAX,
-                .doc = "P != 2^k: fold (MPICH pre-step, the tree of folded_binomial), elim (3-2 "
-                       "elimination) or elim21 (2-1), then a gather to rank 0 (elim21: the "
-                       "collector) and one more message to a root elsewhere"}},
+    .params = {phases::nonpof2_param(
+        "P != 2^k: fold (MPICH pre-step, the tree of folded_binomial), elim (3-2 "
+        "elimination) or elim21 (2-1), then a gather to rank 0 (elim21: the "
+        "collector) and one more message to a root elsewhere")},
     .restrictions = {},
     .prepare = phases::check_nonpof2,
     .generate = generate_rabenseifner,

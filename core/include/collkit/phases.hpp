@@ -9,6 +9,7 @@
 #include <any>
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "collkit/registry.hpp"
@@ -159,6 +160,8 @@ int64_t elim_collector(int64_t P, Elimination mode);
 // The `nonpof2` parameter of the Rabenseifner algorithms is fold, elim or elim21; anything else
 // is an Error(invalid_argument) naming the algorithm. Used as AlgorithmSpec::prepare.
 std::any check_nonpof2(const GenArgs& a);
+// The parameter itself (default fold); `doc` says what the variants mean for the algorithm.
+ParamSpec nonpof2_param(std::string doc);
 std::vector<OpId> gather_elim(RankBuilder& b, const ElimPlan& plan, int64_t P, const Blocks& blk,
                               BufId vec, const ElimScatter& rs, uint16_t stage0);
 
