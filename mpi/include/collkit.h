@@ -31,10 +31,18 @@ int ck_reduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype 
               int root, MPI_Comm comm, const char* algorithm);
 int ck_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
              const char* algorithm);
-/* `count` elements per destination, as MPI_Alltoall's sendcount = recvcount. */
-int ck_alltoall(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-                MPI_Comm comm, const char* algorithm);
+/* The arguments of MPI_Alltoall: `sendcount` x `sendtype` to each destination, `recvcount` x
+ * `recvtype` from each source (only the type signatures need to match, as in MPI). */
+int ck_alltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm);
 int ck_barrier(MPI_Comm comm, const char* algorithm);
+
+/* 1 when `rc`, returned by a ck_* call, means that collkit declined the call before any
+ * communication, and that every rank of the communicator declined it alike: the decision reads only
+ * what MPI makes equal on all ranks (the communicator, count x type-signature size, the op, the
+ * root), never a rank's own datatype layout or buffer. The caller may then call the MPI's own
+ * collective instead (as the interposition library does). 0 for MPI_SUCCESS and other errors. */
+int ck_declined(int rc);
 
 /* The message of the last collkit error on this thread ("" if none). */
 const char* ck_error_message(void);

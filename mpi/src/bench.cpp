@@ -48,7 +48,7 @@ int call(const Setup& s, const std::string& algo, Buffers& b, long long count) {
   if (s.collective == "reduce")
     return ck_reduce(in, out, count, s.type, MPI_SUM, s.root, s.comm, name);
   if (s.collective == "bcast") return ck_bcast(out, count, s.type, s.root, s.comm, name);
-  if (s.collective == "alltoall") return ck_alltoall(in, out, count, s.type, s.comm, name);
+  if (s.collective == "alltoall") return ck_alltoall(in, count, s.type, out, count, s.type, s.comm, name);
   return ck_barrier(s.comm, name);
 }
 

@@ -33,6 +33,7 @@ thread_local std::string g_message;
 struct ErrorCodes {
   bool ok = false;
   int by_kind[4] = {MPI_ERR_ARG, MPI_ERR_ARG, MPI_ERR_OTHER, MPI_ERR_UNSUPPORTED_OPERATION};
+  int declined = MPI_ERR_UNSUPPORTED_OPERATION;  // see ck_declined
 };
 
 ErrorCodes& error_codes() {
@@ -42,6 +43,7 @@ ErrorCodes& error_codes() {
     if (MPI_Add_error_class(&cls) != MPI_SUCCESS) return c;
     for (int& code : c.by_kind)
       if (MPI_Add_error_code(cls, &code) != MPI_SUCCESS) return ErrorCodes{};
+    if (MPI_Add_error_code(cls, &c.declined) != MPI_SUCCESS) return ErrorCodes{};
     c.ok = true;
     return c;
   }();
@@ -57,6 +59,17 @@ int report(ErrorKind kind, const std::string& message) {
     MPI_Add_error_string(code, s.c_str());
   }
   return code;
+}
+
+// collkit will not run this call, decided alike on every rank before any communication.
+int decline(const std::string& message) {
+  g_message = "collkit: " + message;
+  ErrorCodes& c = error_codes();
+  if (c.ok) {
+    std::string s = g_message.substr(0, MPI_MAX_ERROR_STRING - 1);
+    MPI_Add_error_string(c.declined, s.c_str());
+  }
+  return c.declined;
 }
 
 int report_mpi(int rc, const char* what) {
@@ -110,7 +123,7 @@ int comm_state(MPI_Comm comm, CommState*& out) {
   if (found) return MPI_SUCCESS;
   int inter = 0;
   MPI_Comm_test_inter(comm, &inter);
-  if (inter) return report(ErrorKind::unsupported, "intercommunicators are not supported");
+  if (inter) return decline("intercommunicators are not supported");
   auto s = std::make_unique<CommState>();
   rc = MPI_Comm_dup(comm, &s->dup);
   if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Comm_dup");
@@ -157,21 +170,23 @@ bool is_native(Collective coll, const char* name) {
   return n == "native" || n == std::string(to_string(coll)) + ":native";
 }
 
+// PMPI_: when collkit is itself the MPI_* collective (the interposition library), the native call
+// must reach the MPI underneath.
 int run_native(const Call& c) {
   if (c.count > INT_MAX)
     return report(ErrorKind::unsupported, "native: count past 2^31 - 1 needs MPI-4 large counts");
   const int n = static_cast<int>(c.count);
   switch (c.collective) {
     case Collective::allreduce:
-      return MPI_Allreduce(c.sendbuf, c.recvbuf, n, c.type, c.op, c.comm);
+      return PMPI_Allreduce(c.sendbuf, c.recvbuf, n, c.type, c.op, c.comm);
     case Collective::reduce:
-      return MPI_Reduce(c.sendbuf, c.recvbuf, n, c.type, c.op, c.root, c.comm);
+      return PMPI_Reduce(c.sendbuf, c.recvbuf, n, c.type, c.op, c.root, c.comm);
     case Collective::bcast:
-      return MPI_Bcast(c.recvbuf, n, c.type, c.root, c.comm);
+      return PMPI_Bcast(c.recvbuf, n, c.type, c.root, c.comm);
     case Collective::alltoall:
-      return MPI_Alltoall(c.sendbuf, n, c.type, c.recvbuf, n, c.type, c.comm);
+      return PMPI_Alltoall(c.sendbuf, n, c.type, c.recvbuf, n, c.type, c.comm);
     case Collective::barrier:
-      return MPI_Barrier(c.comm);
+      return PMPI_Barrier(c.comm);
   }
   return MPI_ERR_INTERN;
 }
@@ -227,7 +242,7 @@ int run(const Call& c) {
         return report_mpi(rc, "MPI_Op_commutative");
       a.commutative = commute != 0;
       if (!a.commutative && algo.spec().restrictions.commutative_op)
-        return report(ErrorKind::unsupported, algo.canonical() + " needs a commutative op");
+        return decline(algo.canonical() + " needs a commutative op");
     }
     const bool rooted = is_rooted(c.collective);
     if (rooted && (c.root < 0 || c.root >= s->size))
@@ -326,14 +341,21 @@ int ck_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI
       {Collective::bcast, nullptr, buffer, count, datatype, MPI_OP_NULL, root, comm, algorithm});
 }
 
-int ck_alltoall(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-                MPI_Comm comm, const char* algorithm) {
-  return run(
-      {Collective::alltoall, sendbuf, recvbuf, count, datatype, MPI_OP_NULL, 0, comm, algorithm});
+int ck_alltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm) {
+  if (sendbuf != MPI_IN_PLACE && (sendcount != recvcount || sendtype != recvtype))
+    return collkit::mpi::decline("alltoall with different send and receive types");  // for now
+  return run({Collective::alltoall, sendbuf, recvbuf, recvcount, recvtype, MPI_OP_NULL, 0, comm,
+              algorithm});
 }
 
 int ck_barrier(MPI_Comm comm, const char* algorithm) {
   return run({Collective::barrier, nullptr, nullptr, 0, MPI_BYTE, MPI_OP_NULL, 0, comm, algorithm});
+}
+
+int ck_declined(int rc) {
+  const auto& c = collkit::mpi::error_codes();
+  return rc != MPI_SUCCESS && c.ok && rc == c.declined ? 1 : 0;
 }
 
 const char* ck_error_message(void) {

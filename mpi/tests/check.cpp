@@ -262,7 +262,7 @@ void check_errors(MPI_Comm comm) {
   expect_error("reduce-with-allreduce-name",
                ck_reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, comm, "allreduce:rd"));
   expect_error("bcast-unknown", ck_bcast(&x, 1, MPI_DOUBLE, 0, comm, "bcast:nonexistent"));
-  expect_error("alltoall-unknown", ck_alltoall(&x, &y, 1, MPI_DOUBLE, comm, "alltoall:no_such"));
+  expect_error("alltoall-unknown", ck_alltoall(&x, 1, MPI_DOUBLE, &y, 1, MPI_DOUBLE, comm, "alltoall:no_such"));
   expect_error("barrier-unknown", ck_barrier(comm, "barrier:nonexistent"));
   expect_error("allreduce-malformed",
                ck_allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, comm, "allreduce:rd("));
@@ -276,7 +276,7 @@ void check_errors(MPI_Comm comm) {
   MPI_Comm_size(comm, &P);
   std::vector<int> a(static_cast<size_t>(P) * 3), b(a.size()), c(a.size());
   for (size_t i = 0; i < a.size(); ++i) a[i] = rank * 1000 + static_cast<int>(i);
-  int rc = ck_alltoall(a.data(), b.data(), 3, MPI_INT, comm, "native");
+  int rc = ck_alltoall(a.data(), 3, MPI_INT, b.data(), 3, MPI_INT, comm, "native");
   MPI_Alltoall(a.data(), 3, MPI_INT, c.data(), 3, MPI_INT, comm);
   ++g_cases;
   if (rc != MPI_SUCCESS || b != c) fail("alltoall native through the C API");
