@@ -105,7 +105,8 @@ void load(State& s) {
         e.needs_power_of_two = a.spec().restrictions.power_of_two;
         e.min_P = a.spec().restrictions.min_P;
       } catch (const std::exception& ex) {
-        t.error = "rule " + std::to_string(i) + ": " + ex.what();
+        const std::string what = ex.what();  // its first line: the caret line needs the name above
+        t.error = "rule " + std::to_string(i) + ": " + what.substr(0, what.find('\n'));
         break;
       }
     }
