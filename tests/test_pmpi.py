@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,17 +26,22 @@ from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
-EVERYTHING = {
-    "format": "collkit-tuning",
-    "version": 1,
-    "rules": [
-        {"collective": "allreduce", "P": [2, 64], "bytes": [0, 1 << 20], "algorithm": "allreduce:ring"},
-        {"collective": "reduce", "P": [2, 64], "bytes": [0, 1 << 20], "algorithm": "reduce:binomial"},
-        {"collective": "bcast", "P": [2, 64], "bytes": [0, 1 << 20], "algorithm": "bcast:binomial"},
-        {"collective": "alltoall", "P": [2, 64], "bytes": [0, 1 << 20], "algorithm": "alltoall:bruck(r=3)"},
-        {"collective": "barrier", "P": [1, 64], "bytes": [0, 0], "algorithm": "barrier:dissemination"},
-    ],
-}  # fmt: skip
+ONE_MIB = 1 << 20
+
+
+def rule(collective: str, algorithm: str, P: tuple[int, int] = (2, 64)) -> dict[str, object]:
+    top = 0 if collective == "barrier" else ONE_MIB
+    return {"collective": collective, "P": list(P), "bytes": [0, top], "algorithm": algorithm}
+
+
+ALL_RULES = [
+    rule("allreduce", "allreduce:ring"),
+    rule("reduce", "reduce:binomial"),
+    rule("bcast", "bcast:binomial"),
+    rule("alltoall", "alltoall:bruck(r=3)"),
+    rule("barrier", "barrier:dissemination", (1, 64)),
+]
+EVERYTHING: dict[str, object] = {"format": "collkit-tuning", "version": 1, "rules": ALL_RULES}
 
 
 def write_table(path: Path, table: object) -> Path:
@@ -131,7 +137,7 @@ def test_calls_the_table_does_not_cover_go_to_the_mpi(
     mpich_app: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
     mpi, _, exe = mpich_app
-    only_big = dict(EVERYTHING, rules=[dict(r, P=[64, 64]) for r in EVERYTHING["rules"]])  # type: ignore[arg-type]
+    only_big = dict(EVERYTHING, rules=[dict(r, P=[64, 64]) for r in ALL_RULES])
     table = write_table(tmp_path / "t.json", only_big)
     stats = tmp_path / "calls.jsonl"
     r = collkit_run(mpi, 2, table, [str(exe), str(tmp_path / "o")], "--stats", str(stats))
@@ -224,10 +230,10 @@ def test_lammps_from_debian_gives_identical_thermo_output(tmp_path: Path) -> Non
         melt.read_text().replace("run\t\t250", "run\t\t100").replace("run 250", "run 100")
     )
     rules = [
-        {"collective": "allreduce", "P": [2, 64], "bytes": [0, 1 << 20], "algorithm": "allreduce:rd"},
-        {"collective": "bcast", "P": [2, 64], "bytes": [0, 1 << 20], "algorithm": "bcast:binomial"},
-        {"collective": "barrier", "P": [2, 64], "bytes": [0, 0], "algorithm": "barrier:dissemination"},
-    ]  # fmt: skip
+        rule("allreduce", "allreduce:rd"),
+        rule("bcast", "bcast:binomial"),
+        rule("barrier", "barrier:dissemination"),
+    ]
     table = write_table(tmp_path / "t.json", dict(EVERYTHING, rules=rules))
     args = [lmp, "-in", str(inp), "-log", "none", "-nocite"]
     plain = launch(mpi, 2, args)
@@ -278,7 +284,7 @@ def check_files(exe: Path, docs: list[bytes], tmp: Path) -> list[str]:
     return r.stdout.splitlines()
 
 
-rule = st.fixed_dictionaries(
+hyp_rule = st.fixed_dictionaries(
     {
         "collective": st.sampled_from(["allreduce", "reduce", "bcast", "alltoall", "barrier"]),
         "P": st.tuples(st.integers(1, 100), st.integers(0, 100)).map(lambda t: [t[0], t[0] + t[1]]),
@@ -293,7 +299,7 @@ rule = st.fixed_dictionaries(
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(rules=st.lists(rule, max_size=6), cuts=st.lists(st.integers(0, 400), max_size=8))
+@given(rules=st.lists(hyp_rule, max_size=6), cuts=st.lists(st.integers(0, 400), max_size=8))
 def test_table_parser_reads_what_python_writes_and_survives_hostile_bytes(
     table_check: Path, tmp_path: Path, rules: list[dict[str, object]], cuts: list[int]
 ) -> None:
@@ -307,6 +313,6 @@ def test_table_parser_reads_what_python_writes_and_survives_hostile_bytes(
             str(r["collective"]),
             *map(str, r["P"]),
             *map(str, r["bytes"]),
-            str(r["algorithm"]),  # type: ignore[call-overload]
+            str(r["algorithm"]),
         ]
     assert sum(ln.startswith(("ok", "error:")) for ln in out) == 1 + len(hostile)

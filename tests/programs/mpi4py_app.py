@@ -19,7 +19,9 @@ def h(a: object) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-OUT = open(f"{sys.argv[1]}.{MPI.COMM_WORLD.Get_rank()}", "w") if len(sys.argv) > 1 else sys.stdout
+OUT = sys.stdout
+if len(sys.argv) > 1:  # kept open for the whole run, closed at exit
+    OUT = open(f"{sys.argv[1]}.{MPI.COMM_WORLD.Get_rank()}", "w")  # noqa: SIM115
 
 
 def say(line: str) -> None:
