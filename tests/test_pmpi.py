@@ -301,7 +301,7 @@ hyp_rule = st.fixed_dictionaries(
 )
 @given(rules=st.lists(hyp_rule, max_size=6), cuts=st.lists(st.integers(0, 400), max_size=8))
 def test_table_parser_reads_what_python_writes_and_survives_hostile_bytes(
-    table_check: Path, tmp_path: Path, rules: list[dict[str, object]], cuts: list[int]
+    table_check: Path, tmp_path: Path, rules: list[dict[str, Any]], cuts: list[int]
 ) -> None:
     doc = json.dumps({"format": "collkit-tuning", "version": 1, "rules": rules}).encode()
     hostile = [doc[:c] for c in cuts] + [doc[:c] + b"\x00\xff[{" + doc[c:] for c in cuts]
