@@ -109,6 +109,7 @@ PROGRAMS = (
     "collkit_multicast",
     "collkit_check",
     "collkit_check_alltoall",
+    "collkit_conformance",
     "collkit_pmpi_overhead",
     "libcollkit_pmpi.so",  # the interposition library (LD_PRELOAD; docs/tuning.md)
 )
