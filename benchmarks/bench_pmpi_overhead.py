@@ -68,8 +68,10 @@ def main() -> None:
             )
             d = json.loads(r.stdout.strip().splitlines()[-1])
             rows.append((coll, name, d["direct_ns"], d["interposed_ns"], d["overhead_ns"]))
-            print(f"{coll:<10} {name:<10} direct {d['direct_ns']:8.2f} ns   through the library "
-                  f"{d['interposed_ns']:8.2f} ns   overhead {d['overhead_ns']:6.2f} ns")  # fmt: skip
+            print(
+                f"{coll:<10} {name:<10} direct {d['direct_ns']:8.2f} ns   through the library "
+                f"{d['interposed_ns']:8.2f} ns   overhead {d['overhead_ns']:6.2f} ns"
+            )
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# Fall-through overhead of libcollkit_pmpi.so",
