@@ -1,6 +1,7 @@
 """A guided tour of collkit on this machine: list the algorithms, show a schedule, prove it
 correct over a sweep of process counts, simulate it, run it on the local MPI against the
-native collective, and leave the results (tables, pictures, trace files) in one folder.
+native collective, tune allreduce and run an unmodified MPI program with the winners, and leave
+the results (tables, pictures, trace files, tuning files) in one folder.
 
 Each step prints the command that does the same on its own, so the tour teaches the CLI.
 
@@ -22,7 +23,7 @@ from rich.console import Console
 from rich.rule import Rule
 
 NAME = "tour"
-HELP = "a guided tour on this machine: show, verify, simulate and run algorithms"
+HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
 
 STEPS = ["algorithms", "show", "verify", "export", "simulate", "mpi", "tune"]
 
