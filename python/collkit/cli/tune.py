@@ -35,7 +35,7 @@ from collkit.cli.bench import parse_sizes
 from collkit.errors import InvalidArgumentError
 from collkit.mpirun import build, find_mpi
 from collkit.results import ResultStore, Row
-from collkit.tune.campaign import TuneOptions, measure, simulate_rows
+from collkit.tune.campaign import TuneOptions, check_only, measure, simulate_rows
 from collkit.tune.mpi_files import find_libmpi, mpich_default_tree, mpich_file, openmpi_rules
 from collkit.tune.select import Choice, choose, rules
 from collkit.tune.table import Table, save
@@ -236,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
         mpi_algorithms=not args.no_mpi_algos,
         only=[x.strip() for x in args.only.split(",") if x.strip()] if args.only else None,
     )
+    if opts.only is not None:
+        check_only(opts.collectives, opts.only)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     store = ResultStore(out / "tune.jsonl")

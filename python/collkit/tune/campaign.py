@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from collkit.algorithms import Algorithm, algorithms
 from collkit.bench import DATATYPES, Campaign, machine_name, run_campaign
-from collkit.errors import CollkitError
+from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpirun import MPI
 from collkit.recmult.model import PipelinedPostal
 from collkit.recmult.rank import rank_schedules
@@ -67,6 +67,29 @@ class TuneOptions:
     only: list[str] | None = None  # restrict collkit's candidates to these names
 
 
+def only(collective: str, names: list[str]) -> list[str]:
+    """The canonical names among `names` ('rd' or 'allreduce:rd') of `collective`'s algorithms."""
+    out = []
+    for n in names:
+        full = n if ":" in n else f"{collective}:{n}"
+        if full.split(":", 1)[0] != collective:
+            continue
+        try:
+            out.append(str(Algorithm(full).canonical))
+        except CollkitError:
+            if ":" in n:
+                raise
+    return out
+
+
+def check_only(collectives: list[str], names: list[str]) -> None:
+    """Every name must be an algorithm of one of the collectives (bad names fail up front)."""
+    for n in names:
+        if not any(only(c, [n]) for c in collectives):
+            Algorithm(n if ":" in n else f"{collectives[0]}:{n}")  # raises, with the reason
+            raise InvalidArgumentError(f"'{n}' is not an algorithm of {', '.join(collectives)}")
+
+
 def measure(
     opts: TuneOptions,
     mpi: MPI,
@@ -78,11 +101,7 @@ def measure(
         for P in opts.P:
             own = candidates(coll, P, top_k=opts.top_k, nbytes=opts.sizes[0] if opts.sizes else 8)
             if opts.only is not None:
-                keep = {
-                    str(Algorithm(n if ":" in n else f"{coll}:{n}").canonical)
-                    for n in opts.only
-                    if n.split(":")[0] in (coll, n)
-                }
+                keep = only(coll, opts.only)
                 own = [a for a in own if a in keep] + [a for a in keep if a not in own]
             forced = mpi.native_algorithms(coll) if opts.mpi_algorithms else []
             c = Campaign(
@@ -132,6 +151,9 @@ def simulate_rows(
         elem = DATATYPES["double" if coll in ("allreduce", "reduce") else "char"]
         for P in opts.P:
             own = candidates(coll, P, top_k=opts.top_k)
+            if opts.only is not None:
+                keep = only(coll, opts.only)
+                own = [a for a in own if a in keep] + [a for a in keep if a not in own]
             progress(f"simulating {coll} P={P}: {len(own)} candidates x {len(opts.sizes)} sizes")
             for algo in own:
                 for size in [0] if coll == "barrier" else opts.sizes:
