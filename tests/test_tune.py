@@ -291,3 +291,18 @@ def test_tune_from_the_simulator_marks_rows_simulated(tmp_path: Path) -> None:
     assert table.rules and all(x.source == "simulated" for x in table.rules)
     assert all(x.algorithm.startswith("alltoall:") for x in table.rules)
     assert not (out / "mpich-selection.json").exists()
+
+
+def test_multi_stage_rm_names_reach_the_driver_whole(
+    mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
+) -> None:
+    """A candidate name with commas inside its parentheses is one algorithm, not two."""
+    from collkit.bench import Campaign, run_campaign
+    from collkit.results import ResultStore
+
+    mpi = mpich_fp[0]
+    name = "allreduce:rm(c4m4,e4m4)"
+    assert name in candidates("allreduce", 4, top_k=3)
+    c = Campaign("allreduce", [name], [4], [64], iterations=5, warmup=1, max_ms=20, raw=True)
+    (row,) = run_campaign(c, mpi, ResultStore(tmp_path / "r.jsonl"))
+    assert row.error == "" and row.valid is True and len(row.samples) >= 5
