@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -95,8 +96,7 @@ struct PlanKey {
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
     size_t h = std::hash<const void*>()(k.algo);
-    for (int64_t v : {k.count, k.elem_size, k.root})
-      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    for (int64_t v : {k.count, k.elem_size, k.root}) h = h * 1000003u ^ std::hash<int64_t>()(v);
     return h;
   }
 };
@@ -111,10 +111,15 @@ struct CommState {
   RunState run;
   Arena packed_in, packed_out;  // the packed bytes of datatypes with gaps
   Arena staged_in, staged_out;  // reductions on MPI_BOTTOM: copies at real addresses
-  std::mutex lock;  // one collective at a time per communicator, as MPI requires anyway
+  std::mutex lock;              // one collective at a time per communicator, as MPI requires anyway
 };
 
+// Bumped whenever a communicator's state is deleted, so the per-thread cache of the last
+// communicator (whose handle MPI may reuse) is never stale.
+std::atomic<uint64_t> g_comm_generation{0};
+
 int delete_state(MPI_Comm, int, void* value, void*) {
+  ++g_comm_generation;
   auto* s = static_cast<CommState*>(value);
   if (s->dup != MPI_COMM_NULL) MPI_Comm_free(&s->dup);
   delete s;
@@ -136,7 +141,26 @@ const Keyval& keyval() {
   return k;
 }
 
+int comm_state_lookup(MPI_Comm comm, CommState*& out);
+
 int comm_state(MPI_Comm comm, CommState*& out) {
+  struct Last {
+    MPI_Comm comm = MPI_COMM_NULL;
+    CommState* state = nullptr;
+    uint64_t generation = 0;
+  };
+  thread_local Last last;
+  const uint64_t generation = g_comm_generation.load(std::memory_order_acquire);
+  if (comm == last.comm && comm != MPI_COMM_NULL && last.generation == generation) {
+    out = last.state;
+    return MPI_SUCCESS;
+  }
+  int rc = comm_state_lookup(comm, out);
+  if (rc == MPI_SUCCESS) last = {comm, out, generation};
+  return rc;
+}
+
+int comm_state_lookup(MPI_Comm comm, CommState*& out) {
   if (comm == MPI_COMM_NULL)
     return report(ErrorKind::invalid_argument, "communicator is MPI_COMM_NULL");
   const Keyval& key = keyval();
@@ -258,9 +282,10 @@ int prepare_reduction(const Call& c, CommState& s, Prepared& p) {
   if (a.type.size > INT32_MAX)
     return decline("datatype of " + std::to_string(a.type.size) + " bytes: past 2 GiB");
   if (c.op == MPI_OP_NULL) return report(ErrorKind::invalid_argument, "op is MPI_OP_NULL");
-  int commute = 1;
-  if (int rc = MPI_Op_commutative(c.op, &commute); rc != MPI_SUCCESS)
-    return report_mpi(rc, "MPI_Op_commutative");
+  int commute = 1;  // the predefined ops all commute
+  if (!is_predefined(c.op))
+    if (int rc = MPI_Op_commutative(c.op, &commute); rc != MPI_SUCCESS)
+      return report_mpi(rc, "MPI_Op_commutative");
   a.op = c.op;
   a.commutative = commute != 0;
   // An empty datatype has nothing to reduce: the IR's count is 0 (the same on every rank).
@@ -370,8 +395,8 @@ int prepare_bytes(const Call& c, CommState& s, Prepared& p) {
 std::string wrong_collective(const Call& c, const Algorithm& algo) {
   const std::string want(to_string(c.collective)), got(to_string(algo.collective()));
   const bool vowel = got == "allreduce" || got == "alltoall";
-  return "'" + std::string(c.name) + "' is a" + (vowel ? "n " : " ") + got +
-         " algorithm; ck_" + want + " takes a " + want + ":... name";
+  return "'" + std::string(c.name) + "' is a" + (vowel ? "n " : " ") + got + " algorithm; ck_" +
+         want + " takes a " + want + ":... name";
 }
 
 int run(const Call& c) {
@@ -382,7 +407,8 @@ int run(const Call& c) {
   std::lock_guard<std::mutex> guard(s->lock);
   try {
     const Algorithm& algo = algorithm(c.name);
-    if (algo.collective() != c.collective) return report(ErrorKind::name, wrong_collective(c, algo));
+    if (algo.collective() != c.collective)
+      return report(ErrorKind::name, wrong_collective(c, algo));
     if (c.recvcount < 0)
       return report(ErrorKind::invalid_argument,
                     "count " + std::to_string(c.recvcount) + " is negative");
@@ -491,8 +517,8 @@ int ck_alltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
 }
 
 int ck_barrier(MPI_Comm comm, const char* algorithm) {
-  return run({Collective::barrier, nullptr, 0, MPI_DATATYPE_NULL, nullptr, 0, MPI_BYTE,
-              MPI_OP_NULL, 0, comm, algorithm});
+  return run({Collective::barrier, nullptr, 0, MPI_DATATYPE_NULL, nullptr, 0, MPI_BYTE, MPI_OP_NULL,
+              0, comm, algorithm});
 }
 
 int ck_declined(int rc) {
