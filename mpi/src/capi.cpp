@@ -111,7 +111,10 @@ struct CommState {
   RunState run;
   Arena packed_in, packed_out;  // the packed bytes of datatypes with gaps
   Arena staged_in, staged_out;  // reductions on MPI_BOTTOM: copies at real addresses
-  std::mutex lock;              // one collective at a time per communicator, as MPI requires anyway
+  // One collective at a time per communicator, as MPI requires anyway; taken only when the MPI
+  // runs with MPI_THREAD_MULTIPLE (an uncontended lock is a quarter of a call's own cost).
+  std::mutex lock;
+  bool threaded = false;
 };
 
 // Bumped whenever a communicator's state is deleted, so the per-thread cache of the last
@@ -177,6 +180,9 @@ int comm_state_lookup(MPI_Comm comm, CommState*& out) {
   rc = MPI_Comm_dup(comm, &s->dup);
   if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Comm_dup");
   MPI_Comm_set_errhandler(s->dup, MPI_ERRORS_RETURN);  // errors come back to us, never abort
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  s->threaded = provided == MPI_THREAD_MULTIPLE;
   MPI_Comm_rank(s->dup, &s->rank);
   MPI_Comm_size(s->dup, &s->size);
   int* ub = nullptr;
@@ -192,10 +198,19 @@ int comm_state_lookup(MPI_Comm comm, CommState*& out) {
 
 // Parsed algorithm names, shared by all communicators; the last name this thread used is
 // remembered, so a loop of calls with one name costs a strcmp.
-const Algorithm& algorithm(const char* name) {
+// "native" (or "allreduce:native", ...): the MPI's own collective, for comparison.
+bool is_native(Collective coll, const char* name) {
+  if (std::strcmp(name, "native") == 0) return true;
+  const std::string_view c = to_string(coll), n = name;
+  return n.size() == c.size() + 7 && n.substr(0, c.size()) == c && n.substr(c.size()) == ":native";
+}
+
+// nullptr for "native".
+const Algorithm* algorithm(Collective coll, const char* name) {
   thread_local std::string last_name;
   thread_local const Algorithm* last = nullptr;
-  if (last != nullptr && std::strcmp(name, last_name.c_str()) == 0) return *last;
+  if (last != nullptr && std::strcmp(name, last_name.c_str()) == 0) return last;
+  if (is_native(coll, name)) return nullptr;
   static std::mutex m;
   static std::map<std::string, std::unique_ptr<Algorithm>, std::less<>> cache;
   std::lock_guard<std::mutex> g(m);
@@ -206,7 +221,7 @@ const Algorithm& algorithm(const char* name) {
   }
   last_name = name;
   last = it->second.get();
-  return *last;
+  return last;
 }
 
 // One call of the C API, with MPI's arguments. Reductions and bcast use the recv side only
@@ -224,13 +239,6 @@ struct Call {
   MPI_Comm comm;
   const char* name;
 };
-
-// "native" (or "allreduce:native", ...): the MPI's own collective, for comparison.
-bool is_native(Collective coll, const char* name) {
-  if (std::strcmp(name, "native") == 0) return true;
-  const std::string_view c = to_string(coll), n = name;
-  return n.size() == c.size() + 7 && n.substr(0, c.size()) == c && n.substr(c.size()) == ":native";
-}
 
 // PMPI_: when collkit is itself the MPI_* collective (the interposition library), the native call
 // must reach the MPI underneath.
@@ -401,12 +409,21 @@ std::string wrong_collective(const Call& c, const Algorithm& algo) {
 
 int run(const Call& c) {
   if (c.name == nullptr) return report(ErrorKind::name, "algorithm name is NULL");
-  if (is_native(c.collective, c.name)) return run_native(c);
+  const Algorithm* found = nullptr;
+  try {
+    found = algorithm(c.collective, c.name);
+  } catch (const Error& e) {
+    return report(e.kind(), e.what());
+  } catch (const std::exception& e) {
+    return report(ErrorKind::unsupported, std::string("internal error: ") + e.what());
+  }
+  if (found == nullptr) return run_native(c);
   CommState* s = nullptr;
   if (int rc = comm_state(c.comm, s); rc != MPI_SUCCESS) return rc;
-  std::lock_guard<std::mutex> guard(s->lock);
+  std::unique_lock<std::mutex> guard(s->lock, std::defer_lock);
+  if (s->threaded) guard.lock();
   try {
-    const Algorithm& algo = algorithm(c.name);
+    const Algorithm& algo = *found;
     if (algo.collective() != c.collective)
       return report(ErrorKind::name, wrong_collective(c, algo));
     if (c.recvcount < 0)
