@@ -20,6 +20,7 @@ examples:
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +89,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--plots",
-        type=Path,
         metavar="DIR",
-        help="write residuals.png and predicted.png (and comparison.png) here",
+        help="write residuals.png and predicted.png (and comparison.png) into this folder "
+        "(made if its parent exists)",
     )
     p.add_argument(
         "--against",
@@ -112,14 +113,35 @@ def read_rows(paths: list[str]) -> list[Any]:
         if not p.is_file():
             raise InvalidArgumentError(f"no such results file: {path}")
         try:
-            rows += results.read_csv(p) if p.suffix == ".csv" else results.read_jsonl(p)
+            rows += (
+                results.read_csv(p) if p.suffix == ".csv" else results.read_jsonl(p, strict=True)
+            )
         except (OSError, UnicodeDecodeError) as e:
             raise InvalidArgumentError(f"cannot read {path}: {e}") from None
     return rows
 
 
+def plots_dir(text: str) -> Path:
+    """The --plots folder: an existing writable folder, or a new one in an existing folder."""
+    d = Path(text)
+    if d.exists() and not d.is_dir():
+        raise InvalidArgumentError(f"--plots: {text} is not a folder")
+    if not d.exists():
+        if not d.parent.is_dir():
+            raise InvalidArgumentError(f"--plots: folder {d.parent} does not exist")
+        try:
+            d.mkdir()
+        except OSError as e:
+            raise InvalidArgumentError(f"--plots: cannot make {text}: {e.strerror or e}") from None
+    if not os.access(d, os.W_OK):
+        raise InvalidArgumentError(f"--plots: {text} is not writable")
+    return d
+
+
 def run(args: argparse.Namespace) -> int:
     rows = read_rows(args.rows)
+    if args.plots is not None:
+        args.plots = plots_dir(args.plots)
     where: dict[str, str] = {}
     for w in args.where:
         where.update(w)
