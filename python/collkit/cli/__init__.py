@@ -51,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse's usage errors (2) and --help (0): a status, returned
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USAGE
