@@ -1,5 +1,6 @@
 """Bad input to the `collkit` command, each case tried on main (issue 12): exit 2 and a message
-that says what is wrong, never a traceback, a hang, a wrong answer or a silent repair."""
+that says what is wrong, never a traceback, a hang, a wrong answer or a silent repair. The CLI
+runs in-process (main(argv); argparse's usage errors arrive as SystemExit(2))."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, timeout: int = 30) -> tu
     signal.alarm(timeout)
     try:
         code = main(list(argv))
+    except SystemExit as e:  # argparse's usage errors
+        code = e.code if isinstance(e.code, int) else 2
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)

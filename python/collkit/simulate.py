@@ -32,7 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from collkit import _core, units
-from collkit._core import Algorithm, Schedule
+from collkit._core import Schedule
+from collkit.algorithms import Algorithm
 from collkit.errors import InvalidArgumentError
 
 __all__ = [
@@ -480,7 +481,7 @@ def simulate(
             count = 1
         if timeline:
             schedule = algo.generate(P, count, elem_size, root)
-    source: Any = schedule if schedule is not None else algo
+    source: Any = schedule if schedule is not None else algo.core
     d = _core.simulate(
         source,
         P,

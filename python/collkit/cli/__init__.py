@@ -51,10 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse's usage errors (2) and --help (0): a status, returned
-        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USAGE

@@ -277,17 +277,22 @@ def input_file(path: str, what: str = "--file") -> Path:
     return f
 
 
-def output_file(path: str, what: str = "output") -> Path:
-    """A path that can be written: its folder exists (it is not created) and is writable."""
-    f = Path(path)
-    parent = f.parent if str(f.parent) else Path(".")
-    if f.is_dir():
-        raise InvalidArgumentError(f"{what}: {path} is a directory")
-    if not parent.is_dir():
-        raise InvalidArgumentError(f"{what}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (f.exists() and not os.access(f, os.W_OK)):
-        raise InvalidArgumentError(f"{what}: {path} is not writable")
-    return f
+def output_dir(text: str, what: str) -> Path:
+    """A folder to write into: an existing writable folder, or a new one made in an existing
+    folder (never a chain of folders: a typo should not create a tree)."""
+    d = Path(text)
+    if d.exists() and not d.is_dir():
+        raise InvalidArgumentError(f"{what}: {text} is not a folder")
+    if not d.exists():
+        if not d.parent.is_dir():
+            raise InvalidArgumentError(f"{what}: folder {d.parent} does not exist")
+        try:
+            d.mkdir()
+        except OSError as e:
+            raise InvalidArgumentError(f"{what}: cannot make {text}: {e.strerror or e}") from None
+    if not os.access(d, os.W_OK):
+        raise InvalidArgumentError(f"{what}: {text} is not writable")
+    return d
 
 
 def table(title: str) -> Table:

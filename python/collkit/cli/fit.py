@@ -20,11 +20,11 @@ examples:
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
 from collkit import fit as F
+from collkit.cli._common import output_dir
 from collkit.errors import InvalidArgumentError, UnsupportedError
 
 NAME = "fit"
@@ -121,27 +121,10 @@ def read_rows(paths: list[str]) -> list[Any]:
     return rows
 
 
-def plots_dir(text: str) -> Path:
-    """The --plots folder: an existing writable folder, or a new one in an existing folder."""
-    d = Path(text)
-    if d.exists() and not d.is_dir():
-        raise InvalidArgumentError(f"--plots: {text} is not a folder")
-    if not d.exists():
-        if not d.parent.is_dir():
-            raise InvalidArgumentError(f"--plots: folder {d.parent} does not exist")
-        try:
-            d.mkdir()
-        except OSError as e:
-            raise InvalidArgumentError(f"--plots: cannot make {text}: {e.strerror or e}") from None
-    if not os.access(d, os.W_OK):
-        raise InvalidArgumentError(f"--plots: {text} is not writable")
-    return d
-
-
 def run(args: argparse.Namespace) -> int:
     rows = read_rows(args.rows)
     if args.plots is not None:
-        args.plots = plots_dir(args.plots)
+        args.plots = output_dir(args.plots, "--plots")
     where: dict[str, str] = {}
     for w in args.where:
         where.update(w)
