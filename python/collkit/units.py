@@ -58,51 +58,47 @@ _BW_UNITS = {
 _NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 _TIME_RE = re.compile(rf"\s*({_NUMBER})\s*(ps|ns|us|µs|ms|s)?\s*")
 _BW_RE = re.compile(rf"\s*({_NUMBER})\s*([KMGT]i?B/s|B/s)?\s*")
-_MAX_TEXT = 100  # longer texts are not a quantity; say so before any regex runs
+_MAX_TEXT = 100
 
 
-def _text(value: Quantity, what: str, kind: str, example: str) -> str | float:
-    """The number itself (int/float) or the stripped text; anything else is an error."""
+def _number(
+    value: Quantity,
+    what: str,
+    kind: str,
+    pattern: re.Pattern[str],
+    scale: dict[str, float],
+    bare: str,
+    examples: str,
+) -> float:
+    """A number times its unit's scale (a bare number: `bare`); finite and >= 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InvalidArgumentError(f"{what}: expected {kind}, got {type(value).__name__}")
     if isinstance(value, str):
-        if len(value) > _MAX_TEXT:
+        if len(value) > _MAX_TEXT:  # not a quantity; said before any regex runs
             raise InvalidArgumentError(f"{what}: a {len(value)}-character text is not {kind}")
-        return value
-    return float(value)
-
-
-def _finite(v: float, value: Quantity, what: str, kind: str) -> float:
+        m = pattern.fullmatch(value)
+        if not m:
+            raise InvalidArgumentError(
+                f"{what}: '{value}' is not {kind} (examples: {examples}; bare numbers are {bare})"
+            )
+        v = float(m.group(1)) * scale[m.group(2) or bare]
+    else:
+        v = float(value)
     if not math.isfinite(v) or v < 0:
-        raise InvalidArgumentError(f"{what}: must be a finite {kind} >= 0, got {value!r}")
+        raise InvalidArgumentError(f"{what}: must be a finite {kind[2:]} >= 0, got {value!r}")
     return v + 0.0  # no -0.0
 
 
 def parse_time(value: Quantity, what: str = "time") -> float:
     """Nanoseconds from a number (ns) or a text with a unit: '1.34us', '500ns', '2ms', '0'."""
-    t = _text(value, what, "a time", "1.34us")
-    if isinstance(t, str):
-        m = _TIME_RE.fullmatch(t)
-        if not m:
-            raise InvalidArgumentError(
-                f"{what}: '{t}' is not a time (examples: 500ns, 1.34us, 2ms; bare numbers are ns)"
-            )
-        t = float(m.group(1)) * _TIME_UNITS[m.group(2) or "ns"]
-    return _finite(t, value, what, "time")
+    return _number(value, what, "a time", _TIME_RE, _TIME_UNITS, "ns", "500ns, 1.34us, 2ms")
 
 
 def parse_bandwidth(value: Quantity, what: str = "bandwidth") -> float:
     """Bytes per second from a number (B/s) or a text with a unit: '2.5GB/s', '1GiB/s'."""
-    b = _text(value, what, "a bandwidth", "2.5GB/s")
-    if isinstance(b, str):
-        m = _BW_RE.fullmatch(b)
-        if not m:
-            raise InvalidArgumentError(
-                f"{what}: '{b}' is not a bandwidth (examples: 2.5GB/s, 1GiB/s, 800MB/s)"
-            )
-        b = float(m.group(1)) * _BW_UNITS[m.group(2) or "B/s"]
-    if not math.isfinite(b) or b <= 0:
-        raise InvalidArgumentError(f"{what}: must be a finite bandwidth > 0, got {value!r}")
+    b = _number(value, what, "a bandwidth", _BW_RE, _BW_UNITS, "B/s", "2.5GB/s, 1GiB/s")
+    if b <= 0:
+        raise InvalidArgumentError(f"{what}: must be a bandwidth > 0, got {value!r}")
     return b
 
 

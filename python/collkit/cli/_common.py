@@ -99,13 +99,6 @@ def p_list(text: str) -> list[int]:
     return out
 
 
-def one_p(text: str) -> int:
-    ps = p_list(text)
-    if len(ps) != 1:
-        raise InvalidArgumentError(f"expected one process count, got '{text}'")
-    return ps[0]
-
-
 def count_list(text: str) -> list[int]:
     """Element counts: '4', '0,1,7', '0..8', '2^20'."""
     out = _int_list(text, "count", MAX_COUNT, "4, 0,1,7, 0..8, 2^20")
@@ -117,11 +110,20 @@ def count_list(text: str) -> list[int]:
     return out
 
 
-def one_count(text: str) -> int:
-    cs = count_list(text)
-    if len(cs) != 1:
-        raise InvalidArgumentError(f"expected one count, got '{text}'")
-    return cs[0]
+def _one(values: Callable[[str], list[int]], what: str) -> Callable[[str], int]:
+    """A parser of one value from a parser of lists."""
+
+    def one(text: str) -> int:
+        vs = values(text)
+        if len(vs) != 1:
+            raise InvalidArgumentError(f"expected one {what}, got '{text}'")
+        return vs[0]
+
+    return one
+
+
+one_p = _one(p_list, "process count")
+one_count = _one(count_list, "count")
 
 
 def rank(text: str) -> int:

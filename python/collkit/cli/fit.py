@@ -59,28 +59,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the P of seed 004's [P > T] term (default 128)",
     )
     p.add_argument("--collective", help="keep the rows of this collective only")
-    p.add_argument(
-        "--where",
-        type=_parse_assignments,
-        action="append",
-        default=[],
-        metavar="COL=VALUE",
-        help="keep rows whose column has this value",
-    )
+    assignments = {
+        "type": _parse_assignments,
+        "action": "append",
+        "default": [],
+        "metavar": "COL=VALUE",
+    }
+    p.add_argument("--where", **assignments, help="keep rows whose column has this value")
     p.add_argument(
         "--by",
         metavar="COLS",
         help="fit separately per value of these columns (comma-separated); "
         "default: group for seed-p, none otherwise; 'none' for one fit",
     )
-    p.add_argument(
-        "--predict",
-        type=_parse_assignments,
-        action="append",
-        default=[],
-        metavar="COL=VALUE",
-        help="predict at these values, e.g. P=4096,size=8",
-    )
+    p.add_argument("--predict", **assignments, help="predict at these values, e.g. P=4096,size=8")
     p.add_argument(
         "--alpha",
         type=float,

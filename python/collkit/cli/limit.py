@@ -47,28 +47,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("collective", choices=sorted(DEFAULTS), help="reduce or allreduce")
     add_p_argument(p, lists=True, default=SEED_001_P)
     d = AlphaBetaGamma()
-    ns = units.NS_PER_S
-    p.add_argument(
-        "--alpha",
-        type=parse_time,
-        default=d.alpha * ns,
-        metavar="TIME",
-        help=f"time per message (default {d.alpha * ns:g}ns)",
-    )
-    p.add_argument(
-        "--beta",
-        type=parse_per_byte,
-        default=d.beta * ns,
-        metavar="PER_BYTE",
-        help=f"time per byte sent (default {d.beta * ns:g}ns/B)",
-    )
-    p.add_argument(
-        "--gamma",
-        type=parse_per_byte,
-        default=d.gamma * ns,
-        metavar="PER_BYTE",
-        help=f"time per byte reduced (default {d.gamma * ns:g}ns/B)",
-    )
+    for name, parse, what in (
+        ("alpha", parse_time, "time per message"),
+        ("beta", parse_per_byte, "time per byte sent"),
+        ("gamma", parse_per_byte, "time per byte reduced"),
+    ):
+        default = getattr(d, name) * units.NS_PER_S
+        unit = "ns" if parse is parse_time else "ns/B"
+        p.add_argument(
+            f"--{name}",
+            type=parse,
+            default=default,
+            metavar="TIME" if parse is parse_time else "PER_BYTE",
+            help=f"{what} (default {default:g}{unit})",
+        )
     p.add_argument("--old", type=algorithm, default=None, metavar="ALGO", help="small-count")
     p.add_argument(
         "--new", type=algorithm, action="append", default=None, metavar="ALGO", help="large-count"
