@@ -59,20 +59,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the P of seed 004's [P > T] term (default 128)",
     )
     p.add_argument("--collective", help="keep the rows of this collective only")
-    assignments = {
-        "type": _parse_assignments,
-        "action": "append",
-        "default": [],
-        "metavar": "COL=VALUE",
-    }
-    p.add_argument("--where", **assignments, help="keep rows whose column has this value")
+    for flag, what in (
+        ("--where", "keep rows whose column has this value"),
+        ("--predict", "predict at these values, e.g. P=4096,size=8"),
+    ):
+        p.add_argument(
+            flag,
+            type=_parse_assignments,
+            action="append",
+            default=[],
+            metavar="COL=VALUE",
+            help=what,
+        )
     p.add_argument(
         "--by",
         metavar="COLS",
         help="fit separately per value of these columns (comma-separated); "
         "default: group for seed-p, none otherwise; 'none' for one fit",
     )
-    p.add_argument("--predict", **assignments, help="predict at these values, e.g. P=4096,size=8")
     p.add_argument(
         "--alpha",
         type=float,
