@@ -16,8 +16,10 @@ import argparse
 
 from collkit.algorithms import Algorithm
 from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, check_root, parse_rank
+from collkit.errors import InvalidArgumentError
 
 NAME = "show"
+MAX_STATS_P = 1 << 24  # --stats over every rank: about 35 s at 2^24 here, minutes beyond
 HELP = "print a schedule, per rank, as text"
 
 
@@ -49,6 +51,11 @@ def run(args: argparse.Namespace) -> int:
         if args.rank:
             progs = [algo.generate_rank(P, r, count, args.elem_size, root) for r in ranks]
             ops = sum(len(p) for p in progs)
+        elif P > MAX_STATS_P:
+            raise InvalidArgumentError(
+                f"P = {P}: counting every rank's ops would take minutes; "
+                "count some ranks with --rank R"
+            )
         else:
             ops = algo.count_ops(P, count, args.elem_size, root)
         print(f"{algo.canonical} P={P} count={count}: {ops} ops over {len(ranks)} rank(s)")
