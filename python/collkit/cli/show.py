@@ -13,6 +13,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from collkit.algorithms import Algorithm
 from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, check_root, parse_rank
@@ -42,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
     count = DEFAULT_COUNT if args.count is None else args.count
     P: int = args.P
     root = check_root(args.root, P)
-    ranks: list[int] = args.rank if args.rank else list(range(P))
-    for r in ranks:
+    ranks: Sequence[int] = args.rank if args.rank else range(P)  # a range: P may be 2^31
+    for r in args.rank or []:
         if not 0 <= r < P:
             print(f"collkit show: error: rank {r} is not in [0, {P})")
             return 2
