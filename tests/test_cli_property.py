@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import io as stdio
 import os
+import resource
 import signal
 import tempfile
 from pathlib import Path
@@ -25,6 +26,7 @@ import collkit
 from collkit import io
 from collkit.cli import COMMANDS, build_parser, main
 
+MEMORY_HEADROOM = 4 << 30  # bytes a run may add to this process's address space
 TIME_LIMIT = 30  # seconds per run: generous on a loaded 2-core machine; a hang is minutes
 # Runs that would start real work we do not want here: the tour (minutes), and bench's MPI
 # (pointed at an mpiexec that does not exist, so it stops at the check of the MPI).
@@ -102,6 +104,20 @@ class Hung(Exception):
     pass
 
 
+def _address_space_limit() -> tuple[int, int]:
+    """Cap this process's address space at its size now + MEMORY_HEADROOM for one run: a run
+    that would take the shared machine's memory gets MemoryError (exit 2) instead."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    vm = next(
+        int(line.split()[1]) * 1024
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith("VmSize:")
+    )
+    cap = vm + MEMORY_HEADROOM
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard < 0 else min(cap, hard), hard))
+    return soft, hard
+
+
 def run_cli(argv: list[str]) -> tuple[int, str]:
     def alarm(signum: int, frame: FrameType | None) -> None:
         raise Hung(f"collkit {' '.join(argv)[:200]} ran past {TIME_LIMIT} s")
@@ -109,6 +125,7 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
     old_dir, old = os.getcwd(), signal.signal(signal.SIGALRM, alarm)
     out, err = stdio.StringIO(), stdio.StringIO()
     os.chdir(WORK)
+    limits = _address_space_limit()
     signal.alarm(TIME_LIMIT)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -119,6 +136,7 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+        resource.setrlimit(resource.RLIMIT_AS, limits)
         os.chdir(old_dir)
     return code, err.getvalue() + out.getvalue()
 

@@ -40,6 +40,7 @@ HELP = "rank recursive multiplying schedules by modelled cost (enumeration or se
 
 MODELS = ("pipelined-postal",)
 MAX_ENUMERATE_P = 4096  # beyond this, --search
+MAX_TOTALS_P = 1 << 18  # counting takes ~50 s at 2^20 here and grows past it
 
 
 def _positive(text: str) -> int:
@@ -226,6 +227,11 @@ def run(args: argparse.Namespace) -> int:
     )
     for P in args.P:
         if args.totals:
+            if P > MAX_TOTALS_P:
+                raise InvalidArgumentError(
+                    f"P = {P}: counting every schedule would take minutes or hours "
+                    f"(--totals serves P <= 2^18); --search finds the best one"
+                )
             c = count_schedules(P, args.max_fanout, families)
             parts = ", ".join(f"{k} {v}" for k, v in c.items())
             print(f"P = {P}: {sum(c.values())} schedules ({parts})")
