@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             prog.update(task, description=f"{algo.canonical} P={P} count={count}")
             t0 = time.perf_counter()
             try:
-                s = algo.generate(P, count, 8, root)
+                s = algo.generate(P, count, args.elem_size, root)
             except UnsupportedError as e:
                 skipped.setdefault(str(e).split(": ", 1)[-1], []).append(P)
                 prog.advance(task)
