@@ -53,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"one or more of {', '.join(COLLECTIVES)}",
     )
     p.add_argument(
+        "-P",
         "-np",
         "--np",
         dest="P",
