@@ -33,7 +33,14 @@ HELP = "run an unmodified MPI program with a tuning table (LD_PRELOAD libcollkit
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "-np", "--np", dest="P", type=parse_p, required=True, metavar="N", help="number of ranks"
+        "-P",
+        "-np",
+        "--np",
+        dest="P",
+        type=parse_p,
+        required=True,
+        metavar="N",
+        help="number of ranks",
     )
     p.add_argument(
         "--tuning",
