@@ -306,3 +306,9 @@ def test_multi_stage_rm_names_reach_the_driver_whole(
     c = Campaign("allreduce", [name], [4], [64], iterations=5, warmup=1, max_ms=20, raw=True)
     (row,) = run_campaign(c, mpi, ResultStore(tmp_path / "r.jsonl"))
     assert row.error == "" and row.valid is True and len(row.samples) >= 5
+
+
+def test_only_names_keep_their_commas() -> None:
+    from collkit.cli.tune import split_names
+
+    assert split_names("rd,rm(a2,a2), ring,") == ["rd", "rm(a2,a2)", "ring"]

@@ -110,6 +110,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-plot", action="store_true", help="do not draw tune.png")
 
 
+def split_names(text: str) -> list[str]:
+    """'rd,rm(a2,a2)' -> ['rd', 'rm(a2,a2)']: commas inside parentheses belong to the name."""
+    out, cur, depth = [], "", 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")" and depth > 0)
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur.strip())
+    return [x for x in out if x]
+
+
 def _print(choices: list[Choice], mpi_label: str) -> None:
     from rich.console import Console
     from rich.table import Table as RTable
@@ -235,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         max_ms=args.max_ms,
         mpi_algorithms=not args.no_mpi_algos,
-        only=[x.strip() for x in args.only.split(",") if x.strip()] if args.only else None,
+        only=split_names(args.only) if args.only else None,
     )
     if opts.only is not None:
         check_only(opts.collectives, opts.only)
