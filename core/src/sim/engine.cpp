@@ -8,6 +8,7 @@
 #include <ctime>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -78,9 +79,40 @@ struct OpKey {
 // Per rank, during a trial: 48 bytes that an event of the rank touches together.
 struct RankState {
   double cpu_free, port_free, recv_free, finish;
-  uint64_t pend;  // where its pending counters lie (narrow or wide pool); kNone: not held
+  uint8_t* pend;  // its pending counters (uint16_t, or uint32_t for a wide program); null: none
   uint32_t done;  // ops completed
   uint8_t started;
+};
+
+// Where ranks' pending counters live: chunks that never move (a growing array would copy, and
+// for a moment hold, everything twice), so a block is a plain pointer.
+class CounterPool {
+ public:
+  static constexpr size_t kChunk = size_t{16} << 20;
+  uint8_t* allocate(size_t bytes) {
+    bytes = (bytes + 7) & ~size_t{7};
+    if (bytes > kChunk) {  // a program larger than a chunk gets its own
+      big_.emplace_back(new uint8_t[bytes]);
+      return big_.back().get();
+    }
+    if (chunks_.empty() || used_ + bytes > kChunk) {
+      if (++current_ >= chunks_.size()) chunks_.emplace_back(new uint8_t[kChunk]);
+      used_ = 0;
+    }
+    uint8_t* p = chunks_[current_].get() + used_;
+    used_ += bytes;
+    return p;
+  }
+  void reset() {  // keeps the chunks for the next trial
+    current_ = SIZE_MAX;
+    used_ = kChunk;
+    big_.clear();
+  }
+  size_t memory_bytes() const { return chunks_.size() * kChunk; }
+
+ private:
+  std::vector<std::unique_ptr<uint8_t[]>> chunks_, big_;
+  size_t current_ = SIZE_MAX, used_ = kChunk;
 };
 
 struct Rendezvous {  // a large message delivered, its send waiting for the receive to complete
@@ -380,51 +412,48 @@ class Engine {
     if (!free.empty()) {
       s.pend = free.back();
       free.pop_back();
-    } else if (p.wide) {
-      s.pend = pend32_.size();
-      pend32_.resize(pend32_.size() + p.n);
     } else {
-      s.pend = pend16_.size();
-      pend16_.resize(pend16_.size() + p.n);
+      s.pend = pool_.allocate(size_t{p.n} * (p.wide ? 4 : 2));
     }
     const TOp* o = &t_ops_[p.op_begin];
-    if (p.wide)
-      for (uint32_t i = 0; i < p.n; ++i) pend32_[s.pend + i] = o[i].pending;
-    else
+    if (p.wide) {
+      uint32_t* c = reinterpret_cast<uint32_t*>(s.pend);
+      for (uint32_t i = 0; i < p.n; ++i) c[i] = o[i].pending;
+    } else {
+      uint16_t* c = reinterpret_cast<uint16_t*>(s.pend);
       for (uint32_t i = 0; i < p.n; ++i)
-        pend16_[s.pend + i] = static_cast<uint16_t>((o[i].pending & kMaxNarrowDeps) |
-                                                    (o[i].pending & kMsgBit ? kMsgBit16 : 0));
+        c[i] = static_cast<uint16_t>((o[i].pending & kMaxNarrowDeps) |
+                                     (o[i].pending & kMsgBit ? kMsgBit16 : 0));
+    }
     peak_held_ = std::max(peak_held_, ++held_);
   }
   // Rank r has finished: its counters go back to the pool.
   void release_rank(uint32_t r) {
     const Program& p = prog(r);
     free_[p.wide][p.n].push_back(rank_[r].pend);
-    rank_[r].pend = kNone;
+    rank_[r].pend = nullptr;
     --held_;
   }
+  static uint32_t widen(uint16_t v) { return (v & kMaxNarrowDeps) | (v & kMsgBit16 ? kMsgBit : 0); }
   uint32_t pending(uint32_t r, const Program& p, uint32_t i) const {
-    if (p.wide) return pend32_[rank_[r].pend + i];
-    const uint16_t v = pend16_[rank_[r].pend + i];
-    return (v & kMaxNarrowDeps) | (v & kMsgBit16 ? kMsgBit : 0);
+    if (p.wide) return reinterpret_cast<const uint32_t*>(rank_[r].pend)[i];
+    return widen(reinterpret_cast<const uint16_t*>(rank_[r].pend)[i]);
   }
   uint32_t decrement(uint32_t r, const Program& p, uint32_t i) {
-    if (p.wide) return --pend32_[rank_[r].pend + i];
-    const uint16_t v = --pend16_[rank_[r].pend + i];
-    return (v & kMaxNarrowDeps) | (v & kMsgBit16 ? kMsgBit : 0);
+    if (p.wide) return --reinterpret_cast<uint32_t*>(rank_[r].pend)[i];
+    return widen(--reinterpret_cast<uint16_t*>(rank_[r].pend)[i]);
   }
   uint32_t clear_msg(uint32_t r, const Program& p, uint32_t i) {
-    if (p.wide) return pend32_[rank_[r].pend + i] &= ~kMsgBit;
-    return pend16_[rank_[r].pend + i] &= static_cast<uint16_t>(~kMsgBit16);
+    if (p.wide) return reinterpret_cast<uint32_t*>(rank_[r].pend)[i] &= ~kMsgBit;
+    return reinterpret_cast<uint16_t*>(rank_[r].pend)[i] &= static_cast<uint16_t>(~kMsgBit16);
   }
 
   // --- one trial ---------------------------------------------------------------------------
   void run_trial(uint64_t trial, bool record) {
     record_ = record;
     rng_ = Rng(opt_.seed * 0x9e3779b97f4a7c15ULL + trial * 0xd1b54a32d192ed03ULL + 1);
-    for (RankState& s : rank_) s = RankState{0, 0, 0, 0, kNone, 0, 0};
-    pend16_.clear();
-    pend32_.clear();
+    for (RankState& s : rank_) s = RankState{0, 0, 0, 0, nullptr, 0, 0};
+    pool_.reset();
     free_[0].clear();
     free_[1].clear();
     held_ = 0;
@@ -498,7 +527,7 @@ class Engine {
     }
     if (const Event* f = queue_.peek(4)) {
       const RankState& s = rank_[f->rank];
-      if (s.pend < pend16_.size()) __builtin_prefetch(pend16_.data() + s.pend);
+      if (s.pend != nullptr) __builtin_prefetch(s.pend);
     }
   }
 
@@ -518,7 +547,7 @@ class Engine {
   }
 
   void start_rank(uint32_t r) {
-    if (rank_[r].pend == kNone) hold(r);
+    if (rank_[r].pend == nullptr) hold(r);
     rank_[r].started = 1;
     const Program& p = prog(r);
     for (uint32_t i = 0; i < p.n; ++i) {
@@ -683,7 +712,7 @@ class Engine {
   void deliver(uint32_t q, uint32_t k) {
     const TOp so = op(prog(q), k);  // a copy: reading rank r's program below may move t_ops_
     const uint32_t r = peer_of(q, so);
-    if (rank_[r].pend == kNone) {
+    if (rank_[r].pend == nullptr) {
       if (rank_[r].started)  // a finished rank has no receive left
         unmatched(r, q, so.seq());
       hold(r);  // reached before it starts (arrival skew)
@@ -733,7 +762,7 @@ class Engine {
   [[noreturn]] void stalled() {
     size_t stuck = total_ops_ - done_;
     for (uint32_t r = 0; r < P_; ++r) {
-      if (rank_[r].pend == kNone) continue;
+      if (rank_[r].pend == nullptr) continue;
       const Program& p = prog(r);
       for (uint32_t i = 0; i < p.n; ++i) {
         const uint32_t pd = pending(r, p, i);
@@ -759,7 +788,7 @@ class Engine {
       for (const auto& [n, v] : f) free_lists += cap(v);
     return cap(t_ops_) + cap(t_overflow_) + cap(t_dep_begin_) + cap(t_deps_) + cap(t_recv_[0]) +
            cap(t_recv_[1]) + cap(progs_) + index_.size() * 32 + cap(tmpl_) + cap(rank_) +
-           cap(pend16_) + cap(pend32_) + free_lists + cap(rank_op_begin_) + queue_.memory_bytes();
+           pool_.memory_bytes() + free_lists + cap(rank_op_begin_) + queue_.memory_bytes();
   }
 
   const ScheduleHeader& h_;
@@ -789,9 +818,8 @@ class Engine {
 
   // State of a trial.
   std::vector<RankState> rank_;
-  std::vector<uint16_t> pend16_;
-  std::vector<uint32_t> pend32_;
-  std::unordered_map<uint32_t, std::vector<uint64_t>> free_[2];  // by op count: released blocks
+  CounterPool pool_;
+  std::unordered_map<uint32_t, std::vector<uint8_t*>> free_[2];  // by op count: released blocks
   int64_t held_ = 0, peak_held_ = 0;
   EventQueue queue_;
   std::vector<std::pair<uint32_t, uint32_t>> now_stack_;
