@@ -176,6 +176,10 @@ class Engine {
       run_trial(static_cast<uint64_t>(trial), record);
       double makespan = 0;
       for (const RankState& s : rank_) makespan = std::max(makespan, s.finish);
+      if (!std::isfinite(makespan))
+        fail(ErrorKind::invalid_argument,
+             "the makespan overflowed to infinity: a model parameter, size or duration is too "
+             "large for double-precision nanoseconds");
       res.makespans.push_back(makespan);
       res.events += static_cast<int64_t>(total_ops_) + messages_;
       if (trial == 0) {
@@ -259,10 +263,11 @@ class Engine {
       switch (o.kind) {
         case OpKind::send:
         case OpKind::recv:
-          if (o.peer < 0 || o.peer >= P_ || o.peer == static_cast<int64_t>(r))
-            fail(ErrorKind::invalid_argument,
-                 where(v, i) + " has peer " + std::to_string(o.peer) +
-                     ", not another rank of P = " + std::to_string(P_));
+          // A message to itself is a message like any other (MPI allows it; the verifier too).
+          if (o.peer < 0 || o.peer >= P_)
+            fail(ErrorKind::invalid_argument, where(v, i) + " has peer " +
+                                                  std::to_string(o.peer) + ", not a rank of P = " +
+                                                  std::to_string(P_));
           k.amount = len * esize;
           k.xdelta = static_cast<int32_t>(static_cast<uint32_t>(o.peer) ^ r);
           k.adelta = static_cast<int32_t>(o.peer >= static_cast<int64_t>(r)
