@@ -27,8 +27,8 @@ ModelParams model(const std::string& name, const nb::dict& params) {
   for (auto [key, value] : params) {
     const std::string k = nb::cast<std::string>(key);
     const auto table = model_params();
-    auto it = std::find_if(table.begin(), table.end(),
-                           [&](const ParamInfo& i) { return i.name == k; });
+    auto it =
+        std::find_if(table.begin(), table.end(), [&](const ParamInfo& i) { return i.name == k; });
     if (it == table.end()) fail(ErrorKind::invalid_argument, "unknown model parameter '" + k + "'");
     m.*(it->field) = nb::cast<double>(value);
   }

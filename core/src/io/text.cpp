@@ -335,6 +335,11 @@ std::string to_text(const Schedule& s) {
   return out;
 }
 
+void write_text(const ScheduleHeader& h, const RankSource& rank, const Sink& sink) {
+  sink(header_to_text(h));
+  for (int64_t r = 0; r < h.P; ++r) sink(rank_to_text(h, rank(r)));
+}
+
 namespace {
 
 // A dependency as written, kept until the rank's op count is known.

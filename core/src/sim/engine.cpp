@@ -265,9 +265,8 @@ class Engine {
         case OpKind::recv:
           // A message to itself is a message like any other (MPI allows it; the verifier too).
           if (o.peer < 0 || o.peer >= P_)
-            fail(ErrorKind::invalid_argument, where(v, i) + " has peer " +
-                                                  std::to_string(o.peer) + ", not a rank of P = " +
-                                                  std::to_string(P_));
+            fail(ErrorKind::invalid_argument, where(v, i) + " has peer " + std::to_string(o.peer) +
+                                                  ", not a rank of P = " + std::to_string(P_));
           k.amount = len * esize;
           k.xdelta = static_cast<int32_t>(static_cast<uint32_t>(o.peer) ^ r);
           k.adelta = static_cast<int32_t>(o.peer >= static_cast<int64_t>(r)
