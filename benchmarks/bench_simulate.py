@@ -7,6 +7,8 @@ Suites:
 - `command`: the whole `collkit simulate allreduce:rd -P 2^20 --bytes 8 --model loggops` command
   (Python start, generation, simulation, output), three runs: min and median (goal: < 5 s).
 - `all`: the whole command for every registry algorithm at P = 2^20, 8 B, loggops (goal: < 60 s).
+- `export`: `collkit export allreduce:rd -P N -o rd.goal` (streamed) at growing P: peak RSS
+  should not grow with P.
 - `large`: the whole command at P = 2^24 for allreduce:rd, allreduce:rabenseifner and
   bcast:binomial (goal: peak RSS < 8 GiB), with the peak RSS per rank.
 
@@ -117,7 +119,44 @@ def collkit_cmd() -> str:
     return str(exe) if exe.exists() else (shutil.which("collkit") or "collkit")
 
 
+def export_rows() -> list[str]:
+    import tempfile
+
+    header = (
+        f"| {'command':52s} | {'wall s':>7s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
+        f"{'file MB':>8s} | {'B RSS per op':>12s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    import collkit
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "x.goal"
+        for algo, lg in [
+            ("allreduce:rd", 10),
+            ("allreduce:rd", 14),
+            ("allreduce:rd", 17),
+            ("alltoall:bruck", 10),
+            ("alltoall:bruck", 12),
+        ]:
+            argv = [collkit_cmd(), "export", algo, "-P", f"2^{lg}", "--count", "1", "-o", str(out)]
+            r = run_command(argv)
+            ops = collkit.Algorithm(algo).count_ops(1 << lg, 1)
+            size = out.stat().st_size / 2**20
+            row = (
+                f"| {' '.join(argv[1:-2]) + ' -o x.goal':52s} | {float(r['wall']):7.2f} | "
+                f"{float(r['cpu']):6.2f} | {float(r['rss_mb']):11.0f} | {size:8.0f} | "
+                f"{float(r['rss_mb']) * 2**20 / ops:12.2f} |"
+            )
+            print(row, flush=True)
+            rows.append(row)
+            out.unlink()
+    return rows
+
+
 def command_rows(suite: str) -> list[str]:
+    if suite == "export":
+        return export_rows()
     header = (
         f"| {'command':58s} | {'wall s':>12s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
         f"{'B per rank':>10s} | {'result':24s} |"
@@ -161,7 +200,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small cases only")
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--suite", choices=["engine", "command", "all", "large"], default="engine")
+    ap.add_argument(
+        "--suite", choices=["engine", "command", "all", "export", "large"], default="engine"
+    )
     args = ap.parse_args()
     if args.suite != "engine":
         load0 = os.getloadavg()[0]

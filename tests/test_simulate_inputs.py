@@ -158,3 +158,17 @@ def test_file_refuses_conflicts_and_missing_files(
         assert "cannot read" in capsys.readouterr().err
     assert run_cli(["simulate"], monkeypatch) == 2
     assert "--file" in capsys.readouterr().err
+
+
+def test_loggopsim_noise_trace_is_refused_clearly(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.txt"
+    trace.write_text("# noise trace\n1000\t50\n2000\t70\n")
+    with pytest.raises(InvalidArgumentError, match="LogGOPSim noise trace"):
+        collkit.simulate("allreduce:rd", 4, noise=f"file({trace})")
+    trace.write_text("1000\t50\n2000\t70\n")  # even without its comment line
+    with pytest.raises(InvalidArgumentError, match="LogGOPSim noise trace"):
+        collkit.simulate("allreduce:rd", 4, noise=f"file({trace})")
+    durations = tmp_path / "detours.txt"
+    durations.write_text("50\n70\n")
+    r = collkit.simulate("allreduce:rd", 4, noise=f"file({durations})", seed=1)
+    assert r.makespan > collkit.simulate("allreduce:rd", 4).makespan

@@ -255,6 +255,19 @@ def _read_samples(path: str, what: str) -> list[float]:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise _bad(f"{what}: cannot read samples from '{path}': {e}") from None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if any(ln.lstrip().startswith("#") for ln in lines) or any(
+        len(ln.split()) == 2 for ln in lines
+    ):
+        # LogGOPSim's --noise-trace format: '#' comments and "<start>\t<duration>" (ns) per
+        # line, replayed in time (an op is delayed by the trace's detours it overlaps). Read as
+        # samples it would draw start times as delays: refuse it instead.
+        raise _bad(
+            f"{what}: '{path}' looks like a LogGOPSim noise trace ('#' comments or "
+            "'<start> <duration>' lines); file(PATH) takes one detour duration per line or "
+            "whitespace-separated, drawn per op. Replaying a trace in time is not supported: "
+            "keep its durations only (e.g. awk '!/^#/ {print $2}' trace > detours.txt)"
+        )
     vals = [parse_time(tok, f"{what} sample in {path}") for tok in text.split()]
     if not vals:
         raise _bad(f"{what}: no samples in '{path}'")

@@ -426,11 +426,23 @@ class GoalParser {
           sc.fail_msg(tb, "tag " + std::to_string(op.tag) + " is not in [0, " +
                               std::to_string(kMaxTag) + "]");
       } else if (!seen_cpu && sc.accept("cpu")) {
-        seen_cpu = true;  // collkit's ops run when their dependencies complete: cpu is dropped
-        sc.integer("a cpu number", 0, INT64_MAX);
+        // collkit simulates one CPU (and one NIC) per rank: an op on another one would overlap
+        // in LogGOPSim and not here, so it is refused rather than run differently.
+        seen_cpu = true;
+        sc.skip_ws();
+        size_t cb = sc.pos();
+        if (sc.integer("a cpu number", 0, INT64_MAX) != 0)
+          sc.fail_msg(cb,
+                      "'cpu N' with N > 0 (several CPUs per host) is not simulated by collkit, "
+                      "which runs every op of a rank on one CPU; only cpu 0 is accepted");
       } else if (!seen_nic && sc.accept("nic")) {
-        seen_nic = true;  // likewise the nic
-        sc.integer("a nic number", 0, INT64_MAX);
+        seen_nic = true;
+        sc.skip_ws();
+        size_t nb = sc.pos();
+        if (sc.integer("a nic number", 0, INT64_MAX) != 0)
+          sc.fail_msg(nb,
+                      "'nic N' with N > 0 (several NICs per host) is not simulated by collkit; "
+                      "only nic 0 is accepted");
       } else {
         sc.set_pos(ob);
         sc.fail_here(op.kind == GoalKind::calc ? "'cpu', 'nic' or end of line"

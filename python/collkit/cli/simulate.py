@@ -315,4 +315,3 @@ def run(args: argparse.Namespace) -> int:
     for line in written:
         print(line)
     return 0
-
