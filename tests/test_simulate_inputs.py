@@ -172,3 +172,44 @@ def test_loggopsim_noise_trace_is_refused_clearly(tmp_path: Path) -> None:
     durations.write_text("50\n70\n")
     r = collkit.simulate("allreduce:rd", 4, noise=f"file({durations})", seed=1)
     assert r.makespan > collkit.simulate("allreduce:rd", 4).makespan
+
+
+CONGESTION = (
+    "# collkit schedule v1\ncollective barrier\nP 4\ncount 1000\nelem_size 1\nroot 0\n"
+    "rank 0 scratch 1000\n  0: send s0[0:1000] to 2\n"
+    "rank 1 scratch 1000\n  0: send s0[0:1000] to 3\n"
+    "rank 2 scratch 1000\n  0: recv s0[0:1000] from 0\n"
+    "rank 3 scratch 1000\n  0: recv s0[0:1000] from 1\n"
+)
+
+
+@pytest.mark.parametrize(
+    "topology",
+    [
+        "none(rpn=2,link=1ns)",  # the two messages share node 0's NIC
+        "fattree(k=2,hop=0ns,link=1ns)",  # ... switch 0's up link
+        "torus(dims=4,hop=0ns,link=1ns)",  # ... the link from node 1 to node 2
+        "dragonfly(p=1,a=2,hop=0ns,link=1ns)",  # ... the global link between the two groups
+    ],
+)
+def test_congestion_messages_share_links(topology: str) -> None:
+    s = io.from_text(CONGESTION)
+    free = collkit.simulate(
+        s, model="postal", alpha=100, topology=topology.replace(",link=1ns", "")
+    )
+    shared = collkit.simulate(s, model="postal", alpha=100, topology=topology)
+    assert free.makespan == 100.0
+    # The second message waits until the first has crossed the shared link: 1000 B at 1 ns/B.
+    assert shared.makespan == 1100.0 and sorted(shared.finish) == [100.0, 100.0, 1100.0, 1100.0]
+    assert "link=1ns" in shared.summary()
+
+
+def test_congestion_leaves_lone_messages_alone() -> None:
+    # Without a shared link the link model changes nothing (messages between different nodes of
+    # a torus in different rows).
+    topo = "fattree(k=16,hop=50ns,rpn=4)"
+    a = collkit.simulate("allreduce:rd", 64, bytes=8, model="loggops", topology=topo)
+    b = collkit.simulate(
+        "allreduce:rd", 64, bytes=8, model="loggops", topology=topo[:-1] + ",link=0ns)"
+    )
+    assert a.makespan == b.makespan

@@ -287,10 +287,11 @@ class Topology:
     p: int = 1
     a: int = 1
     dims: tuple[int, ...] = ()
+    link: float = 0.0  # ns per byte on each link: messages share links (congestion); 0: never
 
     def describe(self) -> str:
         """The spec this topology reads back from, e.g. 'fattree(k=16,hop=100ns,rpn=4)'."""
-        if self.kind == "none" and self.ranks_per_node == 1 and self.intra == 0:
+        if self.kind == "none" and self.ranks_per_node == 1 and self.intra == 0 and not self.link:
             return "none"
         args: list[str] = []
         if self.kind == "fattree":
@@ -307,6 +308,8 @@ class Topology:
             args.append(f"rpn={self.ranks_per_node}")
         if self.intra:
             args.append(f"intra={self.intra:g}ns")
+        if self.link:
+            args.append(f"link={self.link:g}ns")
         return f"{self.kind}({','.join(args)})"
 
 
@@ -315,7 +318,9 @@ def parse_topology(
 ) -> Topology:
     """A topology from its spec: ``none``, ``fattree(k=16,hop=100ns)``,
     ``dragonfly(p=4,a=8,hop=100ns,global=500ns)``, ``torus(dims=8x8x8,hop=50ns)``; every spec also
-    takes ``rpn=N`` (ranks per node) and ``intra=TIME`` (latency within a node)."""
+    takes ``rpn=N`` (ranks per node), ``intra=TIME`` (latency within a node) and ``link=COST``
+    (time per byte on each link, e.g. ``0.1ns`` or ``10GB/s``: messages then share links and wait
+    for each other, congestion)."""
     if isinstance(spec, Topology):
         return spec
     spec = spec or "none"
@@ -335,8 +340,8 @@ def parse_topology(
     for part in arg_text.split(",") if arg_text and arg_text.strip() else []:
         key, eq, val = part.partition("=")
         key, val = key.strip(), val.strip()
-        if not eq or not val or key not in known[kind] | {"rpn", "intra"}:
-            allowed = ", ".join(sorted(known[kind] | {"rpn", "intra"}))
+        if not eq or not val or key not in known[kind] | {"rpn", "intra", "link"}:
+            allowed = ", ".join(sorted(known[kind] | {"rpn", "intra", "link"}))
             raise _bad(f"topology: bad argument '{part.strip()}' for {kind} (takes {allowed})")
         if key in values:
             raise _bad(f"topology: '{key}' is given twice in '{spec}'")
@@ -379,6 +384,7 @@ def parse_topology(
         p=integer("p", 1),
         a=integer("a", 1),
         dims=dims,
+        link=parse_per_byte(values["link"], "topology link") if "link" in values else 0.0,
     )
 
 
@@ -646,6 +652,7 @@ def simulate(
         topo.p,
         topo.a,
         list(topo.dims),
+        topo.link,
     )
     opts.trials = trials
     opts.seed = seed

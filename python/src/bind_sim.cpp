@@ -149,8 +149,8 @@ void bind_sim(nb::module_& m) {
       .def(
           "set_topology",
           [](SimOptions& o, const std::string& kind, int64_t ranks_per_node, double intra,
-             double hop, double global, int64_t k, int64_t p, int64_t a,
-             std::vector<int64_t> dims) {
+             double hop, double global, int64_t k, int64_t p, int64_t a, std::vector<int64_t> dims,
+             double link) {
             Topology t;
             t.kind = topo_kind(kind);
             t.ranks_per_node = ranks_per_node;
@@ -161,11 +161,12 @@ void bind_sim(nb::module_& m) {
             t.p = p;
             t.a = a;
             t.dims = std::move(dims);
+            t.link = link;
             o.topology = std::move(t);
           },
           nb::arg("kind"), nb::arg("ranks_per_node") = 1, nb::arg("intra") = 0.0,
           nb::arg("hop") = 0.0, nb::arg("global_") = 0.0, nb::arg("k") = 2, nb::arg("p") = 1,
-          nb::arg("a") = 1, nb::arg("dims") = std::vector<int64_t>{})
+          nb::arg("a") = 1, nb::arg("dims") = std::vector<int64_t>{}, nb::arg("link") = 0.0)
       .def_rw("trials", &SimOptions::trials)
       .def_rw("seed", &SimOptions::seed)
       .def_rw("record", &SimOptions::record);

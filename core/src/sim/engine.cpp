@@ -153,6 +153,7 @@ class Engine {
     validate(opt.topology, h.P);
     has_topology_ = opt.topology.kind != TopoKind::none || opt.topology.intra > 0;
     has_noise_ = opt.noise.kind != DistKind::none;
+    congestion_ = opt.topology.link > 0;
     tmpl_.assign(static_cast<size_t>(P_), kUnset);
     rank_.resize(static_cast<size_t>(P_));
   }
@@ -464,6 +465,7 @@ class Engine {
     queue_.clear();
     rendezvous_.clear();
     pending_cpu_end_.clear();
+    link_free_.clear();
     messages_ = 0;
     bytes_ = 0;
     done_ = 0;
@@ -643,7 +645,7 @@ class Engine {
     RankState& st = rank_[r];
     const uint32_t dst = peer_of(r, o);
     const double n = o.amount;
-    const double extra = has_topology_ ? opt_.topology.extra_latency(r, dst) : 0.0;
+    double extra = has_topology_ ? opt_.topology.extra_latency(r, dst) : 0.0;
     const double d = noise();
     ++messages_;
     bytes_ += n;
@@ -682,6 +684,12 @@ class Engine {
         if (record_) cpu_owner_[r] = k;
       }
     }
+    if (congestion_) {
+      // The message enters the network when the send starts (LogGOPS: after the overhead o).
+      const double wait = link_wait(r, dst, m_.is_logp_family() ? s + m_.o : s, n);
+      arrival += wait;
+      if (m_.kind == ModelKind::postal) st.port_free = arrival;  // busy until it arrives
+    }
     if (record_) {
       op_start_[k] = s;
       cause_[k] = s > now_ ? owner : trigger;
@@ -693,6 +701,21 @@ class Engine {
       msg_arrive_.push_back(kNaN);
     }
     queue_.push({arrival, r, i << 2 | kArrive});
+  }
+
+  // Congestion: how much later a message of n bytes that enters the network at t arrives because
+  // links of its route are busy; each link is then busy n * link ns from when the message
+  // entered it. (In postal models the send port's time includes the wait.)
+  double link_wait(uint32_t src, uint32_t dst, double t, double n) {
+    opt_.topology.route(src, dst, route_);
+    double at = t;
+    const double busy = n * opt_.topology.link;
+    for (uint64_t l : route_) {
+      double& free = link_free_[l];
+      at = std::max(at, free);
+      free = at + busy;
+    }
+    return at - t;
   }
 
   // The message of send (q, k) reaches its destination.
@@ -800,7 +823,9 @@ class Engine {
   const ModelParams m_;
   const int64_t P_;
   Source source_;
-  bool has_topology_ = false, has_noise_ = false, record_ = false;
+  bool has_topology_ = false, has_noise_ = false, record_ = false, congestion_ = false;
+  std::unordered_map<uint64_t, double> link_free_;  // congestion: when each link is free
+  std::vector<uint64_t> route_;
 
   // Distinct programs, read-only once added.
   std::vector<TOp> t_ops_;

@@ -252,6 +252,11 @@ def run(args: argparse.Namespace) -> int:
         esize = args.elem_size
         count = args.count if args.count is not None else -(-(args.bytes or esize) // esize)
         estimate, nops = memory_estimate(source, P, count, esize, args.root or 0, record)
+    if record and nops > TIMELINE_MAX_OPS:
+        return _fail(
+            f"--timeline/--plot record every op: {nops:,} ops here (at most "
+            f"{TIMELINE_MAX_OPS:,}); lower -P, or simulate without them"
+        )
     avail = _available_memory()
     if avail is not None and estimate > avail:
         return _fail(
@@ -259,11 +264,6 @@ def run(args: argparse.Namespace) -> int:
             + (", recorded for the timeline" if record else "")
             + f"), more than the {avail / 2**30:.1f} GiB available: lower -P"
             + (" or drop --timeline/--plot" if record else "")
-        )
-    if record and nops > TIMELINE_MAX_OPS:
-        return _fail(
-            f"--timeline/--plot record every op: {nops:,} ops here (at most "
-            f"{TIMELINE_MAX_OPS:,}); lower -P, or simulate without them"
         )
     if record and nops > TIMELINE_WARN_OPS:
         print(
