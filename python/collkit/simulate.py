@@ -73,6 +73,7 @@ PARAM_UNITS: dict[str, str] = {p["name"]: str(p["unit"]) for p in _PARAMS}
 
 _TIME_UNITS = {"ps": 1e-3, "ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+_BARE = re.compile(rf"^{_NUMBER}$")
 _TIME_RE = re.compile(rf"^\s*({_NUMBER})\s*(ps|ns|us|µs|ms|s)?\s*$")
 _BW_UNITS = {
     "B/s": 1.0,
@@ -255,10 +256,13 @@ def _read_samples(path: str, what: str) -> list[float]:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise _bad(f"{what}: cannot read samples from '{path}': {e}") from None
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if any(ln.lstrip().startswith("#") for ln in lines) or any(
-        len(ln.split()) == 2 for ln in lines
-    ):
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+    def pair(line: str) -> bool:  # "<start>\t<duration>", bare numbers
+        cols = line.split("\t")
+        return len(cols) == 2 and all(_BARE.match(c.strip()) for c in cols)
+
+    if any(ln.startswith("#") for ln in lines) or (len(lines) >= 2 and all(map(pair, lines))):
         # LogGOPSim's --noise-trace format: '#' comments and "<start>\t<duration>" (ns) per
         # line, replayed in time (an op is delayed by the trace's detours it overlaps). Read as
         # samples it would draw start times as delays: refuse it instead.
