@@ -13,7 +13,7 @@ import pytest
 import collkit
 from collkit import _core, cli, io
 from collkit.errors import InvalidArgumentError
-from collkit.simulate import LOCAL_PARAMS, MODELS, PARAM_UNITS, parse_topology
+from collkit.simulate import LOCAL_PARAMS, MODELS, PARAM_UNITS, parse_topology, simulate_file
 
 
 def run_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
@@ -213,3 +213,20 @@ def test_congestion_leaves_lone_messages_alone() -> None:
         "allreduce:rd", 64, bytes=8, model="loggops", topology=topo[:-1] + ",link=0ns)"
     )
     assert a.makespan == b.makespan
+
+
+def test_a_text_file_streams_into_the_simulator(tmp_path: Path) -> None:
+    # Parsed as it is read and interned rank by rank: one shared program for all of rd's ranks,
+    # the same results as the schedule held whole.
+    s = collkit.generate("allreduce:rd", 64, 4)
+    path = tmp_path / "rd.txt"
+    io.save(s, path)
+    streamed = simulate_file(path, model="loggops", noise="exponential(20ns)", trials=3)
+    whole = collkit.simulate(s, model="loggops", noise="exponential(20ns)", trials=3)
+    assert list(streamed.makespans) == list(whole.makespans)
+    assert streamed.programs == 1 and streamed.P == 64 and streamed.bytes_per_rank == 32
+    assert streamed.to_row().collective == "allreduce"
+    bad = tmp_path / "bad.txt"
+    bad.write_text(path.read_text().replace("rank 5 ", "rank 6 "))
+    with pytest.raises(collkit.CollkitError, match="line"):
+        simulate_file(bad)

@@ -166,6 +166,11 @@ def simulate(source: object, P: int, count: int, elem_size: int, root: int, opti
     Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root). Times in ns.
     """
 
+def simulate_text_file(path: str, options: SimOptions) -> dict:
+    """
+    Simulate a schedule in the text form, parsed from the file as it is read (rank by rank: memory of the ranks' distinct programs, not of the file).
+    """
+
 def bruck_rounds(P: int, r: int) -> int: ...
 
 def bruck_steps(P: int, r: int) -> list[tuple[int, int, int, int]]: ...

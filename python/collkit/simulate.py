@@ -22,6 +22,7 @@ Local costs in every model: ``gamma`` (ns per byte reduced), ``reduce_base`` (ns
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ __all__ = [
     "parse_time",
     "parse_topology",
     "simulate",
+    "simulate_file",
 ]
 
 Time = float | int | str
@@ -486,6 +488,7 @@ class SimResult:
         coll = self.algorithm.split(":", 1)[0] if ":" in self.algorithm else ""
         if self.schedule is not None:
             coll = self.schedule.collective
+        coll = str(self.extra.get("collective", coll))
         us = 1e-3
         return Row(
             collective=coll,
@@ -560,6 +563,115 @@ def format_ns(t: float) -> str:
     return f"{t:.4g} ns"
 
 
+def _options(
+    m: Model,
+    noise: Distribution,
+    skew: Distribution,
+    topo: Topology,
+    trials: int,
+    seed: int,
+    timeline: bool,
+) -> Any:
+    """The core's SimOptions object for these typed settings."""
+    opts = _core.SimOptions()
+    opts.set_model(m.name, dict(m.params))
+    opts.set_noise(noise.kind, noise.a, noise.b, list(noise.samples))
+    opts.set_skew(skew.kind, skew.a, skew.b, list(skew.samples))
+    opts.set_topology(
+        topo.kind,
+        topo.ranks_per_node,
+        topo.intra,
+        topo.hop,
+        topo.global_,
+        topo.k,
+        topo.p,
+        topo.a,
+        list(topo.dims),
+        topo.link,
+    )
+    opts.trials = trials
+    opts.seed = seed
+    opts.record = timeline
+    return opts
+
+
+def _check_run(trials: int, seed: int) -> None:
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1_000_000:
+        raise _bad(f"trials must be an integer in [1, 10^6], got {trials!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise _bad(f"seed must be an integer in [0, 2^64), got {seed!r}")
+
+
+def simulate_file(
+    path: str | os.PathLike[str],
+    *,
+    model: str | Model = "postal",
+    noise: str | Distribution | None = None,
+    skew: str | Distribution | None = None,
+    topology: str | Topology | None = None,
+    trials: int = 1,
+    seed: int = 0,
+    timeline: bool = False,
+    **params: Time | None,
+) -> SimResult:
+    """Simulate a saved schedule (text, JSON or GOAL, LogGOPSim's plain GOAL included).
+
+    A file in the text form is parsed as it is read and each rank's program interned as it
+    comes (memory of the distinct programs, not of the file); JSON and GOAL (whose messages are
+    paired across the whole file) are loaded whole first, and so is any file with a timeline.
+    """
+    from collkit import io
+
+    m = model if isinstance(model, Model) else Model.make(model, **params)
+    if isinstance(model, Model) and params:
+        raise _bad("pass model parameters either in a Model or as keywords, not both")
+    fmt = io.format_for_path(path)
+    if fmt is None:
+        with open(path, "rb") as f:
+            fmt = io.sniff_format(f.read(1 << 16).decode("utf-8", errors="replace"))
+    if fmt != "text" or timeline:
+        return simulate(
+            io.load(path, fmt),
+            model=m,
+            noise=noise,
+            skew=skew,
+            topology=topology,
+            trials=trials,
+            seed=seed,
+            timeline=timeline,
+        )
+    _check_run(trials, seed)
+    noise_d, skew_d = parse_distribution(noise, "noise"), parse_distribution(skew, "skew")
+    topo = parse_topology(topology)
+    opts = _options(m, noise_d, skew_d, topo, trials, seed, False)
+    d = _core.simulate_text_file(os.fspath(path), opts)
+    return SimResult(
+        algorithm=str(d["algorithm"]) or "(schedule)",
+        P=int(d["P"]),
+        bytes_per_rank=int(d["count"]) * int(d["elem_size"]),
+        model=m,
+        finish=d["finish"],
+        makespans=d["makespans"],
+        messages=int(d["messages"]),
+        bytes_sent=int(d["bytes"]),
+        ops=int(d["ops"]),
+        events=int(d["events"]),
+        load_seconds=float(d["load_seconds"]),
+        run_seconds=float(d["run_seconds"]),
+        load_cpu_seconds=float(d["load_cpu_seconds"]),
+        run_cpu_seconds=float(d["run_cpu_seconds"]),
+        memory_bytes=int(d["memory_bytes"]),
+        count=int(d["count"]),
+        elem_size=int(d["elem_size"]),
+        programs=int(d["programs"]),
+        noise=noise_d,
+        skew=skew_d,
+        topology=topo,
+        seed=seed,
+        extra={"collective": str(d["collective"])},
+    )
+
+
 def simulate(
     algorithm: str | Algorithm | Schedule,
     P: int | None = None,
@@ -590,10 +702,7 @@ def simulate(
     m = model if isinstance(model, Model) else Model.make(model, **params)
     if isinstance(model, Model) and params:
         raise _bad("pass model parameters either in a Model or as keywords, not both")
-    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1_000_000:
-        raise _bad(f"trials must be an integer in [1, 10^6], got {trials!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-        raise _bad(f"seed must be an integer in [0, 2^64), got {seed!r}")
+    _check_run(trials, seed)
     noise_d = parse_distribution(noise, "noise")
     skew_d = parse_distribution(skew, "skew")
     topo = parse_topology(topology)
@@ -642,25 +751,7 @@ def simulate(
         if timeline:
             schedule = algo.generate(P, count, elem_size, root)
     source: Any = schedule if schedule is not None else algo
-    opts = _core.SimOptions()
-    opts.set_model(m.name, dict(m.params))
-    opts.set_noise(noise_d.kind, noise_d.a, noise_d.b, list(noise_d.samples))
-    opts.set_skew(skew_d.kind, skew_d.a, skew_d.b, list(skew_d.samples))
-    opts.set_topology(
-        topo.kind,
-        topo.ranks_per_node,
-        topo.intra,
-        topo.hop,
-        topo.global_,
-        topo.k,
-        topo.p,
-        topo.a,
-        list(topo.dims),
-        topo.link,
-    )
-    opts.trials = trials
-    opts.seed = seed
-    opts.record = timeline
+    opts = _options(m, noise_d, skew_d, topo, trials, seed, timeline)
     assert P is not None and count is not None and elem_size is not None and root is not None
     d = _core.simulate(source, P, count, elem_size, root, opts)
     res = SimResult(

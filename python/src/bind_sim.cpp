@@ -6,12 +6,16 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
 #include "collkit/sim/engine.hpp"
+#include "collkit/text.hpp"
 
 namespace nb = nanobind;
 
@@ -191,6 +195,40 @@ void bind_sim(nb::module_& m) {
       nb::arg("source"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"), nb::arg("root"),
       nb::arg("options"),
       "Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root). Times in ns.");
+
+  m.def(
+      "simulate_text_file",
+      [](const std::string& path, const SimOptions& o) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+          fail(ErrorKind::invalid_argument, "cannot read " + path + ": " + std::strerror(errno));
+        ScheduleHeader header;
+        SimResult r;
+        {
+          nb::gil_scoped_release release;
+          r = simulate_stream(
+              [&](const auto& on_header, const auto& on_rank) {
+                read_text(
+                    in,
+                    [&](const ScheduleHeader& h) {
+                      header = h;
+                      on_header(h);
+                    },
+                    on_rank);
+              },
+              o);
+        }
+        nb::dict d = result_dict(std::move(r));
+        d["collective"] = std::string(to_string(header.collective));
+        d["algorithm"] = header.algorithm;
+        d["count"] = header.count;
+        d["elem_size"] = header.elem_size;
+        d["root"] = header.root;
+        return d;
+      },
+      nb::arg("path"), nb::arg("options"),
+      "Simulate a schedule in the text form, parsed from the file as it is read (rank by rank: "
+      "memory of the ranks' distinct programs, not of the file).");
 }
 
 }  // namespace collkit::py

@@ -21,6 +21,7 @@
 // '#' starts a comment. docs/schedule-formats.md describes the grammar in full.
 #pragma once
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,10 @@ std::string header_to_text(const ScheduleHeader& h);
 // dependencies on ops the rank does not have). Regions outside their buffers, cycles and
 // unmatched messages are the verifier's to report, not the parser's.
 Schedule from_text(std::string_view text);
+// The same parser reading a stream line by line: `on_header` once, then `on_rank` for each rank
+// in order as its block ends. Memory of one rank's program, whatever P.
+void read_text(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
+               const std::function<void(const RankView&)>& on_rank);
 
 // The same checks as from_text, for a Schedule built another way (JSON, arrays): throws
 // Error(format) naming the rank and op of the first field the text form could not express.

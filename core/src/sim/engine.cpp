@@ -166,7 +166,7 @@ class Engine {
     if (opt_.record) {  // recording numbers ops rank by rank: every program is needed first
       rank_op_begin_.assign(1, 0);
       for (uint32_t r = 0; r < P_; ++r) {
-        intern(r);
+        if (tmpl_[r] == kUnset) intern(r);
         rank_op_begin_.push_back(rank_op_begin_.back() + prog(r).n);
       }
       gen_seconds_ = elapsed(t0);
@@ -220,8 +220,13 @@ class Engine {
   // Reads rank r's program (generating it) and finds, or adds, its distinct program. The
   // program the previous rank matched is tried first (neighbours mostly run the same one), then
   // those with the same hash; only a program never seen is checked and built in full.
-  void intern(uint32_t r) {
-    const RankView v = source_(r);
+  void intern(uint32_t r) { intern_view(r, source_(r)); }
+
+ public:
+  // Interns rank r's program from a view (ranks fed in order by a reader).
+  void intern_view(uint32_t r, const RankView& v) {
+    if (r >= static_cast<uint64_t>(P_) || tmpl_[r] != kUnset)
+      fail(ErrorKind::invalid_argument, "rank " + std::to_string(r) + " read twice or past P");
     if (v.rank != r) fail(ErrorKind::invalid_argument, "ranks must be read in order");
     if (v.size() >= kMaxRankOps)
       fail(ErrorKind::unsupported, "rank " + std::to_string(r) + " has more than 2^29 ops");
@@ -249,6 +254,7 @@ class Engine {
     total_ops_ += n;
   }
 
+ private:
   // The key of each op of rank r that a program is compared on (cost, kind, deps, peer both
   // ways); peers are checked here, everything else of a new program in add_program.
   void key_of(const RankView& v, uint32_t r) {
@@ -873,6 +879,28 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
     fail(ErrorKind::invalid_argument, "the schedule does not hold all P ranks");
   Engine e(schedule.header, options, [&](int64_t r) { return schedule.rank(r); });
   return e.run();
+}
+
+SimResult simulate_stream(const ScheduleReader& read, const SimOptions& options) {
+  ScheduleHeader h;
+  std::unique_ptr<Engine> e;
+  const auto t0 = std::chrono::steady_clock::now();
+  read(
+      [&](const ScheduleHeader& header) {
+        h = header;
+        e = std::make_unique<Engine>(h, options, [](int64_t r) -> RankView {
+          fail(ErrorKind::invalid_argument, "rank " + std::to_string(r) + " was never read");
+        });
+      },
+      [&](const RankView& v) {
+        if (!e) fail(ErrorKind::invalid_argument, "a rank came before the header");
+        e->intern_view(static_cast<uint32_t>(v.rank), v);
+      });
+  if (!e) fail(ErrorKind::invalid_argument, "no schedule was read");
+  const double read_seconds = elapsed(t0);
+  SimResult r = e->run();
+  r.load_seconds += read_seconds;
+  return r;
 }
 
 SimResult simulate(const Bound& bound, const SimOptions& options) {

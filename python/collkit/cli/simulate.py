@@ -47,6 +47,7 @@ from collkit.simulate import (
     memory_estimate,
     param_help,
     simulate,
+    simulate_file,
 )
 
 # A timeline records every op: past these many it takes minutes and gigabytes.
@@ -237,14 +238,10 @@ def run(args: argparse.Namespace) -> int:
                 f"--file brings its own problem: leave out {', '.join(given)} "
                 "(the file says its P, count, element size and root)"
             )
-        from collkit import io
-
-        try:
-            source = io.load(args.file)
-        except OSError as e:
-            return _fail(f"cannot read '{args.file}': {e.strerror or e}")
-        P, nops = source.P, source.total_ops
-        estimate = 0
+        if not os.path.isfile(args.file):
+            what = "is a directory" if os.path.isdir(args.file) else "no such file"
+            return _fail(f"cannot read '{args.file}': {what}")
+        P, nops, estimate = 0, 0, 0
     else:
         if args.algorithm is None or args.P is None:
             return _fail("give ALGO and -P N, or --file PATH (see collkit simulate -h)")
@@ -272,27 +269,41 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        res = simulate(
-            source,
-            args.P,
-            count=args.count,
-            bytes=args.bytes,
-            elem_size=args.elem_size if args.file is None else None,
-            root=args.root,
-            model=args.model,
-            noise=args.noise,
-            skew=args.skew,
-            topology=args.topology,
-            trials=args.trials,
-            seed=args.seed,
-            timeline=record,
-            **params,
-        )
+        if args.file is not None:
+            res = simulate_file(
+                args.file,
+                model=args.model,
+                noise=args.noise,
+                skew=args.skew,
+                topology=args.topology,
+                trials=args.trials,
+                seed=args.seed,
+                timeline=record,
+                **params,
+            )
+        else:
+            res = simulate(
+                source,
+                args.P,
+                count=args.count,
+                bytes=args.bytes,
+                elem_size=args.elem_size if args.file is None else None,
+                root=args.root,
+                model=args.model,
+                noise=args.noise,
+                skew=args.skew,
+                topology=args.topology,
+                trials=args.trials,
+                seed=args.seed,
+                timeline=record,
+                **params,
+            )
+    except OSError as e:
+        return _fail(f"cannot read '{args.file}': {e.strerror or e}")
     except MemoryError:
-        return _fail(
-            f"out of memory simulating P = {P} ({nops:,} ops; estimated "
-            f"{estimate / 2**30:.1f} GiB): lower -P or free memory"
-        )
+        what = f"'{args.file}'" if args.file is not None else f"P = {P} ({nops:,} ops"
+        est = f"; estimated {estimate / 2**30:.1f} GiB)" if args.file is None else ""
+        return _fail(f"out of memory simulating {what}{est}: lower -P or free memory")
     written: list[str] = []
     try:
         if args.timeline:

@@ -27,6 +27,7 @@
 // current time skip the heap. Per-op times are only kept when asked for.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "collkit/registry.hpp"
@@ -72,5 +73,11 @@ struct SimResult {
 SimResult simulate(const Schedule& schedule, const SimOptions& options);
 // Pulls each rank's program from the generator: the Schedule is never held.
 SimResult simulate(const Bound& bound, const SimOptions& options);
+// Reads a schedule as it is parsed (e.g. collkit::read_text over a file): `read` calls its first
+// argument with the header, then its second with each rank's program in order. Each program is
+// interned as it comes (shared among ranks that run the same one) and never held whole.
+using ScheduleReader = std::function<void(const std::function<void(const ScheduleHeader&)>&,
+                                          const std::function<void(const RankView&)>&)>;
+SimResult simulate_stream(const ScheduleReader& read, const SimOptions& options);
 
 }  // namespace collkit::sim
