@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 CASE = r"""
@@ -154,7 +155,7 @@ def export_rows() -> list[str]:
     return rows
 
 
-def command_rows(suite: str) -> list[str]:
+def command_rows(suite: str, sink: Callable[[str], None] = lambda _: None) -> list[str]:
     if suite == "export":
         return export_rows()
     header = (
@@ -163,6 +164,8 @@ def command_rows(suite: str) -> list[str]:
     )
     rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
     print(header, flush=True)
+    for r in rows:
+        sink(r)
     cases: list[tuple[str, int, int]] = []
     if suite == "command":
         cases = [("allreduce:rd", 20, 3)]
@@ -181,6 +184,7 @@ def command_rows(suite: str) -> list[str]:
             row = f"| {' '.join(argv[1:]):58s} | failed: {str(e)[-200:]} |"
             print(row, flush=True)
             rows.append(row)
+            sink(row)
             continue
         walls = sorted(float(r["wall"]) for r in runs)
         wall = f"{walls[0]:.2f}" + (f" / {statistics.median(walls):.2f}" if repeats > 1 else "")
@@ -193,6 +197,7 @@ def command_rows(suite: str) -> list[str]:
         )
         print(row, flush=True)
         rows.append(row)
+        sink(row)
     return rows
 
 
@@ -204,6 +209,26 @@ def main() -> int:
         "--suite", choices=["engine", "command", "all", "export", "large"], default="engine"
     )
     args = ap.parse_args()
+    if args.suite in ("all", "large") and not args.no_write:
+        # Long suites save each row as it is measured: an interrupted run keeps what it measured.
+        res = Path(__file__).parent / "results" / "bench_simulate.md"
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        with res.open("a") as f:
+            f.write(
+                f"\n## {stamp}\n\n{machine()}\n\nCommand: `python benchmarks/bench_simulate.py "
+                f"--suite {args.suite}`\n\nWhole `collkit simulate` commands, each in a fresh "
+                "process, rows written as measured; cpu: user + system time of the command; peak "
+                "RSS of the command.\n\n"
+            )
+
+        def sink(row: str) -> None:
+            with res.open("a") as f:
+                f.write(row + "\n")
+
+        command_rows(args.suite, sink)
+        with res.open("a") as f:
+            f.write(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
+        return 0
     if args.suite != "engine":
         load0 = os.getloadavg()[0]
         rows = command_rows(args.suite)
