@@ -311,7 +311,7 @@ class Engine {
   bool same(const Program& p, const RankView& v, uint32_t mode) const {
     const uint32_t n = static_cast<uint32_t>(v.size());
     if (p.n != n || p.n_deps != v.deps.size()) return false;
-    const TOp* a = &t_ops_[p.op_begin];
+    const TOp* a = t_ops_.data() + p.op_begin;  // data(): a program may have no ops
     for (uint32_t i = 0; i < n; ++i) {
       const TOp& x = a[i];
       const OpKey& y = key_[i];
@@ -384,7 +384,7 @@ class Engine {
       t_ops_.push_back(s);
     }
     std::sort(tmp_sends_.begin(), tmp_sends_.end());
-    TOp* ops = &t_ops_[p.op_begin];
+    TOp* ops = t_ops_.data() + p.op_begin;
     for (size_t k = 0; k < tmp_sends_.size(); ++k) {
       uint32_t seq = 0;
       if (k > 0 && tmp_sends_[k - 1].first == tmp_sends_[k].first)
@@ -426,7 +426,7 @@ class Engine {
     } else {
       s.pend = pool_.allocate(size_t{p.n} * (p.wide ? 4 : 2));
     }
-    const TOp* o = &t_ops_[p.op_begin];
+    const TOp* o = t_ops_.data() + p.op_begin;
     if (p.wide) {
       uint32_t* c = reinterpret_cast<uint32_t*>(s.pend);
       for (uint32_t i = 0; i < p.n; ++i) c[i] = o[i].pending;
