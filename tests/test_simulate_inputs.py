@@ -13,7 +13,14 @@ import pytest
 import collkit
 from collkit import _core, cli, io
 from collkit.errors import InvalidArgumentError
-from collkit.simulate import LOCAL_PARAMS, MODELS, PARAM_UNITS, parse_topology, simulate_file
+from collkit.simulate import (
+    LOCAL_PARAMS,
+    MODELS,
+    PARAM_UNITS,
+    memory_estimate,
+    parse_topology,
+    simulate_file,
+)
 
 
 def run_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
@@ -230,3 +237,12 @@ def test_a_text_file_streams_into_the_simulator(tmp_path: Path) -> None:
     bad.write_text(path.read_text().replace("rank 5 ", "rank 6 "))
     with pytest.raises(collkit.CollkitError, match="line"):
         simulate_file(bad)
+
+
+def test_memory_estimate_counts_a_root_once() -> None:
+    # bcast:linear: the root sends P-1 messages, every other rank receives one.
+    nbytes, ops = memory_estimate("bcast:linear", 1 << 20, 1)
+    assert ops < 3 << 20 and nbytes < 1 << 30
+    assert memory_estimate("allreduce:rd", 1024, 1)[1] == collkit.Algorithm(
+        "allreduce:rd"
+    ).count_ops(1024, 1)

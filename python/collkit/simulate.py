@@ -803,9 +803,11 @@ def memory_estimate(
     sample ranks: per rank its 48-byte state, a 16-bit counter per op and a few queued events;
     with a timeline, the whole schedule (~42 B per op) and ~80 B per op of records."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
+    # Ranks 0, P/2 and P-1: the median stands for the many (a root is rarely typical), the
+    # largest is counted once (a root of a linear bcast has P ops, the others one).
     samples = sorted({0, P // 2, P - 1})
-    ops = max(len(algo.generate_rank(P, r, count, elem_size, root)) for r in samples)
-    total_ops = ops * P
+    ops = sorted(len(algo.generate_rank(P, r, count, elem_size, root)) for r in samples)
+    total_ops = ops[len(ops) // 2] * (P - 1) + ops[-1]
     per_op = 4 + (42 + 80 if timeline else 0)
     return P * (48 + 4 + 8 + 64) + total_ops * per_op, total_ops
 
