@@ -19,7 +19,7 @@ def test_streamed_file_equals_the_whole_schedule(
     fmt: str, name: str, P: int, tmp_path: Path
 ) -> None:
     path = tmp_path / f"s.{fmt}"
-    algo = collkit.Algorithm(name)
+    algo = collkit.Algorithm(name).core
     n = _core.write_schedule(algo, P, 3, 8, 0, fmt, str(path), 0.5, 0.25)
     want = io.dumps(
         collkit.generate(name, P, 3),

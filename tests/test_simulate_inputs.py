@@ -43,8 +43,7 @@ def test_options_object_replaces_positional_arguments() -> None:
     opts = _core.SimOptions()
     opts.set_model("postal", {"alpha": 700.0})
     opts.trials = 2
-    algo = collkit.Algorithm("allreduce:rd")
-    d = _core.simulate(algo, 8, 1, 8, 0, opts)
+    d = _core.simulate(_core.Algorithm("allreduce:rd"), 8, 1, 8, 0, opts)
     assert list(d["makespans"]) == [2100.0, 2100.0]
     with pytest.raises(collkit.CollkitError, match="unknown model parameter 'alpha_x'"):
         opts.set_model("postal", {"alpha_x": 1.0})

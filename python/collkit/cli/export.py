@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             if Path(args.output).is_dir():
                 return _usage(f"cannot write {args.output}: it is a directory")
             _core.write_schedule(
-                args.algorithm,
+                args.algorithm.core,
                 args.P,
                 count,
                 args.elem_size,
