@@ -77,6 +77,7 @@ PARAM_UNITS: dict[str, str] = {p["name"]: str(p["unit"]) for p in _PARAMS}
 # A bare number: how a LogGOPSim noise trace writes its columns.
 _BARE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 
+
 def _bad(msg: str) -> InvalidArgumentError:
     return InvalidArgumentError(msg)
 
