@@ -210,7 +210,7 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root)
   if (elem_size < 1 || elem_size > (1 << 20))
     fail(ErrorKind::invalid_argument,
          who + "element size = " + std::to_string(elem_size) + " bytes must be in [1, 1 MiB]");
-  int64_t elems_per_buffer = spec_->collective == Collective::alltoall ? P : 1;
+  const int64_t elems_per_buffer = std::max<int64_t>(1, max_blocks(spec_of(spec_->collective), P));
   if (count > kMaxElems / elems_per_buffer || count > INT64_MAX / elem_size / elems_per_buffer)
     fail(ErrorKind::invalid_argument, who + "count = " + std::to_string(count) +
                                           " does not fit: a buffer may hold at most 2^48 "

@@ -8,22 +8,9 @@
 namespace collkit {
 
 namespace {
-constexpr std::array<std::string_view, kNumCollectives> kCollectiveNames = {
-    "allreduce", "reduce", "bcast", "alltoall", "barrier"};
 constexpr std::array<std::string_view, 6> kOpNames = {"send", "recv",    "reduce",
                                                       "copy", "compute", "sleep"};
 }  // namespace
-
-std::string_view to_string(Collective c) {
-  return kCollectiveNames[static_cast<size_t>(c)];
-}
-
-Collective collective_from_string(std::string_view s) {
-  for (size_t i = 0; i < kCollectiveNames.size(); ++i)
-    if (kCollectiveNames[i] == s) return static_cast<Collective>(i);
-  fail(ErrorKind::name, "unknown collective '" + std::string(s) +
-                            "' (known: allreduce, reduce, bcast, alltoall, barrier)");
-}
 
 std::string_view to_string(OpKind k) {
   return kOpNames[static_cast<size_t>(k)];
@@ -38,34 +25,11 @@ std::string buffer_name(BufId b) {
 }
 
 int64_t ScheduleHeader::in_elems(int64_t rank) const {
-  switch (collective) {
-    case Collective::allreduce:
-    case Collective::reduce:
-      return count;
-    case Collective::bcast:
-      return 0;  // bcast has one buffer, `out`, which holds the root's data at the start
-    case Collective::alltoall:
-      return count * P;
-    case Collective::barrier:
-      return 0;
-  }
-  (void)rank;
-  return 0;
+  return buffer_elems(spec().in, P, count, root, rank);
 }
 
 int64_t ScheduleHeader::out_elems(int64_t rank) const {
-  (void)rank;
-  switch (collective) {
-    case Collective::allreduce:
-    case Collective::reduce:
-    case Collective::bcast:
-      return count;
-    case Collective::alltoall:
-      return count * P;
-    case Collective::barrier:
-      return 0;
-  }
-  return 0;
+  return buffer_elems(spec().out, P, count, root, rank);
 }
 
 int64_t RankView::buffer_elems(const ScheduleHeader& h, BufId b) const {
@@ -223,6 +187,28 @@ size_t Schedule::memory_bytes() const {
          (rank_op_begin_.size() + rank_dep_begin_.size() + rank_dep_index_begin_.size() +
           rank_scratch_begin_.size()) *
              sizeof(uint64_t);
+}
+
+void Successors::append_rank(const RankView& v) {
+  const size_t base = size(), n = v.size();
+  const uint32_t start = begin_.back();
+  // Count each op's successors into begin_[base + 1 + d], then turn counts into offsets.
+  begin_.resize(base + n + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (OpId d : v.deps_of(i)) {
+      if (d >= n)
+        fail(ErrorKind::invalid_argument, "rank " + std::to_string(v.rank) + " op " +
+                                              std::to_string(i) + " depends on op " +
+                                              std::to_string(d) + ", which does not exist");
+      ++begin_[base + 1 + d];
+    }
+  begin_[base] = start;
+  for (size_t i = 0; i < n; ++i) begin_[base + 1 + i] += begin_[base + i];
+  list_.resize(begin_[base + n]);
+  std::vector<uint32_t> fill(begin_.begin() + static_cast<ptrdiff_t>(base),
+                             begin_.begin() + static_cast<ptrdiff_t>(base + n));
+  for (size_t i = 0; i < n; ++i)
+    for (OpId d : v.deps_of(i)) list_[fill[d]++] = static_cast<uint32_t>(base + i);
 }
 
 namespace {
