@@ -9,6 +9,7 @@ import pytest
 
 import collkit
 from collkit.cli.algorithms import markdown
+from collkit.collectives import ROOTED
 
 ROOT = Path(__file__).resolve().parent.parent
 MATRIX_P = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 31, 32, 33, 64, 96, 100, 127, 128]
@@ -39,7 +40,7 @@ def test_matrix_every_algorithm_every_P(name: str) -> None:
     algo = collkit.Algorithm(name)
     needs_comm = bool(algo.spec["restrictions"]["commutative_op"])
     for P in MATRIX_P:
-        roots = sorted({0, P // 2, P - 1}) if algo.collective in ("reduce", "bcast") else [0]
+        roots = sorted({0, P // 2, P - 1}) if algo.collective in ROOTED else [0]
         for count in (0, 1, 5):
             for root in roots:
                 try:

@@ -99,8 +99,8 @@ bool is_collective(std::string_view s) {
 Collective collective_from_string(std::string_view s) {
   for (const CollectiveSpec& c : kSpecs)
     if (c.name == s) return c.id;
-  fail(ErrorKind::name, "unknown collective '" + std::string(s) + "' (known: " +
-                            std::string(collective_names()) + ")");
+  fail(ErrorKind::name, "unknown collective '" + std::string(s) +
+                            "' (known: " + std::string(collective_names()) + ")");
 }
 
 bool is_rooted(Collective c) {
@@ -145,7 +145,9 @@ Expected expected_out(const CollectiveSpec& c, int64_t P, int64_t n, int64_t roo
   if (p.kind == Kind::synchronized || !applies_to(p.ranks, root, rank)) return {};
   const int64_t k = source_index(p.index, n, rank, i);
   if (p.kind == Kind::reduced) return {Expected::Kind::reduction, -1, k};
-  const int64_t from = p.source == Source::root ? root : p.source == Source::block_owner ? i / n : rank;
+  const int64_t from = p.source == Source::root          ? root
+                       : p.source == Source::block_owner ? i / n
+                                                         : rank;
   return {Expected::Kind::element, from, k};
 }
 

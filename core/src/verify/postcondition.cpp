@@ -92,14 +92,13 @@ void Verifier::check_copied(int64_t r, int64_t i, const Expected& want, Val v) {
     return c_.root_input_in_out ? "rank " + std::to_string(q) + "'s element " + std::to_string(k)
                                 : "rank " + std::to_string(q) + "'s in[" + std::to_string(k) + "]";
   };
-  std::string expect =
-      c_.post.source == Source::root && c_.root_input_in_out
-          ? "the root's element " + std::to_string(want.index)
-          : input(want.rank, want.index) +
-                (c_.post.index == SourceIndex::own_block && h_.count > 0
-                     ? " (block " + std::to_string(want.index / h_.count) + ")"
-                     : "");
-  std::string found = v == kUndef   ? std::string("nothing (never written)")
+  std::string expect = c_.post.source == Source::root && c_.root_input_in_out
+                           ? "the root's element " + std::to_string(want.index)
+                           : input(want.rank, want.index) +
+                                 (c_.post.index == SourceIndex::own_block && h_.count > 0
+                                      ? " (block " + std::to_string(want.index / h_.count) + ")"
+                                      : "");
+  std::string found = v == kUndef    ? std::string("nothing (never written)")
                       : E.is_leaf(v) ? input(E.leaf_rank(v), E.leaf_idx(v))
                                      : E.render(v);
   add(DiagKind::wrong_result, r, -1, elem(r, i) + ": expected " + expect + ", found " + found);
@@ -157,8 +156,8 @@ void Verifier::check_consistency(int64_t r, int64_t r0, int64_t k, Val v, Val v0
             : "";
     add(DiagKind::inconsistent_tree, r, -1,
         "element " + std::to_string(k) + " is reduced with different trees: rank " +
-            std::to_string(r0) + " has " + E.render(v0) + ", rank " + std::to_string(r) +
-            " has " + E.render(v) + note + "; results would not be bitwise identical");
+            std::to_string(r0) + " has " + E.render(v0) + ", rank " + std::to_string(r) + " has " +
+            E.render(v) + note + "; results would not be bitwise identical");
   } else if (bad) {
     ++res_.total_problems;
   }

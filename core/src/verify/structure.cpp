@@ -49,7 +49,8 @@ void Verifier::check_op(int64_t r, const RankView& v, size_t i) {
     case OpKind::copy:
       region_ok(op.buf, op.off, "destination");
       region_ok(op.src, op.src_off, "source");
-      if (op.buf == kIn) bad("writes the input buffer, which is read-only (MPI's sendbuf is const)");
+      if (op.buf == kIn)
+        bad("writes the input buffer, which is read-only (MPI's sendbuf is const)");
       if (op.buf == op.src && op.off < op.src_off + op.len && op.src_off < op.off + op.len &&
           op.len > 0)
         bad("source and destination overlap");

@@ -83,8 +83,7 @@ void Verifier::add(DiagKind k, int64_t rank, int64_t op, std::string msg) {
 }
 
 std::string Verifier::where(int64_t r, size_t i, const RankView& v) const {
-  return "rank " + std::to_string(r) + " op " + std::to_string(i) + " (" + op_text(v.ops[i]) +
-         ")";
+  return "rank " + std::to_string(r) + " op " + std::to_string(i) + " (" + op_text(v.ops[i]) + ")";
 }
 
 int64_t Verifier::rank_of(uint32_t g) const {
@@ -192,9 +191,8 @@ TreeComparison compare_trees(const Schedule& a, const Schedule& b) {
       if (cmp.difference.empty())
         cmp.difference = "rank " + std::to_string(r) + " element " + std::to_string(i) + ": " +
                          (ha.algorithm.empty() ? "first" : ha.algorithm) + " computes " +
-                         table.render(x) + ", " +
-                         (hb.algorithm.empty() ? "second" : hb.algorithm) + " computes " +
-                         table.render(y);
+                         table.render(x) + ", " + (hb.algorithm.empty() ? "second" : hb.algorithm) +
+                         " computes " + table.render(y);
     }
   }
   return cmp;

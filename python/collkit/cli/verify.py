@@ -23,6 +23,7 @@ from rich.table import Table
 
 from collkit.algorithms import Algorithm
 from collkit.cli._common import algorithm, parse_count, parse_p_list
+from collkit.collectives import IN_PLACE_COLLECTIVES, ROOTED
 from collkit.errors import UnsupportedError
 from collkit.verify import VerifyResult, verify
 
@@ -60,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--root",
         type=int,
         default=None,
-        help="root of reduce / bcast (default: every root for P <= 16, else 0 and P-1)",
+        help=f"root of {' / '.join(ROOTED)} (default: every root for P <= 16, else 0 and P-1)",
     )
     op = p.add_mutually_exclusive_group()
     op.add_argument(
@@ -79,14 +80,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--in-place",
         action="store_true",
-        help="also check the schedule under MPI_IN_PLACE (allreduce, reduce): `in` aliases `out`",
+        help="also check the schedule under MPI_IN_PLACE "
+        f"({', '.join(IN_PLACE_COLLECTIVES)}): `in` aliases `out`",
     )
     p.add_argument("--file", metavar="PATH", help="verify a saved schedule (text, JSON or GOAL)")
     p.add_argument("-v", "--verbose", action="store_true", help="a row per case, not a summary")
 
 
 def _roots(collective: str, P: int, root: int | None) -> list[int]:
-    if collective not in ("reduce", "bcast"):
+    if collective not in ROOTED:
         return [0]
     if root is not None:
         return [root]
