@@ -12,9 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import collkit
-from collkit.cli import limit as limit_cli
-from collkit.cli import main
-from collkit.limits import (
+from collkit.analysis.limits import (
     SEED_001_P,
     AlphaBetaGamma,
     format_limit_table,
@@ -23,6 +21,8 @@ from collkit.limits import (
     model_limit,
     model_time,
 )
+from collkit.cli import limit as limit_cli
+from collkit.cli import main
 
 SEND = 0
 

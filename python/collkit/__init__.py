@@ -3,7 +3,6 @@
 The compiled core is private (collkit._core); this package is the public face.
 """
 
-from collkit import recmult  # recursive multiplying: schedules, models, search
 from collkit.algorithms import (
     Algorithm,
     RankProgram,
@@ -15,6 +14,7 @@ from collkit.algorithms import (
     parse_name,
     parse_size,
 )
+from collkit.analysis import recmult  # recursive multiplying: schedules, models, search
 from collkit.errors import (
     AlgorithmNameError,
     CollkitError,

@@ -62,6 +62,9 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
     pd["min"] = p.min == INT64_MIN ? nb::object(nb::none()) : nb::int_(p.min);
     pd["max"] = p.max == INT64_MAX ? nb::object(nb::none()) : nb::int_(p.max);
     pd["doc"] = p.doc;
+    nb::list grid;
+    for (const auto& v : p.grid) grid.append(v);
+    pd["grid"] = grid;
     params.append(pd);
   }
   d["params"] = params;
@@ -70,6 +73,25 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
   r["power_of_two"] = s.restrictions.power_of_two;
   r["min_P"] = s.restrictions.min_P;
   d["restrictions"] = r;
+  d["has_model"] = static_cast<bool>(s.model);
+  nb::list grid;
+  for (const auto& name : parameter_grid(s)) grid.append(name);
+  d["grid"] = grid;
+  return d;
+}
+
+// Parsed parameter values: integers (integer and size parameters), words, lists of words.
+nb::dict params_dict(const Algorithm& a) {
+  nb::dict d;
+  for (const ParamSpec& p : a.spec().params) {
+    if (!a.params().has(p.name)) continue;
+    if (p.type == ParamType::integer || p.type == ParamType::size)
+      d[p.name.c_str()] = a.params().integer(p.name);
+    else if (p.type == ParamType::word)
+      d[p.name.c_str()] = a.params().word(p.name);
+    else
+      d[p.name.c_str()] = a.params().list(p.name);
+  }
   return d;
 }
 
@@ -168,6 +190,18 @@ void bind_registry(nb::module_& m) {
       .def_prop_ro("collective",
                    [](const Algorithm& a) { return std::string(to_string(a.collective())); })
       .def_prop_ro("spec", [](const Algorithm& a) { return spec_dict(a.spec()); })
+      .def_prop_ro("params", &params_dict)
+      .def(
+          "cost",
+          [](const Algorithm& a, int64_t P, double bytes) {
+            Cost c = a.cost(P, bytes);
+            nb::dict d;
+            d["alpha"] = c.alpha;
+            d["beta"] = c.beta;
+            d["gamma"] = c.gamma;
+            return d;
+          },
+          nb::arg("P"), nb::arg("bytes"))
       .def(
           "check",
           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {

@@ -15,6 +15,7 @@
 //               (seed 001); tests/test_large_counts.py proves it with compare_trees.
 // Reference:    seed 001 (Rabenseifner, "New optimized MPI reduce algorithm", 1997); Thakur,
 //               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
+#include "../phases/costs.hpp"
 #include "collkit/error.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
@@ -93,6 +94,16 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
   phases::unfold(b, fold, out, written, kNoOp);
 }
 
+Cost cost_rabenseifner(const CostArgs& a) {
+  namespace c = phases::cost;
+  if (a.P == 1) return {};
+  const std::string& mode = a.params->word("nonpof2");
+  if (mode == "fold" || c::pof2(a.P) == a.P)
+    return c::halving(a.P, a.bytes) + c::doubling(a.P, a.bytes) +
+           Cost{2, 2 * a.bytes, a.bytes} * c::not_pof2(a.P);
+  return c::elimination(a.P, a.bytes, mode, true) + c::elimination(a.P, a.bytes, mode, false);
+}
+
 const Registrar reg{{
     .collective = Collective::allreduce,
     .name = "rabenseifner",
@@ -109,6 +120,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = phases::check_nonpof2,
     .generate = generate_rabenseifner,
+    .model = cost_rabenseifner,
 }};
 
 }  // namespace

@@ -9,6 +9,7 @@
 //               in rank order, so every rank computes the same tree, e.g. for P = 13
 //               {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]}, as seed 001 requires).
 // Reference:    seed 002 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp 2005).
+#include "../phases/costs.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
@@ -54,6 +55,11 @@ void generate_rd(const GenArgs& a, RankBuilder& b) {
   phases::unfold(b, fold, out, {out_ready}, kNoOp);
 }
 
+Cost cost_rd(const CostArgs& a) {
+  const double lg = phases::cost::lg_pof2(a.P), f = phases::cost::not_pof2(a.P);
+  return {lg + 2 * f, (lg + 2 * f) * a.bytes, (lg + f) * a.bytes};
+}
+
 const Registrar reg{{
     .collective = Collective::allreduce,
     .name = "rd",
@@ -66,6 +72,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = {},
     .generate = generate_rd,
+    .model = cost_rd,
 }};
 
 }  // namespace

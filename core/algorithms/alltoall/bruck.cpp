@@ -44,6 +44,16 @@ void generate_bruck(const GenArgs& a, RankBuilder& b) {
   }
 }
 
+// numC alpha + numD N beta: a message per step, each step's blocks sent once.
+Cost cost_bruck(const CostArgs& a) {
+  int64_t r = parse_bruck_radix("alltoall:bruck", a.params->word("r"));
+  if (r == 0) r = BruckModel{}.best_radix(a.P, static_cast<int64_t>(a.bytes));
+  Cost c;
+  for (const BruckStep& s : bruck_steps(a.P, r))
+    c = c + Cost{1, static_cast<double>(s.blocks) * a.bytes, 0};
+  return c;
+}
+
 const Registrar reg{{
     .collective = Collective::alltoall,
     .name = "bruck",
@@ -58,6 +68,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = bruck_prepare,
     .generate = generate_bruck,
+    .model = cost_bruck,
 }};
 
 }  // namespace

@@ -11,6 +11,7 @@
 //               of allreduce:rd and reduce:folded_binomial, its small-count partner.
 // Reference:    seed 001 (Rabenseifner, "New optimized MPI reduce algorithm", 1997); Thakur,
 //               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
+#include "../phases/costs.hpp"
 #include "collkit/error.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
@@ -90,6 +91,17 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
                           static_cast<uint16_t>(fold.lg() + 1));
 }
 
+// Root 0 (the elimination's collector for 3-2; elim21 may add one message to the root).
+Cost cost_rabenseifner(const CostArgs& a) {
+  namespace c = phases::cost;
+  if (a.P == 1) return {};
+  const std::string& mode = a.params->word("nonpof2");
+  if (mode == "fold" || c::pof2(a.P) == a.P)
+    return c::halving(a.P, a.bytes) + c::doubling(a.P, a.bytes) +
+           Cost{1, a.bytes, a.bytes} * c::not_pof2(a.P);
+  return c::elimination(a.P, a.bytes, mode, true) + c::doubling(a.P, a.bytes);
+}
+
 const Registrar reg{{
     .collective = Collective::reduce,
     .name = "rabenseifner",
@@ -107,6 +119,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = phases::check_nonpof2,
     .generate = generate_rabenseifner,
+    .model = cost_rabenseifner,
 }};
 
 }  // namespace

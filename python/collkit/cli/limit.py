@@ -21,9 +21,9 @@ from __future__ import annotations
 import argparse
 
 from collkit.algorithms import Algorithm
+from collkit.analysis.limits import SEED_001_P, AlphaBetaGamma, format_limit_table, limit_rows
 from collkit.cli._common import algorithm, parse_bytes, parse_p_list
 from collkit.errors import InvalidArgumentError
-from collkit.limits import SEED_001_P, AlphaBetaGamma, format_limit_table, limit_rows
 
 NAME = "limit"
 HELP = "count limit of the large-count protocols (seed 001's table), by model"

@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import bisect
 
-from collkit.cli._common import parse_bytes, parse_p_list
-from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
-from collkit.recmult import (
+from collkit.analysis.recmult import (
     PipelinedPostal,
     Ranked,
     count_schedules,
@@ -29,8 +27,10 @@ from collkit.recmult import (
     rank_schedules,
     search,
 )
-from collkit.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES
-from collkit.recmult.timelines import simulator
+from collkit.analysis.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES
+from collkit.analysis.recmult.timelines import simulator
+from collkit.cli._common import parse_bytes, parse_p_list
+from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
 
 NAME = "schedules"
 HELP = "rank recursive multiplying schedules by modelled cost (enumeration or search)"

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collkit.analysis.recmult.stages import Plan, Stage, plan
 from collkit.errors import InvalidArgumentError
-from collkit.recmult.stages import Plan, Stage, plan
 
 _TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
 _TIME_RE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(s|ms|us|µs|ns|ps)?\s*")

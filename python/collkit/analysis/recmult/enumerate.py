@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from collkit.recmult.stages import Stage
+from collkit.analysis.recmult.stages import Stage
 
 FAMILIES = ("factored", "split", "merged")
 DEFAULT_MAX_FANOUT = 8

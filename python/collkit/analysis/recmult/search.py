@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collkit.analysis.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES, text_of
+from collkit.analysis.recmult.model import PipelinedPostal, stage_cost
+from collkit.analysis.recmult.stages import Stage
 from collkit.errors import InvalidArgumentError
-from collkit.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES, text_of
-from collkit.recmult.model import PipelinedPostal, stage_cost
-from collkit.recmult.stages import Stage
 
 MAX_SEARCH_N = 1 << 27  # arrays of N + 1 floats: 1 GiB at this bound
 
