@@ -67,3 +67,36 @@ def test_rank_alone_matches_the_whole_schedule() -> None:
                 mask = whole["rank"] == r
                 for key in ("kind", "peer", "buf", "off", "src", "src_off", "len", "side"):
                     assert (alone[key] == whole[key][mask]).all(), (name, P, r, key)
+
+
+GRID_P = [1, 2, 3, 5, 7, 8, 12, 16]
+
+
+def test_every_parameter_declares_a_grid() -> None:
+    """The matrix below sweeps what the registrations declare; a parameter left out of it would
+    only ever be tested at its default."""
+    for spec in collkit.algorithms():
+        for p in spec["params"]:
+            if p["type"] != "list":  # rm's stage lists depend on P: tests/test_rm_*.py
+                assert len(p["grid"]) > 1, f"{spec['name']}: parameter {p['name']} has no grid"
+                assert p["default"] in p["grid"] or p["default"] == "", spec["name"]
+        if any(p["grid"] for p in spec["params"]):
+            assert len(spec["grid"]) > 1
+
+
+@pytest.mark.parametrize(
+    "name", sorted({n for s in collkit.algorithms() for n in s["grid"] if "(" in n})
+)
+def test_matrix_parameter_grid(name: str) -> None:
+    algo = collkit.Algorithm(name)
+    needs_comm = bool(algo.spec["restrictions"]["commutative_op"])
+    for P in GRID_P:
+        roots = sorted({0, P - 1}) if algo.collective in ROOTED else [0]
+        for count in (0, 1, 5):
+            for root in roots:
+                try:
+                    s = algo.generate(P, count, 8, root)
+                except collkit.UnsupportedError:
+                    continue
+                r = collkit.verify(s, commutative=needs_comm)
+                assert r.ok, r.summary()

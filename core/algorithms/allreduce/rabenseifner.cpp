@@ -111,9 +111,10 @@ const Registrar reg{{
                "of allreduce:rd",
     .phases = "fold to pof2 ranks (MPICH pre-step); recursive-halving reduce-scatter over pof2 "
               "blocks; recursive-doubling allgather; unfold",
-    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k; else + 2 (alpha + n "
-            "beta) + n gamma)",
-    .reference = "seed 001; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k); otherwise + 2 (alpha + n "
+            "beta) + n gamma for the fold and unfold",
+    .reference = "seed 001 (Rabenseifner, \"New optimized MPI reduce algorithm\", 1997); Thakur, "
+                 "Rabenseifner, Gropp, IJHPCA 19(1) 2005",
     .params = {phases::nonpof2_param(
         "P != 2^k: fold (MPICH pre/post step, the tree of rd), elim (3-2 "
         "elimination) or elim21 (2-1 elimination), Rabenseifner and Traeff 2004")},

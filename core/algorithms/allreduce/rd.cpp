@@ -66,8 +66,8 @@ const Registrar reg{{
     .summary = "recursive doubling with pairwise exchange; MPICH collapse/expand for P != 2^k",
     .phases = "collapse to pof2 ranks; lg(pof2) pairwise exchanges with reduction in rank order; "
               "expand back to the collapsed ranks",
-    .cost = "(lg P + 2[P != 2^k]) (alpha + n beta) + (lg P + [P != 2^k]) n gamma",
-    .reference = "seed 002 Algorithm 1; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .cost = "(lg P + 2 [P != 2^k]) (alpha + n beta) + (lg P + [P != 2^k]) n gamma",
+    .reference = "seed 002 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp 2005)",
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -109,9 +109,10 @@ const Registrar reg{{
                "reduce:folded_binomial",
     .phases = "fold to pof2 ranks (the root stays); recursive-halving reduce-scatter over pof2 "
               "blocks; binomial gather of the blocks to the root",
-    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k; else + alpha + n beta "
-            "+ n gamma)",
-    .reference = "seed 001; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k); otherwise + alpha + n "
+            "beta + n gamma for the fold",
+    .reference = "seed 001 (Rabenseifner, \"New optimized MPI reduce algorithm\", 1997); Thakur, "
+                 "Rabenseifner, Gropp, IJHPCA 19(1) 2005",
     .params = {phases::nonpof2_param(
         "P != 2^k: fold (MPICH pre-step, the tree of folded_binomial), elim (3-2 "
         "elimination) or elim21 (2-1), then a gather to rank 0 (elim21: the "
