@@ -95,13 +95,9 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
 }
 
 Cost cost_rabenseifner(const CostArgs& a) {
-  namespace c = phases::cost;
-  if (a.P == 1) return {};
   const std::string& mode = a.params->word("nonpof2");
-  if (mode == "fold" || c::pof2(a.P) == a.P)
-    return c::halving(a.P, a.bytes) + c::doubling(a.P, a.bytes) +
-           Cost{2, 2 * a.bytes, a.bytes} * c::not_pof2(a.P);
-  return c::elimination(a.P, a.bytes, mode, true) + c::elimination(a.P, a.bytes, mode, false);
+  return phases::cost::reduce_scatter(a.P, a.bytes, mode) +
+         phases::cost::allgather(a.P, a.bytes, mode);
 }
 
 const Registrar reg{{

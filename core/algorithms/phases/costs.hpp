@@ -45,4 +45,17 @@ inline Cost elimination(int64_t P, double n, std::string_view mode, bool reduced
   return t;
 }
 
+// Rabenseifner's reduce-scatter half (seed 001): recursive halving, after folding the ranks past
+// the largest power of two in (one message and reduction of n) or with elimination.
+inline Cost reduce_scatter(int64_t P, double n, std::string_view nonpof2) {
+  if (nonpof2 == "fold" || pof2(P) == P) return halving(P, n) + Cost{1, n, n} * not_pof2(P);
+  return elimination(P, n, nonpof2, true);
+}
+
+// Its allgather half: recursive doubling, then unfolding (one message of n) or elimination.
+inline Cost allgather(int64_t P, double n, std::string_view nonpof2) {
+  if (nonpof2 == "fold" || pof2(P) == P) return doubling(P, n) + Cost{1, n, 0} * not_pof2(P);
+  return elimination(P, n, nonpof2, false);
+}
+
 }  // namespace collkit::phases::cost

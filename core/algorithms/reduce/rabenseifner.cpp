@@ -93,13 +93,8 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
 
 // Root 0 (the elimination's collector for 3-2; elim21 may add one message to the root).
 Cost cost_rabenseifner(const CostArgs& a) {
-  namespace c = phases::cost;
-  if (a.P == 1) return {};
   const std::string& mode = a.params->word("nonpof2");
-  if (mode == "fold" || c::pof2(a.P) == a.P)
-    return c::halving(a.P, a.bytes) + c::doubling(a.P, a.bytes) +
-           Cost{1, a.bytes, a.bytes} * c::not_pof2(a.P);
-  return c::elimination(a.P, a.bytes, mode, true) + c::doubling(a.P, a.bytes);
+  return phases::cost::reduce_scatter(a.P, a.bytes, mode) + phases::cost::doubling(a.P, a.bytes);
 }
 
 const Registrar reg{{

@@ -22,8 +22,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from collkit.bench import COLLECTIVES, DATATYPES, Campaign, plot, run_campaign, run_multicast
+from collkit.bench import DATATYPES, Campaign, plot, run_campaign, run_multicast
 from collkit.cli._common import parse_bytes, parse_p_list
+from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
 from collkit.mpirun import find_mpi
 from collkit.results import ResultStore, Row
