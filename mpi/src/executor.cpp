@@ -14,67 +14,46 @@ std::byte* Arena::get(size_t bytes) {
   return mem_.data();
 }
 
-int TypeInfo::get(MPI_Datatype t, TypeInfo& out) {
-  out.type = t;
-  int rc = MPI_Type_get_extent(t, &out.lb, &out.extent);
-  if (rc == MPI_SUCCESS) rc = MPI_Type_get_true_extent(t, &out.true_lb, &out.true_extent);
-  if (rc == MPI_SUCCESS) rc = MPI_Type_size_x(t, &out.size);
-  out.contiguous = out.true_lb == 0 && out.true_extent == out.extent &&
-                   static_cast<MPI_Count>(out.extent) == out.size;
-  return rc;
+namespace {
+
+// A temporary of n elements of the type, its element 0 at the returned pointer.
+std::byte* temp_elems(Arena& arena, const TypeInfo& t, int64_t n) {
+  return element0_in_block(arena.get(span_bytes(t, n) + 64), t, n);
 }
 
-int64_t max_chunk_elems() {
-  static const int64_t chunk = [] {
-    int64_t c = INT_MAX;
-    if (const char* e = std::getenv("COLLKIT_MAX_CHUNK")) {
-      const long long v = std::atoll(e);
-      if (v > 0 && v < c) c = v;
-    }
-    return c;
-  }();
-  return chunk;
+}  // namespace
+
+int copy_elements(const void* src, void* dst, int64_t n, const TypeInfo& t, Arena& pack) {
+  if (src == dst || n == 0) return MPI_SUCCESS;  // in-place: `in` aliases `out`
+  if (t.dense_run(n)) {
+    std::memmove(offset(dst, t.true_lb), offset(src, t.true_lb), static_cast<size_t>(n * t.size));
+    return MPI_SUCCESS;
+  }
+  // A type with gaps: pack and unpack so the gaps of `dst` are left alone.
+  std::byte* packed = pack.get(static_cast<size_t>(n * t.size) + 1);
+  const int rc = collkit::mpi::pack(src, n, t, packed);
+  return rc == MPI_SUCCESS ? unpack(packed, dst, n, t) : rc;
 }
 
 namespace {
 
-// Bytes a buffer of `elems` elements of this type spans, and where element 0 sits in it.
-size_t span_bytes(const TypeInfo& t, int64_t elems) {
-  if (elems <= 0) return 0;
-  return static_cast<size_t>((elems - 1) * t.extent + t.true_extent);
+bool predefined(MPI_Op op) {
+  for (MPI_Op p : {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_BAND,
+                   MPI_BOR, MPI_BXOR, MPI_MINLOC, MPI_MAXLOC})
+    if (op == p) return true;
+  return false;
 }
 
-std::byte* elem(void* base, int64_t i, const TypeInfo& t) {
-  return static_cast<std::byte*>(base) + i * t.extent;
-}
-
-// A temporary of n elements of the type, its element 0 at the returned pointer.
-std::byte* temp_elems(Arena& arena, const TypeInfo& t, int64_t n) {
-  return arena.get(span_bytes(t, n) + 64) - t.true_lb;
-}
-
-int copy_local(const void* src, void* dst, int64_t n, const RunArgs& a, Arena& pack) {
-  if (src == dst || n == 0) return MPI_SUCCESS;  // in-place: `in` aliases `out`
-  const TypeInfo& t = a.type;
-  if (t.contiguous) {
-    std::memmove(dst, src, static_cast<size_t>(n) * static_cast<size_t>(t.extent));
-    return MPI_SUCCESS;
-  }
-  // A type with gaps: pack and unpack so the gaps of `dst` are left alone.
-  const int64_t chunk = std::max<int64_t>(
-      1, std::min<int64_t>(max_chunk_elems(), INT_MAX / std::max<MPI_Count>(t.size, 1)));
-  for (int64_t done = 0; done < n; done += chunk) {
-    const int c = static_cast<int>(std::min(chunk, n - done));
-    MPI_Count bytes = static_cast<MPI_Count>(c) * t.size;
-    void* packed = pack.get(static_cast<size_t>(bytes) + 1);
-    if (bytes > INT_MAX) return MPI_ERR_COUNT;
-    int pos = 0;
-    int rc = MPI_Pack(elem(const_cast<void*>(src), done, t), c, t.type, packed,
-                      static_cast<int>(bytes), &pos, MPI_COMM_SELF);
-    if (rc != MPI_SUCCESS) return rc;
-    pos = 0;
-    rc = MPI_Unpack(packed, static_cast<int>(bytes), &pos, elem(dst, done, t), c, t.type,
-                    MPI_COMM_SELF);
+// dst = src (+) dst on k dense elements of a predefined type (predefined ops commute).
+int reduce_basic(const void* src, void* dst, int64_t k, MPI_Datatype basic, MPI_Op op) {
+  if (fast_reduce(src, dst, k, basic, op)) return MPI_SUCCESS;
+  MPI_Aint lb = 0, extent = 0;
+  MPI_Type_get_extent(basic, &lb, &extent);
+  const int64_t chunk = max_chunk_elems();
+  for (int64_t done = 0; done < k; done += chunk) {
+    const int c = static_cast<int>(std::min(chunk, k - done));
+    const int rc =
+        MPI_Reduce_local(offset(src, done * extent), offset(dst, done * extent), c, basic, op);
     if (rc != MPI_SUCCESS) return rc;
   }
   return MPI_SUCCESS;
@@ -84,12 +63,35 @@ int copy_local(const void* src, void* dst, int64_t n, const RunArgs& a, Arena& p
 
 int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs& a, RunState& st) {
   if (n == 0) return MPI_SUCCESS;
-  if (fast_reduce(src, dst, n, a.type.type, a.op)) return MPI_SUCCESS;
+  const TypeInfo& t = a.type;
+  if (t.type == t.basic) {  // a predefined type: a loop the compiler vectorises, or MPI's
+    if (fast_reduce(src, dst, n, t.type, a.op)) return MPI_SUCCESS;
+  } else if (t.basic != MPI_DATATYPE_NULL && predefined(a.op)) {
+    // A predefined op on a derived type is the op on its basic elements (MPI says so). MPICH's
+    // MPI_Reduce_local refuses many such types (hindexed, struct), so collkit does it: on the
+    // elements where they lie when the layout is dense, else on packed copies.
+    MPI_Aint blb = 0, bextent = 0;
+    MPI_Count bsize = 0;
+    MPI_Type_get_extent(t.basic, &blb, &bextent);
+    MPI_Type_size_x(t.basic, &bsize);
+    if (bsize > 0 && bextent == bsize && t.size % bsize == 0) {
+      const int64_t k = n * (t.size / bsize);
+      if (t.dense_run(n))
+        return reduce_basic(offset(src, t.true_lb), offset(dst, t.true_lb), k, t.basic, a.op);
+      const size_t bytes = static_cast<size_t>(n * t.size);
+      std::byte* ps = st.temp.get(2 * bytes + 64);
+      std::byte* pd = ps + bytes + 32;
+      int rc = pack(src, n, t, ps);
+      if (rc == MPI_SUCCESS) rc = pack(dst, n, t, pd);
+      if (rc == MPI_SUCCESS) rc = reduce_basic(ps, pd, k, t.basic, a.op);
+      return rc == MPI_SUCCESS ? unpack(pd, dst, n, t) : rc;
+    }
+  }
   const int64_t chunk = max_chunk_elems();
   for (int64_t done = 0; done < n; done += chunk) {
     const int c = static_cast<int>(std::min(chunk, n - done));
-    void* s = elem(const_cast<void*>(src), done, a.type);
-    void* d = elem(dst, done, a.type);
+    void* s = element(src, done, a.type);
+    void* d = element(dst, done, a.type);
     // MPI_Reduce_local(inbuf, inoutbuf) computes inoutbuf = inbuf (+) inoutbuf: src_first.
     if (side == Side::src_first || a.commutative) {
       int rc = MPI_Reduce_local(s, d, c, a.type.type, a.op);
@@ -97,10 +99,10 @@ int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs
       continue;
     }
     // dst_first on a non-commutative op: t = src; t = dst (+) t; dst = t.
-    std::byte* t = temp_elems(st.temp, a.type, c);
-    int rc = copy_local(s, t, c, a, st.pack);
-    if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(d, t, c, a.type.type, a.op);
-    if (rc == MPI_SUCCESS) rc = copy_local(t, d, c, a, st.pack);
+    std::byte* tmp = temp_elems(st.temp, a.type, c);
+    int rc = copy_elements(s, tmp, c, a.type, st.pack);
+    if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(d, tmp, c, a.type.type, a.op);
+    if (rc == MPI_SUCCESS) rc = copy_elements(tmp, d, c, a.type, st.pack);
     if (rc != MPI_SUCCESS) return rc;
   }
   return MPI_SUCCESS;
@@ -120,7 +122,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     std::byte* base = st.scratch.get(total + 64);
     size_t at = 0;
     for (size_t k = 0; k < plan.scratch.size(); ++k) {
-      bufs[kFirstScratch + k] = base + at - t.true_lb;
+      bufs[kFirstScratch + k] = element0_in_block(base + at, t, plan.scratch[k]);
       at += (span_bytes(t, plan.scratch[k]) + 63) / 64 * 64 + 64;
     }
   }
@@ -154,7 +156,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
           do {  // a zero-length message is still one message: both sides must agree
             const int c = static_cast<int>(std::min(chunk, op.len - done));
             MPI_Request r;
-            std::byte* p = bufs[op.buf] ? elem(bufs[op.buf], op.off + done, t) : nullptr;
+            std::byte* p = element(bufs[op.buf], op.off + done, t);  // MPI_BOTTOM + offset too
             rc = op.kind == OpKind::send ? MPI_Isend(p, c, t.type, op.peer, tag, a.comm, &r)
                                          : MPI_Irecv(p, c, t.type, op.peer, tag, a.comm, &r);
             if (rc != MPI_SUCCESS) return rc;
@@ -166,12 +168,12 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
           continue;  // completes in Waitsome
         }
         case OpKind::reduce:
-          rc = reduce_local(elem(bufs[op.src], op.src_off, t), elem(bufs[op.buf], op.off, t),
+          rc = reduce_local(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
                             op.len, op.side, a, st);
           break;
         case OpKind::copy:
-          rc = copy_local(elem(bufs[op.src], op.src_off, t), elem(bufs[op.buf], op.off, t), op.len,
-                          a, st.pack);
+          rc = copy_elements(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
+                             op.len, t, st.pack);
           break;
         case OpKind::compute:
         case OpKind::sleep:

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "layout.hpp"
 #include "plan.hpp"
 
 namespace collkit::mpi {
@@ -24,18 +25,10 @@ class Arena {
   std::vector<std::byte> mem_;
 };
 
-struct TypeInfo {
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
-  MPI_Count size = 0;
-  bool contiguous = false;  // its bytes are [0, extent) with no gaps: memcpy is a copy
-  static int get(MPI_Datatype t, TypeInfo& out);
-};
-
 struct RunArgs {
   MPI_Comm comm = MPI_COMM_NULL;  // the private duplicate
   int tag_ub = 32767;
-  TypeInfo type;
+  TypeInfo type;  // the IR's element: the user's datatype, or bytes (TypeInfo::bytes())
   MPI_Op op = MPI_OP_NULL;  // MPI_OP_NULL for collectives without a reduction
   bool commutative = true;
   void* in = nullptr;   // the IR's `in`
@@ -50,12 +43,11 @@ struct RunState {
   std::vector<int> done_idx;
 };
 
-// The largest element count of one MPI call; counts past it are split into several messages
-// (both sides split the same way). INT_MAX unless COLLKIT_MAX_CHUNK says less (for testing).
-int64_t max_chunk_elems();
-
 // Returns MPI_SUCCESS or the MPI error code of the call that failed.
 int run_plan(Plan& plan, const RunArgs& a, RunState& st);
+
+// dst = src, n elements of t, leaving the gaps of dst alone.
+int copy_elements(const void* src, void* dst, int64_t n, const TypeInfo& t, Arena& pack);
 
 // dst = src (+) dst (src_first) or dst = dst (+) src (dst_first), `n` elements.
 int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs& a, RunState& st);

@@ -104,7 +104,13 @@ OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
     },
 }
 
-PROGRAMS = ("collkit_bench", "collkit_multicast", "collkit_check", "collkit_check_alltoall")
+PROGRAMS = (
+    "collkit_bench",
+    "collkit_multicast",
+    "collkit_check",
+    "collkit_check_alltoall",
+    "collkit_conformance",
+)
 
 
 @dataclass

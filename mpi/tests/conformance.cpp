@@ -1,0 +1,868 @@
+// collkit_conformance: every collective of the C API against the MPI's own call, on random data.
+// Run under mpiexec with any number of ranks; rank 0 prints one FAIL line per failing case (the
+// first 30), SKIP lines for cases the MPI itself refuses, and a SUMMARY line; exit status 1 when
+// anything failed.
+//
+//   collkit_conformance --algos "allreduce:rd;bcast:pipeline(seg=16);..." [--level quick|full]
+//                       [--counts 0,1,P-1,13,1000] [--seed 1]
+//
+// What one case is: an algorithm x a communicator (world, dup, split in halves, reversed) x a
+// root (every root of a rooted collective) x a count x a datatype x (reductions) an op x
+// MPI_IN_PLACE or not. collkit's result must equal the MPI's own call on the same input:
+// - bcast / alltoall: every byte of the user's buffer, the gaps of the datatype included (both
+//   start from the same sentinel), with each rank describing the *same type signature* its own
+//   way (MPI_INT runs, contiguous, vector and indexed with gaps and reordered blocks, hindexed,
+//   struct, resized with a huge extent or a negative lower bound, dup'ed, and absolute addresses
+//   on MPI_BOTTOM), as the standard allows;
+// - allreduce / reduce: every predefined op on the types it applies to (MINLOC / MAXLOC on pair
+//   types), predefined ops on derived types, user commutative and non-commutative ops (the
+//   latter must equal the rank-ordered product, computed here from everyone's input). Integers
+//   are compared exactly, floating point within a tolerance (the reduction order of the two
+//   trees differs) and bitwise across ranks.
+// - barrier: completes, and orders: no rank leaves before every rank has entered.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../src/bench_common.hpp"
+#include "collkit.h"
+
+using collkit::mpi::Args;
+using collkit::mpi::split;
+
+namespace {
+
+int g_failures = 0, g_cases = 0, g_skipped = 0, g_world_rank = 0;
+bool g_full = false;
+
+void fail(const std::string& what) {
+  ++g_failures;
+  if (g_failures <= 30) std::printf("FAIL %s\n", what.c_str());
+}
+
+// Agrees on a case's outcome across `comm` and reports it once (from the communicator's rank 0).
+void settle(MPI_Comm comm, const std::string& label, const std::string& why, bool skip = false) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  int mine[2] = {!why.empty() && !skip, skip ? 1 : 0}, all[2] = {0, 0};
+  MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, comm);
+  if (all[1]) {
+    ++g_skipped;
+    if (rank == 0 && g_skipped <= 10) std::printf("SKIP %s: %s\n", label.c_str(), why.c_str());
+    return;
+  }
+  ++g_cases;
+  if (mine[0]) std::fprintf(stderr, "world rank %d: %s: %s\n", g_world_rank, label.c_str(),
+                            why.c_str());
+  if (all[0] && rank == 0) fail(label + (mine[0] ? ": " + why : ": failed on another rank"));
+}
+
+std::string describe_error(int rc) {
+  char s[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, s, &len);
+  return std::string(ck_error_message()) + " | " + std::string(s, static_cast<size_t>(len));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers described by a datatype: memory with a sentinel, the pointer passed to MPI (possibly
+// MPI_BOTTOM) and the datatype and count. Built from the packed data they should hold.
+
+struct Buffer {
+  std::vector<unsigned char> mem;
+  void* base = nullptr;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Count count = 0;
+  bool own_type = false;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (own_type) MPI_Type_free(&type);
+  }
+};
+
+constexpr unsigned char kSentinel = 0xAB;
+constexpr int kUnitInts = 6;  // the signature of the "int" family is a multiple of 6 MPI_INTs
+
+// One way of describing n units (6 ints each) of memory. Returns the element type (owned when
+// derived) and the ints per element.
+struct Description {
+  const char* name;
+  // Builds the type for a buffer whose memory starts at `mem` (absolute types need it).
+  std::function<MPI_Datatype(unsigned char* mem)> make;
+  int ints_per_elem;
+  bool bottom = false;      // buffer passed as MPI_BOTTOM, the type holds absolute addresses
+  bool huge = false;        // 2 MiB extent: only small counts
+};
+
+MPI_Datatype committed(MPI_Datatype t) {
+  MPI_Type_commit(&t);
+  return t;
+}
+
+std::vector<Description> int_descriptions() {
+  std::vector<Description> d;
+  d.push_back({"MPI_INT", [](unsigned char*) { return MPI_INT; }, 1});
+  d.push_back({"contiguous(6,int)",
+               [](unsigned char*) {
+                 MPI_Datatype t;
+                 MPI_Type_contiguous(6, MPI_INT, &t);
+                 return committed(t);
+               },
+               6});
+  d.push_back({"vector(3,1,2,int)",  // ints at 0, 2, 4 of 5 slots: gaps
+               [](unsigned char*) {
+                 MPI_Datatype t;
+                 MPI_Type_vector(3, 1, 2, MPI_INT, &t);
+                 return committed(t);
+               },
+               3});
+  d.push_back({"indexed({2,1},{3,0})",  // ints at 3, 4, then 0: gaps and reordered
+               [](unsigned char*) {
+                 MPI_Datatype t;
+                 int len[2] = {2, 1}, disp[2] = {3, 0};
+                 MPI_Type_indexed(2, len, disp, MPI_INT, &t);
+                 return committed(t);
+               },
+               3});
+  d.push_back({"hindexed({1,1},{8,0})",  // dense but reversed: not a plain byte copy
+               [](unsigned char*) {
+                 MPI_Datatype t;
+                 int len[2] = {1, 1};
+                 MPI_Aint disp[2] = {8, 0};
+                 MPI_Datatype h;
+                 MPI_Type_create_hindexed(2, len, disp, MPI_INT, &h);
+                 MPI_Type_create_resized(h, 0, 12, &t);  // a gap of 4 bytes after the pair
+                 MPI_Type_free(&h);
+                 return committed(t);
+               },
+               2});
+  d.push_back({"struct{int[2]@0,int@16}",
+               [](unsigned char*) {
+                 MPI_Datatype t;
+                 int len[2] = {2, 1};
+                 MPI_Aint disp[2] = {0, 16};
+                 MPI_Datatype types[2] = {MPI_INT, MPI_INT};
+                 MPI_Type_create_struct(2, len, disp, types, &t);
+                 return committed(t);
+               },
+               3});
+  d.push_back({"resized(contiguous(2,int),lb=-64,extent=2MiB)",
+               [](unsigned char*) {
+                 MPI_Datatype c, t;
+                 MPI_Type_contiguous(2, MPI_INT, &c);
+                 MPI_Type_create_resized(c, -64, 2 << 20, &t);
+                 MPI_Type_free(&c);
+                 return committed(t);
+               },
+               2, false, true});
+  d.push_back({"resized(int,lb=-4,extent=-8)",  // negative extent: elements run downwards
+               [](unsigned char*) {
+                 MPI_Datatype t;
+                 MPI_Type_create_resized(MPI_INT, -4, -8, &t);
+                 return committed(t);
+               },
+               1});
+  d.push_back({"dup(vector(3,1,2,int))",
+               [](unsigned char*) {
+                 MPI_Datatype v, t;
+                 MPI_Type_vector(3, 1, 2, MPI_INT, &v);
+                 MPI_Type_dup(v, &t);
+                 MPI_Type_free(&v);
+                 return committed(t);
+               },
+               3});
+  d.push_back({"contiguous(3,int) dense",
+               [](unsigned char*) {
+                 MPI_Datatype t;
+                 MPI_Type_contiguous(3, MPI_INT, &t);
+                 return committed(t);
+               },
+               3});
+  // Absolute addresses on MPI_BOTTOM: element i at address(mem) + i * 24.
+  d.push_back({"MPI_BOTTOM+hindexed(abs)",
+               [](unsigned char* mem) {
+                 MPI_Aint a;
+                 MPI_Get_address(mem, &a);
+                 int len = 6;
+                 MPI_Datatype h, t;
+                 MPI_Type_create_hindexed(1, &len, &a, MPI_INT, &h);
+                 MPI_Type_create_resized(h, a, 24, &t);
+                 MPI_Type_free(&h);
+                 return committed(t);
+               },
+               6, true});
+  d.push_back({"MPI_BOTTOM+hindexed(abs,halves swapped)",
+               [](unsigned char* mem) {
+                 MPI_Aint a;
+                 MPI_Get_address(mem, &a);
+                 int len[2] = {3, 3};
+                 MPI_Aint disp[2] = {a + 12, a};
+                 MPI_Datatype h, t;
+                 MPI_Type_create_hindexed(2, len, disp, MPI_INT, &h);
+                 MPI_Type_create_resized(h, a, 24, &t);
+                 MPI_Type_free(&h);
+                 return committed(t);
+               },
+               6, true});
+  return d;
+}
+
+// Lays out `elems` elements of a type made by `d`, fills the memory with the sentinel and
+// unpacks `packed` (elems * ints_per_elem ints) into it.
+void make_buffer(const Description& d, MPI_Count elems, const std::vector<int>& packed,
+                 Buffer& b) {
+  // A first type to learn the extent (absolute types depend on the address: made again below).
+  std::vector<unsigned char> probe(8);
+  MPI_Datatype t0 = d.make(probe.data());
+  MPI_Aint lb, extent, tlb, textent;
+  MPI_Type_get_extent(t0, &lb, &extent);
+  MPI_Type_get_true_extent(t0, &tlb, &textent);
+  if (t0 != MPI_INT) MPI_Type_free(&t0);
+  if (d.bottom) {
+    b.mem.assign(static_cast<size_t>(elems * 24) + 64, kSentinel);
+    b.type = d.make(b.mem.data() + 32);
+    b.base = MPI_BOTTOM;
+  } else {
+    const int64_t step = extent < 0 ? -extent : extent;
+    const int64_t lowest = (extent < 0 && elems > 0 ? (elems - 1) * extent : 0) + tlb;
+    const int64_t span = elems > 0 ? (elems - 1) * step + textent : 0;
+    b.mem.assign(static_cast<size_t>(span) + 64, kSentinel);
+    b.type = d.make(b.mem.data());
+    b.base = b.mem.data() + 32 - lowest;
+  }
+  b.own_type = b.type != MPI_INT;
+  b.count = elems;
+  if (elems > 0) {
+    int pos = 0;
+    MPI_Unpack(packed.data(), static_cast<int>(packed.size() * sizeof(int)), &pos, b.base,
+               static_cast<int>(elems), b.type, MPI_COMM_SELF);
+  }
+}
+
+std::vector<int> random_ints(size_t n, std::mt19937_64& rng) {
+  std::vector<int> v(n);
+  for (int& x : v) x = static_cast<int>(rng());
+  return v;
+}
+
+std::string first_difference(const Buffer& got, const Buffer& want) {
+  if (got.mem.size() != want.mem.size()) return "buffer sizes differ";
+  for (size_t i = 0; i < got.mem.size(); ++i)
+    if (got.mem[i] != want.mem[i]) {
+      const bool gap = want.mem[i] == kSentinel && got.mem[i] != kSentinel;
+      return "byte " + std::to_string(i) + (gap ? " (a gap or outside the data) was written"
+                                                : " differs from the MPI's result");
+    }
+  return "";
+}
+
+struct CommCase {
+  const char* name;
+  MPI_Comm comm;
+};
+
+// ---------------------------------------------------------------------------------------------
+// bcast and alltoall: the same signature described differently on different ranks.
+
+void check_bcast(const CommCase& cc, const std::string& algo, int64_t units, int root,
+                 size_t case_no, std::mt19937_64& rng, const std::vector<Description>& descs) {
+  int rank, P;
+  MPI_Comm_rank(cc.comm, &rank);
+  MPI_Comm_size(cc.comm, &P);
+  // Every rank picks its own description of the same signature.
+  const Description& d = descs[(static_cast<size_t>(rank) + case_no) % descs.size()];
+  const size_t ints = static_cast<size_t>(units) * kUnitInts;
+  std::vector<int> data = random_ints(ints, rng);  // differs per rank: only the root's counts
+  const MPI_Count elems = static_cast<MPI_Count>(ints) / d.ints_per_elem;
+  Buffer mine, ref;
+  make_buffer(d, elems, data, mine);
+  make_buffer(d, elems, data, ref);
+  const std::string label = std::string(cc.name) + " P=" + std::to_string(P) + " " + algo +
+                            " root=" + std::to_string(root) + " units=" + std::to_string(units) +
+                            " case=" + std::to_string(case_no) + " (rank 0: " +
+                            descs[case_no % descs.size()].name + ")";
+  std::string why;
+  int rc = ck_bcast(mine.base, mine.count, mine.type, root, cc.comm, algo.c_str());
+  if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
+  MPI_Bcast(ref.base, static_cast<int>(ref.count), ref.type, root, cc.comm);
+  if (why.empty()) why = first_difference(mine, ref);
+  if (!why.empty()) why += std::string(" [this rank: ") + d.name + "]";
+  settle(cc.comm, label, why);
+}
+
+void check_alltoall(const CommCase& cc, const std::string& algo, int64_t units, bool in_place,
+                    size_t case_no, std::mt19937_64& rng, const std::vector<Description>& descs) {
+  int rank, P;
+  MPI_Comm_rank(cc.comm, &rank);
+  MPI_Comm_size(cc.comm, &P);
+  const Description& ds = descs[(static_cast<size_t>(rank) + case_no) % descs.size()];
+  const Description& dr = descs[(static_cast<size_t>(rank) * 7 + case_no + 1) % descs.size()];
+  const size_t ints = static_cast<size_t>(units) * kUnitInts;  // per block
+  std::vector<int> send = random_ints(ints * static_cast<size_t>(P), rng);
+  std::vector<int> old = random_ints(ints * static_cast<size_t>(P), rng);
+  Buffer sb, mine, ref;
+  make_buffer(ds, static_cast<MPI_Count>(ints) * P / ds.ints_per_elem, send, sb);
+  make_buffer(dr, static_cast<MPI_Count>(ints) * P / dr.ints_per_elem, in_place ? send : old,
+              mine);
+  make_buffer(dr, static_cast<MPI_Count>(ints) * P / dr.ints_per_elem, in_place ? send : old, ref);
+  const MPI_Count scount = static_cast<MPI_Count>(ints) / ds.ints_per_elem;
+  const MPI_Count rcount = static_cast<MPI_Count>(ints) / dr.ints_per_elem;
+  const std::string label = std::string(cc.name) + " P=" + std::to_string(P) + " " + algo +
+                            " units=" + std::to_string(units) + " case=" +
+                            std::to_string(case_no) + (in_place ? " IN_PLACE" : "");
+  std::string why;
+  int rc = in_place ? ck_alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, mine.base, rcount,
+                                  mine.type, cc.comm, algo.c_str())
+                    : ck_alltoall(sb.base, scount, sb.type, mine.base, rcount, mine.type,
+                                  cc.comm, algo.c_str());
+  if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
+  int nrc = in_place ? MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ref.base,
+                                    static_cast<int>(rcount), ref.type, cc.comm)
+                     : MPI_Alltoall(sb.base, static_cast<int>(scount), sb.type, ref.base,
+                                    static_cast<int>(rcount), ref.type, cc.comm);
+  if (nrc != MPI_SUCCESS) {
+    settle(cc.comm, label, "the MPI's own MPI_Alltoall refused it", true);
+    return;
+  }
+  if (why.empty()) why = first_difference(mine, ref);
+  if (!why.empty()) why += std::string(" [this rank sends ") + ds.name + ", receives " + dr.name + "]";
+  settle(cc.comm, label, why);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions: the datatype and op are the same on every rank (the standard says so).
+
+enum class Cmp { exact, real32, real64, complex };
+
+struct RedType {
+  const char* name;
+  std::function<MPI_Datatype()> make;
+  size_t bytes_per_elem;  // of the packed element
+  Cmp cmp;
+  // Fills one packed element from rng (values chosen so that products and sums stay exact where
+  // the comparison is exact).
+  std::function<void(unsigned char*, std::mt19937_64&, MPI_Op)> fill;
+  std::vector<std::pair<const char*, MPI_Op>> ops;
+  bool noncommutative = false;  // the op is the rank-ordered matrix product
+};
+
+// 2x2 matrices of uint32 multiplied mod 2^32: associative, not commutative.
+void matmul_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  auto* a = static_cast<uint32_t*>(in);
+  auto* b = static_cast<uint32_t*>(inout);
+  for (int i = 0; i < *len; ++i, a += 4, b += 4) {
+    uint32_t c[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
+                     a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+    std::memcpy(b, c, sizeof c);
+  }
+}
+
+// A commutative user op on the vector(3,1,2,int) type: sums the three ints, leaves gaps alone.
+void vec_sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  auto* a = static_cast<int*>(in);
+  auto* b = static_cast<int*>(inout);
+  for (int i = 0; i < *len; ++i, a += 5, b += 5)
+    for (int k = 0; k < 5; k += 2)
+      b[k] = static_cast<int>(static_cast<unsigned>(a[k]) + static_cast<unsigned>(b[k]));
+}
+
+int small_int(std::mt19937_64& rng, MPI_Op op) {
+  if (op == MPI_PROD) return static_cast<int>(rng() % 5) - 2;
+  if (op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR) return static_cast<int>(rng() % 3 == 0);
+  if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR) return static_cast<int>(rng());
+  return static_cast<int>(rng() % 2001) - 1000;
+}
+
+void put_ints(unsigned char* e, int n, std::mt19937_64& rng, MPI_Op op) {
+  for (int k = 0; k < n; ++k) {
+    int v = small_int(rng, op);
+    std::memcpy(e + 4 * k, &v, 4);
+  }
+}
+
+struct RedOps {
+  MPI_Op vec_sum = MPI_OP_NULL, matmul = MPI_OP_NULL;
+};
+
+std::vector<RedType> reduction_types(const RedOps& user) {
+  const std::vector<std::pair<const char*, MPI_Op>> int_ops = {
+      {"SUM", MPI_SUM},   {"PROD", MPI_PROD}, {"MAX", MPI_MAX},   {"MIN", MPI_MIN},
+      {"LAND", MPI_LAND}, {"LOR", MPI_LOR},   {"LXOR", MPI_LXOR}, {"BAND", MPI_BAND},
+      {"BOR", MPI_BOR},   {"BXOR", MPI_BXOR}};
+  auto ints = [](int n) {
+    return [n](unsigned char* e, std::mt19937_64& rng, MPI_Op op) { put_ints(e, n, rng, op); };
+  };
+  auto derived = [](std::function<void(MPI_Datatype*)> f) {
+    return [f] {
+      MPI_Datatype t;
+      f(&t);
+      return committed(t);
+    };
+  };
+  std::vector<RedType> v;
+  v.push_back({"int", [] { return MPI_INT; }, 4, Cmp::exact, ints(1), int_ops});
+  v.push_back({"unsigned char", [] { return MPI_UNSIGNED_CHAR; }, 1, Cmp::exact,
+               [](unsigned char* e, std::mt19937_64& rng, MPI_Op op) {
+                 *e = static_cast<unsigned char>(op == MPI_PROD ? rng() % 3 : rng());
+               },
+               {{"SUM", MPI_SUM}, {"MAX", MPI_MAX}, {"BXOR", MPI_BXOR}, {"BOR", MPI_BOR}}});
+  v.push_back({"long long", [] { return MPI_LONG_LONG; }, 8, Cmp::exact,
+               [](unsigned char* e, std::mt19937_64& rng, MPI_Op op) {
+                 long long x = op == MPI_PROD ? static_cast<long long>(rng() % 7) - 3
+                                              : static_cast<long long>(rng() >> 4);
+                 std::memcpy(e, &x, 8);
+               },
+               {{"SUM", MPI_SUM}, {"PROD", MPI_PROD}, {"MIN", MPI_MIN}, {"BAND", MPI_BAND}}});
+  v.push_back({"float", [] { return MPI_FLOAT; }, 4, Cmp::real32,
+               [](unsigned char* e, std::mt19937_64& rng, MPI_Op op) {
+                 std::uniform_real_distribution<float> u(-1, 1), p(0.5f, 1.5f);
+                 float x = op == MPI_PROD ? p(rng) : u(rng);
+                 std::memcpy(e, &x, 4);
+               },
+               {{"SUM", MPI_SUM}, {"MAX", MPI_MAX}, {"PROD", MPI_PROD}}});
+  v.push_back({"double", [] { return MPI_DOUBLE; }, 8, Cmp::real64,
+               [](unsigned char* e, std::mt19937_64& rng, MPI_Op op) {
+                 std::uniform_real_distribution<double> u(-1, 1), p(0.5, 1.5);
+                 double x = op == MPI_PROD ? p(rng) : u(rng);
+                 std::memcpy(e, &x, 8);
+               },
+               {{"SUM", MPI_SUM}, {"MIN", MPI_MIN}, {"PROD", MPI_PROD}}});
+  v.push_back({"double complex", [] { return MPI_C_DOUBLE_COMPLEX; }, 16, Cmp::complex,
+               [](unsigned char* e, std::mt19937_64& rng, MPI_Op) {
+                 std::uniform_real_distribution<double> p(0.5, 1.5);
+                 std::complex<double> x(p(rng), p(rng) - 1.0);
+                 std::memcpy(e, &x, 16);
+               },
+               {{"SUM", MPI_SUM}, {"PROD", MPI_PROD}}});
+  // Pair types: MINLOC / MAXLOC (ties go to the smaller index, as the standard says).
+  v.push_back({"double_int", [] { return MPI_DOUBLE_INT; }, 12, Cmp::exact,
+               [](unsigned char* e, std::mt19937_64& rng, MPI_Op) {
+                 double x = static_cast<double>(rng() % 4);
+                 int i = static_cast<int>(rng() % 100);
+                 std::memcpy(e, &x, 8);
+                 std::memcpy(e + 8, &i, 4);
+               },
+               {{"MINLOC", MPI_MINLOC}, {"MAXLOC", MPI_MAXLOC}}});
+  v.push_back({"2int", [] { return MPI_2INT; }, 8, Cmp::exact,
+               [](unsigned char* e, std::mt19937_64& rng, MPI_Op) {
+                 int x[2] = {static_cast<int>(rng() % 4), static_cast<int>(rng() % 100)};
+                 std::memcpy(e, x, 8);
+               },
+               {{"MINLOC", MPI_MINLOC}, {"MAXLOC", MPI_MAXLOC}}});
+  // Derived types with predefined ops (all of one predefined type, as the standard requires).
+  v.push_back({"contiguous(6,int)",
+               derived([](MPI_Datatype* t) { MPI_Type_contiguous(6, MPI_INT, t); }), 24,
+               Cmp::exact, ints(6), {{"SUM", MPI_SUM}, {"BXOR", MPI_BXOR}}});
+  v.push_back({"vector(3,1,2,int)",
+               derived([](MPI_Datatype* t) { MPI_Type_vector(3, 1, 2, MPI_INT, t); }), 12,
+               Cmp::exact, ints(3),
+               {{"SUM", MPI_SUM}, {"MAX", MPI_MAX}, {"user-sum", user.vec_sum}}});
+  v.push_back({"indexed({2,1},{3,0})",
+               derived([](MPI_Datatype* t) {
+                 int len[2] = {2, 1}, disp[2] = {3, 0};
+                 MPI_Type_indexed(2, len, disp, MPI_INT, t);
+               }),
+               12, Cmp::exact, ints(3), {{"BXOR", MPI_BXOR}, {"MIN", MPI_MIN}}});
+  v.push_back({"resized(double,lb=-8,extent=24)",
+               derived([](MPI_Datatype* t) { MPI_Type_create_resized(MPI_DOUBLE, -8, 24, t); }), 8,
+               Cmp::real64,
+               [](unsigned char* e, std::mt19937_64& rng, MPI_Op) {
+                 std::uniform_real_distribution<double> u(-1, 1);
+                 double x = u(rng);
+                 std::memcpy(e, &x, 8);
+               },
+               {{"SUM", MPI_SUM}}});
+  v.push_back({"dup(int)", derived([](MPI_Datatype* t) { MPI_Type_dup(MPI_INT, t); }), 4,
+               Cmp::exact, ints(1), {{"SUM", MPI_SUM}, {"MAX", MPI_MAX}}});
+  v.push_back({"matrix(contiguous(4,uint32))",
+               derived([](MPI_Datatype* t) { MPI_Type_contiguous(4, MPI_UINT32_T, t); }), 16,
+               Cmp::exact,
+               [](unsigned char* e, std::mt19937_64& rng, MPI_Op) {
+                 for (int s = 0; s < 4; ++s) {
+                   uint32_t x = static_cast<uint32_t>(rng());
+                   std::memcpy(e + 4 * s, &x, 4);
+                 }
+               },
+               {{"noncommutative", user.matmul}}, true});
+  return v;
+}
+
+void free_if_derived(MPI_Datatype& t) {
+  int ni, na, nd, combiner;
+  MPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+  if (combiner != MPI_COMBINER_NAMED) MPI_Type_free(&t);
+}
+
+bool close(const unsigned char* g, const unsigned char* w, Cmp cmp, int P) {
+  switch (cmp) {
+    case Cmp::exact:
+      return false;  // compared bytewise by the caller
+    case Cmp::real32: {
+      float a, b;
+      std::memcpy(&a, g, 4);
+      std::memcpy(&b, w, 4);
+      return std::fabs(a - b) <= 1e-5f * static_cast<float>(P) * (std::fabs(b) + 1.0f);
+    }
+    case Cmp::real64: {
+      double a, b;
+      std::memcpy(&a, g, 8);
+      std::memcpy(&b, w, 8);
+      return std::fabs(a - b) <= 1e-13 * P * (std::fabs(b) + 1.0);
+    }
+    case Cmp::complex: {
+      std::complex<double> a, b;
+      std::memcpy(&a, g, 16);
+      std::memcpy(&b, w, 16);
+      return std::abs(a - b) <= 1e-12 * P * (std::abs(b) + 1.0);
+    }
+  }
+  return false;
+}
+
+// A reduction buffer: `count` elements of the type, with a sentinel in its gaps, optionally on
+// MPI_BOTTOM (the type is then resized around absolute addresses: made per buffer).
+struct RedBuffer {
+  std::vector<unsigned char> mem;
+  void* base = nullptr;
+};
+
+void red_buffer(MPI_Datatype t, MPI_Count count, const std::vector<unsigned char>& packed,
+                RedBuffer& b) {
+  MPI_Aint lb, extent, tlb, textent;
+  MPI_Type_get_extent(t, &lb, &extent);
+  MPI_Type_get_true_extent(t, &tlb, &textent);
+  const int64_t span = count > 0 ? (count - 1) * extent + textent : 0;
+  b.mem.assign(static_cast<size_t>(span) + 64, kSentinel);
+  b.base = b.mem.data() + 32 - tlb;
+  if (count > 0) {
+    int pos = 0;
+    MPI_Unpack(packed.data(), static_cast<int>(packed.size()), &pos, b.base,
+               static_cast<int>(count), t, MPI_COMM_SELF);
+  }
+}
+
+std::vector<unsigned char> packed_of(const void* base, MPI_Datatype t, MPI_Count count,
+                                     size_t bytes) {
+  std::vector<unsigned char> out(bytes);
+  int pos = 0;
+  if (count > 0)
+    MPI_Pack(base, static_cast<int>(count), t, out.data(), static_cast<int>(bytes), &pos,
+             MPI_COMM_SELF);
+  return out;
+}
+
+void check_reduction(bool all, const CommCase& cc, const std::string& algo, const RedType& rt,
+                     const std::pair<const char*, MPI_Op>& op, MPI_Count count, int root,
+                     bool in_place, std::mt19937_64& rng) {
+  int rank, P;
+  MPI_Comm_rank(cc.comm, &rank);
+  MPI_Comm_size(cc.comm, &P);
+  MPI_Datatype t = rt.make();
+  const size_t bytes = static_cast<size_t>(count) * rt.bytes_per_elem;
+  std::vector<unsigned char> in(bytes), junk(bytes);
+  for (size_t i = 0; i < bytes; i += rt.bytes_per_elem) {
+    rt.fill(in.data() + i, rng, op.second);
+    rt.fill(junk.data() + i, rng, op.second);
+  }
+  const bool root_here = all || rank == root;
+  RedBuffer send, mine, ref;
+  red_buffer(t, count, in, send);
+  red_buffer(t, count, in_place && root_here ? in : junk, mine);
+  red_buffer(t, count, in_place && root_here ? in : junk, ref);
+  const void* sbuf = in_place && root_here ? MPI_IN_PLACE : send.base;
+  const std::string label = std::string(cc.name) + " P=" + std::to_string(P) + " " + algo + " " +
+                            rt.name + " " + op.first + " count=" + std::to_string(count) +
+                            (all ? "" : " root=" + std::to_string(root)) +
+                            (in_place ? " IN_PLACE" : "");
+  std::string why;
+  int rc = all ? ck_allreduce(sbuf, mine.base, count, t, op.second, cc.comm, algo.c_str())
+               : ck_reduce(sbuf, mine.base, count, t, op.second, root, cc.comm, algo.c_str());
+  const bool declined = rc != MPI_SUCCESS && ck_declined(rc);
+  if (rc != MPI_SUCCESS && !(declined && rt.noncommutative))
+    why = "error: " + describe_error(rc);
+  int nrc = all ? MPI_Allreduce(sbuf, ref.base, static_cast<int>(count), t, op.second, cc.comm)
+                : MPI_Reduce(sbuf, ref.base, static_cast<int>(count), t, op.second, root, cc.comm);
+  int nbad = nrc != MPI_SUCCESS, nany = 0;
+  MPI_Allreduce(&nbad, &nany, 1, MPI_INT, MPI_MAX, cc.comm);
+  if (nany) {
+    settle(cc.comm, label, "the MPI's own call refused it", true);
+    free_if_derived(t);
+    return;
+  }
+  if (declined && rt.noncommutative) {
+    // A commutative-only algorithm must decline a non-commutative op, on every rank alike.
+    settle(cc.comm, label, "");
+  } else {
+    if (rt.noncommutative) {
+      // The answer is the rank-ordered product x0 x1 ... x(P-1), whatever the MPI does.
+      std::vector<unsigned char> everyone(bytes * static_cast<size_t>(P));
+      MPI_Allgather(in.data(), static_cast<int>(bytes), MPI_BYTE, everyone.data(),
+                    static_cast<int>(bytes), MPI_BYTE, cc.comm);
+      if (root_here) {
+        std::vector<unsigned char> product(everyone.end() - static_cast<std::ptrdiff_t>(bytes),
+                                           everyone.end());
+        int n = static_cast<int>(count);
+        for (int r = P - 2; r >= 0; --r)
+          matmul_op(everyone.data() + bytes * static_cast<size_t>(r), product.data(), &n, &t);
+        int pos = 0;
+        if (count > 0)
+          MPI_Unpack(product.data(), static_cast<int>(bytes), &pos, ref.base,
+                     static_cast<int>(count), t, MPI_COMM_SELF);
+      }
+    }
+    if (why.empty() && root_here) {
+      if (rt.cmp == Cmp::exact) {
+        if (mine.mem != ref.mem) {
+          for (size_t i = 0; i < mine.mem.size(); ++i)
+            if (mine.mem[i] != ref.mem[i]) {
+              why = "byte " + std::to_string(i) + " differs from the MPI's result";
+              break;
+            }
+        }
+      } else {
+        const auto g = packed_of(mine.base, t, count, bytes), w = packed_of(ref.base, t, count, bytes);
+        for (size_t i = 0; i < bytes && why.empty(); i += rt.bytes_per_elem)
+          if (!close(g.data() + i, w.data() + i, rt.cmp, P))
+            why = "element " + std::to_string(i / rt.bytes_per_elem) + " beyond tolerance";
+        // Gaps and the memory around the data must be untouched.
+        for (size_t i = 0; i < 32 && why.empty(); ++i)
+          if (mine.mem[i] != kSentinel || mine.mem[mine.mem.size() - 1 - i] != kSentinel)
+            why = "memory outside the buffer was written";
+      }
+    }
+    if (why.empty() && all) {
+      // Bitwise identical on every rank.
+      std::vector<unsigned char> first = packed_of(mine.base, t, count, bytes);
+      std::vector<unsigned char> r0 = first;
+      MPI_Bcast(r0.data(), static_cast<int>(bytes), MPI_BYTE, 0, cc.comm);
+      if (r0 != first) why = "result differs from rank 0's (not bitwise identical)";
+    } else if (all) {
+      std::vector<unsigned char> r0(bytes);
+      MPI_Bcast(r0.data(), static_cast<int>(bytes), MPI_BYTE, 0, cc.comm);
+    }
+    settle(cc.comm, label, why);
+  }
+  free_if_derived(t);
+}
+
+// MPI_BOTTOM for a reduction: an absolute-address type around one buffer of doubles.
+void check_reduction_bottom(bool all, const CommCase& cc, const std::string& algo, MPI_Count count,
+                            int root, std::mt19937_64& rng) {
+  int rank, P;
+  MPI_Comm_rank(cc.comm, &rank);
+  MPI_Comm_size(cc.comm, &P);
+  const size_t n = static_cast<size_t>(count);
+  std::vector<long long> in(n + 1), mine(n + 1, -1), ref(n + 1, -1);  // +1: never empty
+  for (auto& x : in) x = static_cast<long long>(rng() % 1000);
+  auto abs_type = [&](void* p) {
+    MPI_Aint a;
+    MPI_Get_address(p, &a);
+    int len = 1;
+    MPI_Datatype h, t;
+    MPI_Type_create_hindexed(1, &len, &a, MPI_LONG_LONG, &h);
+    MPI_Type_create_resized(h, a, 8, &t);
+    MPI_Type_free(&h);
+    return committed(t);
+  };
+  // One type per receive buffer (collkit's, the MPI's), holding its absolute address.
+  MPI_Datatype tm = abs_type(mine.data()), tr = abs_type(ref.data());
+  const std::string label = std::string(cc.name) + " P=" + std::to_string(P) + " " + algo +
+                            " MPI_BOTTOM IN_PLACE long long SUM count=" + std::to_string(count) +
+                            (all ? "" : " root=" + std::to_string(root));
+  // In place on MPI_BOTTOM (as Fortran codes with absolute addresses do): the root (every rank
+  // of an allreduce) passes MPI_IN_PLACE; the others of a reduce send from MPI_BOTTOM.
+  for (size_t i = 0; i < n; ++i) mine[i] = ref[i] = in[i];
+  const bool here = all || rank == root;
+  std::string why;
+  int rc = all ? ck_allreduce(MPI_IN_PLACE, MPI_BOTTOM, count, tm, MPI_SUM, cc.comm, algo.c_str())
+               : ck_reduce(here ? MPI_IN_PLACE : MPI_BOTTOM, here ? MPI_BOTTOM : nullptr, count,
+                           tm, MPI_SUM, root, cc.comm, algo.c_str());
+  if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
+  // The reference: the MPI's own call on a plain copy (MPICH 4's own allreduce / reduce give
+  // wrong results in place on MPI_BOTTOM: noted once, when seen).
+  std::vector<long long> plain(in.begin(), in.end()), bottom(ref);
+  if (all) {
+    MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_LONG_LONG, MPI_SUM,
+                  cc.comm);
+    MPI_Allreduce(MPI_IN_PLACE, MPI_BOTTOM, static_cast<int>(count), tr, MPI_SUM, cc.comm);
+  } else {
+    MPI_Reduce(here ? MPI_IN_PLACE : in.data(), here ? plain.data() : nullptr,
+               static_cast<int>(count), MPI_LONG_LONG, MPI_SUM, root, cc.comm);
+    MPI_Reduce(here ? MPI_IN_PLACE : MPI_BOTTOM, here ? MPI_BOTTOM : nullptr,
+               static_cast<int>(count), tr, MPI_SUM, root, cc.comm);
+  }
+  static bool noted = false;
+  if (here && !noted && count > 0 && !std::equal(plain.begin(), plain.begin() + count, ref.begin())) {
+    noted = true;
+    std::printf("NOTE world rank %d: the MPI's own %s in place on MPI_BOTTOM differs from the same "
+                "call on a plain buffer\n", g_world_rank, all ? "MPI_Allreduce" : "MPI_Reduce");
+  }
+  std::copy(plain.begin(), plain.begin() + count, ref.begin());
+  if (why.empty() && (all || rank == root) && mine != ref)
+    for (size_t i = 0; i < n && why.empty(); ++i)
+      if (mine[i] != ref[i])
+        why = "element " + std::to_string(i) + ": " + std::to_string(mine[i]) + " vs the MPI's " +
+              std::to_string(ref[i]);
+  settle(cc.comm, label, why);
+  MPI_Type_free(&tm);
+  MPI_Type_free(&tr);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void check_barrier(const CommCase& cc, const std::string& algo) {
+  int rank, P;
+  MPI_Comm_rank(cc.comm, &rank);
+  MPI_Comm_size(cc.comm, &P);
+  // Order: the last rank sleeps before entering; nobody may leave before it has entered.
+  double entered = 0;
+  if (rank == P - 1) {
+    const double t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < 0.02) {
+    }
+  }
+  double t_enter = MPI_Wtime();
+  int rc = ck_barrier(cc.comm, algo.c_str());
+  double t_leave = MPI_Wtime();
+  std::string why;
+  if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
+  // Clocks of one node (MPI_WTIME_IS_GLOBAL or not, one machine's clock is shared here).
+  MPI_Allreduce(&t_enter, &entered, 1, MPI_DOUBLE, MPI_MAX, cc.comm);
+  if (why.empty() && t_leave < entered)
+    why = "left the barrier before the last rank entered it";
+  settle(cc.comm, std::string(cc.name) + " P=" + std::to_string(P) + " " + algo, why);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  Args args(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
+  int P;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  g_full = args.get("level", "quick") == "full";
+  const auto algos = split(args.get("algos", "allreduce:rd"), ';');
+  std::mt19937_64 rng(static_cast<uint64_t>(args.num("seed", 1)) * 1000003 +
+                      static_cast<uint64_t>(g_world_rank));
+  // Counts: 0, 1, P-1, a count no P divides evenly, and a large one.
+  std::vector<int64_t> counts;
+  for (const auto& c : split(args.get("counts", "0,1,P-1,13,1000"), ','))
+    counts.push_back(c == "P-1" ? P - 1 : std::atoll(c.c_str()));
+
+  MPI_Comm dup, halves, reversed;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  MPI_Comm_split(MPI_COMM_WORLD, g_world_rank < (P + 1) / 2, g_world_rank, &halves);
+  MPI_Comm_split(MPI_COMM_WORLD, 0, P - g_world_rank, &reversed);
+  // The MPI's own calls report errors instead of aborting: a refusal is a skip, not a crash.
+  for (MPI_Comm c : {MPI_COMM_WORLD, dup, halves, reversed})
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  std::vector<CommCase> comms = {{"world", MPI_COMM_WORLD}, {"reversed", reversed}};
+  if (g_full) {
+    comms.push_back({"dup", dup});
+    comms.push_back({"split", halves});
+  }
+
+  RedOps user;
+  MPI_Op_create(vec_sum_op, 1, &user.vec_sum);
+  MPI_Op_create(matmul_op, 0, &user.matmul);
+  const auto descs = int_descriptions();
+  const auto rtypes = reduction_types(user);
+
+  size_t case_no = 0;
+  for (const auto& algo : algos) {
+    const std::string coll = algo.substr(0, algo.find(':'));
+    for (size_t ci = 0; ci < comms.size(); ++ci) {
+      const CommCase& cc = comms[ci];
+      int cp;
+      MPI_Comm_size(cc.comm, &cp);
+      // Every root on the world; roots 0 and the last elsewhere.
+      std::vector<int> roots;
+      for (int r = 0; r < cp; ++r)
+        if (ci == 0 || r == 0 || r == cp - 1) roots.push_back(r);
+      if (coll == "barrier") {
+        check_barrier(cc, algo);
+        continue;
+      }
+      for (int64_t count : counts) {
+        const bool big = count > 13;
+        // The quick level (CI's default) keeps every kind of case but not every combination:
+        // the full sweep of descriptions, ops and roots runs at count 13 on the world; other
+        // counts and communicators take a few of each. --level full runs everything.
+        const bool rich = g_full || (count == 13 && ci == 0);
+        if (!g_full && ci != 0 && big) continue;
+        const size_t ndesc = rich ? descs.size() : (big ? 2 : 3);
+        const std::vector<int> some_roots =
+            rich ? roots : std::vector<int>{0, cp - 1 > 0 ? cp - 1 : 0};
+        if (coll == "bcast") {
+          for (int root : some_roots) {
+            if (!rich && root == cp - 1 && cp == 1) continue;
+            for (size_t k = 0; k < ndesc; ++k) {
+              const size_t cn = case_no++;
+              // The huge-extent description needs 2 MiB per element: small counts only.
+              const bool huge_here =
+                  descs[(static_cast<size_t>(g_world_rank) + cn) % descs.size()].huge;
+              int any_huge = huge_here && count > 1, skip = 0;
+              MPI_Allreduce(&any_huge, &skip, 1, MPI_INT, MPI_MAX, cc.comm);
+              if (skip) continue;
+              check_bcast(cc, algo, count, root, cn, rng, descs);
+            }
+          }
+        } else if (coll == "alltoall") {
+          for (size_t k = 0; k < ndesc; ++k)
+            for (bool in_place : {false, true}) {
+              const size_t cn = case_no++;
+              int any_huge = 0, skip = 0;
+              for (int64_t r : {int64_t{g_world_rank}, int64_t{g_world_rank} * 7 + 1})
+                any_huge |= descs[(static_cast<size_t>(r) + cn) % descs.size()].huge &&
+                            count * cp > 2;
+              MPI_Allreduce(&any_huge, &skip, 1, MPI_INT, MPI_MAX, cc.comm);
+              if (skip) continue;
+              check_alltoall(cc, algo, count, in_place, cn, rng, descs);
+            }
+        } else if (coll == "allreduce" || coll == "reduce") {
+          const bool all = coll == "allreduce";
+          for (const auto& rt : rtypes)
+            for (size_t oi = 0; oi < rt.ops.size(); ++oi) {
+              if (!rich && oi > 0) continue;  // every op of every type runs at count 13
+              const auto& op = rt.ops[oi];
+              for (int root : all ? std::vector<int>{0} : (oi == 0 ? some_roots : roots))
+                for (bool in_place : {false, true}) {
+                  if (!all && oi > 0 && !g_full && root != 0 && root != cp - 1) continue;
+                  // Large counts for a few types; in-place on every type on the world only.
+                  if (big && rt.bytes_per_elem != 8 && std::strcmp(rt.name, "int") != 0) continue;
+                  if (in_place && ci != 0 && std::strcmp(rt.name, "double") != 0) continue;
+                  if (in_place && !g_full && oi > 0) continue;
+                  check_reduction(all, cc, algo, rt, op, count, root, in_place, rng);
+                }
+            }
+          for (int root : all ? std::vector<int>{0} : some_roots)
+            check_reduction_bottom(all, cc, algo, count, root, rng);
+        }
+      }
+    }
+  }
+
+  int totals[3] = {g_failures, g_cases, g_skipped}, sums[3];
+  MPI_Allreduce(totals, sums, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_world_rank == 0)
+    std::printf("SUMMARY P=%d cases=%d failures=%d skipped=%d\n", P, g_cases, sums[0], g_skipped);
+  MPI_Comm_free(&dup);
+  MPI_Comm_free(&halves);
+  MPI_Comm_free(&reversed);
+  MPI_Op_free(&user.vec_sum);
+  MPI_Op_free(&user.matmul);
+  MPI_Finalize();
+  return sums[0] == 0 ? 0 : 1;
+}

@@ -1,0 +1,120 @@
+"""Every collective of the C API against the MPI's own call, on both MPIs.
+
+collkit_conformance (mpi/tests/conformance.cpp) does the comparing inside one MPI job: every
+algorithm given, on several communicators, every root, counts 0, 1, P-1, 13 and 1000, datatypes
+from MPI_INT to structs, resized types with huge or negative extents, dup'ed types and absolute
+addresses on MPI_BOTTOM (bcast and alltoall: a different description of the same type signature
+on each rank), every predefined op, MINLOC / MAXLOC, user commutative and non-commutative ops, and
+MPI_IN_PLACE. The algorithm names come from the registry: by default each algorithm with its
+default parameters; the slow set sweeps every parameter grid and P = 8 at the full level.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import collkit
+from collkit.mpirun import MPI
+from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
+
+COLLECTIVES = ("allreduce", "reduce", "bcast", "alltoall", "barrier")
+
+
+def defaults(collective: str) -> list[str]:
+    """Every registered algorithm of the collective, with its default parameters."""
+    return [a["name"] for a in collkit.algorithms() if a["collective"] == collective]
+
+
+def grid_values(param: dict[str, Any]) -> list[str]:
+    """Values of one parameter to sweep: the registry's grid where it declares one, else values
+    read from the parameter's declared type and range."""
+    if param.get("grid"):
+        return [str(v) for v in param["grid"]]
+    kind, default = param["type"], str(param["default"])
+    if kind == "size":  # segment sizes: whole, tiny (16 B, smaller than many elements), 1 KiB
+        return sorted({default, "0", "16", "1KiB"})
+    if kind == "integer":
+        lo, hi = int(param["min"]), int(param["max"])
+        return sorted({str(v) for v in (lo, lo + 1, int(default)) if lo <= v <= hi})
+    return [default]  # words and lists: the default (which the registry resolves per P)
+
+
+def parameter_grid(collective: str) -> list[str]:
+    """Each algorithm with each value of each parameter (one parameter varied at a time)."""
+    names: list[str] = []
+    for a in collkit.algorithms():
+        if a["collective"] != collective:
+            continue
+        names.append(a["name"])
+        for p in a["params"]:
+            for v in grid_values(p):
+                if v != str(p["default"]) and v != "":
+                    names.append(f"{a['name']}({p['name']}={v})")
+    # Every name must be one the registry accepts.
+    for n in names:
+        collkit.Algorithm(n)
+    return names
+
+
+def summary(out: str) -> tuple[int, int, int]:
+    m = re.search(r"SUMMARY P=\d+ cases=(\d+) failures=(\d+) skipped=(\d+)", out)
+    assert m, f"no summary in output:\n{out[-3000:]}"
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def check(mpi: MPI, bindir: Path, P: int, names: list[str], level: str = "quick") -> None:
+    r = run_program(
+        mpi, bindir, P, "collkit_conformance", "--algos", ";".join(names), "--level", level
+    )
+    cases, failures, _skipped = summary(r.stdout)
+    assert r.returncode == 0 and failures == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert cases > 0
+
+
+@pytest.fixture(scope="module")
+def mpich() -> tuple[MPI, Path]:
+    mpi = mpich_or_skip()
+    return mpi, built(mpi)
+
+
+@pytest.fixture(scope="module")
+def openmpi() -> tuple[MPI, Path]:
+    mpi = openmpi_or_skip()
+    return mpi, built(mpi)
+
+
+def test_grid_comes_from_the_registry() -> None:
+    # A parameter the registry declares shows up in the sweep: the grid is not a hand list.
+    names = parameter_grid("bcast")
+    assert "bcast:pipeline(seg=16)" in names and "bcast:knomial(k=2)" in names
+    assert set(defaults("bcast")) <= set(names)
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("P", [1, 2, 3, 4])
+def test_mpich(mpich: tuple[MPI, Path], P: int, collective: str) -> None:
+    check(*mpich, P, defaults(collective))
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("P", [1, 2, 3, 4])
+def test_openmpi(openmpi: tuple[MPI, Path], P: int, collective: str) -> None:
+    check(*openmpi, P, defaults(collective))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("P", [2, 3, 5, 8])
+def test_mpich_grid(mpich: tuple[MPI, Path], P: int, collective: str) -> None:
+    check(*mpich, P, parameter_grid(collective), level="full" if P == 8 else "quick")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("P", [2, 3, 5, 8])
+def test_openmpi_grid(openmpi: tuple[MPI, Path], P: int, collective: str) -> None:
+    check(*openmpi, P, parameter_grid(collective), level="full" if P == 8 else "quick")
