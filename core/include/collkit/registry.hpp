@@ -39,9 +39,10 @@ inline ParamSpec segment_param(std::string default_value,
                                std::string doc =
                                    "segment size in bytes; 0: the whole message "
                                    "in one piece") {
-  // 8 bytes: one double per segment, the most segments a small test count can have.
-  return ParamSpec{"seg",          ParamType::size,   std::move(default_value), 0, int64_t{1} << 40,
-                   std::move(doc), {"0", "8", "8KiB"}};
+  // Swept: whole messages, a tiny segment (16 B: smaller than many elements) and 1 KiB.
+  return ParamSpec{
+      "seg",          ParamType::size,    std::move(default_value), 0, int64_t{1} << 40,
+      std::move(doc), {"0", "16", "1KiB"}};
 }
 
 // Parameter values after parsing and checking against the specs.
