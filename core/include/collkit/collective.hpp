@@ -54,9 +54,9 @@ struct Postcondition {
 
 struct CollectiveSpec {
   Collective id;
-  std::string_view name;     // as in algorithm names: "allreduce"
-  std::string_view mpi;      // the MPI call it stands for
-  std::string_view summary;  // one line, for docs and --help
+  std::string_view name;          // as in algorithm names: "allreduce"
+  std::string_view mpi = {};      // the MPI call it stands for
+  std::string_view summary = {};  // one line, for docs and --help
   bool rooted = false;
   BufferShape in, out;
   // The root's input lives in `out` at the start (MPI_Bcast has one buffer): `in` is empty.
