@@ -71,61 +71,48 @@ OpId RankBuilder::add(const Op& op, Deps deps) {
   return p_.append(op, deps.span(), stage_);
 }
 
+// Op fields in declaration order: len, off, src_off, peer, kind, side, buf, src.
+OpId RankBuilder::message(OpKind kind, int64_t peer, Region r, Deps deps) {
+  return add(
+      {.len = r.len, .off = r.off, .peer = static_cast<int32_t>(peer), .kind = kind, .buf = r.buf},
+      deps);
+}
+
 OpId RankBuilder::send(int64_t peer, Region from, Deps deps) {
-  Op op;
-  op.kind = OpKind::send;
-  op.peer = static_cast<int32_t>(peer);
-  op.buf = from.buf;
-  op.off = from.off;
-  op.len = from.len;
-  return add(op, deps);
+  return message(OpKind::send, peer, from, deps);
 }
 
 OpId RankBuilder::recv(int64_t peer, Region into, Deps deps) {
-  Op op;
-  op.kind = OpKind::recv;
-  op.peer = static_cast<int32_t>(peer);
-  op.buf = into.buf;
-  op.off = into.off;
-  op.len = into.len;
-  return add(op, deps);
+  return message(OpKind::recv, peer, into, deps);
 }
 
 OpId RankBuilder::reduce(Region dst, Region src, Side side, Deps deps) {
-  Op op;
-  op.kind = OpKind::reduce;
-  op.side = side;
-  op.buf = dst.buf;
-  op.off = dst.off;
-  op.src = src.buf;
-  op.src_off = src.off;
-  op.len = dst.len;
-  return add(op, deps);
+  return add({.len = dst.len,
+              .off = dst.off,
+              .src_off = src.off,
+              .kind = OpKind::reduce,
+              .side = side,
+              .buf = dst.buf,
+              .src = src.buf},
+             deps);
 }
 
 OpId RankBuilder::copy(Region dst, Region src, Deps deps) {
-  Op op;
-  op.kind = OpKind::copy;
-  op.buf = dst.buf;
-  op.off = dst.off;
-  op.src = src.buf;
-  op.src_off = src.off;
-  op.len = dst.len;
-  return add(op, deps);
+  return add({.len = dst.len,
+              .off = dst.off,
+              .src_off = src.off,
+              .kind = OpKind::copy,
+              .buf = dst.buf,
+              .src = src.buf},
+             deps);
 }
 
 OpId RankBuilder::compute(int64_t ns, Deps deps) {
-  Op op;
-  op.kind = OpKind::compute;
-  op.len = ns;
-  return add(op, deps);
+  return add({.len = ns, .kind = OpKind::compute}, deps);
 }
 
 OpId RankBuilder::sleep(int64_t ns, Deps deps) {
-  Op op;
-  op.kind = OpKind::sleep;
-  op.len = ns;
-  return add(op, deps);
+  return add({.len = ns, .kind = OpKind::sleep}, deps);
 }
 
 Schedule::Schedule(ScheduleHeader h) : header(std::move(h)) {}

@@ -146,6 +146,7 @@ class RankBuilder {
 
  private:
   OpId add(const Op& op, Deps deps);
+  OpId message(OpKind kind, int64_t peer, Region r, Deps deps);
   RankProgram& p_;
   int64_t P_;
   uint16_t stage_ = 0;
