@@ -44,7 +44,7 @@ def test_ranks_p96_like_the_model(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_count_and_search(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["allreduce", "-P", "7,8", "--count"]) == 0
+    assert run(["allreduce", "-P", "7,8", "--totals"]) == 0
     out = capsys.readouterr().out
     assert f"P = 7: {sum(recmult.count_schedules(7).values())} schedules" in out
     assert run(["allreduce", "-P", "2^20", "--search"]) == 0

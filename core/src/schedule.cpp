@@ -1,15 +1,32 @@
 #include "collkit/schedule.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cstdio>
 
 #include "collkit/error.hpp"
+#include "collkit/registry.hpp"
 
 namespace collkit {
 
 namespace {
 constexpr std::array<std::string_view, 6> kOpNames = {"send", "recv",    "reduce",
                                                       "copy", "compute", "sleep"};
+
+// Elements in one buffer: at most kMaxElems, so that no size computed from them wraps.
+void check_elems(int64_t elems, const std::string& what) {
+  if (elems < 0 || elems > kMaxElems)
+    fail(ErrorKind::invalid_argument, what + " = " + std::to_string(elems) +
+                                          " elements does not fit: a buffer holds at most 2^48");
+}
+
+// Physical memory of this machine, in bytes (0 if unknown).
+double physical_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? static_cast<double>(pages) * static_cast<double>(size) : 0.0;
+}
 }  // namespace
 
 std::string_view to_string(OpKind k) {
@@ -62,6 +79,7 @@ OpId RankProgram::append(const Op& op, std::span<const OpId> op_deps, uint16_t o
 }
 
 BufId RankBuilder::scratch(int64_t elems) {
+  check_elems(elems, "scratch buffer");
   if (p_.scratch.size() >= kMaxScratch) fail(ErrorKind::unsupported, "too many scratch buffers");
   p_.scratch.push_back(elems);
   return scratch_buf(static_cast<int>(p_.scratch.size() - 1));
@@ -118,6 +136,20 @@ OpId RankBuilder::sleep(int64_t ns, Deps deps) {
 Schedule::Schedule(ScheduleHeader h) : header(std::move(h)) {}
 
 void Schedule::reserve(size_t ops, size_t deps, size_t scratch) {
+  // Refuse, with a reason, what could never fit in this machine's memory (in doubles: no wrap).
+  double bytes = static_cast<double>(ops) * (sizeof(Op) + sizeof(uint16_t) + sizeof(uint32_t)) +
+                 static_cast<double>(deps) * sizeof(OpId) +
+                 static_cast<double>(scratch) * sizeof(int64_t) +
+                 static_cast<double>(header.P) * 5 * sizeof(uint64_t);
+  double have = physical_memory();
+  if (have > 0 && bytes > have) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "a whole schedule of P = %lld needs about %.3g GiB, more than this machine's "
+                  "%.3g GiB: generate ranks one at a time (generate_rank; collkit show --rank)",
+                  static_cast<long long>(header.P), bytes / 1073741824.0, have / 1073741824.0);
+    fail(ErrorKind::invalid_argument, msg);
+  }
   ops_.reserve(ops);
   scratch_.reserve(scratch);
   stage_.reserve(ops);

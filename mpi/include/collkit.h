@@ -8,8 +8,10 @@
  *
  * Every function returns MPI_SUCCESS or an MPI error code; nothing in collkit aborts. For a
  * collkit error (bad name, wrong collective, unsupported P, ...), MPI_Error_string(code) and
- * ck_error_message() give the message. All ranks of `comm` must call with the same name and
- * count (the same rules as the MPI collectives).
+ * ck_error_message() give the message. All ranks of `comm` call with the same name, and with
+ * arguments as the MPI collective of the same name requires: for bcast and alltoall only the type
+ * signatures must match (each rank may describe its data with its own datatype, gaps, absolute
+ * addresses on MPI_BOTTOM included); for allreduce and reduce the count, datatype and op.
  *
  * The name "native" (or "allreduce:native", ...) calls the MPI's own collective instead.
  *

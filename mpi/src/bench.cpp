@@ -10,7 +10,8 @@
 //
 //   collkit_bench --collective allreduce --algos rd,native --sizes 8,64,1024 [--datatype double]
 //                 [--iters 200] [--warmup 20] [--block 1] [--sync barrier|window] [--window-us N]
-//                 [--max-seconds 2] [--root 0] [--raw] [--validate] [--native-label mpich:ring]
+//                 [--max-ms 2000] [--root 0] [--raw] [--validate] [--native-label mpich:ring]
+//                 [--interleave]
 #include <mpi.h>
 
 #include <cstdio>
@@ -43,12 +44,21 @@ int call(const Setup& s, const std::string& algo, Buffers& b, long long count) {
   void* in = b.in.data();
   void* out = b.out.data();
   const char* name = algo.c_str();
+  if (algo == "native") {  // the MPI's own call, not through collkit's C API
+    const int n = static_cast<int>(count);
+    if (s.collective == "allreduce") return MPI_Allreduce(in, out, n, s.type, MPI_SUM, s.comm);
+    if (s.collective == "reduce") return MPI_Reduce(in, out, n, s.type, MPI_SUM, s.root, s.comm);
+    if (s.collective == "bcast") return MPI_Bcast(out, n, s.type, s.root, s.comm);
+    if (s.collective == "alltoall") return MPI_Alltoall(in, n, s.type, out, n, s.type, s.comm);
+    return MPI_Barrier(s.comm);
+  }
   if (s.collective == "allreduce")
     return ck_allreduce(in, out, count, s.type, MPI_SUM, s.comm, name);
   if (s.collective == "reduce")
     return ck_reduce(in, out, count, s.type, MPI_SUM, s.root, s.comm, name);
   if (s.collective == "bcast") return ck_bcast(out, count, s.type, s.root, s.comm, name);
-  if (s.collective == "alltoall") return ck_alltoall(in, count, s.type, out, count, s.type, s.comm, name);
+  if (s.collective == "alltoall")
+    return ck_alltoall(in, count, s.type, out, count, s.type, s.comm, name);
   return ck_barrier(s.comm, name);
 }
 
@@ -235,11 +245,21 @@ int main(int argc, char** argv) {
   }
   const double offset = window ? clock_offset(s) : 0.0;
 
-  for (const std::string& a : algos) {
+  // --interleave: size by size, every algorithm in turn (side-by-side comparisons see the same
+  // machine state); otherwise algorithm by algorithm.
+  std::vector<std::pair<std::string, long long>> order;
+  if (args.flag("interleave")) {
+    for (long long bytes : sizes)
+      for (const std::string& a : algos) order.emplace_back(a, bytes);
+  } else {
+    for (const std::string& a : algos)
+      for (long long bytes : sizes) order.emplace_back(a, bytes);
+  }
+  for (const auto& [a, bytes] : order) {
     std::string algo = a;
     const bool native = a == "native";
     if (!native && a.find(':') == std::string::npos) algo = s.collective + ":" + a;
-    for (long long bytes : sizes) {
+    {
       const long long count = bytes / s.elem;
       const size_t n = static_cast<size_t>(count) * static_cast<size_t>(s.elem) *
                        (s.collective == "alltoall" ? static_cast<size_t>(s.size) : 1);

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -95,8 +96,7 @@ struct PlanKey {
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
     size_t h = std::hash<const void*>()(k.algo);
-    for (int64_t v : {k.count, k.elem_size, k.root})
-      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    for (int64_t v : {k.count, k.elem_size, k.root}) h = h * 1000003u ^ std::hash<int64_t>()(v);
     return h;
   }
 };
@@ -111,10 +111,18 @@ struct CommState {
   RunState run;
   Arena packed_in, packed_out;  // the packed bytes of datatypes with gaps
   Arena staged_in, staged_out;  // reductions on MPI_BOTTOM: copies at real addresses
-  std::mutex lock;  // one collective at a time per communicator, as MPI requires anyway
+  // One collective at a time per communicator, as MPI requires anyway; taken only when the MPI
+  // runs with MPI_THREAD_MULTIPLE (an uncontended lock is a quarter of a call's own cost).
+  std::mutex lock;
+  bool threaded = false;
 };
 
+// Bumped whenever a communicator's state is deleted, so the per-thread cache of the last
+// communicator (whose handle MPI may reuse) is never stale.
+std::atomic<uint64_t> g_comm_generation{0};
+
 int delete_state(MPI_Comm, int, void* value, void*) {
+  ++g_comm_generation;
   auto* s = static_cast<CommState*>(value);
   if (s->dup != MPI_COMM_NULL) MPI_Comm_free(&s->dup);
   delete s;
@@ -136,7 +144,26 @@ const Keyval& keyval() {
   return k;
 }
 
+int comm_state_lookup(MPI_Comm comm, CommState*& out);
+
 int comm_state(MPI_Comm comm, CommState*& out) {
+  struct Last {
+    MPI_Comm comm = MPI_COMM_NULL;
+    CommState* state = nullptr;
+    uint64_t generation = 0;
+  };
+  thread_local Last last;
+  const uint64_t generation = g_comm_generation.load(std::memory_order_acquire);
+  if (comm == last.comm && comm != MPI_COMM_NULL && last.generation == generation) {
+    out = last.state;
+    return MPI_SUCCESS;
+  }
+  int rc = comm_state_lookup(comm, out);
+  if (rc == MPI_SUCCESS) last = {comm, out, generation};
+  return rc;
+}
+
+int comm_state_lookup(MPI_Comm comm, CommState*& out) {
   if (comm == MPI_COMM_NULL)
     return report(ErrorKind::invalid_argument, "communicator is MPI_COMM_NULL");
   const Keyval& key = keyval();
@@ -153,6 +180,9 @@ int comm_state(MPI_Comm comm, CommState*& out) {
   rc = MPI_Comm_dup(comm, &s->dup);
   if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Comm_dup");
   MPI_Comm_set_errhandler(s->dup, MPI_ERRORS_RETURN);  // errors come back to us, never abort
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  s->threaded = provided == MPI_THREAD_MULTIPLE;
   MPI_Comm_rank(s->dup, &s->rank);
   MPI_Comm_size(s->dup, &s->size);
   int* ub = nullptr;
@@ -168,10 +198,19 @@ int comm_state(MPI_Comm comm, CommState*& out) {
 
 // Parsed algorithm names, shared by all communicators; the last name this thread used is
 // remembered, so a loop of calls with one name costs a strcmp.
-const Algorithm& algorithm(const char* name) {
+// "native" (or "allreduce:native", ...): the MPI's own collective, for comparison.
+bool is_native(Collective coll, const char* name) {
+  if (std::strcmp(name, "native") == 0) return true;
+  const std::string_view c = to_string(coll), n = name;
+  return n.size() == c.size() + 7 && n.substr(0, c.size()) == c && n.substr(c.size()) == ":native";
+}
+
+// nullptr for "native".
+const Algorithm* algorithm(Collective coll, const char* name) {
   thread_local std::string last_name;
   thread_local const Algorithm* last = nullptr;
-  if (last != nullptr && std::strcmp(name, last_name.c_str()) == 0) return *last;
+  if (last != nullptr && std::strcmp(name, last_name.c_str()) == 0) return last;
+  if (is_native(coll, name)) return nullptr;
   static std::mutex m;
   static std::map<std::string, std::unique_ptr<Algorithm>, std::less<>> cache;
   std::lock_guard<std::mutex> g(m);
@@ -182,7 +221,7 @@ const Algorithm& algorithm(const char* name) {
   }
   last_name = name;
   last = it->second.get();
-  return *last;
+  return last;
 }
 
 // One call of the C API, with MPI's arguments. Reductions and bcast use the recv side only
@@ -200,13 +239,6 @@ struct Call {
   MPI_Comm comm;
   const char* name;
 };
-
-// "native" (or "allreduce:native", ...): the MPI's own collective, for comparison.
-bool is_native(Collective coll, const char* name) {
-  if (std::strcmp(name, "native") == 0) return true;
-  const std::string_view c = to_string(coll), n = name;
-  return n.size() == c.size() + 7 && n.substr(0, c.size()) == c && n.substr(c.size()) == ":native";
-}
 
 // PMPI_: when collkit is itself the MPI_* collective (the interposition library), the native call
 // must reach the MPI underneath.
@@ -258,9 +290,10 @@ int prepare_reduction(const Call& c, CommState& s, Prepared& p) {
   if (a.type.size > INT32_MAX)
     return decline("datatype of " + std::to_string(a.type.size) + " bytes: past 2 GiB");
   if (c.op == MPI_OP_NULL) return report(ErrorKind::invalid_argument, "op is MPI_OP_NULL");
-  int commute = 1;
-  if (int rc = MPI_Op_commutative(c.op, &commute); rc != MPI_SUCCESS)
-    return report_mpi(rc, "MPI_Op_commutative");
+  int commute = 1;  // the predefined ops all commute
+  if (!is_predefined(c.op))
+    if (int rc = MPI_Op_commutative(c.op, &commute); rc != MPI_SUCCESS)
+      return report_mpi(rc, "MPI_Op_commutative");
   a.op = c.op;
   a.commutative = commute != 0;
   // An empty datatype has nothing to reduce: the IR's count is 0 (the same on every rank).
@@ -370,19 +403,29 @@ int prepare_bytes(const Call& c, CommState& s, Prepared& p) {
 std::string wrong_collective(const Call& c, const Algorithm& algo) {
   const std::string want(to_string(c.collective)), got(to_string(algo.collective()));
   const bool vowel = got == "allreduce" || got == "alltoall";
-  return "'" + std::string(c.name) + "' is a" + (vowel ? "n " : " ") + got +
-         " algorithm; ck_" + want + " takes a " + want + ":... name";
+  return "'" + std::string(c.name) + "' is a" + (vowel ? "n " : " ") + got + " algorithm; ck_" +
+         want + " takes a " + want + ":... name";
 }
 
 int run(const Call& c) {
   if (c.name == nullptr) return report(ErrorKind::name, "algorithm name is NULL");
-  if (is_native(c.collective, c.name)) return run_native(c);
+  const Algorithm* found = nullptr;
+  try {
+    found = algorithm(c.collective, c.name);
+  } catch (const Error& e) {
+    return report(e.kind(), e.what());
+  } catch (const std::exception& e) {
+    return report(ErrorKind::unsupported, std::string("internal error: ") + e.what());
+  }
+  if (found == nullptr) return run_native(c);
   CommState* s = nullptr;
   if (int rc = comm_state(c.comm, s); rc != MPI_SUCCESS) return rc;
-  std::lock_guard<std::mutex> guard(s->lock);
+  std::unique_lock<std::mutex> guard(s->lock, std::defer_lock);
+  if (s->threaded) guard.lock();
   try {
-    const Algorithm& algo = algorithm(c.name);
-    if (algo.collective() != c.collective) return report(ErrorKind::name, wrong_collective(c, algo));
+    const Algorithm& algo = *found;
+    if (algo.collective() != c.collective)
+      return report(ErrorKind::name, wrong_collective(c, algo));
     if (c.recvcount < 0)
       return report(ErrorKind::invalid_argument,
                     "count " + std::to_string(c.recvcount) + " is negative");
@@ -491,8 +534,8 @@ int ck_alltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
 }
 
 int ck_barrier(MPI_Comm comm, const char* algorithm) {
-  return run({Collective::barrier, nullptr, 0, MPI_DATATYPE_NULL, nullptr, 0, MPI_BYTE,
-              MPI_OP_NULL, 0, comm, algorithm});
+  return run({Collective::barrier, nullptr, 0, MPI_DATATYPE_NULL, nullptr, 0, MPI_BYTE, MPI_OP_NULL,
+              0, comm, algorithm});
 }
 
 int ck_declined(int rc) {

@@ -37,13 +37,6 @@ int copy_elements(const void* src, void* dst, int64_t n, const TypeInfo& t, Aren
 
 namespace {
 
-bool predefined(MPI_Op op) {
-  for (MPI_Op p : {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_BAND,
-                   MPI_BOR, MPI_BXOR, MPI_MINLOC, MPI_MAXLOC})
-    if (op == p) return true;
-  return false;
-}
-
 // dst = src (+) dst on k dense elements of a predefined type (predefined ops commute).
 int reduce_basic(const void* src, void* dst, int64_t k, MPI_Datatype basic, MPI_Op op) {
   if (fast_reduce(src, dst, k, basic, op)) return MPI_SUCCESS;
@@ -61,12 +54,19 @@ int reduce_basic(const void* src, void* dst, int64_t k, MPI_Datatype basic, MPI_
 
 }  // namespace
 
+bool is_predefined(MPI_Op op) {
+  for (MPI_Op p : {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_BAND,
+                   MPI_BOR, MPI_BXOR, MPI_MINLOC, MPI_MAXLOC})
+    if (op == p) return true;
+  return false;
+}
+
 int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs& a, RunState& st) {
   if (n == 0) return MPI_SUCCESS;
   const TypeInfo& t = a.type;
   if (t.type == t.basic) {  // a predefined type: a loop the compiler vectorises, or MPI's
     if (fast_reduce(src, dst, n, t.type, a.op)) return MPI_SUCCESS;
-  } else if (t.basic != MPI_DATATYPE_NULL && predefined(a.op)) {
+  } else if (t.basic != MPI_DATATYPE_NULL && is_predefined(a.op)) {
     // A predefined op on a derived type is the op on its basic elements (MPI says so). MPICH's
     // MPI_Reduce_local refuses many such types (hindexed, struct), so collkit does it: on the
     // elements where they lie when the layout is dense, else on packed copies.
@@ -108,12 +108,49 @@ int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs
   return MPI_SUCCESS;
 }
 
+namespace {
+
+// MPI_Waitall on the requests in flight is safe (and cheaper than several MPI_Waitsome) when no
+// part of them alone lets another op start: every successor whose remaining dependencies are
+// all in flight waits on all of them. Checked for a few ops in flight only (rd, binomial trees,
+// dissemination); otherwise MPI_Waitsome decides, as it always may.
+bool waitall_is_safe(const Plan& plan, const RunState& st, size_t head) {
+  constexpr size_t kMaxOps = 4;
+  uint32_t ops[kMaxOps];
+  size_t k = 0;
+  for (size_t r = head; r < st.reqs.size(); ++r) {
+    if (st.reqs[r] == MPI_REQUEST_NULL) continue;
+    const uint32_t i = st.req_op[r];
+    if (std::find(ops, ops + k, i) != ops + k) continue;
+    if (k == kMaxOps) return false;
+    ops[k++] = i;
+  }
+  for (size_t x = 0; x < k; ++x)
+    for (uint32_t e = plan.succ_begin[ops[x]]; e < plan.succ_begin[ops[x] + 1]; ++e) {
+      const uint32_t j = plan.succ[e];
+      // How many of the ops in flight j waits on (deps are listed once per op).
+      uint32_t in_flight = 0;
+      for (size_t y = 0; y < k; ++y)
+        for (uint32_t f = plan.succ_begin[ops[y]]; f < plan.succ_begin[ops[y] + 1]; ++f)
+          if (plan.succ[f] == j) {
+            ++in_flight;
+            break;
+          }
+      if (plan.remaining[j] == in_flight && in_flight < k) return false;
+    }
+  return true;
+}
+
+}  // namespace
+
 int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   const size_t n = plan.ops.size();
   const TypeInfo& t = a.type;
 
   // Buffer addresses: in, out, then the scratch buffers carved from one reused arena.
-  std::byte* bufs[kFirstScratch + kMaxScratch] = {};
+  // Uninitialised on purpose: zeroing every possible scratch slot was a third of a small call;
+  // make_plan refuses a program naming a buffer past its scratch list.
+  std::byte* bufs[kFirstScratch + kMaxScratch];
   bufs[kIn] = static_cast<std::byte*>(a.in);
   bufs[kOut] = static_cast<std::byte*>(a.out);
   {
@@ -129,9 +166,13 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
 
   plan.remaining.assign(plan.num_deps.begin(), plan.num_deps.end());
   plan.pending.assign(n, 0);
+  // Ready ops run in the order they became ready (first in, first out), roots in program order:
+  // a pipeline then posts segment 0 first, as its peers expect to use it first.
   plan.ready.assign(plan.roots.begin(), plan.roots.end());
+  size_t ready_head = 0;
   st.reqs.clear();
   st.req_op.clear();
+  size_t req_head = 0;  // requests before it have all completed
   size_t completed = 0;
   const int64_t chunk = max_chunk_elems();
   const int64_t tag_mod = int64_t{a.tag_ub} + 1;
@@ -141,11 +182,14 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     for (uint32_t k = plan.succ_begin[i]; k < plan.succ_begin[i + 1]; ++k)
       if (--plan.remaining[plan.succ[k]] == 0) plan.ready.push_back(plan.succ[k]);
   };
+  auto request_done = [&](size_t r) {
+    const uint32_t i = st.req_op[r];
+    if (--plan.pending[i] == 0) complete(i);
+  };
 
   while (true) {
-    while (!plan.ready.empty()) {
-      const uint32_t i = plan.ready.back();
-      plan.ready.pop_back();
+    while (ready_head < plan.ready.size()) {
+      const uint32_t i = plan.ready[ready_head++];
       const Op& op = plan.ops[i];
       int rc = MPI_SUCCESS;
       switch (op.kind) {
@@ -165,7 +209,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
             ++plan.pending[i];
             done += c;
           } while (done < op.len);
-          continue;  // completes in Waitsome
+          continue;  // completes below
         }
         case OpKind::reduce:
           rc = reduce_local(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
@@ -183,25 +227,56 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       complete(i);
     }
     if (completed == n) return MPI_SUCCESS;
-    if (st.reqs.empty()) return MPI_ERR_INTERN;  // ops left but nothing in flight: a cycle
-    int outcount = 0;
-    st.done_idx.resize(st.reqs.size());
-    int rc = MPI_Waitsome(static_cast<int>(st.reqs.size()), st.reqs.data(), &outcount,
-                          st.done_idx.data(), MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS) return rc;
-    for (int k = 0; k < outcount; ++k) {
-      const uint32_t i = st.req_op[static_cast<size_t>(st.done_idx[static_cast<size_t>(k)])];
-      if (--plan.pending[i] == 0) complete(i);
+    while (req_head < st.reqs.size() && st.reqs[req_head] == MPI_REQUEST_NULL) ++req_head;
+    const size_t live = st.reqs.size() - req_head;
+    if (live == 0) return MPI_ERR_INTERN;  // ops left but nothing in flight: a cycle
+    MPI_Request* reqs = st.reqs.data() + req_head;
+
+    if (waitall_is_safe(plan, st, req_head)) {
+      // Every op that can run next waits on all of these (rd's send and receive before its
+      // reduce): one MPI_Waitall, as MPI_Sendrecv does.
+      const int rc = MPI_Waitall(static_cast<int>(live), reqs, MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS) return rc;
+      for (size_t r = req_head; r < st.reqs.size(); ++r) request_done(r);
+      st.reqs.clear();
+      st.req_op.clear();
+      req_head = 0;
+      continue;
     }
-    // Drop the finished requests (Waitsome set them to MPI_REQUEST_NULL).
-    size_t w = 0;
-    for (size_t r = 0; r < st.reqs.size(); ++r)
-      if (st.reqs[r] != MPI_REQUEST_NULL) {
-        st.reqs[w] = st.reqs[r];
-        st.req_op[w++] = st.req_op[r];
+
+    // Completions come mostly in posting order: test the oldest requests most often, so a
+    // schedule with thousands in flight (tiny segments) costs O(window) per completion, and all
+    // of them every few rounds, so a completion anywhere is never missed for long.
+    constexpr size_t kWindow = 64;
+    st.done_idx.resize(live);
+    int outcount = 0;
+    size_t base = req_head;
+    if (live <= kWindow) {
+      const int rc = MPI_Waitsome(static_cast<int>(live), reqs, &outcount, st.done_idx.data(),
+                                  MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS) return rc;
+    } else {
+      for (unsigned round = 1; outcount == 0 || outcount == MPI_UNDEFINED; ++round) {
+        const bool all = round % 8 == 0;
+        const int count = static_cast<int>(all ? live : kWindow);
+        const int rc =
+            MPI_Testsome(count, reqs, &outcount, st.done_idx.data(), MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) return rc;
       }
-    st.reqs.resize(w);
-    st.req_op.resize(w);
+    }
+    for (int k = 0; k < outcount; ++k) request_done(base + static_cast<size_t>(st.done_idx[k]));
+    // Drop the finished requests once they are half the array (amortised O(1) per request).
+    if (req_head > st.reqs.size() / 2) {
+      size_t w = 0;
+      for (size_t r = req_head; r < st.reqs.size(); ++r)
+        if (st.reqs[r] != MPI_REQUEST_NULL) {
+          st.reqs[w] = st.reqs[r];
+          st.req_op[w++] = st.req_op[r];
+        }
+      st.reqs.resize(w);
+      st.req_op.resize(w);
+      req_head = 0;
+    }
   }
 }
 

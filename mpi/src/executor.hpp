@@ -28,7 +28,7 @@ class Arena {
 struct RunArgs {
   MPI_Comm comm = MPI_COMM_NULL;  // the private duplicate
   int tag_ub = 32767;
-  TypeInfo type;  // the IR's element: the user's datatype, or bytes (TypeInfo::bytes())
+  TypeInfo type;            // the IR's element: the user's datatype, or bytes (TypeInfo::bytes())
   MPI_Op op = MPI_OP_NULL;  // MPI_OP_NULL for collectives without a reduction
   bool commutative = true;
   void* in = nullptr;   // the IR's `in`
@@ -45,6 +45,9 @@ struct RunState {
 
 // Returns MPI_SUCCESS or the MPI error code of the call that failed.
 int run_plan(Plan& plan, const RunArgs& a, RunState& st);
+
+// MPI's predefined reduction ops (all commutative).
+bool is_predefined(MPI_Op op);
 
 // dst = src, n elements of t, leaving the gaps of dst alone.
 int copy_elements(const void* src, void* dst, int64_t n, const TypeInfo& t, Arena& pack);

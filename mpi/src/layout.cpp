@@ -10,7 +10,7 @@ namespace collkit::mpi {
 namespace {
 
 struct Decoded {
-  bool dense = false;                        // see TypeInfo::dense
+  bool dense = false;                      // see TypeInfo::dense
   MPI_Datatype basic = MPI_DATATYPE_NULL;  // see TypeInfo::basic
 };
 
@@ -36,8 +36,7 @@ Decoded decode(MPI_Datatype t, int depth = 0) {
   std::vector<int> ints(static_cast<size_t>(ni));
   std::vector<MPI_Aint> addrs(static_cast<size_t>(na));
   std::vector<MPI_Datatype> types(static_cast<size_t>(nd));
-  if (MPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data()) !=
-      MPI_SUCCESS)
+  if (MPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data()) != MPI_SUCCESS)
     return d;
   bool first = true, same_basic = true, child_dense = false;
   for (MPI_Datatype old : types) {
@@ -71,6 +70,12 @@ Decoded decode(MPI_Datatype t, int depth = 0) {
 }  // namespace
 
 int TypeInfo::get(MPI_Datatype t, TypeInfo& out) {
+  // Predefined types are never freed: the last one this thread saw is remembered.
+  thread_local TypeInfo last;
+  if (t == last.type && t != MPI_DATATYPE_NULL) {
+    out = last;
+    return MPI_SUCCESS;
+  }
   out.type = t;
   int rc = MPI_Type_get_extent(t, &out.lb, &out.extent);
   if (rc == MPI_SUCCESS) rc = MPI_Type_get_true_extent(t, &out.true_lb, &out.true_extent);
@@ -79,6 +84,7 @@ int TypeInfo::get(MPI_Datatype t, TypeInfo& out) {
   const Decoded d = decode(t);
   out.dense = d.dense;
   out.basic = d.basic;
+  if (d.basic == t) last = out;
   return rc;
 }
 

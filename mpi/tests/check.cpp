@@ -262,7 +262,8 @@ void check_errors(MPI_Comm comm) {
   expect_error("reduce-with-allreduce-name",
                ck_reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, comm, "allreduce:rd"));
   expect_error("bcast-unknown", ck_bcast(&x, 1, MPI_DOUBLE, 0, comm, "bcast:nonexistent"));
-  expect_error("alltoall-unknown", ck_alltoall(&x, 1, MPI_DOUBLE, &y, 1, MPI_DOUBLE, comm, "alltoall:no_such"));
+  expect_error("alltoall-unknown",
+               ck_alltoall(&x, 1, MPI_DOUBLE, &y, 1, MPI_DOUBLE, comm, "alltoall:no_such"));
   expect_error("barrier-unknown", ck_barrier(comm, "barrier:nonexistent"));
   expect_error("allreduce-malformed",
                ck_allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, comm, "allreduce:rd("));

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
       const long long n = std::stoll(cs);  // bytes per block
       std::vector<unsigned char> in(n * P), out(n * P + 1, 0xAB), ref(n * P + 1, 0xCD);
       for (auto& x : in) x = static_cast<unsigned char>(rng());
-      int rc = ck_alltoall(in.data(), n, MPI_BYTE, out.data(), n, MPI_BYTE, MPI_COMM_WORLD, name.c_str());
+      int rc = ck_alltoall(in.data(), n, MPI_BYTE, out.data(), n, MPI_BYTE, MPI_COMM_WORLD,
+                           name.c_str());
       MPI_Alltoall(in.data(), n, MPI_BYTE, ref.data(), n, MPI_BYTE, MPI_COMM_WORLD);
       int ok = rc == MPI_SUCCESS && std::memcmp(out.data(), ref.data(), n * P) == 0 &&
                out[n * P] == 0xAB;  // nothing written past the end

@@ -3,6 +3,7 @@
 The compiled core is private (collkit._core); this package is the public face.
 """
 
+from collkit import units  # times (ns), per-byte costs (ns/B), bandwidths, sizes: one reading
 from collkit.algorithms import (
     Algorithm,
     RankProgram,
@@ -68,6 +69,7 @@ __all__ = [
     "to_goal",
     "to_json",
     "to_text",
+    "units",
     "verify",
     "verify_algorithm",
 ]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from collkit import _core
-from collkit._core import Algorithm, RankProgram, Schedule
+from collkit import _core, units
+from collkit._core import RankProgram, Schedule
+from collkit.errors import AlgorithmNameError, InvalidArgumentError
 
 __all__ = [
     "Algorithm",
@@ -24,6 +25,116 @@ __all__ = [
     "parse_name",
     "parse_size",
 ]
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _int(value: object, what: str, lo: int, hi: int = _INT64_MAX) -> int:
+    """An int in [lo, hi], else InvalidArgumentError (the binding would raise TypeError)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(f"{what} must be an integer, got {value!r}")
+    if not lo <= value <= hi:
+        raise InvalidArgumentError(f"{what} = {value} must be in [{lo}, {hi}]")
+    return value
+
+
+class Algorithm:
+    """An algorithm by name: 'allreduce:rd', 'allreduce:ring(seg=64KiB)', 'alltoall:bruck(r=4)'.
+
+    Construction parses the name and checks it against the registry: a malformed name, an
+    unknown algorithm or parameter, or a value outside its declared range raises
+    AlgorithmNameError saying what is wrong and where. Values whose validity depends on the
+    problem (a stage list for P, Bruck's radix) are checked when one is bound (check/generate).
+    Equal algorithms have equal canonical names (defaults left out):
+    Algorithm("alltoall:bruck(r=2)") == Algorithm("alltoall:bruck").
+
+    >>> a = Algorithm("allreduce:rd")
+    >>> a.collective, a.generate(P=6, count=4).total_ops
+    ('allreduce', ...)
+    """
+
+    __slots__ = ("_algo",)
+
+    def __init__(self, name: str | Algorithm) -> None:
+        if isinstance(name, Algorithm):
+            self._algo: _core.Algorithm = name._algo
+            return
+        if isinstance(name, str) and len(name) > 10_000:
+            raise AlgorithmNameError(f"a {len(name)}-character algorithm name is not a name")
+        self._algo = _core.Algorithm(name)
+
+    @property
+    def canonical(self) -> str:
+        """The name with defaults left out: the identity of the algorithm."""
+        return str(self._algo.canonical)
+
+    @property
+    def collective(self) -> str:
+        return str(self._algo.collective)
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The registry entry: parameters, restrictions, cost, phases, reference."""
+        spec: dict[str, Any] = self._algo.spec
+        return spec
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Parameter values as parsed (defaults filled in): int, str, or list of str."""
+        params: dict[str, Any] = self._algo.params
+        return params
+
+    def cost(self, P: int, bytes: float) -> dict[str, float]:
+        """The registered closed-form cost for P ranks and `bytes` per rank (alltoall: per block)
+        as coefficients {alpha: messages, beta: bytes sent, gamma: bytes reduced}; raises
+        UnsupportedError if the algorithm registers none."""
+        cost: dict[str, float] = self._algo.cost(P, bytes)
+        return cost
+
+    @property
+    def core(self) -> _core.Algorithm:
+        """The compiled core's object (for collkit's own modules)."""
+        return self._algo
+
+    def _args(self, P: int, count: int, elem_size: int, root: int) -> tuple[int, int, int, int]:
+        return (
+            _int(P, "P", 1, 1 << 31),
+            _int(count, "count", 0),
+            _int(elem_size, "elem_size", 1, 1 << 20),
+            _int(root, "root", 0, 1 << 31),
+        )
+
+    def check(self, P: int, count: int, elem_size: int = 8, root: int = 0) -> None:
+        """Raise if this algorithm cannot serve (P, count, elem_size, root)."""
+        self._algo.check(*self._args(P, count, elem_size, root))
+
+    def generate(self, P: int, count: int, elem_size: int = 8, root: int = 0) -> Schedule:
+        """Every rank's program for P ranks and `count` elements per rank (per block)."""
+        return self._algo.generate(*self._args(P, count, elem_size, root))
+
+    def generate_rank(
+        self, P: int, rank: int, count: int, elem_size: int = 8, root: int = 0
+    ) -> RankProgram:
+        """One rank's program alone, in time proportional to its ops."""
+        P, count, elem_size, root = self._args(P, count, elem_size, root)
+        return self._algo.generate_rank(P, _int(rank, "rank", 0, P - 1), count, elem_size, root)
+
+    def count_ops(self, P: int, count: int, elem_size: int = 8, root: int = 0) -> int:
+        """Ops of the whole schedule, counted rank by rank in constant memory."""
+        return int(self._algo.count_ops(*self._args(P, count, elem_size, root)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Algorithm) and self.canonical == other.canonical
+
+    def __hash__(self) -> int:
+        return hash(self.canonical)
+
+    def __repr__(self) -> str:
+        return f"Algorithm({self.canonical!r})"
+
+    def __str__(self) -> str:
+        return self.canonical
 
 
 def algorithms(collective: str | None = None) -> list[dict[str, Any]]:
@@ -39,8 +150,8 @@ def parse_name(name: str) -> dict[str, Any]:
 
 
 def parse_size(text: str) -> int:
-    """Bytes in a size such as '8', '8B', '4KiB', '1MiB', '1.5MB'."""
-    return int(_core.parse_size(text))
+    """Bytes in a size such as '8', '8B', '4KiB', '1MiB', '1.5MB' (collkit.units.parse_size)."""
+    return units.parse_size(text)
 
 
 def format_size(nbytes: int) -> str:

@@ -67,6 +67,7 @@ from collkit import _core
 from collkit._core import RankProgram, Schedule
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
+from collkit.strictjson import unique_keys
 
 __all__ = [
     "FORMATS",
@@ -297,7 +298,11 @@ def from_json(text: str | bytes) -> Schedule:
     """Read the JSON that to_json writes. Anything malformed raises ScheduleFormatError."""
     data = _utf8(text, "JSON text")
     try:
-        doc = json.loads(data, parse_constant=_reject_constant)
+        doc = json.loads(
+            data,
+            parse_constant=_reject_constant,
+            object_pairs_hook=unique_keys(ScheduleFormatError),
+        )
     except ScheduleFormatError:
         raise
     except (ValueError, RecursionError, TypeError, OverflowError) as e:

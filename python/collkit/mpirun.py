@@ -143,7 +143,12 @@ class MPI:
             and self.kind == "mpich"
             and algo in MPICH_ALGORITHMS.get(collective, [])
         ):
-            return {f"MPIR_CVAR_{collective.upper()}_INTRA_ALGORITHM": algo}
+            # MPICH's ch4 device may override the MPIR-level algorithms with its own (shared
+            # memory) collectives: without this the forced algorithm is not the one that runs.
+            return {
+                "MPIR_CVAR_DEVICE_COLLECTIVES": "none",
+                f"MPIR_CVAR_{collective.upper()}_INTRA_ALGORITHM": algo,
+            }
         table = OPENMPI_ALGORITHMS.get(collective, {})
         if impl == "ompi" and self.kind == "openmpi" and algo in table:
             return {

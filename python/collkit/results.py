@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from collkit.errors import InvalidArgumentError
+from collkit.strictjson import unique_keys
 
 SOURCES = ("measured", "simulated")
 
@@ -126,8 +127,9 @@ def row_to_json(row: Row) -> str:
     return json.dumps(d, default=_json_default)
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> list[Row]:
-    """Rows of a JSON-lines file. A last line cut short by an interruption is skipped."""
+def read_jsonl(path: str | os.PathLike[str], strict: bool = False) -> list[Row]:
+    """Rows of a JSON-lines file. A last line cut short by an interruption is skipped (an error
+    with strict=True, for readers that do not resume: fit)."""
     rows: list[Row] = []
     p = Path(path)
     if not p.exists():
@@ -137,11 +139,16 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Row]:
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
+            d = json.loads(line, object_pairs_hook=unique_keys(InvalidArgumentError))
         except json.JSONDecodeError:
-            if i == len(lines) - 1:
+            if i == len(lines) - 1 and not strict:
                 break  # the write that was interrupted
-            raise InvalidArgumentError(f"{p}:{i + 1}: not a JSON object") from None
+            raise InvalidArgumentError(
+                f"{p}:{i + 1}: not a JSON object"
+                + (" (the last line: cut short by an interruption?)" if i == len(lines) - 1 else "")
+            ) from None
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(f"{p}:{i + 1}: {e}") from None
         if not isinstance(d, dict):
             raise InvalidArgumentError(f"{p}:{i + 1}: not a JSON object")
         for k in STAT_FIELDS:

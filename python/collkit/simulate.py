@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from collkit import _core
-from collkit._core import Algorithm, Schedule
+from collkit import _core, units
+from collkit._core import Schedule
+from collkit.algorithms import Algorithm
 from collkit.errors import InvalidArgumentError
 
 __all__ = [
@@ -77,22 +78,6 @@ PARAM_DOCS: dict[str, str] = {
     "copy_beta": "copy time per byte",
 }
 
-_TIME_UNITS = {"ps": 1e-3, "ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
-_NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
-_TIME_RE = re.compile(rf"^\s*({_NUMBER})\s*(ps|ns|us|µs|ms|s)?\s*$")
-_BW_UNITS = {
-    "B/s": 1.0,
-    "KB/s": 1e3,
-    "MB/s": 1e6,
-    "GB/s": 1e9,
-    "TB/s": 1e12,
-    "KiB/s": 2.0**10,
-    "MiB/s": 2.0**20,
-    "GiB/s": 2.0**30,
-    "TiB/s": 2.0**40,
-}
-_BW_RE = re.compile(rf"^\s*({_NUMBER})\s*([KMGT]i?B/s|B/s)\s*$")
-
 
 def _bad(msg: str) -> InvalidArgumentError:
     return InvalidArgumentError(msg)
@@ -100,36 +85,12 @@ def _bad(msg: str) -> InvalidArgumentError:
 
 def parse_time(value: Time, what: str = "time") -> float:
     """Nanoseconds from a number (ns) or a string with a unit: '1.34us', '500ns', '2ms', '0'."""
-    if isinstance(value, bool):
-        raise _bad(f"{what}: expected a time, got {value!r}")
-    if isinstance(value, (int, float)):
-        t = float(value)
-    elif isinstance(value, str):
-        m = _TIME_RE.match(value)
-        if not m:
-            raise _bad(f"{what}: '{value}' is not a time (examples: 500ns, 1.34us, 2ms)")
-        t = float(m.group(1)) * _TIME_UNITS[m.group(2) or "ns"]
-    else:
-        raise _bad(f"{what}: expected a time, got {type(value).__name__}")
-    if not math.isfinite(t) or t < 0:
-        raise _bad(f"{what}: must be a finite time >= 0, got {value!r}")
-    return t + 0.0  # no -0.0
+    return units.parse_time(value, what)
 
 
 def parse_per_byte(value: Time, what: str = "per-byte cost") -> float:
     """Nanoseconds per byte from '0.4ns', '0.4ns/B', a number, or a bandwidth '2.5GB/s'."""
-    if isinstance(value, str):
-        m = _BW_RE.match(value)
-        if m:
-            bw = float(m.group(1)) * _BW_UNITS[m.group(2)]
-            if not math.isfinite(bw) or bw <= 0:
-                raise _bad(f"{what}: bandwidth must be > 0, got '{value}'")
-            return 1e9 / bw
-        text = value.strip()
-        if text.endswith("/B"):
-            text = text[:-2]
-        return parse_time(text, what)
-    return parse_time(value, what)
+    return units.parse_per_byte(value, what)
 
 
 def _parse_bytes_or_inf(value: Time, what: str) -> float:
@@ -140,7 +101,7 @@ def _parse_bytes_or_inf(value: Time, what: str) -> float:
             raise _bad(f"{what}: must be a size >= 0")
         return float(value)
     if isinstance(value, str):
-        return float(_core.parse_size(value))
+        return float(units.parse_size(value, what))
     raise _bad(f"{what}: expected a size, got {value!r}")
 
 
@@ -512,7 +473,7 @@ def simulate(
         if count is not None and bytes is not None:
             raise _bad("give count or bytes, not both")
         if bytes is not None:
-            nbytes = _core.parse_size(bytes) if isinstance(bytes, str) else int(bytes)
+            nbytes = units.parse_size(bytes, "bytes") if isinstance(bytes, str) else int(bytes)
             if nbytes < 0:
                 raise _bad(f"bytes must be >= 0, got {bytes!r}")
             count = -(-nbytes // elem_size)
@@ -520,7 +481,7 @@ def simulate(
             count = 1
         if timeline:
             schedule = algo.generate(P, count, elem_size, root)
-    source: Any = schedule if schedule is not None else algo
+    source: Any = schedule if schedule is not None else algo.core
     d = _core.simulate(
         source,
         P,

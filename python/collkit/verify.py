@@ -8,12 +8,15 @@ True
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from collkit import _core
 from collkit.algorithms import Algorithm, Schedule
-from collkit.errors import CollkitError
+from collkit.errors import CollkitError, InvalidArgumentError
 
 __all__ = [
     "Diagnostic",
@@ -114,6 +117,23 @@ def _result(raw: dict[str, Any], s: Schedule) -> VerifyResult:
     )
 
 
+_VAL_BYTES = 4  # the verifier holds one 32-bit value per element of every out and scratch buffer
+
+
+def _check_fits(s: Schedule) -> None:
+    """Refuse, with the reason, a schedule whose buffers could not be held in this machine's
+    memory (sizes of a loaded file may reach 2^63: summed as Python ints, nothing wraps)."""
+    per_out = s.count * (s.P if s.collective == "alltoall" else 1)
+    slots = s.P * per_out + float(np.asarray(s.arrays()["scratch"]).sum(dtype=np.float64))
+    need = slots * _VAL_BYTES
+    have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if need > have:
+        raise InvalidArgumentError(
+            f"verifying this schedule needs {need / 2**30:.3g} GiB for its buffers ({slots:.3g} "
+            f"elements), more than this machine's {have / 2**30:.3g} GiB"
+        )
+
+
 def verify(
     schedule: Schedule, commutative: bool = True, max_diagnostics: int = 20, in_place: bool = False
 ) -> VerifyResult:
@@ -126,6 +146,7 @@ def verify(
     """
     if max_diagnostics < 0:
         raise ValueError("max_diagnostics must be >= 0")
+    _check_fits(schedule)
     raw = _core.verify(schedule, commutative, max_diagnostics, in_place)
     return _result(raw, schedule)
 

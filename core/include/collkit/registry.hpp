@@ -37,8 +37,9 @@ struct ParamSpec {
 // 0 meaning the whole message in one piece.
 inline ParamSpec segment_param(std::string default_value,
                                std::string doc =
-                                   "segment size in bytes; 0: the whole message "
-                                   "in one piece") {
+                                   "segment size in bytes, rounded down to whole elements, "
+                                   "at least one element (bcast, alltoall: bytes of the type "
+                                   "signature); 0: the whole message in one piece") {
   // Swept: whole messages, a tiny segment (16 B: smaller than many elements) and 1 KiB.
   return ParamSpec{
       "seg",          ParamType::size,    std::move(default_value), 0, int64_t{1} << 40,

@@ -61,6 +61,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CollkitError as e:
         print(f"collkit {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except MemoryError:
+        print(
+            f"collkit {args.command}: error: out of memory (try a smaller P or count)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

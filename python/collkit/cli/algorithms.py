@@ -12,10 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
-from rich.table import Table
-
 from collkit.algorithms import Algorithm, algorithms
+from collkit.cli._common import console
+from collkit.cli._common import table as new_table
 from collkit.collectives import COLLECTIVES, collectives
 
 NAME = "algorithms"
@@ -94,7 +93,7 @@ def markdown() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    out = console()
     if args.markdown:
         print(markdown(), end="")
         return 0
@@ -104,11 +103,11 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(spec, indent=2))
             return 0
-        console.print(f"[bold]{spec['name']}[/bold]: {spec['summary']}")
-        console.print(f"  phases:       {spec['phases']}")
-        console.print(f"  cost:         {spec['cost']}")
-        console.print(f"  restrictions: {_restrictions(spec)}")
-        console.print(f"  reference:    {spec['reference']}")
+        out.print(f"[bold]{spec['name']}[/bold]: {spec['summary']}")
+        out.print(f"  phases:       {spec['phases']}")
+        out.print(f"  cost:         {spec['cost']}")
+        out.print(f"  restrictions: {_restrictions(spec)}")
+        out.print(f"  reference:    {spec['reference']}")
         for p in spec["params"]:
             rng = ""
             if p["min"] is not None or p["max"] is not None:
@@ -117,10 +116,10 @@ def run(args: argparse.Namespace) -> int:
                     f"{p['max'] if p['max'] is not None else 'inf'}]"
                 )
             default = f" (default {p['default']})" if p["default"] else ""
-            console.print(f"  param {p['name']}: {p['type']}{rng}{default}: {p['doc']}")
+            out.print(f"  param {p['name']}: {p['type']}{rng}{default}: {p['doc']}")
         return 0
     if which and which not in COLLECTIVES:
-        console.print(
+        out.print(
             f"[red]unknown collective '{which}'[/red] "
             f"({', '.join(COLLECTIVES)}, or an algorithm name)"
         )
@@ -129,12 +128,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(specs, indent=2))
         return 0
-    table = Table(title=f"collkit algorithms{' for ' + which if which else ''}")
+    table = new_table(f"collkit algorithms{' for ' + which if which else ''}")
     for col in ("name", "parameters", "restrictions", "cost", "summary"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="fold", no_wrap=col == "name")
     for s in specs:
         table.add_row(s["name"], _params(s), _restrictions(s), s["cost"], s["summary"])
-    console.print(table)
+    out.print(table)
     if not specs:
-        console.print("no algorithms registered for this collective yet")
+        out.print("no algorithms registered for this collective yet")
     return 0

@@ -1,10 +1,13 @@
 """Time collectives on a real MPI: collkit's algorithms, the MPI's native call, and the MPI's own
 algorithms forced one at a time, in one table and one results file.
 
-  collkit bench allreduce --algos rd,native -np 4 --sizes 8B..1MiB
-  collkit bench allreduce --algos rd,native,mpich:ring,mpich:recursive_doubling -np 2,4,8
-  collkit bench allreduce --algos rd,native,all-mpi -np 4      # every algorithm of this MPI
-  collkit bench multicast -np 4                                # alpha_p, alpha_r (seed 002 §5.1)
+  collkit bench allreduce --algos rd,native -P 4 --sizes 8B..1MiB
+  collkit bench allreduce --algos rd,native,mpich:ring,mpich:recursive_doubling -P 2,4,8
+  collkit bench allreduce --algos rd,native,all-mpi -P 4      # every algorithm of this MPI
+  collkit bench multicast -P 4                                # alpha_p, alpha_r (seed 002 §5.1)
+
+-P is the process counts as in every collkit command (-np is the same option, as in mpiexec).
+Sizes are bytes per rank and must be whole elements of the datatype (8, 16, ... for double).
 
 The MPI is the PyPI `mpich` wheel of this Python environment by default; --mpiexec / --mpi-prefix
 or the MPIEXEC and MPICXX environment variables select another (a cluster's MPI: see docs/mpi.md).
@@ -23,10 +26,17 @@ import sys
 from pathlib import Path
 
 from collkit.bench import DATATYPES, Campaign, plot, run_campaign, run_multicast
-from collkit.cli._common import parse_bytes, parse_p_list
-from collkit.collectives import COLLECTIVES
+from collkit.cli._common import (
+    add_p_argument,
+    console,
+    input_file,
+    parse_bytes,
+    parse_rank,
+    table,
+)
+from collkit.collectives import COLLECTIVES, ROOTED
 from collkit.errors import InvalidArgumentError
-from collkit.mpirun import find_mpi
+from collkit.mpirun import MPI, build, find_mpi
 from collkit.results import ResultStore, Row
 
 NAME = "bench"
@@ -73,15 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="comma list: collkit names (rd or allreduce:rd), native, the MPI's own "
         "(mpich:ring, ompi:ring), or all-mpi for all of this MPI's (default native)",
     )
-    p.add_argument(
-        "-np",
-        "--np",
-        dest="P",
-        type=parse_p_list,
-        default=[4],
-        metavar="LIST",
-        help="process counts: 4, 2,4,8, 1..8 (default 4)",
-    )
+    add_p_argument(p, lists=True, default=[4], aliases=("-np", "--np"))
     p.add_argument(
         "--sizes",
         type=parse_sizes,
@@ -102,7 +104,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-ms", type=int, default=2000, help="time budget per row (default 2000)")
     p.add_argument("--no-validate", action="store_true", help="skip checking results vs native")
     p.add_argument("--raw", action="store_true", help="keep every sample in the JSON lines")
-    p.add_argument("--root", type=int, default=0, help="root of reduce / bcast")
+    p.add_argument(
+        "--root", type=parse_rank, default=0, metavar="R", help="root of reduce / bcast (default 0)"
+    )
     p.add_argument(
         "--map-by",
         default="",
@@ -123,10 +127,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _print_table(rows: list[Row]) -> None:
-    from rich.console import Console
-    from rich.table import Table
 
-    t = Table(title="latency per operation (µs): per-iteration maximum over ranks")
+    t = table("latency per operation (µs): per-iteration maximum over ranks")
     for col in (
         "algorithm",
         "P",
@@ -140,7 +142,7 @@ def _print_table(rows: list[Row]) -> None:
         "iters",
         "valid",
     ):
-        t.add_column(col, justify="left" if col == "algorithm" else "right")
+        t.add_column(col, justify="left" if col == "algorithm" else "right", no_wrap=True)
     for r in sorted(rows, key=lambda r: (r.P, r.bytes, r.algorithm)):
         if r.error:
             t.add_row(r.algorithm, str(r.P), str(r.bytes), f"[red]{r.error[:60]}[/red]", *[""] * 7)
@@ -153,11 +155,62 @@ def _print_table(rows: list[Row]) -> None:
             str(r.iterations),
             "" if r.valid is None else ("yes" if r.valid else "NO"),
         )
-    Console(width=120).print(t)
+    console().print(t)
+
+
+def _check(args: argparse.Namespace) -> None:
+    """What the MPI would otherwise abort on, said before it starts."""
+    if args.hosts is not None:
+        input_file(args.hosts, "--hosts")
+    if args.collective in ROOTED:
+        for P in args.P:
+            if args.root >= P:
+                raise InvalidArgumentError(f"--root {args.root} is not a rank of P = {P}")
+    elif args.root != 0:
+        raise InvalidArgumentError(f"{args.collective} has no root (--root {args.root})")
+
+
+def _build(mpi: MPI) -> None:
+    """Build collkit's MPI programs (cached); a build (the first run) says so and shows a clock."""
+    import threading
+    import time
+
+    from rich.console import Console
+
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            build(mpi)
+        except BaseException as e:  # re-raised in the caller's thread
+            failed.append(e)
+        done.set()
+
+    threading.Thread(target=work, daemon=True).start()
+    if not done.wait(1.0):
+        t0 = time.monotonic()
+        msg = f"building collkit's MPI programs for {mpi.version} (once per MPI; a few minutes)"
+        err = Console(stderr=True)
+        if err.is_terminal:
+            with err.status(msg) as status:
+                while not done.wait(1.0):
+                    status.update(f"{msg}: {time.monotonic() - t0:.0f} s")
+        else:
+            print(msg, file=sys.stderr, flush=True)
+            while not done.wait(30.0):
+                print(
+                    f"  still building: {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True
+                )
+        if not failed:
+            print(f"built in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    if failed:
+        raise failed[0]
 
 
 def _multicast(args: argparse.Namespace) -> int:
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
+    _build(mpi)
     P = args.P[0]
     recs = run_multicast(mpi, P, iterations=args.iters * 5)
     print(f"multicast of 8 B from rank 0 to b peers, P = {P}, {mpi.version} (µs)")
@@ -185,6 +238,7 @@ def _multicast(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    _check(args)
     if args.collective == "multicast":
         return _multicast(args)
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
@@ -210,12 +264,20 @@ def run(args: argparse.Namespace) -> int:
         hosts=args.hosts,
         placements=[x.strip() for x in args.map_by.split(",")],
     )
-    for a in campaign.algorithms:  # fail before measuring anything
+    elem = DATATYPES[campaign.datatype]
+    for size in campaign.sizes:  # fail before measuring anything
+        if size % elem:
+            raise InvalidArgumentError(
+                f"size {size} B is not a whole number of {elem}-byte {campaign.datatype} "
+                f"elements: give a multiple of {elem} (or --datatype char)"
+            )
+    for a in campaign.algorithms:
         if a.startswith(("mpich:", "ompi:")):
             mpi.force_env(campaign.collective, a)
     out = Path(args.out.replace("COLLECTIVE", args.collective))
     store = ResultStore(out)
     print(f"{mpi.version} ({mpi.mpiexec}); results: {out}", file=sys.stderr)
+    _build(mpi)
 
     def progress(msg: str, row: Row | None) -> None:
         if row is None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from collkit import fit as F
+from collkit.cli._common import output_dir
 from collkit.errors import InvalidArgumentError, UnsupportedError
 
 NAME = "fit"
@@ -58,27 +59,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the P of seed 004's [P > T] term (default 128)",
     )
     p.add_argument("--collective", help="keep the rows of this collective only")
-    p.add_argument(
-        "--where",
-        type=_parse_assignments,
-        action="append",
-        default=[],
-        metavar="COL=VALUE",
-        help="keep rows whose column has this value",
-    )
+    for flag, what in (
+        ("--where", "keep rows whose column has this value"),
+        ("--predict", "predict at these values, e.g. P=4096,size=8"),
+    ):
+        p.add_argument(
+            flag,
+            type=_parse_assignments,
+            action="append",
+            default=[],
+            metavar="COL=VALUE",
+            help=what,
+        )
     p.add_argument(
         "--by",
         metavar="COLS",
         help="fit separately per value of these columns (comma-separated); "
         "default: group for seed-p, none otherwise; 'none' for one fit",
-    )
-    p.add_argument(
-        "--predict",
-        type=_parse_assignments,
-        action="append",
-        default=[],
-        metavar="COL=VALUE",
-        help="predict at these values, e.g. P=4096,size=8",
     )
     p.add_argument(
         "--alpha",
@@ -88,9 +85,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--plots",
-        type=Path,
         metavar="DIR",
-        help="write residuals.png and predicted.png (and comparison.png) here",
+        help="write residuals.png and predicted.png (and comparison.png) into this folder "
+        "(made if its parent exists)",
     )
     p.add_argument(
         "--against",
@@ -112,7 +109,9 @@ def read_rows(paths: list[str]) -> list[Any]:
         if not p.is_file():
             raise InvalidArgumentError(f"no such results file: {path}")
         try:
-            rows += results.read_csv(p) if p.suffix == ".csv" else results.read_jsonl(p)
+            rows += (
+                results.read_csv(p) if p.suffix == ".csv" else results.read_jsonl(p, strict=True)
+            )
         except (OSError, UnicodeDecodeError) as e:
             raise InvalidArgumentError(f"cannot read {path}: {e}") from None
     return rows
@@ -120,6 +119,8 @@ def read_rows(paths: list[str]) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     rows = read_rows(args.rows)
+    if args.plots is not None:
+        args.plots = output_dir(args.plots, "--plots")
     where: dict[str, str] = {}
     for w in args.where:
         where.update(w)

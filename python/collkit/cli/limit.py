@@ -1,8 +1,9 @@
 """The count limit from which a large-count protocol wins (seed 001), per P, with the bandwidths
 of the new and the old protocol and their ratio, printed in the shape of seed 001's table.
 
-Times come from the alpha-beta-gamma closed forms (alpha: seconds per message, beta: seconds per
-byte sent, gamma: seconds per byte reduced). The bandwidth is bytes per rank / time at
+Times come from the alpha-beta-gamma closed forms (alpha: time per message, beta: time per byte
+sent, gamma: time per byte reduced). Times take a unit (ps, ns, us, ms, s; a bare number is ns),
+per-byte costs are ns/B or a bandwidth (2.5GB/s). The bandwidth is bytes per rank / time at
 --ref-bytes.
 
 Defaults: reduce compares reduce:rabenseifner with reduce:folded_binomial (its switch-safe
@@ -11,7 +12,7 @@ allreduce:rd.
 
 Examples:
   collkit limit allreduce
-  collkit limit reduce -P 2..64 --alpha 5e-6 --beta 1e-9 --gamma 1e-9 --per-p
+  collkit limit reduce -P 2..64 --alpha 5us --beta 1ns --gamma 1GB/s --per-p
   collkit limit allreduce --new allreduce:ring(seg=64KiB) --ref-bytes 16MiB
 Exit status: 0, or 2 for bad input.
 """
@@ -20,9 +21,17 @@ from __future__ import annotations
 
 import argparse
 
+from collkit import units
 from collkit.algorithms import Algorithm
 from collkit.analysis.limits import SEED_001_P, AlphaBetaGamma, format_limit_table, limit_rows
-from collkit.cli._common import algorithm, parse_bytes, parse_p_list
+from collkit.cli._common import (
+    add_p_argument,
+    algorithm,
+    parse_bytes,
+    parse_elem_size,
+    parse_per_byte,
+    parse_time,
+)
 from collkit.errors import InvalidArgumentError
 
 NAME = "limit"
@@ -34,37 +43,31 @@ DEFAULTS = {
 }
 
 
-def _seconds(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not (v >= 0 and v < float("inf")):
-        raise argparse.ArgumentTypeError(f"{text} must be finite and >= 0")
-    return v
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("collective", choices=sorted(DEFAULTS), help="reduce or allreduce")
-    p.add_argument(
-        "-P",
-        dest="P",
-        type=parse_p_list,
-        default=SEED_001_P,
-        metavar="LIST",
-        help="process counts (default seed 001's: 2,3,4,6,8,...,192,256)",
-    )
+    add_p_argument(p, lists=True, default=SEED_001_P)
     d = AlphaBetaGamma()
-    p.add_argument("--alpha", type=_seconds, default=d.alpha, help=f"s per message ({d.alpha})")
-    p.add_argument("--beta", type=_seconds, default=d.beta, help=f"s per byte sent ({d.beta})")
-    p.add_argument(
-        "--gamma", type=_seconds, default=d.gamma, help=f"s per byte reduced ({d.gamma})"
-    )
+    for name, parse, what in (
+        ("alpha", parse_time, "time per message"),
+        ("beta", parse_per_byte, "time per byte sent"),
+        ("gamma", parse_per_byte, "time per byte reduced"),
+    ):
+        default = getattr(d, name) * units.NS_PER_S
+        unit = "ns" if parse is parse_time else "ns/B"
+        p.add_argument(
+            f"--{name}",
+            type=parse,
+            default=default,
+            metavar="TIME" if parse is parse_time else "PER_BYTE",
+            help=f"{what} (default {default:g}{unit})",
+        )
     p.add_argument("--old", type=algorithm, default=None, metavar="ALGO", help="small-count")
     p.add_argument(
         "--new", type=algorithm, action="append", default=None, metavar="ALGO", help="large-count"
     )
-    p.add_argument("--elem-size", type=parse_bytes, default=8, metavar="BYTES", help="default 8")
+    p.add_argument(
+        "--elem-size", type=parse_elem_size, default=8, metavar="BYTES", help="default 8"
+    )
     p.add_argument(
         "--ref-bytes",
         type=parse_bytes,
@@ -82,9 +85,8 @@ def run(args: argparse.Namespace) -> int:
     for a in [old, *news]:
         if a.collective != args.collective:
             raise InvalidArgumentError(f"{a.canonical} is not a {args.collective} algorithm")
-    if args.elem_size < 1:
-        raise InvalidArgumentError("--elem-size must be at least 1 byte")
-    model = AlphaBetaGamma(args.alpha, args.beta, args.gamma)
+    s = units.seconds
+    model = AlphaBetaGamma(s(args.alpha), s(args.beta), s(args.gamma))
     print(
         f"alpha-beta-gamma model: alpha = {model.alpha:g} s, beta = {model.beta:g} s/B, "
         f"gamma = {model.gamma:g} s/B; counts of {args.elem_size}-byte elements; bandwidth at "

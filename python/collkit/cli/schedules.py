@@ -11,7 +11,10 @@ examples:
       --bytes 8 --top 10
   collkit schedules allreduce -P 7 --verify
   collkit schedules allreduce -P 1000000 --search
-  collkit schedules allreduce -P 1..16 --count
+  collkit schedules allreduce -P 1..16 --totals
+
+Times take a unit (ps, ns, us, ms, s; a bare number is ns); per-byte costs are ns/B or a
+bandwidth (2.5GB/s); sizes are bytes or 4KiB.
 """
 
 from __future__ import annotations
@@ -19,31 +22,30 @@ from __future__ import annotations
 import argparse
 import bisect
 
+from collkit import units
 from collkit.analysis.recmult import (
     PipelinedPostal,
     Ranked,
     count_schedules,
-    parse_time,
     rank_schedules,
     search,
 )
 from collkit.analysis.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES
 from collkit.analysis.recmult.timelines import simulator
-from collkit.cli._common import parse_bytes, parse_p_list
-from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
+from collkit.cli._common import (
+    add_p_argument,
+    parse_bytes,
+    parse_per_byte,
+    parse_time,
+)
+from collkit.errors import InvalidArgumentError, UnsupportedError
 
 NAME = "schedules"
 HELP = "rank recursive multiplying schedules by modelled cost (enumeration or search)"
 
 MODELS = ("pipelined-postal",)
 MAX_ENUMERATE_P = 4096  # beyond this, --search
-
-
-def _time(text: str) -> float:
-    try:
-        return parse_time(text)
-    except CollkitError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+MAX_TOTALS_P = 1 << 18  # counting takes ~50 s at 2^20 here and grows past it
 
 
 def _positive(text: str) -> int:
@@ -58,14 +60,7 @@ def _positive(text: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("collective", metavar="COLLECTIVE", help="allreduce (the only one rm serves)")
-    p.add_argument(
-        "-P",
-        dest="P",
-        type=parse_p_list,
-        required=True,
-        metavar="LIST",
-        help="process counts: 96, 1..16, 2^20",
-    )
+    add_p_argument(p, lists=True)
     p.add_argument(
         "--model",
         choices=MODELS,
@@ -74,23 +69,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--alpha-p",
-        type=_time,
-        default=parse_time("1.34us"),
-        metavar="T",
+        type=parse_time,
+        default=1340.0,
+        metavar="TIME",
         help="overlappable latency per stage (default 1.34us, seed 002 Table 1 min)",
     )
     p.add_argument(
         "--alpha-r",
-        type=_time,
-        default=parse_time("0.34us"),
-        metavar="T",
+        type=parse_time,
+        default=340.0,
+        metavar="TIME",
         help="non-overlappable cost per message (default 0.34us)",
     )
     p.add_argument(
-        "--beta", type=_time, default=0.0, metavar="T", help="time per byte on the wire (default 0)"
+        "--beta",
+        type=parse_per_byte,
+        default=0.0,
+        metavar="PER_BYTE",
+        help="time per byte on the wire (default 0)",
     )
     p.add_argument(
-        "--gamma", type=_time, default=0.0, metavar="T", help="time per byte reduced (default 0)"
+        "--gamma",
+        type=parse_per_byte,
+        default=0.0,
+        metavar="PER_BYTE",
+        help="time per byte reduced (default 0)",
     )
     p.add_argument(
         "--bytes",
@@ -122,7 +125,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="find the cheapest schedule by search instead of enumerating",
     )
-    mode.add_argument("--count", action="store_true", help="only count the schedules per family")
+    mode.add_argument(
+        "--totals", action="store_true", help="only the number of schedules per family"
+    )
     p.add_argument(
         "--verify",
         action="store_true",
@@ -216,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(
             f"'{args.collective}': recursive multiplying schedules exist for allreduce only"
         )
-    model = PipelinedPostal(args.alpha_p, args.alpha_r, args.beta, args.gamma)
+    sec = units.seconds
+    model = PipelinedPostal(sec(args.alpha_p), sec(args.alpha_r), sec(args.beta), sec(args.gamma))
     families = tuple(args.family) if args.family else FAMILIES
     status = 0
     print(
@@ -225,7 +231,12 @@ def run(args: argparse.Namespace) -> int:
         f"{model.gamma * 1e9:g} ns/B; n = {args.bytes} B; fan-out <= {args.max_fanout}"
     )
     for P in args.P:
-        if args.count:
+        if args.totals:
+            if P > MAX_TOTALS_P:
+                raise InvalidArgumentError(
+                    f"P = {P}: counting every schedule would take minutes or hours "
+                    f"(--totals serves P <= 2^18); --search finds the best one"
+                )
             c = count_schedules(P, args.max_fanout, families)
             parts = ", ".join(f"{k} {v}" for k, v in c.items())
             print(f"P = {P}: {sum(c.values())} schedules ({parts})")

@@ -13,11 +13,14 @@ Examples:
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from collkit.algorithms import Algorithm
-from collkit.cli._common import add_problem_arguments
+from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, check_root, parse_rank
+from collkit.errors import InvalidArgumentError
 
 NAME = "show"
+MAX_STATS_P = 1 << 24  # --stats over every rank: about 35 s at 2^24 here, minutes beyond
 HELP = "print a schedule, per rank, as text"
 
 
@@ -25,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_problem_arguments(p)
     p.add_argument(
         "--rank",
-        type=int,
+        type=parse_rank,
         action="append",
         metavar="R",
         help="show only this rank (repeatable); generated alone, so P may be huge",
@@ -37,19 +40,25 @@ def run(args: argparse.Namespace) -> int:
     from collkit import io
 
     algo: Algorithm = args.algorithm
-    count = 4 if args.count is None else args.count
+    count = DEFAULT_COUNT if args.count is None else args.count
     P: int = args.P
-    ranks: list[int] = args.rank if args.rank else list(range(P))
-    for r in ranks:
+    root = check_root(args.root, P)
+    ranks: Sequence[int] = args.rank if args.rank else range(P)  # a range: P may be 2^31
+    for r in args.rank or []:
         if not 0 <= r < P:
             print(f"collkit show: error: rank {r} is not in [0, {P})")
             return 2
     if args.stats:
         if args.rank:
-            progs = [algo.generate_rank(P, r, count, args.elem_size, args.root) for r in ranks]
+            progs = [algo.generate_rank(P, r, count, args.elem_size, root) for r in ranks]
             ops = sum(len(p) for p in progs)
+        elif P > MAX_STATS_P:
+            raise InvalidArgumentError(
+                f"P = {P}: counting every rank's ops would take minutes; "
+                "count some ranks with --rank R"
+            )
         else:
-            ops = algo.count_ops(P, count, args.elem_size, args.root)
+            ops = algo.count_ops(P, count, args.elem_size, root)
         print(f"{algo.canonical} P={P} count={count}: {ops} ops over {len(ranks)} rank(s)")
         return 0
     if not args.rank and P > 64:
@@ -58,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
             "(or use collkit export)"
         )
         return 2
-    print(io.header_text(algo.canonical, P, count, args.elem_size, args.root), end="")
+    print(io.header_text(algo.canonical, P, count, args.elem_size, root), end="")
     for r in ranks:
-        prog = algo.generate_rank(P, r, count, args.elem_size, args.root)
+        prog = algo.generate_rank(P, r, count, args.elem_size, root)
         print(
             io.rank_to_text(
                 prog,
@@ -68,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                 P=P,
                 elem_size=args.elem_size,
                 collective=algo.collective,
-                root=args.root,
+                root=root,
             ),
             end="",
         )

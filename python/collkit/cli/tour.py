@@ -21,6 +21,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.rule import Rule
 
+from collkit.cli._common import output_dir
+
 NAME = "tour"
 HELP = "a guided tour on this machine: show, verify, simulate and run algorithms"
 
@@ -28,7 +30,12 @@ STEPS = ["algorithms", "show", "verify", "export", "simulate", "mpi"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=Path("collkit-tour"), help="results folder")
+    p.add_argument(
+        "--out",
+        default="collkit-tour",
+        metavar="DIR",
+        help="results folder (made if its parent exists; default ./collkit-tour)",
+    )
     p.add_argument("--quick", action="store_true", help="smaller sweeps")
     p.add_argument("--skip", action="append", default=[], choices=STEPS, help="skip a step")
 
@@ -45,8 +52,7 @@ def _run(console: Console, argv: list[str]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     console = Console()
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    out: Path = output_dir(args.out, "--out")
     quick: bool = args.quick
     failures = 0
 

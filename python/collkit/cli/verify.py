@@ -17,52 +17,27 @@ from __future__ import annotations
 import argparse
 import time
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from collkit.algorithms import Algorithm
-from collkit.cli._common import algorithm, parse_count, parse_p_list
+from collkit.cli._common import add_problem_arguments, console, counts_of, input_file
+from collkit.cli._common import table as new_table
 from collkit.collectives import IN_PLACE_COLLECTIVES, ROOTED
-from collkit.errors import UnsupportedError
+from collkit.errors import InvalidArgumentError, UnsupportedError
 from collkit.verify import VerifyResult, verify
 
 NAME = "verify"
 HELP = "prove an algorithm correct over a sweep of P (or verify a schedule file)"
 
 
-def _counts(text: str) -> list[int]:
-    return [parse_count(x) for x in text.split(",") if x.strip()]
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "algorithm",
-        nargs="?",
-        type=algorithm,
-        metavar="ALGO",
-        help="algorithm name, e.g. allreduce:rd",
+    add_problem_arguments(
+        p,
+        lists=True,
+        optional="omit with --file",
+        root_help=f"root of {' / '.join(ROOTED)} (default: every root for P <= 16, else 0 and P-1)",
     )
-    p.add_argument(
-        "-P",
-        dest="P",
-        type=parse_p_list,
-        metavar="LIST",
-        help="process counts: 8, 1..256, 2^10, 1..64,100,1000",
-    )
-    p.add_argument(
-        "--count",
-        type=_counts,
-        default=[3],
-        metavar="C[,C...]",
-        help="elements per rank (alltoall: per block); default 3",
-    )
-    p.add_argument(
-        "--root",
-        type=int,
-        default=None,
-        help=f"root of {' / '.join(ROOTED)} (default: every root for P <= 16, else 0 and P-1)",
-    )
+    p.set_defaults(root=None)
     op = p.add_mutually_exclusive_group()
     op.add_argument(
         "--commutative",
@@ -87,6 +62,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="a row per case, not a summary")
 
 
+def algo_rooted(algo: Algorithm) -> bool:
+    return algo.collective in ROOTED
+
+
 def _roots(collective: str, P: int, root: int | None) -> list[int]:
     if collective not in ROOTED:
         return [0]
@@ -96,18 +75,22 @@ def _roots(collective: str, P: int, root: int | None) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
-    if args.file:
+    out = console()
+    if args.file is not None:
         from collkit import io
 
-        s = io.load(args.file)
+        if args.algorithm is not None or args.P is not None:
+            raise InvalidArgumentError("give either ALGO -P LIST or --file PATH, not both")
+        s = io.load(str(input_file(args.file)))
         commutative = True if args.commutative is None else args.commutative
         r = verify(s, commutative=commutative)
-        console.print(r.summary())
+        out.print(r.summary(), markup=False)
         return 0 if r.ok else 1
     if args.algorithm is None or args.P is None:
-        console.print("[red]give ALGO and -P LIST, or --file PATH[/red] (see collkit verify -h)")
-        return 2
+        raise InvalidArgumentError("give ALGO and -P LIST, or --file PATH (see collkit verify -h)")
+    for P in args.P:
+        if args.root is not None and args.root >= P and algo_rooted(args.algorithm):
+            raise InvalidArgumentError(f"--root {args.root} is not a rank of P = {P}")
     algo: Algorithm = args.algorithm
     commutative = (
         bool(algo.spec["restrictions"]["commutative_op"])
@@ -117,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     cases = [
         (P, c, root)
         for P in args.P
-        for c in args.count
+        for c in counts_of(args)
         for root in _roots(algo.collective, P, args.root)
     ]
     failures: list[VerifyResult] = []
@@ -129,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=console,
+        console=out,
         transient=True,
     ) as prog:
         task = prog.add_task(algo.canonical, total=len(cases))
@@ -137,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             prog.update(task, description=f"{algo.canonical} P={P} count={count}")
             t0 = time.perf_counter()
             try:
-                s = algo.generate(P, count, 8, root)
+                s = algo.generate(P, count, args.elem_size, root)
             except UnsupportedError as e:
                 skipped.setdefault(str(e).split(": ", 1)[-1], []).append(P)
                 prog.advance(task)
@@ -154,9 +137,9 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t_all
 
     mode = "commutative" if commutative else "non-commutative (rank order)"
-    table = Table(title=f"verify {algo.canonical} with a {mode} op")
+    table = new_table(f"verify {algo.canonical} with a {mode} op")
     for col in ("P", "count", "result", "ops", "messages", "time"):
-        table.add_column(col, justify="right" if col != "result" else "left")
+        table.add_column(col, justify="right" if col != "result" else "left", no_wrap=True)
     if args.verbose or len(passed) <= 12:
         for P, count, ops, msgs, dt in passed:
             table.add_row(
@@ -188,12 +171,12 @@ def run(args: argparse.Namespace) -> int:
             str(r.messages),
             "",
         )
-    console.print(table)
+    out.print(table)
     for reason, ps in skipped.items():
-        console.print(f"[yellow]skipped {len(ps)} P[/yellow] ({reason})")
+        out.print(f"[yellow]skipped {len(ps)} P[/yellow] ({reason})")
     for r in failures[:3]:
-        console.print(r.summary(), markup=False)
+        out.print(r.summary(), markup=False)
     total = len(passed) + len(failures)
     status = "[green]all verified[/green]" if not failures else f"[red]{len(failures)} failed[/red]"
-    console.print(f"{status}: {len(passed)} of {total} cases in {elapsed:.2f} s")
+    out.print(f"{status}: {len(passed)} of {total} cases in {elapsed:.2f} s")
     return 1 if failures else 0

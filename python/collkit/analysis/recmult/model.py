@@ -28,29 +28,18 @@ the closed form against a direct minimisation (docs/recursive-multiplying.md).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from collkit import units
 from collkit.analysis.recmult.stages import Plan, Stage, plan
 from collkit.errors import InvalidArgumentError
 
-_TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
-_TIME_RE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(s|ms|us|µs|ns|ps)?\s*")
-
 
 def parse_time(text: str) -> float:
-    """Seconds in '1.34us', '500ns', '0.4ns', '2e-6' (plain numbers are seconds)."""
-    m = _TIME_RE.fullmatch(text) if isinstance(text, str) else None
-    if not m:
-        raise InvalidArgumentError(
-            f"'{text}' is not a time: write a number with a unit, e.g. 1.34us, 500ns, 0.4ns"
-        )
-    value = float(m.group(1)) * _TIME_UNITS[m.group(2) or ""]
-    if not math.isfinite(value):
-        raise InvalidArgumentError(f"time '{text}' is not finite")
-    return value
+    """Seconds in '1.34us', '500ns', '0.4ns', '2e-6s' (bare numbers are ns, as everywhere)."""
+    return units.seconds(units.parse_time(text))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,59 @@
+"""collkit.Algorithm: the typed public class over the private core's (issue 12)."""
+
+from __future__ import annotations
+
+import pytest
+
+import collkit
+from collkit import _core
+
+
+def test_public_class_wraps_the_core() -> None:
+    a = collkit.Algorithm("alltoall:bruck(r=2)")
+    assert type(a) is not _core.Algorithm and isinstance(a.core, _core.Algorithm)
+    assert a == collkit.Algorithm("alltoall:bruck") and len({a, collkit.Algorithm(a)}) == 1
+    assert repr(a) == "Algorithm('alltoall:bruck')" and str(a) == a.canonical
+    assert a.collective == "alltoall" and a.spec["name"] == "alltoall:bruck"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ((4, 2**70), "count"),  # main: the binding's TypeError
+        ((2**40, 1), "P"),
+        ((4, 1.5), "count must be an integer"),
+        ((4, True), "count must be an integer"),
+        ((4, 1, 0), "elem_size"),
+        ((4, -1), "count"),
+    ],
+)
+def test_bad_problem_arguments_are_invalid_argument_errors(
+    args: tuple[int, ...], needle: str
+) -> None:
+    a = collkit.Algorithm("allreduce:rd")
+    for call in (a.generate, a.check, a.count_ops):
+        with pytest.raises(collkit.InvalidArgumentError, match=needle):
+            call(*args)
+
+
+def test_generate_rank_checks_the_rank() -> None:
+    a = collkit.Algorithm("allreduce:rd")
+    assert a.generate_rank(P=10**6, rank=12345, count=1).rank == 12345
+    with pytest.raises(collkit.InvalidArgumentError, match="rank"):
+        a.generate_rank(P=4, rank=4, count=1)
+
+
+def test_the_rest_of_collkit_takes_the_public_class() -> None:
+    a = collkit.Algorithm("allreduce:rd")
+    assert collkit.generate(a, P=5, count=2) == collkit.generate("allreduce:rd", P=5, count=2)
+    assert collkit.verify_algorithm(a, P=5, count=2).ok
+    assert (
+        collkit.simulate(a, P=8, bytes=8).makespan
+        == collkit.simulate("allreduce:rd", P=8, bytes=8).makespan
+    )
+
+
+def test_bad_names_raise_algorithm_name_error() -> None:
+    for name in ("allreduce:nope", "allreduce:rd(", "x" * 20_000, "allreduce:ring(seg=x)"):
+        with pytest.raises(collkit.AlgorithmNameError):
+            collkit.Algorithm(name)
