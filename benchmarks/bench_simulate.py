@@ -1,14 +1,27 @@
-"""Simulated events per second and peak memory of the simulator (issue 3).
+"""Simulated events per second, whole-command time and peak memory of the simulator (issues 3, 14).
 
-Cases: allreduce:rd at P = 2^10, 2^16, 2^20 (one run, programs pulled from the generator rank by
-rank), and many noisy trials at P = 2^12. An event is an op or a message. Each case runs in a
-fresh subprocess so that its peak resident memory (ru_maxrss) is its own. Times are given as
-wall clock and as CPU time of the process: on a shared machine the CPU time is what the engine
-cost. Prints a table and appends it, with the machine and date, to
-benchmarks/results/bench_simulate.md.
+Suites:
+- `engine` (default): allreduce:rd at P = 2^10, 2^16, 2^20 through `collkit.simulate` (programs
+  pulled from the generator as the simulation reaches each rank), and many noisy trials at
+  P = 2^12. An event is an op or a message.
+- `command`: the whole `collkit simulate allreduce:rd -P 2^20 --bytes 8 --model loggops` command
+  (Python start, generation, simulation, output), three runs: min and median (goal: < 5 s).
+- `all`: the whole command for every registry algorithm at P = 2^20, 8 B, loggops (goal: < 60 s).
+- `export`: `collkit export allreduce:rd -P N -o rd.goal` (streamed) at growing P: peak RSS
+  should not grow with P.
+- `large`: the whole command at P = 2^24 for allreduce:rd, allreduce:rabenseifner and
+  bcast:binomial (goal: peak RSS < 8 GiB), with the peak RSS per rank.
 
-    .venv/bin/python benchmarks/bench_simulate.py            # the recorded cases
-    .venv/bin/python benchmarks/bench_simulate.py --quick    # small cases only
+Each case runs in a fresh subprocess so that its peak resident memory (ru_maxrss) is its own.
+Times are given as wall clock and as CPU time (user + system) of the process: on a shared machine
+the CPU time is what the work cost, the wall time what this run waited. Prints a table and
+appends it, with the machine, load and date, to benchmarks/results/bench_simulate.md.
+
+    .venv/bin/python benchmarks/bench_simulate.py                    # engine cases
+    .venv/bin/python benchmarks/bench_simulate.py --suite command    # the 5 s goal
+    .venv/bin/python benchmarks/bench_simulate.py --suite all        # every algorithm at 2^20
+    .venv/bin/python benchmarks/bench_simulate.py --suite large      # 2^24 ranks
+    .venv/bin/python benchmarks/bench_simulate.py --quick            # small engine cases only
 """
 
 from __future__ import annotations
@@ -18,8 +31,12 @@ import datetime as dt
 import json
 import os
 import platform
+import shutil
+import statistics
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 CASE = r"""
@@ -78,11 +95,150 @@ def machine() -> str:
     )
 
 
+def run_command(argv: list[str]) -> dict[str, float | str]:
+    """Runs a command; its wall time, CPU time and peak RSS (its own, from wait4)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    out = proc.stdout.read() if proc.stdout else ""
+    err = proc.stderr.read() if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {err.strip()[-500:]}")
+    first = out.splitlines()[1] if len(out.splitlines()) > 1 else out.strip()
+    return {
+        "wall": wall,
+        "cpu": ru.ru_utime + ru.ru_stime,
+        "rss_mb": ru.ru_maxrss / 1024,
+        "result": first.split("   ")[0],
+    }
+
+
+def collkit_cmd() -> str:
+    exe = Path(sys.executable).parent / "collkit"
+    return str(exe) if exe.exists() else (shutil.which("collkit") or "collkit")
+
+
+def export_rows() -> list[str]:
+    import tempfile
+
+    header = (
+        f"| {'command':52s} | {'wall s':>7s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
+        f"{'file MB':>8s} | {'B RSS per op':>12s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    import collkit
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "x.goal"
+        for algo, lg in [
+            ("allreduce:rd", 10),
+            ("allreduce:rd", 14),
+            ("allreduce:rd", 17),
+            ("alltoall:bruck", 10),
+            ("alltoall:bruck", 12),
+        ]:
+            argv = [collkit_cmd(), "export", algo, "-P", f"2^{lg}", "--count", "1", "-o", str(out)]
+            r = run_command(argv)
+            ops = collkit.Algorithm(algo).count_ops(1 << lg, 1)
+            size = out.stat().st_size / 2**20
+            row = (
+                f"| {' '.join(argv[1:-2]) + ' -o x.goal':52s} | {float(r['wall']):7.2f} | "
+                f"{float(r['cpu']):6.2f} | {float(r['rss_mb']):11.0f} | {size:8.0f} | "
+                f"{float(r['rss_mb']) * 2**20 / ops:12.2f} |"
+            )
+            print(row, flush=True)
+            rows.append(row)
+            out.unlink()
+    return rows
+
+
+def command_rows(suite: str, sink: Callable[[str], None] = lambda _: None) -> list[str]:
+    if suite == "export":
+        return export_rows()
+    header = (
+        f"| {'command':58s} | {'wall s':>12s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
+        f"{'B per rank':>10s} | {'result':24s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    for r in rows:
+        sink(r)
+    cases: list[tuple[str, int, int]] = []
+    if suite == "command":
+        cases = [("allreduce:rd", 20, 3)]
+    elif suite == "large":
+        cases = [(a, 24, 1) for a in ("allreduce:rd", "allreduce:rabenseifner", "bcast:binomial")]
+    else:
+        import collkit
+
+        cases = [(str(a["name"]), 20, 1) for a in collkit.algorithms()]
+    for algo, lg, repeats in cases:
+        argv = [collkit_cmd(), "simulate", algo, "-P", f"2^{lg}", "--bytes", "8"]
+        argv += ["--model", "loggops"]
+        try:
+            runs = [run_command(argv) for _ in range(repeats)]
+        except RuntimeError as e:
+            row = f"| {' '.join(argv[1:]):58s} | failed: {str(e)[-200:]} |"
+            print(row, flush=True)
+            rows.append(row)
+            sink(row)
+            continue
+        walls = sorted(float(r["wall"]) for r in runs)
+        wall = f"{walls[0]:.2f}" + (f" / {statistics.median(walls):.2f}" if repeats > 1 else "")
+        cpu = min(float(r["cpu"]) for r in runs)
+        rss = max(float(r["rss_mb"]) for r in runs)
+        per_rank = rss * 2**20 / (1 << lg)
+        row = (
+            f"| {' '.join(argv[1:]):58s} | {wall:>12s} | {cpu:6.2f} | {rss:11.0f} | "
+            f"{per_rank:10.0f} | {str(runs[0]['result'])[:24]:24s} |"
+        )
+        print(row, flush=True)
+        rows.append(row)
+        sink(row)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small cases only")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument(
+        "--suite", choices=["engine", "command", "all", "export", "large"], default="engine"
+    )
     args = ap.parse_args()
+    if args.suite in ("all", "large") and not args.no_write:
+        # Long suites save each row as it is measured: an interrupted run keeps what it measured.
+        res = Path(__file__).parent / "results" / "bench_simulate.md"
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        with res.open("a") as f:
+            f.write(
+                f"\n## {stamp}\n\n{machine()}\n\nCommand: `python benchmarks/bench_simulate.py "
+                f"--suite {args.suite}`\n\nWhole `collkit simulate` commands, each in a fresh "
+                "process, rows written as measured; cpu: user + system time of the command; peak "
+                "RSS of the command.\n\n"
+            )
+
+        def sink(row: str) -> None:
+            with res.open("a") as f:
+                f.write(row + "\n")
+
+        command_rows(args.suite, sink)
+        with res.open("a") as f:
+            f.write(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
+        return 0
+    if args.suite != "engine":
+        load0 = os.getloadavg()[0]
+        rows = command_rows(args.suite)
+        load1 = os.getloadavg()[0]
+        note = (
+            f"Whole `collkit simulate` commands, each in a fresh process; wall: min / median over "
+            f"the runs; cpu: user + system time of the command; peak RSS of the command; load "
+            f"average {load0:.1f} at the start and {load1:.1f} at the end (2 cores shared)."
+        )
+        return write(args, rows, note, f" --suite {args.suite}")
     header = (
         f"| {'case':52s} | {'events':>10s} | {'run s':>6s} | {'run cpu s':>9s} | "
         f"{'M ev/s (cpu)':>12s} | {'load cpu s':>10s} | {'total s':>7s} | "
@@ -108,16 +264,22 @@ def main() -> int:
         )
         print(row, flush=True)
         rows.append(row)
+    note = (
+        "events = ops + messages over all trials; run = the event loop; load = generating "
+        "the programs of the ranks that start at once and reading them into the engine; total = "
+        "the whole `collkit.simulate` call; peak RSS of the whole Python process."
+    )
+    return write(args, rows, note, " --quick" if args.quick else "")
+
+
+def write(args: argparse.Namespace, rows: list[str], note: str, flags: str) -> int:
     if not args.no_write:
         res = Path(__file__).parent / "results" / "bench_simulate.md"
         res.parent.mkdir(exist_ok=True)
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        cmd_line = "python benchmarks/bench_simulate.py" + (" --quick" if args.quick else "")
+        cmd_line = "python benchmarks/bench_simulate.py" + flags
         text = (
-            f"\n## {stamp}\n\n{machine()}\n\nCommand: `{cmd_line}`\n\n"
-            "events = ops + messages over all trials; run = the event loop; load = generating "
-            "each rank's program and reading it into the engine; total = the whole "
-            "`collkit.simulate` call; peak RSS of the whole Python process.\n\n"
+            f"\n## {stamp}\n\n{machine()}\n\nCommand: `{cmd_line}`\n\n{note}\n\n"
             + "\n".join(rows)
             + "\n"
         )

@@ -16,6 +16,19 @@ if ! command -v mpicxx.openmpi >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command 
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null) \
     || echo "   (could not install Open MPI: its tests will be skipped)"
 fi
+# Programs collkit did not write, for the interposition library's tests (tests/test_pmpi.py):
+# LAMMPS from Debian (built against Open MPI) and mpi4py built against the pip MPICH (about
+# 3 CPU-minutes). Best effort: without them those tests are skipped with a reason.
+if ! command -v lmp >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "== installing Debian's LAMMPS for the interposition tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lammps lammps-examples >/dev/null) \
+    || echo "   (could not install LAMMPS: its test will be skipped)"
+fi
+if ! .venv/bin/python -c "import mpi4py" 2>/dev/null; then
+  echo "== building mpi4py against the pip MPICH for the interposition tests"
+  MPICC="$PWD/.venv/bin/mpicc" .venv/bin/python -m pip install -q --no-binary mpi4py mpi4py \
+    || echo "   (could not build mpi4py: its test will be skipped)"
+fi
 
 echo "== C++ core under ASan + UBSan"
 cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up collkit and take the tour: list, show, verify, simulate and run algorithms on this machine.
+# Set up collkit and take the tour: list, show, verify, simulate, run and tune algorithms here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -280,7 +280,7 @@ num_ranks 3
 rank 0 {
   l1: send 16b to 1 tag 5   // first message, tag 5
   l2: send 8b to 1 tag 4
-  l3: calc 100 cpu 1
+  l3: calc 100 cpu 0
   l3 requires l1
   s9: send 4b to 2
 }
@@ -296,6 +296,16 @@ rank 1 {
 rank 2 { l1: recv 4b from 0 tag 0
 }
 """
+
+
+def test_goal_several_cpus_or_nics_are_refused_not_dropped() -> None:
+    # LogGOPSim overlaps ops on different CPUs / NICs of a host; collkit has one of each per
+    # rank, so such a file is refused with the reason instead of being simulated differently.
+    base = "num_ranks 1\nrank 0 {\nl1: calc 5 %s\n}\n"
+    assert io.from_goal(base % "cpu 0").total_ops == 1
+    for extra, what in (("cpu 2", "several CPUs"), ("nic 1", "several NICs")):
+        with pytest.raises(ScheduleFormatError, match=what):
+            io.from_goal(base % extra)
 
 
 def test_plain_goal_import() -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import collkit
 from collkit import cli
+from collkit.results import row_from_dict
 from collkit.simulate import parse_distribution, parse_per_byte, parse_time, parse_topology
 from collkit.timeline import plot_timeline, trace_events, write_perfetto
 
@@ -48,8 +49,11 @@ def test_cli_simulates_with_units(
     )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["makespan_ns"] == pytest.approx(4 * (1340 + 340))
-    assert out["messages"] == 16 * 4
+    # One row of THE results schema (collkit.results): times in microseconds, like measured rows.
+    row = row_from_dict(out)
+    assert row.source == "simulated" and row.P == 16 and row.bytes == 8
+    assert row.median == pytest.approx(4 * (1.340 + 0.340))
+    assert "alpha_p=1340ns" in row.mpi and row.mpi.startswith("pipelined-postal(")
 
 
 def test_cli_trials_print_quartiles(

@@ -118,3 +118,38 @@ TEST(sim_bad_parameters_are_errors) {
   }
   CHECK(threw);
 }
+
+TEST(sim_ranks_share_programs_and_release_them) {
+  SimOptions o;
+  o.model.kind = ModelKind::loggops;
+  // Every rank of recursive doubling runs one program up to peer ^ rank.
+  SimResult rd = simulate(Algorithm("allreduce:rd").bind(4096, 1, 8), o);
+  CHECK(rd.programs == 1);
+  CHECK(rd.peak_ranks_held == 4096);  // all start at once
+  // A ring is one program up to peer - rank mod P.
+  SimResult ring = simulate(Algorithm("allreduce:ring").bind(1000, 1000, 8), o);
+  CHECK(ring.programs <= 4);
+  // A binomial tree has a kind of rank per subtree size; ranks finish and are released as the
+  // broadcast goes down the tree.
+  SimResult bc = simulate(Algorithm("bcast:binomial").bind(1024, 1, 8), o);
+  CHECK(bc.programs <= 12);
+  // The same numbers from a whole Schedule (not shared across different P, nothing cached).
+  SimResult bs = simulate(Algorithm("bcast:binomial").bind(1024, 1, 8).generate(), o);
+  CHECK(bs.makespans == bc.makespans && bs.programs == bc.programs);
+}
+
+TEST(sim_congestion_waits_only_for_shared_links) {
+  SimOptions o;
+  o.model.alpha = 100;
+  o.topology.kind = TopoKind::torus;
+  o.topology.dims = {64};
+  o.topology.hop = 10;
+  SimResult free = simulate(Algorithm("allreduce:rd").bind(64, 128, 8), o);
+  o.topology.link = 0.5;
+  SimResult shared = simulate(Algorithm("allreduce:rd").bind(64, 128, 8), o);
+  // Recursive doubling on a ring of nodes: exchanges at distance 2^k share links.
+  CHECK(shared.makespans[0] > free.makespans[0]);
+  o.topology.dims = {1 << 20};
+  CHECK(simulate(Algorithm("allreduce:rd").bind(2, 128, 8), o).makespans[0] ==
+        100 + 10 + 1024 * 0.0);  // one link each way, nothing shared
+}

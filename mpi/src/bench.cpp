@@ -192,6 +192,25 @@ int validate(const Setup& s, const std::string& algo, Buffers& b, long long coun
   return ok;
 }
 
+// Algorithm names split at the commas outside parentheses: "rd,rm(c4m4,e4m4)" is two names.
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  for (char c : s) {
+    if (c == '(') ++depth;
+    if (c == ')' && depth > 0) --depth;
+    if (c == ',' && depth == 0) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,7 +240,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   s.root = static_cast<int>(args.num("root", 0));
-  const auto algos = split(args.get("algos", "native"), ',');
+  const auto algos = split_names(args.get("algos", "native"));
   std::vector<long long> sizes;
   for (const auto& x : split(args.get("sizes", "8"), ',')) sizes.push_back(std::atoll(x.c_str()));
   if (s.collective == "barrier") sizes = {0};

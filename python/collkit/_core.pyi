@@ -110,6 +110,8 @@ def verify(schedule: Schedule, commutative: bool = True, max_diagnostics: int = 
 
 def compare_trees(a: Schedule, b: Schedule) -> dict: ...
 
+def write_schedule(algorithm: Algorithm, P: int, count: int, elem_size: int, root: int, format: str, path: str, reduce_ns_per_byte: float = 0.0, copy_ns_per_byte: float = 0.0) -> int: ...
+
 def to_text(arg: Schedule, /) -> str: ...
 
 def from_text(arg: bytes, /) -> Schedule: ...
@@ -136,9 +138,46 @@ def rm_plan(stages: Sequence[str], P: int) -> dict:
 def rm_recursive_doubling(P: int) -> str:
     """MPICH's recursive doubling as a stage list."""
 
-def simulate(source: object, P: int, count: int, elem_size: int, root: int, model: str, params: dict, noise_kind: str, noise_a: float, noise_b: float, noise_samples: Sequence[float], skew_kind: str, skew_a: float, skew_b: float, skew_samples: Sequence[float], topology: dict, trials: int, seed: int, record: bool) -> dict:
+def model_params() -> list: ...
+
+class SimOptions:
+    def __init__(self) -> None: ...
+
+    def set_model(self, name: str, params: dict) -> None:
+        """Model by name; params by their names (ns, B)."""
+
+    def set_noise(self, kind: str, a: float = 0.0, b: float = 0.0, samples: Sequence[float] = []) -> None: ...
+
+    def set_skew(self, kind: str, a: float = 0.0, b: float = 0.0, samples: Sequence[float] = []) -> None: ...
+
+    def set_topology(self, kind: str, ranks_per_node: int = 1, intra: float = 0.0, hop: float = 0.0, global_: float = 0.0, k: int = 2, p: int = 1, a: int = 1, dims: Sequence[int] = [], link: float = 0.0) -> None: ...
+
+    @property
+    def trials(self) -> int: ...
+
+    @trials.setter
+    def trials(self, arg: int, /) -> None: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @seed.setter
+    def seed(self, arg: int, /) -> None: ...
+
+    @property
+    def record(self) -> bool: ...
+
+    @record.setter
+    def record(self, arg: bool, /) -> None: ...
+
+def simulate(source: object, P: int, count: int, elem_size: int, root: int, options: SimOptions) -> dict:
     """
     Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root). Times in ns.
+    """
+
+def simulate_text_file(path: str, options: SimOptions) -> dict:
+    """
+    Simulate a schedule in the text form, parsed from the file as it is read (rank by rank: memory of the ranks' distinct programs, not of the file).
     """
 
 def bruck_rounds(P: int, r: int) -> int: ...

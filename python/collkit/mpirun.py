@@ -110,6 +110,8 @@ PROGRAMS = (
     "collkit_check",
     "collkit_check_alltoall",
     "collkit_conformance",
+    "collkit_pmpi_overhead",
+    "libcollkit_pmpi.so",  # the interposition library (LD_PRELOAD; docs/tuning.md)
 )
 
 
@@ -206,7 +208,7 @@ def find_mpi(mpiexec: str | None = None, prefix: str | None = None) -> MPI:
     if not mpiexec and os.environ.get("MPIEXEC"):
         mpiexec = os.environ["MPIEXEC"]
     if os.environ.get("MPICXX"):
-        cxx = cxx or os.environ["MPICXX"]
+        cxx = cxx or shutil.which(os.environ["MPICXX"]) or os.environ["MPICXX"]
     elif os.environ.get("MPICC"):
         cxx = cxx or _sibling(os.environ["MPICC"], ("mpicxx", "mpic++", "mpiCC"))
     if not mpiexec:
@@ -298,10 +300,10 @@ def build(mpi: MPI, *, quiet: bool = True) -> Path:
                     f"building collkit's MPI programs with {mpi.mpicxx} failed:\n"
                     + (r.stdout + r.stderr)[-3000:]
                 )
-        for p in PROGRAMS:
-            shutil.copy2(bdir / p, out / p)
         if (bdir / "libcollkit_mpi.so").exists():
             shutil.copy2(bdir / "libcollkit_mpi.so", out / "libcollkit_mpi.so")
+        for p in PROGRAMS:  # the library last: its presence marks a complete build
+            shutil.copy2(bdir / p, out / p)
     return out
 
 

@@ -22,6 +22,7 @@ Local costs in every model: ``gamma`` (ns per byte reduced), ``reduce_base`` (ns
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from collkit import _core, units
 from collkit._core import Schedule
 from collkit.algorithms import Algorithm
 from collkit.errors import InvalidArgumentError
+from collkit.results import Row
 
 __all__ = [
     "MODELS",
@@ -42,41 +44,38 @@ __all__ = [
     "Model",
     "SimResult",
     "Topology",
+    "memory_estimate",
     "parse_distribution",
     "parse_per_byte",
     "parse_time",
     "parse_topology",
     "simulate",
+    "simulate_file",
 ]
 
 Time = float | int | str
 
-# Each model's parameters with their defaults (ns, ns per byte, bytes for S), declared once; the
-# local costs apply to every model.
-LOCAL_PARAMS: dict[str, float] = {"gamma": 0.0, "reduce_base": 0.0, "copy_beta": 0.0}
+# The model parameters come from the one table in the C++ core (sim/model.hpp): name, unit
+# ("ns", "ns/B" or "B"), meaning, default, and the models that use each.
+_PARAMS: list[dict[str, Any]] = list(_core.model_params())
+_ALL_MODELS = ("postal", "pipelined_postal", "logp", "loggp", "loggops")
+LOCAL_PARAMS: dict[str, float] = {
+    p["name"]: float(p["default"]) for p in _PARAMS if len(p["models"]) == len(_ALL_MODELS)
+}
 MODELS: dict[str, dict[str, float]] = {
-    "postal": {"alpha": 500.0, "beta": 0.0},
-    "pipelined-postal": {"alpha_p": 500.0, "alpha_r": 100.0, "beta": 0.0},
-    "logp": {"L": 500.0, "o": 100.0, "g": 100.0},
-    "loggp": {"L": 500.0, "o": 100.0, "g": 100.0, "G": 0.0},
-    "loggops": {"L": 500.0, "o": 100.0, "g": 100.0, "G": 0.0, "O": 0.0, "S": math.inf},
+    m.replace("_", "-"): {
+        p["name"]: float(p["default"])
+        for p in _PARAMS
+        if m in p["models"] and p["name"] not in LOCAL_PARAMS
+    }
+    for m in _ALL_MODELS
 }
-PER_BYTE = {"beta", "G", "O", "gamma", "copy_beta"}
-PARAM_DOCS: dict[str, str] = {
-    "alpha": "postal latency per message",
-    "beta": "time per byte on the wire",
-    "alpha_p": "overlappable latency of a send (pipelined postal)",
-    "alpha_r": "non-overlappable time of each send (pipelined postal)",
-    "L": "wire latency",
-    "o": "CPU overhead per message, at sender and receiver",
-    "g": "gap between consecutive messages of a NIC",
-    "G": "gap per byte",
-    "O": "CPU overhead per byte",
-    "S": "rendezvous threshold in bytes (messages above S)",
-    "gamma": "reduction time per byte",
-    "reduce_base": "time per reduce op, whatever its size",
-    "copy_beta": "copy time per byte",
-}
+PER_BYTE = {p["name"] for p in _PARAMS if p["unit"] == "ns/B"}
+PARAM_DOCS: dict[str, str] = {p["name"]: str(p["doc"]) for p in _PARAMS}
+PARAM_UNITS: dict[str, str] = {p["name"]: str(p["unit"]) for p in _PARAMS}
+
+# A bare number: how a LogGOPSim noise trace writes its columns.
+_BARE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 
 
 def _bad(msg: str) -> InvalidArgumentError:
@@ -139,8 +138,7 @@ class Model:
     def describe(self) -> str:
         parts = []
         for k, v in self.params.items():
-            unit = "B" if k == "S" else ("ns/B" if k in PER_BYTE else "ns")
-            parts.append(f"{k}={v:g}{unit}")
+            parts.append(f"{k}={v:g}{PARAM_UNITS[k]}")
         return f"{self.name}(" + ", ".join(parts) + ")"
 
 
@@ -223,6 +221,22 @@ def _read_samples(path: str, what: str) -> list[float]:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise _bad(f"{what}: cannot read samples from '{path}': {e}") from None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+    def pair(line: str) -> bool:  # "<start>\t<duration>", bare numbers
+        cols = line.split("\t")
+        return len(cols) == 2 and all(_BARE.match(c.strip()) for c in cols)
+
+    if any(ln.startswith("#") for ln in lines) or (len(lines) >= 2 and all(map(pair, lines))):
+        # LogGOPSim's --noise-trace format: '#' comments and "<start>\t<duration>" (ns) per
+        # line, replayed in time (an op is delayed by the trace's detours it overlaps). Read as
+        # samples it would draw start times as delays: refuse it instead.
+        raise _bad(
+            f"{what}: '{path}' looks like a LogGOPSim noise trace ('#' comments or "
+            "'<start> <duration>' lines); file(PATH) takes one detour duration per line or "
+            "whitespace-separated, drawn per op. Replaying a trace in time is not supported: "
+            "keep its durations only (e.g. awk '!/^#/ {print $2}' trace > detours.txt)"
+        )
     vals = [parse_time(tok, f"{what} sample in {path}") for tok in text.split()]
     if not vals:
         raise _bad(f"{what}: no samples in '{path}'")
@@ -242,19 +256,30 @@ class Topology:
     p: int = 1
     a: int = 1
     dims: tuple[int, ...] = ()
+    link: float = 0.0  # ns per byte on each link: messages share links (congestion); 0: never
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "ranks_per_node": self.ranks_per_node,
-            "intra": self.intra,
-            "hop": self.hop,
-            "global": self.global_,
-            "k": self.k,
-            "p": self.p,
-            "a": self.a,
-            "dims": list(self.dims),
-        }
+    def describe(self) -> str:
+        """The spec this topology reads back from, e.g. 'fattree(k=16,hop=100ns,rpn=4)'."""
+        if self.kind == "none" and self.ranks_per_node == 1 and self.intra == 0 and not self.link:
+            return "none"
+        args: list[str] = []
+        if self.kind == "fattree":
+            args.append(f"k={self.k}")
+        elif self.kind == "dragonfly":
+            args += [f"p={self.p}", f"a={self.a}"]
+        elif self.kind == "torus":
+            args.append("dims=" + "x".join(str(d) for d in self.dims))
+        if self.kind != "none":
+            args.append(f"hop={self.hop:g}ns")
+        if self.kind == "dragonfly":
+            args.append(f"global={self.global_:g}ns")
+        if self.ranks_per_node != 1:
+            args.append(f"rpn={self.ranks_per_node}")
+        if self.intra:
+            args.append(f"intra={self.intra:g}ns")
+        if self.link:
+            args.append(f"link={self.link:g}ns")
+        return f"{self.kind}({','.join(args)})"
 
 
 def parse_topology(
@@ -262,7 +287,9 @@ def parse_topology(
 ) -> Topology:
     """A topology from its spec: ``none``, ``fattree(k=16,hop=100ns)``,
     ``dragonfly(p=4,a=8,hop=100ns,global=500ns)``, ``torus(dims=8x8x8,hop=50ns)``; every spec also
-    takes ``rpn=N`` (ranks per node) and ``intra=TIME`` (latency within a node)."""
+    takes ``rpn=N`` (ranks per node), ``intra=TIME`` (latency within a node) and ``link=COST``
+    (time per byte on each link, e.g. ``0.1ns`` or ``10GB/s``: messages then share links and wait
+    for each other, congestion)."""
     if isinstance(spec, Topology):
         return spec
     spec = spec or "none"
@@ -282,10 +309,17 @@ def parse_topology(
     for part in arg_text.split(",") if arg_text and arg_text.strip() else []:
         key, eq, val = part.partition("=")
         key, val = key.strip(), val.strip()
-        if not eq or not val or key not in known[kind] | {"rpn", "intra"}:
-            allowed = ", ".join(sorted(known[kind] | {"rpn", "intra"}))
+        if not eq or not val or key not in known[kind] | {"rpn", "intra", "link"}:
+            allowed = ", ".join(sorted(known[kind] | {"rpn", "intra", "link"}))
             raise _bad(f"topology: bad argument '{part.strip()}' for {kind} (takes {allowed})")
+        if key in values:
+            raise _bad(f"topology: '{key}' is given twice in '{spec}'")
         values[key] = val
+    if kind != "none" and "hop" not in values:
+        raise _bad(
+            f"topology: {kind} needs hop=TIME, the latency per switch hop (without it every "
+            f"message between nodes would cost nothing extra), e.g. {kind}(...,hop=100ns)"
+        )
 
     def integer(key: str, default: int, lo: int = 1) -> int:
         text = values.get(key)
@@ -319,6 +353,7 @@ def parse_topology(
         p=integer("p", 1),
         a=integer("a", 1),
         dims=dims,
+        link=parse_per_byte(values["link"], "topology link") if "link" in values else 0.0,
     )
 
 
@@ -360,6 +395,13 @@ class SimResult:
     msg_recv: IndexArray | None = None
     msg_depart: FloatArray | None = None
     msg_arrive: FloatArray | None = None
+    count: int = 0
+    elem_size: int = 8
+    programs: int = 0  # distinct programs among the ranks (up to relabelling of peers)
+    noise: Distribution = field(default_factory=Distribution)
+    skew: Distribution = field(default_factory=Distribution)
+    topology: Topology = field(default_factory=Topology)
+    seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -388,13 +430,64 @@ class SimResult:
         counts = np.diff(self.rank_op_begin).astype(np.int64)
         return np.repeat(np.arange(self.P, dtype=np.int64), counts)
 
+    def settings(self) -> str:
+        """Noise, skew, topology and seed, as the specs that reproduce them ('' if none)."""
+        parts = []
+        if self.noise.kind != "none":
+            parts.append(f"noise={_describe_dist(self.noise)}")
+        if self.skew.kind != "none":
+            parts.append(f"skew={_describe_dist(self.skew)}")
+        if self.topology.describe() != "none":
+            parts.append(f"topology={self.topology.describe()}")
+        if parts:
+            parts.append(f"seed={self.seed}")
+        return " ".join(parts)
+
+    def to_row(self, date: str = "") -> Row:
+        """The result as a row of THE results schema (collkit.results): statistics over the
+        trials' makespans in microseconds, source 'simulated', the model in `mpi`, noise, skew
+        and topology in `settings`."""
+        s = self.stats()
+        coll = self.algorithm.split(":", 1)[0] if ":" in self.algorithm else ""
+        if self.schedule is not None:
+            coll = self.schedule.collective
+        coll = str(self.extra.get("collective", coll))
+        us = 1e-3
+        return Row(
+            collective=coll,
+            algorithm=self.algorithm,
+            P=self.P,
+            bytes=self.bytes_per_rank,
+            datatype="double" if self.elem_size == 8 else f"{self.elem_size}B",
+            count=self.count,
+            source="simulated",
+            mpi=self.model.describe(),
+            machine="collkit simulator",
+            allocation=(
+                f"{self.topology.ranks_per_node} ranks per node"
+                if self.topology.ranks_per_node != 1
+                else ""
+            ),
+            settings=self.settings(),
+            date=date,
+            min=s["min"] * us,
+            q1=s["q1"] * us,
+            median=s["median"] * us,
+            q3=s["q3"] * us,
+            mean=s["mean"] * us,
+            p99=float(np.percentile(self.makespans, 99)) * us,
+            max=s["max"] * us,
+            iterations=len(self.makespans),
+            samples=[float(t) * us for t in self.makespans] if len(self.makespans) > 1 else [],
+        )
+
     def events_per_second(self) -> float:
         return self.events / self.run_seconds if self.run_seconds > 0 else math.inf
 
     def summary(self) -> str:
         lines = [
             f"{self.algorithm}  P={self.P}  {self.bytes_per_rank} B per rank  "
-            f"{self.model.describe()}",
+            f"{self.model.describe()}" + (f"  {self.settings()}" if self.settings() else ""),
             f"makespan {format_ns(self.makespan)}   messages {self.messages}   "
             f"bytes sent {self.bytes_sent}   ops {self.ops}",
         ]
@@ -413,6 +506,18 @@ class SimResult:
         return "\n".join(lines)
 
 
+def _describe_dist(d: Distribution) -> str:
+    if d.kind == "samples":
+        return f"samples({len(d.samples)})"
+    if d.kind in ("constant", "exponential"):
+        return f"{d.kind}({d.a:g}ns)"
+    if d.kind == "uniform":
+        return f"uniform({d.a:g}ns,{d.b:g}ns)"
+    if d.kind == "lognormal":
+        return f"lognormal({d.a:g}ns,{d.b:g})"
+    return d.kind
+
+
 def format_ns(t: float) -> str:
     """A time in ns with a readable unit: 1500 -> '1.5 us'."""
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
@@ -421,14 +526,123 @@ def format_ns(t: float) -> str:
     return f"{t:.4g} ns"
 
 
+def _options(
+    m: Model,
+    noise: Distribution,
+    skew: Distribution,
+    topo: Topology,
+    trials: int,
+    seed: int,
+    timeline: bool,
+) -> Any:
+    """The core's SimOptions object for these typed settings."""
+    opts = _core.SimOptions()
+    opts.set_model(m.name, dict(m.params))
+    opts.set_noise(noise.kind, noise.a, noise.b, list(noise.samples))
+    opts.set_skew(skew.kind, skew.a, skew.b, list(skew.samples))
+    opts.set_topology(
+        topo.kind,
+        topo.ranks_per_node,
+        topo.intra,
+        topo.hop,
+        topo.global_,
+        topo.k,
+        topo.p,
+        topo.a,
+        list(topo.dims),
+        topo.link,
+    )
+    opts.trials = trials
+    opts.seed = seed
+    opts.record = timeline
+    return opts
+
+
+def _check_run(trials: int, seed: int) -> None:
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1_000_000:
+        raise _bad(f"trials must be an integer in [1, 10^6], got {trials!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise _bad(f"seed must be an integer in [0, 2^64), got {seed!r}")
+
+
+def simulate_file(
+    path: str | os.PathLike[str],
+    *,
+    model: str | Model = "postal",
+    noise: str | Distribution | None = None,
+    skew: str | Distribution | None = None,
+    topology: str | Topology | None = None,
+    trials: int = 1,
+    seed: int = 0,
+    timeline: bool = False,
+    **params: Time | None,
+) -> SimResult:
+    """Simulate a saved schedule (text, JSON or GOAL, LogGOPSim's plain GOAL included).
+
+    A file in the text form is parsed as it is read and each rank's program interned as it
+    comes (memory of the distinct programs, not of the file); JSON and GOAL (whose messages are
+    paired across the whole file) are loaded whole first, and so is any file with a timeline.
+    """
+    from collkit import io
+
+    m = model if isinstance(model, Model) else Model.make(model, **params)
+    if isinstance(model, Model) and params:
+        raise _bad("pass model parameters either in a Model or as keywords, not both")
+    fmt = io.format_for_path(path)
+    if fmt is None:
+        with open(path, "rb") as f:
+            fmt = io.sniff_format(f.read(1 << 16).decode("utf-8", errors="replace"))
+    if fmt != "text" or timeline:
+        return simulate(
+            io.load(path, fmt),
+            model=m,
+            noise=noise,
+            skew=skew,
+            topology=topology,
+            trials=trials,
+            seed=seed,
+            timeline=timeline,
+        )
+    _check_run(trials, seed)
+    noise_d, skew_d = parse_distribution(noise, "noise"), parse_distribution(skew, "skew")
+    topo = parse_topology(topology)
+    opts = _options(m, noise_d, skew_d, topo, trials, seed, False)
+    d = _core.simulate_text_file(os.fspath(path), opts)
+    return SimResult(
+        algorithm=str(d["algorithm"]) or "(schedule)",
+        P=int(d["P"]),
+        bytes_per_rank=int(d["count"]) * int(d["elem_size"]),
+        model=m,
+        finish=d["finish"],
+        makespans=d["makespans"],
+        messages=int(d["messages"]),
+        bytes_sent=int(d["bytes"]),
+        ops=int(d["ops"]),
+        events=int(d["events"]),
+        load_seconds=float(d["load_seconds"]),
+        run_seconds=float(d["run_seconds"]),
+        load_cpu_seconds=float(d["load_cpu_seconds"]),
+        run_cpu_seconds=float(d["run_cpu_seconds"]),
+        memory_bytes=int(d["memory_bytes"]),
+        count=int(d["count"]),
+        elem_size=int(d["elem_size"]),
+        programs=int(d["programs"]),
+        noise=noise_d,
+        skew=skew_d,
+        topology=topo,
+        seed=seed,
+        extra={"collective": str(d["collective"])},
+    )
+
+
 def simulate(
     algorithm: str | Algorithm | Schedule,
     P: int | None = None,
     *,
     count: int | None = None,
     bytes: int | str | None = None,
-    elem_size: int = 8,
-    root: int = 0,
+    elem_size: int | None = None,
+    root: int | None = None,
     model: str | Model = "postal",
     noise: str | Distribution | None = None,
     skew: str | Distribution | None = None,
@@ -440,20 +654,18 @@ def simulate(
 ) -> SimResult:
     """Simulate `algorithm` (a name, an Algorithm or a whole Schedule) on P ranks.
 
-    The problem size is `count` elements of `elem_size` bytes, or `bytes` per rank (rounded up
-    to whole elements). Model parameters go in `params` (e.g. ``alpha="1.34us"``) or in a
-    ready `Model`. `noise` is a per-op delay, `skew` a per-rank start time (distribution specs,
-    see :func:`parse_distribution`); `trials` repeats the run with fresh draws from `seed`.
-    `timeline=True` records per-op times, messages and the critical path of the first trial
-    (it holds the whole schedule: use it for small P).
+    The problem size is `count` elements of `elem_size` bytes (default 8), or `bytes` per rank
+    (rounded up to whole elements). A Schedule carries its own P, count, element size and root:
+    giving any of them as well is an error unless it agrees. Model parameters go in `params`
+    (e.g. ``alpha="1.34us"``) or in a ready `Model`. `noise` is a per-op delay, `skew` a
+    per-rank start time (distribution specs, see :func:`parse_distribution`); `trials` repeats
+    the run with fresh draws from `seed`. `timeline=True` records per-op times, messages and the
+    critical path of the first trial (it holds the whole schedule: use it for small P).
     """
     m = model if isinstance(model, Model) else Model.make(model, **params)
     if isinstance(model, Model) and params:
         raise _bad("pass model parameters either in a Model or as keywords, not both")
-    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1_000_000:
-        raise _bad(f"trials must be an integer in [1, 10^6], got {trials!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-        raise _bad(f"seed must be an integer in [0, 2^64), got {seed!r}")
+    _check_run(trials, seed)
     noise_d = parse_distribution(noise, "noise")
     skew_d = parse_distribution(skew, "skew")
     topo = parse_topology(topology)
@@ -461,13 +673,33 @@ def simulate(
     schedule: Schedule | None = None
     if isinstance(algorithm, Schedule):
         schedule = algorithm
-        P, count, elem_size, root = schedule.P, schedule.count, schedule.elem_size, schedule.root
+        own = {
+            "P": schedule.P,
+            "count": schedule.count,
+            "elem_size": schedule.elem_size,
+            "root": schedule.root,
+        }
+        given = {"P": P, "count": count, "elem_size": elem_size, "root": root}
+        for k, v in given.items():
+            if v is not None and v != own[k]:
+                raise _bad(
+                    f"{k}={v!r} conflicts with the schedule's own {k} = {own[k]}: a Schedule "
+                    "carries its problem; leave it out"
+                )
+        if bytes is not None:
+            raise _bad(
+                f"bytes={bytes!r} cannot apply to a ready Schedule (its size is "
+                f"{schedule.count} x {schedule.elem_size} B per rank): leave it out"
+            )
+        P, count, elem_size, root = own["P"], own["count"], own["elem_size"], own["root"]
         name = schedule.algorithm or "(schedule)"
     else:
         algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
         name = algo.canonical
         if P is None:
             raise _bad("P is required")
+        elem_size = 8 if elem_size is None else elem_size
+        root = 0 if root is None else root
         if isinstance(elem_size, bool) or not isinstance(elem_size, int) or elem_size < 1:
             raise _bad(f"elem_size must be a positive integer, got {elem_size!r}")
         if count is not None and bytes is not None:
@@ -482,28 +714,9 @@ def simulate(
         if timeline:
             schedule = algo.generate(P, count, elem_size, root)
     source: Any = schedule if schedule is not None else algo.core
-    d = _core.simulate(
-        source,
-        P,
-        count,
-        elem_size,
-        root,
-        m.name,
-        dict(m.params),
-        noise_d.kind,
-        noise_d.a,
-        noise_d.b,
-        list(noise_d.samples),
-        skew_d.kind,
-        skew_d.a,
-        skew_d.b,
-        list(skew_d.samples),
-        topo.as_dict(),
-        trials,
-        seed,
-        timeline,
-    )
-    assert P is not None and count is not None
+    opts = _options(m, noise_d, skew_d, topo, trials, seed, timeline)
+    assert P is not None and count is not None and elem_size is not None and root is not None
+    d = _core.simulate(source, P, count, elem_size, root, opts)
     res = SimResult(
         algorithm=name,
         P=int(P),
@@ -521,6 +734,13 @@ def simulate(
         run_cpu_seconds=float(d["run_cpu_seconds"]),
         memory_bytes=int(d["memory_bytes"]),
         schedule=schedule,
+        count=int(count),
+        elem_size=int(elem_size),
+        programs=int(d["programs"]),
+        noise=noise_d,
+        skew=skew_d,
+        topology=topo,
+        seed=seed,
     )
     if timeline:
         res.rank_op_begin = d["rank_op_begin"]
@@ -532,6 +752,27 @@ def simulate(
         res.msg_depart = d["msg_depart"]
         res.msg_arrive = d["msg_arrive"]
     return res
+
+
+def memory_estimate(
+    algorithm: str | Algorithm,
+    P: int,
+    count: int,
+    elem_size: int = 8,
+    root: int = 0,
+    timeline: bool = False,
+) -> tuple[int, int]:
+    """(bytes, ops) a simulation of `algorithm` will need at most, from the programs of a few
+    sample ranks: per rank its 48-byte state, a 16-bit counter per op and a few queued events;
+    with a timeline, the whole schedule (~42 B per op) and ~80 B per op of records."""
+    algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
+    # Ranks 0, P/2 and P-1: the median stands for the many (a root is rarely typical), the
+    # largest is counted once (a root of a linear bcast has P ops, the others one).
+    samples = sorted({0, P // 2, P - 1})
+    ops = sorted(len(algo.generate_rank(P, r, count, elem_size, root)) for r in samples)
+    total_ops = ops[len(ops) // 2] * (P - 1) + ops[-1]
+    per_op = 4 + (42 + 80 if timeline else 0)
+    return P * (48 + 4 + 8 + 64) + total_ops * per_op, total_ops
 
 
 def closed_form_rd_postal(
@@ -551,8 +792,7 @@ def param_help() -> str:
     """One line per model listing its parameters and defaults, for the CLI help."""
 
     def show(k: str, v: float) -> str:
-        unit = "B" if k == "S" else ("ns/B" if k in PER_BYTE else "ns")
-        return f"{k}={v:g}{unit}"
+        return f"{k}={v:g}{PARAM_UNITS[k]}"
 
     out = []
     for name, ps in MODELS.items():

@@ -141,7 +141,8 @@ def plot_timeline(
 ) -> Path:
     """A picture of the run: per-rank rows, bars for ops (a receive drawn light while it waits
     for its message), arrows for messages from departure to arrival; the critical path in black
-    outline. Written with matplotlib to `path` (png, svg or pdf)."""
+    outline. Written with matplotlib to `path` (png, svg or pdf; '.png' is added to a path
+    without a suffix). Returns the path written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -216,6 +217,8 @@ def plot_timeline(
     )
     fig.tight_layout()
     p = Path(path)
+    if not p.suffix:
+        p = p.with_name(p.name + ".png")  # what matplotlib would write: say so
     fig.savefig(p, dpi=120)
     plt.close(fig)
     return p

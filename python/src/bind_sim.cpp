@@ -1,14 +1,21 @@
-// The simulator: one entry point taking a Schedule or an Algorithm (pulled rank by rank), the
-// model, noise, skew and topology as plain values, and returning numpy arrays. The typed API
-// and the parsing of units live in collkit/simulate.py.
+// The simulator: one entry point taking a Schedule or an Algorithm (pulled rank by rank) and a
+// SimOptions object (model, noise, skew, topology, trials), returning numpy arrays; and the
+// model parameter table of sim/model.hpp. The typed API and the parsing of units live in
+// collkit/simulate.py.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
 #include "collkit/sim/engine.hpp"
+#include "collkit/text.hpp"
 
 namespace nb = nanobind;
 
@@ -17,8 +24,19 @@ namespace {
 
 using namespace collkit::sim;
 
-double get(const nb::dict& d, const char* key, double fallback) {
-  return d.contains(key) ? nb::cast<double>(d[key]) : fallback;
+// Parameters by the names of sim/model.hpp's table; an unknown name is an error.
+ModelParams model(const std::string& name, const nb::dict& params) {
+  ModelParams m;
+  m.kind = model_from_string(name);
+  for (auto [key, value] : params) {
+    const std::string k = nb::cast<std::string>(key);
+    const auto table = model_params();
+    auto it =
+        std::find_if(table.begin(), table.end(), [&](const ParamInfo& i) { return i.name == k; });
+    if (it == table.end()) fail(ErrorKind::invalid_argument, "unknown model parameter '" + k + "'");
+    m.*(it->field) = nb::cast<double>(value);
+  }
+  return normalized(m);
 }
 
 Distribution distribution(const std::string& kind, double a, double b,
@@ -44,47 +62,12 @@ Distribution distribution(const std::string& kind, double a, double b,
   return d;
 }
 
-Topology topology(const nb::dict& t) {
-  Topology topo;
-  std::string kind = t.contains("kind") ? nb::cast<std::string>(t["kind"]) : "none";
-  if (kind == "none")
-    topo.kind = TopoKind::none;
-  else if (kind == "fattree")
-    topo.kind = TopoKind::fattree;
-  else if (kind == "dragonfly")
-    topo.kind = TopoKind::dragonfly;
-  else if (kind == "torus")
-    topo.kind = TopoKind::torus;
-  else
-    fail(ErrorKind::invalid_argument, "unknown topology '" + kind + "'");
-  topo.ranks_per_node = t.contains("ranks_per_node") ? nb::cast<int64_t>(t["ranks_per_node"]) : 1;
-  topo.intra = get(t, "intra", 0);
-  topo.hop = get(t, "hop", 0);
-  topo.global = get(t, "global", 0);
-  topo.k = t.contains("k") ? nb::cast<int64_t>(t["k"]) : 2;
-  topo.p = t.contains("p") ? nb::cast<int64_t>(t["p"]) : 1;
-  topo.a = t.contains("a") ? nb::cast<int64_t>(t["a"]) : 1;
-  if (t.contains("dims")) topo.dims = nb::cast<std::vector<int64_t>>(t["dims"]);
-  return topo;
-}
-
-ModelParams model(const std::string& name, const nb::dict& p) {
-  ModelParams m;
-  m.kind = model_from_string(name);
-  m.alpha = get(p, "alpha", m.alpha);
-  m.beta = get(p, "beta", m.beta);
-  m.alpha_p = get(p, "alpha_p", m.alpha_p);
-  m.alpha_r = get(p, "alpha_r", m.alpha_r);
-  m.L = get(p, "L", m.L);
-  m.o = get(p, "o", m.o);
-  m.g = get(p, "g", m.g);
-  m.G = get(p, "G", m.G);
-  m.O = get(p, "O", m.O);
-  m.S = get(p, "S", m.S);
-  m.gamma = get(p, "gamma", m.gamma);
-  m.reduce_base = get(p, "reduce_base", m.reduce_base);
-  m.copy_beta = get(p, "copy_beta", m.copy_beta);
-  return normalized(m);
+TopoKind topo_kind(const std::string& kind) {
+  if (kind == "none") return TopoKind::none;
+  if (kind == "fattree") return TopoKind::fattree;
+  if (kind == "dragonfly") return TopoKind::dragonfly;
+  if (kind == "torus") return TopoKind::torus;
+  fail(ErrorKind::invalid_argument, "unknown topology '" + kind + "'");
 }
 
 nb::dict result_dict(SimResult&& r) {
@@ -99,6 +82,8 @@ nb::dict result_dict(SimResult&& r) {
   d["load_cpu_seconds"] = r.load_cpu_seconds;
   d["run_cpu_seconds"] = r.run_cpu_seconds;
   d["memory_bytes"] = r.memory_bytes;
+  d["programs"] = r.programs;
+  d["peak_ranks_held"] = r.peak_ranks_held;
   d["finish"] = to_numpy(std::move(r.finish));
   d["makespans"] = to_numpy(std::move(r.makespans));
   if (!r.op_start.empty() || !r.rank_op_begin.empty()) {
@@ -117,46 +102,133 @@ nb::dict result_dict(SimResult&& r) {
 }  // namespace
 
 void bind_sim(nb::module_& m) {
+  // The model's parameters, declared once in sim/model.hpp: name, unit, meaning, default, and
+  // the models that use each.
+  m.def("model_params", [] {
+    nb::list out;
+    const ModelParams defaults;
+    for (const ParamInfo& i : model_params()) {
+      nb::dict d;
+      d["name"] = std::string(i.name);
+      d["unit"] = std::string(i.unit);
+      d["doc"] = std::string(i.doc);
+      d["default"] = defaults.*i.field;
+      nb::list models;
+      for (int k = 0; k < 5; ++k)
+        if (i.models & model_bit(static_cast<ModelKind>(k)))
+          models.append(std::string(to_string(static_cast<ModelKind>(k))));
+      d["models"] = models;
+      out.append(d);
+    }
+    return out;
+  });
+
+  // The options of a run, one object (what collkit.simulate fills from its typed arguments).
+  nb::class_<SimOptions>(m, "SimOptions")
+      .def(nb::init<>())
+      .def(
+          "set_model",
+          [](SimOptions& o, const std::string& name, const nb::dict& params) {
+            o.model = model(name, params);
+          },
+          nb::arg("name"), nb::arg("params"), "Model by name; params by their names (ns, B).")
+      .def(
+          "set_noise",
+          [](SimOptions& o, const std::string& kind, double a, double b,
+             std::vector<double> samples) {
+            o.noise = distribution(kind, a, b, std::move(samples));
+            validate(o.noise, "noise");
+          },
+          nb::arg("kind"), nb::arg("a") = 0.0, nb::arg("b") = 0.0,
+          nb::arg("samples") = std::vector<double>{})
+      .def(
+          "set_skew",
+          [](SimOptions& o, const std::string& kind, double a, double b,
+             std::vector<double> samples) {
+            o.skew = distribution(kind, a, b, std::move(samples));
+            validate(o.skew, "skew");
+          },
+          nb::arg("kind"), nb::arg("a") = 0.0, nb::arg("b") = 0.0,
+          nb::arg("samples") = std::vector<double>{})
+      .def(
+          "set_topology",
+          [](SimOptions& o, const std::string& kind, int64_t ranks_per_node, double intra,
+             double hop, double global, int64_t k, int64_t p, int64_t a, std::vector<int64_t> dims,
+             double link) {
+            Topology t;
+            t.kind = topo_kind(kind);
+            t.ranks_per_node = ranks_per_node;
+            t.intra = intra;
+            t.hop = hop;
+            t.global = global;
+            t.k = k;
+            t.p = p;
+            t.a = a;
+            t.dims = std::move(dims);
+            t.link = link;
+            o.topology = std::move(t);
+          },
+          nb::arg("kind"), nb::arg("ranks_per_node") = 1, nb::arg("intra") = 0.0,
+          nb::arg("hop") = 0.0, nb::arg("global_") = 0.0, nb::arg("k") = 2, nb::arg("p") = 1,
+          nb::arg("a") = 1, nb::arg("dims") = std::vector<int64_t>{}, nb::arg("link") = 0.0)
+      .def_rw("trials", &SimOptions::trials)
+      .def_rw("seed", &SimOptions::seed)
+      .def_rw("record", &SimOptions::record);
+
   m.def(
       "simulate",
       [](nb::object source, int64_t P, int64_t count, int32_t elem_size, int64_t root,
-         const std::string& model_name, const nb::dict& params, const std::string& noise_kind,
-         double noise_a, double noise_b, std::vector<double> noise_samples,
-         const std::string& skew_kind, double skew_a, double skew_b,
-         std::vector<double> skew_samples, const nb::dict& topo, int64_t trials, uint64_t seed,
-         bool record) {
-        SimOptions o;
-        o.model = model(model_name, params);
-        o.noise = distribution(noise_kind, noise_a, noise_b, std::move(noise_samples));
-        o.skew = distribution(skew_kind, skew_a, skew_b, std::move(skew_samples));
-        o.topology = topology(topo);
-        o.trials = trials;
-        o.seed = seed;
-        o.record = record;
+         const SimOptions& o) {
+        SimResult r;
         if (nb::isinstance<Schedule>(source)) {
           const Schedule& s = nb::cast<const Schedule&>(source);
-          SimResult r;
-          {
-            nb::gil_scoped_release release;
-            r = simulate(s, o);
-          }
-          return result_dict(std::move(r));
-        }
-        const Algorithm& a = nb::cast<const Algorithm&>(source);
-        Bound b = a.bind(P, count, elem_size, root);
-        SimResult r;
-        {
+          nb::gil_scoped_release release;
+          r = simulate(s, o);
+        } else {
+          const Algorithm& a = nb::cast<const Algorithm&>(source);
+          Bound b = a.bind(P, count, elem_size, root);
           nb::gil_scoped_release release;
           r = simulate(b, o);
         }
         return result_dict(std::move(r));
       },
       nb::arg("source"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"), nb::arg("root"),
-      nb::arg("model"), nb::arg("params"), nb::arg("noise_kind"), nb::arg("noise_a"),
-      nb::arg("noise_b"), nb::arg("noise_samples"), nb::arg("skew_kind"), nb::arg("skew_a"),
-      nb::arg("skew_b"), nb::arg("skew_samples"), nb::arg("topology"), nb::arg("trials"),
-      nb::arg("seed"), nb::arg("record"),
+      nb::arg("options"),
       "Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root). Times in ns.");
+
+  m.def(
+      "simulate_text_file",
+      [](const std::string& path, const SimOptions& o) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+          fail(ErrorKind::invalid_argument, "cannot read " + path + ": " + std::strerror(errno));
+        ScheduleHeader header;
+        SimResult r;
+        {
+          nb::gil_scoped_release release;
+          r = simulate_stream(
+              [&](const auto& on_header, const auto& on_rank) {
+                read_text(
+                    in,
+                    [&](const ScheduleHeader& h) {
+                      header = h;
+                      on_header(h);
+                    },
+                    on_rank);
+              },
+              o);
+        }
+        nb::dict d = result_dict(std::move(r));
+        d["collective"] = std::string(to_string(header.collective));
+        d["algorithm"] = header.algorithm;
+        d["count"] = header.count;
+        d["elem_size"] = header.elem_size;
+        d["root"] = header.root;
+        return d;
+      },
+      nb::arg("path"), nb::arg("options"),
+      "Simulate a schedule in the text form, parsed from the file as it is read (rank by rank: "
+      "memory of the ranks' distinct programs, not of the file).");
 }
 
 }  // namespace collkit::py

@@ -27,6 +27,7 @@
 #include <string_view>
 
 #include "collkit/schedule.hpp"
+#include "collkit/text.hpp"
 
 namespace collkit {
 
@@ -37,6 +38,10 @@ struct GoalOptions {
 };
 
 std::string to_goal(const Schedule& s, const GoalOptions& options = {});
+// The same text, handed to `sink` piece by piece as each rank's program is read from `rank`
+// (ranks 0 .. P-1 in order): memory of one rank's program, whatever P.
+void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sink,
+                const GoalOptions& options = {});
 // Throws Error(format) "line L, column C: ..." for malformed or unrepresentable input.
 Schedule from_goal(std::string_view text);
 

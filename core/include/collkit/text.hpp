@@ -20,6 +20,8 @@
 // `after` lists the ops of the same rank this op waits on; `stage` is omitted when 0.
 // '#' starts a comment. docs/schedule-formats.md describes the grammar in full.
 #pragma once
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -27,7 +29,14 @@
 
 namespace collkit {
 
+// Where a streaming writer reads each rank's program (ranks 0 .. P-1 in order; the view may be
+// overwritten by the next call) and where it writes its text.
+using RankSource = std::function<RankView(int64_t)>;
+using Sink = std::function<void(std::string_view)>;
+
 std::string to_text(const Schedule& s);
+// The same text, rank by rank into `sink`: memory of one rank's program, whatever P.
+void write_text(const ScheduleHeader& h, const RankSource& rank, const Sink& sink);
 // One rank's block ("rank R scratch ..." and its op lines), as it appears in to_text.
 std::string rank_to_text(const ScheduleHeader& h, const RankView& r);
 // The header lines (from "# collkit schedule v1" to "root R"), as they appear in to_text.
@@ -39,6 +48,10 @@ std::string header_to_text(const ScheduleHeader& h);
 // dependencies on ops the rank does not have). Regions outside their buffers, cycles and
 // unmatched messages are the verifier's to report, not the parser's.
 Schedule from_text(std::string_view text);
+// The same parser reading a stream line by line: `on_header` once, then `on_rank` for each rank
+// in order as its block ends. Memory of one rank's program, whatever P.
+void read_text(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
+               const std::function<void(const RankView&)>& on_rank);
 
 // The same checks as from_text, for a Schedule built another way (JSON, arrays): throws
 // Error(format) naming the rank and op of the first field the text form could not express.

@@ -57,8 +57,8 @@ void write_label_dep(std::string& out, size_t i, OpId d) {
 
 }  // namespace
 
-std::string to_goal(const Schedule& s, const GoalOptions& o) {
-  const ScheduleHeader& h = s.header;
+void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sink,
+                const GoalOptions& o) {
   std::string out =
       "// GOAL schedule for LogGOPSim, written by collkit. The \"// collkit:\" lines carry what\n"
       "// GOAL cannot say (buffers, offsets, reduce sides, stages); collkit reads them back.\n";
@@ -77,12 +77,15 @@ std::string to_goal(const Schedule& s, const GoalOptions& o) {
   io::write_int(out, h.P);
   out.push_back('\n');
 
-  // Sequence numbers of messages per peer, reset through `touched` so a rank costs O(its ops).
-  const size_t P = static_cast<size_t>(std::max<int64_t>(h.P, 0));
-  std::vector<uint32_t> sent(P, 0), received(P, 0);
-  std::vector<size_t> touched, deferred;
-  for (int64_t r = 0; r < s.num_ranks(); ++r) {
-    RankView v = s.rank(r);
+  // Sequence numbers of messages per peer of the rank being written: memory of one rank's ops,
+  // whatever P, so that a schedule streams from its generator to a file.
+  std::unordered_map<int64_t, std::pair<uint32_t, uint32_t>> seqs;  // peer -> sent, received
+  std::vector<size_t> deferred;
+  for (int64_t r = 0; r < h.P; ++r) {
+    sink(out);
+    out.clear();
+    RankView v = rank(r);
+    seqs.clear();
     out += "\nrank ";
     io::write_int(out, r);
     out += " {\n";
@@ -117,12 +120,9 @@ std::string to_goal(const Schedule& s, const GoalOptions& o) {
         out += op.kind == OpKind::send ? "b to " : "b from ";
         io::write_int(out, op.peer);
         uint32_t tag = 0;
-        if (op.peer >= 0 && static_cast<size_t>(op.peer) < P) {
-          auto& seq = op.kind == OpKind::send ? sent : received;
-          if (sent[static_cast<size_t>(op.peer)] == 0 &&
-              received[static_cast<size_t>(op.peer)] == 0)
-            touched.push_back(static_cast<size_t>(op.peer));
-          tag = seq[static_cast<size_t>(op.peer)]++;
+        if (op.peer >= 0 && op.peer < h.P) {
+          auto& seq = seqs[op.peer];
+          tag = (op.kind == OpKind::send ? seq.first : seq.second)++;
         }
         out += " tag ";
         io::write_int(out, tag);
@@ -147,9 +147,15 @@ std::string to_goal(const Schedule& s, const GoalOptions& o) {
     for (size_t i : deferred)
       for (OpId d : v.deps_of(i)) write_label_dep(out, i, d);
     out += "}\n";
-    for (size_t p : touched) sent[p] = received[p] = 0;
-    touched.clear();
   }
+  sink(out);
+}
+
+std::string to_goal(const Schedule& s, const GoalOptions& o) {
+  if (!s.complete()) fail(ErrorKind::invalid_argument, "the schedule does not hold all P ranks");
+  std::string out;
+  write_goal(
+      s.header, [&](int64_t r) { return s.rank(r); }, [&](std::string_view t) { out += t; }, o);
   return out;
 }
 
@@ -420,11 +426,23 @@ class GoalParser {
           sc.fail_msg(tb, "tag " + std::to_string(op.tag) + " is not in [0, " +
                               std::to_string(kMaxTag) + "]");
       } else if (!seen_cpu && sc.accept("cpu")) {
-        seen_cpu = true;  // collkit's ops run when their dependencies complete: cpu is dropped
-        sc.integer("a cpu number", 0, INT64_MAX);
+        // collkit simulates one CPU (and one NIC) per rank: an op on another one would overlap
+        // in LogGOPSim and not here, so it is refused rather than run differently.
+        seen_cpu = true;
+        sc.skip_ws();
+        size_t cb = sc.pos();
+        if (sc.integer("a cpu number", 0, INT64_MAX) != 0)
+          sc.fail_msg(cb,
+                      "'cpu N' with N > 0 (several CPUs per host) is not simulated by collkit, "
+                      "which runs every op of a rank on one CPU; only cpu 0 is accepted");
       } else if (!seen_nic && sc.accept("nic")) {
-        seen_nic = true;  // likewise the nic
-        sc.integer("a nic number", 0, INT64_MAX);
+        seen_nic = true;
+        sc.skip_ws();
+        size_t nb = sc.pos();
+        if (sc.integer("a nic number", 0, INT64_MAX) != 0)
+          sc.fail_msg(nb,
+                      "'nic N' with N > 0 (several NICs per host) is not simulated by collkit; "
+                      "only nic 0 is accepted");
       } else {
         sc.set_pos(ob);
         sc.fail_here(op.kind == GoalKind::calc ? "'cpu', 'nic' or end of line"

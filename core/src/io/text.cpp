@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
+#include <istream>
 
 #include "collkit/error.hpp"
 #include "scanner.hpp"
@@ -335,6 +337,11 @@ std::string to_text(const Schedule& s) {
   return out;
 }
 
+void write_text(const ScheduleHeader& h, const RankSource& rank, const Sink& sink) {
+  sink(header_to_text(h));
+  for (int64_t r = 0; r < h.P; ++r) sink(rank_to_text(h, rank(r)));
+}
+
 namespace {
 
 // A dependency as written, kept until the rank's op count is known.
@@ -342,63 +349,66 @@ struct PendingDep {
   int64_t line, column;
 };
 
+// Line by line, so that a file streams through it: each rank goes to `on_rank` as its block
+// ends (after `on_header` once the header is complete), and nothing else is kept.
 class TextParser {
  public:
-  explicit TextParser(std::string_view text) : lines_(text) {}
+  using OnHeader = std::function<void(const ScheduleHeader&)>;
+  using OnRank = std::function<void(const RankView&)>;
+  TextParser(OnHeader on_header, OnRank on_rank)
+      : on_header_(std::move(on_header)), on_rank_(std::move(on_rank)) {}
 
-  Schedule parse() {
-    std::string_view line;
-    bool in_header = true;
-    while (lines_.next(line)) {
-      Scanner sc(line, lines_.number(), "#");
-      if (line.starts_with(io::kMagic)) {
-        std::string_view v = line.substr(io::kMagic.size());
-        v = v.substr(0, std::min(v.size(), v.find_first_of(" \t#")));
-        if (v != "1")
-          sc.fail_msg(io::kMagic.size(), "unsupported format version 'v" + Scanner::printable(v) +
-                                             "' (this collkit reads v1)");
-        continue;
-      }
-      if (sc.at_end()) continue;
-      if (in_header) {
-        if (hr_.line(sc)) continue;
-        if (!sc.accept("rank"))
-          sc.fail_here(
-              "a header line (collective, algorithm, P, count, elem_size, root) or 'rank'");
-        hr_.finish(sc, 0);
-        in_header = false;
-        s_ = Schedule(hr_.h);
-        start_rank(sc);
-        continue;
-      }
-      if (sc.accept("rank")) {
-        end_rank();
-        start_rank(sc);
-        continue;
-      }
-      op_line(sc);
+  void line(std::string_view line, int64_t number) {
+    last_line_ = number;
+    Scanner sc(line, number, "#");
+    if (line.starts_with(io::kMagic)) {
+      std::string_view v = line.substr(io::kMagic.size());
+      v = v.substr(0, std::min(v.size(), v.find_first_of(" \t#")));
+      if (v != "1")
+        sc.fail_msg(io::kMagic.size(), "unsupported format version 'v" + Scanner::printable(v) +
+                                           "' (this collkit reads v1)");
+      return;
     }
-    Scanner eof("", lines_.number() + 1);
-    if (in_header)
+    if (sc.at_end()) return;
+    if (in_header_) {
+      if (hr_.line(sc)) return;
+      if (!sc.accept("rank"))
+        sc.fail_here("a header line (collective, algorithm, P, count, elem_size, root) or 'rank'");
+      hr_.finish(sc, 0);
+      in_header_ = false;
+      h_ = hr_.h;
+      on_header_(h_);
+      start_rank(sc);
+      return;
+    }
+    if (sc.accept("rank")) {
+      end_rank();
+      start_rank(sc);
+      return;
+    }
+    op_line(sc);
+  }
+
+  void finish() {
+    Scanner eof("", last_line_ + 1);
+    if (in_header_)
       eof.fail_msg(0,
                    "expected a header ('collective', 'P', 'count', ...) and 'rank 0', found "
                    "the end of the text");
     end_rank();
-    if (s_.num_ranks() != s_.header.P)
-      eof.fail_msg(0, "expected 'rank " + std::to_string(s_.num_ranks()) +
-                          "', found the end of the text (P = " + std::to_string(s_.header.P) +
+    if (ranks_ != h_.P)
+      eof.fail_msg(0, "expected 'rank " + std::to_string(ranks_) +
+                          "', found the end of the text (P = " + std::to_string(h_.P) +
                           " ranks are needed)");
-    return std::move(s_);
   }
 
  private:
   void start_rank(Scanner& sc) {
-    int64_t expected = s_.num_ranks();
-    if (expected >= s_.header.P) {
+    int64_t expected = ranks_;
+    if (expected >= h_.P) {
       sc.skip_ws();
-      sc.fail_msg(sc.pos(),
-                  "rank " + std::to_string(expected) +
-                      " is one too many: the header says P = " + std::to_string(s_.header.P));
+      sc.fail_msg(sc.pos(), "rank " + std::to_string(expected) +
+                                " is one too many: the header says P = " + std::to_string(h_.P));
     }
     sc.integer("rank " + std::to_string(expected) + " (ranks come in order, from 0)", expected,
                expected);
@@ -421,7 +431,7 @@ class TextParser {
     int64_t i = static_cast<int64_t>(p_.ops.size());
     sc.integer("op index " + std::to_string(i), i, i);
     sc.expect(":", "':' after the op index");
-    Op op = io::parse_op_body(sc, s_.header.P, p_.scratch.size());
+    Op op = io::parse_op_body(sc, h_.P, p_.scratch.size());
     tmp_.clear();
     uint16_t stage = 0;
     bool seen_after = false, seen_stage = false;
@@ -459,13 +469,17 @@ class TextParser {
                                     std::to_string(p_.rank) + " has " + std::to_string(n) + " ops");
       }
     }
-    s_.append_rank(p_.view());
+    on_rank_(p_.view());
+    ++ranks_;
     open_ = false;
   }
 
-  io::Lines lines_;
+  OnHeader on_header_;
+  OnRank on_rank_;
   io::HeaderReader hr_;
-  Schedule s_;
+  ScheduleHeader h_;
+  bool in_header_ = true;
+  int64_t ranks_ = 0, last_line_ = 0;
   RankProgram p_;
   std::vector<OpId> tmp_;
   std::vector<PendingDep> deps_;
@@ -476,7 +490,29 @@ class TextParser {
 
 Schedule from_text(std::string_view text) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
-  return TextParser(text).parse();
+  Schedule s;
+  TextParser parser([&](const ScheduleHeader& h) { s = Schedule(h); },
+                    [&](const RankView& r) { s.append_rank(r); });
+  io::Lines lines(text);
+  std::string_view line;
+  while (lines.next(line)) parser.line(line, lines.number());
+  parser.finish();
+  return s;
+}
+
+void read_text(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
+               const std::function<void(const RankView&)>& on_rank) {
+  TextParser parser(on_header, on_rank);
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(in, line)) {
+    std::string_view v = line;
+    if (number == 0 && v.starts_with("\xEF\xBB\xBF")) v.remove_prefix(3);
+    if (!v.empty() && v.back() == '\r') v.remove_suffix(1);
+    parser.line(v, ++number);
+  }
+  if (in.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number));
+  parser.finish();
 }
 
 void check_fields(const Schedule& s) {

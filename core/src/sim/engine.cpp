@@ -2,10 +2,13 @@
 #include "collkit/sim/engine.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -20,42 +23,96 @@ using detail::Event;
 using detail::EventQueue;
 
 constexpr uint32_t kMsgBit = 0x80000000u;  // in a recv's pending count: its message is missing
+constexpr uint16_t kMsgBit16 = 0x8000u;    // the same in a narrow (16-bit) counter
+constexpr uint32_t kMaxNarrowDeps = 0x7fffu;
 constexpr uint64_t kNone = UINT64_MAX;
 constexpr uint32_t kMaxRankOps = 1u << 29;
 constexpr uint32_t kSeqMask = kMaxRankOps - 1;
+constexpr uint32_t kAddMode = 0x80000000u;  // in RankState::tmpl: peers are (peer - rank) mod P
+constexpr uint32_t kUnset = UINT32_MAX;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kDeliver = 3 };
 
-// An op as the engine needs it, with its trial state beside it so that handling an op touches
-// one cache line: 32 bytes.
-struct SimOp {
+// An op of a program as the engine needs it: 32 bytes. The peer is kept relative to the rank,
+// both as an XOR distance and as a distance mod P: most collectives' ranks run the same program
+// up to one of these relabellings (recursive doubling and halving, binomial trees in XOR; rings,
+// Bruck, dissemination mod P), so one copy serves every rank that runs it.
+struct TOp {
   double amount;      // send / recv: bytes; local ops: ns
-  int32_t peer;       // send / recv
+  int32_t xdelta;     // send / recv: peer ^ rank
+  int32_t adelta;     // send / recv: (peer - rank) mod P
   uint32_t kind_seq;  // kind << 29 | sequence number of a send among this rank's sends to `peer`
-  uint32_t pending;   // deps not yet complete, | kMsgBit for a recv whose message is missing
-  uint32_t match;     // send: op index of its receive at `peer`; recv: of its send (see link)
+  uint32_t pending;   // deps, | kMsgBit for a recv
   // Its successors (ops of its rank) in op order, inline as most ops have at most two:
-  // kNoSucc for none; {kOverflow, i}: the list is overflow_[i + 1 .. i + overflow_[i]].
+  // kNoSucc for none; {kOverflow, i}: the list is overflow[i + 1 .. i + overflow[i]] of the
+  // program.
   uint32_t succ[2];
   OpKind kind() const { return static_cast<OpKind>(kind_seq >> 29); }
   uint32_t seq() const { return kind_seq & kSeqMask; }
 };
-static_assert(sizeof(SimOp) == 32);
-constexpr uint32_t kHole = 7u << 29;  // kind of a slot no op fills (see Engine::g)
+static_assert(sizeof(TOp) == 32);
 constexpr uint32_t kNoSucc = UINT32_MAX;
-constexpr uint32_t kOverflow = UINT32_MAX - 1;  // op indices stay below 2^29
+constexpr uint32_t kOverflow = UINT32_MAX - 1;
 
-// Ranks are stored in blocks of kBlock: op i of the ranks of a block sit side by side. The ranks
-// of a collective mostly do the same step at the same time, so the engine walks memory in order
-// where a rank-by-rank layout would touch one line per rank, kilobytes apart.
-constexpr int kBlockShift = 6;
-constexpr uint32_t kBlock = 1u << kBlockShift;
-
-struct RecvKey {  // a rank's receives sorted by (peer, op): the k-th from q is at lower_bound + k
-  int32_t peer;
+struct RecvKey {  // a program's receives sorted by (relative peer, op)
+  int32_t delta;
   uint32_t op;
-  bool operator<(const RecvKey& o) const { return peer != o.peer ? peer < o.peer : op < o.op; }
+  bool operator<(const RecvKey& o) const { return delta != o.delta ? delta < o.delta : op < o.op; }
+};
+
+// One distinct program: where its ops, successor overflow and receive indexes lie.
+struct Program {
+  uint64_t op_begin, overflow_begin, recv_begin, dep_begin, deps_begin;
+  uint32_t n, n_deps, n_recv;
+  bool wide;         // some op has more deps than a 16-bit counter holds
+  uint32_t next[2];  // the next program with the same hash (XOR, add mode)
+};
+
+// What a rank's program is compared on, op by op (with its deps).
+struct OpKey {
+  double amount;  // as in TOp; -1 for a negative length
+  int32_t xdelta, adelta;
+  uint32_t kind;
+};
+
+// Per rank, during a trial: 48 bytes that an event of the rank touches together.
+struct RankState {
+  double cpu_free, port_free, recv_free, finish;
+  uint8_t* pend;  // its pending counters (uint16_t, or uint32_t for a wide program); null: none
+  uint32_t done;  // ops completed
+  uint8_t started;
+};
+
+// Where ranks' pending counters live: chunks that never move (a growing array would copy, and
+// for a moment hold, everything twice), so a block is a plain pointer.
+class CounterPool {
+ public:
+  static constexpr size_t kChunk = size_t{16} << 20;
+  uint8_t* allocate(size_t bytes) {
+    bytes = (bytes + 7) & ~size_t{7};
+    if (bytes > kChunk) {  // a program larger than a chunk gets its own
+      big_.emplace_back(new uint8_t[bytes]);
+      return big_.back().get();
+    }
+    if (chunks_.empty() || used_ + bytes > kChunk) {
+      if (++current_ >= chunks_.size()) chunks_.emplace_back(new uint8_t[kChunk]);
+      used_ = 0;
+    }
+    uint8_t* p = chunks_[current_].get() + used_;
+    used_ += bytes;
+    return p;
+  }
+  void reset() {  // keeps the chunks for the next trial
+    current_ = SIZE_MAX;
+    used_ = kChunk;
+    big_.clear();
+  }
+  size_t memory_bytes() const { return chunks_.size() * kChunk; }
+
+ private:
+  std::vector<std::unique_ptr<uint8_t[]>> chunks_, big_;
+  size_t current_ = SIZE_MAX, used_ = kChunk;
 };
 
 struct Rendezvous {  // a large message delivered, its send waiting for the receive to complete
@@ -71,10 +128,22 @@ double cpu_now() {
   return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
 }
 
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+uint64_t key(uint32_t r, uint32_t i) {
+  return uint64_t{r} << 32 | i;
+}
+
+// Where the engine gets rank r's program: a Schedule's view, or the generator's output.
+using Source = std::function<RankView(int64_t)>;
+
 class Engine {
  public:
-  Engine(const ScheduleHeader& h, const SimOptions& opt)
-      : h_(h), opt_(opt), m_(normalized(opt.model)), P_(h.P) {
+  Engine(const ScheduleHeader& h, const SimOptions& opt, Source source)
+      : h_(h), opt_(opt), m_(normalized(opt.model)), P_(h.P), source_(std::move(source)) {
     if (h.P < 1 || h.P > kMaxP) fail(ErrorKind::invalid_argument, "P must be in [1, 2^31]");
     if (h.elem_size < 1) fail(ErrorKind::invalid_argument, "element size must be >= 1 byte");
     if (opt.trials < 1 || opt.trials > 1000000)
@@ -84,247 +153,357 @@ class Engine {
     validate(opt.topology, h.P);
     has_topology_ = opt.topology.kind != TopoKind::none || opt.topology.intra > 0;
     has_noise_ = opt.noise.kind != DistKind::none;
-    rank_op_begin_.reserve(static_cast<size_t>(P_) + 1);
-    block_begin_.reserve(static_cast<size_t>(P_ >> kBlockShift) + 2);
-    block_begin_.push_back(0);
-    rank_recv_begin_.reserve(static_cast<size_t>(P_) + 1);
-    rank_op_begin_.push_back(0);
-    rank_recv_begin_.push_back(0);
+    congestion_ = opt.topology.link > 0;
+    tmpl_.assign(static_cast<size_t>(P_), kUnset);
+    rank_.resize(static_cast<size_t>(P_));
   }
 
-  void reserve(size_t ops, size_t deps, size_t recvs) {
-    ops_.reserve(ops);
-    if (opt_.trials > 1) ndeps_.reserve(ops);
-    (void)deps;
-    recv_index_.reserve(recvs);
+  SimResult run() {
+    SimResult res;
+    res.P = P_;
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_now();
+    if (opt_.record) {  // recording numbers ops rank by rank: every program is needed first
+      rank_op_begin_.assign(1, 0);
+      for (uint32_t r = 0; r < P_; ++r) {
+        if (tmpl_[r] == kUnset) intern(r);
+        rank_op_begin_.push_back(rank_op_begin_.back() + prog(r).n);
+      }
+      gen_seconds_ = elapsed(t0);
+      gen_cpu_seconds_ = cpu_now() - c0;
+    }
+    for (int64_t trial = 0; trial < opt_.trials; ++trial) {
+      const bool record = opt_.record && trial == 0;
+      run_trial(static_cast<uint64_t>(trial), record);
+      double makespan = 0;
+      for (const RankState& s : rank_) makespan = std::max(makespan, s.finish);
+      if (!std::isfinite(makespan))
+        fail(ErrorKind::invalid_argument,
+             "the makespan overflowed to infinity: a model parameter, size or duration is too "
+             "large for double-precision nanoseconds");
+      res.makespans.push_back(makespan);
+      res.events += static_cast<int64_t>(total_ops_) + messages_;
+      if (trial == 0) {
+        res.finish.resize(rank_.size());
+        for (size_t r = 0; r < rank_.size(); ++r) res.finish[r] = rank_[r].finish;
+        res.messages = messages_;
+        res.bytes = static_cast<int64_t>(bytes_);
+        res.ops = static_cast<int64_t>(total_ops_);
+        res.programs = static_cast<int64_t>(progs_.size());
+        res.peak_ranks_held = peak_held_;
+      }
+      if (record) {
+        res.rank_op_begin.assign(rank_op_begin_.begin(), rank_op_begin_.end());
+        res.critical_path = critical_path(op_end_, cause_);
+        res.op_start = std::move(op_start_);
+        res.op_end = std::move(op_end_);
+        res.msg_send = std::move(msg_send_);
+        res.msg_recv = std::move(msg_recv_);
+        res.msg_depart = std::move(msg_depart_);
+        res.msg_arrive = std::move(msg_arrive_);
+      }
+    }
+    res.run_seconds = elapsed(t0) - gen_seconds_;
+    res.run_cpu_seconds = cpu_now() - c0 - gen_cpu_seconds_;
+    res.load_seconds = gen_seconds_;
+    res.load_cpu_seconds = gen_cpu_seconds_;
+    res.memory_bytes = memory_bytes();
+    return res;
   }
 
-  // Reads one rank's program (ranks in order) into the compact form.
-  void load_rank(const RankView& v) {
-    const int64_t r = loaded();
-    if (v.rank != r) fail(ErrorKind::invalid_argument, "ranks must be loaded in order");
+ private:
+  // --- programs ------------------------------------------------------------------------------
+  const Program& prog(uint32_t r) const { return progs_[tmpl_[r] & ~kAddMode]; }
+  const TOp& op(const Program& p, uint32_t i) const { return t_ops_[p.op_begin + i]; }
+  uint64_t gidx(uint32_t r, uint32_t i) const { return rank_op_begin_[r] + i; }
+
+  // Reads rank r's program (generating it) and finds, or adds, its distinct program. The
+  // program the previous rank matched is tried first (neighbours mostly run the same one), then
+  // those with the same hash; only a program never seen is checked and built in full.
+  void intern(uint32_t r) { intern_view(r, source_(r)); }
+
+ public:
+  // Interns rank r's program from a view (ranks fed in order by a reader).
+  void intern_view(uint32_t r, const RankView& v) {
+    if (r >= static_cast<uint64_t>(P_) || tmpl_[r] != kUnset)
+      fail(ErrorKind::invalid_argument, "rank " + std::to_string(r) + " read twice or past P");
+    if (v.rank != r) fail(ErrorKind::invalid_argument, "ranks must be read in order");
     if (v.size() >= kMaxRankOps)
       fail(ErrorKind::unsupported, "rank " + std::to_string(r) + " has more than 2^29 ops");
     const uint32_t n = static_cast<uint32_t>(v.size());
-    auto where = [&](uint32_t i) {
-      return "rank " + std::to_string(r) + " op " + std::to_string(i) + " (" +
-             std::string(to_string(v.ops[i].kind)) + ")";
-    };
+    key_of(v, r);
+    uint32_t found = kUnset;
+    if (last_ != kUnset) {
+      const uint32_t t = last_ & ~kAddMode;
+      if (same(progs_[t], v, 0))
+        found = t;
+      else if (same(progs_[t], v, 1))
+        found = t | kAddMode;
+    }
+    for (uint32_t mode = 0; mode < 2 && found == kUnset; ++mode) {
+      auto it = index_.find(hash(v, mode));
+      for (uint32_t t = it == index_.end() ? kUnset : it->second; t != kUnset;
+           t = progs_[t].next[mode])
+        if (same(progs_[t], v, mode)) {
+          found = t | (mode ? kAddMode : 0);
+          break;
+        }
+    }
+    if (found == kUnset) found = add_program(v, r);
+    tmpl_[r] = last_ = found;
+    total_ops_ += n;
+  }
+
+ private:
+  // The key of each op of rank r that a program is compared on (cost, kind, deps, peer both
+  // ways); peers are checked here, everything else of a new program in add_program.
+  void key_of(const RankView& v, uint32_t r) {
+    const uint32_t n = static_cast<uint32_t>(v.size());
+    const double esize = static_cast<double>(h_.elem_size);
+    key_.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const Op& o = v.ops[i];
+      OpKey& k = key_[i];
+      const double len = static_cast<double>(o.len);
+      k.kind = static_cast<uint32_t>(o.kind);
+      k.xdelta = k.adelta = 0;
+      switch (o.kind) {
+        case OpKind::send:
+        case OpKind::recv:
+          // A message to itself is a message like any other (MPI allows it; the verifier too).
+          if (o.peer < 0 || o.peer >= P_)
+            fail(ErrorKind::invalid_argument, where(v, i) + " has peer " + std::to_string(o.peer) +
+                                                  ", not a rank of P = " + std::to_string(P_));
+          k.amount = len * esize;
+          k.xdelta = static_cast<int32_t>(static_cast<uint32_t>(o.peer) ^ r);
+          k.adelta = static_cast<int32_t>(o.peer >= static_cast<int64_t>(r)
+                                              ? o.peer - r
+                                              : o.peer + P_ - static_cast<int64_t>(r));
+          break;
+        case OpKind::reduce:
+          k.amount = m_.reduce_base + m_.gamma * len * esize;
+          break;
+        case OpKind::copy:
+          k.amount = m_.copy_beta * len * esize;
+          break;
+        default:
+          k.amount = len;
+      }
+      if (o.len < 0) k.amount = -1;  // refused in add_program
+    }
+  }
+
+  static std::string where(const RankView& v, uint32_t i) {
+    return "rank " + std::to_string(v.rank) + " op " + std::to_string(i) + " (" +
+           std::string(to_string(v.ops[i].kind)) + ")";
+  }
+
+  uint64_t hash(const RankView& v, uint32_t mode) const {
+    uint64_t h = mode ? 0x7654321 : 0x1234567;
+    for (const OpKey& k : key_)
+      h = mix(mix(h, std::bit_cast<uint64_t>(k.amount) ^ k.kind),
+              static_cast<uint32_t>(mode ? k.adelta : k.xdelta));
+    for (uint32_t x : v.dep_begin) h = mix(h, x);
+    for (OpId d : v.deps) h = mix(h, d);
+    return h;
+  }
+
+  bool same(const Program& p, const RankView& v, uint32_t mode) const {
+    const uint32_t n = static_cast<uint32_t>(v.size());
+    if (p.n != n || p.n_deps != v.deps.size()) return false;
+    const TOp* a = t_ops_.data() + p.op_begin;  // data(): a program may have no ops
+    for (uint32_t i = 0; i < n; ++i) {
+      const TOp& x = a[i];
+      const OpKey& y = key_[i];
+      if (x.amount != y.amount || (x.kind_seq >> 29) != y.kind ||
+          (mode ? x.adelta != y.adelta : x.xdelta != y.xdelta))
+        return false;
+    }
+    return std::equal(v.dep_begin.begin(), v.dep_begin.end(),
+                      t_dep_begin_.begin() + static_cast<std::ptrdiff_t>(p.dep_begin)) &&
+           std::equal(v.deps.begin(), v.deps.end(),
+                      t_deps_.begin() + static_cast<std::ptrdiff_t>(p.deps_begin));
+  }
+
+  // Checks a program never seen and adds it: successor lists, send sequence numbers, receive
+  // indexes.
+  uint32_t add_program(const RankView& v, uint32_t r) {
+    if (progs_.size() >= kAddMode - 1) fail(ErrorKind::unsupported, "too many distinct programs");
+    const uint32_t n = static_cast<uint32_t>(v.size());
     // Successor lists, each in increasing op order so that ties resolve in program order.
     tmp_count_.assign(n + 1, 0);
     tmp_succ_end_.resize(n);
-    for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t i = 0; i < n; ++i) {
+      if (v.ops[i].len < 0)
+        fail(ErrorKind::invalid_argument, where(v, i) + " has a negative length");
+      if (static_cast<uint8_t>(v.ops[i].kind) > static_cast<uint8_t>(OpKind::sleep))
+        fail(ErrorKind::invalid_argument,
+             "rank " + std::to_string(r) + " op " + std::to_string(i) + " has an unknown kind");
       for (OpId d : v.deps_of(i)) {
         if (d >= n || d == i)
-          fail(ErrorKind::invalid_argument, where(i) + " depends on op " + std::to_string(d) +
+          fail(ErrorKind::invalid_argument, where(v, i) + " depends on op " + std::to_string(d) +
                                                 ", which is not another op of its rank");
         ++tmp_count_[d + 1];
       }
+    }
     for (uint32_t i = 0; i < n; ++i) tmp_count_[i + 1] += tmp_count_[i];
     for (uint32_t i = 0; i < n; ++i) tmp_succ_end_[i] = tmp_count_[i];  // begins
     tmp_succ_.resize(tmp_count_[n]);
     for (uint32_t i = 0; i < n; ++i)
       for (OpId d : v.deps_of(i)) tmp_succ_[tmp_count_[d]++] = i;
 
-    // Ops, send sequence numbers and the receive index.
+    Program p{};
+    p.op_begin = t_ops_.size();
+    p.overflow_begin = t_overflow_.size();
+    p.recv_begin = t_recv_[0].size();
+    p.dep_begin = t_dep_begin_.size();
+    p.deps_begin = t_deps_.size();
+    p.n = n;
+    p.n_deps = static_cast<uint32_t>(v.deps.size());
+    p.next[0] = p.next[1] = kUnset;
     tmp_sends_.clear();
-    const size_t rbase = recv_index_.size();
-    const double esize = static_cast<double>(h_.elem_size);
     for (uint32_t i = 0; i < n; ++i) {
-      const Op& op = v.ops[i];
-      if (op.len < 0) fail(ErrorKind::invalid_argument, where(i) + " has a negative length");
-      const double len = static_cast<double>(op.len);
-      SimOp s{0, op.peer, static_cast<uint32_t>(op.kind) << 29, 0, 0, {kNoSucc, kNoSucc}};
-      uint32_t pending = static_cast<uint32_t>(v.deps_of(i).size());
-      switch (op.kind) {
-        case OpKind::send:
-        case OpKind::recv:
-          if (op.peer < 0 || op.peer >= P_ || op.peer == r)
-            fail(ErrorKind::invalid_argument,
-                 where(i) + " has peer " + std::to_string(op.peer) +
-                     ", not another rank of P = " + std::to_string(P_));
-          s.amount = len * esize;
-          if (op.kind == OpKind::send) {
-            tmp_sends_.push_back({op.peer, i});
-          } else {
-            recv_index_.push_back({op.peer, i});
-            pending |= kMsgBit;
-          }
-          break;
-        case OpKind::reduce:
-          s.amount = m_.reduce_base + m_.gamma * len * esize;
-          break;
-        case OpKind::copy:
-          s.amount = m_.copy_beta * len * esize;
-          break;
-        case OpKind::compute:
-        case OpKind::sleep:
-          s.amount = len;
-          break;
-        default:
-          fail(ErrorKind::invalid_argument,
-               "rank " + std::to_string(r) + " op " + std::to_string(i) + " has an unknown kind");
-      }
-      s.pending = pending;
+      const OpKey& k = key_[i];
+      TOp s{k.amount, k.xdelta, k.adelta, k.kind << 29, 0, {kNoSucc, kNoSucc}};
+      const uint32_t ndeps = static_cast<uint32_t>(v.deps_of(i).size());
+      p.wide |= ndeps > kMaxNarrowDeps;
+      s.pending = ndeps | (v.ops[i].kind == OpKind::recv ? kMsgBit : 0);
+      if (v.ops[i].kind == OpKind::send) tmp_sends_.push_back({v.ops[i].peer, i});
       const uint32_t sb = tmp_succ_end_[i], ns = tmp_count_[i] - sb;
       if (ns <= 2) {
         for (uint32_t t = 0; t < ns; ++t) s.succ[t] = tmp_succ_[sb + t];
       } else {
-        if (overflow_.size() + ns + 1 >= kOverflow)
+        const size_t rel = t_overflow_.size() - p.overflow_begin;
+        if (rel + ns + 1 >= kOverflow)
           fail(ErrorKind::unsupported, "too many ops with more than two successors");
         s.succ[0] = kOverflow;
-        s.succ[1] = static_cast<uint32_t>(overflow_.size());
-        overflow_.push_back(ns);
-        overflow_.insert(overflow_.end(), tmp_succ_.begin() + sb, tmp_succ_.begin() + sb + ns);
+        s.succ[1] = static_cast<uint32_t>(rel);
+        t_overflow_.push_back(ns);
+        t_overflow_.insert(t_overflow_.end(), tmp_succ_.begin() + sb, tmp_succ_.begin() + sb + ns);
       }
-      staged_.push_back(s);
+      t_ops_.push_back(s);
     }
     std::sort(tmp_sends_.begin(), tmp_sends_.end());
-    const size_t obase = staged_.size() - n;
+    TOp* ops = t_ops_.data() + p.op_begin;
     for (size_t k = 0; k < tmp_sends_.size(); ++k) {
       uint32_t seq = 0;
-      if (k > 0 && tmp_sends_[k - 1].peer == tmp_sends_[k].peer)
-        seq = (staged_[obase + tmp_sends_[k - 1].op].kind_seq & kSeqMask) + 1;
-      staged_[obase + tmp_sends_[k].op].kind_seq |= seq;
+      if (k > 0 && tmp_sends_[k - 1].first == tmp_sends_[k].first)
+        seq = (ops[tmp_sends_[k - 1].second].kind_seq & kSeqMask) + 1;
+      ops[tmp_sends_[k].second].kind_seq |= seq;
     }
-    std::sort(recv_index_.begin() + static_cast<std::ptrdiff_t>(rbase), recv_index_.end());
-    rank_op_begin_.push_back(rank_op_begin_.back() + n);
-    rank_recv_begin_.push_back(recv_index_.size());
-    staged_begin_.push_back(staged_.size());
-    if (staged_begin_.size() == kBlock + 1 || loaded() == P_) flush_block();
-  }
-
-  // Writes the staged ranks of a block, op i of each side by side (holes where a rank has fewer).
-  void flush_block() {
-    const size_t nr = staged_begin_.size() - 1;
-    size_t width = 0;
-    for (size_t q = 0; q < nr; ++q)
-      width = std::max(width, staged_begin_[q + 1] - staged_begin_[q]);
-    const size_t base = ops_.size();
-    ops_.resize(base + width * kBlock, SimOp{0, -1, kHole, 0, 0, {kNoSucc, kNoSucc}});
-    for (size_t q = 0; q < nr; ++q)
-      for (size_t i = 0; i < staged_begin_[q + 1] - staged_begin_[q]; ++i)
-        ops_[base + (i << kBlockShift) + q] = staged_[staged_begin_[q] + i];
-    block_begin_.push_back(ops_.size());
-    staged_.clear();
-    staged_begin_.assign(1, 0);
-  }
-
-  int64_t loaded() const { return static_cast<int64_t>(rank_op_begin_.size()) - 1; }
-  size_t ops_of(uint32_t r) const { return rank_op_begin_[r + 1] - rank_op_begin_[r]; }
-
-  // Pairs every send with its receive once, so that a message goes straight to its receive.
-  void link() {
-    if (loaded() != P_) fail(ErrorKind::invalid_argument, "not every rank was loaded");
-    for (uint32_t q = 0; q < P_; ++q)
-      for (uint32_t i = 0; i < ops_of(q); ++i) {
-        SimOp& sop = ops_[g(q, i)];
-        if (sop.kind() != OpKind::send) continue;
-        const uint32_t r = static_cast<uint32_t>(sop.peer);
-        const uint32_t j = find_recv(r, q, sop.seq());
-        SimOp& rop = ops_[g(r, j)];
-        if (rop.amount < sop.amount)
-          fail(ErrorKind::invalid_argument,
-               "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
-                   std::to_string(static_cast<int64_t>(rop.amount)) + " bytes but rank " +
-                   std::to_string(q) + " op " + std::to_string(i) + " sends " +
-                   std::to_string(static_cast<int64_t>(sop.amount)));
-        sop.match = j;
-        rop.match = i;
-      }
-    if (opt_.trials > 1)  // a trial counts down SimOp::pending: later trials start again here
-      for (size_t k = 0; k < ops_.size(); ++k) ndeps_.push_back(ops_[k].pending);
-    std::vector<RecvKey>().swap(recv_index_);  // no longer needed
-    std::vector<uint64_t>().swap(rank_recv_begin_);
-  }
-
-  SimResult run() {
-    link();
-    SimResult res;
-    res.P = P_;
-    const auto t0 = std::chrono::steady_clock::now();
-    const double c0 = cpu_now();
-    for (int64_t trial = 0; trial < opt_.trials; ++trial) {
-      const bool record = opt_.record && trial == 0;
-      run_trial(static_cast<uint64_t>(trial), record);
-      double makespan = 0;
-      for (double f : finish_) makespan = std::max(makespan, f);
-      res.makespans.push_back(makespan);
-      res.events += static_cast<int64_t>(total_ops()) + messages_;
-      if (trial == 0) {
-        res.finish.assign(finish_.begin(), finish_.end());
-        res.messages = messages_;
-        res.bytes = static_cast<int64_t>(bytes_);
-        res.ops = static_cast<int64_t>(total_ops());
-      }
-      if (record) {
-        res.rank_op_begin.assign(rank_op_begin_.begin(), rank_op_begin_.end());
-        // Back from the block layout to ops numbered rank by rank.
-        std::vector<uint64_t> index(ops_.size(), kNone);
-        for (uint32_t r = 0; r < P_; ++r)
-          for (uint32_t i = 0; i < ops_of(r); ++i) index[g(r, i)] = rank_op_begin_[r] + i;
-        auto by_rank = [&](const std::vector<double>& v) {
-          std::vector<double> out(total_ops());
-          for (size_t k = 0; k < v.size(); ++k)
-            if (index[k] != kNone) out[index[k]] = v[k];
-          return out;
-        };
-        res.critical_path = critical_path(op_end_, cause_);
-        for (auto& k : res.critical_path) k = index[k];
-        res.op_start = by_rank(op_start_);
-        res.op_end = by_rank(op_end_);
-        res.msg_send = std::move(msg_send_);
-        res.msg_recv = std::move(msg_recv_);
-        for (auto& k : res.msg_send) k = index[k];
-        for (auto& k : res.msg_recv) k = k == kNone ? kNone : index[k];
-        res.msg_depart = std::move(msg_depart_);
-        res.msg_arrive = std::move(msg_arrive_);
+    for (uint32_t mode = 0; mode < 2; ++mode) {
+      const size_t b = t_recv_[mode].size();
+      for (uint32_t i = 0; i < n; ++i)
+        if (ops[i].kind() == OpKind::recv)
+          t_recv_[mode].push_back({mode ? ops[i].adelta : ops[i].xdelta, i});
+      std::sort(t_recv_[mode].begin() + static_cast<std::ptrdiff_t>(b), t_recv_[mode].end());
+      p.n_recv = static_cast<uint32_t>(t_recv_[mode].size() - b);
+    }
+    t_dep_begin_.insert(t_dep_begin_.end(), v.dep_begin.begin(), v.dep_begin.end());
+    t_deps_.insert(t_deps_.end(), v.deps.begin(), v.deps.end());
+    const uint32_t id = static_cast<uint32_t>(progs_.size());
+    for (uint32_t mode = 0; mode < 2; ++mode) {
+      auto [it, fresh] = index_.try_emplace(hash(v, mode), id);
+      if (!fresh) {
+        p.next[mode] = it->second;
+        it->second = id;
       }
     }
-    res.run_seconds = elapsed(t0);
-    res.run_cpu_seconds = cpu_now() - c0;
-    res.memory_bytes = memory_bytes();
-    return res;
+    progs_.push_back(p);
+    return id;
   }
 
- private:
+  // --- the ranks' state ---------------------------------------------------------------------
+  // Rank r is reached: its program is read if it never was, and its counters are set up.
+  void hold(uint32_t r) {
+    if (tmpl_[r] == kUnset) intern(r);
+    const Program& p = prog(r);
+    RankState& s = rank_[r];
+    auto& free = free_[p.wide][p.n];
+    if (!free.empty()) {
+      s.pend = free.back();
+      free.pop_back();
+    } else {
+      s.pend = pool_.allocate(size_t{p.n} * (p.wide ? 4 : 2));
+    }
+    const TOp* o = t_ops_.data() + p.op_begin;
+    if (p.wide) {
+      uint32_t* c = reinterpret_cast<uint32_t*>(s.pend);
+      for (uint32_t i = 0; i < p.n; ++i) c[i] = o[i].pending;
+    } else {
+      uint16_t* c = reinterpret_cast<uint16_t*>(s.pend);
+      for (uint32_t i = 0; i < p.n; ++i)
+        c[i] = static_cast<uint16_t>((o[i].pending & kMaxNarrowDeps) |
+                                     (o[i].pending & kMsgBit ? kMsgBit16 : 0));
+    }
+    peak_held_ = std::max(peak_held_, ++held_);
+  }
+  // Rank r has finished: its counters go back to the pool.
+  void release_rank(uint32_t r) {
+    const Program& p = prog(r);
+    free_[p.wide][p.n].push_back(rank_[r].pend);
+    rank_[r].pend = nullptr;
+    --held_;
+  }
+  static uint32_t widen(uint16_t v) { return (v & kMaxNarrowDeps) | (v & kMsgBit16 ? kMsgBit : 0); }
+  uint32_t pending(uint32_t r, const Program& p, uint32_t i) const {
+    if (p.wide) return reinterpret_cast<const uint32_t*>(rank_[r].pend)[i];
+    return widen(reinterpret_cast<const uint16_t*>(rank_[r].pend)[i]);
+  }
+  uint32_t decrement(uint32_t r, const Program& p, uint32_t i) {
+    if (p.wide) return --reinterpret_cast<uint32_t*>(rank_[r].pend)[i];
+    return widen(--reinterpret_cast<uint16_t*>(rank_[r].pend)[i]);
+  }
+  uint32_t clear_msg(uint32_t r, const Program& p, uint32_t i) {
+    if (p.wide) return reinterpret_cast<uint32_t*>(rank_[r].pend)[i] &= ~kMsgBit;
+    return reinterpret_cast<uint16_t*>(rank_[r].pend)[i] &= static_cast<uint16_t>(~kMsgBit16);
+  }
+
   // --- one trial ---------------------------------------------------------------------------
   void run_trial(uint64_t trial, bool record) {
     record_ = record;
     rng_ = Rng(opt_.seed * 0x9e3779b97f4a7c15ULL + trial * 0xd1b54a32d192ed03ULL + 1);
-    if (trial > 0)
-      for (size_t k = 0; k < ops_.size(); ++k) ops_[k].pending = ndeps_[k];
-    const size_t P = static_cast<size_t>(P_);
-    cpu_free_.assign(P, 0.0);
-    port_free_.assign(P, 0.0);
-    recv_free_.assign(P, 0.0);
-    finish_.assign(P, 0.0);
-    started_.assign(P, 0);
+    for (RankState& s : rank_) s = RankState{0, 0, 0, 0, nullptr, 0, 0};
+    pool_.reset();
+    free_[0].clear();
+    free_[1].clear();
+    held_ = 0;
     queue_.clear();
     rendezvous_.clear();
+    pending_cpu_end_.clear();
+    link_free_.clear();
     messages_ = 0;
     bytes_ = 0;
     done_ = 0;
     now_ = 0;
     if (record_) {
-      op_start_.assign(ops_.size(), kNaN);
-      op_end_.assign(ops_.size(), kNaN);
-      cause_.assign(ops_.size(), kNone);
-      msg_of_send_.assign(ops_.size(), kNone);
-      cpu_owner_.assign(P, kNone);
-      port_owner_.assign(P, kNone);
+      const size_t n = rank_op_begin_.back();
+      op_start_.assign(n, kNaN);
+      op_end_.assign(n, kNaN);
+      cause_.assign(n, kNone);
+      msg_of_send_.assign(n, kNone);
+      cpu_owner_.assign(static_cast<size_t>(P_), kNone);
+      port_owner_.assign(static_cast<size_t>(P_), kNone);
       msg_send_.clear();
       msg_recv_.clear();
       msg_depart_.clear();
       msg_arrive_.clear();
     }
+    // The ranks that start at once are read here (generated, on the first trial): the time of
+    // this loop is what SimResult reports as loading.
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_now();
     for (uint32_t r = 0; r < P_; ++r) {
       double t = opt_.skew.kind == DistKind::none ? 0.0 : sample(opt_.skew, rng_) + 0.0;
-      finish_[r] = t;
+      rank_[r].finish = t;
       if (t == 0.0)
         start_rank(r);
       else
         queue_.push({t, r, kStart});
+    }
+    if (trial == 0) {
+      gen_seconds_ += elapsed(t0);
+      gen_cpu_seconds_ += cpu_now() - c0;
     }
     drain();
     while (!queue_.empty()) {
@@ -348,27 +527,19 @@ class Engine {
       }
       drain();
     }
-    if (done_ != total_ops()) stalled();
+    if (done_ != total_ops_) stalled();
   }
 
-  // Where op i of rank r lives (see kBlock).
-  size_t g(uint32_t r, uint32_t i) const {
-    return block_begin_[r >> kBlockShift] + (static_cast<size_t>(i) << kBlockShift) +
-           (r & (kBlock - 1));
-  }
-  size_t total_ops() const { return rank_op_begin_.back(); }
-
-  // Events due at the same time are handled rank after rank, each touching ops far apart in
-  // memory: start loading the ops of the events a few places ahead, and (for messages) the
-  // receive they go to, so that the memory latency overlaps the work of the events in between.
+  // Events due at the same time are handled rank after rank: start loading the state of the
+  // events a few places ahead so that the memory latency overlaps the work in between.
   void prefetch_ahead() const {
     if (const Event* f = queue_.peek(8)) {
-      __builtin_prefetch(&ops_[g(f->rank, f->op_type >> 2)]);
-      __builtin_prefetch(&finish_[f->rank]);
+      __builtin_prefetch(&rank_[f->rank]);
+      __builtin_prefetch(&tmpl_[f->rank]);
     }
-    if (const Event* f = queue_.peek(4); f != nullptr && (f->op_type & 3) >= kArrive) {
-      const SimOp& sop = ops_[g(f->rank, f->op_type >> 2)];
-      __builtin_prefetch(&ops_[g(static_cast<uint32_t>(sop.peer), sop.match)]);
+    if (const Event* f = queue_.peek(4)) {
+      const RankState& s = rank_[f->rank];
+      if (s.pend != nullptr) __builtin_prefetch(s.pend);
     }
   }
 
@@ -388,102 +559,116 @@ class Engine {
   }
 
   void start_rank(uint32_t r) {
-    started_[r] = 1;
-    const uint32_t n = static_cast<uint32_t>(ops_of(r));
-    for (uint32_t i = 0; i < n; ++i) {
-      const size_t k = g(r, i);
-      if (ops_[k].pending == 0) {
-        if (record_ && ops_[k].kind() == OpKind::recv) op_start_[k] = now_;
+    if (rank_[r].pend == nullptr) hold(r);
+    rank_[r].started = 1;
+    const Program& p = prog(r);
+    for (uint32_t i = 0; i < p.n; ++i) {
+      const uint32_t pd = pending(r, p, i);
+      if (pd == 0) {
+        if (record_ && op(p, i).kind() == OpKind::recv) op_start_[gidx(r, i)] = now_;
         ready(r, i, kNone);
-      } else if (ops_[k].pending == kMsgBit && record_)
-        op_start_[k] = now_;  // a recv without deps is posted at once
+      } else if (pd == kMsgBit && record_)
+        op_start_[gidx(r, i)] = now_;  // a recv without deps is posted at once
     }
   }
 
   // Op (r, i) completes now: release its successors.
   void complete(uint32_t r, uint32_t i) {
-    const size_t k = g(r, i);
+    const Program& p = prog(r);
+    const TOp& o = op(p, i);
+    RankState& s = rank_[r];
     ++done_;
-    finish_[r] = std::max(finish_[r], now_);
+    s.finish = std::max(s.finish, now_);
+    const uint64_t k = record_ ? gidx(r, i) : kNone;
     if (record_) op_end_[k] = now_;
-    if (!rendezvous_.empty() && ops_[k].kind() == OpKind::recv) {
-      auto it = rendezvous_.find(k);
+    if (!rendezvous_.empty() && o.kind() == OpKind::recv) {
+      auto it = rendezvous_.find(key(r, i));
       if (it != rendezvous_.end()) {  // the large message's send completes with its receive
         const Rendezvous rv = it->second;
         rendezvous_.erase(it);
         at(std::max(now_, rv.cpu_end), rv.rank, rv.op, kDone);
       }
     }
-    const uint32_t s0 = ops_[k].succ[0], s1 = ops_[k].succ[1];
+    const uint32_t s0 = o.succ[0], s1 = o.succ[1];
     if (s0 == kOverflow) {
-      for (uint32_t t = 1; t <= overflow_[s1]; ++t) release(r, overflow_[s1 + t], k);
+      const uint32_t* ov = &t_overflow_[p.overflow_begin + s1];
+      for (uint32_t t = 1; t <= ov[0]; ++t) release(r, p, ov[t], k);
     } else if (s0 != kNoSucc) {
-      release(r, s0, k);
-      if (s1 != kNoSucc) release(r, s1, k);
+      release(r, p, s0, k);
+      if (s1 != kNoSucc) release(r, p, s1, k);
     }
+    if (++s.done == p.n) release_rank(r);
   }
 
-  // Op j of rank r has one dep fewer to wait for: op k (global) completed.
-  void release(uint32_t r, uint32_t j, size_t k) {
-    const size_t kj = g(r, j);
-    const uint32_t p = --ops_[kj].pending;
-    if (p == 0) {
-      if (record_ && ops_[kj].kind() == OpKind::recv) op_start_[kj] = now_;
+  // Op j of rank r has one dep fewer to wait for: op k (global, when recording) completed.
+  void release(uint32_t r, const Program& p, uint32_t j, uint64_t k) {
+    const uint32_t pd = decrement(r, p, j);
+    if (pd == 0) {
+      if (record_ && op(p, j).kind() == OpKind::recv) op_start_[gidx(r, j)] = now_;
       ready(r, j, k);
-    } else if (p == kMsgBit && record_) {
-      op_start_[kj] = now_;  // recv posted, its message not yet delivered
+    } else if (pd == kMsgBit && record_) {
+      op_start_[gidx(r, j)] = now_;  // recv posted, its message not yet delivered
     }
   }
 
   // Op (r, i) has everything it needs; `trigger` is the op whose completion made it so.
   void ready(uint32_t r, uint32_t i, uint64_t trigger) {
-    const size_t k = g(r, i);
-    const SimOp& op = ops_[k];
-    switch (op.kind()) {
+    const TOp& o = op(prog(r), i);
+    switch (o.kind()) {
       case OpKind::send:
-        start_send(r, i, trigger);
+        start_send(r, i, o, trigger);
         return;
       case OpKind::recv: {
-        if (record_) cause_[k] = trigger;
+        if (record_) cause_[gidx(r, i)] = trigger;
         at(now_ + noise(), r, i, kDone);
         return;
       }
       default: {
-        const double s = std::max(now_, cpu_free_[r]);
-        const double e = s + op.amount + noise();
+        RankState& st = rank_[r];
+        const double s = std::max(now_, st.cpu_free);
+        const double e = s + o.amount + noise();
         if (record_) {
+          const uint64_t k = gidx(r, i);
           op_start_[k] = s;
           cause_[k] = s > now_ ? cpu_owner_[r] : trigger;
           cpu_owner_[r] = k;
         }
-        cpu_free_[r] = e;
+        st.cpu_free = e;
         at(e, r, i, kDone);
       }
     }
   }
 
-  void start_send(uint32_t r, uint32_t i, uint64_t trigger) {
-    const size_t k = g(r, i);
-    const SimOp& op = ops_[k];
-    const uint32_t dst = static_cast<uint32_t>(op.peer);
-    const double n = op.amount;
-    const double extra = has_topology_ ? opt_.topology.extra_latency(r, dst) : 0.0;
+  uint32_t peer_of(uint32_t r, const TOp& o) const {
+    if (tmpl_[r] & kAddMode) {
+      const int64_t q = static_cast<int64_t>(r) + o.adelta;
+      return static_cast<uint32_t>(q >= P_ ? q - P_ : q);
+    }
+    return r ^ static_cast<uint32_t>(o.xdelta);
+  }
+
+  void start_send(uint32_t r, uint32_t i, const TOp& o, uint64_t trigger) {
+    RankState& st = rank_[r];
+    const uint32_t dst = peer_of(r, o);
+    const double n = o.amount;
+    double extra = has_topology_ ? opt_.topology.extra_latency(r, dst) : 0.0;
     const double d = noise();
     ++messages_;
     bytes_ += n;
     double s = 0, arrival = 0;
     uint64_t owner = kNone;
+    const uint64_t k = record_ ? gidx(r, i) : kNone;
     switch (m_.kind) {
       case ModelKind::postal:
-        s = std::max(now_, port_free_[r]);
+        s = std::max(now_, st.port_free);
         arrival = s + m_.alpha + extra + n * m_.beta + d;
-        port_free_[r] = arrival;  // one message in flight: the port is busy until it arrives
+        st.port_free = arrival;  // one message in flight: the port is busy until it arrives
         owner = port_owner_.empty() ? kNone : port_owner_[r];
         break;  // the send completes on arrival (see arrive)
       case ModelKind::pipelined_postal: {
-        s = std::max(now_, port_free_[r]);
+        s = std::max(now_, st.port_free);
         const double pushed = s + m_.alpha_r + n * m_.beta + d;
-        port_free_[r] = pushed;
+        st.port_free = pushed;
         arrival = pushed + m_.alpha_p + extra;
         owner = port_owner_.empty() ? kNone : port_owner_[r];
         at(pushed, r, i, kDone);
@@ -491,19 +676,25 @@ class Engine {
       }
       default: {  // LogGOPS family
         const double b1 = std::max(n - 1.0, 0.0);
-        const bool cpu_bound = cpu_free_[r] >= port_free_[r];
-        s = std::max({now_, cpu_free_[r], port_free_[r]});
+        const bool cpu_bound = st.cpu_free >= st.port_free;
+        s = std::max({now_, st.cpu_free, st.port_free});
         const double cpu_end = s + m_.o + b1 * m_.O + d;
-        cpu_free_[r] = cpu_end;
-        port_free_[r] = s + m_.g + b1 * m_.G;
+        st.cpu_free = cpu_end;
+        st.port_free = s + m_.g + b1 * m_.G;
         arrival = s + m_.o + m_.L + extra;  // the first byte; G is charged at the receiver
         if (!cpu_owner_.empty()) owner = cpu_bound ? cpu_owner_[r] : port_owner_[r];
         if (n <= m_.S)
           at(cpu_end, r, i, kDone);  // eager
         else
-          pending_cpu_end_[k] = cpu_end;  // rendezvous: completes with the receive (see deliver)
+          pending_cpu_end_[key(r, i)] = cpu_end;  // rendezvous: completes with the receive
         if (record_) cpu_owner_[r] = k;
       }
+    }
+    if (congestion_) {
+      // The message enters the network when the send starts (LogGOPS: after the overhead o).
+      const double wait = link_wait(r, dst, m_.is_logp_family() ? s + m_.o : s, n);
+      arrival += wait;
+      if (m_.kind == ModelKind::postal) st.port_free = arrival;  // busy until it arrives
     }
     if (record_) {
       op_start_[k] = s;
@@ -518,17 +709,32 @@ class Engine {
     queue_.push({arrival, r, i << 2 | kArrive});
   }
 
+  // Congestion: how much later a message of n bytes that enters the network at t arrives because
+  // links of its route are busy; each link is then busy n * link ns from when the message
+  // entered it. (In postal models the send port's time includes the wait.)
+  double link_wait(uint32_t src, uint32_t dst, double t, double n) {
+    opt_.topology.route(src, dst, route_);
+    double at = t;
+    const double busy = n * opt_.topology.link;
+    for (uint64_t l : route_) {
+      double& free = link_free_[l];
+      at = std::max(at, free);
+      free = at + busy;
+    }
+    return at - t;
+  }
+
   // The message of send (q, k) reaches its destination.
   void arrive(uint32_t q, uint32_t k) {
-    const SimOp& sop = ops_[g(q, k)];
+    const TOp& so = op(prog(q), k);
     if (m_.kind == ModelKind::postal) now_stack_.push_back({q, k});
     if (!m_.is_logp_family()) return deliver(q, k);
-    const uint32_t r = static_cast<uint32_t>(sop.peer);
-    const double b1 = std::max(sop.amount - 1.0, 0.0);
-    const double s = std::max({now_, cpu_free_[r], recv_free_[r]});
+    RankState& rs = rank_[peer_of(q, so)];
+    const double b1 = std::max(so.amount - 1.0, 0.0);
+    const double s = std::max({now_, rs.cpu_free, rs.recv_free});
     const double end = s + m_.o + std::max(b1 * m_.O, b1 * m_.G);
-    cpu_free_[r] = end;
-    recv_free_[r] = s + m_.g + b1 * m_.G;
+    rs.cpu_free = end;
+    rs.recv_free = s + m_.g + b1 * m_.G;
     if (end <= now_)
       deliver(q, k);
     else
@@ -537,90 +743,122 @@ class Engine {
 
   // The message of send (q, k) is delivered to its receive.
   void deliver(uint32_t q, uint32_t k) {
-    const size_t ks = g(q, k);
-    const SimOp& sop = ops_[ks];
-    const uint32_t r = static_cast<uint32_t>(sop.peer);
-    const uint32_t j = sop.match;
-    const size_t kj = g(r, j);
-    if (m_.is_logp_family() && sop.amount > m_.S) {
-      auto it = pending_cpu_end_.find(ks);
-      rendezvous_[kj] = Rendezvous{q, k, it->second};
+    const TOp so = op(prog(q), k);  // a copy: reading rank r's program below may move t_ops_
+    const uint32_t r = peer_of(q, so);
+    if (rank_[r].pend == nullptr) {
+      if (rank_[r].started)  // a finished rank has no receive left
+        unmatched(r, q, so.seq());
+      hold(r);  // reached before it starts (arrival skew)
+    }
+    const Program& rp = prog(r);
+    const uint32_t j = find_recv(r, rp, q, so.seq());
+    const TOp& ro = op(rp, j);
+    if (ro.amount < so.amount)
+      fail(ErrorKind::invalid_argument,
+           "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
+               std::to_string(static_cast<int64_t>(ro.amount)) + " bytes but rank " +
+               std::to_string(q) + " op " + std::to_string(k) + " sends " +
+               std::to_string(static_cast<int64_t>(so.amount)));
+    if ((pending(r, rp, j) & kMsgBit) == 0) unmatched(r, q, so.seq());
+    if (m_.is_logp_family() && so.amount > m_.S) {
+      auto it = pending_cpu_end_.find(key(q, k));
+      rendezvous_[key(r, j)] = Rendezvous{q, k, it->second};
       pending_cpu_end_.erase(it);
     }
     if (record_) {
-      const uint64_t m = msg_of_send_[ks];
-      msg_recv_[m] = kj;
+      const uint64_t m = msg_of_send_[gidx(q, k)];
+      msg_recv_[m] = gidx(r, j);
       msg_arrive_[m] = now_;
     }
-    const uint32_t p = (ops_[kj].pending &= ~kMsgBit);
+    const uint32_t p = clear_msg(r, rp, j);
     // A rank that has not started yet (arrival skew) finds the message when it starts.
-    if (p == 0 && started_[r]) ready(r, j, ks);
+    if (p == 0 && rank_[r].started) ready(r, j, record_ ? gidx(q, k) : kNone);
   }
 
-  uint32_t find_recv(uint32_t r, uint32_t q, uint32_t seq) {
-    const auto b = recv_index_.begin() + static_cast<std::ptrdiff_t>(rank_recv_begin_[r]);
-    const auto e = recv_index_.begin() + static_cast<std::ptrdiff_t>(rank_recv_begin_[r + 1]);
-    const auto lb = std::lower_bound(b, e, RecvKey{static_cast<int32_t>(q), 0});
-    if (e - lb <= static_cast<std::ptrdiff_t>(seq) || lb[seq].peer != static_cast<int32_t>(q))
-      fail(ErrorKind::invalid_argument,
-           "unmatched send: rank " + std::to_string(r) + " has no receive for message #" +
-               std::to_string(seq + 1) + " from rank " + std::to_string(q));
+  uint32_t find_recv(uint32_t r, const Program& p, uint32_t q, uint32_t seq) {
+    const bool add = tmpl_[r] & kAddMode;
+    const int32_t delta =
+        add ? static_cast<int32_t>(q >= r ? q - r : q + P_ - r) : static_cast<int32_t>(q ^ r);
+    const auto b = t_recv_[add].begin() + static_cast<std::ptrdiff_t>(p.recv_begin);
+    const auto e = b + p.n_recv;
+    const auto lb = std::lower_bound(b, e, RecvKey{delta, 0});
+    if (e - lb <= static_cast<std::ptrdiff_t>(seq) || lb[seq].delta != delta) unmatched(r, q, seq);
     return lb[seq].op;
   }
 
+  [[noreturn]] void unmatched(uint32_t r, uint32_t q, uint32_t seq) {
+    fail(ErrorKind::invalid_argument,
+         "unmatched send: rank " + std::to_string(r) + " has no receive for message #" +
+             std::to_string(seq + 1) + " from rank " + std::to_string(q));
+  }
+
   [[noreturn]] void stalled() {
-    size_t stuck = total_ops() - done_;
-    for (uint32_t r = 0; r < P_; ++r)
-      for (uint32_t i = 0; i < ops_of(r); ++i) {
-        const size_t k = g(r, i);
-        if (ops_[k].pending == 0) continue;
-        std::string why = ops_[k].pending == kMsgBit
-                              ? "its message from rank " + std::to_string(ops_[k].peer) +
+    size_t stuck = total_ops_ - done_;
+    for (uint32_t r = 0; r < P_; ++r) {
+      if (rank_[r].pend == nullptr) continue;
+      const Program& p = prog(r);
+      for (uint32_t i = 0; i < p.n; ++i) {
+        const uint32_t pd = pending(r, p, i);
+        if (pd == 0) continue;
+        std::string why = pd == kMsgBit
+                              ? "its message from rank " + std::to_string(peer_of(r, op(p, i))) +
                                     " never came (unmatched receive)"
                               : "it waits on ops that never complete (a cycle, or an op "
                                 "stuck behind an unmatched receive)";
         fail(ErrorKind::invalid_argument,
              "simulation stalled: " + std::to_string(stuck) + " ops never completed; first: rank " +
                  std::to_string(r) + " op " + std::to_string(i) + " (" +
-                 std::string(to_string(ops_[k].kind())) + "): " + why);
+                 std::string(to_string(op(p, i).kind())) + "): " + why);
       }
+    }
     fail(ErrorKind::invalid_argument, "simulation stalled");
   }
 
   size_t memory_bytes() const {
     auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
-    return cap(ops_) + cap(ndeps_) + cap(overflow_) + cap(recv_index_) + cap(rank_op_begin_) +
-           cap(rank_recv_begin_) + cap(cpu_free_) + cap(port_free_) + cap(recv_free_) +
-           cap(finish_) + queue_.memory_bytes();
+    size_t free_lists = 0;
+    for (const auto& f : free_)
+      for (const auto& [n, v] : f) free_lists += cap(v);
+    return cap(t_ops_) + cap(t_overflow_) + cap(t_dep_begin_) + cap(t_deps_) + cap(t_recv_[0]) +
+           cap(t_recv_[1]) + cap(progs_) + index_.size() * 32 + cap(tmpl_) + cap(rank_) +
+           pool_.memory_bytes() + free_lists + cap(rank_op_begin_) + queue_.memory_bytes();
   }
 
   const ScheduleHeader& h_;
   const SimOptions& opt_;
   const ModelParams m_;
   const int64_t P_;
-  bool has_topology_ = false, has_noise_ = false, record_ = false;
+  Source source_;
+  bool has_topology_ = false, has_noise_ = false, record_ = false, congestion_ = false;
+  std::unordered_map<uint64_t, double> link_free_;  // congestion: when each link is free
+  std::vector<uint64_t> route_;
 
-  // Programs, compact and read-only after loading.
-  // Plain vectors: huge pages (BigVector) made the event loop 10% faster at 10^6 ranks but cost
-  // more in the kernel while loading than they saved (benchmarks/results/bench_simulate.md).
-  std::vector<SimOp> ops_;
-  std::vector<uint32_t> ndeps_;     // SimOp::pending at the start of a trial
-  std::vector<uint32_t> overflow_;  // successor lists of ops with more than two
-  std::vector<RecvKey> recv_index_;
-  std::vector<uint64_t> rank_op_begin_;  // ops numbered rank by rank: where each rank's begin
-  std::vector<uint64_t> block_begin_;    // where each block of kBlock ranks begins in ops_
-  std::vector<uint64_t> rank_recv_begin_;
-  std::vector<SimOp> staged_;  // the ranks of the block being loaded, rank by rank
-  std::vector<size_t> staged_begin_{0};
+  // Distinct programs, read-only once added.
+  std::vector<TOp> t_ops_;
+  std::vector<uint32_t> t_overflow_;
+  std::vector<RecvKey> t_recv_[2];  // XOR, add mode
+  std::vector<Program> progs_;
+  std::unordered_map<uint64_t, uint32_t> index_;  // hash -> the last program added with it
+  std::vector<uint32_t> tmpl_;                    // per rank: its program | kAddMode, or kUnset
+  std::vector<uint64_t> rank_op_begin_;           // recording only: ops numbered rank by rank
+  size_t total_ops_ = 0;
+  double gen_seconds_ = 0, gen_cpu_seconds_ = 0;
+  std::vector<uint32_t> t_dep_begin_;  // each program's deps, as read: what it is compared on
+  std::vector<OpId> t_deps_;
+  uint32_t last_ = kUnset;  // the program the last rank read matched
+  // The rank being read.
+  std::vector<OpKey> key_;
   std::vector<uint32_t> tmp_count_, tmp_succ_end_, tmp_succ_;
-  std::vector<RecvKey> tmp_sends_;
+  std::vector<std::pair<int64_t, uint32_t>> tmp_sends_;
 
   // State of a trial.
-  std::vector<double> cpu_free_, port_free_, recv_free_, finish_;
-  std::vector<uint8_t> started_;
+  std::vector<RankState> rank_;
+  CounterPool pool_;
+  std::unordered_map<uint32_t, std::vector<uint8_t*>> free_[2];  // by op count: released blocks
+  int64_t held_ = 0, peak_held_ = 0;
   EventQueue queue_;
   std::vector<std::pair<uint32_t, uint32_t>> now_stack_;
-  std::unordered_map<uint64_t, Rendezvous> rendezvous_;   // by the receive's global op index
+  std::unordered_map<uint64_t, Rendezvous> rendezvous_;   // by the receive's key(rank, op)
   std::unordered_map<uint64_t, double> pending_cpu_end_;  // rendezvous sends in flight
   Rng rng_{0};
   double now_ = 0, bytes_ = 0;
@@ -639,45 +877,39 @@ class Engine {
 SimResult simulate(const Schedule& schedule, const SimOptions& options) {
   if (!schedule.complete())
     fail(ErrorKind::invalid_argument, "the schedule does not hold all P ranks");
+  Engine e(schedule.header, options, [&](int64_t r) { return schedule.rank(r); });
+  return e.run();
+}
+
+SimResult simulate_stream(const ScheduleReader& read, const SimOptions& options) {
+  ScheduleHeader h;
+  std::unique_ptr<Engine> e;
   const auto t0 = std::chrono::steady_clock::now();
-  const double c0 = cpu_now();
-  Engine e(schedule.header, options);
-  e.reserve(schedule.total_ops(), schedule.total_deps(), schedule.total_ops());
-  for (int64_t r = 0; r < schedule.header.P; ++r) e.load_rank(schedule.rank(r));
-  const double load = elapsed(t0), load_cpu = cpu_now() - c0;
-  SimResult res = e.run();
-  res.load_seconds = load;
-  res.load_cpu_seconds = load_cpu;
-  return res;
+  read(
+      [&](const ScheduleHeader& header) {
+        h = header;
+        e = std::make_unique<Engine>(h, options, [](int64_t r) -> RankView {
+          fail(ErrorKind::invalid_argument, "rank " + std::to_string(r) + " was never read");
+        });
+      },
+      [&](const RankView& v) {
+        if (!e) fail(ErrorKind::invalid_argument, "a rank came before the header");
+        e->intern_view(static_cast<uint32_t>(v.rank), v);
+      });
+  if (!e) fail(ErrorKind::invalid_argument, "no schedule was read");
+  const double read_seconds = elapsed(t0);
+  SimResult r = e->run();
+  r.load_seconds += read_seconds;
+  return r;
 }
 
 SimResult simulate(const Bound& bound, const SimOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const double c0 = cpu_now();
-  const ScheduleHeader& h = bound.header();
-  Engine e(h, options);
   RankProgram p;
-  // Size the arrays once from a few sample ranks, so that they do not double while loading.
-  size_t ops = 0, deps = 0, recvs = 0;
-  for (int64_t r : {int64_t{0}, h.P / 2, h.P - 1}) {
+  Engine e(bound.header(), options, [&](int64_t r) {
     bound.generate_rank(r, p);
-    size_t nr = 0;
-    for (const Op& op : p.ops) nr += op.kind == OpKind::recv;
-    ops = std::max(ops, p.ops.size());
-    deps = std::max(deps, p.deps.size());
-    recvs = std::max(recvs, nr);
-  }
-  const size_t P = static_cast<size_t>(h.P);
-  e.reserve(ops * P, deps * P, recvs * P);
-  for (int64_t r = 0; r < h.P; ++r) {
-    bound.generate_rank(r, p);
-    e.load_rank(p.view());
-  }
-  const double load = elapsed(t0), load_cpu = cpu_now() - c0;
-  SimResult res = e.run();
-  res.load_seconds = load;
-  res.load_cpu_seconds = load_cpu;
-  return res;
+    return p.view();
+  });
+  return e.run();
 }
 
 }  // namespace collkit::sim

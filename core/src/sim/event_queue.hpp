@@ -35,7 +35,12 @@ class EventQueue {
       for (const Event& e : b) m = key(e.t) < m ? key(e.t) : m;
       last_ = m;
       for (const Event& e : b) buckets_[index(key(e.t))].push_back(e);  // all land below i
-      b.clear();
+      // A bucket that held most of 10^7 ranks' events would keep that memory while the next
+      // bucket grows as large: give it back.
+      if (b.capacity() > kKeep)
+        std::vector<Event>().swap(b);
+      else
+        b.clear();
     }
     Event e = buckets_[0].back();
     buckets_[0].pop_back();
@@ -59,6 +64,7 @@ class EventQueue {
   }
 
  private:
+  static constexpr size_t kKeep = size_t{1} << 16;
   static uint64_t key(double t) { return std::bit_cast<uint64_t>(t); }
   size_t index(uint64_t k) const {
     return k == last_ ? 0 : static_cast<size_t>(64 - std::countl_zero(k ^ last_));

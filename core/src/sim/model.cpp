@@ -18,6 +18,34 @@ void check_time(double v, const char* name) {
 }
 }  // namespace
 
+std::span<const ParamInfo> model_params() {
+  constexpr uint8_t postal = model_bit(ModelKind::postal);
+  constexpr uint8_t pipe = model_bit(ModelKind::pipelined_postal);
+  constexpr uint8_t logp = model_bit(ModelKind::logp), loggp = model_bit(ModelKind::loggp);
+  constexpr uint8_t loggops = model_bit(ModelKind::loggops), all = 0x1f;
+  static const ParamInfo table[] = {
+      {"alpha", "ns", "postal latency per message", &ModelParams::alpha, postal},
+      {"beta", "ns/B", "time per byte on the wire", &ModelParams::beta, postal | pipe},
+      {"alpha_p", "ns", "overlappable latency of a send (pipelined postal)", &ModelParams::alpha_p,
+       pipe},
+      {"alpha_r", "ns", "non-overlappable time of each send (pipelined postal)",
+       &ModelParams::alpha_r, pipe},
+      {"L", "ns", "wire latency", &ModelParams::L, logp | loggp | loggops},
+      {"o", "ns", "CPU overhead per message, at sender and receiver", &ModelParams::o,
+       logp | loggp | loggops},
+      {"g", "ns", "gap between consecutive messages of a NIC", &ModelParams::g,
+       logp | loggp | loggops},
+      {"G", "ns/B", "gap per byte", &ModelParams::G, loggp | loggops},
+      {"O", "ns/B", "CPU overhead per byte", &ModelParams::O, loggops},
+      {"S", "B", "rendezvous threshold in bytes (messages above S)", &ModelParams::S, loggops},
+      {"gamma", "ns/B", "reduction time per byte", &ModelParams::gamma, all},
+      {"reduce_base", "ns", "time per reduce op, whatever its size", &ModelParams::reduce_base,
+       all},
+      {"copy_beta", "ns/B", "copy time per byte", &ModelParams::copy_beta, all},
+  };
+  return table;
+}
+
 std::string_view to_string(ModelKind k) {
   return kNames[static_cast<size_t>(k)];
 }
@@ -33,18 +61,8 @@ ModelKind model_from_string(std::string_view s) {
 
 ModelParams normalized(const ModelParams& in) {
   ModelParams p = in;
-  check_time(p.alpha, "alpha");
-  check_time(p.beta, "beta");
-  check_time(p.alpha_p, "alpha_p");
-  check_time(p.alpha_r, "alpha_r");
-  check_time(p.L, "L");
-  check_time(p.o, "o");
-  check_time(p.g, "g");
-  check_time(p.G, "G");
-  check_time(p.O, "O");
-  check_time(p.gamma, "gamma");
-  check_time(p.reduce_base, "reduce_base");
-  check_time(p.copy_beta, "copy_beta");
+  for (const ParamInfo& i : model_params())
+    if (i.unit != "B") check_time(p.*i.field, std::string(i.name).c_str());
   if (std::isnan(p.S) || p.S < 0)
     fail(ErrorKind::invalid_argument, "model parameter S must be a size >= 0 (or infinite)");
   if (p.kind == ModelKind::logp) p.G = 0;

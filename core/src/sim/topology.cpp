@@ -45,11 +45,102 @@ double Topology::extra_latency(int64_t src, int64_t dst) const {
   return t;
 }
 
+namespace {
+// A link id: what it is (4 bits), a level or dimension and direction (8 bits), an index.
+uint64_t link_id(uint64_t type, uint64_t sub, int64_t index) {
+  return type << 60 | (sub & 0xff) << 52 |
+         (static_cast<uint64_t>(index) & ((uint64_t{1} << 52) - 1));
+}
+enum : uint64_t {
+  kInject = 1,
+  kEject,
+  kUp,
+  kDown,
+  kRouterUp,
+  kRouterDown,
+  kLocal,
+  kGlobal,
+  kTorus
+};
+}  // namespace
+
+void Topology::route(int64_t src, int64_t dst, std::vector<uint64_t>& links) const {
+  links.clear();
+  int64_t a = src / ranks_per_node, b = dst / ranks_per_node;
+  if (a == b) return;
+  links.push_back(link_id(kInject, 0, a));
+  switch (kind) {
+    case TopoKind::none:
+      break;
+    case TopoKind::fattree: {
+      std::vector<uint64_t> down;
+      int level = 0;
+      for (int64_t x = a, y = b; x != y; x /= k, y /= k, ++level) {
+        links.push_back(link_id(kUp, static_cast<uint64_t>(level), x));
+        down.push_back(link_id(kDown, static_cast<uint64_t>(level), y));
+      }
+      links.insert(links.end(), down.rbegin(), down.rend());
+      break;
+    }
+    case TopoKind::dragonfly: {
+      const int64_t ra = a / p, rb = b / p;
+      links.push_back(link_id(kRouterUp, 0, a));
+      if (ra != rb) {
+        const int64_t ga = ra / this->a, gb = rb / this->a;
+        if (ga == gb) {
+          links.push_back(link_id(kLocal, 0, ra * this->a + rb % this->a));
+        } else {
+          // Through the routers that hold the global link: router (gb mod a) of group ga, router
+          // (ga mod a) of group gb.
+          const int64_t ea = ga * this->a + gb % this->a, eb = gb * this->a + ga % this->a;
+          if (ea != ra) links.push_back(link_id(kLocal, 0, ra * this->a + ea % this->a));
+          links.push_back(link_id(kGlobal, 0, ga * (int64_t{1} << 24) + gb));
+          if (eb != rb) links.push_back(link_id(kLocal, 0, eb * this->a + rb % this->a));
+        }
+      }
+      links.push_back(link_id(kRouterDown, 0, b));
+      break;
+    }
+    case TopoKind::torus: {
+      // Row-major coordinates; dimension order from the first, the shorter way round.
+      std::vector<int64_t> ca(dims.size()), cb(dims.size());
+      for (size_t i = dims.size(), x = 0; i-- > 0; ++x) {
+        (void)x;
+        ca[i] = a % dims[i];
+        cb[i] = b % dims[i];
+        a /= dims[i];
+        b /= dims[i];
+      }
+      int64_t node = src / ranks_per_node;
+      int64_t stride = 1;
+      std::vector<int64_t> strides(dims.size());
+      for (size_t i = dims.size(); i-- > 0;) {
+        strides[i] = stride;
+        stride *= dims[i];
+      }
+      for (size_t i = 0; i < dims.size(); ++i) {
+        const int64_t n = dims[i];
+        int64_t fwd = ((cb[i] - ca[i]) % n + n) % n;
+        const bool up = fwd <= n - fwd;
+        int64_t steps = up ? fwd : n - fwd;
+        for (int64_t c = ca[i]; steps-- > 0;) {
+          links.push_back(link_id(kTorus, i * 2 + (up ? 1 : 0), node));
+          const int64_t next = up ? (c + 1) % n : (c - 1 + n) % n;
+          node += (next - c) * strides[i];
+          c = next;
+        }
+      }
+      break;
+    }
+  }
+  links.push_back(link_id(kEject, 0, dst / ranks_per_node));
+}
+
 void validate(const Topology& t, int64_t P) {
   auto bad = [](const std::string& m) { fail(ErrorKind::invalid_argument, "topology: " + m); };
   auto ok_time = [](double v) { return std::isfinite(v) && v >= 0; };
   if (t.ranks_per_node < 1) bad("ranks per node must be >= 1");
-  if (!ok_time(t.intra) || !ok_time(t.hop) || !ok_time(t.global))
+  if (!ok_time(t.intra) || !ok_time(t.hop) || !ok_time(t.global) || !ok_time(t.link))
     bad("latencies must be finite times >= 0");
   int64_t nodes = (P + t.ranks_per_node - 1) / t.ranks_per_node;
   switch (t.kind) {

@@ -22,6 +22,8 @@ COMMANDS = [
     "fit",
     "schedules",
     "bench",
+    "tune",
+    "run",
     "tour",
 ]
 

@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from collkit import io
+from collkit import _core, io
 from collkit.algorithms import generate
 from collkit.cli._common import add_problem_arguments
 
@@ -88,6 +88,23 @@ def run(args: argparse.Namespace) -> int:
         if args.algorithm is None or args.P is None:
             return _usage("give ALGO and -P N (or --from FILE to convert a saved schedule)")
         count = 4 if args.count is None else args.count
+        fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
+        if args.output not in (None, "-") and fmt in ("text", "goal"):
+            # Streamed to the file rank by rank: memory of one rank's program, whatever P.
+            if Path(args.output).is_dir():
+                return _usage(f"cannot write {args.output}: it is a directory")
+            _core.write_schedule(
+                args.algorithm.core,
+                args.P,
+                count,
+                args.elem_size,
+                args.root,
+                fmt,
+                args.output,
+                args.reduce_ns_per_byte,
+                args.copy_ns_per_byte,
+            )
+            return EXIT_OK
         schedule = generate(args.algorithm, args.P, count, args.elem_size, args.root)
     fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
     goal_options = {}

@@ -21,6 +21,9 @@ lognormal(100ns,0.5) (median, sigma), file(PATH) (measured times, one drawn per 
 Topology specs: fattree(k=16,hop=100ns), dragonfly(p=4,a=8,hop=100ns,global=500ns),
 torus(dims=8x8x8,hop=50ns); each also takes rpn=N (ranks per node) and intra=TIME.
 
+A saved schedule runs as it is: `collkit simulate --file rd.goal --model loggops` (text, JSON or
+GOAL, LogGOPSim's plain GOAL included; docs/simulator.md maps LogGOPSim's flags to collkit's).
+
 Example (seed 002's simulator settings, Fig. 18):
   collkit simulate allreduce:rd -P 8 --bytes 8 --model pipelined-postal --alpha-p 500ns \\
       --alpha-r 100ns --beta 0.4ns --reduce-base 10ns --timeline rd8.json --plot rd8.png
@@ -29,19 +32,27 @@ Example (seed 002's simulator settings, Fig. 18):
 from __future__ import annotations
 
 import argparse
-import json
-import math
+import os
 import sys
+from pathlib import Path
+from typing import Any
 
 from collkit.cli._common import algorithm, parse_bytes, parse_count, parse_p
+from collkit.results import row_to_json
 from collkit.simulate import (
     LOCAL_PARAMS,
     MODELS,
     PARAM_DOCS,
     format_ns,
+    memory_estimate,
     param_help,
     simulate,
+    simulate_file,
 )
+
+# A timeline records every op: past these many it takes minutes and gigabytes.
+TIMELINE_WARN_OPS = 1_000_000
+TIMELINE_MAX_OPS = 20_000_000
 
 NAME = "simulate"
 HELP = "simulate an algorithm under postal, pipelined postal or LogGOPS models"
@@ -57,10 +68,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "algorithm",
         type=algorithm,
         metavar="ALGO",
-        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`)",
+        nargs="?",
+        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`); omit with --file",
     )
     p.add_argument(
-        "-P", dest="P", type=parse_p, required=True, metavar="N", help="number of processes"
+        "-P", dest="P", type=parse_p, metavar="N", help="number of processes; omit with --file"
+    )
+    p.add_argument(
+        "--file",
+        metavar="PATH",
+        default=None,
+        help="simulate a saved schedule (.txt, .json or .goal, LogGOPSim's GOAL included) "
+        "instead of generating one",
     )
     size = p.add_mutually_exclusive_group()
     size.add_argument(
@@ -84,7 +103,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="bytes per element (default 8)",
     )
-    p.add_argument("--root", type=int, default=0, help="root rank of reduce / bcast (default 0)")
+    p.add_argument("--root", type=int, default=None, help="root rank of reduce / bcast (default 0)")
     p.add_argument(
         "--model", default="postal", choices=list(MODELS), help="cost model (default postal)"
     )
@@ -144,7 +163,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write a timeline picture of the first trial (small P)",
     )
     o.add_argument("--per-rank", action="store_true", help="print every rank's finish time")
-    o.add_argument("--json", action="store_true", help="print the result as JSON")
+    o.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as one JSON row of the results schema (times in us)",
+    )
+
+
+def _fail(msg: str) -> int:
+    print(f"collkit simulate: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _writable(path: str, what: str) -> str | None:
+    """Why `path` cannot be written, or None: checked before a long run, not after it."""
+    p = Path(path)
+    if p.is_dir():
+        return f"{what} '{path}' is a directory"
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        return f"{what} '{path}': folder '{parent}' does not exist"
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        return f"{what} '{path}' is not writable"
+    return None
+
+
+def _available_memory() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,61 +208,121 @@ def run(args: argparse.Namespace) -> int:
     extra = sorted(set(params) - allowed)
     if extra:
         flags = ", ".join(_flag(x) for x in extra)
+        return _fail(
+            f"{flags} not a parameter of model {args.model} "
+            f"(its parameters: {', '.join(_flag(x) for x in sorted(allowed))})"
+        )
+    if args.json and args.per_rank:
+        return _fail("--json prints one result row: leave out --per-rank (or --json)")
+    record = args.timeline is not None or args.plot is not None
+    for path, what in ((args.timeline, "--timeline"), (args.plot, "--plot")):
+        if path is not None and (why := _writable(path, what)):
+            return _fail(why)
+
+    source: Any
+    if args.file is not None:
+        given = [
+            name
+            for name, v in (
+                ("ALGO", args.algorithm),
+                ("-P", args.P),
+                ("--bytes", args.bytes),
+                ("--count", args.count),
+                ("--root", args.root),
+            )
+            if v is not None
+        ]
+        if given or args.elem_size != 8:
+            given += ["--elem-size"] if args.elem_size != 8 else []
+            return _fail(
+                f"--file brings its own problem: leave out {', '.join(given)} "
+                "(the file says its P, count, element size and root)"
+            )
+        if not os.path.isfile(args.file):
+            what = "is a directory" if os.path.isdir(args.file) else "no such file"
+            return _fail(f"cannot read '{args.file}': {what}")
+        P, nops, estimate = 0, 0, 0
+    else:
+        if args.algorithm is None or args.P is None:
+            return _fail("give ALGO and -P N, or --file PATH (see collkit simulate -h)")
+        source, P = args.algorithm, args.P
+        esize = args.elem_size
+        count = args.count if args.count is not None else -(-(args.bytes or esize) // esize)
+        estimate, nops = memory_estimate(source, P, count, esize, args.root or 0, record)
+    if record and nops > TIMELINE_MAX_OPS:
+        return _fail(
+            f"--timeline/--plot record every op: {nops:,} ops here (at most "
+            f"{TIMELINE_MAX_OPS:,}); lower -P, or simulate without them"
+        )
+    avail = _available_memory()
+    if avail is not None and estimate > avail:
+        return _fail(
+            f"this run needs about {estimate / 2**30:.1f} GiB ({nops:,} ops"
+            + (", recorded for the timeline" if record else "")
+            + f"), more than the {avail / 2**30:.1f} GiB available: lower -P"
+            + (" or drop --timeline/--plot" if record else "")
+        )
+    if record and nops > TIMELINE_WARN_OPS:
         print(
-            f"collkit simulate: error: {flags} not a parameter of model {args.model} "
-            f"(its parameters: {', '.join(_flag(x) for x in sorted(allowed))})",
+            f"collkit simulate: recording {nops:,} ops for the timeline: this takes a while "
+            f"(about {nops * 2e-6:.0f} s) and {nops * 200 / 2**30:.1f} GiB",
             file=sys.stderr,
         )
-        return 2
-    record = args.timeline is not None or args.plot is not None
-    res = simulate(
-        args.algorithm,
-        args.P,
-        count=args.count,
-        bytes=args.bytes,
-        elem_size=args.elem_size,
-        root=args.root,
-        model=args.model,
-        noise=args.noise,
-        skew=args.skew,
-        topology=args.topology,
-        trials=args.trials,
-        seed=args.seed,
-        timeline=record,
-        **params,
-    )
-    if args.timeline:
-        from collkit.timeline import write_perfetto
+    try:
+        if args.file is not None:
+            res = simulate_file(
+                args.file,
+                model=args.model,
+                noise=args.noise,
+                skew=args.skew,
+                topology=args.topology,
+                trials=args.trials,
+                seed=args.seed,
+                timeline=record,
+                **params,
+            )
+        else:
+            res = simulate(
+                source,
+                args.P,
+                count=args.count,
+                bytes=args.bytes,
+                elem_size=args.elem_size if args.file is None else None,
+                root=args.root,
+                model=args.model,
+                noise=args.noise,
+                skew=args.skew,
+                topology=args.topology,
+                trials=args.trials,
+                seed=args.seed,
+                timeline=record,
+                **params,
+            )
+    except OSError as e:
+        return _fail(f"cannot read '{args.file}': {e.strerror or e}")
+    except MemoryError:
+        what = f"'{args.file}'" if args.file is not None else f"P = {P} ({nops:,} ops"
+        est = f"; estimated {estimate / 2**30:.1f} GiB)" if args.file is None else ""
+        return _fail(f"out of memory simulating {what}{est}: lower -P or free memory")
+    written: list[str] = []
+    try:
+        if args.timeline:
+            from collkit.timeline import write_perfetto
 
-        write_perfetto(res, args.timeline)
-    if args.plot:
-        from collkit.timeline import plot_timeline
+            written.append(f"timeline: {write_perfetto(res, args.timeline)}")
+        if args.plot:
+            from collkit.timeline import plot_timeline
 
-        plot_timeline(res, args.plot)
+            written.append(f"plot: {plot_timeline(res, args.plot)}")
+    except OSError as e:
+        return _fail(f"cannot write {e.filename}: {e.strerror}")
     if args.json:
-        out = {
-            "algorithm": res.algorithm,
-            "P": res.P,
-            "bytes": res.bytes_per_rank,
-            "model": res.model.name,
-            "params": {k: (v if math.isfinite(v) else None) for k, v in res.model.params.items()},
-            "makespan_ns": res.makespan,
-            "messages": res.messages,
-            "bytes_sent": res.bytes_sent,
-            "stats_ns": res.stats(),
-            "events": res.events,
-            "run_seconds": res.run_seconds,
-        }
-        if args.per_rank:
-            out["finish_ns"] = res.finish.tolist()
-        print(json.dumps(out))
+        print(row_to_json(res.to_row()))
         return 0
     print(res.summary())
     if args.per_rank:
         for r, t in enumerate(res.finish):
             print(f"rank {r:6d}  {format_ns(float(t))}")
-    if args.timeline:
-        print(f"timeline: {args.timeline}")
-    if args.plot:
-        print(f"plot: {args.plot}")
+    for line in written:
+        print(line)
     return 0

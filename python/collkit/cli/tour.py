@@ -1,13 +1,14 @@
 """A guided tour of collkit on this machine: list the algorithms, show a schedule, prove it
 correct over a sweep of process counts, simulate it, run it on the local MPI against the
-native collective, and leave the results (tables, pictures, trace files) in one folder.
+native collective, tune allreduce and run an unmodified MPI program with the winners, and leave
+the results (tables, pictures, trace files, tuning files) in one folder.
 
 Each step prints the command that does the same on its own, so the tour teaches the CLI.
 
 Examples:
   collkit tour                      everything, results in ./collkit-tour/
   collkit tour --out /tmp/t --quick a shorter sweep
-  collkit tour --skip mpi           without the MPI step
+  collkit tour --skip mpi --skip tune   without the MPI steps
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from rich.rule import Rule
 from collkit.cli._common import output_dir
 
 NAME = "tour"
-HELP = "a guided tour on this machine: show, verify, simulate and run algorithms"
+HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
 
-STEPS = ["algorithms", "show", "verify", "export", "simulate", "mpi"]
+STEPS = ["algorithms", "show", "verify", "export", "simulate", "mpi", "tune"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -111,9 +112,51 @@ def run(args: argparse.Namespace) -> int:
             ],
         ),
     )  # fmt: skip
+    step(
+        "tune",
+        "7. Tune, and run an unmodified program with the winners",
+        lambda: _tune(console, out, quick),
+    )
     console.print(Rule())
     console.print(f"results are in [bold]{out}/[/bold]")
     for f in sorted(out.rglob("*")):
         if f.is_file():
             console.print(f"  {f}")
     return 1 if failures else 0
+
+
+def _tune(console: Console, out: Path, quick: bool) -> int:
+    """collkit tune, then an ordinary MPI program (mpi/examples/plain_allreduce.c) run plainly
+    and under `collkit run --tuning`: the same results, collkit's algorithms where they won."""
+    import subprocess
+
+    from collkit.errors import CollkitError
+    from collkit.mpirun import find_mpi, launch_command, launch_env, source_dir
+
+    tuned = out / "tune"
+    code = _run(
+        console,
+        [
+            "tune", "allreduce", "-np", "2", "--sizes", "8B..4KiB" if quick else "8B..32KiB",
+            "--iters", "50", "--max-ms", "200", "--top-k", "1", "-o", str(tuned),
+        ],
+    )  # fmt: skip
+    if code != 0:
+        return code
+    try:
+        mpi = find_mpi()
+        cc = Path(mpi.mpicxx).with_name(Path(mpi.mpicxx).name.replace("mpicxx", "mpicc"))
+        app = out / "plain_allreduce"
+        src = source_dir() / "mpi" / "examples" / "plain_allreduce.c"
+        console.print(f"[bold cyan]$ {cc} {src} -o {app}[/bold cyan]")
+        subprocess.run([str(cc), str(src), "-o", str(app)], check=True)
+        env, _ = launch_env(mpi, 2)
+        cmd = launch_command(mpi, 2, [str(app)])
+        console.print(f"[bold cyan]$ {shlex.join(cmd)}[/bold cyan]   (without collkit)")
+        plain = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+        console.print(plain)
+    except (CollkitError, OSError, subprocess.CalledProcessError) as e:
+        console.print(f"[red]cannot build or run the example program: {e}[/red]")
+        return 1
+    table = str(tuned / "collkit-tuning.json")
+    return _run(console, ["run", "-np", "2", "--tuning", table, "--verbose", "--", str(app)])

@@ -16,13 +16,18 @@
 // - Noise: every op draws one delay that lengthens its busy time (a send's port or CPU time,
 //   which delays its arrival too; a recv's completion; a local op's run).
 //
-// Scale: each rank's program is read once into a compact form (about 26 bytes per op: cost,
-// peer, sequence number, kind, pending-deps counter, successor list) and then dropped, so a
-// Bound is simulated without ever holding its Schedule. Events are 16 bytes in a radix heap
-// keyed by the bits of their (non-negative, monotone) double time; completions at the current
-// time skip the heap. Per-op times are only kept when asked for.
+// Scale: a rank's program is generated when the simulation reaches the rank (when it starts, or
+// when a message reaches it before it starts) and read into a compact form that is shared: the
+// peers of an op are kept relative to the rank (as an XOR distance and as a distance mod P), so
+// ranks that run the same program up to that relabelling (every rank of recursive doubling,
+// halving, rings, Bruck; a few kinds of rank in a binomial tree) share one copy. What a rank
+// holds of its own while it runs is one 16-bit pending counter per op, released when the rank
+// finishes. A Bound is simulated without ever holding its Schedule. Events are 16 bytes in a
+// radix heap keyed by the bits of their (non-negative, monotone) double time; completions at the
+// current time skip the heap. Per-op times are only kept when asked for.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "collkit/registry.hpp"
@@ -54,6 +59,8 @@ struct SimResult {
   double load_seconds = 0, run_seconds = 0;  // wall clock
   double load_cpu_seconds = 0, run_cpu_seconds = 0;  // CPU time of the process
   size_t memory_bytes = 0;                           // the engine's arrays
+  int64_t programs = 0;         // distinct programs among the ranks (up to relabelling of peers)
+  int64_t peak_ranks_held = 0;  // most ranks holding state at once (reached, not yet finished)
 
   // With SimOptions::record (trial 0). Ops are numbered globally, rank by rank, in op order.
   std::vector<uint64_t> rank_op_begin;       // P + 1
@@ -66,5 +73,11 @@ struct SimResult {
 SimResult simulate(const Schedule& schedule, const SimOptions& options);
 // Pulls each rank's program from the generator: the Schedule is never held.
 SimResult simulate(const Bound& bound, const SimOptions& options);
+// Reads a schedule as it is parsed (e.g. collkit::read_text over a file): `read` calls its first
+// argument with the header, then its second with each rank's program in order. Each program is
+// interned as it comes (shared among ranks that run the same one) and never held whole.
+using ScheduleReader = std::function<void(const std::function<void(const ScheduleHeader&)>&,
+                                          const std::function<void(const RankView&)>&)>;
+SimResult simulate_stream(const ScheduleReader& read, const SimOptions& options);
 
 }  // namespace collkit::sim

@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -45,6 +46,21 @@ struct ModelParams {
 
   bool is_logp_family() const { return kind >= ModelKind::logp; }
 };
+
+// The parameters, declared once for every consumer (the Python API and CLI read this table):
+// name, unit, meaning, the field, and the models that use it (a bit per ModelKind; local costs
+// apply to every model).
+struct ParamInfo {
+  std::string_view name;
+  std::string_view unit;  // "ns", "ns/B" (a time per byte) or "B" (a size)
+  std::string_view doc;
+  double ModelParams::* field;
+  uint8_t models;  // bit (1 << ModelKind)
+};
+std::span<const ParamInfo> model_params();
+constexpr uint8_t model_bit(ModelKind k) {
+  return static_cast<uint8_t>(1u << static_cast<unsigned>(k));
+}
 
 // Throws Error(invalid_argument) for a negative or non-finite time (S may be infinite) and
 // returns the parameters with what the model does not use set to its neutral value

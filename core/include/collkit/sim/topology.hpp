@@ -10,6 +10,14 @@
 //                     other group 4 hops + one global link.
 //   torus(d1 x d2 x ..)  nodes on a torus (row-major), hops = sum over dimensions of the
 //                     wrap-around distance.
+//
+// Congestion (link > 0): messages share links. Every node has an injection and an ejection link,
+// and a message between nodes follows a fixed route (fat tree: up to the lowest common switch
+// and down; dragonfly: node-router, router-router in the group, the global link between groups,
+// router-router, router-node; torus: dimension order, the shorter way round). A link carries
+// one message at a time and is busy n * link ns for n bytes; a message enters each link of its
+// route once the link is free (cut-through: its head goes on at once), so it arrives later by
+// the longest wait. Without `link` no message waits for another (latency only).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -28,6 +36,10 @@ struct Topology {
   int64_t p = 1;              // dragonfly nodes per router
   int64_t a = 1;              // dragonfly routers per group
   std::vector<int64_t> dims;  // torus
+  double link = 0;            // ns per byte on each link; 0: links are never shared
+
+  // The links of the route from rank src to rank dst (none within a node), as opaque ids.
+  void route(int64_t src, int64_t dst, std::vector<uint64_t>& links) const;
 
   // Extra latency of a message from rank src to rank dst (ns).
   double extra_latency(int64_t src, int64_t dst) const;

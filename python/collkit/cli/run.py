@@ -1,0 +1,113 @@
+"""Run an unmodified MPI program with collkit's algorithms where a tuning table says so.
+
+  collkit run -np 4 --tuning tune-results/collkit-tuning.json -- ./app args
+  collkit run -np 4 --tuning table.json --verbose -- python3 script.py
+  collkit run -np 4 --tuning table.json --stats calls.jsonl -- lmp -in in.lj
+
+Wraps the MPI's launcher: libcollkit_pmpi.so (built for this MPI into collkit's cache) is
+preloaded into every rank, and COLLKIT_TUNING points at the table, which is validated first.
+MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall and MPI_Barrier then run the table's algorithm
+for (communicator size, bytes); everything else goes to the MPI. --verbose logs each decision once
+per (collective, size class) and prints at the end how many calls went where and their time;
+--stats FILE writes that as collkit result rows. The program must use the same MPI (MPICH ABI:
+the pip `mpich` wheel or a system MPICH; Open MPI: MPIEXEC=mpirun.openmpi MPICXX=mpicxx.openmpi).
+The exit status is the program's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from collkit.cli._common import parse_p
+from collkit.errors import InvalidArgumentError
+from collkit.mpirun import MPI, build, find_mpi, launch_command, launch_env
+from collkit.tune.table import load
+
+NAME = "run"
+HELP = "run an unmodified MPI program with a tuning table (LD_PRELOAD libcollkit_pmpi.so)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-P",
+        "-np",
+        "--np",
+        dest="P",
+        type=parse_p,
+        required=True,
+        metavar="N",
+        help="number of ranks",
+    )
+    p.add_argument(
+        "--tuning",
+        default=None,
+        metavar="TABLE",
+        help="collkit tuning table (collkit tune writes collkit-tuning.json); "
+        "without it every call goes to the MPI (useful for --verbose counts)",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log each decision once per size class and the call counts at the end",
+    )
+    p.add_argument(
+        "--stats",
+        default=None,
+        metavar="FILE.jsonl",
+        help="write calls per route and their time as result rows (world rank 0)",
+    )
+    p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
+    p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
+    p.add_argument(
+        "program",
+        nargs=argparse.REMAINDER,
+        metavar="-- PROGRAM ARGS",
+        help="the program and its arguments, after --",
+    )
+
+
+def command(mpi: MPI, np: int, program: list[str], library: Path, env: dict[str, str]) -> list[str]:
+    """The launcher command line that preloads `library` and passes `env` to every rank."""
+    cmd = launch_command(mpi, np, program)
+    preload = str(library)
+    if os.environ.get("LD_PRELOAD"):
+        preload += ":" + os.environ["LD_PRELOAD"]
+    flags: list[str] = []
+    for k, v in {"LD_PRELOAD": preload, **env}.items():
+        if mpi.kind == "openmpi":
+            flags += ["-x", f"{k}={v}"]
+        else:  # MPICH's hydra (and launchers that take its flag)
+            flags += ["-genv", k, v]
+    return [cmd[0], *flags, *cmd[1:]]
+
+
+def run(args: argparse.Namespace) -> int:
+    program = list(args.program)
+    if program and program[0] == "--":
+        program = program[1:]
+    if not program:
+        raise InvalidArgumentError("no program to run: collkit run -np 4 --tuning T -- ./app")
+    env: dict[str, str] = {}
+    if args.tuning:
+        table = load(args.tuning)  # a clear error before anything starts
+        env["COLLKIT_TUNING"] = str(Path(args.tuning).resolve())
+        if args.verbose:
+            print(f"collkit run: {args.tuning}: {len(table.rules)} rules", file=sys.stderr)
+    if args.verbose:
+        env["COLLKIT_VERBOSE"] = "1"
+    if args.stats:
+        env["COLLKIT_STATS"] = str(Path(args.stats).resolve())
+    mpi = find_mpi(args.mpiexec, args.mpi_prefix)
+    library = build(mpi) / "libcollkit_pmpi.so"
+    base_env, _ = launch_env(mpi, args.P)
+    cmd = command(mpi, args.P, program, library, env)
+    if args.verbose:
+        print("+ " + " ".join(cmd), file=sys.stderr)
+    try:
+        return subprocess.run(cmd, env=base_env, check=False).returncode
+    except OSError as e:
+        raise InvalidArgumentError(f"cannot run {cmd[0]}: {e.strerror}") from None

@@ -1,0 +1,307 @@
+"""Find, per (collective, P, size range), the algorithm that is really faster than the MPI's own
+call, and write it where programs will use it.
+
+  collkit tune allreduce -np 2,4 --sizes 8B..1MiB
+  collkit tune allreduce bcast -np 4 --sizes 8B..64KiB --top-k 5 -o tune-results
+  collkit tune allreduce -np 64,1024 --sizes 8B..1MiB --simulate loggp --param L=1us
+
+Candidates: collkit's registry with parameter grids (every algorithm at its defaults, the model's
+top-k `rm` schedules for each P, every Bruck radix, k-nomial radices), the MPI's native call, and
+the MPI's own algorithms forced one at a time (MPICH CVARs / Open MPI coll_tuned). Each is timed
+by collkit's bench driver with its per-iteration samples kept; a candidate wins only when a
+one-sided Mann-Whitney test (p < --alpha) and the bootstrap 95% interval of its speedup over the
+native call (all above 1 + --min-gain) agree, else the native call stays. Adjacent sizes with the
+same winner merge into one range.
+
+Writes into -o DIR: tune.jsonl / .csv (every row, appended as measured: rerun the same command
+to resume; nothing is measured twice), collkit-tuning.json (for libcollkit_pmpi.so and `collkit
+run --tuning`), mpich-selection.json (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE), openmpi-rules.txt
+(coll_tuned_dynamic_rules_filename) and tune.png (winner by P x size). --simulate tunes from the
+simulator instead (for P this machine cannot run), and the rules say `simulated`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import sys
+from pathlib import Path
+
+from collkit.bench import COLLECTIVES, machine_name
+from collkit.cli._common import parse_p_list
+from collkit.cli.bench import parse_sizes
+from collkit.errors import InvalidArgumentError
+from collkit.mpirun import build, find_mpi
+from collkit.results import ResultStore, Row
+from collkit.tune.campaign import TuneOptions, check_only, measure, simulate_rows
+from collkit.tune.mpi_files import find_libmpi, mpich_default_tree, mpich_file, openmpi_rules
+from collkit.tune.select import Choice, choose, rules
+from collkit.tune.table import Table, save
+
+NAME = "tune"
+HELP = "pick the really-faster algorithm per size and write tuning files (collkit, MPICH, Open MPI)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "collectives",
+        nargs="+",
+        choices=COLLECTIVES,
+        metavar="COLLECTIVE",
+        help=f"one or more of {', '.join(COLLECTIVES)}",
+    )
+    p.add_argument(
+        "-P",
+        "-np",
+        "--np",
+        dest="P",
+        type=parse_p_list,
+        default=[4],
+        metavar="LIST",
+        help="process counts: 4, 2,4, 2..8 (default 4)",
+    )
+    p.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        default=parse_sizes("8B..1MiB"),
+        metavar="LIST",
+        help="bytes per rank: 8B..1MiB (powers of two; the default), 8,64,1KiB",
+    )
+    p.add_argument("--top-k", type=int, default=3, help="rm schedules per P, by the model (3)")
+    p.add_argument(
+        "--only",
+        default=None,
+        metavar="NAMES",
+        help="comma list: only these collkit candidates (e.g. rd,ring)",
+    )
+    p.add_argument(
+        "--no-mpi-algos",
+        action="store_true",
+        help="leave out the MPI's own algorithms (the MPI files then map by family)",
+    )
+    p.add_argument("--iters", type=int, default=100, help="timed iterations per row (100)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed calls first (10)")
+    p.add_argument("--max-ms", type=int, default=500, help="time budget per row in ms (500)")
+    p.add_argument("--alpha", type=float, default=0.01, help="significance level (0.01)")
+    p.add_argument(
+        "--min-gain",
+        type=float,
+        default=0.0,
+        help="the speedup interval must lie above 1 + this (default 0)",
+    )
+    p.add_argument(
+        "--simulate",
+        default=None,
+        metavar="MODEL",
+        help="tune from the simulator with this model (postal, loggp, ...)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a model parameter for --simulate, e.g. L=1us (repeatable)",
+    )
+    p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
+    p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
+    p.add_argument("-o", "--out", default="tune-results", help="output folder (tune-results)")
+    p.add_argument("--no-plot", action="store_true", help="do not draw tune.png")
+
+
+def split_names(text: str) -> list[str]:
+    """'rd,rm(a2,a2)' -> ['rd', 'rm(a2,a2)']: commas inside parentheses belong to the name."""
+    out, cur, depth = [], "", 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")" and depth > 0)
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur.strip())
+    return [x for x in out if x]
+
+
+def _print(choices: list[Choice], mpi_label: str) -> None:
+    from rich.console import Console
+    from rich.table import Table as RTable
+
+    t = RTable(title=f"winners per size ({mpi_label}); speedup = native median / winner median")
+    for col in (
+        "coll",
+        "P",
+        "bytes",
+        "source",
+        "collkit winner",
+        "speedup",
+        "95% CI",
+        "p",
+        "MPI's own",
+    ):
+        t.add_column(
+            col,
+            justify="left" if col in ("coll", "collkit winner", "MPI's own", "source") else "right",
+        )
+    for c in choices:
+        w = c.collkit
+        t.add_row(
+            c.collective,
+            str(c.P),
+            str(c.bytes),
+            c.source,
+            w.algorithm if w else "native",
+            f"{w.speedup:.2f}" if w else "",
+            f"{w.ci95[0]:.2f}..{w.ci95[1]:.2f}" if w and not math.isnan(w.ci95[0]) else "",
+            f"{w.p_value:.1e}" if w and not math.isnan(w.p_value) else "",
+            c.mpi.algorithm if c.mpi else "default",
+        )
+    Console(width=140).print(t)
+
+
+def plot(choices: list[Choice], path: Path, title: str) -> None:
+    """Winner by P (rows) x size (columns); hatched cells are simulated."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    colls = sorted({c.collective for c in choices})
+    fig, axes = plt.subplots(
+        len(colls),
+        1,
+        figsize=(9, 1.2 + 1.1 * len(colls) + 0.35 * max(len({c.P for c in choices}), 1)),
+        squeeze=False,
+    )
+    for ax, coll in zip(axes[:, 0], colls, strict=True):
+        cs = [c for c in choices if c.collective == coll]
+        Ps = sorted({c.P for c in cs})
+        sizes = sorted({c.bytes for c in cs})
+        names = sorted({c.collkit.algorithm if c.collkit else "native" for c in cs})
+        if "native" in names:
+            names.remove("native")
+            names.insert(0, "native")
+        cmap = plt.get_cmap("tab20")
+        for c in cs:
+            name = c.collkit.algorithm if c.collkit else "native"
+            x, y = sizes.index(c.bytes), Ps.index(c.P)
+            color = "#dddddd" if name == "native" else cmap(names.index(name) % 20)
+            ax.add_patch(
+                Rectangle(
+                    (x, y), 1, 1, color=color, hatch="//" if c.source == "simulated" else None
+                )
+            )
+            if c.collkit:
+                ax.text(
+                    x + 0.5,
+                    y + 0.5,
+                    f"{c.collkit.speedup:.2f}x",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                )
+        ax.set_xlim(0, len(sizes))
+        ax.set_ylim(0, len(Ps))
+        ax.set_xticks([i + 0.5 for i in range(len(sizes))])
+        ax.set_xticklabels([_fmt(s) for s in sizes], rotation=60, fontsize=7)
+        ax.set_yticks([i + 0.5 for i in range(len(Ps))])
+        ax.set_yticklabels([f"P={P}" for P in Ps], fontsize=7)
+        ax.set_title(coll, fontsize=9)
+        handles = [
+            Rectangle((0, 0), 1, 1, color="#dddddd" if n == "native" else cmap(names.index(n) % 20))
+            for n in names
+        ]
+        ax.legend(handles, names, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _fmt(n: int) -> str:
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k and n % k == 0:
+            return f"{n // k}{unit}"
+    return f"{n}B"
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.top_k < 1 or args.iters < 5 or args.warmup < 0 or args.max_ms < 1:
+        raise InvalidArgumentError("--top-k >= 1, --iters >= 5, --warmup >= 0, --max-ms >= 1")
+    if not 0 < args.alpha < 1 or args.min_gain < 0:
+        raise InvalidArgumentError("--alpha must be in (0, 1) and --min-gain >= 0")
+    params: dict[str, str] = {}
+    for kv in args.param:
+        k, eq, v = kv.partition("=")
+        if not eq or not k:
+            raise InvalidArgumentError(f"--param '{kv}' must be KEY=VALUE")
+        params[k] = v
+    if params and not args.simulate:
+        raise InvalidArgumentError("--param is for --simulate")
+    opts = TuneOptions(
+        collectives=list(dict.fromkeys(args.collectives)),
+        P=args.P,
+        sizes=args.sizes,
+        top_k=args.top_k,
+        iterations=args.iters,
+        warmup=args.warmup,
+        max_ms=args.max_ms,
+        mpi_algorithms=not args.no_mpi_algos,
+        only=split_names(args.only) if args.only else None,
+    )
+    if opts.only is not None:
+        check_only(opts.collectives, opts.only)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(out / "tune.jsonl")
+    date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+    def progress(msg: str, row: Row | None = None) -> None:
+        if row is None:
+            print(msg, file=sys.stderr)
+        elif row.error:
+            print(f"  {row.algorithm} {row.bytes:>9} B  error: {row.error[:80]}", file=sys.stderr)
+
+    mpi = None
+    if args.simulate:
+        rows = simulate_rows(opts, args.simulate, params, store, progress)
+        label = f"simulated, {args.simulate}"
+    else:
+        mpi = find_mpi(args.mpiexec, args.mpi_prefix)
+        print(f"{mpi.version} ({mpi.mpiexec}); rows: {store.jsonl}", file=sys.stderr)
+        rows = measure(opts, mpi, store, progress)
+        label = mpi.version
+    choices = choose(rows, alpha=args.alpha, min_gain=args.min_gain)
+    if not choices:
+        print("collkit tune: no usable rows (every candidate failed?)", file=sys.stderr)
+        return 1
+    _print(choices, label)
+    table = Table(rules=rules(choices), mpi=label, machine=machine_name(), date=date)
+    written = [store.jsonl, store.csv]
+    save(table, out / "collkit-tuning.json")
+    written.append(out / "collkit-tuning.json")
+    header = f"collkit tune {' '.join(opts.collectives)} -np {args.P} ({label}, {date})"
+    (out / "openmpi-rules.txt").write_text(openmpi_rules(choices, header))
+    written.append(out / "openmpi-rules.txt")
+    if mpi is not None and mpi.kind == "mpich":
+        tree = mpich_default_tree(find_libmpi(build(mpi) / "collkit_bench"))
+        (out / "mpich-selection.json").write_text(json.dumps(mpich_file(choices, tree)) + "\n")
+        written.append(out / "mpich-selection.json")
+    else:
+        print(
+            "mpich-selection.json not written: it is built on MPICH's own selection tree, "
+            "read from an MPICH library (tune with MPICH to get it)",
+            file=sys.stderr,
+        )
+    if not args.no_plot:
+        plot(choices, out / "tune.png", f"collkit tune: winner by P x size ({label})")
+        written.append(out / "tune.png")
+    print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+    print(
+        f"use it: collkit run -np {args.P[-1]} --tuning {out / 'collkit-tuning.json'} -- "
+        "./app args",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,191 @@
+"""A tuning campaign: candidates per (collective, P), measured through the bench driver with
+per-iteration samples (or simulated), then the winners and the three files.
+
+The rows go to one results file (the bench row schema) as they are measured; a rerun of the same
+campaign measures nothing that is already there.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from collkit.algorithms import Algorithm, algorithms
+from collkit.bench import DATATYPES, Campaign, machine_name, run_campaign
+from collkit.errors import CollkitError, InvalidArgumentError
+from collkit.mpirun import MPI
+from collkit.recmult.model import PipelinedPostal
+from collkit.recmult.rank import rank_schedules
+from collkit.results import ResultStore, Row
+
+# The model that ranks `rm` schedules for the campaign (seed 002's ARCHER-like ratio); only the
+# order matters here, the measurement decides.
+RANK_MODEL = PipelinedPostal(alpha_p=1.5e-6, alpha_r=0.4e-6, beta=1e-10)
+
+
+def candidates(collective: str, P: int, *, top_k: int = 3, nbytes: int = 8) -> list[str]:
+    """collkit's candidates for one (collective, P): every registered algorithm at its defaults,
+    the top_k `rm` schedules the model ranks for P, every Bruck radix r in 2..P, k-nomial radices
+    2..4; those whose restrictions exclude P are left out."""
+    out: list[str] = []
+    for spec in algorithms(collective):
+        name = str(spec["name"])
+        r = spec["restrictions"]
+        if r["min_P"] > P or (r["power_of_two"] and P & (P - 1)):
+            continue
+        if name == "allreduce:rm":
+            if P >= 2:
+                ranked = rank_schedules(P, RANK_MODEL, nbytes, top=top_k)
+                out += [f"allreduce:rm({x.schedule})" for x in ranked]
+        elif name in ("alltoall:bruck", "alltoall:bruck_modified"):
+            out += [f"{name}(r={k})" for k in range(2, max(P, 2) + 1)]
+        elif name.endswith(":knomial"):
+            out += [f"{name}(k={k})" for k in (2, 3, 4)]
+        else:
+            out.append(name)
+    seen: set[str] = set()
+    canon = []
+    for n in out:
+        c = str(Algorithm(n).canonical)
+        if c not in seen:
+            seen.add(c)
+            canon.append(c)
+    return canon
+
+
+@dataclass
+class TuneOptions:
+    collectives: list[str]
+    P: list[int]
+    sizes: list[int]
+    top_k: int = 3
+    iterations: int = 100
+    warmup: int = 10
+    max_ms: int = 500
+    mpi_algorithms: bool = True  # the MPI's own algorithms, forced, are candidates too
+    only: list[str] | None = None  # restrict collkit's candidates to these names
+
+
+def only(collective: str, names: list[str]) -> list[str]:
+    """The canonical names among `names` ('rd' or 'allreduce:rd') of `collective`'s algorithms."""
+    out = []
+    for n in names:
+        full = n if ":" in n else f"{collective}:{n}"
+        if full.split(":", 1)[0] != collective:
+            continue
+        try:
+            out.append(str(Algorithm(full).canonical))
+        except CollkitError:
+            if ":" in n:
+                raise
+    return out
+
+
+def check_only(collectives: list[str], names: list[str]) -> None:
+    """Every name must be an algorithm of one of the collectives (bad names fail up front)."""
+    for n in names:
+        if not any(only(c, [n]) for c in collectives):
+            Algorithm(n if ":" in n else f"{collectives[0]}:{n}")  # raises, with the reason
+            raise InvalidArgumentError(f"'{n}' is not an algorithm of {', '.join(collectives)}")
+
+
+def measure(
+    opts: TuneOptions,
+    mpi: MPI,
+    store: ResultStore,
+    progress: Callable[[str, Row | None], None] | None = None,
+) -> list[Row]:
+    """Runs what the campaign still misses; returns the campaign's rows (old and new)."""
+    for coll in opts.collectives:
+        for P in opts.P:
+            own = candidates(coll, P, top_k=opts.top_k, nbytes=opts.sizes[0] if opts.sizes else 8)
+            if opts.only is not None:
+                keep = only(coll, opts.only)
+                own = [a for a in own if a in keep] + [a for a in keep if a not in own]
+            forced = mpi.native_algorithms(coll) if opts.mpi_algorithms else []
+            c = Campaign(
+                collective=coll,
+                algorithms=["native", *own, *forced],
+                P=[P],
+                sizes=opts.sizes,
+                iterations=opts.iterations,
+                warmup=opts.warmup,
+                max_ms=opts.max_ms,
+                validate=True,
+                raw=True,
+            )
+            run_campaign(c, mpi, store, progress)
+    return campaign_rows(opts, store)
+
+
+def campaign_rows(opts: TuneOptions, store: ResultStore) -> list[Row]:
+    out = []
+    for r in store:
+        dt = DATATYPES["double" if r.collective in ("allreduce", "reduce") else "char"]
+        if (
+            r.collective in opts.collectives
+            and r.P in opts.P
+            and (r.bytes in {s // dt * dt for s in opts.sizes} or r.collective == "barrier")
+        ):
+            out.append(r)
+    return out
+
+
+def simulate_rows(
+    opts: TuneOptions,
+    model: str,
+    params: dict[str, str],
+    store: ResultStore,
+    progress: Callable[[str], None],
+) -> list[Row]:
+    """Rows from the simulator for every candidate (marked source = simulated; `mpi` names the
+    model and its parameters)."""
+    from collkit.simulate import Model, simulate
+
+    made = Model.make(model, **params)  # bad names fail before any work
+    described = made.describe()
+    machine = machine_name()
+    date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    for coll in opts.collectives:
+        elem = DATATYPES["double" if coll in ("allreduce", "reduce") else "char"]
+        for P in opts.P:
+            own = candidates(coll, P, top_k=opts.top_k)
+            if opts.only is not None:
+                keep = only(coll, opts.only)
+                own = [a for a in own if a in keep] + [a for a in keep if a not in own]
+            progress(f"simulating {coll} P={P}: {len(own)} candidates x {len(opts.sizes)} sizes")
+            for algo in own:
+                for size in [0] if coll == "barrier" else opts.sizes:
+                    count = size // elem
+                    row = Row(
+                        collective=coll,
+                        algorithm=algo,
+                        P=P,
+                        bytes=count * elem,
+                        datatype="double" if elem == 8 else "char",
+                        count=count,
+                        source="simulated",
+                        mpi=f"simulated: {described}",
+                        machine=machine,
+                        date=date,
+                    )
+                    if row in store:
+                        continue
+                    try:
+                        res = simulate(algo, P, count=count, elem_size=elem, model=made)
+                        t = res.makespan / 1e3  # ns -> µs
+                        row.min = row.q1 = row.median = row.q3 = row.mean = row.p99 = row.max = t
+                        row.iterations = 1
+                    except CollkitError as e:
+                        row.error = str(e)
+                    store.append(row)
+    store.write_csv()
+    return [
+        r
+        for r in store
+        if r.source == "simulated" and r.collective in opts.collectives and r.P in opts.P
+    ]
+
+
+__all__ = ["TuneOptions", "campaign_rows", "candidates", "measure", "simulate_rows"]

@@ -1,0 +1,180 @@
+"""Choosing winners from result rows: only where the win is real.
+
+Per (collective, P, size), every candidate's per-iteration samples are compared with the native
+call's: a one-sided Mann-Whitney U test (is the candidate faster?) and a bootstrap 95% confidence
+interval of the speedup (native median / candidate median). A candidate wins only when p < alpha
+and the whole interval lies above 1 + min_gain; the winner is the one with the largest speedup,
+else the native call stays. Simulated rows have no samples and no native row: the fastest
+simulated candidate wins, and the rule says it was simulated.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from collkit.results import Row
+from collkit.tune.table import Rule
+
+MPI_PREFIXES = ("mpich:", "ompi:")
+
+
+@dataclass
+class Comparison:
+    algorithm: str
+    median_us: float
+    native_median_us: float
+    speedup: float
+    p_value: float
+    ci95: tuple[float, float]
+
+
+def compare(
+    algorithm: str,
+    cand: Sequence[float],
+    native: Sequence[float],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Comparison:
+    """The speedup of `cand` over `native`, its bootstrap CI and the Mann-Whitney p-value."""
+    from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
+
+    c, n = np.asarray(cand, dtype=float), np.asarray(native, dtype=float)
+    mc, mn = float(np.median(c)), float(np.median(n))
+    p = float(mannwhitneyu(c, n, alternative="less").pvalue)
+    rng = np.random.default_rng(seed)
+    bc = np.median(rng.choice(c, size=(resamples, c.size)), axis=1)
+    bn = np.median(rng.choice(n, size=(resamples, n.size)), axis=1)
+    ratio = bn / np.maximum(bc, 1e-12)
+    lo, hi = np.percentile(ratio, [2.5, 97.5])
+    return Comparison(algorithm, mc, mn, mn / max(mc, 1e-12), p, (float(lo), float(hi)))
+
+
+def is_win(c: Comparison, alpha: float, min_gain: float) -> bool:
+    return c.p_value < alpha and c.ci95[0] > 1.0 + min_gain
+
+
+@dataclass
+class Choice:
+    """The decision for one (collective, P, bytes)."""
+
+    collective: str
+    P: int
+    bytes: int
+    source: str
+    collkit: Comparison | None  # None: the native call stays
+    mpi: Comparison | None  # the MPI's own algorithm to force; None: its default stays
+    candidates: list[Comparison]
+
+
+def _usable(r: Row) -> bool:
+    return not r.error and r.valid is not False and (r.source == "simulated" or len(r.samples) >= 5)
+
+
+def choose(rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0) -> list[Choice]:
+    """One Choice per (collective, P, bytes) in the rows."""
+    groups: dict[tuple[str, int, int, str], list[Row]] = {}
+    for r in rows:
+        if _usable(r):
+            groups.setdefault((r.collective, r.P, r.bytes, r.source), []).append(r)
+    out: list[Choice] = []
+    for (coll, P, nbytes, source), rs in sorted(groups.items()):
+        if source == "simulated":
+            sim = [r for r in rs if not r.algorithm.startswith(MPI_PREFIXES)]
+            if not sim:
+                continue
+            best = min(sim, key=lambda r: r.median)
+            comps = [
+                Comparison(
+                    r.algorithm,
+                    r.median,
+                    math.nan,
+                    best.median / r.median,
+                    math.nan,
+                    (math.nan, math.nan),
+                )
+                for r in sim
+            ]
+            win = next(c for c in comps if c.algorithm == best.algorithm)
+            out.append(Choice(coll, P, nbytes, source, win, None, comps))
+            continue
+        native = next((r for r in rs if r.algorithm == "native"), None)
+        if native is None:
+            continue
+        comps = [
+            compare(r.algorithm, r.samples, native.samples) for r in rs if r.algorithm != "native"
+        ]
+        wins = [c for c in comps if is_win(c, alpha, min_gain)]
+        own = [c for c in wins if not c.algorithm.startswith(MPI_PREFIXES)]
+        forced = [c for c in wins if c.algorithm.startswith(MPI_PREFIXES)]
+        out.append(
+            Choice(
+                coll,
+                P,
+                nbytes,
+                source,
+                max(own, key=lambda c: c.speedup) if own else None,
+                max(forced, key=lambda c: c.speedup) if forced else None,
+                comps,
+            )
+        )
+    return out
+
+
+def size_ranges(sizes: Sequence[int]) -> list[tuple[int, int]]:
+    """The byte range each measured size stands for: up to the next size, the last up to twice
+    itself (one binary size class past the largest measured)."""
+    s = sorted(set(sizes))
+    out = [(a, b - 1) for a, b in itertools.pairwise(s)]
+    if s:
+        out.append((s[-1], max(2 * s[-1] - 1, s[-1])))
+    return out
+
+
+def rules(choices: Sequence[Choice]) -> list[Rule]:
+    """collkit table rules: per (collective, P), adjacent sizes with the same winner merged."""
+    out: list[Rule] = []
+    by: dict[tuple[str, int], list[Choice]] = {}
+    for c in choices:
+        by.setdefault((c.collective, c.P), []).append(c)
+    for (coll, P), cs in sorted(by.items()):
+        cs.sort(key=lambda c: c.bytes)
+        ranges = size_ranges([c.bytes for c in cs])
+        for c, (lo, hi) in zip(cs, ranges, strict=True):
+            algo = c.collkit.algorithm if c.collkit else "native"
+            last = out[-1] if out else None
+            if (
+                last is not None
+                and last.collective == coll
+                and last.P == (P, P)
+                and last.algorithm == algo
+                and last.source == c.source
+                and last.bytes[1] + 1 == lo
+            ):
+                last.bytes = (last.bytes[0], hi)
+                continue
+            w = c.collkit
+            native_median = next(
+                (x.native_median_us for x in c.candidates if not math.isnan(x.native_median_us)),
+                math.nan,
+            )
+            out.append(
+                Rule(
+                    collective=coll,
+                    P=(P, P),
+                    bytes=(lo, hi),
+                    algorithm=algo,
+                    source=c.source,
+                    median_us=w.median_us if w else native_median,
+                    native_median_us=native_median,
+                    speedup=w.speedup if w else math.nan,
+                    p_value=w.p_value if w else math.nan,
+                    ci95=w.ci95 if w else (math.nan, math.nan),
+                )
+            )
+    return out

@@ -1,0 +1,314 @@
+"""collkit tune: the statistics that decide a win, the table's schema, the MPI tuning files loaded
+into the real MPIs (which must take the chosen algorithm: the bits of a floating-point reduction
+identify its order, so the result under the file must equal the result with that algorithm
+forced, and differ from the MPI's default), and a tiny campaign end to end."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collkit.errors import InvalidArgumentError
+from collkit.mpirun import MPI, OPENMPI_ALGORITHMS
+from collkit.results import Row
+from collkit.tune import Choice, Comparison, choose, compare, rules, size_ranges, validate
+from collkit.tune import load as load_table
+from collkit.tune.campaign import candidates
+from collkit.tune.mpi_files import (
+    equivalent,
+    find_libmpi,
+    mpich_default_tree,
+    mpich_file,
+    openmpi_rules,
+)
+from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
+from test_pmpi import launch, mpicc
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+# ---- statistics ---------------------------------------------------------------------------------
+
+
+def test_a_clear_win_is_a_win_and_noise_is_not() -> None:
+    rng = np.random.default_rng(1)
+    native = rng.normal(10, 0.5, 60)
+    fast = compare("allreduce:rd", rng.normal(7, 0.5, 60), native)
+    assert fast.p_value < 1e-6 and 1.3 < fast.ci95[0] <= fast.speedup <= fast.ci95[1] < 1.6
+    same = compare("allreduce:ring", rng.normal(10, 0.5, 60), native)
+    assert not (same.p_value < 0.01 and same.ci95[0] > 1)
+    slow = compare("allreduce:ring", rng.normal(12, 0.5, 60), native)
+    assert slow.p_value > 0.5 and slow.speedup < 1
+
+
+def rows_for(algo: str, center: float, P: int = 4, nbytes: int = 8, seed: int = 0) -> Row:
+    s = list(np.random.default_rng(seed).normal(center, center * 0.03, 40))
+    return Row("allreduce", algo, P, nbytes, samples=s, median=float(np.median(s)), valid=True)
+
+
+def test_choose_keeps_native_unless_the_win_is_real_and_merges_ranges() -> None:
+    rows = []
+    for i, nbytes in enumerate((8, 16, 32, 64)):
+        rows.append(rows_for("native", 10.0, nbytes=nbytes, seed=i))
+        # rd wins clearly at 8 and 16 B, ring only by noise at 32 and 64 B.
+        rows.append(rows_for("allreduce:rd", 6.0 if nbytes <= 16 else 10.5, nbytes=nbytes, seed=9))
+        rows.append(rows_for("allreduce:ring", 10.0, nbytes=nbytes, seed=i + 100))
+        rows.append(rows_for("mpich:ring", 5.0 if nbytes == 64 else 11, nbytes=nbytes, seed=5))
+    bad = rows_for("allreduce:rm(a4)", 1.0, nbytes=32)
+    bad.valid = False  # a wrong result never wins, however fast
+    choices = choose([*rows, bad])
+    assert [c.collkit.algorithm if c.collkit else "native" for c in choices] == [
+        "allreduce:rd",
+        "allreduce:rd",
+        "native",
+        "native",
+    ]
+    assert [c.mpi.algorithm if c.mpi else None for c in choices] == [None, None, None, "mpich:ring"]
+    rs = rules(choices)
+    assert [(r.algorithm, r.bytes) for r in rs] == [
+        ("allreduce:rd", (8, 31)),
+        ("native", (32, 127)),
+    ]
+    assert rs[0].speedup > 1.5 and rs[0].p_value < 0.01 and rs[0].P == (4, 4)
+
+
+def test_size_ranges_cover_up_to_the_next_size() -> None:
+    assert size_ranges([8, 64, 16]) == [(8, 15), (16, 63), (64, 127)]
+    assert size_ranges([0]) == [(0, 0)]
+
+
+def test_candidates_are_the_registry_with_grids() -> None:
+    c = candidates("alltoall", 4)
+    assert {"alltoall:bruck", "alltoall:bruck(r=3)", "alltoall:bruck(r=4)"} <= set(c)
+    assert "alltoall:pairwise" in c
+    rm = [x for x in candidates("allreduce", 8, top_k=2) if x.startswith("allreduce:rm")]
+    assert len(rm) == 2
+    assert equivalent("allreduce", "allreduce:ring", "ompi:") == "ompi:ring"
+    assert equivalent("alltoall", "alltoall:bruck(r=3)", "mpich:") == "mpich:brucks"
+
+
+# ---- the table's schema -------------------------------------------------------------------------
+
+
+GOOD = {
+    "format": "collkit-tuning",
+    "version": 1,
+    "rules": [{"collective": "allreduce", "P": [4, 4], "bytes": [0, 63], "algorithm": "rd"}],
+}
+
+
+def test_validate_names_what_is_wrong() -> None:
+    with pytest.raises(InvalidArgumentError, match="rule 0"):
+        validate(GOOD)  # 'rd' has no collective: names are full names
+    good = json.loads(json.dumps(GOOD))
+    good["rules"][0]["algorithm"] = "allreduce:rd"
+    t = validate(good)
+    assert t.lookup("allreduce", 4, 63) == "allreduce:rd"
+    assert t.lookup("allreduce", 4, 64) == "native" and t.lookup("allreduce", 5, 8) == "native"
+    for key, value, msg in [
+        ("P", [0, 4], "P"),
+        ("bytes", [9, 8], "bytes"),
+        ("collective", "gather", "collective"),
+        ("algorithm", "bcast:binomial", "not a allreduce"),
+        ("extra", 1, "unknown keys"),
+    ]:
+        bad = json.loads(json.dumps(good))
+        bad["rules"][0][key] = value
+        with pytest.raises(InvalidArgumentError, match=msg):
+            validate(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_validate_rejects_hostile_documents_with_a_clear_error(doc: object) -> None:
+    for d in (doc, {"format": "collkit-tuning", "version": 1, "rules": doc}):
+        with contextlib.suppress(InvalidArgumentError):
+            validate(d)
+
+
+# ---- the MPIs' own files, loaded into the MPIs -------------------------------------------------
+
+
+def comparison(algo: str) -> Comparison:
+    return Comparison(algo, 1.0, 2.0, 2.0, 1e-9, (1.5, 2.5))
+
+
+def fingerprint(mpi: MPI, exe: Path, P: int, n: int, env: dict[str, str] | None = None) -> str:
+    r = launch(mpi, P, [str(exe), "allreduce", str(n)], env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return r.stdout.split()[-1]
+
+
+@pytest.fixture(scope="module")
+def mpich_fp(tmp_path_factory: pytest.TempPathFactory) -> tuple[MPI, Path, Path]:
+    mpi = mpich_or_skip()
+    bindir = built(mpi)
+    exe = tmp_path_factory.mktemp("fp") / "fingerprint"
+    subprocess.run([mpicc(mpi), "-O2", "-o", str(exe), str(PROGRAMS / "fingerprint.c")], check=True)
+    return mpi, bindir, exe
+
+
+def test_mpich_takes_the_algorithm_its_selection_file_chooses(
+    mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
+) -> None:
+    mpi, bindir, exe = mpich_fp
+    # P = 4: 32 KiB -> ring, 128 KiB -> recursive doubling; nothing tuned at P = 3.
+    choices = [
+        Choice("allreduce", 4, 32768, "measured", None, comparison("mpich:ring"), []),
+        Choice(
+            "allreduce", 4, 131072, "measured", None, comparison("mpich:recursive_doubling"), []
+        ),
+    ]
+    tree = mpich_file(choices, mpich_default_tree(find_libmpi(bindir / "collkit_bench")))
+    path = tmp_path / "mpich-selection.json"
+    path.write_text(json.dumps(tree))
+    use = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)}
+    for n, algo in ((4096, "ring"), (16384, "recursive_doubling")):
+        forced = fingerprint(mpi, exe, 4, n, {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": algo})
+        assert fingerprint(mpi, exe, 4, n, use) == forced, algo
+    # The check can tell algorithms apart: at 32 KiB MPICH's default is not the ring.
+    assert fingerprint(mpi, exe, 4, 4096) != fingerprint(
+        mpi, exe, 4, 4096, {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}
+    )
+    # P = 3 was not tuned: MPICH's own choice stays.
+    assert fingerprint(mpi, exe, 3, 4096, use) == fingerprint(mpi, exe, 3, 4096)
+
+
+def test_open_mpi_takes_the_algorithm_its_rules_file_chooses(tmp_path: Path) -> None:
+    mpi = openmpi_or_skip()
+    exe = tmp_path / "fingerprint"
+    subprocess.run([mpicc(mpi), "-O2", "-o", str(exe), str(PROGRAMS / "fingerprint.c")], check=True)
+    choices = [
+        Choice("allreduce", 4, 32768, "measured", None, comparison("ompi:ring"), []),
+        Choice("allreduce", 4, 131072, "measured", None, comparison("ompi:basic_linear"), []),
+    ]
+    path = tmp_path / "openmpi-rules.txt"
+    path.write_text(openmpi_rules(choices, "test"))
+    use = {
+        "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+        "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(path),
+    }
+    for n, algo in ((4096, "ring"), (16384, "basic_linear")):
+        forced = fingerprint(
+            mpi,
+            exe,
+            4,
+            n,
+            {
+                "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                "OMPI_MCA_coll_tuned_allreduce_algorithm": str(
+                    OPENMPI_ALGORITHMS["allreduce"][algo]
+                ),
+            },
+        )
+        assert fingerprint(mpi, exe, 4, n, use) == forced, algo
+    assert fingerprint(mpi, exe, 4, 16384) != fingerprint(mpi, exe, 4, 16384, use)
+    # Sizes past the tuned ones and P = 5 keep Open MPI's fixed decision.
+    assert fingerprint(mpi, exe, 4, 65536, use) == fingerprint(mpi, exe, 4, 65536)
+    assert fingerprint(mpi, exe, 5, 4096, use) == fingerprint(mpi, exe, 5, 4096)
+
+
+# ---- the command --------------------------------------------------------------------------------
+
+
+def tune(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "collkit", "tune", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S * 4,
+        check=False,
+        env=dict(os.environ),
+    )
+
+
+def test_tune_writes_the_three_files_and_resumes(
+    mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
+) -> None:
+    mpi, _, exe = mpich_fp
+    out = tmp_path / "t"
+    args = ["allreduce", "-np", "2", "--sizes", "8B,1KiB", "--iters", "20", "--max-ms", "40"]
+    args += ["--only", "rd", "-o", str(out)]
+    r = tune(*args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for f in ("collkit-tuning.json", "mpich-selection.json", "openmpi-rules.txt", "tune.png"):
+        assert (out / f).stat().st_size > 0, f
+    table = load_table(out / "collkit-tuning.json")
+    assert {x.P for x in table.rules} == {(2, 2)}
+    assert all(x.algorithm in ("native", "allreduce:rd") for x in table.rules)
+    assert all(not math.isnan(x.native_median_us) for x in table.rules)
+    lines = (out / "tune.jsonl").read_text().splitlines()
+    # native, rd and every MPICH algorithm forced, at two sizes; each row with its samples.
+    assert len(lines) == 2 * (2 + len(mpi.native_algorithms("allreduce")))
+    assert all(len(json.loads(ln)["samples"]) >= 10 for ln in lines if '"error": ""' in ln)
+    # MPICH accepts the file it was given (a run with it completes with correct results).
+    use = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(out / "mpich-selection.json")}
+    assert fingerprint(mpi, exe, 2, 128, use) == fingerprint(mpi, exe, 2, 128)
+    again = tune(*args)
+    assert again.returncode == 0
+    assert (out / "tune.jsonl").read_text().splitlines() == lines  # nothing measured twice
+    assert "already measured" in again.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["gather"],
+        ["allreduce", "--sizes", "8B..1B"],
+        ["allreduce", "-np", "0"],
+        ["allreduce", "--alpha", "2"],
+        ["allreduce", "--param", "L=1us"],
+        ["allreduce", "--only", "allreduce:nope", "-np", "2", "--sizes", "8"],
+    ],
+)
+def test_bad_input_exits_2(args: list[str], tmp_path: Path) -> None:
+    r = tune(*args, "-o", str(tmp_path / "o"))
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and "error" in r.stderr
+
+
+def test_tune_from_the_simulator_marks_rows_simulated(tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    r = tune("alltoall", "-np", "64", "--sizes", "8,4KiB", "--simulate", "postal", "-o", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    table = load_table(out / "collkit-tuning.json")
+    assert table.rules and all(x.source == "simulated" for x in table.rules)
+    assert all(x.algorithm.startswith("alltoall:") for x in table.rules)
+    assert not (out / "mpich-selection.json").exists()
+
+
+def test_multi_stage_rm_names_reach_the_driver_whole(
+    mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
+) -> None:
+    """A candidate name with commas inside its parentheses is one algorithm, not two."""
+    from collkit.bench import Campaign, run_campaign
+    from collkit.results import ResultStore
+
+    mpi = mpich_fp[0]
+    name = "allreduce:rm(c4m4,e4m4)"
+    assert name in candidates("allreduce", 4, top_k=3)
+    c = Campaign("allreduce", [name], [4], [64], iterations=5, warmup=1, max_ms=20, raw=True)
+    (row,) = run_campaign(c, mpi, ResultStore(tmp_path / "r.jsonl"))
+    assert row.error == "" and row.valid is True and len(row.samples) >= 5
+
+
+def test_only_names_keep_their_commas() -> None:
+    from collkit.cli.tune import split_names
+
+    assert split_names("rd,rm(a2,a2), ring,") == ["rd", "rm(a2,a2)", "ring"]
