@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from collkit.algorithms import Algorithm, algorithms
+from collkit.analysis.recmult.model import PipelinedPostal
+from collkit.analysis.recmult.rank import rank_schedules
 from collkit.bench import DATATYPES, Campaign, machine_name, run_campaign
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpirun import MPI
-from collkit.recmult.model import PipelinedPostal
-from collkit.recmult.rank import rank_schedules
 from collkit.results import ResultStore, Row
 
 # The model that ranks `rm` schedules for the campaign (seed 002's ARCHER-like ratio); only the
