@@ -141,6 +141,15 @@ bool waitall_is_safe(const Plan& plan, const RunState& st, size_t head) {
   return true;
 }
 
+// Neither of two ops in flight lets another op start alone: no successor of either has just one
+// dependency left. (Then waiting for both at once delays nothing.)
+bool pair_gates_all(const Plan& plan, uint32_t x, uint32_t y) {
+  for (uint32_t a : {x, y})
+    for (uint32_t e = plan.succ_begin[a]; e < plan.succ_begin[a + 1]; ++e)
+      if (plan.remaining[plan.succ[e]] == 1) return false;
+  return true;
+}
+
 }  // namespace
 
 int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
@@ -196,6 +205,44 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
         case OpKind::send:
         case OpKind::recv: {
           const int tag = static_cast<int>(plan.seq[i] % tag_mod);
+          // Blocking fast path: with nothing in flight, a lone message (a tree's send or
+          // receive), or a send and a receive that everything next waits on both of (rd's
+          // exchange, a dissemination round) need no request: MPI_Send / MPI_Recv /
+          // MPI_Sendrecv, as the MPI's own algorithms do. Safe: this rank has nothing else it
+          // could do meanwhile.
+          if (req_head == st.reqs.size() && op.len <= chunk) {
+            const size_t left = plan.ready.size() - ready_head;
+            std::byte* p = element(bufs[op.buf], op.off, t);
+            const int c = static_cast<int>(op.len);
+            if (left == 0) {
+              rc = op.kind == OpKind::send
+                       ? MPI_Send(p, c, t.type, op.peer, tag, a.comm)
+                       : MPI_Recv(p, c, t.type, op.peer, tag, a.comm, MPI_STATUS_IGNORE);
+              if (rc != MPI_SUCCESS) return rc;
+              complete(i);
+              continue;
+            }
+            const uint32_t j = plan.ready[ready_head];
+            const Op& other = plan.ops[j];
+            if (left == 1 && other.len <= chunk &&
+                (other.kind == OpKind::send || other.kind == OpKind::recv) &&
+                other.kind != op.kind && pair_gates_all(plan, i, j)) {
+              ++ready_head;
+              const bool i_sends = op.kind == OpKind::send;
+              const Op& s_op = i_sends ? op : other;
+              const Op& r_op = i_sends ? other : op;
+              const uint32_t si = i_sends ? i : j, ri = i_sends ? j : i;
+              rc = MPI_Sendrecv(element(bufs[s_op.buf], s_op.off, t), static_cast<int>(s_op.len),
+                                t.type, s_op.peer, static_cast<int>(plan.seq[si] % tag_mod),
+                                element(bufs[r_op.buf], r_op.off, t), static_cast<int>(r_op.len),
+                                t.type, r_op.peer, static_cast<int>(plan.seq[ri] % tag_mod), a.comm,
+                                MPI_STATUS_IGNORE);
+              if (rc != MPI_SUCCESS) return rc;
+              complete(i);
+              complete(j);
+              continue;
+            }
+          }
           int64_t done = 0;
           do {  // a zero-length message is still one message: both sides must agree
             const int c = static_cast<int>(std::min(chunk, op.len - done));
