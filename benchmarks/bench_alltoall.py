@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collkit import bruck
+from collkit.analysis import bruck
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alltoall.md"
 SIZES = [8, 64, 256, 1024, 4096, 16384, 65536]

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import collkit
-from collkit.limits import (
+from collkit.analysis.limits import (
     AlphaBetaGamma,
     LimitRow,
     format_limit_table,

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import collkit
-from collkit import recmult
-from collkit.recmult import PipelinedPostal
+from collkit.analysis import recmult
+from collkit.analysis.recmult import PipelinedPostal
 
 MODEL = PipelinedPostal(alpha_p=1.34e-6, alpha_r=0.34e-6)  # seed 002 Table 1, minimum
 NBYTES = 8

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import collkit
-from collkit import bruck
+from collkit.analysis import bruck
 
 BRUCKS = ("alltoall:bruck", "alltoall:bruck_modified")
 SEND, RECV, COPY = 0, 1, 3

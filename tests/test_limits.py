@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import collkit
-from collkit.cli import limit as limit_cli
-from collkit.cli import main
-from collkit.limits import (
+from collkit.algorithms import Algorithm
+from collkit.analysis import bruck
+from collkit.analysis.limits import (
     SEED_001_P,
     AlphaBetaGamma,
     format_limit_table,
@@ -22,7 +22,11 @@ from collkit.limits import (
     limit_rows,
     model_limit,
     model_time,
+    modeled,
 )
+from collkit.cli import limit as limit_cli
+from collkit.cli import main
+from collkit.errors import InvalidArgumentError
 
 SEND = 0
 
@@ -168,3 +172,21 @@ def test_cli_through_main(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["limit", "allreduce", "-P", "2,3,8,12"]) == 0
     out = capsys.readouterr().out
     assert out.count("limit [count value]") == 2  # rabenseifner and ring against rd
+
+
+def test_registered_bruck_cost_is_the_step_counts() -> None:
+    """alltoall:bruck registers numC alpha + numD N beta: the same counts as the analysis."""
+    for P in (1, 2, 5, 16, 33):
+        for r in (2, 3, 4):
+            c = Algorithm(f"alltoall:bruck(r={r})").cost(P, 100.0)
+            assert c["alpha"] == bruck.model_seconds(P, r, 100, alpha=1.0, beta=0.0)
+            assert c["beta"] == bruck.model_seconds(P, r, 100, alpha=0.0, beta=1.0)
+            assert c["gamma"] == 0
+
+
+def test_modeled_algorithms_come_from_the_registry() -> None:
+    names = modeled()
+    assert {"allreduce:rd", "allreduce:ring", "reduce:rabenseifner", "alltoall:bruck"} <= set(names)
+    assert names == [s["name"] for s in collkit.algorithms() if s["has_model"]]
+    with pytest.raises(InvalidArgumentError, match="no closed form"):
+        model_time("bcast:linear", 4, 8, AlphaBetaGamma())

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import collkit
 from collkit import io
+from collkit.collectives import COLLECTIVES
 from collkit.errors import CollkitError
 
 # COLLKIT_PROPERTY_EXAMPLES=5000 for a longer hunt than the suite's default.
@@ -353,7 +354,6 @@ def test_lone_surrogates_in_names(name: str) -> None:
 
 # ---- random valid schedules -------------------------------------------------------------------
 
-COLLECTIVES = ["allreduce", "reduce", "bcast", "alltoall", "barrier"]
 ALGORITHMS = ["x", '""', '"a b"', '"\u00e9\\x01 # not a comment"']
 KINDS = ["send", "recv", "reduce1", "reduce2", "copy", "compute", "sleep"]
 

@@ -9,6 +9,7 @@ import pytest
 
 import collkit
 from collkit.cli.algorithms import markdown
+from collkit.collectives import ROOTED
 
 ROOT = Path(__file__).resolve().parent.parent
 MATRIX_P = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 31, 32, 33, 64, 96, 100, 127, 128]
@@ -34,12 +35,13 @@ def _default_names() -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", _default_names())
-def test_matrix_every_algorithm_every_P(name: str) -> None:
+def _verify_sweep(name: str, Ps: list[int]) -> None:
+    """Every P x count x root (reduce, bcast: the ends and the middle) through the verifier, in
+    rank order unless the algorithm declares it needs a commutative op."""
     algo = collkit.Algorithm(name)
     needs_comm = bool(algo.spec["restrictions"]["commutative_op"])
-    for P in MATRIX_P:
-        roots = sorted({0, P // 2, P - 1}) if algo.collective in ("reduce", "bcast") else [0]
+    for P in Ps:
+        roots = sorted({0, P // 2, P - 1}) if algo.collective in ROOTED else [0]
         for count in (0, 1, 5):
             for root in roots:
                 try:
@@ -50,6 +52,11 @@ def test_matrix_every_algorithm_every_P(name: str) -> None:
                 assert r.ok, r.summary()
                 if not needs_comm:
                     assert r.consistent_noncommutative
+
+
+@pytest.mark.parametrize("name", _default_names())
+def test_matrix_every_algorithm_every_P(name: str) -> None:
+    _verify_sweep(name, MATRIX_P)
 
 
 def test_rank_alone_matches_the_whole_schedule() -> None:
@@ -66,3 +73,24 @@ def test_rank_alone_matches_the_whole_schedule() -> None:
                 mask = whole["rank"] == r
                 for key in ("kind", "peer", "buf", "off", "src", "src_off", "len", "side"):
                     assert (alone[key] == whole[key][mask]).all(), (name, P, r, key)
+
+
+GRID_P = [1, 2, 3, 5, 7, 8, 12, 16]
+
+
+def test_every_parameter_declares_a_grid() -> None:
+    """The matrix below sweeps what the registrations declare; a parameter left out of it would
+    only ever be tested at its default (which the matrix above covers)."""
+    for spec in collkit.algorithms():
+        for p in spec["params"]:
+            if p["type"] != "list":  # rm's stage lists depend on P: tests/test_rm_*.py
+                assert len(p["grid"]) > 1, f"{spec['name']}: parameter {p['name']} has no grid"
+        if any(p["grid"] for p in spec["params"]):
+            assert len(spec["grid"]) > 1
+
+
+@pytest.mark.parametrize(
+    "name", sorted({n for s in collkit.algorithms() for n in s["grid"] if "(" in n})
+)
+def test_matrix_parameter_grid(name: str) -> None:
+    _verify_sweep(name, GRID_P)

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 import collkit
-from collkit import recmult
+from collkit.analysis import recmult
 from collkit.cli import schedules
 
 

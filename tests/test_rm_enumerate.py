@@ -7,7 +7,7 @@ from itertools import product
 import pytest
 
 import collkit
-from collkit import recmult
+from collkit.analysis import recmult
 from test_rm_language import SEED_EXAMPLES, TABLE2
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import collkit
-from collkit import recmult
+from collkit.analysis import recmult
 from rm_symeval import leaves, run
 from test_rm_language import SEED_EXAMPLES, TABLE2
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import collkit
-from collkit import recmult
+from collkit.analysis import recmult
 
 SEED_EXAMPLES = [  # seed 002: §4.2, §6.2-6.3, Figs. 17-22
     ("a8,a4", 32, "factored"),

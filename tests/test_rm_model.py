@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import collkit
-from collkit import recmult
-from collkit.recmult import PipelinedPostal
+from collkit.analysis import recmult
+from collkit.analysis.recmult import PipelinedPostal
 
 M = PipelinedPostal(alpha_p=1.34e-6, alpha_r=0.34e-6, beta=0.4e-9, gamma=0.1e-9)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from collkit import recmult
+from collkit.analysis import recmult
+from collkit.analysis.recmult import timelines
 from collkit.cli import schedules
-from collkit.recmult import timelines
 
 pytest.importorskip("collkit.simulate")
 

@@ -41,14 +41,11 @@ class NameParser {
     if (t_.empty()) fail_at(ErrorKind::name, t_, 0, "empty algorithm name");
     skip_ws();
     size_t cpos = i_;
-    std::string coll = ident("a collective (allreduce, reduce, bcast, alltoall, barrier)");
-    try {
-      out.collective = collective_from_string(coll);
-    } catch (const Error&) {
-      fail_at(
-          ErrorKind::name, t_, cpos,
-          "unknown collective '" + coll + "' (known: allreduce, reduce, bcast, alltoall, barrier)");
-    }
+    std::string coll = ident("a collective (" + std::string(collective_names()) + ")");
+    if (!is_collective(coll))
+      fail_at(ErrorKind::name, t_, cpos,
+              "unknown collective '" + coll + "' (known: " + std::string(collective_names()) + ")");
+    out.collective = collective_from_string(coll);
     skip_ws();
     expect(':', "expected ':' between the collective and the algorithm, as in allreduce:rd");
     skip_ws();
@@ -97,9 +94,9 @@ class NameParser {
     if (i_ >= t_.size() || t_[i_] != c) fail_at(ErrorKind::name, t_, i_, what);
     ++i_;
   }
-  std::string ident(const char* what) {
+  std::string ident(const std::string& what) {
     if (i_ >= t_.size() || !is_ident_start(t_[i_]))
-      fail_at(ErrorKind::name, t_, i_, std::string("expected ") + what);
+      fail_at(ErrorKind::name, t_, i_, "expected " + what);
     size_t b = i_;
     while (i_ < t_.size() && is_ident_char(t_[i_])) ++i_;
     return std::string(t_.substr(b, i_ - b));

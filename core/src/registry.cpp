@@ -210,7 +210,7 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root)
   if (elem_size < 1 || elem_size > (1 << 20))
     fail(ErrorKind::invalid_argument,
          who + "element size = " + std::to_string(elem_size) + " bytes must be in [1, 1 MiB]");
-  int64_t elems_per_buffer = spec_->collective == Collective::alltoall ? P : 1;
+  const int64_t elems_per_buffer = std::max<int64_t>(1, max_blocks(spec_of(spec_->collective), P));
   if (count > kMaxElems / elems_per_buffer || count > INT64_MAX / elem_size / elems_per_buffer)
     fail(ErrorKind::invalid_argument, who + "count = " + std::to_string(count) +
                                           " does not fit: a buffer may hold at most 2^48 "
@@ -242,6 +242,32 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root)
     prepared = spec_->prepare(a);
   }
   return Bound(*this, h, std::move(prepared));
+}
+
+Cost Algorithm::cost(int64_t P, double bytes) const {
+  if (!spec_->model) fail(ErrorKind::unsupported, canonical_ + ": no closed-form cost is declared");
+  if (P < 1 || P > kMaxP || !(bytes >= 0))
+    fail(ErrorKind::invalid_argument,
+         canonical_ + ": P = " + std::to_string(P) + " must be in [1, 2^31] and bytes >= 0");
+  return spec_->model(CostArgs{P, bytes, &params_});
+}
+
+std::vector<std::string> parameter_grid(const AlgorithmSpec& spec) {
+  const std::string base = std::string(to_string(spec.collective)) + ":" + spec.name;
+  std::vector<std::string> names{""};  // the argument lists so far
+  for (const ParamSpec& p : spec.params) {
+    if (p.grid.empty()) {
+      if (p.default_value.empty()) return {};
+      continue;
+    }
+    std::vector<std::string> next;
+    for (const std::string& args : names)
+      for (const std::string& v : p.grid)
+        next.push_back(args + (args.empty() ? "" : ",") + p.name + "=" + v);
+    names = std::move(next);
+  }
+  for (std::string& args : names) args = args.empty() ? base : base + "(" + args + ")";
+  return names;
 }
 
 Bound::Bound(const Algorithm& algo, ScheduleHeader header, std::any prepared)

@@ -12,8 +12,6 @@
 namespace collkit {
 
 namespace {
-constexpr std::array<std::string_view, kNumCollectives> kCollectiveNames = {
-    "allreduce", "reduce", "bcast", "alltoall", "barrier"};
 constexpr std::array<std::string_view, 6> kOpNames = {"send", "recv",    "reduce",
                                                       "copy", "compute", "sleep"};
 
@@ -31,17 +29,6 @@ double physical_memory() {
 }
 }  // namespace
 
-std::string_view to_string(Collective c) {
-  return kCollectiveNames[static_cast<size_t>(c)];
-}
-
-Collective collective_from_string(std::string_view s) {
-  for (size_t i = 0; i < kCollectiveNames.size(); ++i)
-    if (kCollectiveNames[i] == s) return static_cast<Collective>(i);
-  fail(ErrorKind::name, "unknown collective '" + std::string(s) +
-                            "' (known: allreduce, reduce, bcast, alltoall, barrier)");
-}
-
 std::string_view to_string(OpKind k) {
   return kOpNames[static_cast<size_t>(k)];
 }
@@ -55,34 +42,11 @@ std::string buffer_name(BufId b) {
 }
 
 int64_t ScheduleHeader::in_elems(int64_t rank) const {
-  switch (collective) {
-    case Collective::allreduce:
-    case Collective::reduce:
-      return count;
-    case Collective::bcast:
-      return 0;  // bcast has one buffer, `out`, which holds the root's data at the start
-    case Collective::alltoall:
-      return count * P;
-    case Collective::barrier:
-      return 0;
-  }
-  (void)rank;
-  return 0;
+  return buffer_elems(spec().in, P, count, root, rank);
 }
 
 int64_t ScheduleHeader::out_elems(int64_t rank) const {
-  (void)rank;
-  switch (collective) {
-    case Collective::allreduce:
-    case Collective::reduce:
-    case Collective::bcast:
-      return count;
-    case Collective::alltoall:
-      return count * P;
-    case Collective::barrier:
-      return 0;
-  }
-  return 0;
+  return buffer_elems(spec().out, P, count, root, rank);
 }
 
 int64_t RankView::buffer_elems(const ScheduleHeader& h, BufId b) const {
@@ -125,61 +89,48 @@ OpId RankBuilder::add(const Op& op, Deps deps) {
   return p_.append(op, deps.span(), stage_);
 }
 
+// Op fields in declaration order: len, off, src_off, peer, kind, side, buf, src.
+OpId RankBuilder::message(OpKind kind, int64_t peer, Region r, Deps deps) {
+  return add(
+      {.len = r.len, .off = r.off, .peer = static_cast<int32_t>(peer), .kind = kind, .buf = r.buf},
+      deps);
+}
+
 OpId RankBuilder::send(int64_t peer, Region from, Deps deps) {
-  Op op;
-  op.kind = OpKind::send;
-  op.peer = static_cast<int32_t>(peer);
-  op.buf = from.buf;
-  op.off = from.off;
-  op.len = from.len;
-  return add(op, deps);
+  return message(OpKind::send, peer, from, deps);
 }
 
 OpId RankBuilder::recv(int64_t peer, Region into, Deps deps) {
-  Op op;
-  op.kind = OpKind::recv;
-  op.peer = static_cast<int32_t>(peer);
-  op.buf = into.buf;
-  op.off = into.off;
-  op.len = into.len;
-  return add(op, deps);
+  return message(OpKind::recv, peer, into, deps);
 }
 
 OpId RankBuilder::reduce(Region dst, Region src, Side side, Deps deps) {
-  Op op;
-  op.kind = OpKind::reduce;
-  op.side = side;
-  op.buf = dst.buf;
-  op.off = dst.off;
-  op.src = src.buf;
-  op.src_off = src.off;
-  op.len = dst.len;
-  return add(op, deps);
+  return add({.len = dst.len,
+              .off = dst.off,
+              .src_off = src.off,
+              .kind = OpKind::reduce,
+              .side = side,
+              .buf = dst.buf,
+              .src = src.buf},
+             deps);
 }
 
 OpId RankBuilder::copy(Region dst, Region src, Deps deps) {
-  Op op;
-  op.kind = OpKind::copy;
-  op.buf = dst.buf;
-  op.off = dst.off;
-  op.src = src.buf;
-  op.src_off = src.off;
-  op.len = dst.len;
-  return add(op, deps);
+  return add({.len = dst.len,
+              .off = dst.off,
+              .src_off = src.off,
+              .kind = OpKind::copy,
+              .buf = dst.buf,
+              .src = src.buf},
+             deps);
 }
 
 OpId RankBuilder::compute(int64_t ns, Deps deps) {
-  Op op;
-  op.kind = OpKind::compute;
-  op.len = ns;
-  return add(op, deps);
+  return add({.len = ns, .kind = OpKind::compute}, deps);
 }
 
 OpId RankBuilder::sleep(int64_t ns, Deps deps) {
-  Op op;
-  op.kind = OpKind::sleep;
-  op.len = ns;
-  return add(op, deps);
+  return add({.len = ns, .kind = OpKind::sleep}, deps);
 }
 
 Schedule::Schedule(ScheduleHeader h) : header(std::move(h)) {}
@@ -255,6 +206,28 @@ size_t Schedule::memory_bytes() const {
          (rank_op_begin_.size() + rank_dep_begin_.size() + rank_dep_index_begin_.size() +
           rank_scratch_begin_.size()) *
              sizeof(uint64_t);
+}
+
+void Successors::append_rank(const RankView& v) {
+  const size_t base = size(), n = v.size();
+  const uint32_t start = begin_.back();
+  // Count each op's successors into begin_[base + 1 + d], then turn counts into offsets.
+  begin_.resize(base + n + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (OpId d : v.deps_of(i)) {
+      if (d >= n)
+        fail(ErrorKind::invalid_argument, "rank " + std::to_string(v.rank) + " op " +
+                                              std::to_string(i) + " depends on op " +
+                                              std::to_string(d) + ", which does not exist");
+      ++begin_[base + 1 + d];
+    }
+  begin_[base] = start;
+  for (size_t i = 0; i < n; ++i) begin_[base + 1 + i] += begin_[base + i];
+  list_.resize(begin_[base + n]);
+  std::vector<uint32_t> fill(begin_.begin() + static_cast<ptrdiff_t>(base),
+                             begin_.begin() + static_cast<ptrdiff_t>(base + n));
+  for (size_t i = 0; i < n; ++i)
+    for (OpId d : v.deps_of(i)) list_[fill[d]++] = static_cast<uint32_t>(base + i);
 }
 
 namespace {

@@ -3,10 +3,7 @@
 The compiled core is private (collkit._core); this package is the public face.
 """
 
-from collkit import (
-    recmult,  # recursive multiplying: schedules, models, search
-    units,  # times (ns), per-byte costs (ns/B), bandwidths, sizes: one reading
-)
+from collkit import units  # times (ns), per-byte costs (ns/B), bandwidths, sizes: one reading
 from collkit.algorithms import (
     Algorithm,
     RankProgram,
@@ -18,6 +15,7 @@ from collkit.algorithms import (
     parse_name,
     parse_size,
 )
+from collkit.analysis import recmult  # recursive multiplying: schedules, models, search
 from collkit.errors import (
     AlgorithmNameError,
     CollkitError,

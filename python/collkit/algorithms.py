@@ -80,6 +80,19 @@ class Algorithm:
         return spec
 
     @property
+    def params(self) -> dict[str, Any]:
+        """Parameter values as parsed (defaults filled in): int, str, or list of str."""
+        params: dict[str, Any] = self._algo.params
+        return params
+
+    def cost(self, P: int, bytes: float) -> dict[str, float]:
+        """The registered closed-form cost for P ranks and `bytes` per rank (alltoall: per block)
+        as coefficients {alpha: messages, beta: bytes sent, gamma: bytes reduced}; raises
+        UnsupportedError if the algorithm registers none."""
+        cost: dict[str, float] = self._algo.cost(P, bytes)
+        return cost
+
+    @property
     def core(self) -> _core.Algorithm:
         """The compiled core's object (for collkit's own modules)."""
         return self._algo

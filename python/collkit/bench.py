@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from collkit.algorithms import Algorithm
+from collkit.collectives import COLLECTIVES, REDUCTIONS, collective
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
 from collkit.mpirun import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
 from collkit.results import STAT_FIELDS, ResultStore, Row
 
-COLLECTIVES = ("allreduce", "reduce", "bcast", "alltoall", "barrier")
 DATATYPES = {"double": 8, "float": 4, "int": 4, "char": 1}
 
 
@@ -72,7 +72,7 @@ class Campaign:
                 f"unknown collective '{self.collective}' (one of {', '.join(COLLECTIVES)})"
             )
         if not self.datatype:
-            self.datatype = "double" if self.collective in ("allreduce", "reduce") else "char"
+            self.datatype = "double" if self.collective in REDUCTIONS else "char"
         if self.datatype not in DATATYPES:
             raise InvalidArgumentError(
                 f"datatype '{self.datatype}' must be one of {', '.join(DATATYPES)}"
@@ -81,8 +81,8 @@ class Campaign:
             raise InvalidArgumentError("sync must be 'barrier' or 'window'")
         if self.iterations < 1 or self.warmup < 0 or self.block < 1:
             raise InvalidArgumentError("iterations and block must be >= 1, warmup >= 0")
-        if self.collective == "barrier":
-            self.sizes = [0]
+        if collective(self.collective)["out"] == {"at_root": "none", "elsewhere": "none"}:
+            self.sizes = [0]  # no data (barrier)
         self.algorithms = [self.normalize(a) for a in self.algorithms]
 
     def normalize(self, name: str) -> str:

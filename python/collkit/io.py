@@ -20,7 +20,7 @@ schedule of millions of ops loads and saves quickly:
     {
       "format": "collkit-schedule",   # required, exactly this
       "version": 1,                   # required, exactly 1
-      "collective": "allreduce",      # allreduce | reduce | bcast | alltoall | barrier
+      "collective": "allreduce",      # one of collkit.collectives.COLLECTIVES
       "algorithm": "allreduce:rd",    # any string ("" for none)
       "P": 3,                         # ranks, 1 <= P <= 2^31
       "count": 4,                     # elements per rank (alltoall: per block), >= 0
@@ -65,6 +65,7 @@ import numpy as np
 
 from collkit import _core
 from collkit._core import RankProgram, Schedule
+from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
 from collkit.strictjson import unique_keys
 
@@ -94,7 +95,6 @@ JSON_FORMAT = "collkit-schedule"
 JSON_VERSION = 1
 OP_KINDS = ["send", "recv", "reduce", "copy", "compute", "sleep"]
 REDUCE_SIDES = ["src_first", "dst_first"]
-COLLECTIVES = ["allreduce", "reduce", "bcast", "alltoall", "barrier"]
 # Per-op columns and their dtypes, as Schedule.arrays() holds them.
 _OP_FIELDS: dict[str, type[np.integer[Any]]] = {
     "rank": np.int64,

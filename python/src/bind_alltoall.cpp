@@ -1,4 +1,4 @@
-// The radix-r Bruck counts and model (collkit/bruck.hpp), for collkit.bruck.
+// The radix-r Bruck counts and model (collkit/bruck.hpp), for collkit.analysis.bruck.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>

@@ -3,6 +3,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "collkit/collective.hpp"
 #include "collkit/error.hpp"
 #include "collkit/name.hpp"
 #include "collkit/registry.hpp"
@@ -61,6 +62,9 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
     pd["min"] = p.min == INT64_MIN ? nb::object(nb::none()) : nb::int_(p.min);
     pd["max"] = p.max == INT64_MAX ? nb::object(nb::none()) : nb::int_(p.max);
     pd["doc"] = p.doc;
+    nb::list grid;
+    for (const auto& v : p.grid) grid.append(v);
+    pd["grid"] = grid;
     params.append(pd);
   }
   d["params"] = params;
@@ -69,6 +73,71 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
   r["power_of_two"] = s.restrictions.power_of_two;
   r["min_P"] = s.restrictions.min_P;
   d["restrictions"] = r;
+  d["has_model"] = static_cast<bool>(s.model);
+  nb::list grid;
+  for (const auto& name : parameter_grid(s)) grid.append(name);
+  d["grid"] = grid;
+  return d;
+}
+
+// Parsed parameter values: integers (integer and size parameters), words, lists of words.
+nb::dict params_dict(const Algorithm& a) {
+  nb::dict d;
+  for (const ParamSpec& p : a.spec().params) {
+    if (!a.params().has(p.name)) continue;
+    if (p.type == ParamType::integer || p.type == ParamType::size)
+      d[p.name.c_str()] = a.params().integer(p.name);
+    else if (p.type == ParamType::word)
+      d[p.name.c_str()] = a.params().word(p.name);
+    else
+      d[p.name.c_str()] = a.params().list(p.name);
+  }
+  return d;
+}
+
+const char* blocks_name(Blocks b) {
+  return b == Blocks::none ? "none" : b == Blocks::one ? "one" : "P";
+}
+const char* ranks_name(Ranks r) {
+  return r == Ranks::none ? "none" : r == Ranks::every_rank ? "every_rank" : "root";
+}
+const char* index_name(SourceIndex i) {
+  return i == SourceIndex::same        ? "same"
+         : i == SourceIndex::own_block ? "own_block"
+                                       : "within_block";
+}
+
+nb::dict shape_dict(const BufferShape& s) {
+  nb::dict d;
+  d["at_root"] = blocks_name(s.at_root);
+  d["elsewhere"] = blocks_name(s.elsewhere);
+  return d;
+}
+
+// A CollectiveSpec as plain data: Python lists, validates and documents collectives from it.
+nb::dict collective_dict(const CollectiveSpec& c) {
+  nb::dict d;
+  d["name"] = std::string(c.name);
+  d["mpi"] = std::string(c.mpi);
+  d["summary"] = std::string(c.summary);
+  d["rooted"] = c.rooted;
+  d["reduction"] = c.reduction();
+  d["in"] = shape_dict(c.in);
+  d["out"] = shape_dict(c.out);
+  d["root_input_in_out"] = c.root_input_in_out;
+  d["in_place"] = ranks_name(c.in_place);
+  d["in_place_at"] = index_name(c.in_place_at);
+  nb::dict post;
+  using K = Postcondition::Kind;
+  post["kind"] = c.post.kind == K::reduced  ? "reduced"
+                 : c.post.kind == K::copied ? "copied"
+                                            : "synchronized";
+  post["source"] = c.post.source == Source::all    ? "all"
+                   : c.post.source == Source::root ? "root"
+                                                   : "block_owner";
+  post["index"] = index_name(c.post.index);
+  post["ranks"] = ranks_name(c.post.ranks);
+  d["postcondition"] = post;
   return d;
 }
 
@@ -88,6 +157,22 @@ void bind_registry(nb::module_& m) {
   m.def("parse_size",
         [](nb::handle t) { return parse_size(utf8(t, ErrorKind::invalid_argument, "a size")); });
   m.def("format_size", &format_size);
+  m.def("collectives", [] {
+    nb::list l;
+    for (const CollectiveSpec& c : all_collectives()) l.append(collective_dict(c));
+    return l;
+  });
+  m.def(
+      "buffer_elems",
+      [](const std::string& collective, const std::string& buffer, int64_t P, int64_t count,
+         int64_t root, int64_t rank) {
+        const CollectiveSpec& c = spec_of(collective_from_string(collective));
+        if (buffer != "in" && buffer != "out")
+          fail(ErrorKind::invalid_argument, "buffer must be 'in' or 'out', not '" + buffer + "'");
+        return collkit::buffer_elems(buffer == "in" ? c.in : c.out, P, count, root, rank);
+      },
+      nb::arg("collective"), nb::arg("buffer"), nb::arg("P"), nb::arg("count"), nb::arg("root"),
+      nb::arg("rank"));
   m.def("algorithms", [] {
     nb::list l;
     for (const auto* s : all_algorithms()) l.append(spec_dict(*s));
@@ -105,6 +190,18 @@ void bind_registry(nb::module_& m) {
       .def_prop_ro("collective",
                    [](const Algorithm& a) { return std::string(to_string(a.collective())); })
       .def_prop_ro("spec", [](const Algorithm& a) { return spec_dict(a.spec()); })
+      .def_prop_ro("params", &params_dict)
+      .def(
+          "cost",
+          [](const Algorithm& a, int64_t P, double bytes) {
+            Cost c = a.cost(P, bytes);
+            nb::dict d;
+            d["alpha"] = c.alpha;
+            d["beta"] = c.beta;
+            d["gamma"] = c.gamma;
+            return d;
+          },
+          nb::arg("P"), nb::arg("bytes"))
       .def(
           "check",
           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {

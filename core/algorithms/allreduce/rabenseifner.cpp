@@ -15,6 +15,7 @@
 //               (seed 001); tests/test_large_counts.py proves it with compare_trees.
 // Reference:    seed 001 (Rabenseifner, "New optimized MPI reduce algorithm", 1997); Thakur,
 //               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
+#include "../phases/costs.hpp"
 #include "collkit/error.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
@@ -93,6 +94,12 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
   phases::unfold(b, fold, out, written, kNoOp);
 }
 
+Cost cost_rabenseifner(const CostArgs& a) {
+  const std::string& mode = a.params->word("nonpof2");
+  return phases::cost::reduce_scatter(a.P, a.bytes, mode) +
+         phases::cost::allgather(a.P, a.bytes, mode);
+}
+
 const Registrar reg{{
     .collective = Collective::allreduce,
     .name = "rabenseifner",
@@ -100,15 +107,17 @@ const Registrar reg{{
                "of allreduce:rd",
     .phases = "fold to pof2 ranks (MPICH pre-step); recursive-halving reduce-scatter over pof2 "
               "blocks; recursive-doubling allgather; unfold",
-    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k; else + 2 (alpha + n "
-            "beta) + n gamma)",
-    .reference = "seed 001; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k); otherwise + 2 (alpha + n "
+            "beta) + n gamma for the fold and unfold",
+    .reference = "seed 001 (Rabenseifner, \"New optimized MPI reduce algorithm\", 1997); Thakur, "
+                 "Rabenseifner, Gropp, IJHPCA 19(1) 2005",
     .params = {phases::nonpof2_param(
         "P != 2^k: fold (MPICH pre/post step, the tree of rd), elim (3-2 "
         "elimination) or elim21 (2-1 elimination), Rabenseifner and Traeff 2004")},
     .restrictions = {},
     .prepare = phases::check_nonpof2,
     .generate = generate_rabenseifner,
+    .model = cost_rabenseifner,
 }};
 
 }  // namespace

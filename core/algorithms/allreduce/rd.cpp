@@ -9,6 +9,7 @@
 //               in rank order, so every rank computes the same tree, e.g. for P = 13
 //               {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]}, as seed 001 requires).
 // Reference:    seed 002 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp 2005).
+#include "../phases/costs.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
@@ -54,18 +55,24 @@ void generate_rd(const GenArgs& a, RankBuilder& b) {
   phases::unfold(b, fold, out, {out_ready}, kNoOp);
 }
 
+Cost cost_rd(const CostArgs& a) {
+  const double lg = phases::cost::lg_pof2(a.P), f = phases::cost::not_pof2(a.P);
+  return {lg + 2 * f, (lg + 2 * f) * a.bytes, (lg + f) * a.bytes};
+}
+
 const Registrar reg{{
     .collective = Collective::allreduce,
     .name = "rd",
     .summary = "recursive doubling with pairwise exchange; MPICH collapse/expand for P != 2^k",
     .phases = "collapse to pof2 ranks; lg(pof2) pairwise exchanges with reduction in rank order; "
               "expand back to the collapsed ranks",
-    .cost = "(lg P + 2[P != 2^k]) (alpha + n beta) + (lg P + [P != 2^k]) n gamma",
-    .reference = "seed 002 Algorithm 1; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .cost = "(lg P + 2 [P != 2^k]) (alpha + n beta) + (lg P + [P != 2^k]) n gamma",
+    .reference = "seed 002 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp 2005)",
     .params = {},
     .restrictions = {},
     .prepare = {},
     .generate = generate_rd,
+    .model = cost_rd,
 }};
 
 }  // namespace

@@ -12,7 +12,9 @@
 //               (compare_trees says so; see docs/large-counts.md).
 // Reference:    Patarasuk and Yuan, JPDC 69(2) 2009; Thakur, Rabenseifner, Gropp 2005.
 #include <algorithm>
+#include <cmath>
 
+#include "../phases/costs.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
@@ -35,6 +37,14 @@ void generate_ring(const GenArgs& a, RankBuilder& b) {
   phases::allgather_ring(b, blk, seg, rs, static_cast<uint16_t>(std::min<int64_t>(P - 1, 65535)));
 }
 
+Cost cost_ring(const CostArgs& a) {
+  if (a.P == 1) return {};
+  const double steps = static_cast<double>(a.P - 1), block = a.bytes / static_cast<double>(a.P);
+  const double seg = static_cast<double>(a.params->integer("seg"));
+  const double pieces = seg > 0 ? std::max(1.0, std::ceil(block / seg)) : 1.0;
+  return {2 * steps * pieces, 2 * steps * block, steps * block};
+}
+
 const Registrar reg{{
     .collective = Collective::allreduce,
     .name = "ring",
@@ -48,6 +58,7 @@ const Registrar reg{{
     .restrictions = {.commutative_op = true, .power_of_two = false, .min_P = 1},
     .prepare = {},
     .generate = generate_ring,
+    .model = cost_ring,
 }};
 
 }  // namespace

@@ -13,11 +13,12 @@
 //                  sends the pre-exchange values of group r mod G to remainder rank r, which
 //                  folds them in the same digit order;
 //               s+1. expand (split schedules): the last rank of each group sends the result back.
-// Cost:         pipelining postal (seed Eq. 3 per stage, b = B-1, c = alpha_r + n beta,
-//               g = n gamma, k = ceil(R/G)): aB: alpha_p + b (c + g); cTmB: alpha_p + c + b g;
-//               eTmB: alpha_p + b c; mRgGaB: alpha_p + B c + (b + k) g; nRgGaB: alpha_p +
-//               (b + k) c + b g. A schedule costs the sum: alpha_p s + alpha_r sum b_i for a
-//               factored one with n = 0 (collkit.recmult.schedule_cost).
+// Cost:         sum_i (alpha_p + b_i (alpha_r + n beta + n gamma)), b_i = B_i - 1 (pipelining
+//               postal); per stage (seed Eq. 3, b = B-1, c = alpha_r + n beta, g = n gamma,
+//               k = ceil(R/G)): aB: alpha_p + b (c + g); cTmB: alpha_p + c + b g; eTmB:
+//               alpha_p + b c; mRgGaB: alpha_p + B c + (b + k) g; nRgGaB: alpha_p + (b + k) c
+//               + b g. A factored schedule with n = 0 costs alpha_p s + alpha_r sum b_i
+//               (collkit.analysis.recmult.schedule_cost).
 // Restrictions: commutative op for merged schedules (a remainder rank's value enters the tree
 //               inside a group, out of rank order). Factored and split schedules combine in
 //               rank order and serve non-commutative ops as well; the registry declares the
@@ -273,7 +274,7 @@ const Registrar reg{{
               "peers by non-blocking sends, folded in digit order; expand (eTmB) or inverse merge "
               "(nRgGaB). No stages: MPICH recursive doubling (c2rm2, a2..., e2rm2)",
     .cost = "sum_i (alpha_p + b_i (alpha_r + n beta + n gamma)), b_i = B_i - 1 (pipelining postal)",
-    .reference = "seed 002 §3-4, Algorithms 2-6 (Ruefenacht, Bull, Booth 2017)",
+    .reference = "seed 002 (Ruefenacht, Bull, Booth, Parallel Computing 2017), §3-4, Algs. 2-6",
     .params = {{.name = "stages",
                 .type = ParamType::list,
                 .default_value = "",

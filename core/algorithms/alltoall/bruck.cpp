@@ -7,7 +7,7 @@
 // Cost:         numC alpha + numD N beta + (2 numD + 2P) N gamma_copy, with
 //               numC = w (r-1) - floor((r^w - P) / r^(w-1)) steps and numD (total blocks sent)
 //               = sum over rounds of the blocks with a nonzero digit (seed 003; python
-//               collkit.bruck has both forms). r = 2: lg P alpha + (P/2) lg P N beta.
+//               collkit.analysis.bruck has both forms). r = 2: lg P alpha + (P/2) lg P N beta.
 // Restrictions: none (every P >= 1, every count >= 0; r >= P acts as r = P).
 // Reference:    seed 003 (Fan & Kumar, parameterized radix-r Bruck); Bruck et al., IEEE TPDS
 //               8(11) 1997; MPICH MPIR_Alltoall_intra_k_brucks.
@@ -44,6 +44,16 @@ void generate_bruck(const GenArgs& a, RankBuilder& b) {
   }
 }
 
+// numC alpha + numD N beta: a message per step, each step's blocks sent once.
+Cost cost_bruck(const CostArgs& a) {
+  int64_t r = parse_bruck_radix("alltoall:bruck", a.params->word("r"));
+  if (r == 0) r = BruckModel{}.best_radix(a.P, static_cast<int64_t>(a.bytes));
+  Cost c;
+  for (const BruckStep& s : bruck_steps(a.P, r))
+    c = c + Cost{1, static_cast<double>(s.blocks) * a.bytes, 0};
+  return c;
+}
+
 const Registrar reg{{
     .collective = Collective::alltoall,
     .name = "bruck",
@@ -52,12 +62,17 @@ const Registrar reg{{
     .phases = "rotate blocks by rank; for each radix-r digit x and value z send the blocks with "
               "digit x = z as one message to rank + z r^x (the r-1 steps of a round in flight "
               "together); rotate back",
-    .cost = "numC alpha + numD N beta; numC = w(r-1) - floor((r^w - P)/r^(w-1)), w = ceil(log_r P)",
-    .reference = "seed 003 (Fan & Kumar); Bruck et al., IEEE TPDS 8(11) 1997",
+    .cost = "numC alpha + numD N beta + (2 numD + 2P) N gamma_copy, with numC = w (r-1) - "
+            "floor((r^w - P) / r^(w-1)) steps and numD (total blocks sent) = sum over rounds of "
+            "the blocks with a nonzero digit (seed 003; python collkit.analysis.bruck has both "
+            "forms). r = 2: lg P alpha + (P/2) lg P N beta",
+    .reference = "seed 003 (Fan & Kumar, parameterized radix-r Bruck); Bruck et al., IEEE TPDS "
+                 "8(11) 1997; MPICH MPIR_Alltoall_intra_k_brucks",
     .params = {bruck_radix_param()},
     .restrictions = {},
     .prepare = bruck_prepare,
     .generate = generate_bruck,
+    .model = cost_bruck,
 }};
 
 }  // namespace

@@ -40,8 +40,11 @@ const Registrar reg{{
     .phases = "reflect blocks (out[2 rank - i] = in[i]); for each radix-r digit x and value z "
               "send the blocks with digit x = z as one message to rank - z r^x; each block "
               "arrives at its final place",
-    .cost = "numC alpha + numD N beta (as alltoall:bruck, P copies fewer)",
-    .reference = "seed 003 (Modified Bruck); Fan et al., HPDC 2022",
+    .cost = "numC alpha + numD N beta + (2 numD + P) N gamma_copy: the same messages as "
+            "alltoall:bruck, P block copies and one P-block scratch buffer fewer",
+    .reference = "seed 003 (\"Modified Bruck\"); Fan, Gilray, Pascucci, Huang, Micinski, Kumar, "
+                 "\"Optimizing the Bruck Algorithm for Non-uniform All-to-all Communication\", "
+                 "HPDC 2022 (the modified Bruck that drops the final rotation)",
     .params = {bruck_radix_param()},
     .restrictions = {},
     .prepare = bruck_prepare,

@@ -255,7 +255,8 @@ ParamSpec bruck_radix_param() {
           .doc =
               "radix: an integer >= 2 (r >= P acts as r = P: one round of P-1 steps), or "
               "'auto': the r with the least alpha-beta model time numC alpha + numD N beta "
-              "for this P and block size N"};
+              "for this P and block size N",
+          .grid = {"2", "3", "4", "auto"}};
 }
 
 std::any bruck_prepare(const GenArgs& a) {

@@ -35,8 +35,9 @@ const Registrar reg{{
     .summary = "spread-out: all P-1 receives and sends posted at once, in shifted order",
     .phases = "copy the own block; post receives from rank-1, rank-2, ... into their places; "
               "post sends to rank+1, rank+2, ... from their places; nothing waits",
-    .cost = "(P-1) (alpha + N beta), start-ups overlapped",
-    .reference = "seed 003 (spread-out); MPICH MPIR_Alltoall_intra_scattered",
+    .cost = "(P-1) alpha + (P-1) N beta (N: bytes per block; the (P-1) start-ups overlap on a "
+            "network with enough injection bandwidth, which is why it wins for large N)",
+    .reference = "seed 003 (\"spread-out\", P-1 steps); MPICH MPIR_Alltoall_intra_scattered",
     .params = {},
     .restrictions = {},
     .prepare = {},

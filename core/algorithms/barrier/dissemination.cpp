@@ -42,13 +42,16 @@ const Registrar reg{{
     .phases = "in round i each rank signals rank + j (k+1)^i for j = 1..k and waits for the k "
               "signals from rank - j (k+1)^i before the next round",
     .cost = "ceil(log_{k+1} P)(alpha + (k - 1) o)",
-    .reference = "Hoefler et al., n-way dissemination barrier (2006); seed 002 section 7",
+    .reference = "Hoefler, Mehlan, Mietke, Rehm, \"Fostering BSP by the n-way dissemination "
+                 "barrier\" (2006); seed 002 section 7; k = 1 is the dissemination barrier of "
+                 "Hensgen, Finkel, Manber (1988)",
     .params = {{.name = "k",
                 .type = ParamType::integer,
                 .default_value = "1",
                 .min = 1,
                 .max = 64,
-                .doc = "messages per rank and round (k = 1: the classic dissemination barrier)"}},
+                .doc = "messages per rank and round (k = 1: the classic dissemination barrier)",
+                .grid = {"1", "2", "5"}}},
     .restrictions = {},
     .prepare = {},
     .generate = generate_dissemination,

@@ -23,13 +23,15 @@ const Registrar reg{{
     .phases = "zero-length messages up the tree (a rank signals its parent once all its children "
               "have), then down from rank 0",
     .cost = "2 ceil(log_k P)(alpha + (k - 2) o)",
-    .reference = "Mellor-Crummey and Scott, ACM TOCS 9(1) 1991 (combining tree barrier)",
+    .reference = "the tree (combining) barrier, Mellor-Crummey and Scott, ACM TOCS 9(1) 1991; tree "
+                 "shapes shared with bcast/reduce (phases/trees.hpp)",
     .params = {{.name = "k",
                 .type = ParamType::integer,
                 .default_value = "2",
                 .min = 2,
                 .max = 64,
-                .doc = "radix of the k-nomial tree"}},
+                .doc = "radix of the k-nomial tree",
+                .grid = {"2", "3", "5"}}},
     .restrictions = {},
     .prepare = {},
     .generate = generate_tree,

@@ -24,8 +24,8 @@ const Registrar reg{{
     .phases = "scatter the vector's P blocks down a binomial tree relative to the root; P - 1 "
               "ring steps pass every block around",
     .cost = "(ceil(lg P) + P - 1) alpha + 2 ((P - 1) / P) n beta",
-    .reference = "MPICH MPIR_Bcast_intra_scatter_ring_allgather; Thakur, Rabenseifner, Gropp, "
-                 "IJHPCA 19(1) 2005",
+    .reference = "van de Geijn et al., \"Broadcast via scatter + allgather\"; MPICH "
+                 "MPIR_Bcast_intra_scatter_ring_allgather (Thakur, Rabenseifner, Gropp 2005)",
     .params = {},
     .restrictions = {},
     .prepare = {},

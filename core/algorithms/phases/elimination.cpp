@@ -219,7 +219,8 @@ std::any check_nonpof2(const GenArgs& a) {
 }
 
 ParamSpec nonpof2_param(std::string doc) {
-  return ParamSpec{"nonpof2", ParamType::word, "fold", INT64_MIN, INT64_MAX, std::move(doc)};
+  return ParamSpec{"nonpof2",      ParamType::word,           "fold", INT64_MIN, INT64_MAX,
+                   std::move(doc), {"fold", "elim", "elim21"}};
 }
 
 }  // namespace collkit::phases

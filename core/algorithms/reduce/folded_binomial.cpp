@@ -10,6 +10,7 @@
 //               e.g. for P = 13 {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]} (seed 001).
 //               A binomial tree on rank - root instead gives {...}+{[(i+j)+(k+l)]+m} at root 0.
 // Reference:    seed 001 (the tree the small-count protocol must compute).
+#include "../phases/costs.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
@@ -51,6 +52,11 @@ void generate_folded_binomial(const GenArgs& a, RankBuilder& b) {
   }
 }
 
+Cost cost_folded_binomial(const CostArgs& a) {
+  const double levels = phases::cost::lg_pof2(a.P) + phases::cost::not_pof2(a.P);
+  return Cost{1, a.bytes, a.bytes} * levels;
+}
+
 const Registrar reg{{
     .collective = Collective::reduce,
     .name = "folded_binomial",
@@ -64,6 +70,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = {},
     .generate = generate_folded_binomial,
+    .model = cost_folded_binomial,
 }};
 
 }  // namespace

@@ -11,6 +11,7 @@
 //               of allreduce:rd and reduce:folded_binomial, its small-count partner.
 // Reference:    seed 001 (Rabenseifner, "New optimized MPI reduce algorithm", 1997); Thakur,
 //               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
+#include "../phases/costs.hpp"
 #include "collkit/error.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
@@ -90,6 +91,12 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
                           static_cast<uint16_t>(fold.lg() + 1));
 }
 
+// Root 0 (the elimination's collector for 3-2; elim21 may add one message to the root).
+Cost cost_rabenseifner(const CostArgs& a) {
+  const std::string& mode = a.params->word("nonpof2");
+  return phases::cost::reduce_scatter(a.P, a.bytes, mode) + phases::cost::doubling(a.P, a.bytes);
+}
+
 const Registrar reg{{
     .collective = Collective::reduce,
     .name = "rabenseifner",
@@ -97,9 +104,10 @@ const Registrar reg{{
                "reduce:folded_binomial",
     .phases = "fold to pof2 ranks (the root stays); recursive-halving reduce-scatter over pof2 "
               "blocks; binomial gather of the blocks to the root",
-    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k; else + alpha + n beta "
-            "+ n gamma)",
-    .reference = "seed 001; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k); otherwise + alpha + n "
+            "beta + n gamma for the fold",
+    .reference = "seed 001 (Rabenseifner, \"New optimized MPI reduce algorithm\", 1997); Thakur, "
+                 "Rabenseifner, Gropp, IJHPCA 19(1) 2005",
     .params = {phases::nonpof2_param(
         "P != 2^k: fold (MPICH pre-step, the tree of folded_binomial), elim (3-2 "
         "elimination) or elim21 (2-1), then a gather to rank 0 (elim21: the "
@@ -107,6 +115,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = phases::check_nonpof2,
     .generate = generate_rabenseifner,
+    .model = cost_rabenseifner,
 }};
 
 }  // namespace

@@ -29,6 +29,8 @@ struct ParamSpec {
   int64_t min = INT64_MIN;    // integer / size
   int64_t max = INT64_MAX;
   std::string doc;
+  // The values the test matrix and tuning sweep, as written in names (the default if empty).
+  std::vector<std::string> grid = {};
 };
 
 // The segment-size parameter that pipelined and segmented algorithms share: `seg`, in bytes,
@@ -38,8 +40,10 @@ inline ParamSpec segment_param(std::string default_value,
                                    "segment size in bytes, rounded down to whole elements, "
                                    "at least one element (bcast, alltoall: bytes of the type "
                                    "signature); 0: the whole message in one piece") {
-  return ParamSpec{"seg", ParamType::size,  std::move(default_value),
-                   0,     int64_t{1} << 40, std::move(doc)};
+  // Swept: whole messages, a tiny segment (16 B: smaller than many elements) and 1 KiB.
+  return ParamSpec{
+      "seg",          ParamType::size,    std::move(default_value), 0, int64_t{1} << 40,
+      std::move(doc), {"0", "16", "1KiB"}};
 }
 
 // Parameter values after parsing and checking against the specs.
@@ -64,6 +68,24 @@ struct Restrictions {
   int64_t min_P = 1;
 };
 
+// The time of one call in Hockney's model with a reduction term, as coefficients:
+//   t = alpha * (s per message) + beta * (s per byte sent) + gamma * (s per byte reduced),
+// counted along the critical path. Linear in the three, so any alpha/beta/gamma evaluate it.
+struct Cost {
+  double alpha = 0;  // messages
+  double beta = 0;   // bytes sent
+  double gamma = 0;  // bytes reduced
+  Cost operator+(const Cost& o) const { return {alpha + o.alpha, beta + o.beta, gamma + o.gamma}; }
+  Cost operator*(double k) const { return {k * alpha, k * beta, k * gamma}; }
+};
+
+// What a cost model reads: P, the bytes per rank (alltoall: per block) and the parameters.
+struct CostArgs {
+  int64_t P = 1;
+  double bytes = 0;
+  const ParamValues* params = nullptr;
+};
+
 // Everything a generator needs besides the rank.
 struct GenArgs {
   ScheduleHeader header;
@@ -85,6 +107,8 @@ struct AlgorithmSpec {
   std::function<std::any(const GenArgs&)> prepare;
   // Writes one rank's program. Pure: depends only on its arguments.
   std::function<void(const GenArgs&, RankBuilder&)> generate;
+  // Optional: the closed-form cost (the formula `cost` states), for limits and analysis.
+  std::function<Cost(const CostArgs&)> model = {};
 };
 
 class Registrar {
@@ -95,6 +119,10 @@ class Registrar {
 // All registered algorithms, sorted by collective then name.
 std::vector<const AlgorithmSpec*> all_algorithms();
 const AlgorithmSpec* find_algorithm(Collective c, std::string_view name);  // nullptr if none
+// The names of the algorithm's parameter grid: every combination of its parameters' grid values,
+// parameters without a grid at their default ("alltoall:bruck(r=2)", "alltoall:bruck(r=3)", ...).
+// Empty if a parameter without a default has no grid (the name needs a value to exist).
+std::vector<std::string> parameter_grid(const AlgorithmSpec& spec);
 
 class Bound;
 
@@ -113,6 +141,10 @@ class Algorithm {
   // Checks P, count, elem_size, root against limits and restrictions; prepares the generator.
   // Throws Error(invalid_argument or unsupported).
   Bound bind(int64_t P, int64_t count, int32_t elem_size = 8, int64_t root = 0) const;
+  // The closed-form cost for P ranks and `bytes` per rank (alltoall: per block).
+  // Throws Error(unsupported) if the algorithm declares none, invalid_argument for P < 1 or
+  // negative bytes.
+  Cost cost(int64_t P, double bytes) const;
 
  private:
   const AlgorithmSpec* spec_;

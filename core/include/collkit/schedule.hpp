@@ -17,18 +17,9 @@
 #include <vector>
 
 #include "collkit/big_alloc.hpp"
+#include "collkit/collective.hpp"
 
 namespace collkit {
-
-enum class Collective : uint8_t { allreduce, reduce, bcast, alltoall, barrier };
-constexpr int kNumCollectives = 5;
-std::string_view to_string(Collective c);
-// Throws Error(name) for an unknown collective.
-Collective collective_from_string(std::string_view s);
-// Whether the collective has a root (reduce, bcast).
-constexpr bool is_rooted(Collective c) {
-  return c == Collective::reduce || c == Collective::bcast;
-}
 
 enum class OpKind : uint8_t { send, recv, reduce, copy, compute, sleep };
 std::string_view to_string(OpKind k);
@@ -78,9 +69,10 @@ struct ScheduleHeader {
   int32_t elem_size = 8;  // bytes per element
   int64_t root = 0;       // rooted collectives only
 
-  // Elements in the user's input and output buffers of `rank` for this collective.
+  // Elements in the user's input and output buffers of `rank` (from the CollectiveSpec).
   int64_t in_elems(int64_t rank) const;
   int64_t out_elems(int64_t rank) const;
+  const CollectiveSpec& spec() const { return spec_of(collective); }
   bool operator==(const ScheduleHeader&) const = default;
 };
 
@@ -154,6 +146,7 @@ class RankBuilder {
 
  private:
   OpId add(const Op& op, Deps deps);
+  OpId message(OpKind kind, int64_t peer, Region r, Deps deps);
   RankProgram& p_;
   int64_t P_;
   uint16_t stage_ = 0;
@@ -194,6 +187,28 @@ class Schedule {
   BigVector<uint64_t> rank_dep_begin_{0};
   BigVector<uint64_t> rank_dep_index_begin_{0};  // into dep_begin_ (ops + 1 per rank)
   BigVector<uint64_t> rank_scratch_begin_{0};
+};
+
+// The reverse of the dependency lists: for every op, the ops of its rank that wait on it, in op
+// order, in compressed form. One helper for every consumer that runs a DAG forwards (verifier,
+// simulator, MPI plan). Ranks are appended one after another, so op ids may be global (all ranks)
+// or, after clear(), local to one rank.
+class Successors {
+ public:
+  void clear() {
+    begin_.assign(1, 0);
+    list_.clear();
+  }
+  // Append the successor lists of a rank's ops; its op i gets id size() + i.
+  void append_rank(const RankView& v);
+  size_t size() const { return begin_.size() - 1; }  // ops appended
+  std::span<const uint32_t> of(size_t op) const {
+    return std::span<const uint32_t>(list_).subspan(begin_[op], begin_[op + 1] - begin_[op]);
+  }
+
+ private:
+  std::vector<uint32_t> begin_{0};  // size() + 1 entries, into list_
+  std::vector<uint32_t> list_;      // successor ids (same numbering as the ops)
 };
 
 // Equality of two ranks' programs (ops, deps, stages, scratch).

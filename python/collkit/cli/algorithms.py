@@ -15,6 +15,7 @@ import json
 from collkit.algorithms import Algorithm, algorithms
 from collkit.cli._common import console
 from collkit.cli._common import table as new_table
+from collkit.collectives import COLLECTIVES, collectives
 
 NAME = "algorithms"
 HELP = "list algorithms with their parameters and documentation"
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="?",
         default=None,
         metavar="COLLECTIVE|ALGO",
-        help="a collective (allreduce, reduce, bcast, alltoall, barrier) or one algorithm name",
+        help=f"a collective ({', '.join(COLLECTIVES)}) or one algorithm name",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument(
@@ -66,9 +67,10 @@ def markdown() -> str:
         "Each algorithm lives in `core/algorithms/<collective>/<name>.cpp`.",
         "",
     ]
-    for coll in ("allreduce", "reduce", "bcast", "alltoall", "barrier"):
+    for c in collectives():
+        coll = c["name"]
         specs = algorithms(coll)
-        lines += [f"## {coll}", ""]
+        lines += [f"## {coll}", "", f"`{c['mpi']}`: {c['summary']}.", ""]
         if not specs:
             lines += ["None yet.", ""]
             continue
@@ -116,10 +118,10 @@ def run(args: argparse.Namespace) -> int:
             default = f" (default {p['default']})" if p["default"] else ""
             out.print(f"  param {p['name']}: {p['type']}{rng}{default}: {p['doc']}")
         return 0
-    if which and which not in ("allreduce", "reduce", "bcast", "alltoall", "barrier"):
+    if which and which not in COLLECTIVES:
         out.print(
             f"[red]unknown collective '{which}'[/red] "
-            "(allreduce, reduce, bcast, alltoall, barrier, or an algorithm name)"
+            f"({', '.join(COLLECTIVES)}, or an algorithm name)"
         )
         return 2
     specs = algorithms(which)

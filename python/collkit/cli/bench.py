@@ -25,7 +25,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from collkit.bench import COLLECTIVES, DATATYPES, Campaign, plot, run_campaign, run_multicast
+from collkit.bench import DATATYPES, Campaign, plot, run_campaign, run_multicast
 from collkit.cli._common import (
     add_p_argument,
     console,
@@ -34,6 +34,7 @@ from collkit.cli._common import (
     parse_rank,
     table,
 )
+from collkit.collectives import COLLECTIVES, ROOTED
 from collkit.errors import InvalidArgumentError
 from collkit.mpirun import MPI, build, find_mpi
 from collkit.results import ResultStore, Row
@@ -161,7 +162,7 @@ def _check(args: argparse.Namespace) -> None:
     """What the MPI would otherwise abort on, said before it starts."""
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
-    if args.collective in ("reduce", "bcast"):
+    if args.collective in ROOTED:
         for P in args.P:
             if args.root >= P:
                 raise InvalidArgumentError(f"--root {args.root} is not a rank of P = {P}")

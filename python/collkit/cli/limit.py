@@ -23,6 +23,7 @@ import argparse
 
 from collkit import units
 from collkit.algorithms import Algorithm
+from collkit.analysis.limits import SEED_001_P, AlphaBetaGamma, format_limit_table, limit_rows
 from collkit.cli._common import (
     add_p_argument,
     algorithm,
@@ -32,7 +33,6 @@ from collkit.cli._common import (
     parse_time,
 )
 from collkit.errors import InvalidArgumentError
-from collkit.limits import SEED_001_P, AlphaBetaGamma, format_limit_table, limit_rows
 
 NAME = "limit"
 HELP = "count limit of the large-count protocols (seed 001's table), by model"

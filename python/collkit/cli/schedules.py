@@ -23,17 +23,22 @@ import argparse
 import bisect
 
 from collkit import units
-from collkit.cli._common import add_p_argument, parse_bytes, parse_per_byte, parse_time
-from collkit.errors import InvalidArgumentError, UnsupportedError
-from collkit.recmult import (
+from collkit.analysis.recmult import (
     PipelinedPostal,
     Ranked,
     count_schedules,
     rank_schedules,
     search,
 )
-from collkit.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES
-from collkit.recmult.timelines import simulator
+from collkit.analysis.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES
+from collkit.analysis.recmult.timelines import simulator
+from collkit.cli._common import (
+    add_p_argument,
+    parse_bytes,
+    parse_per_byte,
+    parse_time,
+)
+from collkit.errors import InvalidArgumentError, UnsupportedError
 
 NAME = "schedules"
 HELP = "rank recursive multiplying schedules by modelled cost (enumeration or search)"

@@ -29,9 +29,10 @@ import math
 import sys
 from pathlib import Path
 
-from collkit.bench import COLLECTIVES, machine_name
+from collkit.bench import machine_name
 from collkit.cli._common import parse_p_list
 from collkit.cli.bench import parse_sizes
+from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
 from collkit.mpirun import build, find_mpi
 from collkit.results import ResultStore, Row

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from collkit.algorithms import Algorithm
 from collkit.cli._common import add_problem_arguments, console, counts_of, input_file
 from collkit.cli._common import table as new_table
+from collkit.collectives import IN_PLACE_COLLECTIVES, ROOTED
 from collkit.errors import InvalidArgumentError, UnsupportedError
 from collkit.verify import VerifyResult, verify
 
@@ -34,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p,
         lists=True,
         optional="omit with --file",
-        root_help="root of reduce / bcast (default: every root for P <= 16, else 0 and P-1)",
+        root_help=f"root of {' / '.join(ROOTED)} (default: every root for P <= 16, else 0 and P-1)",
     )
     p.set_defaults(root=None)
     op = p.add_mutually_exclusive_group()
@@ -54,18 +55,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--in-place",
         action="store_true",
-        help="also check the schedule under MPI_IN_PLACE (allreduce, reduce): `in` aliases `out`",
+        help="also check the schedule under MPI_IN_PLACE "
+        f"({', '.join(IN_PLACE_COLLECTIVES)}): `in` aliases `out`",
     )
     p.add_argument("--file", metavar="PATH", help="verify a saved schedule (text, JSON or GOAL)")
     p.add_argument("-v", "--verbose", action="store_true", help="a row per case, not a summary")
 
 
 def algo_rooted(algo: Algorithm) -> bool:
-    return algo.collective in ("reduce", "bcast")
+    return algo.collective in ROOTED
 
 
 def _roots(collective: str, P: int, root: int | None) -> list[int]:
-    if collective not in ("reduce", "bcast"):
+    if collective not in ROOTED:
         return [0]
     if root is not None:
         return [root]

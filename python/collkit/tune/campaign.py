@@ -12,11 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from collkit.algorithms import Algorithm, algorithms
+from collkit.analysis.recmult.model import PipelinedPostal
+from collkit.analysis.recmult.rank import rank_schedules
 from collkit.bench import DATATYPES, Campaign, machine_name, run_campaign
+from collkit.collectives import REDUCTIONS
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpirun import MPI
-from collkit.recmult.model import PipelinedPostal
-from collkit.recmult.rank import rank_schedules
 from collkit.results import ResultStore, Row
 
 # The model that ranks `rm` schedules for the campaign (seed 002's ARCHER-like ratio); only the
@@ -122,7 +123,7 @@ def measure(
 def campaign_rows(opts: TuneOptions, store: ResultStore) -> list[Row]:
     out = []
     for r in store:
-        dt = DATATYPES["double" if r.collective in ("allreduce", "reduce") else "char"]
+        dt = DATATYPES["double" if r.collective in REDUCTIONS else "char"]
         if (
             r.collective in opts.collectives
             and r.P in opts.P
@@ -148,7 +149,7 @@ def simulate_rows(
     machine = machine_name()
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     for coll in opts.collectives:
-        elem = DATATYPES["double" if coll in ("allreduce", "reduce") else "char"]
+        elem = DATATYPES["double" if coll in REDUCTIONS else "char"]
         for P in opts.P:
             own = candidates(coll, P, top_k=opts.top_k)
             if opts.only is not None:

@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from collkit.algorithms import Algorithm
+from collkit.collectives import COLLECTIVES
 from collkit.errors import CollkitError, InvalidArgumentError
 
 FORMAT = "collkit-tuning"
 VERSION = 1
-COLLECTIVES = ("allreduce", "reduce", "bcast", "alltoall", "barrier")
+
 SOURCES = ("measured", "simulated")
 
 

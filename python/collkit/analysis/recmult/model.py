@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from collkit import units
+from collkit.analysis.recmult.stages import Plan, Stage, plan
 from collkit.errors import InvalidArgumentError
-from collkit.recmult.stages import Plan, Stage, plan
 
 
 def parse_time(text: str) -> float:

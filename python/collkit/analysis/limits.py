@@ -17,11 +17,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from collkit.algorithms import Algorithm, parse_name, parse_size
+from collkit.algorithms import Algorithm, algorithms
 from collkit.errors import InvalidArgumentError
 
 __all__ = [
-    "MODELED",
     "SEED_001_P",
     "AlphaBetaGamma",
     "LimitRow",
@@ -31,6 +30,7 @@ __all__ = [
     "limit_rows",
     "model_limit",
     "model_time",
+    "modeled",
 ]
 
 # The communicator sizes of seed 001's measurements.
@@ -53,127 +53,23 @@ class AlphaBetaGamma:
                 raise InvalidArgumentError(f"model parameter {k} = {v!r} must be finite and >= 0")
 
 
-def _pof2(P: int) -> int:
-    return 1 << (P.bit_length() - 1)
-
-
-def _elim_levels(P: int) -> list[tuple[int, float]]:
-    """(group size m, share of the vector held) at each halving level of the elimination."""
-    out, m, share = [], P, 1.0
-    while m > 1:
-        out.append((m, share))
-        m //= 2
-        share /= 2
-    return out
-
-
-def _rd(P: int, n: float, m: AlphaBetaGamma) -> float:
-    lg, f = _pof2(P).bit_length() - 1, int(_pof2(P) != P)
-    return (lg + 2 * f) * (m.alpha + n * m.beta) + (lg + f) * n * m.gamma
-
-
-def _halving(P: int, n: float, m: AlphaBetaGamma) -> float:
-    """Reduce-scatter by recursive halving over pof2 ranks: lg p alpha + (p-1)/p n (beta+gamma)."""
-    p = _pof2(P)
-    lg = p.bit_length() - 1
-    return lg * m.alpha + (p - 1) / p * n * (m.beta + m.gamma)
-
-
-def _doubling(P: int, n: float, m: AlphaBetaGamma) -> float:
-    p = _pof2(P)
-    return (p.bit_length() - 1) * m.alpha + (p - 1) / p * n * m.beta
-
-
-def _rs_elim(P: int, n: float, m: AlphaBetaGamma, mode: str) -> float:
-    """Reduce-scatter with 3-2 (mode 'elim') or 2-1 ('elim21') elimination at odd levels."""
-    t = 0.0
-    for size, share in _elim_levels(P):
-        half = share * n / 2
-        if size % 2 == 0:
-            t += m.alpha + half * (m.beta + m.gamma)
-        elif mode == "elim":  # 3-2: members 0 and 1 receive two halves
-            t += m.alpha + 2 * half * (m.beta + m.gamma)
-        else:  # 2-1: the whole segment to member 1 first, then the pair exchange
-            t += 2 * m.alpha + 3 * half * (m.beta + m.gamma)
-    return t
-
-
-def _ag_elim(P: int, n: float, m: AlphaBetaGamma, mode: str) -> float:
-    """Allgather after _rs_elim: odd levels send twice (3-2) or once more, whole (2-1)."""
-    t = 0.0
-    for size, share in _elim_levels(P):
-        half = share * n / 2
-        if size % 2 == 0:
-            t += m.alpha + half * m.beta
-        elif mode == "elim":
-            t += m.alpha + 2 * half * m.beta
-        else:
-            t += 2 * m.alpha + 3 * half * m.beta
-    return t
-
-
-def _allreduce_rabenseifner(P: int, n: float, m: AlphaBetaGamma, nonpof2: str) -> float:
-    if P == 1:
-        return 0.0
-    if nonpof2 == "fold" or _pof2(P) == P:
-        f = int(_pof2(P) != P)
-        return (
-            _halving(P, n, m) + _doubling(P, n, m) + f * (2 * (m.alpha + n * m.beta) + n * m.gamma)
-        )
-    return _rs_elim(P, n, m, nonpof2) + _ag_elim(P, n, m, nonpof2)
-
-
-def _ring(P: int, n: float, m: AlphaBetaGamma, seg: float) -> float:
-    if P == 1:
-        return 0.0
-    block = n / P
-    pieces = max(1, math.ceil(block / seg)) if seg > 0 else 1
-    return 2 * (P - 1) * (pieces * m.alpha + block * m.beta) + (P - 1) * block * m.gamma
-
-
-def _reduce_rabenseifner(P: int, n: float, m: AlphaBetaGamma, nonpof2: str) -> float:
-    """Root 0 (the elimination's collector for 3-2; elim21 may add one message to the root)."""
-    if P == 1:
-        return 0.0
-    if nonpof2 == "fold" or _pof2(P) == P:
-        f = int(_pof2(P) != P)
-        return _halving(P, n, m) + _doubling(P, n, m) + f * (m.alpha + n * m.beta + n * m.gamma)
-    return _rs_elim(P, n, m, nonpof2) + _doubling(P, n, m)
-
-
-def _folded_binomial(P: int, n: float, m: AlphaBetaGamma) -> float:
-    lg, f = _pof2(P).bit_length() - 1, int(_pof2(P) != P)
-    return (lg + f) * (m.alpha + n * (m.beta + m.gamma))
-
-
-def _params(algo: Algorithm) -> dict[str, str]:
-    """Parameter values of an algorithm: the defaults, overridden by its canonical name."""
-    values = {p["name"]: p["default"] for p in algo.spec["params"]}
-    values.update(dict(parse_name(algo.canonical)["args"]))
-    return values
-
-
-# Closed forms, by algorithm, of the time of one call: (P, bytes, model, parameters).
-MODELED: dict[str, Callable[[int, float, AlphaBetaGamma, dict[str, str]], float]] = {
-    "allreduce:rd": lambda P, n, m, a: _rd(P, n, m),
-    "allreduce:rabenseifner": lambda P, n, m, a: _allreduce_rabenseifner(P, n, m, a["nonpof2"]),
-    "allreduce:ring": lambda P, n, m, a: _ring(P, n, m, float(parse_size(a["seg"]))),
-    "reduce:rabenseifner": lambda P, n, m, a: _reduce_rabenseifner(P, n, m, a["nonpof2"]),
-    "reduce:folded_binomial": lambda P, n, m, a: _folded_binomial(P, n, m),
-}
+def modeled() -> list[str]:
+    """The algorithms that register a closed-form cost (AlgorithmSpec::model in the core)."""
+    return [str(s["name"]) for s in algorithms() if s["has_model"]]
 
 
 def model_time(algorithm: str | Algorithm, P: int, nbytes: float, model: AlphaBetaGamma) -> float:
-    """Seconds for one call of `algorithm` on P ranks with nbytes per rank, by the closed form."""
+    """Seconds for one call of `algorithm` on P ranks with nbytes per rank, by the closed form
+    its file registers: alpha, beta and gamma weighted by the cost's coefficients."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
-    f = MODELED.get(str(algo.spec["name"]))
-    if f is None:
+    if not algo.spec["has_model"]:
         raise InvalidArgumentError(
-            f"no closed form for {algo.canonical}; modeled: {', '.join(sorted(MODELED))}"
+            f"no closed form for {algo.canonical}; modeled: {', '.join(modeled())}"
         )
     if P < 1 or nbytes < 0:
         raise InvalidArgumentError(f"P = {P} must be >= 1 and bytes = {nbytes} >= 0")
-    return f(P, nbytes, model, _params(algo))
+    c = algo.cost(P, float(nbytes))
+    return float(c["alpha"] * model.alpha + c["beta"] * model.beta + c["gamma"] * model.gamma)
 
 
 TimeSource = Callable[[str, int, int], float]  # (algorithm, P, count) -> seconds
@@ -260,7 +156,7 @@ def limit_rows(
 def _group(P: int) -> str:
     if P in (2, 3):
         return str(P)
-    return "2**n" if _pof2(P) == P else "others"
+    return "2**n" if P & (P - 1) == 0 else "others"
 
 
 def _span(values: list[float], fmt: str) -> str:

@@ -6,7 +6,7 @@ Three sources of the same numbers, so that each checks the others:
 * ``bruck_steps``: the step sequence the C++ generators use (``collkit/bruck.hpp``);
 * ``schedule_counts``: the messages of a generated schedule, counted op by op.
 
->>> from collkit import bruck
+>>> from collkit.analysis import bruck
 >>> bruck.poster_num_c(64, 8), bruck.poster_num_d_total(64, 8)
 (14, 112)
 >>> bruck.schedule_counts("alltoall:bruck(r=8)", 64).num_c
@@ -251,8 +251,7 @@ def resolved_radix(algorithm: str | Algorithm, P: int, count: int, elem_size: in
     """The radix a Bruck algorithm name runs with for this problem (r=auto resolved)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
     algo.generate_rank(P, 0, 0, elem_size)  # raises the generator's own error for a bad r
-    args = dict(_core.parse_name(algo.canonical)["args"])
-    r = args.get("r", "2")
+    r = str(algo.params["r"])
     if r == "auto":
         return int(
             _core.bruck_best_radix(P, count * elem_size, DEFAULT_ALPHA_S, DEFAULT_BETA_S_PER_BYTE)

@@ -5,7 +5,7 @@ pipeline latency alpha_r = 100 ns, 0.4 ns per byte, 10 ns per reduction, 8 bytes
 
 Needs the simulator (collkit.simulate, collkit.timeline).
 
-    python -m collkit.recmult.timelines docs/img
+    python -m collkit.analysis.recmult.timelines docs/img
 """
 
 from __future__ import annotations

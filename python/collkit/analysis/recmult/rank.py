@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
-from collkit.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES, factorisations, shells
-from collkit.recmult.model import PipelinedPostal, stage_cost
-from collkit.recmult.stages import Stage
+from collkit.analysis.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES, factorisations, shells
+from collkit.analysis.recmult.model import PipelinedPostal, stage_cost
+from collkit.analysis.recmult.stages import Stage
 
 
 @dataclass(frozen=True)

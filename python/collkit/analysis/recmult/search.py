@@ -24,10 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collkit.analysis.recmult.enumerate import (
+    DEFAULT_MAX_FANOUT,
+    FAMILIES,
+    check_space,
+    text_of,
+)
+from collkit.analysis.recmult.model import PipelinedPostal, stage_cost
+from collkit.analysis.recmult.stages import Stage
 from collkit.errors import InvalidArgumentError
-from collkit.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES, text_of
-from collkit.recmult.model import PipelinedPostal, stage_cost
-from collkit.recmult.stages import Stage
 
 MAX_SEARCH_N = 1 << 27  # arrays of N + 1 floats: 1 GiB at this bound
 
@@ -80,14 +85,7 @@ def search(
     families: Iterable[str] = FAMILIES,
 ) -> SearchResult:
     """The cheapest schedule for N ranks under the pipelining postal model."""
-    if not 1 <= N <= MAX_SEARCH_N:
-        raise InvalidArgumentError(f"N = {N} must be in [1, {MAX_SEARCH_N}]")
-    if max_fanout < 1:
-        raise InvalidArgumentError(f"the maximum fan-out {max_fanout} must be at least 1")
-    fams = tuple(families)
-    for fam in fams:
-        if fam not in FAMILIES:
-            raise InvalidArgumentError(f"unknown family '{fam}' (families: {', '.join(FAMILIES)})")
+    fams = check_space(N, max_fanout, families, MAX_SEARCH_N)
     t0 = time.perf_counter()
     f = max_fanout
     best, choice = _factored_table(N, model, nbytes, f + 1)

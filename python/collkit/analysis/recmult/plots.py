@@ -1,7 +1,7 @@
 """Pictures of the recursive multiplying model: b_opt against alpha_p/alpha_r (seed 002 Fig. 3)
 and the Eq. 4 cost surface over b and N (Fig. 4).
 
-    python -m collkit.recmult.plots docs/img
+    python -m collkit.analysis.recmult.plots docs/img
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from collkit.recmult.model import PipelinedPostal, b_opt, b_opt_brute, b_opt_eq5, eq4_cost
+from collkit.analysis.recmult.model import PipelinedPostal, b_opt, b_opt_brute, b_opt_eq5, eq4_cost
 
 
 def _best_integer_b(ratio: float) -> int:

@@ -2,15 +2,15 @@
 a process count, the pipelining postal model, b_opt, and a search that finds the model-optimal
 schedule for N up to 10^6.
 
->>> from collkit import recmult
+>>> from collkit.analysis import recmult
 >>> recmult.plan("a8,a4", 32).shape
 'factored'
 >>> round(recmult.b_opt(4.0), 2)
 3.95
 """
 
-from collkit.recmult.enumerate import count_schedules, enumerate_schedules, factorisations
-from collkit.recmult.model import (
+from collkit.analysis.recmult.enumerate import count_schedules, enumerate_schedules, factorisations
+from collkit.analysis.recmult.model import (
     PipelinedPostal,
     b_opt,
     b_opt_brute,
@@ -21,9 +21,9 @@ from collkit.recmult.model import (
     schedule_cost,
     stage_cost,
 )
-from collkit.recmult.rank import Ranked, rank_schedules
-from collkit.recmult.search import SearchResult, search
-from collkit.recmult.stages import Plan, Stage, plan, recursive_doubling
+from collkit.analysis.recmult.rank import Ranked, rank_schedules
+from collkit.analysis.recmult.search import SearchResult, search
+from collkit.analysis.recmult.stages import Plan, Stage, plan, recursive_doubling
 
 __all__ = [
     "PipelinedPostal",

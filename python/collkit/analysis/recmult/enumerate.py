@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from collkit.recmult.stages import Stage
+from collkit.analysis.recmult.stages import Stage
+from collkit.errors import InvalidArgumentError
 
 FAMILIES = ("factored", "split", "merged")
 DEFAULT_MAX_FANOUT = 8
@@ -50,15 +51,21 @@ def factorisations(n: int, max_base: int) -> tuple[tuple[int, ...], ...]:
     return _factorisations(n, max_base)
 
 
-def _check(N: int, max_fanout: int, families: Iterable[str]) -> tuple[str, ...]:
+def check_space(
+    N: int, max_fanout: int, families: Iterable[str], max_N: int | None = None
+) -> tuple[str, ...]:
+    """The families of a schedule space, after checking N, the fan-out and the family names
+    (InvalidArgumentError, a ValueError, for each); shared by enumeration and search."""
     if N < 1:
-        raise ValueError(f"N = {N} must be at least 1")
+        raise InvalidArgumentError(f"N = {N} must be at least 1")
+    if max_N is not None and max_N < N:
+        raise InvalidArgumentError(f"N = {N} must be in [1, {max_N}]")
     if max_fanout < 1:
-        raise ValueError(f"the maximum fan-out {max_fanout} must be at least 1")
+        raise InvalidArgumentError(f"the maximum fan-out {max_fanout} must be at least 1")
     fams = tuple(families)
     for f in fams:
         if f not in FAMILIES:
-            raise ValueError(f"unknown family '{f}' (families: {', '.join(FAMILIES)})")
+            raise InvalidArgumentError(f"unknown family '{f}' (families: {', '.join(FAMILIES)})")
     return fams
 
 
@@ -85,7 +92,7 @@ def shells(
 ) -> Iterator[Shell]:
     """(family, first stage or None, product of the factor stages between, last stage or None):
     every schedule is one of these shells around an ordered factorisation of the product."""
-    fams = _check(N, max_fanout, families)
+    fams = check_space(N, max_fanout, families)
     f = max_fanout
     if "factored" in fams:
         yield "factored", None, N, None
@@ -131,7 +138,7 @@ def count_schedules(
     N: int, max_fanout: int = DEFAULT_MAX_FANOUT, families: Iterable[str] = FAMILIES
 ) -> dict[str, int]:
     """How many schedules enumerate_schedules yields, per family, counted without listing them."""
-    fams = _check(N, max_fanout, families)
+    fams = check_space(N, max_fanout, families)
     f = max_fanout
     out = dict.fromkeys(fams, 0)
     if "factored" in fams:

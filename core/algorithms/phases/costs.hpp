@@ -1,0 +1,61 @@
+// The closed-form costs of the shared phases (phases.hpp), in Hockney's model with a reduction
+// term (Cost in registry.hpp), so that an algorithm's cost model composes its phases' costs as
+// its generator composes the phases. n: bytes per rank.
+#pragma once
+#include <bit>
+#include <cstdint>
+#include <string_view>
+
+#include "collkit/registry.hpp"
+
+namespace collkit::phases::cost {
+
+inline int64_t pof2(int64_t P) {
+  return int64_t{1} << (std::bit_width(static_cast<uint64_t>(P)) - 1);
+}
+inline double lg_pof2(int64_t P) {
+  return static_cast<double>(std::bit_width(static_cast<uint64_t>(P)) - 1);
+}
+inline double not_pof2(int64_t P) {
+  return pof2(P) != P ? 1.0 : 0.0;
+}
+
+// Reduce-scatter by recursive halving over the pof2 ranks: lg p alpha + (p-1)/p n (beta + gamma).
+inline Cost halving(int64_t P, double n) {
+  const double p = static_cast<double>(pof2(P)), share = (p - 1) / p * n;
+  return {lg_pof2(P), share, share};
+}
+
+// Allgather by recursive doubling over the pof2 ranks: lg p alpha + (p-1)/p n beta.
+inline Cost doubling(int64_t P, double n) {
+  const double p = static_cast<double>(pof2(P));
+  return {lg_pof2(P), (p - 1) / p * n, 0};
+}
+
+// Reduce-scatter (reduced = true) or allgather with 3-2 ("elim") or 2-1 ("elim21") elimination
+// at the odd levels of the halving: a group of m ranks holding `share` of the vector halves it.
+inline Cost elimination(int64_t P, double n, std::string_view mode, bool reduced) {
+  Cost t;
+  double share = 1.0;
+  for (int64_t m = P; m > 1; m /= 2, share /= 2) {
+    const double half = share * n / 2;
+    const double k = m % 2 == 0 ? 1 : mode == "elim" ? 2 : 3;  // halves moved at this level
+    t = t + Cost{m % 2 == 0 || mode == "elim" ? 1.0 : 2.0, k * half, reduced ? k * half : 0};
+  }
+  return t;
+}
+
+// Rabenseifner's reduce-scatter half (seed 001): recursive halving, after folding the ranks past
+// the largest power of two in (one message and reduction of n) or with elimination.
+inline Cost reduce_scatter(int64_t P, double n, std::string_view nonpof2) {
+  if (nonpof2 == "fold" || pof2(P) == P) return halving(P, n) + Cost{1, n, n} * not_pof2(P);
+  return elimination(P, n, nonpof2, true);
+}
+
+// Its allgather half: recursive doubling, then unfolding (one message of n) or elimination.
+inline Cost allgather(int64_t P, double n, std::string_view nonpof2) {
+  if (nonpof2 == "fold" || pof2(P) == P) return doubling(P, n) + Cost{1, n, 0} * not_pof2(P);
+  return elimination(P, n, nonpof2, false);
+}
+
+}  // namespace collkit::phases::cost

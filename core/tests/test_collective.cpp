@@ -1,0 +1,135 @@
+// The CollectiveSpec table and the helpers the IR and verifier read from it; and the specs
+// issue #15 will add (allgather, reduce_scatter_block, gather, scatter), said with the same
+// vocabulary, to show it can say them.
+#include <string>
+
+#include "check.hpp"
+#include "collkit/collective.hpp"
+#include "collkit/error.hpp"
+#include "collkit/schedule.hpp"
+
+using namespace collkit;
+
+namespace {
+using Kind = Postcondition::Kind;
+
+const CollectiveSpec kAllgather{
+    .id = Collective::allreduce,  // not registered: only the vocabulary is under test
+    .name = "allgather",
+    .in = {Blocks::one, Blocks::one},
+    .out = {Blocks::P, Blocks::P},
+    .in_place = Ranks::every_rank,
+    .in_place_at = SourceIndex::own_block,
+    .post = {Kind::copied, Source::block_owner, SourceIndex::within_block, Ranks::every_rank}};
+const CollectiveSpec kReduceScatterBlock{
+    .id = Collective::allreduce,
+    .name = "reduce_scatter_block",
+    .in = {Blocks::P, Blocks::P},
+    .out = {Blocks::one, Blocks::one},
+    .post = {Kind::reduced, Source::all, SourceIndex::own_block, Ranks::every_rank}};
+const CollectiveSpec kGather{
+    .id = Collective::reduce,
+    .name = "gather",
+    .rooted = true,
+    .in = {Blocks::one, Blocks::one},
+    .out = {Blocks::P, Blocks::none},
+    .post = {Kind::copied, Source::block_owner, SourceIndex::within_block, Ranks::root}};
+const CollectiveSpec kScatter{
+    .id = Collective::bcast,
+    .name = "scatter",
+    .rooted = true,
+    .in = {Blocks::P, Blocks::none},
+    .out = {Blocks::one, Blocks::one},
+    .post = {Kind::copied, Source::root, SourceIndex::own_block, Ranks::every_rank}};
+
+bool is(const Expected& e, Expected::Kind k, int64_t rank, int64_t index) {
+  return e.kind == k && (k != Expected::Kind::element || e.rank == rank) &&
+         (k == Expected::Kind::unspecified || e.index == index);
+}
+}  // namespace
+
+TEST(collective_table_round_trips_and_lists_itself) {
+  for (const CollectiveSpec& c : all_collectives()) {
+    CHECK(&spec_of(c.id) == &c);
+    CHECK(collective_from_string(c.name) == c.id);
+    CHECK(std::string(collective_names()).find(c.name) != std::string::npos);
+    CHECK(c.rooted == is_rooted(c.id));
+  }
+  bool threw = false;
+  try {
+    collective_from_string("allgatherv");
+  } catch (const Error& e) {
+    threw = std::string(e.what()).find(std::string(collective_names())) != std::string::npos;
+  }
+  CHECK(threw);
+}
+
+TEST(collective_specs_say_the_existing_postconditions) {
+  const int64_t P = 4, n = 3, root = 2;
+  using EK = Expected::Kind;
+  const auto& ar = spec_of(Collective::allreduce);
+  CHECK(is(expected_out(ar, P, n, root, 1, 2), EK::reduction, -1, 2));
+  const auto& re = spec_of(Collective::reduce);
+  CHECK(is(expected_out(re, P, n, root, root, 1), EK::reduction, -1, 1));
+  CHECK(is(expected_out(re, P, n, root, 0, 1), EK::unspecified, -1, 0));
+  const auto& bc = spec_of(Collective::bcast);
+  CHECK(is(expected_out(bc, P, n, root, 3, 1), EK::element, root, 1));
+  // alltoall: out[q n + j] of rank r is in[r n + j] of rank q.
+  const auto& a2a = spec_of(Collective::alltoall);
+  CHECK(is(expected_out(a2a, P, n, 0, 1, 2 * n + 1), EK::element, 2, 1 * n + 1));
+  CHECK(expected_out(spec_of(Collective::barrier), P, n, 0, 0, 0).kind == EK::unspecified);
+  CHECK(buffer_elems(a2a.in, P, n, 0, 3) == P * n);
+  CHECK(buffer_elems(bc.in, P, n, root, root) == 0);
+  CHECK(max_blocks(a2a, P) == P && max_blocks(ar, P) == 1 &&
+        max_blocks(spec_of(Collective::barrier), P) == 0);
+}
+
+TEST(collective_specs_can_say_the_next_collectives) {
+  const int64_t P = 5, n = 2, root = 3;
+  using EK = Expected::Kind;
+  // allgather: out[q n + j] = in[j] of rank q; in place, the input sits at out[r n].
+  CHECK(buffer_elems(kAllgather.out, P, n, 0, 4) == P * n);
+  CHECK(is(expected_out(kAllgather, P, n, 0, 1, 3 * n + 1), EK::element, 3, 1));
+  CHECK(in_place_offset(kAllgather, n, 4, 1) == 4 * n + 1);
+  // reduce_scatter_block: out[j] of rank r = the reduction of element r n + j.
+  CHECK(buffer_elems(kReduceScatterBlock.in, P, n, 0, 0) == P * n);
+  CHECK(is(expected_out(kReduceScatterBlock, P, n, 0, 2, 1), EK::reduction, -1, 2 * n + 1));
+  // gather: only the root's out is specified, P blocks; the others have none.
+  CHECK(buffer_elems(kGather.out, P, n, root, root) == P * n);
+  CHECK(buffer_elems(kGather.out, P, n, root, 0) == 0);
+  CHECK(is(expected_out(kGather, P, n, root, root, 4 * n), EK::element, 4, 0));
+  CHECK(is(expected_out(kGather, P, n, root, 1, 0), EK::unspecified, -1, 0));
+  // scatter: out[j] of rank r = the root's in[r n + j]; only the root has an input.
+  CHECK(buffer_elems(kScatter.in, P, n, root, root) == P * n);
+  CHECK(buffer_elems(kScatter.in, P, n, root, 1) == 0);
+  CHECK(is(expected_out(kScatter, P, n, root, 4, 1), EK::element, root, 4 * n + 1));
+}
+
+TEST(successors_reverse_the_dependencies) {
+  RankProgram p;
+  p.clear(0);
+  RankBuilder b(p, 2);
+  OpId a = b.compute(1), c = b.compute(1, {a}), d = b.compute(1, {a, c});
+  (void)d;
+  Successors s;
+  s.append_rank(p.view());
+  CHECK(s.size() == 3);
+  CHECK(s.of(0).size() == 2 && s.of(0)[0] == 1 && s.of(0)[1] == 2);
+  CHECK(s.of(1).size() == 1 && s.of(1)[0] == 2);
+  CHECK(s.of(2).empty());
+  // A second rank's ops are numbered after the first's.
+  s.append_rank(p.view());
+  CHECK(s.size() == 6 && s.of(3).size() == 2 && s.of(3)[0] == 4 && s.of(4)[0] == 5);
+  s.clear();
+  CHECK(s.size() == 0);
+  // A dependency on an op that does not exist is an error, not a write out of bounds.
+  p.deps.push_back(7);
+  p.dep_begin.back() = static_cast<uint32_t>(p.deps.size());
+  bool threw = false;
+  try {
+    s.append_rank(p.view());
+  } catch (const Error&) {
+    threw = true;
+  }
+  CHECK(threw);
+}
