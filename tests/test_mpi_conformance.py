@@ -18,10 +18,9 @@ from typing import Any
 import pytest
 
 import collkit
+from collkit.collectives import COLLECTIVES
 from collkit.mpirun import MPI
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
-
-COLLECTIVES = ("allreduce", "reduce", "bcast", "alltoall", "barrier")
 
 
 def defaults(collective: str) -> list[str]:
