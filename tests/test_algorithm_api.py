@@ -57,3 +57,12 @@ def test_bad_names_raise_algorithm_name_error() -> None:
     for name in ("allreduce:nope", "allreduce:rd(", "x" * 20_000, "allreduce:ring(seg=x)"):
         with pytest.raises(collkit.AlgorithmNameError):
             collkit.Algorithm(name)
+
+
+@pytest.mark.parametrize("radix", ["0", "1", "x", "-3", "99999999999"])
+def test_bruck_radix_refused_when_the_name_is_parsed(radix: str) -> None:
+    # A value that no P can make valid is refused at once, with a caret under it.
+    with pytest.raises(collkit.AlgorithmNameError, match=r"(?s)must be 'auto' or an integer.*\^"):
+        collkit.Algorithm(f"alltoall:bruck(r={radix})")
+    collkit.Algorithm("alltoall:bruck(r=auto)")
+    collkit.Algorithm("alltoall:bruck_modified(r=3)")

@@ -71,6 +71,13 @@ ParamValues::Value parse_value(const ParamSpec& p, const std::string& value, std
       break;
     case ParamType::word:
       v.s = value;
+      if (p.check) {
+        try {
+          p.check(value);
+        } catch (const Error& e) {
+          fail_at(ErrorKind::name, text, pos, e.what());
+        }
+      }
       break;
     case ParamType::list:
       v.l = {value};

@@ -256,7 +256,8 @@ ParamSpec bruck_radix_param() {
               "radix: an integer >= 2 (r >= P acts as r = P: one round of P-1 steps), or "
               "'auto': the r with the least alpha-beta model time numC alpha + numD N beta "
               "for this P and block size N",
-          .grid = {"2", "3", "4", "auto"}};
+          .grid = {"2", "3", "4", "auto"},
+          .check = [](std::string_view r) { parse_bruck_radix("alltoall:bruck", r); }};
 }
 
 std::any bruck_prepare(const GenArgs& a) {

@@ -31,6 +31,9 @@ struct ParamSpec {
   std::string doc;
   // The values the test matrix and tuning sweep, as written in names (the default if empty).
   std::vector<std::string> grid = {};
+  // Word parameters: a check of the value when the name is parsed (throws Error with what is
+  // wrong), so a bad value is refused with a caret before any P is known.
+  std::function<void(std::string_view)> check = {};
 };
 
 // The segment-size parameter that pipelined and segmented algorithms share: `seg`, in bytes,
