@@ -50,12 +50,18 @@ def openmpi_or_skip() -> MPI:
 
 
 def run_program(
-    mpi: MPI, bindir: Path, np: int, program: str, *args: str, env: dict[str, str] | None = None
+    mpi: MPI,
+    bindir: Path,
+    np: int,
+    program: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = TIMEOUT_S,
 ) -> subprocess.CompletedProcess[str]:
     cmd = launch_command(mpi, np, [str(bindir / program), *args])
     full_env, _ = launch_env(mpi, np, env)
     return subprocess.run(
-        cmd, env=full_env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+        cmd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 

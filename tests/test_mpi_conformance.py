@@ -67,7 +67,15 @@ def summary(out: str) -> tuple[int, int, int]:
 
 def check(mpi: MPI, bindir: Path, P: int, names: list[str], level: str = "quick") -> None:
     r = run_program(
-        mpi, bindir, P, "collkit_conformance", "--algos", ";".join(names), "--level", level
+        mpi,
+        bindir,
+        P,
+        "collkit_conformance",
+        "--algos",
+        ";".join(names),
+        "--level",
+        level,
+        timeout=1800 if level == "full" else 300,
     )
     cases, failures, _skipped = summary(r.stdout)
     assert r.returncode == 0 and failures == 0, r.stdout[-4000:] + r.stderr[-4000:]
@@ -109,11 +117,25 @@ def test_openmpi(openmpi: tuple[MPI, Path], P: int, collective: str) -> None:
 @pytest.mark.parametrize("collective", COLLECTIVES)
 @pytest.mark.parametrize("P", [2, 3, 5, 8])
 def test_mpich_grid(mpich: tuple[MPI, Path], P: int, collective: str) -> None:
-    check(*mpich, P, parameter_grid(collective), level="full" if P == 8 else "quick")
+    check(*mpich, P, parameter_grid(collective))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("collective", COLLECTIVES)
 @pytest.mark.parametrize("P", [2, 3, 5, 8])
 def test_openmpi_grid(openmpi: tuple[MPI, Path], P: int, collective: str) -> None:
-    check(*openmpi, P, parameter_grid(collective), level="full" if P == 8 else "quick")
+    check(*openmpi, P, parameter_grid(collective))
+
+
+# The full matrix (every description, op and root at every count, on the world, a dup, a split
+# and a reversed communicator) at P = 8, for each algorithm at its defaults: long (oversubscribed).
+@pytest.mark.slow
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_mpich_full_P8(mpich: tuple[MPI, Path], collective: str) -> None:
+    check(*mpich, 8, defaults(collective), level="full")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_openmpi_full_P8(openmpi: tuple[MPI, Path], collective: str) -> None:
+    check(*openmpi, 8, defaults(collective), level="full")

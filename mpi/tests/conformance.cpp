@@ -828,8 +828,9 @@ int main(int argc, char** argv) {
     const std::string coll = algo.substr(0, algo.find(':'));
     for (size_t ci = 0; ci < comms.size(); ++ci) {
       const CommCase& cc = comms[ci];
-      int cp;
+      int cp, crank;  // descriptions are chosen by the rank in this communicator
       MPI_Comm_size(cc.comm, &cp);
+      MPI_Comm_rank(cc.comm, &crank);
       // Every root on the world; roots 0 and the last elsewhere.
       std::vector<int> roots;
       for (int r = 0; r < cp; ++r)
@@ -854,8 +855,7 @@ int main(int argc, char** argv) {
             for (size_t k = 0; k < ndesc; ++k) {
               const size_t cn = case_no++;
               // The huge-extent description needs 2 MiB per element: small counts only.
-              const bool huge_here =
-                  descs[(static_cast<size_t>(g_world_rank) + cn) % descs.size()].huge;
+              const bool huge_here = descs[(static_cast<size_t>(crank) + cn) % descs.size()].huge;
               int any_huge = huge_here && count > 1, skip = 0;
               MPI_Allreduce(&any_huge, &skip, 1, MPI_INT, MPI_MAX, cc.comm);
               if (skip) continue;
@@ -867,7 +867,7 @@ int main(int argc, char** argv) {
             for (bool in_place : {false, true}) {
               const size_t cn = case_no++;
               int any_huge = 0, skip = 0;
-              for (int64_t r : {int64_t{g_world_rank}, int64_t{g_world_rank} * 7 + 1})
+              for (int64_t r : {int64_t{crank}, int64_t{crank} * 7 + 1})
                 any_huge |=
                     descs[(static_cast<size_t>(r) + cn) % descs.size()].huge && count * cp > 2;
               MPI_Allreduce(&any_huge, &skip, 1, MPI_INT, MPI_MAX, cc.comm);
