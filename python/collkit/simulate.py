@@ -608,11 +608,26 @@ def simulate_file(
     topo = parse_topology(topology)
     opts = _options(m, noise_d, skew_d, topo, trials, seed, False)
     d = _core.simulate_text_file(os.fspath(path), opts)
-    return SimResult(
+    return _result(
+        d,
         algorithm=str(d["algorithm"]) or "(schedule)",
         P=int(d["P"]),
-        bytes_per_rank=int(d["count"]) * int(d["elem_size"]),
+        count=int(d["count"]),
+        elem_size=int(d["elem_size"]),
         model=m,
+        noise=noise_d,
+        skew=skew_d,
+        topology=topo,
+        seed=seed,
+        extra={"collective": str(d["collective"])},
+    )
+
+
+def _result(d: dict[str, Any], *, P: int, count: int, elem_size: int, **rest: Any) -> SimResult:
+    """A SimResult from the core's answer `d`: its measures, and what the caller knows."""
+    return SimResult(
+        P=P,
+        bytes_per_rank=count * elem_size,
         finish=d["finish"],
         makespans=d["makespans"],
         messages=int(d["messages"]),
@@ -624,14 +639,10 @@ def simulate_file(
         load_cpu_seconds=float(d["load_cpu_seconds"]),
         run_cpu_seconds=float(d["run_cpu_seconds"]),
         memory_bytes=int(d["memory_bytes"]),
-        count=int(d["count"]),
-        elem_size=int(d["elem_size"]),
+        count=count,
+        elem_size=elem_size,
         programs=int(d["programs"]),
-        noise=noise_d,
-        skew=skew_d,
-        topology=topo,
-        seed=seed,
-        extra={"collective": str(d["collective"])},
+        **rest,
     )
 
 
@@ -717,26 +728,14 @@ def simulate(
     opts = _options(m, noise_d, skew_d, topo, trials, seed, timeline)
     assert P is not None and count is not None and elem_size is not None and root is not None
     d = _core.simulate(source, P, count, elem_size, root, opts)
-    res = SimResult(
+    res = _result(
+        d,
         algorithm=name,
         P=int(P),
-        bytes_per_rank=int(count) * int(elem_size),
-        model=m,
-        finish=d["finish"],
-        makespans=d["makespans"],
-        messages=int(d["messages"]),
-        bytes_sent=int(d["bytes"]),
-        ops=int(d["ops"]),
-        events=int(d["events"]),
-        load_seconds=float(d["load_seconds"]),
-        run_seconds=float(d["run_seconds"]),
-        load_cpu_seconds=float(d["load_cpu_seconds"]),
-        run_cpu_seconds=float(d["run_cpu_seconds"]),
-        memory_bytes=int(d["memory_bytes"]),
-        schedule=schedule,
         count=int(count),
         elem_size=int(elem_size),
-        programs=int(d["programs"]),
+        model=m,
+        schedule=schedule,
         noise=noise_d,
         skew=skew_d,
         topology=topo,
