@@ -269,34 +269,28 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
+        # The model and run options, the same for a saved schedule and a generated one.
+        run = dict(
+            model=args.model,
+            noise=args.noise,
+            skew=args.skew,
+            topology=args.topology,
+            trials=args.trials,
+            seed=args.seed,
+            timeline=record,
+            **params,
+        )
         if args.file is not None:
-            res = simulate_file(
-                args.file,
-                model=args.model,
-                noise=args.noise,
-                skew=args.skew,
-                topology=args.topology,
-                trials=args.trials,
-                seed=args.seed,
-                timeline=record,
-                **params,
-            )
+            res = simulate_file(args.file, **run)
         else:
             res = simulate(
                 source,
                 args.P,
                 count=args.count,
                 bytes=args.bytes,
-                elem_size=args.elem_size if args.file is None else None,
+                elem_size=args.elem_size,
                 root=args.root,
-                model=args.model,
-                noise=args.noise,
-                skew=args.skew,
-                topology=args.topology,
-                trials=args.trials,
-                seed=args.seed,
-                timeline=record,
-                **params,
+                **run,
             )
     except OSError as e:
         return _fail(f"cannot read '{args.file}': {e.strerror or e}")
