@@ -107,7 +107,6 @@ OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
 PROGRAMS = (
     "collkit_bench",
     "collkit_multicast",
-    "collkit_check",
     "collkit_check_alltoall",
     "collkit_conformance",
     "collkit_pmpi_overhead",
