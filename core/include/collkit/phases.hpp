@@ -9,6 +9,7 @@
 #include <any>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -111,9 +112,21 @@ struct RingResult {
 RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, OpId out_ready,
                                BufId tmp, uint16_t stage0);
 // Allgather ring after reduce_scatter_ring: at step s rank r sends block r + 1 - s and receives
-// block r - s from r - 1. Returns the ops that wrote `out` last.
+// block r - s from r - 1 (ring_allgather with origin -1). Returns the ops that wrote `out` last.
 std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
                                  const RingResult& rs, uint16_t stage0);
+
+// The ring allgather, allgather:ring's phase: P positions, position v at rank (v + origin) mod P
+// holding block v of `buf` (blocks of `blk`, P = blk.nb). At step s (0 .. P-2) it sends block
+// v - s to position v + 1 and receives block v - s - 1 from v - 1, each block cut into segments of
+// at most `seg` elements (0: whole). `have[g]`: the op that wrote segment g of block v (a single
+// entry stands for every segment); `free(u, g)`: the op that must complete before segment g of
+// block u is overwritten (may be empty: none). Empty blocks are not sent. Stages are labelled
+// from `stage0` on. Returns `have` and every receive.
+using BlockFree = std::function<OpId(int64_t block, int64_t segment)>;
+std::vector<OpId> ring_allgather(RankBuilder& b, const Blocks& blk, BufId buf, int64_t origin,
+                                 int64_t seg, const std::vector<OpId>& have, const BlockFree& free,
+                                 uint16_t stage0);
 
 // Reduce-scatter / allgather over all P ranks without the fold, eliminating one rank per odd
 // group at each level (Rabenseifner and Traeff 2004): 3-2 (a triple ends as two ranks holding
