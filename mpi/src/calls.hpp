@@ -36,9 +36,14 @@ inline InPlace mpi_in_place(Collective c) {
   switch (c) {
     case Collective::allreduce:
     case Collective::alltoall:
+    case Collective::allgather:
+    case Collective::reduce_scatter_block:
       return {Ranks::every_rank, false};
     case Collective::reduce:
+    case Collective::gather:
       return {Ranks::root, false};
+    case Collective::scatter:
+      return {Ranks::root, true};
     case Collective::bcast:
     case Collective::barrier:
       return {};
@@ -61,6 +66,18 @@ inline int call_collkit(Collective c, const CallArgs& a, const char* algorithm) 
                          a.comm, algorithm);
     case Collective::barrier:
       return ck_barrier(a.comm, algorithm);
+    case Collective::allgather:
+      return ck_allgather(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype,
+                          a.comm, algorithm);
+    case Collective::reduce_scatter_block:
+      return ck_reduce_scatter_block(a.sendbuf, a.recvbuf, a.recvcount, a.recvtype, a.op, a.comm,
+                                     algorithm);
+    case Collective::gather:
+      return ck_gather(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype,
+                       a.root, a.comm, algorithm);
+    case Collective::scatter:
+      return ck_scatter(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype,
+                        a.root, a.comm, algorithm);
   }
   return MPI_ERR_INTERN;
 }
@@ -79,6 +96,14 @@ inline int call_mpi(Collective c, const CallArgs& a) {
       return MPI_Alltoall(a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.comm);
     case Collective::barrier:
       return MPI_Barrier(a.comm);
+    case Collective::allgather:
+      return MPI_Allgather(a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.comm);
+    case Collective::reduce_scatter_block:
+      return MPI_Reduce_scatter_block(a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.comm);
+    case Collective::gather:
+      return MPI_Gather(a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.root, a.comm);
+    case Collective::scatter:
+      return MPI_Scatter(a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.root, a.comm);
   }
   return MPI_ERR_INTERN;
 }

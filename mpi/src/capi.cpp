@@ -284,26 +284,33 @@ struct Prepared {
 // What the spec says about this rank's buffers in this call.
 struct Roles {
   int64_t in_blocks = 0, out_blocks = 0;  // blocks of `in` and `out` on this rank
-  bool in_place = false;  // MPI_IN_PLACE: the input lies in recvbuf (or, scatter's root, no output)
-  bool alias = false;  // `in` is part of `out` (the spec's in-place rule; the verifier proves it)
+  // MPI_IN_PLACE under the spec's rule: `in` and `out` lie in one user buffer (recvbuf, or the
+  // scatter root's sendbuf) at the offsets the spec names; the verifier proves each generator
+  // correct under that aliasing.
+  bool one_buffer = false;
+  // MPI_IN_PLACE where the spec has no rule (alltoall: all of `in` is read while `out` is
+  // written): the input, in recvbuf, is first copied to a reused temporary.
+  bool copy_input = false;
   bool out_is_user = false;      // `out` is the user's recvbuf (else a reused stand-in)
   bool out_holds_input = false;  // bcast's root: its data starts in `out`
-  int64_t alias_offset(const CollectiveSpec& spec, int64_t n, int rank) const {
-    return in_place_offset(spec, n, rank, 0);
-  }
 };
 
 Roles roles_of(const CollectiveSpec& spec, const Call& c, int P, int rank) {
   Roles r;
   r.in_blocks = buffer_elems(spec.in, P, 1, c.root, rank);
   r.out_blocks = buffer_elems(spec.out, P, 1, c.root, rank);
-  r.in_place = r.in_blocks > 0 && c.send.buf == MPI_IN_PLACE;
-  r.alias = r.in_place && applies_to(spec.in_place, c.root, rank);
-  // Whose output the postcondition speaks of; MPI_IN_PLACE as recvbuf (scatter's root) keeps none.
+  const bool in_place = c.send.buf == MPI_IN_PLACE || c.recv.buf == MPI_IN_PLACE;
+  r.one_buffer = in_place && applies_to(spec.in_place, c.root, rank);
+  r.copy_input = !r.one_buffer && c.send.buf == MPI_IN_PLACE && r.in_blocks > 0;
   r.out_is_user =
       r.out_blocks > 0 && c.recv.buf != MPI_IN_PLACE && applies_to(spec.post.ranks, c.root, rank);
   r.out_holds_input = spec.root_input_in_out && rank == c.root;
   return r;
+}
+
+// The one user buffer of an in-place call: the side that is not MPI_IN_PLACE.
+const Side& one_buffer_side(const Call& c) {
+  return c.send.buf == MPI_IN_PLACE ? c.recv : c.send;
 }
 
 // A reduction: the standard makes count, datatype and op equal on all ranks, so the IR's
@@ -335,13 +342,34 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, CommState& s, co
     return element0_in_block(arena.get(span_bytes(t, elems) + 64), t, elems);
   };
 
+  if (r.one_buffer) {
+    void* user = one_buffer_side(c).buf;
+    const int64_t elems = in_place_elems(spec, s.size, n, c.root, s.rank);
+    const int64_t in_at = in_place_offset(spec, n, s.rank, 0);
+    const int64_t out_at = in_place_out_offset(spec, n, s.rank, 0);
+    void* base = user;
+    if (base == nullptr && elems > 0) {
+      // MPI_BOTTOM: the whole buffer staged at real addresses, the output copied back.
+      std::byte* staged = temp(s.staged_out, elems);
+      if (int rc = copy_elements(user, staged, elems, t, s.run.pack); rc != MPI_SUCCESS)
+        return report_mpi(rc, "staging MPI_BOTTOM");
+      p.copy_back = true;
+      p.user_out = element(user, out_at, t);
+      p.copy_back_count = out_elems;
+      base = staged;
+    }
+    a.in = element(base, in_at, t);
+    a.out = element(base, out_at, t);
+    return MPI_SUCCESS;
+  }
+
   // `out`: the user's buffer, or work space of the datatype's layout (off a reduce's root).
   a.out = r.out_is_user ? c.recv.buf : (out_elems > 0 ? temp(s.run.stand_in, out_elems) : nullptr);
   // MPI_BOTTOM (absolute addresses): MPICH's MPI_Reduce_local refuses a null buffer, so the plan
   // runs on a copy in the same layout at real addresses, copied back after.
   if (r.out_is_user && a.out == nullptr && out_elems > 0) {
     std::byte* staged = temp(s.staged_out, out_elems);
-    if (r.alias || r.out_holds_input)
+    if (r.out_holds_input)
       if (int rc = copy_elements(a.out, staged, out_elems, t, s.run.pack); rc != MPI_SUCCESS)
         return report_mpi(rc, "staging MPI_BOTTOM");
     p.copy_back = true;
@@ -349,13 +377,10 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, CommState& s, co
     p.copy_back_count = out_elems;
     a.out = staged;
   }
-  // `in`: sendbuf; in place, the part of `out` the spec names, or (where the spec has no in-place
-  // rule: the input is read while `out` is written) a copy of recvbuf's input.
+  // `in`: sendbuf, or in place without the spec's rule a copy of recvbuf's input.
   if (r.in_blocks == 0) {
     a.in = nullptr;
-  } else if (r.alias) {
-    a.in = element(a.out, r.alias_offset(spec, n, s.rank), t);
-  } else if (r.in_place) {
+  } else if (r.copy_input) {
     std::byte* copy = temp(s.staged_in, in_elems);
     if (int rc = copy_elements(c.recv.buf, copy, in_elems, t, s.run.pack); rc != MPI_SUCCESS)
       return report_mpi(rc, "copying the MPI_IN_PLACE input");
@@ -379,21 +404,61 @@ int prepare_bytes(const CollectiveSpec& spec, const Call& c, CommState& s, const
                   Prepared& p) {
   RunArgs& a = p.args;
   a.type = TypeInfo::bytes();
+  auto side_info = [](const Side& side, TypeInfo& info) {
+    if (side.type == MPI_DATATYPE_NULL)
+      return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
+    if (side.count < 0)
+      return report(ErrorKind::invalid_argument,
+                    "count " + std::to_string(side.count) + " is negative");
+    if (int rc = TypeInfo::get(side.type, info); rc != MPI_SUCCESS)
+      return report_mpi(rc, "datatype");
+    return MPI_SUCCESS;
+  };
+  // `out` (or the one in-place buffer) in packed bytes, unpacked into the user's buffer after.
+  auto packed_out = [&](const Side& side, const TypeInfo& info, int64_t elems, int64_t bytes,
+                        bool holds_input, bool changes) -> std::byte* {
+    std::byte* tmp = s.packed_out.get(static_cast<size_t>(bytes) + 1);
+    if (holds_input)
+      if (int rc = pack(side.buf, elems, info, tmp); rc != MPI_SUCCESS) return nullptr;
+    if (changes) {
+      p.unpack_after = true;
+      p.unpack_from = tmp;
+      p.unpack_to = side.buf;
+      p.unpack_count = elems;
+      p.unpack_type = info;
+    }
+    return tmp;
+  };
+
+  if (r.one_buffer) {
+    // In place under the spec's rule: one user buffer holds `in` and `out`.
+    const Side& u = one_buffer_side(c);
+    TypeInfo ut;
+    if (int rc = side_info(u, ut); rc != MPI_SUCCESS) return rc;
+    const int64_t block = u.count * ut.size;
+    p.count = block;
+    const int64_t blocks = in_place_elems(spec, s.size, 1, c.root, s.rank);
+    const int64_t elems = u.count * blocks;  // of the user's datatype
+    std::byte* base = nullptr;
+    if (ut.dense_run(elems)) {
+      base = offset(u.buf, ut.true_lb);
+    } else if ((base = packed_out(u, ut, elems, block * blocks, true, true)) == nullptr) {
+      return report(ErrorKind::unsupported, "MPI_Pack failed");
+    }
+    a.in = base + in_place_offset(spec, block, s.rank, 0);
+    a.out = base + in_place_out_offset(spec, block, s.rank, 0);
+    return MPI_SUCCESS;
+  }
+
   // The sides this rank reads: the send side unless in place, the receive side where the rank
   // has an output (or its input lies there).
-  const bool use_send = r.in_blocks > 0 && !r.in_place;
-  const bool use_recv = r.out_is_user || r.in_place || r.out_holds_input;
+  const bool use_send = r.in_blocks > 0 && !r.copy_input;
+  const bool use_recv = r.out_is_user || r.copy_input || r.out_holds_input;
   TypeInfo st, rt;
-  for (auto [use, side, info] : {std::tuple{use_send, &c.send, &st}, {use_recv, &c.recv, &rt}}) {
-    if (!use) continue;
-    if (side->type == MPI_DATATYPE_NULL)
-      return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
-    if (side->count < 0)
-      return report(ErrorKind::invalid_argument,
-                    "count " + std::to_string(side->count) + " is negative");
-    if (int rc = TypeInfo::get(side->type, *info); rc != MPI_SUCCESS)
-      return report_mpi(rc, "datatype");
-  }
+  if (use_send)
+    if (int rc = side_info(c.send, st); rc != MPI_SUCCESS) return rc;
+  if (use_recv)
+    if (int rc = side_info(c.recv, rt); rc != MPI_SUCCESS) return rc;
   // Bytes of one block: the same on every rank, from whichever side this rank uses.
   const int64_t send_block = use_send ? c.send.count * st.size : -1;
   const int64_t recv_block = use_recv ? c.recv.count * rt.size : -1;
@@ -406,35 +471,22 @@ int prepare_bytes(const CollectiveSpec& spec, const Call& c, CommState& s, const
   p.count = block;
   const int64_t total_out = block * r.out_blocks, total_in = block * r.in_blocks;
 
-  // `out`: the user's buffer where it is dense, else packed bytes unpacked after the run.
+  // `out`: the user's buffer where it is dense, else packed bytes unpacked after the run (the
+  // bcast root's data packed first; its buffer does not change).
   const int64_t recv_elems = c.recv.count * r.out_blocks;  // of recvtype in the user's buffer
   if (!r.out_is_user) {
     a.out = total_out > 0 ? s.run.stand_in.get(static_cast<size_t>(total_out) + 1) : nullptr;
   } else if (rt.dense_run(recv_elems)) {
     a.out = offset(c.recv.buf, rt.true_lb);
   } else {
-    std::byte* tmp = s.packed_out.get(static_cast<size_t>(total_out) + 1);
-    a.out = tmp;
-    // The root's data (bcast), or the input that in place lies in `out`, packed first.
-    if (r.out_holds_input || r.alias)
-      if (int rc = pack(c.recv.buf, recv_elems, rt, tmp); rc != MPI_SUCCESS)
-        return report_mpi(rc, "MPI_Pack");
-    if (!r.out_holds_input) {  // the bcast root's buffer does not change
-      p.unpack_after = true;
-      p.unpack_from = tmp;
-      p.unpack_to = c.recv.buf;
-      p.unpack_count = recv_elems;
-      p.unpack_type = rt;
-    }
+    a.out = packed_out(c.recv, rt, recv_elems, total_out, r.out_holds_input, !r.out_holds_input);
+    if (a.out == nullptr) return report(ErrorKind::unsupported, "MPI_Pack failed");
   }
 
-  // `in`: sendbuf; in place, the block of `out` the spec names, or (alltoall: every block of `in`
-  // is read while `out` is written) a copy of recvbuf.
+  // `in`: sendbuf, or in place without the spec's rule (alltoall) a copy of recvbuf.
   if (r.in_blocks == 0) {
     a.in = nullptr;
-  } else if (r.alias) {
-    a.in = offset(a.out, r.alias_offset(spec, block, s.rank));
-  } else if (r.in_place) {
+  } else if (r.copy_input) {
     std::byte* copy = s.packed_in.get(static_cast<size_t>(total_in) + 1);
     const int64_t elems = c.recv.count * r.in_blocks;
     if (rt.dense_run(elems)) {
@@ -621,6 +673,69 @@ int ck_alltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
               [](const Call& c, int sn, int rn) {
                 return PMPI_Alltoall(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
                                      c.comm);
+              }});
+}
+
+int ck_allgather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm) {
+  return run({Collective::allgather,
+              {mut(sendbuf), sendcount, sendtype},
+              {recvbuf, recvcount, recvtype},
+              MPI_OP_NULL,
+              0,
+              comm,
+              algorithm,
+              [](const Call& c, int sn, int rn) {
+                return PMPI_Allgather(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
+                                      c.comm);
+              }});
+}
+
+int ck_reduce_scatter_block(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                            const char* algorithm) {
+  return run({Collective::reduce_scatter_block,
+              {mut(sendbuf), recvcount, datatype},
+              {recvbuf, recvcount, datatype},
+              op,
+              0,
+              comm,
+              algorithm,
+              [](const Call& c, int, int n) {
+                return PMPI_Reduce_scatter_block(c.send.buf, c.recv.buf, n, c.recv.type, c.op,
+                                                 c.comm);
+              }});
+}
+
+int ck_gather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+              MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+              const char* algorithm) {
+  return run({Collective::gather,
+              {mut(sendbuf), sendcount, sendtype},
+              {recvbuf, recvcount, recvtype},
+              MPI_OP_NULL,
+              root,
+              comm,
+              algorithm,
+              [](const Call& c, int sn, int rn) {
+                return PMPI_Gather(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type, c.root,
+                                   c.comm);
+              }});
+}
+
+int ck_scatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+               const char* algorithm) {
+  return run({Collective::scatter,
+              {mut(sendbuf), sendcount, sendtype},
+              {recvbuf, recvcount, recvtype},
+              MPI_OP_NULL,
+              root,
+              comm,
+              algorithm,
+              [](const Call& c, int sn, int rn) {
+                return PMPI_Scatter(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
+                                    c.root, c.comm);
               }});
 }
 

@@ -347,8 +347,10 @@ void check_copy(Collective coll, const CommCase& cc, const std::string& algo, in
                             " units=" + std::to_string(units) + " case=" + std::to_string(case_no) +
                             (in_place ? " IN_PLACE" : "");
   std::string why;
+  const std::vector<unsigned char> sent = sb.mem;
   int rc = call_collkit(coll, a, algo.c_str());
   if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
+  if (why.empty() && sb.mem != sent) why = "the send buffer was written";
   if (out_blocks > 0 && a.recvbuf != MPI_IN_PLACE) {
     a.recvbuf = ref.base;
     a.recvtype = ref.type;  // absolute addresses: each buffer has its own type
