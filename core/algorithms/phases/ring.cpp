@@ -26,7 +26,12 @@ void for_each_segment(const Blocks& blk, BufId buf, int64_t q, int64_t seg, F&& 
 
 RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, OpId out_ready,
                                BufId tmp, uint16_t stage0) {
-  const int64_t P = blk.nb, r = b.rank();
+  return reduce_scatter_ring(b, blk, kOut, 0, seg, out_ready, tmp, stage0);
+}
+
+RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, BufId vec, int64_t origin,
+                               int64_t seg, OpId out_ready, BufId tmp, uint16_t stage0) {
+  const int64_t P = blk.nb, r = b.rank(), v = mod(r - origin, P);
   const int64_t next = mod(r + 1, P), prev = mod(r - 1, P);
   RingResult res;
   res.step_begin.push_back(0);
@@ -35,14 +40,14 @@ RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, O
   for (int64_t s = 0; s + 1 < P; ++s) {
     b.set_stage(static_cast<uint16_t>(std::min<int64_t>(stage0 + s, 65535)));  // labels saturate
     // Step 0 sends the own copy of the input; later steps the block reduced in the step before.
-    for_each_segment(blk, kOut, mod(r - s, P), seg, [&](int64_t g, Region piece) {
+    for_each_segment(blk, vec, mod(v - s, P), seg, [&](int64_t g, Region piece) {
       const OpId dep = s == 0 ? out_ready : reduced[static_cast<size_t>(g)];
       res.sends.push_back(b.send(next, piece, {dep}));
     });
     res.step_begin.push_back(res.sends.size());
     reduced.clear();
-    const int64_t base = blk.begin(mod(r - s - 1, P));
-    for_each_segment(blk, kOut, mod(r - s - 1, P), seg, [&](int64_t g, Region piece) {
+    const int64_t base = blk.begin(mod(v - s - 1, P));
+    for_each_segment(blk, vec, mod(v - s - 1, P), seg, [&](int64_t g, Region piece) {
       const auto gi = static_cast<size_t>(g);
       if (tmp_free.size() <= gi) tmp_free.resize(gi + 1, kNoOp);
       const Region t{tmp, piece.off - base, piece.len};
