@@ -60,7 +60,7 @@ namespace {
 
 int g_failures = 0, g_cases = 0, g_skipped = 0, g_declined = 0, g_world_rank = 0;
 // The MPI's own MPI_SUM on MPI_UNSIGNED_CHAR saturates instead of wrapping (Open MPI 4.1's vector
-// op does, on 32 bytes or more): then unsigned char sums are kept below 256.
+// op does, on 16 bytes or more): then unsigned char sums are kept below 256.
 bool g_uchar_sum_saturates = false;
 bool g_full = false;
 
