@@ -127,8 +127,7 @@ def test_in_place_allgather_input_is_its_own_block_of_out() -> None:
         [
             "  0: send in[0:1] to 1\n  1: recv out[0:1] from 1\n"
             "  2: copy out[1:2] = out[0:1]  after 1\n  3: copy out[0:1] = in[0:1]  after 2\n",
-            "  0: send in[0:1] to 0\n  1: recv out[0:1] from 0\n"
-            "  2: copy out[1:2] = in[0:1]\n",
+            "  0: send in[0:1] to 0\n  1: recv out[0:1] from 0\n  2: copy out[1:2] = in[0:1]\n",
         ],
     )
     assert collkit.verify(s).ok

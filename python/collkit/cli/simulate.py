@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from collkit.cli._common import algorithm, parse_bytes, parse_count, parse_p
+from collkit.collectives import ROOTED, count_unit
 from collkit.results import row_to_json
 from collkit.simulate import (
     LOCAL_PARAMS,
@@ -94,7 +95,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=parse_count,
         default=None,
         metavar="C",
-        help="elements per rank (alltoall: per block)",
+        help=f"elements {count_unit()}",
     )
     p.add_argument(
         "--elem-size",
@@ -103,7 +104,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="bytes per element (default 8)",
     )
-    p.add_argument("--root", type=int, default=None, help="root rank of reduce / bcast (default 0)")
+    p.add_argument(
+        "--root", type=int, default=None, help=f"root rank of {' / '.join(ROOTED)} (default 0)"
+    )
     p.add_argument(
         "--model", default="postal", choices=list(MODELS), help="cost model (default postal)"
     )
