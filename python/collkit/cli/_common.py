@@ -233,7 +233,7 @@ def add_size_arguments(
             type=parse_bytes,
             default=None,
             metavar="SIZE",
-            help="bytes per rank instead of --count (rounded up to whole elements)",
+            help="bytes (count x element size) instead of --count (rounded up to whole elements)",
         )
     p.add_argument(
         "--elem-size",
