@@ -8,6 +8,7 @@ The algorithms are read from the registry, so a new one is swept without being n
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 
@@ -96,13 +97,16 @@ def test_a_sample_to_4096(name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_every_P_to_256(name: str) -> None:
-    """Every P <= 256: every root of the rooted ones with count 1, and counts 0, P - 1 and
-    2P + 1 for the roots 0, 1, P/2, P - 1."""
+    """Every P <= 256: every root of the rooted ones with count 1, and counts 0 and 5 (and
+    P - 1, to P = 64 where every rank holds P blocks: P^3 elements to execute) for the roots
+    0, 1, P/2, P - 1."""
+    every_rank_has_P_blocks = not _rooted(name)
     for P in range(1, 257):
         if not _runs(name, P):
             continue
         _check(name, P, [1], None)
-        _check(name, P, sorted({0, P - 1, 2 * P + 1}), _some_roots(name, P))
+        big = [P - 1] if P <= 64 or not every_rank_has_P_blocks else []
+        _check(name, P, sorted({0, 5, *big}), _some_roots(name, P))
 
 
 @pytest.mark.slow
@@ -164,3 +168,27 @@ def test_in_place_reduce_scatter_block_reads_the_receive_buffer() -> None:
         ],
     )
     assert not collkit.verify(early, in_place=True).ok
+
+
+def test_the_cli_shows_verifies_simulates_and_exports_a_new_collective(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from collkit.cli import main
+
+    assert main(["verify", "gather:binomial", "-P", "1..9", "--count", "0,3", "--in-place"]) == 0
+    assert main(["show", "scatter:knomial(k=3)", "-P", "5", "--root", "2", "--count", "1"]) == 0
+    assert "collective scatter" in capsys.readouterr().out
+    for ext in ("txt", "json", "goal"):
+        path = tmp_path / f"ag.{ext}"
+        assert (
+            main(["export", "allgather:bruck(r=3)", "-P", "7", "--count", "2", "-o", str(path)])
+            == 0
+        )
+        assert main(["verify", "--file", str(path), "--in-place"]) == 0
+        assert main(["simulate", "--file", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["simulate", "reduce_scatter_block:halving", "-P", "12", "--count", "3"]) == 0
+    assert "B per block" in capsys.readouterr().out
+    assert main(["algorithms", "reduce_scatter_block"]) == 0
+    out = capsys.readouterr().out
+    assert "reduce_scatter_block:halving" in out and "commutative" in out
