@@ -1,6 +1,8 @@
 // Algorithm:    allgather:rd, recursive doubling with MPICH's non-power-of-two steps
 // Phases:       1. copy the own input into out block r (nothing under MPI_IN_PLACE);
-//               2. steps i = 0 .. ceil(lg P)-1, mask 2^i: exchange the blocks of the aligned
+//               2. P = 2^k: allreduce:rabenseifner's allgather phase (phases::allgather_doubling)
+//                  with the distances reversed, 1, 2, ..., P/2; otherwise MPICH's steps:
+//                  steps i = 0 .. ceil(lg P)-1, mask 2^i: exchange the blocks of the aligned
 //                  group of `mask` ranks held (clipped at P) with rank r ^ mask, if it exists;
 //                  where the partner's group is cut short by P, the ranks of this group whose
 //                  partner existed pass what they got on down a binomial tree inside the group
@@ -15,6 +17,7 @@
 #include <bit>
 #include <vector>
 
+#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -49,6 +52,15 @@ void generate_rd(const GenArgs& a, RankBuilder& b) {
   const int64_t P = a.header.P, n = a.header.count, r = b.rank();
   b.set_stage(0);
   std::vector<OpId> writers{b.copy({kOut, r * n, n}, {kIn, 0, n})};
+  if (std::has_single_bit(static_cast<uint64_t>(P))) {
+    // Rabenseifner's allgather phase, the distances reversed so that rank v starts from block v.
+    phases::ScatterResult own;
+    own.ready = writers[0];
+    own.sent.fill(kNoOp);
+    phases::allgather_doubling(b, phases::Pof2Fold(P), r, phases::Blocks{P * n, P}, kOut, own, 1,
+                               true);
+    return;
+  }
   const auto blocks = [&](int64_t lo, int64_t hi) { return Region{kOut, lo * n, (hi - lo) * n}; };
   const auto stage = [&](int64_t i) {
     b.set_stage(static_cast<uint16_t>(std::min<int64_t>(i + 1, UINT16_MAX)));

@@ -47,13 +47,13 @@ ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t 
 
 std::vector<OpId> allgather_doubling(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
                                      const Blocks& blk, BufId vec, const ScatterResult& rs,
-                                     uint16_t stage0) {
-  const Halving h(f, vrank);
+                                     uint16_t stage0, bool distance_down) {
+  const Halving h(f, vrank, distance_down);
   std::vector<OpId> writers{rs.ready};
   for (int k = h.lg - 1; k >= 0; --k) {
     const auto& st = h.stages[static_cast<size_t>(k)];
     b.set_stage(static_cast<uint16_t>(stage0 + (h.lg - 1 - k)));
-    const int64_t peer = f.real(vrank ^ (int64_t{1} << k));
+    const int64_t peer = f.real(vrank ^ h.distance(k));
     const Region have = blk.region(vec, st.keep_lo, st.keep_hi);
     const Region get = blk.region(vec, st.send_lo, st.send_hi);
     if (have.len > 0) b.send(peer, have, writers);

@@ -97,11 +97,13 @@ ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t 
                                      bool distance_down = false);
 
 // Allgather by recursive doubling, the reverse of the halving: at stage k = lg-1 .. 0 exchange
-// the blocks held with the partner vrank ^ 2^k. Returns every op that wrote `vec` (for the
+// the blocks held with the partner vrank ^ 2^k (Rabenseifner's allgather); with
+// `distance_down`, the reverse of that halving: partner vrank ^ 2^(lg-1-k), vrank v starting
+// from block v (allgather:rd on 2^k ranks, MPICH's). Returns every op that wrote `vec` (for the
 // unfold's send).
 std::vector<OpId> allgather_doubling(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
                                      const Blocks& blk, BufId vec, const ScatterResult& rs,
-                                     uint16_t stage0);
+                                     uint16_t stage0, bool distance_down = false);
 
 // Gather of the scattered blocks to virtual rank `vroot` along a binomial tree, the reverse of
 // the halving: at stage k = lg-1 .. 0 the rank whose bit k differs from vroot's sends all it
