@@ -555,6 +555,10 @@ int run(const Call& c) {
       return report(ErrorKind::invalid_argument, "root " + std::to_string(c.root) +
                                                      " is not a rank of a communicator of size " +
                                                      std::to_string(s->size));
+    // P is the same on every rank: an algorithm that cannot run at this P declines alike.
+    const Restrictions& limits = algo.spec().restrictions;
+    if (s->size < limits.min_P || (limits.power_of_two && (s->size & (s->size - 1)) != 0))
+      return decline(algo.canonical() + " cannot run on " + std::to_string(s->size) + " ranks");
     const Roles roles = roles_of(spec, c, s->size, s->rank);
 
     Prepared p;
