@@ -56,7 +56,8 @@ static void collectives(MPI_Comm comm, const char* name) {
     for (int i = 0; i < n; ++i) d[i] = (double)((i + r) % 5);
     rc = MPI_Reduce(d, e, n, MPI_DOUBLE, MPI_SUM, p - 1, comm);
     snprintf(what, sizeof what, "%s reduce root=last n=%d", name, n);
-    report(what, rc, r == p - 1 ? (void*)e : (void*)"", r == p - 1 ? sizeof(double) * (size_t)n : 0);
+    report(what, rc, r == p - 1 ? (void*)e : (void*)"",
+           r == p - 1 ? sizeof(double) * (size_t)n : 0);
     for (int i = 0; i < n; ++i) d[i] = r == 0 ? (double)i : -1.0;
     rc = MPI_Bcast(d, n, MPI_DOUBLE, 0, comm);
     snprintf(what, sizeof what, "%s bcast n=%d", name, n);
@@ -87,7 +88,8 @@ static void collectives(MPI_Comm comm, const char* name) {
     rc = r == 0 ? MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d, n, MPI_DOUBLE, 0, comm)
                 : MPI_Gather(d, n, MPI_DOUBLE, NULL, 0, MPI_DATATYPE_NULL, 0, comm);
     snprintf(what, sizeof what, "%s gather in-place root=0 n=%d", name, n);
-    report(what, rc, r == 0 ? (void*)d : (void*)"", r == 0 ? sizeof(double) * (size_t)n * (size_t)p : 0);
+    report(what, rc, r == 0 ? (void*)d : (void*)"",
+           r == 0 ? sizeof(double) * (size_t)n * (size_t)p : 0);
     for (int i = 0; i < n * p; ++i) d[i] = r == 0 ? (double)i : -2.0, e[i] = -1;
     rc = MPI_Scatter(d, n, MPI_DOUBLE, e, n, MPI_DOUBLE, 0, comm);
     snprintf(what, sizeof what, "%s scatter n=%d", name, n);
