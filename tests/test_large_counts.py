@@ -293,7 +293,7 @@ def test_against_mpich_on_random_data(P: int) -> None:
         "0,1,13,1009",
     )
     m = re.search(r"SUMMARY P=\d+ cases=(\d+) failures=(\d+)", r.stdout)
-    assert m and int(m.group(1)) > 500 and int(m.group(2)) == 0, r.stdout[-3000:]
+    assert m and int(m.group(1)) > 300 and int(m.group(2)) == 0, r.stdout[-3000:]
     # The ring declines the non-commutative op (the matrix product) with a clear message, alike on
     # every rank, and passes every other case.
     r = run_program(mpi, bindir, P, "collkit_conformance", "--algos", "allreduce:ring(seg=64)")

@@ -91,6 +91,10 @@ CHUNKED = [
     "reduce:binomial",
     "bcast:binomial",
     "alltoall:pairwise",
+    "allgather:ring",
+    "reduce_scatter_block:pairwise",
+    "gather:binomial",
+    "scatter:binomial",
 ]
 
 
