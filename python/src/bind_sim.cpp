@@ -54,6 +54,8 @@ Distribution distribution(const std::string& kind, double a, double b,
     d.kind = DistKind::lognormal;
   else if (kind == "samples")
     d.kind = DistKind::samples;
+  else if (kind == "trace")
+    d.kind = DistKind::trace;
   else
     fail(ErrorKind::invalid_argument, "unknown distribution '" + kind + "'");
   d.a = a;

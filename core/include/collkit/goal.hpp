@@ -20,8 +20,10 @@
 // send/recv on its own region of one scratch buffer per rank, calc as compute; messages are
 // matched by tag as LogGOPSim does and the receives reordered so that collkit's in-order
 // matching pairs the same messages; `A irequires B` (A may start once B starts) becomes
-// "A waits for what B waits for". Wildcards (from -1, tag -1) are rejected: collkit's receives
-// name their peer and match in order. docs/schedule-formats.md has the details.
+// "A waits for what B waits for"; `cpu N` / `nic N` are kept in the op (Op::cpu, Op::nic). A
+// receive `from -1` becomes a wildcard receive (kAnySource); a rank with one (or with `tag -1`)
+// keeps its receives as written, for the simulator to match as LogGOPSim does, and must use one
+// tag. docs/schedule-formats.md has the details.
 #pragma once
 #include <string>
 #include <string_view>

@@ -99,6 +99,11 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
       out.push_back('\n');
     }
     deferred.clear();
+    // A rank with a wildcard receive matches every message by its source alone (LogGOPSim's
+    // first posted receive that fits): its receives are written with any tag.
+    const bool any_tag = std::any_of(v.ops.begin(), v.ops.end(), [](const Op& op) {
+      return op.kind == OpKind::recv && op.peer == kAnySource;
+    });
     for (size_t i = 0; i < v.size(); ++i) {
       const Op& op = v.ops[i];
       out += kDirective;
@@ -119,8 +124,10 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
         write_product(out, op.len, h.elem_size);
         out += op.kind == OpKind::send ? "b to " : "b from ";
         io::write_int(out, op.peer);
-        uint32_t tag = 0;
-        if (op.peer >= 0 && op.peer < h.P) {
+        int64_t tag = 0;
+        if (any_tag && op.kind == OpKind::recv) {
+          tag = -1;
+        } else if (op.peer >= 0 && op.peer < h.P) {
           auto& seq = seqs[op.peer];
           tag = (op.kind == OpKind::send ? seq.first : seq.second)++;
         }
@@ -133,6 +140,14 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
             : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte)
                                       : op.len;
         io::write_int(out, cost);
+      }
+      if (op.cpu != 0) {
+        out += " cpu ";
+        io::write_int(out, op.cpu);
+      }
+      if (op.nic != 0) {
+        out += " nic ";
+        io::write_int(out, op.nic);
       }
       out.push_back('\n');
       // LogGOPSim needs a label defined before a `requires` names it: an op that waits on a
@@ -170,7 +185,8 @@ struct GoalOp {
   // the parser's copy of the text.
   std::string_view size_digits;
   int64_t peer = -1;
-  int64_t tag = 0;
+  int64_t tag = 0;  // -1: any tag
+  uint8_t cpu = 0, nic = 0;
   int64_t line, column;
   Op op;  // from the collkit comment, or built from the GOAL op
   uint16_t stage = 0;
@@ -395,11 +411,7 @@ class GoalParser {
       sc.skip_ws();
       size_t pb = sc.pos();
       op.peer = sc.integer("a rank", INT64_MIN, INT64_MAX);
-      if (op.peer == -1 && op.kind == GoalKind::recv)
-        sc.fail_msg(pb,
-                    "'from -1' (any source) cannot be represented: collkit's receives name "
-                    "their sender");
-      if (op.peer < 0 || op.peer >= P_)
+      if (!(op.peer == -1 && op.kind == GoalKind::recv) && (op.peer < 0 || op.peer >= P_))
         sc.fail_msg(
             pb, "rank " + std::to_string(op.peer) + " is not in [0, " + std::to_string(P_) + ")");
     } else if (w == "calc") {
@@ -418,31 +430,20 @@ class GoalParser {
         sc.skip_ws();
         size_t tb = sc.pos();
         op.tag = sc.integer("a tag", INT64_MIN, INT64_MAX);
-        if (op.tag == -1)
-          sc.fail_msg(tb,
-                      "'tag -1' (any tag) cannot be represented: collkit matches messages "
-                      "in order");
-        if (op.tag < 0 || op.tag > kMaxTag)
+        if (op.tag == -1 && op.kind == GoalKind::send)
+          sc.fail_msg(tb, "'tag -1' (any tag) is for receives; a send needs its tag");
+        if (op.tag != -1 && (op.tag < 0 || op.tag > kMaxTag))
           sc.fail_msg(tb, "tag " + std::to_string(op.tag) + " is not in [0, " +
                               std::to_string(kMaxTag) + "]");
       } else if (!seen_cpu && sc.accept("cpu")) {
-        // collkit simulates one CPU (and one NIC) per rank: an op on another one would overlap
-        // in LogGOPSim and not here, so it is refused rather than run differently.
+        // Several CPUs per host: each has its own overhead timeline in the simulator.
         seen_cpu = true;
-        sc.skip_ws();
-        size_t cb = sc.pos();
-        if (sc.integer("a cpu number", 0, INT64_MAX) != 0)
-          sc.fail_msg(cb,
-                      "'cpu N' with N > 0 (several CPUs per host) is not simulated by collkit, "
-                      "which runs every op of a rank on one CPU; only cpu 0 is accepted");
+        op.cpu = static_cast<uint8_t>(sc.integer(
+            "a CPU number in [0, " + std::to_string(kMaxCpu) + "] (collkit's limit)", 0, kMaxCpu));
       } else if (!seen_nic && sc.accept("nic")) {
         seen_nic = true;
-        sc.skip_ws();
-        size_t nb = sc.pos();
-        if (sc.integer("a nic number", 0, INT64_MAX) != 0)
-          sc.fail_msg(nb,
-                      "'nic N' with N > 0 (several NICs per host) is not simulated by collkit; "
-                      "only nic 0 is accepted");
+        op.nic = static_cast<uint8_t>(sc.integer(
+            "a NIC number in [0, " + std::to_string(kMaxNic) + "] (collkit's limit)", 0, kMaxNic));
       } else {
         sc.set_pos(ob);
         sc.fail_here(op.kind == GoalKind::calc ? "'cpu', 'nic' or end of line"
@@ -466,7 +467,8 @@ class GoalParser {
         // collkit writes a message's sequence number on its ordered pair as the tag, so that
         // LogGOPSim pairs the messages as collkit does; an edited tag would break that.
         auto& seq = op.kind == GoalKind::send ? sent_ : received_;
-        int64_t expected = seq[op.peer]++;
+        // A rank with a wildcard receive has all its receives written with any tag.
+        int64_t expected = op.kind == GoalKind::recv && op.tag == -1 ? -1 : seq[op.peer]++;
         if (op.tag != expected)
           fail_line(op.line, op.column,
                     "tag " + std::to_string(op.tag) + " should be " + std::to_string(expected) +
@@ -480,6 +482,8 @@ class GoalParser {
                    : op.kind == GoalKind::recv ? OpKind::recv
                                                : OpKind::compute;
       op.op.len = op.value;
+      op.op.cpu = op.cpu;
+      op.op.nic = op.nic;
       if (op.kind != GoalKind::calc) {
         op.op.peer = static_cast<int32_t>(op.peer);
         op.op.buf = scratch_buf(0);
@@ -501,12 +505,14 @@ class GoalParser {
       why = "a recv";
     else if (!message && g.kind != GoalKind::calc)
       why = "a calc";
-    else if (message && op.peer != g.peer)
+    else if (message && op.peer != g.peer && !(op.peer == kAnySource && g.peer == -1))
       why = "peer " + std::to_string(op.peer);
     else if (message && bytes != g.size_digits)
       why = "a size of len * elem_size bytes";
     else if ((op.kind == OpKind::compute || op.kind == OpKind::sleep) && g.value != op.len)
       why = "calc " + std::to_string(op.len);
+    else if (op.cpu != g.cpu || op.nic != g.nic)
+      why = "cpu " + std::to_string(op.cpu) + " nic " + std::to_string(op.nic);
     if (!why.empty())
       fail_line(g.line, g.column,
                 "this GOAL op disagrees with its '// collkit:' comment on line " +
@@ -544,13 +550,49 @@ class GoalParser {
 
   // perm_[r][new position] = op index in the file. Receives are reordered so that the k-th
   // receive from a rank is the one LogGOPSim's tag matching pairs with the k-th send.
+  //
+  // A rank with a wildcard receive (from -1 or tag -1) is left as it is: the simulator matches
+  // its messages as LogGOPSim does, each to the first posted receive that fits. It matches by
+  // source only, so such a rank must use a single tag (besides -1) in its receives and in the
+  // messages sent to it; anything else is refused.
   void match_messages() {
+    std::unordered_map<int64_t, std::pair<int64_t, const GoalOp*>> tag_of;  // wildcard ranks
+    for (auto& [r, gr] : ranks_)
+      for (const GoalOp& g : gr.ops)
+        if (g.op.kind == OpKind::recv && (g.op.peer == kAnySource || g.tag == -1))
+          tag_of.emplace(r, std::pair<int64_t, const GoalOp*>{-1, nullptr});
+    auto one_tag = [&](int64_t rank, const GoalOp& g) {
+      auto& [tag, first] = tag_of[rank];
+      if (g.tag == -1) return;
+      if (first == nullptr) {
+        tag = g.tag;
+        first = &g;
+      } else if (g.tag != tag) {
+        fail_line(g.line, g.column,
+                  "rank " + std::to_string(rank) +
+                      " has a wildcard receive (from -1 or tag -1) and messages with tags " +
+                      std::to_string(tag) + " (line " + std::to_string(first->line) + ") and " +
+                      std::to_string(g.tag) +
+                      ": collkit matches a wildcard rank's messages by source only, so it "
+                      "needs one tag on that rank");
+      }
+    };
     std::vector<Message> sends, recvs;
     for (auto& [r, gr] : ranks_)
       for (uint32_t i = 0; i < gr.ops.size(); ++i) {
         const GoalOp& g = gr.ops[i];
-        if (g.op.kind == OpKind::send) sends.push_back({r, g.op.peer, g.tag, 0, i});
-        if (g.op.kind == OpKind::recv) recvs.push_back({g.op.peer, r, g.tag, 0, i});
+        if (g.op.kind == OpKind::send) {
+          if (tag_of.count(g.op.peer))
+            one_tag(g.op.peer, g);
+          else
+            sends.push_back({r, g.op.peer, g.tag, 0, i});
+        }
+        if (g.op.kind == OpKind::recv) {
+          if (tag_of.count(r))
+            one_tag(r, g);
+          else
+            recvs.push_back({g.op.peer, r, g.tag, 0, i});
+        }
       }
     auto by_key = [](const Message& a, const Message& b) {
       return std::tie(a.src, a.dst, a.tag, a.index) < std::tie(b.src, b.dst, b.tag, b.index);
