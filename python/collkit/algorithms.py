@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from collkit import _core, units
-from collkit._core import RankProgram, Schedule
 from collkit.errors import AlgorithmNameError, InvalidArgumentError
+from collkit.schedule import RankProgram, Schedule
 
 __all__ = [
     "Algorithm",
@@ -111,14 +111,16 @@ class Algorithm:
 
     def generate(self, P: int, count: int, elem_size: int = 8, root: int = 0) -> Schedule:
         """Every rank's program for P ranks and `count` elements per rank (per block)."""
-        return self._algo.generate(*self._args(P, count, elem_size, root))
+        return Schedule(self._algo.generate(*self._args(P, count, elem_size, root)))
 
     def generate_rank(
         self, P: int, rank: int, count: int, elem_size: int = 8, root: int = 0
     ) -> RankProgram:
         """One rank's program alone, in time proportional to its ops."""
         P, count, elem_size, root = self._args(P, count, elem_size, root)
-        return self._algo.generate_rank(P, _int(rank, "rank", 0, P - 1), count, elem_size, root)
+        return RankProgram(
+            self._algo.generate_rank(P, _int(rank, "rank", 0, P - 1), count, elem_size, root)
+        )
 
     def count_ops(self, P: int, count: int, elem_size: int = 8, root: int = 0) -> int:
         """Ops of the whole schedule, counted rank by rank in constant memory."""
