@@ -216,37 +216,9 @@ def from_goal(text: str | bytes) -> Schedule:
 
 
 def to_json(schedule: Schedule) -> str:
-    """JSON as the module docstring describes: one key per line, arrays on one line each."""
-    a = schedule.arrays()
-    head: dict[str, Any] = {
-        "format": JSON_FORMAT,
-        "version": JSON_VERSION,
-        "collective": schedule.collective,
-        "algorithm": schedule.algorithm,
-        "P": schedule.P,
-        "count": schedule.count,
-        "elem_size": schedule.elem_size,
-        "root": schedule.root,
-        "op_kinds": OP_KINDS,
-        "reduce_sides": REDUCE_SIDES,
-    }
-
-    def dump(v: Any) -> str:
-        return json.dumps(v, separators=(",", ":"))
-
-    lines = [f"  {dump(k)}: {dump(v)}" for k, v in head.items()]
-
-    def ints(v: Any) -> str:
-        return str(_core.json_int_array(np.ascontiguousarray(v, dtype=np.int64)))
-
-    fields = list(_OP_FIELDS) + [k for k in _UNIT_FIELDS if np.any(a[k])]
-    if len(fields) > len(_OP_FIELDS):
-        fields = list(_OP_FIELDS) + list(_UNIT_FIELDS)
-    ops = ",\n".join(f"    {dump(k)}: {ints(a[k])}" for k in fields)
-    lines.append(f'  "ops": {{\n{ops}\n  }}')
-    for k in ("dep_begin", "deps", "scratch_begin", "scratch"):
-        lines.append(f"  {dump(k)}: {ints(a[k])}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+    """JSON as the module docstring describes: one key per line, arrays on one line each (the
+    core's writer, which ``collkit export`` streams to a file or stdout)."""
+    return str(_core.to_json(schedule.core))
 
 
 def _reject_constant(name: str) -> Any:
