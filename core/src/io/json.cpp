@@ -207,7 +207,8 @@ void write_json(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
     for (int64_t r = 0; r < h.P; ++r) {
       const RankView v = rank(r);
       if (pass == 0) {
-        for (size_t i = 0; i < v.size(); ++i) put(total += static_cast<int64_t>(v.deps_of(i).size()));
+        for (size_t i = 0; i < v.size(); ++i)
+          put(total += static_cast<int64_t>(v.deps_of(i).size()));
       } else if (pass == 1) {
         for (OpId d : v.deps) put(d);
       } else if (pass == 2) {

@@ -371,9 +371,6 @@ class Engine {
   uint32_t add_program(const RankView& v, uint32_t r) {
     if (progs_.size() >= kAddMode - 1) fail(ErrorKind::unsupported, "too many distinct programs");
     const uint32_t n = static_cast<uint32_t>(v.size());
-    // Successor lists, each in increasing op order so that ties resolve in program order.
-    tmp_count_.assign(n + 1, 0);
-    tmp_succ_end_.resize(n);
     for (uint32_t i = 0; i < n; ++i) {
       if (v.ops[i].len < 0)
         fail(ErrorKind::invalid_argument, where(v, i) + " has a negative length");
@@ -384,14 +381,12 @@ class Engine {
         if (d >= n || d == i)
           fail(ErrorKind::invalid_argument, where(v, i) + " depends on op " + std::to_string(d) +
                                                 ", which is not another op of its rank");
-        ++tmp_count_[d + 1];
       }
     }
-    for (uint32_t i = 0; i < n; ++i) tmp_count_[i + 1] += tmp_count_[i];
-    for (uint32_t i = 0; i < n; ++i) tmp_succ_end_[i] = tmp_count_[i];  // begins
-    tmp_succ_.resize(tmp_count_[n]);
-    for (uint32_t i = 0; i < n; ++i)
-      for (OpId d : v.deps_of(i)) tmp_succ_[tmp_count_[d]++] = i;
+    // Successor lists (the core's helper), each in increasing op order so that ties resolve in
+    // program order.
+    succ_.clear();
+    succ_.append_rank(v);
 
     Program p{};
     p.op_begin = t_ops_.size();
@@ -418,9 +413,10 @@ class Engine {
       p.wide |= ndeps > kMaxNarrowDeps;
       s.pending = ndeps | (v.ops[i].kind == OpKind::recv ? kMsgBit : 0);
       if (v.ops[i].kind == OpKind::send) tmp_sends_.push_back({v.ops[i].peer, i});
-      const uint32_t sb = tmp_succ_end_[i], ns = tmp_count_[i] - sb;
+      const std::span<const uint32_t> next = succ_.of(i);
+      const uint32_t ns = static_cast<uint32_t>(next.size());
       if (ns <= 2) {
-        for (uint32_t t = 0; t < ns; ++t) s.succ[t] = tmp_succ_[sb + t];
+        for (uint32_t t = 0; t < ns; ++t) s.succ[t] = next[t];
       } else {
         const size_t rel = t_overflow_.size() - p.overflow_begin;
         if (rel + ns + 1 >= kOverflow)
@@ -428,7 +424,7 @@ class Engine {
         s.succ[0] = kOverflow;
         s.succ[1] = static_cast<uint32_t>(rel);
         t_overflow_.push_back(ns);
-        t_overflow_.insert(t_overflow_.end(), tmp_succ_.begin() + sb, tmp_succ_.begin() + sb + ns);
+        t_overflow_.insert(t_overflow_.end(), next.begin(), next.end());
       }
       t_ops_.push_back(s);
     }
@@ -974,7 +970,7 @@ class Engine {
   uint32_t last_ = kUnset;  // the program the last rank read matched
   // The rank being read.
   std::vector<OpKey> key_;
-  std::vector<uint32_t> tmp_count_, tmp_succ_end_, tmp_succ_;
+  Successors succ_;
   std::vector<std::pair<int64_t, uint32_t>> tmp_sends_;
 
   // State of a trial.
