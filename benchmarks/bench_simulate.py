@@ -11,6 +11,8 @@ Suites:
   op count and the generator's time per rank measured at smaller P (what makes it slow).
 - `export`: `collkit export ALGO -P N -o x.{goal,json}` and to stdout (streamed) at growing P:
   peak RSS should not grow with P.
+- `import`: `collkit simulate --file x.{txt,goal,json}` of allreduce:rd saved at growing P: peak
+  RSS should not grow with P for text and collkit's GOAL (streamed); JSON is loaded whole.
 - `large`: the whole command at P = 2^24 for allreduce:rd, allreduce:rabenseifner and
   bcast:binomial (goal: peak RSS < 8 GiB), with the peak RSS per rank.
 
@@ -184,6 +186,34 @@ def export_rows() -> list[str]:
     return rows
 
 
+def import_rows() -> list[str]:
+    import tempfile
+
+    header = (
+        f"| {'command':52s} | {'wall s':>7s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
+        f"{'file MB':>8s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for ext in ("txt", "goal", "json"):
+            for lg in (12, 15, 17):
+                path = Path(tmp) / f"x.{ext}"
+                export = [collkit_cmd(), "export", "allreduce:rd", "-P", f"2^{lg}"]
+                run_command([*export, "--count", "1", "-o", str(path)])
+                argv = [collkit_cmd(), "simulate", "--file", str(path), "--model", "loggops"]
+                r = run_command(argv)
+                shown = f"simulate --file rd_2^{lg}.{ext} --model loggops"
+                row = (
+                    f"| {shown:52s} | {float(r['wall']):7.2f} | {float(r['cpu']):6.2f} | "
+                    f"{float(r['rss_mb']):11.0f} | {path.stat().st_size / 2**20:8.0f} |"
+                )
+                print(row, flush=True)
+                rows.append(row)
+                path.unlink()
+    return rows
+
+
 def slow_generator_rows(names: list[str]) -> list[str]:
     """Why a command ran past the limit: its ops per rank and the generator's time per rank at
     growing P (whole-schedule op counts at 2^20 would themselves take hours for these)."""
@@ -215,6 +245,8 @@ def command_rows(
 ) -> list[str]:
     if suite == "export":
         return export_rows()
+    if suite == "import":
+        return import_rows()
     header = (
         f"| {'command':58s} | {'wall s':>12s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
         f"{'B per rank':>10s} | {'result':24s} |"
@@ -275,7 +307,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small cases only")
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument(
-        "--suite", choices=["engine", "command", "all", "export", "large"], default="engine"
+        "--suite",
+        choices=["engine", "command", "all", "export", "import", "large"],
+        default="engine",
     )
     ap.add_argument(
         "--limit", type=float, default=120.0, help="suite all: seconds before a command is stopped"

@@ -613,9 +613,10 @@ def simulate_file(
 ) -> SimResult:
     """Simulate a saved schedule (text, JSON or GOAL, LogGOPSim's plain GOAL included).
 
-    A file in the text form is parsed as it is read and each rank's program interned as it
-    comes (memory of the distinct programs, not of the file); JSON and GOAL (whose messages are
-    paired across the whole file) are loaded whole first, and so is any file with a timeline.
+    A file in the text form or a GOAL file written by collkit is parsed as it is read and each
+    rank's program interned as it comes (memory of the distinct programs, not of the file); a
+    plain GOAL file is held until its end (its messages are paired by tag across the whole
+    file); JSON is loaded whole first, and so is any file with a timeline.
     """
     from collkit import io
 
@@ -626,7 +627,7 @@ def simulate_file(
     if fmt is None:
         with open(path, "rb") as f:
             fmt = io.sniff_format(f.read(1 << 16).decode("utf-8", errors="replace"))
-    if fmt != "text" or timeline:
+    if fmt == "json" or timeline:
         return simulate(
             io.load(path, fmt),
             model=m,
@@ -641,7 +642,7 @@ def simulate_file(
     noise_d, skew_d = parse_distribution(noise, "noise"), parse_distribution(skew, "skew")
     topo = parse_topology(topology)
     opts = _options(m, noise_d, skew_d, topo, trials, seed, False)
-    d = _core.simulate_text_file(os.fspath(path), opts)
+    d = _core.simulate_file(os.fspath(path), fmt, opts)
     return _result(
         d,
         algorithm=str(d["algorithm"]) or "(schedule)",

@@ -13,6 +13,7 @@
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "collkit/error.hpp"
+#include "collkit/goal.hpp"
 #include "collkit/registry.hpp"
 #include "collkit/sim/engine.hpp"
 #include "collkit/text.hpp"
@@ -199,8 +200,11 @@ void bind_sim(nb::module_& m) {
       "Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root). Times in ns.");
 
   m.def(
-      "simulate_text_file",
-      [](const std::string& path, const SimOptions& o) {
+      "simulate_file",
+      [](const std::string& path, const std::string& format, const SimOptions& o) {
+        if (format != "text" && format != "goal")
+          fail(ErrorKind::invalid_argument, "streams text or goal, not '" + format + "'");
+        auto read = format == "text" ? read_text : read_goal;
         std::ifstream in(path, std::ios::binary);
         if (!in)
           fail(ErrorKind::invalid_argument, "cannot read " + path + ": " + std::strerror(errno));
@@ -210,7 +214,7 @@ void bind_sim(nb::module_& m) {
           nb::gil_scoped_release release;
           r = simulate_stream(
               [&](const auto& on_header, const auto& on_rank) {
-                read_text(
+                read(
                     in,
                     [&](const ScheduleHeader& h) {
                       header = h;
@@ -228,9 +232,9 @@ void bind_sim(nb::module_& m) {
         d["root"] = header.root;
         return d;
       },
-      nb::arg("path"), nb::arg("options"),
-      "Simulate a schedule in the text form, parsed from the file as it is read (rank by rank: "
-      "memory of the ranks' distinct programs, not of the file).");
+      nb::arg("path"), nb::arg("format"), nb::arg("options"),
+      "Simulate a schedule in the text form or GOAL, parsed from the file as it is read (rank by "
+      "rank; a plain GOAL file is held until its end, where its messages are paired)");
 }
 
 }  // namespace collkit::py

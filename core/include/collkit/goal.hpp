@@ -25,6 +25,8 @@
 // keeps its receives as written, for the simulator to match as LogGOPSim does, and must use one
 // tag. docs/schedule-formats.md has the details.
 #pragma once
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -46,5 +48,10 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
                 const GoalOptions& options = {});
 // Throws Error(format) "line L, column C: ..." for malformed or unrepresentable input.
 Schedule from_goal(std::string_view text);
+// The same parser reading a stream line by line: `on_header`, then `on_rank` for each rank in
+// order. A collkit GOAL file streams (a rank goes out when its block closes: memory of one
+// rank's program whatever P); a plain one is held until its end, where its messages are paired.
+void read_goal(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
+               const std::function<void(const RankView&)>& on_rank);
 
 }  // namespace collkit

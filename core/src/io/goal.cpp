@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <istream>
 #include <optional>
 #include <unordered_map>
 
@@ -217,70 +219,80 @@ struct PendingOp {
        "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + msg);
 }
 
-// Block comments become blanks (newlines kept) so that lines and columns stay where they were.
-std::string blank_block_comments(std::string_view text) {
-  std::string out(text);
-  int64_t line = 1;
-  size_t line_start = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == '\n') {
-      ++line;
-      line_start = i + 1;
-    } else if (out[i] == '/' && i + 1 < out.size() && out[i + 1] == '/') {
-      while (i + 1 < out.size() && out[i + 1] != '\n') ++i;
-    } else if (out[i] == '/' && i + 1 < out.size() && out[i + 1] == '*') {
-      int64_t l0 = line;
-      Scanner at(text.substr(line_start), line);
-      int64_t c0 = at.column(i - line_start);
-      size_t e = text.find("*/", i + 2);
-      if (e == std::string_view::npos) fail_line(l0, c0, "unterminated '/*' comment");
-      for (size_t k = i; k < e + 2; ++k) {
-        if (out[k] == '\n') {
-          ++line;
-          line_start = k + 1;
-        } else {
-          out[k] = ' ';
-        }
-      }
-      i = e + 1;
-    }
-  }
-  return out;
-}
-
 class GoalParser {
  public:
-  explicit GoalParser(std::string_view text) : text_(blank_block_comments(text)), lines_(text_) {}
+  using OnHeader = std::function<void(const ScheduleHeader&)>;
+  using OnRank = std::function<void(const RankView&)>;
+  // Ranks go to `on_rank` in order: a collkit file's as their blocks close (memory of the
+  // ranks read ahead of the next one, none for a file written by collkit), a plain file's at
+  // the end (its messages are paired by tag across the whole file).
+  GoalParser(OnHeader on_header, OnRank on_rank)
+      : on_header_(std::move(on_header)), on_rank_(std::move(on_rank)) {}
 
-  Schedule parse() {
-    std::string_view line;
-    while (lines_.next(line)) {
-      size_t c = line.find("//");
-      if (c != std::string_view::npos && line.substr(c).starts_with(kDirective)) {
-        Scanner before(line.substr(0, c), lines_.number());
-        if (!before.at_end())
-          before.fail_msg(before.pos(), "a '// collkit:' comment must stand on its own line");
-        Scanner sc(line, lines_.number(), {}, c + kDirective.size());
-        directive(sc);
-        continue;
-      }
-      Scanner sc(line, lines_.number(), "//");
-      while (!sc.at_end()) statement(sc);
+  void line(std::string_view raw, int64_t number) {
+    number_ = number;
+    std::string_view line = blank_block_comments(raw, number);
+    size_t c = line.find("//");
+    if (c != std::string_view::npos && line.substr(c).starts_with(kDirective)) {
+      Scanner before(line.substr(0, c), number);
+      if (!before.at_end())
+        before.fail_msg(before.pos(), "a '// collkit:' comment must stand on its own line");
+      Scanner sc(line, number, {}, c + kDirective.size());
+      directive(sc);
+      return;
     }
-    Scanner eof("", lines_.number() + 1);
+    Scanner sc(line, number, "//");
+    while (!sc.at_end()) statement(sc);
+  }
+
+  void finish() {
+    if (in_block_) fail_line(block_line_, block_column_, "unterminated '/*' comment");
+    Scanner eof("", number_ + 1);
     if (cur_ >= 0) eof.fail_msg(0, "rank " + std::to_string(cur_) + " has no closing '}'");
     if (P_ < 0) eof.fail_msg(0, "no 'num_ranks' line");
-    if (static_cast<int64_t>(ranks_.size()) != P_) {
+    if (closed_ != P_) {
       int64_t missing = 0;
-      while (ranks_.count(missing)) ++missing;
+      while (seen(missing)) ++missing;
       eof.fail_msg(0, "rank " + std::to_string(missing) + " has no block (num_ranks is " +
                           std::to_string(P_) + "; write 'rank " + std::to_string(missing) +
                           " { }' for a rank without ops)");
     }
-    return build();
+    if (!collkit_) build();
   }
 
  private:
+  // Block comments become blanks so that columns stay where they were; one may span lines.
+  std::string_view blank_block_comments(std::string_view raw, int64_t number) {
+    if (raw.find("/*") == std::string_view::npos && !in_block_) return raw;
+    blanked_.assign(raw);
+    std::string& out = blanked_;
+    size_t i = 0;
+    if (in_block_) {
+      size_t e = raw.find("*/");
+      size_t stop = e == std::string_view::npos ? raw.size() : e + 2;
+      for (size_t k = 0; k < stop; ++k) out[k] = ' ';
+      if (e == std::string_view::npos) return out;
+      in_block_ = false;
+      i = stop;
+    }
+    for (; i + 1 < out.size(); ++i) {
+      if (out[i] == '/' && out[i + 1] == '/') break;
+      if (out[i] == '/' && out[i + 1] == '*') {
+        block_line_ = number;
+        block_column_ = Scanner(raw, number).column(i);
+        size_t e = raw.find("*/", i + 2);
+        size_t stop = e == std::string_view::npos ? raw.size() : e + 2;
+        for (size_t k = i; k < stop; ++k) out[k] = ' ';
+        if (e == std::string_view::npos) {
+          in_block_ = true;
+          break;
+        }
+        i = stop - 1;
+      }
+    }
+    return out;
+  }
+
   // ---- reading -----------------------------------------------------------------------------
 
   void directive(Scanner& sc) {
@@ -345,6 +357,7 @@ class GoalParser {
                                " disagrees with the collkit "
                                "header's P " +
                                std::to_string(hr_.h.P));
+          on_header_(hr_.h);
         }
         return;
       }
@@ -353,7 +366,7 @@ class GoalParser {
         sc.skip_ws();
         size_t rb = sc.pos();
         int64_t r = sc.integer("a rank of num_ranks = " + std::to_string(P_), 0, P_ - 1);
-        if (ranks_.count(r)) sc.fail_msg(rb, "rank " + std::to_string(r) + " has a second block");
+        if (seen(r)) sc.fail_msg(rb, "rank " + std::to_string(r) + " has a second block");
         sc.expect("{", "'{' opening the rank's block");
         cur_ = r;
         ranks_[r];
@@ -463,6 +476,7 @@ class GoalParser {
                   "this op has no '// collkit:' comment before it (every "
                   "op of a collkit GOAL file has one)");
       check_agrees(*pending_, op);
+      op.size_digits = {};  // a view into this line only
       if (op.kind != GoalKind::calc) {
         // collkit writes a message's sequence number on its ordered pair as the tag, so that
         // LogGOPSim pairs the messages as collkit does; an edited tag would break that.
@@ -539,7 +553,18 @@ class GoalParser {
     sent_.clear();
     received_.clear();
     cur_ = -1;
+    ++closed_;
+    // A collkit file's ranks need nothing from other ranks: each goes out once those before it
+    // have.
+    if (collkit_)
+      for (auto it = ranks_.find(next_); it != ranks_.end(); it = ranks_.find(next_)) {
+        emit(next_, it->second);
+        ranks_.erase(it);
+        ++next_;
+      }
   }
+
+  bool seen(int64_t r) const { return r < next_ || ranks_.count(r) != 0; }
 
   // ---- building ----------------------------------------------------------------------------
 
@@ -711,61 +736,66 @@ class GoalParser {
     return deps;
   }
 
-  Schedule build() {
-    // collkit's own files pair messages in order (their tags were checked above); plain GOAL
-    // pairs them by tag.
-    if (!collkit_) match_messages();
+  // A plain file: its messages paired by tag, then every rank in order.
+  void build() {
+    match_messages();
     ScheduleHeader h;
-    if (collkit_) {
-      h = hr_.h;
-    } else {
-      h.collective = Collective::barrier;
-      h.algorithm = "";
-      h.P = P_;
-      h.count = 0;
-      h.elem_size = 1;
-      h.root = 0;
-    }
-    Schedule s(h);
-    RankProgram p;
-    std::vector<uint32_t> inv, mapped;
+    h.collective = Collective::barrier;
+    h.algorithm = "";
+    h.P = P_;
+    h.count = 0;
+    h.elem_size = 1;
+    h.root = 0;
+    on_header_(h);
     for (int64_t rank = 0; rank < P_; ++rank) {
-      GoalRank& r = ranks_[rank];
-      const size_t n = r.ops.size();
-      auto deps = dependencies(r, rank);
-      auto pit = perm_.find(rank);
-      const std::vector<uint32_t>* perm = pit == perm_.end() ? nullptr : &pit->second;
-      inv.resize(n);
-      for (uint32_t i = 0; i < n; ++i) inv[perm ? (*perm)[i] : i] = i;
-      p.clear(rank);
-      if (collkit_) p.scratch = r.scratch;
-      int64_t offset = 0;
-      bool messages = false;
-      for (uint32_t i = 0; i < n; ++i) {
-        uint32_t old = perm ? (*perm)[i] : i;
-        const GoalOp& g = r.ops[old];
-        Op op = g.op;
-        if (!collkit_ && g.kind != GoalKind::calc) {
-          messages = true;
-          op.off = offset;
-          if (__builtin_add_overflow(offset, op.len, &offset))
-            fail_line(
-                g.line, g.column,
-                "rank " + std::to_string(rank) + "'s messages add up to more than 2^63 bytes");
-        }
-        mapped.clear();
-        for (uint32_t d : deps[old]) mapped.push_back(inv[d]);
-        p.append(op, mapped, g.stage);
-      }
-      if (messages) p.scratch.push_back(offset);
-      s.append_rank(p.view());
-      r = GoalRank{};  // free as we go
+      auto it = ranks_.find(rank);
+      emit(rank, it->second);
+      ranks_.erase(it);  // free as we go
     }
-    return s;
   }
 
-  std::string text_;
-  io::Lines lines_;
+  // Rank `rank`'s program to on_rank: collkit files keep their ops in order; a plain file's
+  // receives are reordered (perm_) and its messages laid out in one scratch buffer.
+  void emit(int64_t rank, const GoalRank& r) {
+    const size_t n = r.ops.size();
+    auto deps = dependencies(r, rank);
+    auto pit = perm_.find(rank);
+    const std::vector<uint32_t>* perm = pit == perm_.end() ? nullptr : &pit->second;
+    inv_.resize(n);
+    for (uint32_t i = 0; i < n; ++i) inv_[perm ? (*perm)[i] : i] = i;
+    RankProgram& p = program_;
+    p.clear(rank);
+    if (collkit_) p.scratch = r.scratch;
+    int64_t offset = 0;
+    bool messages = false;
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t old = perm ? (*perm)[i] : i;
+      const GoalOp& g = r.ops[old];
+      Op op = g.op;
+      if (!collkit_ && g.kind != GoalKind::calc) {
+        messages = true;
+        op.off = offset;
+        if (__builtin_add_overflow(offset, op.len, &offset))
+          fail_line(g.line, g.column,
+                    "rank " + std::to_string(rank) + "'s messages add up to more than 2^63 bytes");
+      }
+      mapped_.clear();
+      for (uint32_t d : deps[old]) mapped_.push_back(inv_[d]);
+      p.append(op, mapped_, g.stage);
+    }
+    if (messages) p.scratch.push_back(offset);
+    if (perm) perm_.erase(pit);
+    on_rank_(p.view());
+  }
+
+  OnHeader on_header_;
+  OnRank on_rank_;
+  RankProgram program_;
+  std::vector<uint32_t> inv_, mapped_;
+  std::string blanked_;
+  bool in_block_ = false;
+  int64_t block_line_ = 0, block_column_ = 0, number_ = 0;
+  int64_t closed_ = 0, next_ = 0;  // blocks closed; the next rank to go out (collkit files)
   bool collkit_ = false;
   io::HeaderReader hr_;
   int64_t P_ = -1;
@@ -782,7 +812,29 @@ class GoalParser {
 
 Schedule from_goal(std::string_view text) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
-  return GoalParser(text).parse();
+  Schedule s;
+  GoalParser parser([&](const ScheduleHeader& h) { s = Schedule(h); },
+                    [&](const RankView& r) { s.append_rank(r); });
+  io::Lines lines(text);
+  std::string_view line;
+  while (lines.next(line)) parser.line(line, lines.number());
+  parser.finish();
+  return s;
+}
+
+void read_goal(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
+               const std::function<void(const RankView&)>& on_rank) {
+  GoalParser parser(on_header, on_rank);
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(in, line)) {
+    std::string_view v = line;
+    if (number == 0 && v.starts_with("\xEF\xBB\xBF")) v.remove_prefix(3);
+    if (!v.empty() && v.back() == '\r') v.remove_suffix(1);
+    parser.line(v, ++number);
+  }
+  if (in.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number));
+  parser.finish();
 }
 
 }  // namespace collkit

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 from collkit import _core, io
-from collkit.simulate import memory_estimate
 from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, parse_per_byte
+from collkit.simulate import memory_estimate
 
 NAME = "export"
 HELP = "write a schedule as text, JSON or GOAL (or convert a saved one)"
