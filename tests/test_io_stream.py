@@ -69,11 +69,14 @@ def test_export_that_cannot_fit_is_refused_before_writing(
     assert "GiB free in" in capsys.readouterr().err and not out.exists()
 
 
+@pytest.mark.parametrize("fmt", ["goal", "json"])
 @pytest.mark.parametrize("name,P", [("allreduce:rd", 13), ("bcast:binomial", 16)])
-def test_goal_file_streams_into_the_simulator(name: str, P: int, tmp_path: Path) -> None:
-    # A collkit GOAL file goes to the engine rank by rank as its blocks close; the result is
-    # the same as simulating the whole schedule.
-    path = tmp_path / "s.goal"
+def test_goal_and_json_files_stream_into_the_simulator(
+    fmt: str, name: str, P: int, tmp_path: Path
+) -> None:
+    # A collkit GOAL file goes to the engine rank by rank as its blocks close, a JSON file
+    # through a cursor per column; the result is the same as simulating the whole schedule.
+    path = tmp_path / f"s.{fmt}"
     io.save(collkit.generate(name, P, 3), path)
     kw = {"model": "loggops", "noise": "exponential(20ns)", "trials": 3, "seed": 4}
     streamed = simulate_file(path, **kw)  # type: ignore[arg-type]
@@ -99,3 +102,17 @@ def test_goal_ranks_out_of_order_and_plain_goal_stream_too(tmp_path: Path) -> No
     assert r.makespan == simulate_file(plain, model="loggops", timeline=True).makespan == 800
     with pytest.raises(collkit.CollkitError, match="rank 1 has a second block"):
         io.from_goal(swapped.replace("rank 0 {", "rank 1 {", 1))
+
+
+def test_streaming_json_reader_reads_what_the_writer_wrote(tmp_path: Path) -> None:
+    g = io.from_goal(
+        "num_ranks 3\nrank 0 {\na: recv 8b from -1\nb: recv 8b from -1\nc: calc 5 cpu 2\n}\n"
+        "rank 1 {\na: send 8b to 0 nic 1\n}\nrank 2 {\na: send 8b to 0\n}\n"
+    )
+    for s in (g, collkit.generate("alltoall:bruck", 7, 3), collkit.generate("bcast:linear", 1, 0)):
+        path = tmp_path / "s.json"
+        io.save(s, path)
+        assert collkit.Schedule(_core.load_json_file(str(path))) == s
+    path.write_text(io.to_json(g).replace('"peer": [-1', '"peer": [7'))
+    with pytest.raises(collkit.CollkitError, match="peer 7 is not a rank"):
+        _core.load_json_file(str(path))

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import collkit
-from collkit import io
+from collkit import _core, io
 from collkit.collectives import COLLECTIVES
 from collkit.errors import CollkitError
 
@@ -272,6 +274,25 @@ def test_mutated_json_structure(text: str) -> None:
     s = succeeds_or_collkit_error(io.from_json, text)
     if s is not None:
         check_reexport(s)
+
+
+def _streamed(text: str) -> collkit.Schedule | None:
+    """The simulator's streaming JSON reader over the same text, in a file."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "s.json"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        core = succeeds_or_collkit_error(_core.load_json_file, str(path))
+    return None if core is None else collkit.Schedule(cast(_core.Schedule, core))
+
+
+@SETTINGS
+@given(text=st.one_of(mutated_json(), mutated_lines(VALID["json"])))
+def test_streaming_json_reader_agrees(text: str) -> None:
+    # Both readers end in a schedule or a CollkitError; where both read one, it is the same.
+    a = succeeds_or_collkit_error(io.from_json, text)
+    b = _streamed(text)
+    if a is not None and b is not None:
+        assert a == b
 
 
 # ---- numbers ----------------------------------------------------------------------------------

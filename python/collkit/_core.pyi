@@ -108,6 +108,9 @@ def compare_trees(a: Schedule, b: Schedule) -> dict: ...
 
 def write_schedule(algorithm: Algorithm, P: int, count: int, elem_size: int, root: int, format: str, path: str, reduce_ns_per_byte: float = 0.0, copy_ns_per_byte: float = 0.0, write: object | None = None) -> int: ...
 
+def load_json_file(path: str) -> Schedule:
+    """A JSON schedule file read by the streaming reader (the simulator's)."""
+
 def to_json(arg: Schedule, /) -> str: ...
 
 def to_text(arg: Schedule, /) -> str: ...
@@ -173,7 +176,7 @@ def simulate(source: object, P: int, count: int, elem_size: int, root: int, opti
 
 def simulate_file(path: str, format: str, options: SimOptions) -> dict:
     """
-    Simulate a schedule in the text form or GOAL, parsed from the file as it is read (rank by rank; a plain GOAL file is held until its end, where its messages are paired)
+    Simulate a schedule in the text form, GOAL or JSON, parsed from the file as it is read (rank by rank; a plain GOAL file is held until its end, where its messages are paired)
     """
 
 def bruck_rounds(P: int, r: int) -> int: ...

@@ -613,10 +613,10 @@ def simulate_file(
 ) -> SimResult:
     """Simulate a saved schedule (text, JSON or GOAL, LogGOPSim's plain GOAL included).
 
-    A file in the text form or a GOAL file written by collkit is parsed as it is read and each
-    rank's program interned as it comes (memory of the distinct programs, not of the file); a
-    plain GOAL file is held until its end (its messages are paired by tag across the whole
-    file); JSON is loaded whole first, and so is any file with a timeline.
+    A file in the text form, JSON or a GOAL file written by collkit is parsed as it is read and
+    each rank's program interned as it comes (memory of the distinct programs, not of the file);
+    a plain GOAL file is held until its end (its messages are paired by tag across the whole
+    file); a file with a timeline is loaded whole first.
     """
     from collkit import io
 
@@ -627,7 +627,7 @@ def simulate_file(
     if fmt is None:
         with open(path, "rb") as f:
             fmt = io.sniff_format(f.read(1 << 16).decode("utf-8", errors="replace"))
-    if fmt == "json" or timeline:
+    if timeline:
         return simulate(
             io.load(path, fmt),
             model=m,

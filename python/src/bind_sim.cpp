@@ -14,6 +14,7 @@
 #include "bindings.hpp"
 #include "collkit/error.hpp"
 #include "collkit/goal.hpp"
+#include "collkit/json.hpp"
 #include "collkit/registry.hpp"
 #include "collkit/sim/engine.hpp"
 #include "collkit/text.hpp"
@@ -202,9 +203,16 @@ void bind_sim(nb::module_& m) {
   m.def(
       "simulate_file",
       [](const std::string& path, const std::string& format, const SimOptions& o) {
-        if (format != "text" && format != "goal")
-          fail(ErrorKind::invalid_argument, "streams text or goal, not '" + format + "'");
-        auto read = format == "text" ? read_text : read_goal;
+        if (format != "text" && format != "goal" && format != "json")
+          fail(ErrorKind::invalid_argument, "streams text, goal or json, not '" + format + "'");
+        auto stream = format == "text" ? read_text : read_goal;
+        auto read = [&](std::istream& in, const std::function<void(const ScheduleHeader&)>& h,
+                        const std::function<void(const RankView&)>& r) {
+          if (format == "json")
+            read_json_file(path, h, r);
+          else
+            stream(in, h, r);
+        };
         std::ifstream in(path, std::ios::binary);
         if (!in)
           fail(ErrorKind::invalid_argument, "cannot read " + path + ": " + std::strerror(errno));
@@ -233,8 +241,8 @@ void bind_sim(nb::module_& m) {
         return d;
       },
       nb::arg("path"), nb::arg("format"), nb::arg("options"),
-      "Simulate a schedule in the text form or GOAL, parsed from the file as it is read (rank by "
-      "rank; a plain GOAL file is held until its end, where its messages are paired)");
+      "Simulate a schedule in the text form, GOAL or JSON, parsed from the file as it is read "
+      "(rank by rank; a plain GOAL file is held until its end, where its messages are paired)");
 }
 
 }  // namespace collkit::py

@@ -87,6 +87,17 @@ void bind_text(nb::module_& m) {
       nb::arg("format"), nb::arg("path"), nb::arg("reduce_ns_per_byte") = 0.0,
       nb::arg("copy_ns_per_byte") = 0.0, nb::arg("write") = nb::none());
 
+  m.def(
+      "load_json_file",
+      [](const std::string& path) {
+        nb::gil_scoped_release unlock;
+        Schedule s;
+        read_json_file(
+            path, [&](const ScheduleHeader& h) { s = Schedule(h); },
+            [&](const RankView& r) { s.append_rank(r); });
+        return s;
+      },
+      nb::arg("path"), "A JSON schedule file read by the streaming reader (the simulator's).");
   m.def("to_json", [](const Schedule& s) {
     nb::gil_scoped_release unlock;
     return to_json(s);

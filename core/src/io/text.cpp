@@ -539,18 +539,27 @@ void read_text(std::istream& in, const std::function<void(const ScheduleHeader&)
   parser.finish();
 }
 
-void check_fields(const Schedule& s) {
-  const ScheduleHeader& h = s.header;
+void check_header_fields(const ScheduleHeader& h) {
   auto bad = [](const std::string& m) { fail(ErrorKind::format, m); };
   if (h.P < 1 || h.P > io::kMaxTextP) bad("P = " + std::to_string(h.P) + " is not in [1, 2^31]");
   if (h.count < 0) bad("count " + std::to_string(h.count) + " is negative");
   if (h.elem_size < 1) bad("elem_size " + std::to_string(h.elem_size) + " is not positive");
   if (h.root < 0 || h.root >= h.P) bad("root " + std::to_string(h.root) + " is not a rank");
+}
+
+void check_fields(const Schedule& s) {
+  const ScheduleHeader& h = s.header;
+  check_header_fields(h);
   if (s.num_ranks() != h.P)
-    bad("the schedule holds " + std::to_string(s.num_ranks()) +
-        " ranks, P = " + std::to_string(h.P));
-  for (int64_t r = 0; r < s.num_ranks(); ++r) {
-    RankView v = s.rank(r);
+    fail(ErrorKind::format, "the schedule holds " + std::to_string(s.num_ranks()) +
+                                " ranks, P = " + std::to_string(h.P));
+  for (int64_t r = 0; r < s.num_ranks(); ++r) check_rank_fields(h, s.rank(r));
+}
+
+void check_rank_fields(const ScheduleHeader& h, const RankView& v) {
+  auto bad = [](const std::string& m) { fail(ErrorKind::format, m); };
+  const int64_t r = v.rank;
+  {
     auto where = [&](size_t i) {
       return "rank " + std::to_string(r) + ", op " + std::to_string(i) + ": ";
     };
