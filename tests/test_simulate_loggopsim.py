@@ -176,7 +176,7 @@ def test_noise_trace_offsets_per_rank_or_coscheduled(tmp_path: Path) -> None:
     assert len(set(own.finish.tolist())) > 1
     assert len(set(together.finish.tolist())) == 1
     assert np.all((together.finish >= 550 + 5 * 50) & (together.finish < 550 + 7 * 50))
-    assert "trace(11 detours" in together.settings() and "seed=3" in together.settings()
+    assert "trace(11 lines" in together.settings() and "seed=3" in together.settings()
 
 
 def test_noise_trace_format_errors_are_clear(tmp_path: Path) -> None:

@@ -542,7 +542,7 @@ def _describe_dist(d: Distribution) -> str:
         return f"samples({len(d.samples)})"
     if d.kind == "trace":
         how = ",cosched" if d.b else ""
-        return f"trace({len(d.samples) // 2} detours,period {d.samples[-2]:g}ns{how})"
+        return f"trace({len(d.samples) // 2} lines,period {d.samples[-2]:g}ns{how})"
     if d.kind in ("constant", "exponential"):
         return f"{d.kind}({d.a:g}ns)"
     if d.kind == "uniform":
