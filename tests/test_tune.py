@@ -335,3 +335,16 @@ def test_only_names_keep_their_commas() -> None:
     from collkit.cli.tune import split_names
 
     assert split_names("rd,rm(a2,a2), ring,") == ["rd", "rm(a2,a2)", "ring"]
+
+
+def test_open_mpi_rules_name_every_collective_by_its_id_or_leave_it_out() -> None:
+    """Open MPI's ids for the block collectives; a collective without one is left to Open MPI's
+    own decision with a comment, not a KeyError."""
+    choices = [
+        Choice("gather", 4, 64, "measured", None, comparison("gather:binomial"), []),
+        Choice("allgather", 4, 64, "measured", None, comparison("allgather:ring"), []),
+        Choice("allgatherv", 4, 64, "measured", None, comparison("allgather:ring"), []),
+    ]
+    text = openmpi_rules(choices)
+    assert "\n0  # allgather\n" in text and "\n9  # gather\n" in text
+    assert "# allgatherv: no coll/tuned rules id" in text and "2  # collectives" in text

@@ -230,6 +230,9 @@ def openmpi_rules(choices: Sequence[Choice], header: str = "") -> str:
     for c in choices:
         by.setdefault(c.collective, {}).setdefault(c.P, []).append(c)
     lines = [f"# {ln}" for ln in header.splitlines()]
+    for coll in sorted(c for c in by if c not in OPENMPI_IDS):  # a collective Open MPI lacks
+        del by[coll]
+        lines.append(f"# {coll}: no coll/tuned rules id in Open MPI; its own decision stays")
     lines.append(f"{len(by)}  # collectives")
     for coll in sorted(by, key=lambda k: OPENMPI_IDS[k]):
         per_p = by[coll]
