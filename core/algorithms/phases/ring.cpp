@@ -24,6 +24,30 @@ void for_each_segment(const Blocks& blk, BufId buf, int64_t q, int64_t seg, F&& 
 
 }  // namespace
 
+std::vector<int64_t> ring_steps(const Blocks& blk, int64_t v) {
+  const int64_t P = blk.nb;
+  std::vector<int64_t> steps;
+  if (blk.n >= P) {
+    steps.resize(static_cast<size_t>(std::max<int64_t>(P - 1, 0)));
+    for (int64_t s = 0; s + 1 < P; ++s) steps[static_cast<size_t>(s)] = s;
+    return steps;
+  }
+  // Step s sends block v - s and receives block v - s - 1: it moves data iff (v - s) mod P is in
+  // [0, n].
+  for (int64_t t = 0; t <= blk.n; ++t)
+    if (const int64_t s = mod(v - t, P); s + 1 < P) steps.push_back(s);
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+OpId RingResult::send_at(int64_t s, int64_t g) const {
+  const auto it = std::lower_bound(steps.begin(), steps.end(), s);
+  if (it == steps.end() || *it != s) return kNoOp;
+  const auto i = static_cast<size_t>(it - steps.begin());
+  const size_t k = step_begin[i] + static_cast<size_t>(g);
+  return k < step_begin[i + 1] ? sends[k] : kNoOp;
+}
+
 RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, OpId out_ready,
                                BufId tmp, uint16_t stage0) {
   return reduce_scatter_ring(b, blk, kOut, 0, seg, out_ready, tmp, stage0);
@@ -37,9 +61,11 @@ RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, BufId vec, int
   res.step_begin.push_back(0);
   std::vector<OpId> reduced;   // the reduces of the previous step, one per segment
   std::vector<OpId> tmp_free;  // per segment of `tmp`: the last reduce that read it
-  for (int64_t s = 0; s + 1 < P; ++s) {
+  res.steps = ring_steps(blk, v);
+  for (const int64_t s : res.steps) {
     b.set_stage(static_cast<uint16_t>(std::min<int64_t>(stage0 + s, 65535)));  // labels saturate
-    // Step 0 sends the own copy of the input; later steps the block reduced in the step before.
+    // Step 0 sends the own copy of the input; later steps the block reduced in the step before
+    // (which moved data too: it received this block).
     for_each_segment(blk, vec, mod(v - s, P), seg, [&](int64_t g, Region piece) {
       const OpId dep = s == 0 ? out_ready : reduced[static_cast<size_t>(g)];
       res.sends.push_back(b.send(next, piece, {dep}));
@@ -66,10 +92,7 @@ std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
   const int64_t P = blk.nb, r = b.rank();
   // Block u arrives at step s = r - u, when block r - s left this rank in the reduce-scatter:
   // its receive must not overwrite it while that send is in flight.
-  const BlockFree gone = [&](int64_t u, int64_t g) {
-    const auto s = static_cast<size_t>(mod(r - u, P));
-    return rs.sends[rs.step_begin[s] + static_cast<size_t>(g)];
-  };
+  const BlockFree gone = [&](int64_t u, int64_t g) { return rs.send_at(mod(r - u, P), g); };
   return ring_allgather(b, blk, kOut, P - 1, seg, rs.final_ready, gone, stage0);
 }
 
@@ -86,7 +109,7 @@ std::vector<OpId> ring_allgather(RankBuilder& b, const Blocks& blk, BufId buf, i
            : static_cast<size_t>(g) < last.size() ? last[static_cast<size_t>(g)]
                                                   : kNoOp;
   };
-  for (int64_t s = 0; s + 1 < P; ++s) {
+  for (const int64_t s : ring_steps(blk, v)) {
     b.set_stage(static_cast<uint16_t>(std::min<int64_t>(stage0 + s, 65535)));  // labels saturate
     for_each_segment(blk, buf, mod(v - s, P), seg,
                      [&](int64_t g, Region piece) { b.send(next, piece, {writer(g)}); });

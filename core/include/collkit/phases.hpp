@@ -117,10 +117,21 @@ std::vector<OpId> gather_binomial(RankBuilder& b, const Pof2Fold& f, int64_t vra
 // receiving the next. The ring needs a commutative op: block q is combined in the order
 // q, q+1, ..., P-1, 0, ..., q-1.
 struct RingResult {
-  std::vector<OpId> sends;  // the sends of step s: sends[step_begin[s] .. step_begin[s+1])
+  // The sends of the steps that moved data (steps[i] ascending): sends[step_begin[i] ..
+  // step_begin[i+1]). Only those steps are listed, so a rank's result is O(its ops), not O(P).
+  std::vector<OpId> sends;
+  std::vector<int64_t> steps;
   std::vector<size_t> step_begin;
   std::vector<OpId> final_ready;  // per segment, the reduce that completed the final block
+  // Segment g's send at step s (kNoOp if that step sent nothing).
+  OpId send_at(int64_t s, int64_t g) const;
 };
+
+// The ring steps s in [0, P-2] at which position v sends or receives a block with elements, in
+// order: all of them when no block is empty, else the n + 1 around v (blocks [0, n) hold one
+// element each when n < P). Skipping the others changes no op and makes a small message's ring
+// O(n) per rank instead of O(P) (2^20 ranks: seconds, not hours).
+std::vector<int64_t> ring_steps(const Blocks& blk, int64_t v);
 // Reduce-scatter ring: at step s (0 .. P-2) rank r sends block r - s of `out` and receives
 // block r - s - 1 from r - 1 into `tmp` (one block long), then out = tmp (+) out on it (the
 // partial of the ranks before in ring order on the left). `out` holds the rank's input (copied
