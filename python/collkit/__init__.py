@@ -23,6 +23,7 @@ from collkit.errors import (
     ScheduleFormatError,
     UnsupportedError,
 )
+from collkit.placement import Placement
 from collkit.io import from_goal, from_json, from_text, load, save, to_goal, to_json, to_text
 from collkit.simulate import Model, SimResult, simulate
 from collkit.verify import (
@@ -44,6 +45,7 @@ __all__ = [
     "Diagnostic",
     "InvalidArgumentError",
     "Model",
+    "Placement",
     "RankProgram",
     "Schedule",
     "ScheduleFormatError",

@@ -26,6 +26,7 @@ schedule of millions of ops loads and saves quickly:
       "count": 4,                     # elements per rank (alltoall: per block), >= 0
       "elem_size": 8,                 # bytes per element, 1 <= elem_size < 2^31
       "root": 0,                      # 0 <= root < P
+      "placement": {"rpn": 16, "order": "contiguous"},   # optional: ranks on nodes
       "op_kinds": ["send", "recv", "reduce", "copy", "compute", "sleep"],   # legend of "kind"
       "reduce_sides": ["src_first", "dst_first"],                           # legend of "side"
       "ops": {                        # one entry per op, all ranks, sorted by rank
@@ -66,6 +67,7 @@ import numpy as np
 from collkit import _core
 from collkit._core import RankProgram, Schedule
 from collkit.collectives import COLLECTIVES
+from collkit.placement import ORDERS, Placement, core_args
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
 from collkit.strictjson import unique_keys
 
@@ -148,13 +150,16 @@ def header_text(
     elem_size: int = 8,
     root: int = 0,
     collective: str | None = None,
+    placement: Placement | None = None,
 ) -> str:
-    """The header lines of the text form (``# collkit schedule v1`` to ``root R``), for callers
-    that print ranks one by one (``collkit show``). The collective defaults to the part of the
-    algorithm name before ':'."""
+    """The header lines of the text form (``# collkit schedule v1`` to ``root R``, and the
+    placement if given), for callers that print ranks one by one (``collkit show``). The
+    collective defaults to the part of the algorithm name before ':'."""
     if collective is None:
         collective = algorithm.partition(":")[0]
-    return str(_core.header_text(collective, algorithm, P, count, elem_size, root))
+    return str(
+        _core.header_text(collective, algorithm, P, count, elem_size, root, *core_args(placement))
+    )
 
 
 def rank_to_text(
@@ -213,6 +218,21 @@ def from_goal(text: str | bytes) -> Schedule:
 # ---- JSON -------------------------------------------------------------------------------------
 
 
+def _placement_field(doc: dict[str, Any]) -> tuple[int, str]:
+    """The optional "placement": {"rpn": N, "order": "contiguous"}; absent: (0, contiguous)."""
+    if "placement" not in doc:
+        return 0, "contiguous"
+    p = doc["placement"]
+    if not isinstance(p, dict) or set(p) != {"rpn", "order"}:
+        raise ScheduleFormatError(
+            '"placement" must be {"rpn": N, "order": "contiguous" or "round_robin"}'
+        )
+    rpn = _int_field(p, "rpn", 1, 2**31)
+    if p["order"] not in ORDERS:
+        raise ScheduleFormatError(f'"placement" order must be one of {", ".join(ORDERS)}')
+    return rpn, str(p["order"])
+
+
 def to_json(schedule: Schedule) -> str:
     """JSON as the module docstring describes: one key per line, arrays on one line each."""
     a = schedule.arrays()
@@ -225,6 +245,7 @@ def to_json(schedule: Schedule) -> str:
         "count": schedule.count,
         "elem_size": schedule.elem_size,
         "root": schedule.root,
+        **({"placement": {"rpn": schedule.rpn, "order": schedule.order}} if schedule.rpn else {}),
         "op_kinds": OP_KINDS,
         "reduce_sides": REDUCE_SIDES,
     }
@@ -329,6 +350,7 @@ def from_json(text: str | bytes) -> Schedule:
     count = _int_field(doc, "count", 0, _INT64_MAX)
     elem_size = _int_field(doc, "elem_size", 1, 2**31 - 1)
     root = _int_field(doc, "root", 0, P - 1)
+    rpn, order = _placement_field(doc)
     ops = doc.get("ops")
     if not isinstance(ops, dict):
         raise ScheduleFormatError('JSON schedule needs an "ops" object of per-op arrays')
@@ -356,7 +378,7 @@ def from_json(text: str | bytes) -> Schedule:
     if n and (rank[0] < 0 or rank[-1] >= P or np.any(np.diff(rank) < 0)):
         raise ScheduleFormatError("ops.'rank' must be sorted and hold ranks in [0, P)")
     schedule: Schedule = Schedule.from_arrays(
-        collective, P, count, elem_size, root, algorithm, arrays
+        collective, P, count, elem_size, root, algorithm, arrays, rpn, order
     )
     _core.check_fields(schedule)
     return schedule

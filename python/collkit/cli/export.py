@@ -20,7 +20,8 @@ from pathlib import Path
 
 from collkit import _core, io
 from collkit.algorithms import generate
-from collkit.cli._common import add_problem_arguments
+from collkit.cli._common import add_problem_arguments, placement_of
+from collkit.placement import core_args
 
 NAME = "export"
 HELP = "write a schedule as text, JSON or GOAL (or convert a saved one)"
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         if args.algorithm is None or args.P is None:
             return _usage("give ALGO and -P N (or --from FILE to convert a saved schedule)")
         count = 4 if args.count is None else args.count
+        placement = placement_of(args)
         fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
         if args.output not in (None, "-") and fmt in ("text", "goal"):
             # Streamed to the file rank by rank: memory of one rank's program, whatever P.
@@ -103,9 +105,12 @@ def run(args: argparse.Namespace) -> int:
                 args.output,
                 args.reduce_ns_per_byte,
                 args.copy_ns_per_byte,
+                *core_args(placement),
             )
             return EXIT_OK
-        schedule = generate(args.algorithm, args.P, count, args.elem_size, args.root)
+        schedule = generate(
+            args.algorithm, args.P, count, args.elem_size, args.root, placement=placement
+        )
     fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
     goal_options = {}
     if fmt == "goal":

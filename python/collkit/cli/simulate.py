@@ -37,7 +37,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collkit.cli._common import algorithm, parse_bytes, parse_count, parse_p
+from collkit.cli._common import (
+    add_placement_arguments,
+    algorithm,
+    parse_bytes,
+    parse_count,
+    parse_p,
+    placement_of,
+)
 from collkit.results import row_to_json
 from collkit.simulate import (
     LOCAL_PARAMS,
@@ -104,6 +111,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="bytes per element (default 8)",
     )
     p.add_argument("--root", type=int, default=None, help="root rank of reduce / bcast (default 0)")
+    add_placement_arguments(p)
     p.add_argument(
         "--model", default="postal", choices=list(MODELS), help="cost model (default postal)"
     )
@@ -220,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
             return _fail(why)
 
     source: Any
+    placement = None
     if args.file is not None:
         given = [
             name
@@ -229,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
                 ("--bytes", args.bytes),
                 ("--count", args.count),
                 ("--root", args.root),
+                ("--rpn", args.rpn),
+                ("--order", args.order),
             )
             if v is not None
         ]
@@ -236,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
             given += ["--elem-size"] if args.elem_size != 8 else []
             return _fail(
                 f"--file brings its own problem: leave out {', '.join(given)} "
-                "(the file says its P, count, element size and root)"
+                "(the file says its P, count, element size, root and placement)"
             )
         if not os.path.isfile(args.file):
             what = "is a directory" if os.path.isdir(args.file) else "no such file"
@@ -248,7 +259,10 @@ def run(args: argparse.Namespace) -> int:
         source, P = args.algorithm, args.P
         esize = args.elem_size
         count = args.count if args.count is not None else -(-(args.bytes or esize) // esize)
-        estimate, nops = memory_estimate(source, P, count, esize, args.root or 0, record)
+        placement = placement_of(args)
+        estimate, nops = memory_estimate(
+            source, P, count, esize, args.root or 0, record, placement=placement
+        )
     if record and nops > TIMELINE_MAX_OPS:
         return _fail(
             f"--timeline/--plot record every op: {nops:,} ops here (at most "
@@ -290,6 +304,7 @@ def run(args: argparse.Namespace) -> int:
                 bytes=args.bytes,
                 elem_size=args.elem_size,
                 root=args.root,
+                placement=placement,
                 **run,
             )
     except OSError as e:
