@@ -58,12 +58,12 @@ ParamValues::Value algorithm_value(const ParamSpec& p, const ParsedName* nested,
     allowed += (allowed.empty() ? "" : " or ") + std::string(to_string(c));
   if (!nested)
     fail_at(ErrorKind::name, top, pos,
-            "parameter '" + p.name + "' takes " + allowed + " algorithm name, such as " +
+            "parameter '" + p.name + "' takes a " + allowed + " algorithm name, such as " +
                 std::string(to_string(p.collectives.front())) + ":..., not '" + value + "'");
   if (std::find(p.collectives.begin(), p.collectives.end(), nested->collective) ==
       p.collectives.end())
     fail_at(ErrorKind::name, top, pos,
-            "parameter '" + p.name + "' takes " + allowed + " algorithm, not a " +
+            "parameter '" + p.name + "' takes a " + allowed + " algorithm, not a " +
                 std::string(to_string(nested->collective)) + " one");
   ParamValues::Value v;
   v.a = std::make_shared<const Algorithm>(*nested, top);
@@ -284,8 +284,9 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root,
          who + "ranks per node = " + std::to_string(placement.rpn) + " must be in [1, 2^31]");
   if (r.needs_placement && !placement.given())
     fail(ErrorKind::unsupported,
-         who + "is node-aware: it needs the placement of ranks on nodes (--rpn N, and "
-               "--order contiguous|round_robin)");
+         who +
+             "is node-aware: it needs the placement of ranks on nodes (--rpn N, and "
+             "--order contiguous|round_robin)");
   ScheduleHeader h;
   h.collective = spec_->collective;
   h.placement = placement;

@@ -25,6 +25,7 @@
 #include "collkit/registry.hpp"
 #include "executor.hpp"
 #include "layout.hpp"
+#include "placement.hpp"
 #include "plan.hpp"
 
 namespace collkit::mpi {
@@ -453,6 +454,9 @@ int run(const Call& c) {
         break;
     }
     if (rc != MPI_SUCCESS) return rc;
+    Placement placement;  // node-aware algorithms only: the communicator's (placement.hpp)
+    if (std::string why = node_placement(algo, s->dup, p.args.commutative, placement); !why.empty())
+      return decline(why);
     RunArgs& a = p.args;
     a.comm = s->dup;
     a.tag_ub = s->tag_ub;
@@ -464,7 +468,8 @@ int run(const Call& c) {
       if (it == s->plans.end()) {
         if (p.elem_size > INT32_MAX)
           return decline("element of " + std::to_string(p.elem_size) + " bytes: past 2 GiB");
-        Bound bound = algo.bind(s->size, key.count, static_cast<int32_t>(key.elem_size), key.root);
+        Bound bound =
+            algo.bind(s->size, key.count, static_cast<int32_t>(key.elem_size), key.root, placement);
         RankProgram prog;
         bound.generate_rank(s->rank, prog);
         it = s->plans.emplace(key, std::make_unique<Plan>(make_plan(bound.header(), prog))).first;

@@ -23,8 +23,8 @@ from collkit.errors import (
     ScheduleFormatError,
     UnsupportedError,
 )
-from collkit.placement import Placement
 from collkit.io import from_goal, from_json, from_text, load, save, to_goal, to_json, to_text
+from collkit.placement import Placement
 from collkit.simulate import Model, SimResult, simulate
 from collkit.verify import (
     Diagnostic,

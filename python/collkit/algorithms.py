@@ -12,8 +12,8 @@ from typing import Any
 
 from collkit import _core, units
 from collkit._core import RankProgram, Schedule
-from collkit.placement import Placement, core_args
 from collkit.errors import AlgorithmNameError, InvalidArgumentError
+from collkit.placement import Placement, core_args
 
 __all__ = [
     "Algorithm",

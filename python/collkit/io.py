@@ -67,8 +67,8 @@ import numpy as np
 from collkit import _core
 from collkit._core import RankProgram, Schedule
 from collkit.collectives import COLLECTIVES
-from collkit.placement import ORDERS, Placement, core_args
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
+from collkit.placement import ORDERS, Placement, core_args
 from collkit.strictjson import unique_keys
 
 __all__ = [

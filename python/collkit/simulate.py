@@ -799,8 +799,7 @@ def memory_estimate(
     # largest is counted once (a root of a linear bcast has P ops, the others one).
     samples = sorted({0, P // 2, P - 1})
     ops = sorted(
-        len(algo.generate_rank(P, r, count, elem_size, root, placement=placement))
-        for r in samples
+        len(algo.generate_rank(P, r, count, elem_size, root, placement=placement)) for r in samples
     )
     total_ops = ops[len(ops) // 2] * (P - 1) + ops[-1]
     per_op = 4 + (42 + 80 if timeline else 0)

@@ -163,8 +163,9 @@ void bind_schedule(nb::module_& m) {
       .def_prop_ro("elem_size", [](const Schedule& s) { return s.header.elem_size; })
       .def_prop_ro("root", [](const Schedule& s) { return s.header.root; })
       .def_prop_ro("rpn", [](const Schedule& s) { return s.header.placement.rpn; })
-      .def_prop_ro("order",
-                   [](const Schedule& s) { return std::string(to_string(s.header.placement.order)); })
+      .def_prop_ro(
+          "order",
+          [](const Schedule& s) { return std::string(to_string(s.header.placement.order)); })
       .def_prop_ro("total_ops", &Schedule::total_ops)
       .def_prop_ro("memory_bytes", &Schedule::memory_bytes)
       .def("rank",

@@ -186,7 +186,8 @@ void bind_sim(nb::module_& m) {
           r = simulate(s, o);
         } else {
           const Algorithm& a = nb::cast<const Algorithm&>(source);
-          Bound b = a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)});
+          Bound b =
+              a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)});
           nb::gil_scoped_release release;
           r = simulate(b, o);
         }

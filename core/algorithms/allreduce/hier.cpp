@@ -9,15 +9,14 @@
 //                 1. intra: A allreduces within each node, so every rank holds its node's sum;
 //                 2. inter: B allreduces among the ranks of the same local index, one per node
 //                    (every rank takes part, as a recursive multiplying stage over nodes).
-// Cost:         T_A(rpn) + T_B(nodes) + T_C(rpn), each part's cost at its group size
-//               (nodes = ceil(P / rpn)); only the inter part crosses the network.
+// Cost:         T_intra(rpn) + T_inter(nodes) + T_bcast(rpn), each part's cost at its group size
+//               (nodes = ceil(P / rpn)); only the inter part crosses the network
 // Restrictions: needs the placement (--rpn, --order); intra an allreduce needs every node to hold
 //               the same number of ranks (rpn divides P). Non-commutative ops: the parts keep
 //               rank order when the placement is contiguous and every part keeps rank order;
 //               round-robin node groups do not, and then it needs a commutative op.
-// Reference:    seed 002 section 8 (an on-node all-to-all stage for recursive multiplying);
-//               Open MPI coll/han (Luo et al., Cluster 2020) and MPICH's node-aware allreduce
-//               (MPIR_Allreduce_intra_smp) for the reduce / allreduce / bcast form.
+// Reference:    seed 002 section 8 (on-node all-to-all stage); Open MPI coll/han (Luo et al.,
+//               Cluster 2020); MPICH MPIR_Allreduce_intra_smp
 #include "../phases/compose.hpp"
 #include "collkit/registry.hpp"
 
@@ -43,7 +42,8 @@ std::any prepare_hier(const GenArgs& a) {
     fail(ErrorKind::unsupported,
          h.algorithm + ": intra=" + intra.canonical() +
              " runs the inter-node part on every local rank, so every node must hold the same "
-             "number of ranks (" + h.placement.describe() + ", P = " + std::to_string(h.P) +
+             "number of ranks (" +
+             h.placement.describe() + ", P = " + std::to_string(h.P) +
              "); give an rpn that divides P, or intra a reduce");
   p.intra = SubAlgorithm(intra, h.count, h.elem_size);
   p.inter = SubAlgorithm(a.params->algorithm("inter"), h.count, h.elem_size);
@@ -70,15 +70,14 @@ void generate_hier(const GenArgs& a, RankBuilder& b) {
   // Phase 1 (intra): the node's result lands in a scratch vector when it still has to cross
   // nodes (the inter part reads it as its input), else straight in `out`.
   const bool holds_node_result = p.columns || local == 0;
-  const Region node_result =
-      crosses && holds_node_result ? Region{b.scratch(n), 0, n} : out;
+  const Region node_result = crosses && holds_node_result ? Region{b.scratch(n), 0, n} : out;
   std::vector<OpId> done = run_on_group(b, p.intra.bound(size, 0), local, in_node,
                                         BufferMap{in, node_result}, {}, stage, &stage);
 
   // Phase 2 (inter): leaders (or every local index) allreduce the node results.
   if (crosses && (p.columns || local == 0))
-    done = run_on_group(b, p.inter.bound(nm.nodes(), 0), node, across,
-                        BufferMap{node_result, out}, done, stage, &stage);
+    done = run_on_group(b, p.inter.bound(nm.nodes(), 0), node, across, BufferMap{node_result, out},
+                        done, stage, &stage);
 
   // Phase 3 (bcast): from each leader to its node.
   if (!p.columns)
@@ -88,8 +87,7 @@ void generate_hier(const GenArgs& a, RankBuilder& b) {
 
 bool hier_needs_commutative(const ParamValues& v, const Placement& pl) {
   return (pl.order == NodeOrder::round_robin && pl.rpn > 1) ||
-         v.algorithm("intra").needs_commutative(pl) ||
-         v.algorithm("inter").needs_commutative(pl);
+         v.algorithm("intra").needs_commutative(pl) || v.algorithm("inter").needs_commutative(pl);
 }
 
 const Registrar reg{{
@@ -120,6 +118,7 @@ const Registrar reg{{
                 .type = ParamType::algorithm,
                 .default_value = "bcast:binomial",
                 .doc = "within each node, from its first rank (intra a reduce only)",
+                .grid = {"bcast:binomial", "bcast:knomial"},
                 .collectives = {Collective::bcast}}},
     .restrictions = {.needs_placement = true},
     .prepare = prepare_hier,

@@ -9,13 +9,12 @@
 //               4. inter: alltoall:bruck(r) among the N ranks of local index l, blocks of
 //                  q*count; each arrives as the q blocks of one source node;
 //               5. unpack to `out` by source rank (contiguous placement: already in place).
-// Cost:         Bruck(q, r) with blocks of N n + Bruck(N, r) with blocks of q n, i.e.
-//               (numC(q) + numC(N)) alpha + (numD(q) N + numD(N) q) n beta, plus 2-3 P n of
-//               local copies; only the inter part crosses the network.
+// Cost:         (numC(q) + numC(N)) alpha + (numD(q) N + numD(N) q) n beta for q ranks per node
+//               and N nodes (numC, numD of alltoall:bruck), plus 2-3 P n of local copies
 // Restrictions: needs the placement (--rpn, --order) with every node holding the same number of
 //               ranks (rpn divides P); any P, any count.
-// Reference:    seed 003, future work (Bruck within each node followed by Bruck across nodes);
-//               Fan, Kumar et al., locality-aware Bruck all-to-all (HPDC 2022).
+// Reference:    seed 003, future work (split the processes by node; Bruck within each node, then
+//               across nodes)
 #include "../phases/compose.hpp"
 #include "bruck_phase.hpp"
 #include "collkit/registry.hpp"
@@ -35,8 +34,7 @@ std::any prepare_bruck_local(const GenArgs& a) {
   const ScheduleHeader& h = a.header;
   const NodeMap nm(h.placement, h.P);
   if (!nm.uniform())
-    fail(ErrorKind::unsupported, h.algorithm +
-                                     ": every node must hold the same number of ranks (" +
+    fail(ErrorKind::unsupported, h.algorithm + ": every node must hold the same number of ranks (" +
                                      h.placement.describe() + ", P = " + std::to_string(h.P) +
                                      "); give an rpn that divides P");
   const int64_t q = nm.node_size(0), N = nm.nodes();
@@ -102,8 +100,8 @@ const Registrar reg{{
               "local index (blocks of q count); unpack by source rank",
     .cost = "(numC(q) + numC(N)) alpha + (numD(q) N + numD(N) q) n beta for q ranks per node "
             "and N nodes (numC, numD of alltoall:bruck), plus 2-3 P n of local copies",
-    .reference = "seed 003 future work (Bruck within each node, then across nodes); Fan, Kumar "
-                 "et al., locality-aware Bruck all-to-all (HPDC 2022)",
+    .reference = "seed 003, future work (split the processes by node; Bruck within each node, "
+                 "then across nodes)",
     .params = {bruck_radix_param()},
     .restrictions = {.needs_placement = true},
     .prepare = prepare_bruck_local,

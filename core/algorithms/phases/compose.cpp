@@ -11,8 +11,8 @@ void SubAlgorithm::prepare(int64_t size, int64_t root, const std::string& role) 
   try {
     bound_.emplace(std::pair(size, root), algo_->bind(size, count_, elem_size_, root));
   } catch (const Error& e) {
-    fail(e.kind(), role + " " + algo_->canonical() + " on " + std::to_string(size) +
-                       " ranks: " + e.what());
+    fail(e.kind(),
+         role + " " + algo_->canonical() + " on " + std::to_string(size) + " ranks: " + e.what());
   }
 }
 
@@ -23,8 +23,8 @@ const Bound& SubAlgorithm::bound(int64_t size, int64_t root) const {
 namespace detail {
 
 std::vector<OpId> splice(RankBuilder& b, const RankProgram& sub, const std::vector<int64_t>& peers,
-                         const BufferMap& map, const std::vector<OpId>& entry,
-                         uint16_t stage_base, uint16_t* next_stage) {
+                         const BufferMap& map, const std::vector<OpId>& entry, uint16_t stage_base,
+                         uint16_t* next_stage) {
   const size_t n = sub.ops.size();
   uint16_t max_stage = 0;
   for (uint16_t s : sub.stage) max_stage = std::max(max_stage, s);

@@ -55,8 +55,8 @@ std::vector<OpId> run_on_group(RankBuilder& b, const Bound& sub, int64_t index, 
 
 namespace detail {
 std::vector<OpId> splice(RankBuilder& b, const RankProgram& sub, const std::vector<int64_t>& peers,
-                         const BufferMap& map, const std::vector<OpId>& entry,
-                         uint16_t stage_base, uint16_t* next_stage);
+                         const BufferMap& map, const std::vector<OpId>& entry, uint16_t stage_base,
+                         uint16_t* next_stage);
 }
 
 template <class Member>

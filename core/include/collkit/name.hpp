@@ -25,7 +25,7 @@ namespace collkit {
 struct ParsedName;
 
 struct NameArg {
-  std::string key;  // empty for a positional argument
+  std::string key;    // empty for a positional argument
   std::string value;  // the value's text (a nested name: all of it)
   size_t pos = 0;     // offset of the value in the outermost name, for error messages
   std::shared_ptr<const ParsedName> nested;  // the value parsed, if it is an algorithm name

@@ -17,10 +17,10 @@
 namespace collkit {
 
 enum class ParamType : uint8_t {
-  integer,  // 4, -1
-  size,     // bytes with units: 8KiB
-  word,     // a free token: auto, a8
-  list,     // all positional arguments, as words: rm(a8,a4)
+  integer,    // 4, -1
+  size,       // bytes with units: 8KiB
+  word,       // a free token: auto, a8
+  list,       // all positional arguments, as words: rm(a8,a4)
   algorithm,  // an algorithm name of the collectives in ParamSpec::collectives: reduce:binomial
 };
 

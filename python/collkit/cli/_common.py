@@ -16,8 +16,8 @@ from rich.table import Table
 
 from collkit import placement, units
 from collkit.algorithms import Algorithm
-from collkit.placement import Placement
 from collkit.errors import CollkitError, InvalidArgumentError
+from collkit.placement import Placement
 
 MAX_P = 1 << 31
 MAX_COUNT = 1 << 48  # the core's largest buffer, in elements

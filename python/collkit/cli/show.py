@@ -57,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if args.stats:
         if args.rank:
-            progs = [algo.generate_rank(P, r, count, args.elem_size, root, placement=placement) for r in ranks]
+            progs = [
+                algo.generate_rank(P, r, count, args.elem_size, root, placement=placement)
+                for r in ranks
+            ]
             ops = sum(len(p) for p in progs)
         elif P > MAX_STATS_P:
             raise InvalidArgumentError(

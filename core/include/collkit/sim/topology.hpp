@@ -35,14 +35,14 @@ struct Topology {
   int64_t ranks_per_node = 1;
   NodeOrder order = NodeOrder::contiguous;  // from the schedule's placement
   int64_t P = 0;                            // set by placed(): round-robin needs it
-  double intra = 0;           // ns for a message within a node
-  double hop = 0;             // ns per switch hop between nodes
-  double global = 0;          // dragonfly: ns per global link
-  int64_t k = 2;              // fattree radix
-  int64_t p = 1;              // dragonfly nodes per router
-  int64_t a = 1;              // dragonfly routers per group
-  std::vector<int64_t> dims;  // torus
-  double link = 0;            // ns per byte on each link; 0: links are never shared
+  double intra = 0;                         // ns for a message within a node
+  double hop = 0;                           // ns per switch hop between nodes
+  double global = 0;                        // dragonfly: ns per global link
+  int64_t k = 2;                            // fattree radix
+  int64_t p = 1;                            // dragonfly nodes per router
+  int64_t a = 1;                            // dragonfly routers per group
+  std::vector<int64_t> dims;                // torus
+  double link = 0;                          // ns per byte on each link; 0: links are never shared
 
   // The links of the route from rank src to rank dst (none within a node), as opaque ids.
   void route(int64_t src, int64_t dst, std::vector<uint64_t>& links) const;
