@@ -71,6 +71,7 @@ void generate_bruck_local(const GenArgs& a, RankBuilder& b) {
 
   // Phase 3: transpose, [m' * q + l_src] = gathered[l_src * N + m'].
   b.set_stage(stage++);
+  deps = phases::join(b, deps);
   std::vector<OpId> moved;
   for (int64_t m = 0; m < N; ++m)
     for (int64_t l = 0; l < q; ++l)
@@ -86,6 +87,7 @@ void generate_bruck_local(const GenArgs& a, RankBuilder& b) {
   // Phase 5: unpack by source rank.
   if (contiguous) return;
   b.set_stage(stage);
+  deps = phases::join(b, deps);
   for (int64_t m = 0; m < N; ++m)
     for (int64_t l = 0; l < q; ++l)
       b.copy({kOut, nm.rank_of(m, l) * n, n}, {result.buf, (m * q + l) * n, n}, deps);

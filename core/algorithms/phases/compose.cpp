@@ -20,6 +20,11 @@ const Bound& SubAlgorithm::bound(int64_t size, int64_t root) const {
   return bound_.at({size, root});
 }
 
+std::vector<OpId> join(RankBuilder& b, const std::vector<OpId>& ops) {
+  if (ops.size() <= 1) return ops;
+  return {b.compute(0, ops)};
+}
+
 namespace detail {
 
 std::vector<OpId> splice(RankBuilder& b, const RankProgram& sub, const std::vector<int64_t>& peers,
@@ -39,10 +44,12 @@ std::vector<OpId> splice(RankBuilder& b, const RankProgram& sub, const std::vect
     return Region{w.buf, w.off + off, len};
   };
 
+  const uint16_t saved = b.stage();
+  b.set_stage(stage_base);
+  const std::vector<OpId> start = entry.size() > 2 ? join(b, entry) : entry;
   std::vector<OpId> id(n);
   std::vector<char> waited_on(n, 0);
   std::vector<OpId> deps;
-  const uint16_t saved = b.stage();
   for (size_t i = 0; i < n; ++i) {
     const Op& op = sub.ops[i];
     deps.clear();
@@ -50,7 +57,7 @@ std::vector<OpId> splice(RankBuilder& b, const RankProgram& sub, const std::vect
       deps.push_back(id[sub.deps[k]]);
       waited_on[sub.deps[k]] = 1;
     }
-    if (deps.empty()) deps = entry;
+    if (deps.empty()) deps = start;
     b.set_stage(static_cast<uint16_t>(stage_base + sub.stage[i]));
     switch (op.kind) {
       case OpKind::send:

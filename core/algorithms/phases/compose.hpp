@@ -53,6 +53,10 @@ std::vector<OpId> run_on_group(RankBuilder& b, const Bound& sub, int64_t index, 
                                const BufferMap& map, const std::vector<OpId>& entry,
                                uint16_t stage_base, uint16_t* next_stage = nullptr);
 
+// One op that waits on all of `ops` (a zero-time compute when there are several), so that many
+// ops waiting on many others cost a dependency each rather than a product of the two.
+std::vector<OpId> join(RankBuilder& b, const std::vector<OpId>& ops);
+
 namespace detail {
 std::vector<OpId> splice(RankBuilder& b, const RankProgram& sub, const std::vector<int64_t>& peers,
                          const BufferMap& map, const std::vector<OpId>& entry, uint16_t stage_base,

@@ -169,6 +169,22 @@ parse_rpn = _usage(_rpn)
 parse_order = _usage(_order)
 
 
+def split_names(text: str) -> list[str]:
+    """A comma list of algorithm names split at the commas outside parentheses:
+    'rd,hier(intra=reduce:binomial,inter=allreduce:rd)' is two names."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth <= 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur.strip())
+    return out
+
+
 def algorithm(text: str) -> Algorithm:
     if len(text) > 1000:  # no name is this long; the highlighter would crawl over it
         raise argparse.ArgumentTypeError(f"a {len(text)}-character algorithm name is not a name")

@@ -1,0 +1,199 @@
+"""Node-aware (hierarchical) against flat algorithms, simulated (issue 15 part 2).
+
+For P = 1024 .. 65536 ranks at 16 .. 128 ranks per node (contiguous and round-robin), the
+allreduce of 8 B and 64 KiB per rank and the all-to-all of 8 B and 256 B blocks (P <= 1024: the
+all-to-all holds P^2 blocks) are simulated for the flat algorithms and the node-aware ones built
+from them, and the best of each kind compared: where the node-aware one wins, and by how much.
+
+The model (postal, with a topology; the parameters and where they come from):
+- alpha = 220 ns: an 8-byte message within a node, the median of this machine's one-message
+  multicast over shared memory (MPICH, benchmarks/results/multicast-mpich-P2.jsonl, b = 1).
+  Messages within a node pay nothing more (intra = 0) and share no link.
+- between nodes, a dragonfly like ARCHER's (seed 002's machine; the shape of
+  benchmarks/congestion_table2.py): 4 nodes per router, 16 routers per group, 300 ns per hop,
+  500 ns per global link. A message between nodes then costs 0.8 to 1.9 us, around seed 002
+  Table 1's alpha_p = 1.34 us on the Cray Aries. Every link, the node's NIC included, carries one
+  message at a time at 0.1 ns/B (10 GB/s, as in congestion_table2.py): the ranks of a node share
+  their NIC.
+- beta = 0.1 ns/B and gamma = 0.1 ns/B (10 GB/s copies and reductions: an assumption of the
+  order of a memory copy, not a measurement).
+
+    .venv/bin/python benchmarks/bench_hier.py            # the full sweep (a few minutes)
+    .venv/bin/python benchmarks/bench_hier.py --quick    # P <= 4096
+
+Rows (collkit's one result schema) are appended to results/hier-simulated.jsonl as they come, so
+an interrupted run resumes; the table goes to results/hier.md and the plot to
+results/hier-simulated.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import sys
+import time
+from pathlib import Path
+
+import collkit
+from collkit.results import ResultStore, Row
+
+RESULTS = Path(__file__).resolve().parent / "results"
+MODEL = {"alpha": "220ns", "beta": "0.1ns", "gamma": "0.1ns"}
+TOPOLOGY = "dragonfly(p=4,a=16,hop=300ns,global=500ns,link=0.1ns)"
+RPNS = [16, 32, 64, 128]
+ORDERS = ["contiguous", "round_robin"]
+
+# (collective, size in bytes, P values, flat algorithms, node-aware algorithms)
+CASES: list[tuple[str, int, list[int], list[str], list[str]]] = [
+    (
+        "allreduce",
+        8,
+        [1024, 4096, 16384, 65536],
+        ["allreduce:rd", "allreduce:rabenseifner"],
+        [
+            "allreduce:hier",
+            "allreduce:hier(intra=allreduce:rd)",  # seed 002: the on-node stage first
+        ],
+    ),
+    (
+        "allreduce",
+        65536,
+        [1024, 4096, 16384, 65536],
+        ["allreduce:rd", "allreduce:rabenseifner"],
+        [
+            "allreduce:hier",
+            "allreduce:hier(intra=reduce:rabenseifner,inter=allreduce:rabenseifner,"
+            "bcast=bcast:scatter_allgather)",
+        ],
+    ),
+    ("alltoall", 8, [256, 1024], ["alltoall:bruck", "alltoall:pairwise"], ["alltoall:bruck_local"]),
+    (
+        "alltoall",
+        256,
+        [256, 1024],
+        ["alltoall:bruck", "alltoall:pairwise"],
+        ["alltoall:bruck_local"],
+    ),
+]
+
+
+def simulate(store: ResultStore, name: str, P: int, nbytes: int, place: collkit.Placement) -> Row:
+    algo = collkit.Algorithm(name)
+    allocation = f"{place.rpn} ranks per node" + (
+        "" if place.order == "contiguous" else f", {place.order}"
+    )
+    for row in store:
+        if (row.algorithm, row.P, row.bytes, row.allocation) == (
+            algo.canonical,
+            P,
+            nbytes,
+            allocation,
+        ):
+            return row  # measured before: resume
+    res = collkit.simulate(algo, P, bytes=nbytes, topology=TOPOLOGY, placement=place, **MODEL)
+    row = res.to_row(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    store.append(row)
+    return row
+
+
+# Short labels for the table: the composed name in full is in the rows.
+LABELS = {
+    "allreduce:hier(intra=reduce:rabenseifner,inter=allreduce:rabenseifner,"
+    "bcast=bcast:scatter_allgather)": "hier(rabenseifner parts)",
+}
+
+
+def short(name: str) -> str:
+    return LABELS.get(name, name.split(":", 1)[1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="P <= 4096 only")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    args = ap.parse_args()
+    store = ResultStore(RESULTS / "hier-simulated.jsonl")
+    reused = len(store)
+    lines: list[str] = []
+    plot: dict[tuple[str, int, str], dict[int, list[tuple[int, float]]]] = {}
+    t_start = time.time()
+    for coll, nbytes, Ps, flat, hier in CASES:
+        for order in ORDERS:
+            head = (
+                f"\n### {coll}, {nbytes} B per {'block' if coll == 'alltoall' else 'rank'}, "
+                f"{order}\n\n| P | rpn | best flat | us | best node-aware | us "
+                "| flat / node-aware |"
+            )
+            lines += [head, "|---|---|---|---|---|---|---|"]
+            print(head, flush=True)
+            for P in Ps:
+                if args.quick and P > 4096:
+                    continue
+                for rpn in RPNS:
+                    if rpn >= P:
+                        continue
+                    place = collkit.Placement(rpn, order)
+                    f = [(simulate(store, a, P, nbytes, place).median, a) for a in flat]
+                    h = [(simulate(store, a, P, nbytes, place).median, a) for a in hier]
+                    bf, bh = min(f), min(h)
+                    line = (
+                        f"| {P} | {rpn} | {short(bf[1])} | {bf[0]:.1f} | {short(bh[1])} | "
+                        f"{bh[0]:.1f} | {bf[0] / bh[0]:.2f} |"
+                    )
+                    lines.append(line)
+                    print(line, flush=True)
+                    plot.setdefault((coll, nbytes, order), {}).setdefault(rpn, []).append(
+                        (P, bf[0] / bh[0])
+                    )
+    elapsed = time.time() - t_start
+    store.write_csv()
+    if args.no_write:
+        return 0
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    cmd = "python benchmarks/bench_hier.py" + (" --quick" if args.quick else "")
+    text = (
+        f"\n## Simulated: {stamp}\n\nCommand: `{cmd}` ({elapsed:.0f} s on {platform.node()}, "
+        f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}). "
+        f"Model: postal {MODEL}, topology `{TOPOLOGY}` with the placement's ranks per node "
+        "(see the module docstring for where each number comes from). Times are the simulated "
+        "makespans (deterministic: no noise); 'flat / node-aware' > 1 is where the node-aware "
+        "algorithm wins. Rows: hier-simulated.jsonl; plot: hier-simulated.png. "
+        f"hier(rabenseifner parts) is `{next(iter(LABELS))}`.\n" + "\n".join(lines) + "\n"
+    )
+    with (RESULTS / "hier.md").open("a") as out:
+        out.write(text)
+    draw(plot, RESULTS / "hier-simulated.png")
+    print(f"appended to {RESULTS / 'hier.md'}")
+    return 0
+
+
+def draw(plot: dict[tuple[str, int, str], dict[int, list[tuple[int, float]]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    keys = sorted(plot)
+    fig, axes = plt.subplots(2, (len(keys) + 1) // 2, figsize=(4.2 * ((len(keys) + 1) // 2), 7))
+    for ax, key in zip(axes.flat, keys, strict=False):
+        coll, nbytes, order = key
+        for rpn, pts in sorted(plot[key].items()):
+            xs, ys = zip(*sorted(pts), strict=True)
+            ax.plot(xs, ys, marker="o", label=f"{rpn} ranks/node")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_title(f"{coll} {nbytes} B, {order}", fontsize=9)
+        ax.set_xlabel("P")
+        ax.set_ylabel("best flat / best node-aware")
+        ax.legend(fontsize=7)
+    fig.suptitle("Simulated: where node-aware algorithms win (> 1)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
