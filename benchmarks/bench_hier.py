@@ -154,6 +154,7 @@ def main() -> int:
     cmd = "python benchmarks/bench_hier.py" + (" --quick" if args.quick else "")
     text = (
         f"\n## Simulated: {stamp}\n\nCommand: `{cmd}` ({elapsed:.0f} s on {platform.node()}, "
+        f"{reused} rows reused from an earlier run, "
         f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}). "
         f"Model: postal {MODEL}, topology `{TOPOLOGY}` with the placement's ranks per node "
         "(see the module docstring for where each number comes from). Times are the simulated "
