@@ -80,7 +80,13 @@ class Ops:
         arr["scratch_begin"] = np.cumsum([0] + [len(x) for x in sc]).astype(np.int64)
         arr["scratch"] = np.array([v for x in sc for v in x], dtype=np.int64)
         return collkit.Schedule.from_arrays(
-            self.collective, self.P, self.count, self.elem_size, self.root, self.algorithm, arr
+            arr,
+            collective=self.collective,
+            P=self.P,
+            count=self.count,
+            elem_size=self.elem_size,
+            root=self.root,
+            algorithm=self.algorithm,
         )
 
 

@@ -66,3 +66,39 @@ def test_bruck_radix_refused_when_the_name_is_parsed(radix: str) -> None:
         collkit.Algorithm(f"alltoall:bruck(r={radix})")
     collkit.Algorithm("alltoall:bruck(r=auto)")
     collkit.Algorithm("alltoall:bruck_modified(r=3)")
+
+
+def test_schedule_and_rank_program_are_typed_public_classes() -> None:
+    # main: collkit.Schedule and RankProgram were the raw binding classes
+    s = collkit.generate("reduce:binomial", P=5, count=2, root=3)
+    assert type(s) is collkit.Schedule and isinstance(s.core, _core.Schedule)
+    assert repr(s) == "Schedule('reduce:binomial', P=5, count=2, elem_size=8, root=3, ops=14)"
+    r = s.rank(3)
+    assert type(r) is collkit.RankProgram and r.rank == 3 and len(r) == len(r.arrays()["kind"])
+    assert [p.rank for p in s.ranks()] == [0, 1, 2, 3, 4]
+    assert sum(len(p) for p in s.ranks()) == s.total_ops
+    alone = collkit.generate_rank("reduce:binomial", P=5, rank=3, count=2, root=3)
+    assert type(alone) is collkit.RankProgram
+    assert alone.arrays()["kind"].tolist() == r.arrays()["kind"].tolist()
+
+
+@pytest.mark.parametrize("bad", [5, -1, 1.0, True, "0"])
+def test_schedule_rank_is_checked(bad: object) -> None:
+    s = collkit.generate("allreduce:rd", P=5, count=2)
+    with pytest.raises(collkit.InvalidArgumentError, match="not a rank of P = 5"):
+        s.rank(bad)  # type: ignore[arg-type]
+    with pytest.raises(collkit.InvalidArgumentError, match="not an op of this rank"):
+        s.rank(0).deps(10**6)
+
+
+def test_schedule_from_arrays_round_trips_and_compares_by_value() -> None:
+    s = collkit.generate("alltoall:bruck(r=3)", P=7, count=2)
+    t = collkit.Schedule.from_arrays(
+        s.arrays(), collective="alltoall", P=7, count=2, algorithm=s.algorithm
+    )
+    assert t == s and t is not s and t != collkit.generate("alltoall:linear", P=7, count=2)
+    assert (t == "x") is False
+    with pytest.raises(TypeError):
+        collkit.Schedule(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        hash(s)

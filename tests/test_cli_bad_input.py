@@ -144,6 +144,31 @@ def test_show_and_verify_share_the_default_count(capsys: pytest.CaptureFixture[s
     assert code == 0 and "  4  " in out
 
 
+def test_simulate_and_export_share_the_default_count(capsys: pytest.CaptureFixture[str]) -> None:
+    # simulate declared its own ALGO / -P / --count with a default of one element
+    code, out = cli(capsys, "simulate", "allreduce:rd", "-P", "2")
+    assert code == 0 and "32 B per rank" in out
+    code, out = cli(capsys, "export", "allreduce:rd", "-P", "2")
+    assert code == 0 and "count 4" in out
+    # and the shared --root check: a rank of P, said before anything runs
+    code, out = cli(capsys, "simulate", "reduce:binomial", "-P", "4", "--root", "4")
+    assert code == 2 and "--root 4 is not a rank of P = 4" in out
+
+
+def test_export_reads_goal_costs_with_units(capsys: pytest.CaptureFixture[str]) -> None:
+    # export took bare floats (--reduce-ns-per-byte) beside the simulator's --gamma with units
+    code, out = cli(
+        capsys, "export", "allreduce:rd", "-P", "2", "--format", "goal", "--gamma", "5GB/s"
+    )
+    assert code == 0 and "calc 6" in out  # 32 B at 0.2 ns/B
+    code, same = cli(
+        capsys, "export", "allreduce:rd", "-P", "2", "--format", "goal", "--gamma", "0.2"
+    )
+    assert code == 0 and same == out
+    code, out = cli(capsys, "export", "allreduce:rd", "-P", "2", "--copy-beta=-1ns")
+    assert code == 2 and "per-byte cost" in out
+
+
 def test_schedules_reads_a_bare_time_as_ns(capsys: pytest.CaptureFixture[str]) -> None:
     # main: --alpha-p 500 was 500 s (printed "alpha_p = 5e+08 us")
     code, out = cli(capsys, "schedules", "allreduce", "-P", "4", "--alpha-p", "500", "--totals")

@@ -179,8 +179,8 @@ def test_canonical_names_nest() -> None:
     assert collkit.Algorithm(name).canonical == "allreduce:hier(intra=reduce:knomial)"
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "goal"])
-def test_formats_carry_the_placement(fmt: str) -> None:
+@pytest.mark.parametrize("fmt", io.FORMATS)
+def test_formats_carry_the_placement(fmt: io.Format) -> None:
     s = collkit.generate(
         "alltoall:bruck_local(r=3)", 12, 2, placement=collkit.Placement(3, "round_robin")
     )

@@ -126,13 +126,12 @@ bool waitall_is_safe(const Plan& plan, const RunState& st, size_t head) {
     ops[k++] = i;
   }
   for (size_t x = 0; x < k; ++x)
-    for (uint32_t e = plan.succ_begin[ops[x]]; e < plan.succ_begin[ops[x] + 1]; ++e) {
-      const uint32_t j = plan.succ[e];
+    for (const uint32_t j : plan.succ.of(ops[x])) {
       // How many of the ops in flight j waits on (deps are listed once per op).
       uint32_t in_flight = 0;
       for (size_t y = 0; y < k; ++y)
-        for (uint32_t f = plan.succ_begin[ops[y]]; f < plan.succ_begin[ops[y] + 1]; ++f)
-          if (plan.succ[f] == j) {
+        for (const uint32_t s : plan.succ.of(ops[y]))
+          if (s == j) {
             ++in_flight;
             break;
           }
@@ -145,8 +144,8 @@ bool waitall_is_safe(const Plan& plan, const RunState& st, size_t head) {
 // dependency left. (Then waiting for both at once delays nothing.)
 bool pair_gates_all(const Plan& plan, uint32_t x, uint32_t y) {
   for (uint32_t a : {x, y})
-    for (uint32_t e = plan.succ_begin[a]; e < plan.succ_begin[a + 1]; ++e)
-      if (plan.remaining[plan.succ[e]] == 1) return false;
+    for (const uint32_t j : plan.succ.of(a))
+      if (plan.remaining[j] == 1) return false;
   return true;
 }
 
@@ -188,8 +187,8 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
 
   auto complete = [&](uint32_t i) {
     ++completed;
-    for (uint32_t k = plan.succ_begin[i]; k < plan.succ_begin[i + 1]; ++k)
-      if (--plan.remaining[plan.succ[k]] == 0) plan.ready.push_back(plan.succ[k]);
+    for (const uint32_t j : plan.succ.of(i))
+      if (--plan.remaining[j] == 0) plan.ready.push_back(j);
   };
   auto request_done = [&](size_t r) {
     const uint32_t i = st.req_op[r];

@@ -1,13 +1,13 @@
 #include "placement.hpp"
 
-#include "collkit/error.hpp"
-
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "collkit/error.hpp"
 
 namespace collkit::mpi {
 namespace {

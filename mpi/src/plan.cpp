@@ -16,7 +16,6 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
   p.ops.assign(v.ops.begin(), v.ops.end());
   p.scratch.assign(v.scratch.begin(), v.scratch.end());
   p.num_deps.assign(n, 0);
-  p.succ_begin.assign(n + 1, 0);
   p.seq.assign(n, 0);
 
   auto bad = [&](size_t i, const std::string& what) {
@@ -30,7 +29,6 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
     for (OpId d : v.deps_of(i)) {
       if (d >= i) bad(i, "depends on op " + std::to_string(d) + ", which does not come before it");
       ++p.num_deps[i];
-      ++p.succ_begin[d + 1];
     }
     if (op.kind == OpKind::send || op.kind == OpKind::recv) {
       if (op.peer < 0 || op.peer >= h.P) bad(i, "peer " + std::to_string(op.peer) + " is no rank");
@@ -48,13 +46,9 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
         op.src_off + op.len > v.buffer_elems(h, op.src))
       bad(i, "region past the end of " + buffer_name(op.src));
   }
-  for (size_t i = 0; i < n; ++i) p.succ_begin[i + 1] += p.succ_begin[i];
-  p.succ.resize(p.succ_begin[n]);
-  std::vector<uint32_t> fill(p.succ_begin.begin(), p.succ_begin.end() - 1);
-  for (size_t i = 0; i < n; ++i) {
-    for (OpId d : v.deps_of(i)) p.succ[fill[d]++] = static_cast<uint32_t>(i);
+  p.succ.append_rank(v);  // the deps were checked above: all earlier ops of this rank
+  for (size_t i = 0; i < n; ++i)
     if (p.num_deps[i] == 0) p.roots.push_back(static_cast<uint32_t>(i));
-  }
   p.remaining.reserve(n);
   p.pending.reserve(n);
   p.ready.reserve(n);

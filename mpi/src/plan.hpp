@@ -14,12 +14,11 @@ struct Plan {
   ScheduleHeader header;
   int64_t rank = 0;
   std::vector<Op> ops;
-  std::vector<uint32_t> num_deps;    // per op
-  std::vector<uint32_t> succ_begin;  // ops.size() + 1 entries, into succ
-  std::vector<uint32_t> succ;    // ops that wait on op i: succ[succ_begin[i] .. succ_begin[i+1])
-  std::vector<uint32_t> roots;   // ops with no deps
-  std::vector<uint32_t> seq;     // send / recv: index of the message within its pair
-  std::vector<int64_t> scratch;  // elements of each scratch buffer
+  std::vector<uint32_t> num_deps;  // per op
+  Successors succ;                 // ops that wait on op i: succ.of(i)
+  std::vector<uint32_t> roots;     // ops with no deps
+  std::vector<uint32_t> seq;       // send / recv: index of the message within its pair
+  std::vector<int64_t> scratch;    // elements of each scratch buffer
 
   // Reused by every run of the plan (a plan is run by one thread at a time).
   std::vector<uint32_t> remaining;

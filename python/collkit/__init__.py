@@ -6,8 +6,6 @@ The compiled core is private (collkit._core); this package is the public face.
 from collkit import units  # times (ns), per-byte costs (ns/B), bandwidths, sizes: one reading
 from collkit.algorithms import (
     Algorithm,
-    RankProgram,
-    Schedule,
     algorithms,
     format_size,
     generate,
@@ -25,6 +23,7 @@ from collkit.errors import (
 )
 from collkit.io import from_goal, from_json, from_text, load, save, to_goal, to_json, to_text
 from collkit.placement import Placement
+from collkit.schedule import RankProgram, Schedule
 from collkit.simulate import Model, SimResult, simulate
 from collkit.verify import (
     Diagnostic,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from collkit import _core, units
-from collkit._core import RankProgram, Schedule
 from collkit.errors import AlgorithmNameError, InvalidArgumentError
 from collkit.placement import Placement, core_args
+from collkit.schedule import RankProgram, Schedule
 
 __all__ = [
     "Algorithm",
@@ -139,7 +139,9 @@ class Algorithm:
     ) -> Schedule:
         """Every rank's program for P ranks and `count` elements per rank (per block). The
         placement goes into the schedule's header; node-aware algorithms need it."""
-        return self._algo.generate(*self._args(P, count, elem_size, root), *core_args(placement))
+        return Schedule(
+            self._algo.generate(*self._args(P, count, elem_size, root), *core_args(placement))
+        )
 
     def generate_rank(
         self,
@@ -153,8 +155,10 @@ class Algorithm:
     ) -> RankProgram:
         """One rank's program alone, in time proportional to its ops."""
         P, count, elem_size, root = self._args(P, count, elem_size, root)
-        return self._algo.generate_rank(
-            P, _int(rank, "rank", 0, P - 1), count, elem_size, root, *core_args(placement)
+        return RankProgram(
+            self._algo.generate_rank(
+                P, _int(rank, "rank", 0, P - 1), count, elem_size, root, *core_args(placement)
+            )
         )
 
     def count_ops(

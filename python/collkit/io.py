@@ -65,10 +65,10 @@ from typing import Any, Literal
 import numpy as np
 
 from collkit import _core
-from collkit._core import RankProgram, Schedule
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
 from collkit.placement import ORDERS, Placement, core_args
+from collkit.schedule import RankProgram, Schedule
 from collkit.strictjson import unique_keys
 
 __all__ = [
@@ -134,13 +134,12 @@ def _utf8(text: str | bytes | bytearray, what: str) -> bytes:
 
 def to_text(schedule: Schedule) -> str:
     """The text form: readable, diffable, and exact (``from_text(to_text(s)) == s``)."""
-    return str(_core.to_text(schedule))
+    return str(_core.to_text(schedule.core))
 
 
 def from_text(text: str | bytes) -> Schedule:
     """Parse the text form; ScheduleFormatError says 'line L, column C: expected ..., found ...'."""
-    schedule: Schedule = _core.from_text(_utf8(text, "schedule text"))
-    return schedule
+    return Schedule(_core.from_text(_utf8(text, "schedule text")))
 
 
 def header_text(
@@ -184,11 +183,11 @@ def rank_to_text(
             raise InvalidArgumentError(
                 f"this program is rank {schedule_or_program.rank}, not rank {rank}"
             )
-        return str(_core.rank_program_to_text(schedule_or_program))
+        return str(_core.rank_program_to_text(schedule_or_program.core))
     if isinstance(schedule_or_program, Schedule):
         if rank is None:
             raise InvalidArgumentError("rank_to_text(schedule, rank): give the rank to show")
-        return str(_core.rank_to_text(schedule_or_program, rank))
+        return str(_core.rank_to_text(schedule_or_program.core, rank))
     raise TypeError(f"expected a Schedule or RankProgram, not {type(schedule_or_program).__name__}")
 
 
@@ -205,14 +204,13 @@ def to_goal(
     for name, v in costs.items():
         if not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
             raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {v!r}")
-    return str(_core.to_goal(schedule, float(reduce_ns_per_byte), float(copy_ns_per_byte)))
+    return str(_core.to_goal(schedule.core, float(reduce_ns_per_byte), float(copy_ns_per_byte)))
 
 
 def from_goal(text: str | bytes) -> Schedule:
     """Read GOAL: collkit's own files exactly; plain GOAL as a barrier-like schedule (see
     docs/schedule-formats.md for the mapping). Wildcards (``from -1``, ``tag -1``) are rejected."""
-    schedule: Schedule = _core.from_goal(_utf8(text, "GOAL text"))
-    return schedule
+    return Schedule(_core.from_goal(_utf8(text, "GOAL text")))
 
 
 # ---- JSON -------------------------------------------------------------------------------------
@@ -377,10 +375,18 @@ def from_json(text: str | bytes) -> Schedule:
     rank = arrays["rank"]
     if n and (rank[0] < 0 or rank[-1] >= P or np.any(np.diff(rank) < 0)):
         raise ScheduleFormatError("ops.'rank' must be sorted and hold ranks in [0, P)")
-    schedule: Schedule = Schedule.from_arrays(
-        collective, P, count, elem_size, root, algorithm, arrays, rpn, order
+    schedule = Schedule.from_arrays(
+        arrays,
+        collective=collective,
+        P=P,
+        count=count,
+        elem_size=elem_size,
+        root=root,
+        algorithm=algorithm,
+        rpn=rpn,
+        order=order,
     )
-    _core.check_fields(schedule)
+    _core.check_fields(schedule.core)
     return schedule
 
 

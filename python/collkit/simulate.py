@@ -33,11 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from collkit import _core, units
-from collkit._core import Schedule
 from collkit.algorithms import Algorithm
 from collkit.errors import InvalidArgumentError
 from collkit.placement import Placement, core_args
 from collkit.results import Row
+from collkit.schedule import Schedule
 
 __all__ = [
     "MODELS",
@@ -739,7 +739,7 @@ def simulate(
         if timeline:
             schedule = algo.generate(P, count, elem_size, root, placement=placement)
     topo = placed_topology(topo, placement)
-    source: Any = schedule if schedule is not None else algo.core
+    source: Any = schedule.core if schedule is not None else algo.core
     opts = _options(m, noise_d, skew_d, topo, trials, seed, timeline)
     assert P is not None and count is not None and elem_size is not None and root is not None
     d = _core.simulate(source, P, count, elem_size, root, opts, *core_args(placement))

@@ -148,7 +148,7 @@ def verify(
     if max_diagnostics < 0:
         raise ValueError("max_diagnostics must be >= 0")
     _check_fits(schedule)
-    raw = _core.verify(schedule, commutative, max_diagnostics, in_place)
+    raw = _core.verify(schedule.core, commutative, max_diagnostics, in_place)
     return _result(raw, schedule)
 
 
@@ -191,5 +191,5 @@ class TreeComparison:
 def compare_trees(a: Schedule, b: Schedule) -> TreeComparison:
     """Compare the reduction trees of two allreduce (or reduce) schedules of the same P, count
     and root, element by element. Both must verify; raises InvalidArgumentError otherwise."""
-    raw = _core.compare_trees(a, b)
+    raw = _core.compare_trees(a.core, b.core)
     return TreeComparison(raw["same_exact"], raw["same_commutative"], raw["difference"])

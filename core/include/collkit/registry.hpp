@@ -53,6 +53,13 @@ inline ParamSpec segment_param(std::string default_value,
       std::move(doc), {"0", "16", "1KiB"}};
 }
 
+// The radix `k` of k-nomial trees (bcast, reduce, barrier and the rooted collectives' trees).
+inline ParamSpec radix_param(std::string default_value,
+                             std::string doc = "radix: a node has up to k - 1 children per level") {
+  return ParamSpec{"k", ParamType::integer, std::move(default_value), 2,
+                   64,  std::move(doc),     {"2", "3", "5"}};
+}
+
 class Algorithm;
 
 // Parameter values after parsing and checking against the specs.

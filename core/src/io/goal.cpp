@@ -28,16 +28,7 @@ void write_product(std::string& out, int64_t a, int64_t b) {
     io::write_int(out, p);
     return;
   }
-  __extension__ __int128 v = static_cast<__int128>(a) * b;
-  bool neg = v < 0;
-  __extension__ unsigned __int128 m = neg ? -static_cast<unsigned __int128>(v) : v;
-  std::string digits;
-  do {
-    digits.push_back(static_cast<char>('0' + static_cast<int>(m % 10)));
-    m /= 10;
-  } while (m != 0);
-  if (neg) out.push_back('-');
-  out.append(digits.rbegin(), digits.rend());
+  io::write_wide_int(out, static_cast<io::wide_int>(a) * b);
 }
 
 int64_t calc_cost(int64_t len, int32_t elem_size, double ns_per_byte) {

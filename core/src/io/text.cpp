@@ -28,16 +28,7 @@ void write_region(std::string& out, BufId b, int64_t off, int64_t len) {
     write_int(out, stop);
   } else {
     // Only an invalid op gets here; write the true sum so that the parser rejects it.
-    __extension__ __int128 v = static_cast<__int128>(off) + len;
-    bool neg = v < 0;
-    __extension__ unsigned __int128 m = neg ? -static_cast<unsigned __int128>(v) : v;
-    std::string digits;
-    do {
-      digits.push_back(static_cast<char>('0' + static_cast<int>(m % 10)));
-      m /= 10;
-    } while (m != 0);
-    if (neg) out.push_back('-');
-    out.append(digits.rbegin(), digits.rend());
+    write_wide_int(out, static_cast<wide_int>(off) + len);
   }
   out.push_back(']');
 }
@@ -118,6 +109,19 @@ void write_int(std::string& out, int64_t v) {
   char buf[24];
   auto res = std::to_chars(buf, buf + sizeof buf, v);
   out.append(buf, res.ptr);
+}
+
+void write_wide_int(std::string& out, wide_int v) {
+  __extension__ typedef unsigned __int128 wide_uint;
+  const bool neg = v < 0;
+  wide_uint m = neg ? -static_cast<wide_uint>(v) : static_cast<wide_uint>(v);
+  std::string digits;
+  do {
+    digits.push_back(static_cast<char>('0' + static_cast<int>(m % 10)));
+    m /= 10;
+  } while (m != 0);
+  if (neg) out.push_back('-');
+  out.append(digits.rbegin(), digits.rend());
 }
 
 void write_op_body(std::string& out, const Op& op) {

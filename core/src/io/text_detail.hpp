@@ -11,6 +11,10 @@
 namespace collkit::io {
 
 void write_int(std::string& out, int64_t v);
+// A value past 64 bits (a sum or product of an invalid op's fields), written exactly so that the
+// reader rejects it rather than reading a wrapped number.
+__extension__ typedef __int128 wide_int;  // __extension__: -Wpedantic knows no __int128
+void write_wide_int(std::string& out, wide_int v);
 // "send out[0:4] to 1", "reduce out[0:4] = s0[0:4] + out", "compute 500ns": no index, no
 // dependencies, no stage.
 void write_op_body(std::string& out, const Op& op);

@@ -20,23 +20,13 @@ from pathlib import Path
 
 from collkit import _core, io
 from collkit.algorithms import generate
-from collkit.cli._common import add_problem_arguments, placement_of
+from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, parse_per_byte, placement_of
 from collkit.placement import core_args
 
 NAME = "export"
 HELP = "write a schedule as text, JSON or GOAL (or convert a saved one)"
 
 EXIT_OK, EXIT_USAGE = 0, 2
-
-
-def _nonnegative_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not (v >= 0 and v != float("inf")):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
-    return v
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,19 +46,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o", "--output", metavar="FILE", default=None, help="write here instead of stdout"
     )
+    # The simulator's names for the same costs (collkit simulate --gamma / --copy-beta), read by
+    # the one units parser: '0.4ns', '0.4ns/B', '2.5GB/s', a bare number is ns per byte.
     p.add_argument(
+        "--gamma",
         "--reduce-ns-per-byte",
-        type=_nonnegative_float,
+        dest="gamma",
+        type=parse_per_byte,
         default=0.0,
-        metavar="NS",
-        help="GOAL: calc cost of a reduce per byte (default 0)",
+        metavar="COST",
+        help="GOAL: calc time of a reduce per byte, e.g. 0.2ns or 5GB/s (default 0)",
     )
     p.add_argument(
+        "--copy-beta",
         "--copy-ns-per-byte",
-        type=_nonnegative_float,
+        dest="copy_beta",
+        type=parse_per_byte,
         default=0.0,
-        metavar="NS",
-        help="GOAL: calc cost of a copy per byte (default 0)",
+        metavar="COST",
+        help="GOAL: calc time of a copy per byte (default 0)",
     )
 
 
@@ -88,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.algorithm is None or args.P is None:
             return _usage("give ALGO and -P N (or --from FILE to convert a saved schedule)")
-        count = 4 if args.count is None else args.count
+        count = DEFAULT_COUNT if args.count is None else args.count
         placement = placement_of(args)
         fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
         if args.output not in (None, "-") and fmt in ("text", "goal"):
@@ -103,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
                 args.root,
                 fmt,
                 args.output,
-                args.reduce_ns_per_byte,
-                args.copy_ns_per_byte,
+                args.gamma,
+                args.copy_beta,
                 *core_args(placement),
             )
             return EXIT_OK
@@ -115,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     goal_options = {}
     if fmt == "goal":
         goal_options = {
-            "reduce_ns_per_byte": args.reduce_ns_per_byte,
-            "copy_ns_per_byte": args.copy_ns_per_byte,
+            "reduce_ns_per_byte": args.gamma,
+            "copy_ns_per_byte": args.copy_beta,
         }
     text = io.dumps(schedule, fmt, **goal_options)
     if args.output is None or args.output == "-":

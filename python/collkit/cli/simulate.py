@@ -37,14 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collkit.cli._common import (
-    add_placement_arguments,
-    algorithm,
-    parse_bytes,
-    parse_count,
-    parse_p,
-    placement_of,
-)
+from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, check_root, placement_of
 from collkit.results import row_to_json
 from collkit.simulate import (
     LOCAL_PARAMS,
@@ -71,16 +64,9 @@ def _flag(param: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "algorithm",
-        type=algorithm,
-        metavar="ALGO",
-        nargs="?",
-        help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`); omit with --file",
-    )
-    p.add_argument(
-        "-P", dest="P", type=parse_p, metavar="N", help="number of processes; omit with --file"
-    )
+    add_problem_arguments(p, optional="omit with --file", with_bytes=True)
+    # A saved schedule says its own root: None tells "not given" from 0.
+    p.set_defaults(root=None)
     p.add_argument(
         "--file",
         metavar="PATH",
@@ -88,30 +74,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="simulate a saved schedule (.txt, .json or .goal, LogGOPSim's GOAL included) "
         "instead of generating one",
     )
-    size = p.add_mutually_exclusive_group()
-    size.add_argument(
-        "--bytes",
-        type=parse_bytes,
-        default=None,
-        metavar="SIZE",
-        help="bytes per rank (rounded up to whole elements); default one element",
-    )
-    size.add_argument(
-        "--count",
-        type=parse_count,
-        default=None,
-        metavar="C",
-        help="elements per rank (alltoall: per block)",
-    )
-    p.add_argument(
-        "--elem-size",
-        type=parse_bytes,
-        default=8,
-        metavar="BYTES",
-        help="bytes per element (default 8)",
-    )
-    p.add_argument("--root", type=int, default=None, help="root rank of reduce / bcast (default 0)")
-    add_placement_arguments(p)
     p.add_argument(
         "--model", default="postal", choices=list(MODELS), help="cost model (default postal)"
     )
@@ -258,11 +220,13 @@ def run(args: argparse.Namespace) -> int:
             return _fail("give ALGO and -P N, or --file PATH (see collkit simulate -h)")
         source, P = args.algorithm, args.P
         esize = args.elem_size
-        count = args.count if args.count is not None else -(-(args.bytes or esize) // esize)
+        if args.bytes is not None:
+            count = -(-args.bytes // esize)
+        else:
+            count = DEFAULT_COUNT if args.count is None else args.count
+        root = 0 if args.root is None else check_root(args.root, P)
         placement = placement_of(args)
-        estimate, nops = memory_estimate(
-            source, P, count, esize, args.root or 0, record, placement=placement
-        )
+        estimate, nops = memory_estimate(source, P, count, esize, root, record, placement=placement)
     if record and nops > TIMELINE_MAX_OPS:
         return _fail(
             f"--timeline/--plot record every op: {nops:,} ops here (at most "
@@ -300,10 +264,9 @@ def run(args: argparse.Namespace) -> int:
             res = simulate(
                 source,
                 args.P,
-                count=args.count,
-                bytes=args.bytes,
+                count=count,
                 elem_size=args.elem_size,
-                root=args.root,
+                root=root,
                 placement=placement,
                 **run,
             )

@@ -1,0 +1,199 @@
+"""Schedules as Python sees them: every rank's program (Schedule) or one rank's alone
+(RankProgram).
+
+Both are typed views over the compiled core's objects, which stay private (as boost-histogram
+keeps its C++ histogram behind its Python class): collkit makes them (generate, load, from_arrays)
+and hands them to the verifier, the simulator and the exporters, which unwrap them with `.core`.
+
+>>> import collkit
+>>> s = collkit.generate("reduce:binomial", P=5, count=2, root=3)
+>>> s
+Schedule('reduce:binomial', P=5, count=2, elem_size=8, root=3, ops=14)
+>>> s.rank(3).arrays()["kind"].tolist()[:2], OP_KINDS[3]
+([3, 1], 'copy')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from numpy.typing import NDArray
+
+from collkit import _core
+from collkit.errors import InvalidArgumentError
+
+__all__ = ["BUFFERS", "OP_KINDS", "Arrays", "RankProgram", "Schedule"]
+
+# The values of the `kind` column, in the core's OpKind order (core/include/collkit/schedule.hpp).
+OP_KINDS: tuple[str, ...] = ("send", "recv", "reduce", "copy", "compute", "sleep")
+# Buffer ids of the `buf` / `src` columns: 0 and 1; scratch buffer k is 2 + k.
+BUFFERS: tuple[str, ...] = ("in", "out")
+
+
+# arrays(): one numpy column per op field, as the JSON format stores them
+# (docs/schedule-formats.md): rank, kind (OP_KINDS), peer (send / recv: the other rank, else -1),
+# buf (send: read; recv / reduce / copy: written), off, src (reduce / copy: read), src_off, len
+# (elements; compute / sleep: ns), side (reduce: 0 dst = src (+) dst, 1 dst = dst (+) src),
+# stage, and dep_begin / deps (op i waits on deps[dep_begin[i] : dep_begin[i + 1]], op indices
+# of its own rank). A Schedule's adds scratch_begin / scratch: rank r's scratch buffers hold
+# scratch[scratch_begin[r] : scratch_begin[r + 1]] elements.
+Arrays = dict[str, NDArray[Any]]
+
+
+class RankProgram:
+    """One rank's program: its ops (a DAG over this rank's buffers) and scratch buffer sizes.
+    Made by collkit (Schedule.rank, collkit.generate_rank), not constructed directly."""
+
+    __slots__ = ("_p",)
+
+    def __init__(self, core: _core.RankProgram) -> None:
+        if not isinstance(core, _core.RankProgram):
+            raise TypeError("RankProgram is made by collkit.generate_rank or Schedule.rank")
+        self._p = core
+
+    @property
+    def core(self) -> _core.RankProgram:
+        """The compiled core's object (for collkit's own modules)."""
+        return self._p
+
+    @property
+    def rank(self) -> int:
+        return int(self._p.rank)
+
+    def __len__(self) -> int:
+        return len(self._p)
+
+    @property
+    def scratch(self) -> list[int]:
+        """Elements of each scratch buffer s0, s1, ..."""
+        return list(self._p.scratch)
+
+    def deps(self, op: int) -> list[int]:
+        """The ops of this rank that op `op` waits on."""
+        if isinstance(op, bool) or not isinstance(op, int) or not 0 <= op < len(self):
+            raise InvalidArgumentError(f"op {op!r} is not an op of this rank (0..{len(self) - 1})")
+        return list(self._p.deps(op))
+
+    def arrays(self) -> Arrays:
+        """The ops as columns (numpy arrays; see `Arrays`)."""
+        a: Arrays = self._p.arrays()
+        return a
+
+    def __repr__(self) -> str:
+        return f"RankProgram(rank={self.rank}, ops={len(self)}, scratch={self.scratch})"
+
+
+class Schedule:
+    """Every rank's program for one problem: the collective, its size (P, count per rank or per
+    block, element size, root) and the algorithm that made it. Made by collkit.generate,
+    collkit.load / from_text / from_json / from_goal, or Schedule.from_arrays."""
+
+    __slots__ = ("_s",)
+
+    def __init__(self, core: _core.Schedule) -> None:
+        if not isinstance(core, _core.Schedule):
+            raise TypeError("Schedule is made by collkit.generate, collkit.load or from_arrays")
+        self._s = core
+
+    @classmethod
+    def from_arrays(
+        cls,
+        arrays: Arrays | dict[str, Any],
+        *,
+        collective: str,
+        P: int,
+        count: int,
+        elem_size: int = 8,
+        root: int = 0,
+        algorithm: str = "",
+        rpn: int = 0,
+        order: str = "contiguous",
+    ) -> Schedule:
+        """A schedule from columns as arrays() returns them; every field is checked (a bad one
+        raises ScheduleFormatError / InvalidArgumentError naming it). `rpn` / `order`: the
+        placement of ranks on nodes (rpn 0: none)."""
+        core = _core.Schedule.from_arrays(
+            collective, P, count, elem_size, root, algorithm, dict(arrays), rpn, order
+        )
+        return cls(core)
+
+    @property
+    def core(self) -> _core.Schedule:
+        """The compiled core's object (for collkit's own modules)."""
+        return self._s
+
+    @property
+    def collective(self) -> str:
+        return str(self._s.collective)
+
+    @property
+    def algorithm(self) -> str:
+        """The canonical name of the algorithm that made it ('' if none was recorded)."""
+        return str(self._s.algorithm)
+
+    @property
+    def P(self) -> int:
+        return int(self._s.P)
+
+    @property
+    def count(self) -> int:
+        """Elements per rank (per block for collectives with a block per rank)."""
+        return int(self._s.count)
+
+    @property
+    def elem_size(self) -> int:
+        return int(self._s.elem_size)
+
+    @property
+    def root(self) -> int:
+        return int(self._s.root)
+
+    @property
+    def rpn(self) -> int:
+        """Ranks per node of its placement (0: none given; node-aware algorithms need one)."""
+        return int(self._s.rpn)
+
+    @property
+    def order(self) -> str:
+        """How its ranks fill nodes: 'contiguous' or 'round_robin' (see collkit.Placement)."""
+        return str(self._s.order)
+
+    @property
+    def total_ops(self) -> int:
+        return int(self._s.total_ops)
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes the core holds for it."""
+        return int(self._s.memory_bytes)
+
+    def rank(self, r: int) -> RankProgram:
+        """Rank r's program (a copy)."""
+        if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < self.P:
+            raise InvalidArgumentError(f"rank {r!r} is not a rank of P = {self.P}")
+        return RankProgram(self._s.rank(r))
+
+    def ranks(self) -> Iterator[RankProgram]:
+        """Every rank's program, in rank order."""
+        return (self.rank(r) for r in range(self.P))
+
+    def arrays(self) -> Arrays:
+        """Every op as columns (numpy arrays), ranks in order, and the scratch buffers."""
+        a: Arrays = self._s.arrays()
+        return a
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Schedule):
+            return NotImplemented
+        return bool(self._s == other._s)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value; a hash would read every op
+
+    def __repr__(self) -> str:
+        name = self.algorithm or self.collective
+        root = f", root={self.root}" if self.root else ""
+        return (
+            f"Schedule({name!r}, P={self.P}, count={self.count}, elem_size={self.elem_size}"
+            f"{root}, ops={self.total_ops})"
+        )
