@@ -20,6 +20,13 @@ The model (postal, with a topology; the parameters and where they come from):
 
     .venv/bin/python benchmarks/bench_hier.py            # the full sweep (a few minutes)
     .venv/bin/python benchmarks/bench_hier.py --quick    # P <= 4096
+    .venv/bin/python benchmarks/bench_hier.py --measured # this machine, P <= 4, both MPIs
+
+--measured times, on this machine with the executor (`collkit bench`), collkit's node-aware
+algorithms against the flat ones and the MPI's own call, MPICH's node-aware allreduce
+(mpich:smp) and Open MPI's coll/han (ompi:han), at P = 2 and 4: one node of 2 cores, so it says
+little about nodes (the placement found is every rank on one node), and records whether coll/han
+ran at all.
 
 Rows (collkit's one result schema) are appended to results/hier-simulated.jsonl as they come, so
 an interrupted run resumes; the table goes to results/hier.md and the plot to
@@ -113,7 +120,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="P <= 4096 only")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--measured", action="store_true", help="measure on this machine instead")
     args = ap.parse_args()
+    if args.measured:
+        return measured()
     store = ResultStore(RESULTS / "hier-simulated.jsonl")
     reused = len(store)
     lines: list[str] = []
@@ -195,6 +205,114 @@ def draw(plot: dict[tuple[str, int, str], dict[int, list[tuple[int, float]]]], p
     fig.suptitle("Simulated: where node-aware algorithms win (> 1)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+HP = (
+    "allreduce:hier(intra=reduce:rabenseifner,inter=allreduce:rabenseifner,"
+    "bcast=bcast:scatter_allgather)"
+)
+MEASURED = [
+    (
+        "hier-measured-mpich.jsonl",
+        ["allreduce", "--algos", f"rd,rabenseifner,hier,{HP},native,mpich:smp"],
+        "8,64KiB",
+    ),
+    (
+        "hier-measured-mpich-alltoall.jsonl",
+        ["alltoall", "--algos", "bruck,bruck_local,native"],
+        "8,1KiB",
+    ),
+    (
+        "hier-measured-openmpi.jsonl",
+        ["allreduce", "--mpiexec", "/usr/bin/mpirun", "--algos", "rd,hier,native,ompi:han"],
+        "8,64KiB",
+    ),
+]
+
+
+def measured() -> int:
+    """Time the algorithms with `collkit bench` (resumes from the rows there) and append the
+    tables, the commands and coll/han's own account of whether it ran."""
+    import os
+    import shutil
+    import subprocess
+
+    from collkit.results import read_jsonl
+
+    collkit_cli = [sys.executable, "-m", "collkit", "bench"]
+    lines: list[str] = []
+    for out, argv, sizes in MEASURED:
+        cmd = [*argv, "-P", "2,4", "--sizes", sizes, "-o", str(RESULTS / out), "--no-plot"]
+        print("+ collkit bench", " ".join(cmd), flush=True)
+        r = subprocess.run([*collkit_cli, *cmd], check=False)
+        if r.returncode != 0:
+            print(f"collkit bench failed ({r.returncode}): rows so far are kept", file=sys.stderr)
+            return r.returncode
+        rows = [x for x in read_jsonl(RESULTS / out) if not x.error]
+        lines += [
+            f"\n`collkit bench {' '.join(cmd)}`\n",
+            f"{rows[0].mpi}, {rows[0].machine}; median us over {rows[0].iterations} "
+            "iterations (per-iteration maximum over ranks); x flat: the median over that of the "
+            "flat algorithm named first at the same P and size (> 1: slower).\n",
+            "| P | bytes | algorithm | median us | x flat |",
+            "|---|---|---|---|---|",
+        ]
+        for P in sorted({x.P for x in rows}):
+            for b in sorted({x.bytes for x in rows}):
+                sel = [x for x in rows if x.P == P and x.bytes == b]
+                flat = next(
+                    (x.median for x in sel if x.algorithm in ("allreduce:rd", "alltoall:bruck")),
+                    float("nan"),
+                )
+                for x in sel:
+                    name = "hier(rabenseifner parts)" if x.algorithm == HP else x.algorithm
+                    lines.append(f"| {P} | {b} | {name} | {x.median:.2f} | {x.median / flat:.2f} |")
+    han = "(Open MPI not found)"
+    mpirun = shutil.which("mpirun")
+    bench = sorted(
+        Path(os.environ.get("COLLKIT_CACHE", "build/cache")).glob("mpi-openmpi-*/collkit_bench")
+    )
+    if mpirun and bench:
+        env = dict(os.environ, OMPI_MCA_coll_han_priority="100", OMPI_MCA_coll_base_verbose="10")
+        argv = [
+            mpirun,
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            "4",
+            str(bench[-1]),
+            "--help",
+        ]
+        log = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        said = sorted(
+            {
+                ln.split("] ", 1)[-1]
+                for ln in (log.stdout + log.stderr).splitlines()
+                if "coll:han:comm_query" in ln
+            }
+        )
+        han = "\n".join(f"    {x}" for x in said) or "    (no coll/han messages)"
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = (
+        f"\n## Measured on this machine: {stamp}\n\nCommand: `python benchmarks/bench_hier.py "
+        f"--measured` on {platform.node()} ({os.cpu_count()} cores, shared with other work while "
+        "it ran: timings are noisy; P = 4 is oversubscribed). **One node, P <= 4: this says "
+        "little about node-aware algorithms.** The executor finds every rank on one node "
+        "(MPI_Comm_split_type), so allreduce:hier is a reduce and a bcast within the node and "
+        "alltoall:bruck_local a Bruck within it.\n\nOpen MPI's coll/han (`ompi:han`: "
+        "OMPI_MCA_coll_han_priority=100) **cannot run here**: it disqualifies itself on a "
+        "communicator of one node, as its own log says (OMPI_MCA_coll_base_verbose=10):\n\n"
+        f"{han}\n\nso the `ompi:han` rows time Open MPI's default (tuned) path, not han; a "
+        "comparison with han needs two or more nodes (`collkit bench ... --hosts FILE`).\n"
+        + "\n".join(lines)
+        + "\n"
+    )
+    with (RESULTS / "hier.md").open("a") as f:
+        f.write(text)
+    print(text)
+    return 0
 
 
 if __name__ == "__main__":

@@ -47,13 +47,19 @@ def fake(rpn: int | None, order: str = "contiguous") -> dict[str, str]:
 
 @pytest.mark.parametrize(
     ("P", "rpn", "order"),
-    [(4, None, ""), (4, 2, "contiguous"), (4, 2, "round_robin"), (4, 1, "contiguous")],
+    [
+        (4, 2, "contiguous"),
+        (4, 2, "round_robin"),
+        pytest.param(4, None, "", marks=pytest.mark.slow),  # the real one: a node of 4
+        pytest.param(4, 1, "contiguous", marks=pytest.mark.slow),
+    ],
 )
 def test_mpich_against_its_own_calls(P: int, rpn: int | None, order: str) -> None:
     cases, _ = conformance(mpich_or_skip(), P, HIER, fake(rpn, order))
     assert cases > 100
 
 
+@pytest.mark.slow
 def test_mpich_uneven_nodes() -> None:
     # Nodes of 2 and 1: hier with a reduce inside runs (and keeps rank order), contiguous and
     # round-robin.
@@ -61,6 +67,7 @@ def test_mpich_uneven_nodes() -> None:
         conformance(mpich_or_skip(), 3, "allreduce:hier", fake(2, order))
 
 
+@pytest.mark.slow
 def test_openmpi_against_its_own_calls() -> None:
     conformance(openmpi_or_skip(), 4, HIER, fake(2, "round_robin"))
 
