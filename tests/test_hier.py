@@ -288,7 +288,9 @@ def test_cli_placement() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", HIER[:3] + BRUCK_LOCAL[:2])
 def test_every_P_up_to_256_and_a_sample_to_4096(name: str) -> None:
-    for P in [*range(1, 257), 509, 1000, 1024, 2048, 4096]:
+    # All-to-all holds P^2 blocks: its sample stops at 1024.
+    sample = [509, 1000, 1024] + ([2048, 4096] if name.startswith("allreduce") else [])
+    for P in [*range(1, 257), *sample]:
         for rpn in sorted({1, 2, 3, 4, 16, 24, 64, P}):
             for order in ("contiguous", "round_robin"):
                 _verify(name, P, collkit.Placement(rpn, order), 1 if P > 256 else 2)
