@@ -250,7 +250,7 @@ def measured() -> int:
             return r.returncode
         rows = [x for x in read_jsonl(RESULTS / out) if not x.error]
         lines += [
-            f"\n`collkit bench {' '.join(cmd)}`\n",
+            f"\n`collkit bench {' '.join(cmd).replace(str(RESULTS), 'benchmarks/results')}`\n",
             f"{rows[0].mpi}, {rows[0].machine}; median us over {rows[0].iterations} "
             "iterations (per-iteration maximum over ranks); x flat: the median over that of the "
             "flat algorithm named first at the same P and size (> 1: slower).\n",
@@ -305,9 +305,9 @@ def measured() -> int:
         "OMPI_MCA_coll_han_priority=100) **cannot run here**: it disqualifies itself on a "
         "communicator of one node, as its own log says (OMPI_MCA_coll_base_verbose=10):\n\n"
         f"{han}\n\nso the `ompi:han` rows time Open MPI's default (tuned) path, not han; a "
-        "comparison with han needs two or more nodes (`collkit bench ... --hosts FILE`).\n"
-        + "\n".join(lines)
-        + "\n"
+        "comparison with han needs two or more nodes (`collkit bench ... --hosts FILE`). As "
+        "`native` and `ompi:han` then run the same code, the gap between their rows is this "
+        "machine's noise.\n" + "\n".join(lines) + "\n"
     )
     with (RESULTS / "hier.md").open("a") as f:
         f.write(text)
