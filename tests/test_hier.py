@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ import pytest
 import collkit
 from collkit import io
 from collkit.errors import AlgorithmNameError, InvalidArgumentError, UnsupportedError
+from collkit.simulate import simulate_file
 
 HIER = [
     "allreduce:hier",  # reduce:binomial, allreduce:rd, bcast:binomial
@@ -294,3 +296,16 @@ def test_every_P_up_to_256_and_a_sample_to_4096(name: str) -> None:
         for rpn in sorted({1, 2, 3, 4, 16, 24, 64, P}):
             for order in ("contiguous", "round_robin"):
                 _verify(name, P, collkit.Placement(rpn, order), 1 if P > 256 else 2)
+
+
+def test_a_saved_text_schedule_streams_with_its_placement(tmp_path: Path) -> None:
+    topo = "fattree(k=2,hop=1us,intra=10ns)"
+    s = collkit.generate("alltoall:bruck_local", 16, 1, placement=collkit.Placement(8))
+    path = tmp_path / "s.txt"
+    io.save(s, path)
+    streamed = simulate_file(path, alpha="100ns", topology=topo)  # type: ignore[arg-type]
+    whole = collkit.simulate(s, alpha="100ns", topology=topo)
+    assert streamed.makespan == whole.makespan
+    assert streamed.topology.ranks_per_node == 8
+    with pytest.raises(InvalidArgumentError, match="one node size"):
+        simulate_file(path, topology="fattree(k=2,hop=1us,rpn=4)")

@@ -612,6 +612,8 @@ def simulate_file(
     topo = parse_topology(topology)
     opts = _options(m, noise_d, skew_d, topo, trials, seed, False)
     d = _core.simulate_text_file(os.fspath(path), opts)
+    if d["rpn"]:  # the file's placement gave the topology its nodes (the core checked they agree)
+        topo = placed_topology(topo, Placement(int(d["rpn"]), str(d["order"])))
     return _result(
         d,
         algorithm=str(d["algorithm"]) or "(schedule)",

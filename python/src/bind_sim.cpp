@@ -226,6 +226,8 @@ void bind_sim(nb::module_& m) {
         d["count"] = header.count;
         d["elem_size"] = header.elem_size;
         d["root"] = header.root;
+        d["rpn"] = header.placement.rpn;
+        d["order"] = std::string(to_string(header.placement.order));
         return d;
       },
       nb::arg("path"), nb::arg("options"),
