@@ -44,9 +44,9 @@ def test_docs_have_a_section_per_spec_even_a_new_one(monkeypatch: pytest.MonkeyP
     for c in specs:
         assert f"`{c['mpi']}`: {c['summary']}." in doc
     # A collective added to the table gets its section (with no algorithm yet) and nothing else.
-    new: dict[str, Any] = dict(specs[0], name="allgather", mpi="MPI_Allgather", summary="s")
+    new: dict[str, Any] = dict(specs[0], name="allgatherv", mpi="MPI_Allgatherv", summary="s")
     monkeypatch.setattr(cli_algorithms, "collectives", lambda: [*specs, new])
-    assert "## allgather\n\n`MPI_Allgather`: s.\n\nNone yet." in cli_algorithms.markdown()
+    assert "## allgatherv\n\n`MPI_Allgatherv`: s.\n\nNone yet." in cli_algorithms.markdown()
 
 
 def test_names_and_schedule_files_accept_exactly_the_specs() -> None:

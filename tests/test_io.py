@@ -420,7 +420,7 @@ def _json_doc() -> dict[str, object]:
         (lambda d: d.update(root=3), "'root'"),
         (lambda d: d.update(format="other"), "not a collkit schedule"),
         (lambda d: d.update(version=2), "version"),
-        (lambda d: d.update(collective="gather"), "unknown collective"),
+        (lambda d: d.update(collective="gatherv"), "unknown collective"),
         (lambda d: d.update(algorithm=7), "'algorithm' must be a string"),
         (lambda d: d.update(op_kinds=["recv", "send"]), "'op_kinds'"),
         (lambda d: d.update(ops=[]), '"ops" object'),

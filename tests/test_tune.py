@@ -118,7 +118,7 @@ def test_validate_names_what_is_wrong() -> None:
     for key, value, msg in [
         ("P", [0, 4], "P"),
         ("bytes", [9, 8], "bytes"),
-        ("collective", "gather", "collective"),
+        ("collective", "gatherv", "collective"),
         ("algorithm", "bcast:binomial", "not a allreduce"),
         ("extra", 1, "unknown keys"),
     ]:
@@ -269,7 +269,7 @@ def test_tune_writes_the_three_files_and_resumes(
 @pytest.mark.parametrize(
     "args",
     [
-        ["gather"],
+        ["gatherv"],
         ["allreduce", "--sizes", "8B..1B"],
         ["allreduce", "-np", "0"],
         ["allreduce", "--alpha", "2"],

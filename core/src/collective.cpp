@@ -13,7 +13,7 @@ namespace {
 using Kind = Postcondition::Kind;
 
 // The one table of collectives, in enum order.
-constexpr std::array<CollectiveSpec, 5> kSpecs = {{
+constexpr std::array<CollectiveSpec, 9> kSpecs = {{
     {.id = Collective::allreduce,
      .name = "allreduce",
      .mpi = "MPI_Allreduce",
@@ -54,6 +54,44 @@ constexpr std::array<CollectiveSpec, 5> kSpecs = {{
      .in = {Blocks::none, Blocks::none},
      .out = {Blocks::none, Blocks::none},
      .post = {Kind::synchronized, Source::all, SourceIndex::same, Ranks::every_rank}},
+    {.id = Collective::allgather,
+     .name = "allgather",
+     .mpi = "MPI_Allgather",
+     .summary = "every rank ends with every rank's block, rank b's in block b (count is per block)",
+     .in = {Blocks::one, Blocks::one},
+     .out = {Blocks::P, Blocks::P},
+     .in_place = Ranks::every_rank,
+     .in_place_at = SourceIndex::own_block,
+     .post = {Kind::copied, Source::block_owner, SourceIndex::within_block, Ranks::every_rank}},
+    {.id = Collective::reduce_scatter_block,
+     .name = "reduce_scatter_block",
+     .mpi = "MPI_Reduce_scatter_block",
+     .summary = "rank r ends with the reduction of all ranks' block r (count is per block)",
+     .in = {Blocks::P, Blocks::P},
+     .out = {Blocks::one, Blocks::one},
+     .in_place =
+         Ranks::every_rank,  // the P input blocks in the receive buffer, result at its start
+     .post = {Kind::reduced, Source::all, SourceIndex::own_block, Ranks::every_rank}},
+    {.id = Collective::gather,
+     .name = "gather",
+     .mpi = "MPI_Gather",
+     .summary = "the root ends with every rank's block, rank b's in block b (count is per block)",
+     .rooted = true,
+     .in = {Blocks::one, Blocks::one},
+     .out = {Blocks::P, Blocks::none},
+     .in_place = Ranks::root,
+     .in_place_at = SourceIndex::own_block,
+     .post = {Kind::copied, Source::block_owner, SourceIndex::within_block, Ranks::root}},
+    {.id = Collective::scatter,
+     .name = "scatter",
+     .mpi = "MPI_Scatter",
+     .summary = "rank r ends with block r of the root's in (count is per block)",
+     .rooted = true,
+     .in = {Blocks::P, Blocks::none},
+     .out = {Blocks::one, Blocks::one},
+     .in_place = Ranks::root,
+     .in_place_out_at = SourceIndex::own_block,  // the root's block stays in in[root n]
+     .post = {Kind::copied, Source::root, SourceIndex::own_block, Ranks::every_rank}},
 }};
 
 constexpr bool table_in_enum_order() {
@@ -153,6 +191,20 @@ Expected expected_out(const CollectiveSpec& c, int64_t P, int64_t n, int64_t roo
 
 int64_t in_place_offset(const CollectiveSpec& c, int64_t n, int64_t rank, int64_t k) {
   return c.in_place_at == SourceIndex::own_block ? rank * n + k : k;
+}
+
+int64_t in_place_out_offset(const CollectiveSpec& c, int64_t n, int64_t rank, int64_t i) {
+  return c.in_place_out_at == SourceIndex::own_block ? rank * n + i : i;
+}
+
+int64_t in_place_elems(const CollectiveSpec& c, int64_t P, int64_t n, int64_t root, int64_t rank) {
+  const int64_t in = buffer_elems(c.in, P, n, root, rank);
+  const int64_t out = buffer_elems(c.out, P, n, root, rank);
+  const auto end = [&](int64_t elems, int64_t first) {
+    return elems == 0 ? 0 : elems > INT64_MAX - first ? INT64_MAX : first + elems;
+  };
+  return std::max(end(in, in_place_offset(c, n, rank, 0)),
+                  end(out, in_place_out_offset(c, n, rank, 0)));
 }
 
 }  // namespace collkit

@@ -87,9 +87,9 @@ class Algorithm:
         return params
 
     def cost(self, P: int, bytes: float) -> dict[str, float]:
-        """The registered closed-form cost for P ranks and `bytes` per rank (alltoall: per block)
-        as coefficients {alpha: messages, beta: bytes sent, gamma: bytes reduced}; raises
-        UnsupportedError if the algorithm registers none."""
+        """The registered closed-form cost for P ranks and `bytes` per rank (per block for
+        collectives.PER_BLOCK) as coefficients {alpha: messages, beta: bytes sent, gamma: bytes
+        reduced}; raises UnsupportedError if the algorithm registers none."""
         cost: dict[str, float] = self._algo.cost(P, bytes)
         return cost
 

@@ -44,7 +44,7 @@ class Campaign:
     collective: str
     algorithms: list[str]  # collkit names, "native", or the MPI's own: mpich:ring / ompi:ring
     P: list[int]
-    sizes: list[int]  # bytes per rank (alltoall: per block)
+    sizes: list[int]  # bytes per rank (per block: collectives.PER_BLOCK)
     datatype: str = ""
     iterations: int = 200
     warmup: int = 20

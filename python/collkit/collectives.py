@@ -20,11 +20,13 @@ from collkit.errors import InvalidArgumentError
 __all__ = [
     "COLLECTIVES",
     "IN_PLACE_COLLECTIVES",
+    "PER_BLOCK",
     "REDUCTIONS",
     "ROOTED",
     "buffer_elems",
     "collective",
     "collectives",
+    "count_unit",
 ]
 
 
@@ -41,6 +43,20 @@ REDUCTIONS: tuple[str, ...] = tuple(n for n, c in _SPECS.items() if c["reduction
 IN_PLACE_COLLECTIVES: tuple[str, ...] = tuple(
     n for n, c in _SPECS.items() if c["in_place"] != "none"
 )
+# Collectives with a buffer of P blocks: their count (and bytes) is per block, as in MPI.
+PER_BLOCK: tuple[str, ...] = tuple(
+    n
+    for n, c in _SPECS.items()
+    if "P" in (c["in"]["at_root"], c["in"]["elsewhere"], c["out"]["at_root"], c["out"]["elsewhere"])
+)
+
+
+def count_unit(name: str | None = None) -> str:
+    """What a count counts: 'per block' for `name` if it holds P blocks, 'per rank' otherwise;
+    for no name, the rule for all ('per rank (alltoall, ...: per block)'), for help texts."""
+    if name is not None:
+        return "per block" if name in PER_BLOCK else "per rank"
+    return f"per rank ({', '.join(PER_BLOCK)}: per block)"
 
 
 def collective(name: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ schedule of millions of ops loads and saves quickly:
       "collective": "allreduce",      # one of collkit.collectives.COLLECTIVES
       "algorithm": "allreduce:rd",    # any string ("" for none)
       "P": 3,                         # ranks, 1 <= P <= 2^31
-      "count": 4,                     # elements per rank (alltoall: per block), >= 0
+      "count": 4,                     # elements per rank (per block: collectives.PER_BLOCK), >= 0
       "elem_size": 8,                 # bytes per element, 1 <= elem_size < 2^31
       "root": 0,                      # 0 <= root < P
       "placement": {"rpn": 16, "order": "contiguous"},   # optional: ranks on nodes

@@ -33,9 +33,9 @@ class Row:
     collective: str  # allreduce, reduce, bcast, alltoall, barrier
     algorithm: str  # collkit name (allreduce:rd), "native", or a forced MPI one (mpich:ring)
     P: int
-    bytes: int  # per rank (alltoall: per block)
+    bytes: int  # per rank (per block: collectives.PER_BLOCK)
     datatype: str = "double"
-    count: int = 0  # elements per rank (alltoall: per block)
+    count: int = 0  # elements per rank (per block: collectives.PER_BLOCK)
     source: str = "measured"  # measured | simulated
     mpi: str = ""  # MPI implementation and version, e.g. "MPICH 5.0.2"; the model if simulated
     machine: str = ""  # host name and CPU

@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from collkit import _core, units
 from collkit.algorithms import Algorithm
+from collkit.collectives import count_unit
 from collkit.errors import InvalidArgumentError
 from collkit.placement import Placement, core_args
 from collkit.results import Row
@@ -446,18 +447,21 @@ class SimResult:
             parts.append(f"seed={self.seed}")
         return " ".join(parts)
 
+    def collective(self) -> str:
+        """The collective simulated: the schedule's, else the algorithm name's."""
+        coll = self.algorithm.split(":", 1)[0] if ":" in self.algorithm else ""
+        if self.schedule is not None:
+            coll = self.schedule.collective
+        return str(self.extra.get("collective", coll))
+
     def to_row(self, date: str = "") -> Row:
         """The result as a row of THE results schema (collkit.results): statistics over the
         trials' makespans in microseconds, source 'simulated', the model in `mpi`, noise, skew
         and topology in `settings`."""
         s = self.stats()
-        coll = self.algorithm.split(":", 1)[0] if ":" in self.algorithm else ""
-        if self.schedule is not None:
-            coll = self.schedule.collective
-        coll = str(self.extra.get("collective", coll))
         us = 1e-3
         return Row(
-            collective=coll,
+            collective=self.collective(),
             algorithm=self.algorithm,
             P=self.P,
             bytes=self.bytes_per_rank,
@@ -490,7 +494,8 @@ class SimResult:
 
     def summary(self) -> str:
         lines = [
-            f"{self.algorithm}  P={self.P}  {self.bytes_per_rank} B per rank  "
+            f"{self.algorithm}  P={self.P}  "
+            f"{self.bytes_per_rank} B {count_unit(self.collective())}  "
             f"{self.model.describe()}" + (f"  {self.settings()}" if self.settings() else ""),
             f"makespan {format_ns(self.makespan)}   messages {self.messages}   "
             f"bytes sent {self.bytes_sent}   ops {self.ops}",

@@ -16,6 +16,7 @@ import numpy as np
 
 from collkit import _core
 from collkit.algorithms import Algorithm, Schedule
+from collkit.collectives import buffer_elems
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.placement import Placement
 
@@ -124,7 +125,11 @@ _VAL_BYTES = 4  # the verifier holds one 32-bit value per element of every out a
 def _check_fits(s: Schedule) -> None:
     """Refuse, with the reason, a schedule whose buffers could not be held in this machine's
     memory (sizes of a loaded file may reach 2^63: summed as Python ints, nothing wraps)."""
-    per_out = s.count * (s.P if s.collective == "alltoall" else 1)
+    per_out = max(  # `out`, or under MPI_IN_PLACE the larger of `in` and `out`
+        buffer_elems(s.collective, buf, s.P, s.count, s.root, rank)
+        for buf in ("in", "out")
+        for rank in {s.root, (s.root + 1) % s.P}
+    )
     slots = s.P * per_out + float(np.asarray(s.arrays()["scratch"]).sum(dtype=np.float64))
     need = slots * _VAL_BYTES
     have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

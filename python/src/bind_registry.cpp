@@ -140,6 +140,7 @@ nb::dict collective_dict(const CollectiveSpec& c) {
   d["root_input_in_out"] = c.root_input_in_out;
   d["in_place"] = ranks_name(c.in_place);
   d["in_place_at"] = index_name(c.in_place_at);
+  d["in_place_out_at"] = index_name(c.in_place_out_at);
   nb::dict post;
   using K = Postcondition::Kind;
   post["kind"] = c.post.kind == K::reduced  ? "reduced"

@@ -3,8 +3,11 @@
 // Phases:       1. fold to pof2 = 2^floor(lg P) ranks (MPICH pre-step: the pair (2i, 2i+1) of
 //                  the first 2*rem ranks combines, the odd rank goes on);
 //               2. reduce-scatter by recursive halving over pof2 blocks of floor/ceil size:
-//                  lg(pof2) stages, partner vrank ^ 2^k, the halves sent shrink n/2, n/4, ...;
-//               3. allgather by recursive doubling, the halving's stages in reverse;
+//                  lg(pof2) stages, partner vrank ^ 2^k, the halves sent shrink n/2, n/4, ...
+//                  (phases::reduce_scatter_halving, reduce_scatter_block:noncommutative's and,
+//                  distances reversed, reduce_scatter_block:halving's phase);
+//               3. allgather by recursive doubling, the halving's stages in reverse
+//                  (phases::allgather_doubling; distances reversed: allgather:rd on 2^k ranks);
 //               4. unfold: the odd rank of each pair sends the result to the even one.
 // Cost:         2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma  (P = 2^k);
 //               otherwise + 2 (alpha + n beta) + n gamma for the fold and unfold.

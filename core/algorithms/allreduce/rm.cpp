@@ -102,25 +102,8 @@ class RankState {
     return bufs_[static_cast<size_t>(k)];
   }
 
-  // Active virtual rank of real rank x on the hypercuboid; -1 for collapsed-away and remainder
-  // ranks.
-  int64_t virtual_rank(int64_t x) const {
-    if (plan_.shape == Shape::split) {
-      const int64_t T = plan_.threshold, B = plan_.collapse_base;
-      if (x < T) return x % B == B - 1 ? x / B : -1;
-      return x - T / B * (B - 1);
-    }
-    if (plan_.shape == Shape::merged) return x < plan_.remainder ? -1 : x - plan_.remainder;
-    return x;
-  }
-  int64_t real_rank(int64_t w) const {
-    if (plan_.shape == Shape::split) {
-      const int64_t T = plan_.threshold, B = plan_.collapse_base;
-      return w < T / B ? w * B + B - 1 : w + T / B * (B - 1);
-    }
-    if (plan_.shape == Shape::merged) return w + plan_.remainder;
-    return w;
-  }
+  int64_t virtual_rank(int64_t x) const { return plan_.virtual_rank(x); }
+  int64_t real_rank(int64_t w) const { return plan_.real_rank(w); }
 
   OpId recv_into(int64_t peer, int k) {
     const Region into = sbuf(k);  // allocates the buffer (and its free_ entry) first

@@ -2,6 +2,7 @@
 // term (Cost in registry.hpp), so that an algorithm's cost model composes its phases' costs as
 // its generator composes the phases. n: bytes per rank.
 #pragma once
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <string_view>
@@ -56,6 +57,15 @@ inline Cost reduce_scatter(int64_t P, double n, std::string_view nonpof2) {
 inline Cost allgather(int64_t P, double n, std::string_view nonpof2) {
   if (nonpof2 == "fold" || pof2(P) == P) return doubling(P, n) + Cost{1, n, 0} * not_pof2(P);
   return elimination(P, n, nonpof2, false);
+}
+
+// Gather / scatter of P blocks of n bytes along a k-nomial tree from root 0: ceil(log_k P)
+// levels of up to k - 1 messages at the root, and P - 1 blocks through the root's port.
+inline Cost tree_blocks(int64_t P, double n, int64_t k) {
+  double levels = 0;
+  for (int64_t m = 1; m < P; m *= k) levels += 1;
+  const double fan = static_cast<double>(std::min<int64_t>(k, P) - 1);
+  return {levels * fan, static_cast<double>(P - 1) * n, 0};
 }
 
 }  // namespace collkit::phases::cost

@@ -4,11 +4,11 @@
 
 namespace collkit::phases {
 
-Halving::Halving(const Pof2Fold& f, int64_t vrank) : lg(f.lg()) {
+Halving::Halving(const Pof2Fold& f, int64_t vrank, bool down) : lg(f.lg()), distance_down(down) {
   int64_t lo = 0, hi = f.pof2;
   for (int k = 0; k < lg; ++k) {
     const int64_t mid = lo + (hi - lo) / 2;
-    if ((vrank >> k) & 1) {
+    if (vrank & distance(k)) {
       stages[static_cast<size_t>(k)] = {mid, hi, lo, mid};
       lo = mid;
     } else {
@@ -20,8 +20,9 @@ Halving::Halving(const Pof2Fold& f, int64_t vrank) : lg(f.lg()) {
 
 ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
                                      const Blocks& blk, BufId vec, OpId vec_ready, BufId tmp,
-                                     int64_t tmp_base, OpId tmp_free, uint16_t stage0) {
-  const Halving h(f, vrank);
+                                     int64_t tmp_base, OpId tmp_free, uint16_t stage0,
+                                     bool distance_down) {
+  const Halving h(f, vrank, distance_down);
   ScatterResult res;
   res.sent.fill(kNoOp);
   res.ready = vec_ready;
@@ -29,7 +30,7 @@ ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t 
   for (int k = 0; k < h.lg; ++k) {
     const auto& st = h.stages[static_cast<size_t>(k)];
     b.set_stage(static_cast<uint16_t>(stage0 + k));
-    const int64_t vpeer = vrank ^ (int64_t{1} << k);
+    const int64_t vpeer = vrank ^ h.distance(k);
     const int64_t peer = f.real(vpeer);
     const Region give = blk.region(vec, st.send_lo, st.send_hi);
     const Region keep = blk.region(vec, st.keep_lo, st.keep_hi);
@@ -46,13 +47,13 @@ ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t 
 
 std::vector<OpId> allgather_doubling(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
                                      const Blocks& blk, BufId vec, const ScatterResult& rs,
-                                     uint16_t stage0) {
-  const Halving h(f, vrank);
+                                     uint16_t stage0, bool distance_down) {
+  const Halving h(f, vrank, distance_down);
   std::vector<OpId> writers{rs.ready};
   for (int k = h.lg - 1; k >= 0; --k) {
     const auto& st = h.stages[static_cast<size_t>(k)];
     b.set_stage(static_cast<uint16_t>(stage0 + (h.lg - 1 - k)));
-    const int64_t peer = f.real(vrank ^ (int64_t{1} << k));
+    const int64_t peer = f.real(vrank ^ h.distance(k));
     const Region have = blk.region(vec, st.keep_lo, st.keep_hi);
     const Region get = blk.region(vec, st.send_lo, st.send_hi);
     if (have.len > 0) b.send(peer, have, writers);

@@ -26,7 +26,12 @@ void for_each_segment(const Blocks& blk, BufId buf, int64_t q, int64_t seg, F&& 
 
 RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, OpId out_ready,
                                BufId tmp, uint16_t stage0) {
-  const int64_t P = blk.nb, r = b.rank();
+  return reduce_scatter_ring(b, blk, kOut, 0, seg, out_ready, tmp, stage0);
+}
+
+RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, BufId vec, int64_t origin,
+                               int64_t seg, OpId out_ready, BufId tmp, uint16_t stage0) {
+  const int64_t P = blk.nb, r = b.rank(), v = mod(r - origin, P);
   const int64_t next = mod(r + 1, P), prev = mod(r - 1, P);
   RingResult res;
   res.step_begin.push_back(0);
@@ -35,14 +40,14 @@ RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, O
   for (int64_t s = 0; s + 1 < P; ++s) {
     b.set_stage(static_cast<uint16_t>(std::min<int64_t>(stage0 + s, 65535)));  // labels saturate
     // Step 0 sends the own copy of the input; later steps the block reduced in the step before.
-    for_each_segment(blk, kOut, mod(r - s, P), seg, [&](int64_t g, Region piece) {
+    for_each_segment(blk, vec, mod(v - s, P), seg, [&](int64_t g, Region piece) {
       const OpId dep = s == 0 ? out_ready : reduced[static_cast<size_t>(g)];
       res.sends.push_back(b.send(next, piece, {dep}));
     });
     res.step_begin.push_back(res.sends.size());
     reduced.clear();
-    const int64_t base = blk.begin(mod(r - s - 1, P));
-    for_each_segment(blk, kOut, mod(r - s - 1, P), seg, [&](int64_t g, Region piece) {
+    const int64_t base = blk.begin(mod(v - s - 1, P));
+    for_each_segment(blk, vec, mod(v - s - 1, P), seg, [&](int64_t g, Region piece) {
       const auto gi = static_cast<size_t>(g);
       if (tmp_free.size() <= gi) tmp_free.resize(gi + 1, kNoOp);
       const Region t{tmp, piece.off - base, piece.len};
@@ -59,26 +64,39 @@ RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, O
 std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
                                  const RingResult& rs, uint16_t stage0) {
   const int64_t P = blk.nb, r = b.rank();
+  // Block u arrives at step s = r - u, when block r - s left this rank in the reduce-scatter:
+  // its receive must not overwrite it while that send is in flight.
+  const BlockFree gone = [&](int64_t u, int64_t g) {
+    const auto s = static_cast<size_t>(mod(r - u, P));
+    return rs.sends[rs.step_begin[s] + static_cast<size_t>(g)];
+  };
+  return ring_allgather(b, blk, kOut, P - 1, seg, rs.final_ready, gone, stage0);
+}
+
+std::vector<OpId> ring_allgather(RankBuilder& b, const Blocks& blk, BufId buf, int64_t origin,
+                                 int64_t seg, const std::vector<OpId>& have, const BlockFree& free,
+                                 uint16_t stage0) {
+  const int64_t P = blk.nb, r = b.rank(), v = mod(r - origin, P);
   const int64_t next = mod(r + 1, P), prev = mod(r - 1, P);
-  std::vector<OpId> last = rs.final_ready;  // per segment: what wrote the block to send next
-  std::vector<OpId> writers = rs.final_ready;
+  std::vector<OpId> last = have;  // per segment: what wrote the block to send next
+  std::vector<OpId> writers = have;
   std::vector<OpId> received;
+  const auto writer = [&](int64_t g) {
+    return last.size() == 1                       ? last[0]
+           : static_cast<size_t>(g) < last.size() ? last[static_cast<size_t>(g)]
+                                                  : kNoOp;
+  };
   for (int64_t s = 0; s + 1 < P; ++s) {
     b.set_stage(static_cast<uint16_t>(std::min<int64_t>(stage0 + s, 65535)));  // labels saturate
-    for_each_segment(blk, kOut, mod(r + 1 - s, P), seg, [&](int64_t g, Region piece) {
-      b.send(next, piece, {last[static_cast<size_t>(g)]});
-    });
-    // Block r - s left this rank at step s of the reduce-scatter: its receive must not
-    // overwrite it while that send is in flight.
-    const std::span<const OpId> gone = std::span<const OpId>(rs.sends).subspan(
-        rs.step_begin[static_cast<size_t>(s)],
-        rs.step_begin[static_cast<size_t>(s) + 1] - rs.step_begin[static_cast<size_t>(s)]);
+    for_each_segment(blk, buf, mod(v - s, P), seg,
+                     [&](int64_t g, Region piece) { b.send(next, piece, {writer(g)}); });
     received.clear();
-    for_each_segment(blk, kOut, mod(r - s, P), seg, [&](int64_t g, Region piece) {
-      received.push_back(b.recv(prev, piece, {gone[static_cast<size_t>(g)]}));
+    const int64_t u = mod(v - s - 1, P);
+    for_each_segment(blk, buf, u, seg, [&](int64_t g, Region piece) {
+      received.push_back(b.recv(prev, piece, {free ? free(u, g) : kNoOp}));
     });
     writers.insert(writers.end(), received.begin(), received.end());
-    last = received;
+    if (!received.empty()) last = received;
   }
   return writers;
 }

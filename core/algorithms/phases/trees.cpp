@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "collkit/phases.hpp"
+
 namespace collkit::phases {
 
 void tree_node(const Tree& t, int64_t n, int64_t v, TreeNode& out) {
@@ -159,43 +161,122 @@ void reduce_to_root(RankBuilder& b, const Tree& t, int64_t root, int64_t count, 
   }
 }
 
+namespace {
+// The pieces of positions [lo, hi): split where they cross bt.split.
+template <class F>
+void for_each_piece(const BlockTree& bt, int64_t lo, int64_t hi, F&& f) {
+  if (lo < bt.split && bt.split < hi) {
+    f(lo, bt.split);
+    f(bt.split, hi);
+  } else {
+    f(lo, hi);
+  }
+}
+}  // namespace
+
+ScatterDown scatter_down(RankBuilder& b, const BlockTree& bt) {
+  const int64_t P = b.P();
+  const auto rank_of = [&](int64_t u) { return (u % P + bt.root) % P; };
+  ScatterDown sd;
+  sd.v = (b.rank() - bt.root + P) % P;
+  tree_node(bt.t, P, sd.v, sd.node);
+  const int64_t v = sd.v, size = sd.node.size;
+  if (sd.node.parent >= 0)
+    for_each_piece(bt, v, v + size, [&](int64_t lo, int64_t hi) {
+      const Region mine = bt.at(lo, hi);
+      if (mine.len > 0) sd.got.push_back(b.recv(rank_of(sd.node.parent), mine));
+    });
+  sd.sender.assign(static_cast<size_t>(size), kNoOp);
+  const std::vector<int64_t>& ch = sd.node.children;
+  for (size_t i = ch.size(); i-- > 0;) {  // largest subtree first
+    const int64_t c = ch[i], end = i + 1 < ch.size() ? ch[i + 1] : v + size;
+    for_each_piece(bt, c, end, [&](int64_t lo, int64_t hi) {
+      const Region theirs = bt.at(lo, hi);
+      if (theirs.len == 0) return;
+      const OpId s = b.send(rank_of(c), theirs, sd.got);
+      for (int64_t u = lo; u < hi; ++u) sd.sender[static_cast<size_t>(u - v)] = s;
+    });
+  }
+  return sd;
+}
+
+std::vector<OpId> gather_up(RankBuilder& b, const BlockTree& bt, OpId ready) {
+  const int64_t P = b.P();
+  const auto rank_of = [&](int64_t u) { return (u % P + bt.root) % P; };
+  const int64_t v = (b.rank() - bt.root + P) % P;
+  TreeNode node;
+  tree_node(bt.t, P, v, node);
+  std::vector<OpId> got{ready};
+  const std::vector<int64_t>& ch = node.children;
+  for (size_t i = 0; i < ch.size(); ++i) {  // nearest (smallest) subtree first
+    const int64_t c = ch[i], end = i + 1 < ch.size() ? ch[i + 1] : v + node.size;
+    for_each_piece(bt, c, end, [&](int64_t lo, int64_t hi) {
+      const Region theirs = bt.at(lo, hi);
+      if (theirs.len > 0) got.push_back(b.recv(rank_of(c), theirs));
+    });
+  }
+  if (node.parent >= 0)
+    for_each_piece(bt, v, v + node.size, [&](int64_t lo, int64_t hi) {
+      const Region mine = bt.at(lo, hi);
+      if (mine.len > 0) b.send(rank_of(node.parent), mine, got);
+    });
+  got.erase(got.begin());
+  return got;
+}
+
+namespace {
+// Where the blocks of positions [lo, hi) lie on this rank for gather / scatter: at the root in
+// `user` in rank order (a piece never wraps), at a rank with children in `tmp` from its own
+// position v on, at a leaf in `own` (its one block).
+BlockTree rooted_blocks(const Tree& t, int64_t root, int64_t P, int64_t n, int64_t v,
+                        bool has_children, BufId user, BufId own, BufId tmp) {
+  return BlockTree{t, root, P - root, [=](int64_t lo, int64_t hi) {
+                     if (v == 0) return Region{user, (lo + root) % P * n, (hi - lo) * n};
+                     if (has_children) return Region{tmp, (lo - v) * n, (hi - lo) * n};
+                     return Region{own, 0, (hi - lo) * n};
+                   }};
+}
+}  // namespace
+
+void gather_to_root(RankBuilder& b, const Tree& t, int64_t root, int64_t n) {
+  const int64_t P = b.P(), r = b.rank(), v = (r - root + P) % P;
+  TreeNode node;
+  tree_node(t, P, v, node);
+  const bool inner = v != 0 && node.size > 1;
+  const BufId tmp = inner ? b.scratch(node.size * n) : kOut;
+  b.set_stage(0);
+  OpId ready = kNoOp;
+  if (v == 0)
+    ready = b.copy({kOut, r * n, n}, {kIn, 0, n});
+  else if (inner)
+    ready = b.copy({tmp, 0, n}, {kIn, 0, n});
+  gather_up(b, rooted_blocks(t, root, P, n, v, inner, kOut, kIn, tmp), ready);
+}
+
+void scatter_from_root(RankBuilder& b, const Tree& t, int64_t root, int64_t n) {
+  const int64_t P = b.P(), r = b.rank(), v = (r - root + P) % P;
+  TreeNode node;
+  tree_node(t, P, v, node);
+  const bool inner = v != 0 && node.size > 1;
+  const BufId tmp = inner ? b.scratch(node.size * n) : kOut;
+  b.set_stage(0);
+  if (v == 0) b.copy({kOut, 0, n}, {kIn, r * n, n});
+  const ScatterDown sd = scatter_down(b, rooted_blocks(t, root, P, n, v, inner, kIn, kOut, tmp));
+  if (inner) b.copy({kOut, 0, n}, {tmp, 0, n}, sd.got);
+}
+
 void bcast_scatter_allgather(RankBuilder& b, const Tree& t, int64_t root, int64_t count) {
   const int64_t P = b.P();
   if (count == 0 || P == 1) return;
-  const int64_t v = (b.rank() - root + P) % P;
-  const auto rank_of = [&](int64_t u) { return (u % P + root) % P; };
-  const auto begin = [&](int64_t u) { return u * (count / P) + std::min(u, count % P); };
-  const auto blocks = [&](int64_t lo, int64_t hi) {
-    return Region{kOut, begin(lo), begin(hi) - begin(lo)};
-  };
-  TreeNode node;
-  tree_node(t, P, v, node);
-
-  // Phase 1: scatter. sender[u]: the send that read block u (a later receive must wait for it).
+  const Blocks blk{count, P};  // block u: position u's
+  const BlockTree bt{t, root, P, [&](int64_t lo, int64_t hi) { return blk.region(kOut, lo, hi); }};
+  // Phase 1: scatter. A block's receive in the ring must wait for the scatter's send of it.
   b.set_stage(0);
-  std::vector<OpId> sender(static_cast<size_t>(P), kNoOp);
-  OpId got = kNoOp;
-  const Region mine = blocks(v, v + node.size);
-  if (node.parent >= 0 && mine.len > 0) got = b.recv(rank_of(node.parent), mine);
-  for (size_t i = node.children.size(); i-- > 0;) {  // largest subtree first
-    const int64_t c = node.children[i];
-    const int64_t end = i + 1 < node.children.size() ? node.children[i + 1] : v + node.size;
-    const Region theirs = blocks(c, end);
-    if (theirs.len == 0) continue;
-    const OpId s = b.send(rank_of(c), theirs, {got});
-    for (int64_t u = c; u < end; ++u) sender[static_cast<size_t>(u)] = s;
-  }
-
+  const ScatterDown sd = scatter_down(b, bt);
   // Phase 2: ring allgather over the positions.
-  OpId last = got;  // what wrote the block sent next
-  for (int64_t s = 0; s + 1 < P; ++s) {
-    b.set_stage(static_cast<uint16_t>(std::min<int64_t>(s + 1, 65535)));
-    const Region out = blocks((v - s + P) % P, (v - s + P) % P + 1);
-    const int64_t q = (v - s - 1 + P) % P;
-    const Region in = blocks(q, q + 1);
-    if (out.len > 0) b.send(rank_of(v + 1), out, {last});
-    if (in.len > 0) last = b.recv(rank_of(v + P - 1), in, {sender[static_cast<size_t>(q)]});
-  }
+  ring_allgather(
+      b, blk, kOut, root, 0, {sd.got.empty() ? kNoOp : sd.got[0]},
+      [&](int64_t u, int64_t) { return sd.sent_by(u); }, 1);
 }
 
 void gather_release(RankBuilder& b, const Tree& t) {

@@ -8,6 +8,7 @@
 // splits the ranks at the root into two such trees, see reduce_to_root.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "collkit/schedule.hpp"
@@ -62,12 +63,51 @@ void bcast_down(RankBuilder& b, const Tree& t, int64_t root, int64_t count, int6
 // `out` (MPI's recvbuf is not significant there).
 void reduce_to_root(RankBuilder& b, const Tree& t, int64_t root, int64_t count, int64_t seg_elems);
 
+// Blocks of P positions relative to a root (position v is rank (v + root) mod P) moved along tree
+// t, one block per position: the scatter of scatter:* and bcast:scatter_allgather, the gather of
+// gather:*. The blocks of a range of positions go as one message, or as two where the range
+// crosses position `split` (scatter/gather: P - root, where the ranks wrap to 0, so that every
+// piece is contiguous in rank order too; P: never). Empty pieces are not sent.
+struct BlockTree {
+  const Tree& t;
+  int64_t root = 0;
+  int64_t split = 0;
+  // Where this rank holds the blocks of positions [lo, hi), a range that does not cross `split`.
+  std::function<Region(int64_t lo, int64_t hi)> at;
+};
+
+struct ScatterDown {
+  int64_t v = 0;                   // this rank's position
+  TreeNode node;                   // its tree node: the subtree is [v, v + node.size)
+  std::vector<OpId> got;           // the receives of the subtree's blocks (none at the root)
+  std::vector<OpId> sender;        // per position v + i of the subtree: the send that read it
+  OpId sent_by(int64_t u) const {  // kNoOp outside the subtree or for a block never sent
+    const int64_t i = u - v;
+    return i >= 0 && i < static_cast<int64_t>(sender.size()) ? sender[static_cast<size_t>(i)]
+                                                             : kNoOp;
+  }
+};
+// Scatter down the tree: a rank receives the blocks of its subtree from its parent and passes
+// each child the blocks of the child's subtree, largest subtree first.
+ScatterDown scatter_down(RankBuilder& b, const BlockTree& bt);
+
+// Gather up the tree: a rank receives each child's subtree blocks (nearest child, the smallest
+// subtree, first), then sends the blocks of its own subtree to its parent after `ready` (the op
+// that put its own block in place) and those receives. Returns the receives.
+std::vector<OpId> gather_up(RankBuilder& b, const BlockTree& bt, OpId ready);
+
+// The gather and scatter collectives along tree t, n elements per block (gather:* and scatter:*).
+// The root holds the P blocks in rank order in `out` (gather) or `in` (scatter) and moves them in
+// place; a rank with children holds its subtree's blocks in scratch, a leaf only its own block.
+// Both are in-place safe: the root's own block is the one copy it makes, onto itself under
+// MPI_IN_PLACE (the spec's in_place_at / in_place_out_at).
+void gather_to_root(RankBuilder& b, const Tree& t, int64_t root, int64_t n);
+void scatter_from_root(RankBuilder& b, const Tree& t, int64_t root, int64_t n);
+
 // Bcast as scatter + allgather (van de Geijn): out[0:count] is cut into P blocks (the first
 // count % P one element longer), block u belonging to the rank at position u relative to the root.
-// 1. scatter down tree t: a rank receives the blocks of its subtree from its parent in one message
-//    and passes each child the blocks of the child's subtree;
-// 2. ring allgather over the positions: at step s (0 .. P-2) a rank sends block v - s to v + 1 and
-//    receives block v - s - 1 from v - 1. Empty blocks are never sent.
+// 1. scatter down tree t (scatter_down, scatter:binomial's phase for the binomial tree);
+// 2. ring allgather over the positions (ring_allgather, allgather:ring's phase).
 void bcast_scatter_allgather(RankBuilder& b, const Tree& t, int64_t root, int64_t count);
 
 // Zero-length messages up tree t (rooted at rank 0) and back down: every rank leaves only after

@@ -2,7 +2,9 @@
 //               then a binomial gather of the blocks to the root.
 // Phases:       1. fold to pof2 = 2^floor(lg P) ranks (MPICH pre-step; in the root's pair the
 //                  root stays, in the others the odd rank);
-//               2. reduce-scatter by recursive halving over pof2 blocks of floor/ceil size;
+//               2. reduce-scatter by recursive halving over pof2 blocks of floor/ceil size
+//                  (phases::reduce_scatter_halving, the phase of reduce_scatter_block:halving and
+//                  :noncommutative);
 //               3. gather to the root along a binomial tree, the halving's stages in reverse:
 //                  messages of n/pof2, 2n/pof2, ..., n/2 elements.
 // Cost:         2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma  (P = 2^k);

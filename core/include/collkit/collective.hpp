@@ -13,7 +13,17 @@
 
 namespace collkit {
 
-enum class Collective : uint8_t { allreduce, reduce, bcast, alltoall, barrier };
+enum class Collective : uint8_t {
+  allreduce,
+  reduce,
+  bcast,
+  alltoall,
+  barrier,
+  allgather,
+  reduce_scatter_block,
+  gather,
+  scatter,
+};
 
 // How many count-sized blocks a buffer holds.
 enum class Blocks : uint8_t { none, one, P };
@@ -61,10 +71,14 @@ struct CollectiveSpec {
   BufferShape in, out;
   // The root's input lives in `out` at the start (MPI_Bcast has one buffer): `in` is empty.
   bool root_input_in_out = false;
-  // MPI_IN_PLACE: on these ranks `in` is the same memory as `out`, with in[k] at
-  // out[in_place_offset(k)] (SourceIndex::same: k; own_block: r * n + k).
+  // MPI_IN_PLACE: on these ranks `in` and `out` are one buffer, with in[k] at
+  // in_place_offset(k) and out[i] at in_place_out_offset(i) (SourceIndex::same: k, i;
+  // own_block: r * n + k): MPI_Allgather's input at out[r n], MPI_Scatter's root keeping its
+  // block where it is, in[root n]. The buffer is as large as the larger of the two
+  // (in_place_elems): MPI_Reduce_scatter_block reads its P blocks from the receive buffer.
   Ranks in_place = Ranks::none;
   SourceIndex in_place_at = SourceIndex::same;
+  SourceIndex in_place_out_at = SourceIndex::same;
   Postcondition post;
 
   bool reduction() const { return post.kind == Postcondition::Kind::reduced; }
@@ -99,7 +113,10 @@ Expected expected_out(const CollectiveSpec& c, int64_t P, int64_t n, int64_t roo
                       int64_t i);
 // Whether `rank` is one whose `out` the postcondition (ranks == root: only the root) speaks of.
 bool applies_to(Ranks ranks, int64_t root, int64_t rank);
-// Where in[k] lies in `out` under MPI_IN_PLACE on `rank`.
+// Where in[k] and out[i] lie in the one buffer under MPI_IN_PLACE on `rank`.
 int64_t in_place_offset(const CollectiveSpec& c, int64_t n, int64_t rank, int64_t k);
+int64_t in_place_out_offset(const CollectiveSpec& c, int64_t n, int64_t rank, int64_t i);
+// Elements of that buffer: it holds both (saturates like buffer_elems).
+int64_t in_place_elems(const CollectiveSpec& c, int64_t P, int64_t n, int64_t root, int64_t rank);
 
 }  // namespace collkit

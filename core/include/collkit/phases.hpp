@@ -9,6 +9,7 @@
 #include <any>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,19 @@
 
 namespace collkit::phases {
 
-// n elements cut into nb blocks, the first n % nb of them one element longer.
+// n elements cut into nb blocks, the first n % nb of them one element longer. Or, with `unit`
+// set, the blocks of the fold (Pof2Fold) over P blocks of `unit` elements: virtual block i is
+// the real blocks of the ranks it stands for, 2i and 2i+1 for i < rem, else i + rem
+// (reduce_scatter_block:halving on P != 2^k).
 struct Blocks {
   int64_t n = 0;
   int64_t nb = 1;
-  int64_t begin(int64_t i) const { return i * (n / nb) + (i < n % nb ? i : n % nb); }
+  int64_t unit = 0;
+  int64_t rem = 0;
+  int64_t begin(int64_t i) const {
+    if (unit > 0) return unit * (i < rem ? 2 * i : i + rem);
+    return i * (n / nb) + (i < n % nb ? i : n % nb);
+  }
   // Blocks [lo, hi) of buffer `buf`, as one region.
   Region region(BufId buf, int64_t lo, int64_t hi) const {
     return Region{buf, begin(lo), begin(hi) - begin(lo)};
@@ -57,14 +66,19 @@ OpId unfold(RankBuilder& b, const Pof2Fold& f, Region vec, Deps ready, OpId sent
 // partner is vrank ^ 2^k, the current block range is halved and the lower virtual rank keeps the
 // lower half. Every element is thus combined with the tree of recursive doubling (neighbours
 // first), the lower group's partial result on the left: the tree of allreduce:rd.
+// With `distance_down` (MPICH's reduce_scatter for commutative ops) the partner of stage k is
+// vrank ^ 2^(lg-1-k) instead: vrank v ends with block v, but an element's operands meet out of
+// rank order (commutative ops only).
 struct Halving {
   struct Stage {
     int64_t keep_lo, keep_hi;  // blocks kept (and reduced into) at this stage
     int64_t send_lo, send_hi;  // blocks sent to the partner at this stage
   };
   int lg = 0;
+  bool distance_down = false;
   std::array<Stage, 64> stages{};
-  Halving(const Pof2Fold& f, int64_t vrank);
+  Halving(const Pof2Fold& f, int64_t vrank, bool distance_down = false);
+  int64_t distance(int k) const { return int64_t{1} << (distance_down ? lg - 1 - k : k); }
 };
 
 struct ScatterResult {
@@ -73,20 +87,23 @@ struct ScatterResult {
   OpId tmp_free = kNoOp;        // the last op that read `tmp`
 };
 
-// Reduce-scatter by recursive halving. `vec` (whole vector, blocks of `blk`) holds the rank's
-// contribution (written by `vec_ready`); received halves go into `tmp` at the same offsets minus
-// `tmp_base`. Messages with no elements are skipped on both sides. Stages are labelled from
-// `stage0` on.
+// Reduce-scatter by recursive halving (Rabenseifner's and reduce_scatter_block:halving's phase).
+// `vec` (whole vector, blocks of `blk`) holds the rank's contribution (written by `vec_ready`);
+// received halves go into `tmp` at the same offsets minus `tmp_base`. Messages with no elements are
+// skipped on both sides. Stages are labelled from `stage0` on.
 ScatterResult reduce_scatter_halving(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
                                      const Blocks& blk, BufId vec, OpId vec_ready, BufId tmp,
-                                     int64_t tmp_base, OpId tmp_free, uint16_t stage0);
+                                     int64_t tmp_base, OpId tmp_free, uint16_t stage0,
+                                     bool distance_down = false);
 
 // Allgather by recursive doubling, the reverse of the halving: at stage k = lg-1 .. 0 exchange
-// the blocks held with the partner vrank ^ 2^k. Returns every op that wrote `vec` (for the
+// the blocks held with the partner vrank ^ 2^k (Rabenseifner's allgather); with
+// `distance_down`, the reverse of that halving: partner vrank ^ 2^(lg-1-k), vrank v starting
+// from block v (allgather:rd on 2^k ranks, MPICH's). Returns every op that wrote `vec` (for the
 // unfold's send).
 std::vector<OpId> allgather_doubling(RankBuilder& b, const Pof2Fold& f, int64_t vrank,
                                      const Blocks& blk, BufId vec, const ScatterResult& rs,
-                                     uint16_t stage0);
+                                     uint16_t stage0, bool distance_down = false);
 
 // Gather of the scattered blocks to virtual rank `vroot` along a binomial tree, the reverse of
 // the halving: at stage k = lg-1 .. 0 the rank whose bit k differs from vroot's sends all it
@@ -110,10 +127,26 @@ struct RingResult {
 // by `out_ready`): in-place safe (MPI_IN_PLACE: `in` is `out`). Rank r ends with block r + 1.
 RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, int64_t seg, OpId out_ready,
                                BufId tmp, uint16_t stage0);
+// The same over positions v = r - origin of the vector in `vec`: rank r ends with block
+// r - origin + 1 (reduce_scatter_block:ring's phase, origin 1: its own block).
+RingResult reduce_scatter_ring(RankBuilder& b, const Blocks& blk, BufId vec, int64_t origin,
+                               int64_t seg, OpId out_ready, BufId tmp, uint16_t stage0);
 // Allgather ring after reduce_scatter_ring: at step s rank r sends block r + 1 - s and receives
-// block r - s from r - 1. Returns the ops that wrote `out` last.
+// block r - s from r - 1 (ring_allgather with origin -1). Returns the ops that wrote `out` last.
 std::vector<OpId> allgather_ring(RankBuilder& b, const Blocks& blk, int64_t seg,
                                  const RingResult& rs, uint16_t stage0);
+
+// The ring allgather, allgather:ring's phase: P positions, position v at rank (v + origin) mod P
+// holding block v of `buf` (blocks of `blk`, P = blk.nb). At step s (0 .. P-2) it sends block
+// v - s to position v + 1 and receives block v - s - 1 from v - 1, each block cut into segments of
+// at most `seg` elements (0: whole). `have[g]`: the op that wrote segment g of block v (a single
+// entry stands for every segment); `free(u, g)`: the op that must complete before segment g of
+// block u is overwritten (may be empty: none). Empty blocks are not sent. Stages are labelled
+// from `stage0` on. Returns `have` and every receive.
+using BlockFree = std::function<OpId(int64_t block, int64_t segment)>;
+std::vector<OpId> ring_allgather(RankBuilder& b, const Blocks& blk, BufId buf, int64_t origin,
+                                 int64_t seg, const std::vector<OpId>& have, const BlockFree& free,
+                                 uint16_t stage0);
 
 // Reduce-scatter / allgather over all P ranks without the fold, eliminating one rank per odd
 // group at each level (Rabenseifner and Traeff 2004): 3-2 (a triple ends as two ranks holding

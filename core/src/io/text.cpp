@@ -254,12 +254,13 @@ bool HeaderReader::line(Scanner& sc) {
     case 0: {
       sc.skip_ws();
       size_t cb = sc.pos();
-      std::string_view c = sc.ident("a collective (allreduce, reduce, bcast, alltoall, barrier)");
+      const std::string what = "a collective (" + std::string(collective_names()) + ")";
+      std::string_view c = sc.ident(what);
       try {
         h.collective = collective_from_string(c);
       } catch (const Error&) {
         sc.set_pos(cb);
-        sc.fail_here("a collective (allreduce, reduce, bcast, alltoall, barrier)");
+        sc.fail_here(what);
       }
       break;
     }

@@ -37,12 +37,12 @@ void Verifier::init_memory() {
     RankView v = s_.rank(r);
     auto& m = mem_[static_cast<size_t>(r)];
     m.resize(1 + v.scratch.size());
-    m[0].assign(static_cast<size_t>(h_.out_elems(r)), kUndef);
+    m[0].assign(static_cast<size_t>(out_elems(r)), kUndef);
     for (size_t k = 0; k < v.scratch.size(); ++k)
       m[k + 1].assign(static_cast<size_t>(v.scratch[k]), kUndef);
     if (c_.root_input_in_out && r == h_.root)
       for (int64_t i = 0; i < h_.count; ++i) m[0][static_cast<size_t>(i)] = expr_->leaf(r, i);
-    if (opts_.in_place && applies_to(c_.in_place, h_.root, r))
+    if (aliased(r))
       for (int64_t k = 0; k < h_.in_elems(r); ++k)
         m[0][static_cast<size_t>(in_place_offset(c_, h_.count, r, k))] = expr_->leaf(r, k);
   }

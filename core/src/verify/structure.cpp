@@ -23,7 +23,7 @@ void Verifier::check_op(int64_t r, const RankView& v, size_t i) {
     return;
   }
   auto region_ok = [&](BufId b, int64_t off, const char* what) {
-    int64_t size = v.buffer_elems(h_, b);
+    int64_t size = b == kOut ? out_elems(r) : v.buffer_elems(h_, b);
     if (op.len < 0) {
       bad("negative length " + std::to_string(op.len));
       return;

@@ -96,10 +96,10 @@ std::string Verifier::where_g(uint32_t g) const {
   return where(r, local(g, r), s_.rank(r));
 }
 
-// The schedule an executor runs under MPI_IN_PLACE: on the aliased ranks every access to `in`
-// becomes an access to `out` where the spec puts the input, and a copy of a region onto itself
-// becomes an empty compute (the executor skips it). Dependencies, op indices and messages are
-// unchanged, so diagnoses still name the ops of the original schedule.
+// The schedule an executor runs under MPI_IN_PLACE: on the aliased ranks `in` and `out` are one
+// buffer (held as `out`), every access to either moved to where the spec puts it, and a copy of a
+// region onto itself becomes an empty compute (the executor skips it). Dependencies, op indices
+// and messages are unchanged, so diagnoses still name the ops of the original schedule.
 Schedule in_place_schedule(const Schedule& s) {
   const ScheduleHeader& h = s.header;
   const CollectiveSpec& c = h.spec();
@@ -118,24 +118,26 @@ Schedule in_place_schedule(const Schedule& s) {
     p.clear(r);
     p.scratch.assign(v.scratch.begin(), v.scratch.end());
     const bool alias = applies_to(c.in_place, h.root, r);
-    const int64_t shift = in_place_offset(c, h.count, r, 0);
+    const int64_t in_at = in_place_offset(c, h.count, r, 0);
+    const int64_t out_at = in_place_out_offset(c, h.count, r, 0);
+    // Where an access to buffer b at offset off goes in the one buffer.
+    const auto move = [&](BufId& b, int64_t& off) {
+      if (b == kIn) {
+        b = kOut;
+        off += in_at;
+      } else if (b == kOut) {
+        off += out_at;
+      }
+    };
     for (size_t i = 0; i < v.size(); ++i) {
       Op op = v.ops[i];
       if (alias) {
-        if (op.kind == OpKind::copy && op.src == kIn && op.buf == kOut &&
-            op.src_off + shift == op.off) {
+        if (op.kind != OpKind::compute && op.kind != OpKind::sleep) move(op.buf, op.off);
+        if (op.kind == OpKind::copy || op.kind == OpKind::reduce) move(op.src, op.src_off);
+        if (op.kind == OpKind::copy && op.src == op.buf && op.src_off == op.off) {
           op = Op{};
           op.kind = OpKind::compute;
           op.len = 0;
-        } else {
-          if (op.src == kIn && (op.kind == OpKind::copy || op.kind == OpKind::reduce)) {
-            op.src = kOut;
-            op.src_off += shift;
-          }
-          if (op.buf == kIn && op.kind == OpKind::send) {
-            op.buf = kOut;
-            op.off += shift;
-          }
         }
       }
       p.append(op, v.deps_of(i), v.stage[i]);

@@ -32,7 +32,17 @@ class Verifier {
 
   // After run(): the final value of out[i] on rank r.
   Val out_value(int64_t r, int64_t i) const {
-    return mem_[static_cast<size_t>(r)][0][static_cast<size_t>(i)];
+    return mem_[static_cast<size_t>(r)][0][static_cast<size_t>(out_base(r) + i)];
+  }
+
+  // Whether rank r runs with MPI_IN_PLACE: its `out` is the one buffer of in_place_schedule,
+  // in_place_elems long, the collective's out[i] at out_base(r) + i.
+  bool aliased(int64_t r) const { return opts_.in_place && applies_to(c_.in_place, h_.root, r); }
+  int64_t out_elems(int64_t r) const {
+    return aliased(r) ? in_place_elems(c_, h_.P, h_.count, h_.root, r) : h_.out_elems(r);
+  }
+  int64_t out_base(int64_t r) const {
+    return aliased(r) ? in_place_out_offset(c_, h_.count, r, 0) : 0;
   }
 
  private:

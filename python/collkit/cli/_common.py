@@ -16,6 +16,7 @@ from rich.table import Table
 
 from collkit import placement, units
 from collkit.algorithms import Algorithm
+from collkit.collectives import ROOTED, count_unit
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.placement import Placement
 
@@ -294,7 +295,7 @@ def add_size_arguments(
         type=parse_count_list if lists else parse_count,
         default=None,
         metavar="LIST" if lists else "C",
-        help=f"elements per rank (alltoall: per block){': 0,1,7 or 0..8' if lists else ''}; "
+        help=f"elements {count_unit()}{': 0,1,7 or 0..8' if lists else ''}; "
         f"default {DEFAULT_COUNT}",
     )
     if with_bytes:
@@ -303,7 +304,7 @@ def add_size_arguments(
             type=parse_bytes,
             default=None,
             metavar="SIZE",
-            help="bytes per rank instead of --count (rounded up to whole elements)",
+            help="bytes (count x element size) instead of --count (rounded up to whole elements)",
         )
     p.add_argument(
         "--elem-size",
@@ -317,7 +318,7 @@ def add_size_arguments(
         type=parse_rank,
         default=0,
         metavar="R",
-        help=root_help or "root rank of reduce / bcast (default 0)",
+        help=root_help or f"root rank of {' / '.join(ROOTED)} (default 0)",
     )
 
 

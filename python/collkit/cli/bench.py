@@ -106,7 +106,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-validate", action="store_true", help="skip checking results vs native")
     p.add_argument("--raw", action="store_true", help="keep every sample in the JSON lines")
     p.add_argument(
-        "--root", type=parse_rank, default=0, metavar="R", help="root of reduce / bcast (default 0)"
+        "--root",
+        type=parse_rank,
+        default=0,
+        metavar="R",
+        help=f"root of {' / '.join(ROOTED)} (default 0)",
     )
     p.add_argument(
         "--map-by",

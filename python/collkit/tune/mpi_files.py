@@ -87,7 +87,17 @@ MPICH_CONTAINERS: dict[str, dict[str, str]] = {
 }
 
 # Open MPI's collective ids (COLLTYPE_T in coll_base_functions.h).
-OPENMPI_IDS = {"allreduce": 2, "alltoall": 3, "barrier": 6, "bcast": 7, "reduce": 11}
+OPENMPI_IDS = {
+    "allgather": 0,
+    "allreduce": 2,
+    "alltoall": 3,
+    "barrier": 6,
+    "bcast": 7,
+    "gather": 9,
+    "reduce": 11,
+    "reduce_scatter_block": 13,
+    "scatter": 15,
+}
 
 
 def _base(name: str) -> str:
@@ -166,7 +176,7 @@ def mpich_file(choices: Sequence[Choice], default_tree: dict[str, Any]) -> dict[
                 chain[f"avg_msg_size<{ranges[0][0]}"] = orig_intra
             for c, (_, hi) in zip(cs, ranges, strict=True):
                 name, _how = mpi_choice(c, "mpich:")
-                cont = MPICH_CONTAINERS[coll].get(name.split(":", 1)[1]) if name else None
+                cont = MPICH_CONTAINERS.get(coll, {}).get(name.split(":", 1)[1]) if name else None
                 chain[f"avg_msg_size<={hi}"] = {f"algorithm={cont}": {}} if cont else orig_intra
             chain["avg_msg_size=any"] = orig_intra
             if P > 1:

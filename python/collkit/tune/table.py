@@ -9,9 +9,9 @@ what the interposition library (libcollkit_pmpi.so) reads from COLLKIT_TUNING:
          "source": "measured", "median_us": 3.1, "native_median_us": 4.2, "speedup": 1.35,
          "p_value": 1e-9, "ci95": [1.2, 1.5]}, ...]}
 
-`bytes` is count x type size per rank (alltoall: per block); both ranges are inclusive. The first
-rule that covers a call wins; a call no rule covers, and a rule whose algorithm is "native", go
-to the MPI's own collective.
+`bytes` is count x type size per rank (per block: collectives.PER_BLOCK); both ranges are
+inclusive. The first rule that covers a call wins; a call no rule covers, and a rule whose
+algorithm is "native", go to the MPI's own collective.
 """
 
 from __future__ import annotations

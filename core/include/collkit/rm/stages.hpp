@@ -50,6 +50,33 @@ struct Plan {
   std::vector<int64_t> mask;
   // The collapse of a split schedule, the remainder of a merged one (0 otherwise).
   int64_t threshold = 0, collapse_base = 0, remainder = 0;
+
+  // Active virtual rank of real rank x on the hypercuboid; -1 for collapsed-away and remainder
+  // ranks. A split schedule's collapsed group is represented by its last rank.
+  int64_t virtual_rank(int64_t x) const {
+    if (shape == Shape::split) {
+      const int64_t T = threshold, B = collapse_base;
+      if (x < T) return x % B == B - 1 ? x / B : -1;
+      return x - T / B * (B - 1);
+    }
+    if (shape == Shape::merged) return x < remainder ? -1 : x - remainder;
+    return x;
+  }
+  int64_t real_rank(int64_t w) const {
+    if (shape == Shape::split) {
+      const int64_t T = threshold, B = collapse_base;
+      return w < T / B ? w * B + B - 1 : w + T / B * (B - 1);
+    }
+    if (shape == Shape::merged) return w + remainder;
+    return w;
+  }
+  // The first of the real ranks virtual rank w stands for (its collapsed group's first), for
+  // w in [0, inner]; first_rank(inner) = P. Virtual ranks keep the real ranks' order.
+  int64_t first_rank(int64_t w) const {
+    if (w >= inner) return P;
+    if (shape == Shape::split && w < threshold / collapse_base) return w * collapse_base;
+    return real_rank(w);
+  }
 };
 
 // One stage, "a8" / "c6m2" / "m1g2a3". Throws Error(name) for anything else.

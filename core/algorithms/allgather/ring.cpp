@@ -1,0 +1,43 @@
+// Algorithm:    allgather:ring, P - 1 steps around the ring
+// Phases:       1. copy the own input into out block r (nothing under MPI_IN_PLACE: it is there);
+//               2. P - 1 steps: at step s rank r sends block r - s to r + 1 and receives block
+//                  r - s - 1 from r - 1 (phases::ring_allgather, bcast:scatter_allgather's and
+//                  allreduce:ring's allgather too).
+// Cost:         (P - 1)(alpha + n beta)   (n: bytes per block)
+// Restrictions: none (any P, any count)
+// Reference:    MPICH MPIR_Allgather_intra_ring; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005
+#include "collkit/phases.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_ring(const GenArgs& a, RankBuilder& b) {
+  const int64_t P = a.header.P, n = a.header.count, r = b.rank();
+  b.set_stage(0);
+  const OpId own = b.copy({kOut, r * n, n}, {kIn, 0, n});
+  phases::ring_allgather(b, phases::Blocks{P * n, P}, kOut, 0, 0, {own}, {}, 1);
+}
+
+Cost cost_ring(const CostArgs& a) {
+  const auto steps = static_cast<double>(a.P - 1);
+  return {steps, steps * a.bytes, 0};
+}
+
+const Registrar reg{{
+    .collective = Collective::allgather,
+    .name = "ring",
+    .summary = "P - 1 ring steps, each rank passing on the block it got last (long messages)",
+    .phases = "copy the own block into place; at step s rank r sends block r - s to r + 1 and "
+              "receives block r - s - 1 from r - 1",
+    .cost = "(P - 1)(alpha + n beta)",
+    .reference = "MPICH MPIR_Allgather_intra_ring; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .params = {},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_ring,
+    .model = cost_ring,
+}};
+
+}  // namespace
+}  // namespace collkit
