@@ -24,6 +24,7 @@ HIER = [
     "allreduce:hier(inter=allreduce:hier(inter=allreduce:rabenseifner))",  # nested
 ]
 BRUCK_LOCAL = ["alltoall:bruck_local", "alltoall:bruck_local(r=3)", "alltoall:bruck_local(r=auto)"]
+ALLGATHER = ["allgather:hier", "allgather:hier(gather=gather:linear,inter=allgather:ring)"]
 P_SWEEP = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 24, 32]
 
 
@@ -41,12 +42,15 @@ def _verify(name: str, P: int, placement: collkit.Placement, count: int) -> bool
     comm = algo.needs_commutative(placement)
     r = collkit.verify(s, commutative=comm)
     assert r.ok, (name, P, placement, r.summary())
+    if algo.collective == "allgather":  # MPI_IN_PLACE: the input is the rank's block of out
+        r = collkit.verify(s, in_place=True)
+        assert r.ok, (name, P, placement, "in place", r.summary())
     if not comm:
         assert r.consistent_noncommutative, (name, P, placement)
     return True
 
 
-@pytest.mark.parametrize("name", HIER + BRUCK_LOCAL)
+@pytest.mark.parametrize("name", HIER + BRUCK_LOCAL + ALLGATHER)
 @pytest.mark.parametrize("order", ["contiguous", "round_robin"])
 def test_verified_over_P_and_ranks_per_node(name: str, order: str) -> None:
     ran = 0
@@ -114,7 +118,7 @@ def test_hier_of_one_node_and_of_one_rank_per_node() -> None:
 
 
 def test_node_aware_algorithms_need_the_placement() -> None:
-    for name in ("allreduce:hier", "alltoall:bruck_local"):
+    for name in ("allreduce:hier", "alltoall:bruck_local", "allgather:hier"):
         a = collkit.Algorithm(name)
         assert a.needs_placement
         with pytest.raises(UnsupportedError, match="--rpn"):
@@ -288,9 +292,9 @@ def test_cli_placement() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", HIER[:3] + BRUCK_LOCAL[:2])
+@pytest.mark.parametrize("name", HIER[:3] + BRUCK_LOCAL[:2] + ALLGATHER[:1])
 def test_every_P_up_to_256_and_a_sample_to_4096(name: str) -> None:
-    # All-to-all holds P^2 blocks: its sample stops at 1024.
+    # All-to-all and allgather hold P^2 blocks: their sample stops at 1024.
     sample = [509, 1000, 1024] + ([2048, 4096] if name.startswith("allreduce") else [])
     for P in [*range(1, 257), *sample]:
         for rpn in sorted({1, 2, 3, 4, 16, 24, 64, P}):

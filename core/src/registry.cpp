@@ -303,12 +303,12 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root,
   return Bound(*this, h, std::move(prepared));
 }
 
-Cost Algorithm::cost(int64_t P, double bytes) const {
+Cost Algorithm::cost(int64_t P, double bytes, const Placement& placement) const {
   if (!spec_->model) fail(ErrorKind::unsupported, canonical_ + ": no closed-form cost is declared");
   if (P < 1 || P > kMaxP || !(bytes >= 0))
     fail(ErrorKind::invalid_argument,
          canonical_ + ": P = " + std::to_string(P) + " must be in [1, 2^31] and bytes >= 0");
-  return spec_->model(CostArgs{P, bytes, &params_});
+  return spec_->model(CostArgs{P, bytes, &params_, placement});
 }
 
 std::vector<std::string> parameter_grid(const AlgorithmSpec& spec) {

@@ -86,11 +86,12 @@ class Algorithm:
         params: dict[str, Any] = self._algo.params
         return params
 
-    def cost(self, P: int, bytes: float) -> dict[str, float]:
+    def cost(self, P: int, bytes: float, *, placement: Placement | None = None) -> dict[str, float]:
         """The registered closed-form cost for P ranks and `bytes` per rank (per block for
         collectives.PER_BLOCK) as coefficients {alpha: messages, beta: bytes sent, gamma: bytes
-        reduced}; raises UnsupportedError if the algorithm registers none."""
-        cost: dict[str, float] = self._algo.cost(P, bytes)
+        reduced}; raises UnsupportedError if the algorithm registers none. Node-aware algorithms
+        read the placement (none: one node of P ranks)."""
+        cost: dict[str, float] = self._algo.cost(P, bytes, *core_args(placement))
         return cost
 
     @property

@@ -35,7 +35,7 @@ MPICH_OVERSUBSCRIBED_ENV = {
     "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "1",
 }
 # The collectives Open MPI's coll/han (hierarchical) implements: forced as ompi:han.
-HAN = ("allreduce", "reduce", "bcast")
+HAN = ("allreduce", "bcast", "reduce")
 # Open MPI: yield the core when idle (it also turns this on by itself under --oversubscribe).
 OPENMPI_OVERSUBSCRIBED_ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 

@@ -207,15 +207,15 @@ void bind_registry(nb::module_& m) {
       .def_prop_ro("params", &params_dict)
       .def(
           "cost",
-          [](const Algorithm& a, int64_t P, double bytes) {
-            Cost c = a.cost(P, bytes);
+          [](const Algorithm& a, int64_t P, double bytes, int64_t rpn, const std::string& order) {
+            Cost c = a.cost(P, bytes, placement_arg(rpn, order));
             nb::dict d;
             d["alpha"] = c.alpha;
             d["beta"] = c.beta;
             d["gamma"] = c.gamma;
             return d;
           },
-          nb::arg("P"), nb::arg("bytes"))
+          nb::arg("P"), nb::arg("bytes"), nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
       .def(
           "check",
           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,

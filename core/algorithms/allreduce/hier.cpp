@@ -123,7 +123,7 @@ const Registrar reg{{
     .restrictions = {.needs_placement = true},
     .prepare = prepare_hier,
     .generate = generate_hier,
-    .model = {},
+    .model = {},  // the parts' closed forms: reduce and bcast algorithms declare none yet
     .needs_commutative = hier_needs_commutative,
 }};
 

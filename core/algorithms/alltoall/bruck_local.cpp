@@ -15,6 +15,8 @@
 //               ranks (rpn divides P); any P, any count.
 // Reference:    seed 003, future work (split the processes by node; Bruck within each node, then
 //               across nodes)
+#include <algorithm>
+
 #include "../phases/compose.hpp"
 #include "bruck_phase.hpp"
 #include "collkit/registry.hpp"
@@ -93,6 +95,16 @@ void generate_bruck_local(const GenArgs& a, RankBuilder& b) {
       b.copy({kOut, nm.rank_of(m, l) * n, n}, {result.buf, (m * q + l) * n, n}, deps);
 }
 
+// Bruck among q ranks with blocks of N n, then among N with blocks of q n (no placement: one
+// node of P ranks).
+Cost cost_bruck_local(const CostArgs& a) {
+  const int64_t q = a.placement.given() ? std::min(a.placement.rpn, a.P) : a.P;
+  const int64_t N = (a.P + q - 1) / q;
+  const Algorithm bruck("alltoall:bruck(r=" + a.params->word("r") + ")");
+  return bruck.cost(q, static_cast<double>(N) * a.bytes) +
+         bruck.cost(N, static_cast<double>(q) * a.bytes);
+}
+
 const Registrar reg{{
     .collective = Collective::alltoall,
     .name = "bruck_local",
@@ -108,7 +120,7 @@ const Registrar reg{{
     .restrictions = {.needs_placement = true},
     .prepare = prepare_bruck_local,
     .generate = generate_bruck_local,
-    .model = {},
+    .model = cost_bruck_local,
 }};
 
 }  // namespace

@@ -103,6 +103,7 @@ struct CostArgs {
   int64_t P = 1;
   double bytes = 0;
   const ParamValues* params = nullptr;
+  Placement placement = {};  // node-aware algorithms: not given means one node of P ranks
 };
 
 // Everything a generator needs besides the rank.
@@ -174,7 +175,8 @@ class Algorithm {
   // The closed-form cost for P ranks and `bytes` per rank (alltoall: per block).
   // Throws Error(unsupported) if the algorithm declares none, invalid_argument for P < 1 or
   // negative bytes.
-  Cost cost(int64_t P, double bytes) const;
+  // Node-aware algorithms read the placement (not given: one node of P ranks).
+  Cost cost(int64_t P, double bytes, const Placement& placement = {}) const;
 
  private:
   const AlgorithmSpec* spec_;
