@@ -1,9 +1,10 @@
 """Node-aware (hierarchical) against flat algorithms, simulated (issue 15 part 2).
 
 For P = 1024 .. 65536 ranks at 16 .. 128 ranks per node (contiguous and round-robin), the
-allreduce of 8 B and 64 KiB per rank and the all-to-all of 8 B and 256 B blocks (P <= 1024: the
-all-to-all holds P^2 blocks) are simulated for the flat algorithms and the node-aware ones built
-from them, and the best of each kind compared: where the node-aware one wins, and by how much.
+allreduce of 8 B and 64 KiB per rank, the allgather of 8 B blocks (P <= 16384) and the
+all-to-all of 8 B and 256 B blocks (P <= 1024: the all-to-all holds P^2 blocks) are simulated
+for the flat algorithms and the node-aware ones built from them, and the best of each kind
+compared: where the node-aware one wins, and by how much.
 
 The model (postal, with a topology; the parameters and where they come from):
 - alpha = 220 ns: an 8-byte message within a node, the median of this machine's one-message
@@ -74,6 +75,7 @@ CASES: list[tuple[str, int, list[int], list[str], list[str]]] = [
             "bcast=bcast:scatter_allgather)",
         ],
     ),
+    ("allgather", 8, [1024, 4096, 16384], ["allgather:rd", "allgather:bruck"], ["allgather:hier"]),
     ("alltoall", 8, [256, 1024], ["alltoall:bruck", "alltoall:pairwise"], ["alltoall:bruck_local"]),
     (
         "alltoall",
@@ -132,7 +134,7 @@ def main() -> int:
     for coll, nbytes, Ps, flat, hier in CASES:
         for order in ORDERS:
             head = (
-                f"\n### {coll}, {nbytes} B per {'block' if coll == 'alltoall' else 'rank'}, "
+                f"\n### {coll}, {nbytes} B per {'rank' if coll == 'allreduce' else 'block'}, "
                 f"{order}\n\n| P | rpn | best flat | us | best node-aware | us "
                 "| flat / node-aware |"
             )
