@@ -6,9 +6,13 @@ Suites:
   P = 2^12. An event is an op or a message.
 - `command`: the whole `collkit simulate allreduce:rd -P 2^20 --bytes 8 --model loggops` command
   (Python start, generation, simulation, output), three runs: min and median (goal: < 5 s).
-- `all`: the whole command for every registry algorithm at P = 2^20, 8 B, loggops (goal: < 60 s).
-- `export`: `collkit export allreduce:rd -P N -o rd.goal` (streamed) at growing P: peak RSS
-  should not grow with P.
+- `all`: the whole command for every registry algorithm at P = 2^20, 8 B, loggops (goal: < 60 s);
+  a command still running after `--limit` seconds (default 120) is stopped and named, with its
+  op count and the generator's time per rank measured at smaller P (what makes it slow).
+- `export`: `collkit export ALGO -P N -o x.{goal,json}` and to stdout (streamed) at growing P:
+  peak RSS should not grow with P.
+- `import`: `collkit simulate --file x.{txt,goal,json}` of allreduce:rd saved at growing P: peak
+  RSS should not grow with P for text and collkit's GOAL (streamed); JSON is loaded whole.
 - `large`: the whole command at P = 2^24 for allreduce:rd, allreduce:rabenseifner and
   bcast:binomial (goal: peak RSS < 8 GiB), with the peak RSS per rank.
 
@@ -95,11 +99,26 @@ def machine() -> str:
     )
 
 
-def run_command(argv: list[str]) -> dict[str, float | str]:
-    """Runs a command; its wall time, CPU time and peak RSS (its own, from wait4)."""
+class TimeLimit(RuntimeError):
+    pass
+
+
+def run_command(
+    argv: list[str], limit: float | None = None, stdout: int | None = subprocess.PIPE
+) -> dict[str, float | str]:
+    """Runs a command; its wall time, CPU time and peak RSS (its own, from wait4). Past `limit`
+    seconds it is killed and TimeLimit raised."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, ru = os.wait4(proc.pid, 0)
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG if limit is not None else 0)
+        if pid != 0:
+            break
+        if limit is not None and time.perf_counter() - t0 > limit:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            raise TimeLimit(f"over {limit:.0f} s")
+        time.sleep(0.2)
     wall = time.perf_counter() - t0
     out = proc.stdout.read() if proc.stdout else ""
     err = proc.stderr.read() if proc.stderr else ""
@@ -132,20 +151,32 @@ def export_rows() -> list[str]:
     import collkit
 
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "x.goal"
-        for algo, lg in [
-            ("allreduce:rd", 10),
-            ("allreduce:rd", 14),
-            ("allreduce:rd", 17),
-            ("alltoall:bruck", 10),
-            ("alltoall:bruck", 12),
+        for algo, lg, ext in [
+            ("allreduce:rd", 10, "goal"),
+            ("allreduce:rd", 14, "goal"),
+            ("allreduce:rd", 17, "goal"),
+            ("alltoall:bruck", 10, "goal"),
+            ("alltoall:bruck", 12, "goal"),
+            ("allreduce:rd", 10, "json"),
+            ("allreduce:rd", 14, "json"),
+            ("allreduce:rd", 17, "json"),
+            ("allreduce:rd", 10, "stdout"),
+            ("allreduce:rd", 14, "stdout"),
+            ("allreduce:rd", 17, "stdout"),
         ]:
-            argv = [collkit_cmd(), "export", algo, "-P", f"2^{lg}", "--count", "1", "-o", str(out)]
-            r = run_command(argv)
+            out = Path(tmp) / f"x.{ext}"
+            argv = [collkit_cmd(), "export", algo, "-P", f"2^{lg}", "--count", "1"]
+            if ext == "stdout":  # text to stdout, into a file by the shell's redirection
+                with out.open("w") as f:
+                    r = run_command(argv, stdout=f.fileno())
+                shown = " ".join(argv[1:]) + " > x.txt"
+            else:
+                r = run_command([*argv, "-o", str(out)])
+                shown = " ".join(argv[1:]) + f" -o x.{ext}"
             ops = collkit.Algorithm(algo).count_ops(1 << lg, 1)
             size = out.stat().st_size / 2**20
             row = (
-                f"| {' '.join(argv[1:-2]) + ' -o x.goal':52s} | {float(r['wall']):7.2f} | "
+                f"| {shown:52s} | {float(r['wall']):7.2f} | "
                 f"{float(r['cpu']):6.2f} | {float(r['rss_mb']):11.0f} | {size:8.0f} | "
                 f"{float(r['rss_mb']) * 2**20 / ops:12.2f} |"
             )
@@ -155,9 +186,67 @@ def export_rows() -> list[str]:
     return rows
 
 
-def command_rows(suite: str, sink: Callable[[str], None] = lambda _: None) -> list[str]:
+def import_rows() -> list[str]:
+    import tempfile
+
+    header = (
+        f"| {'command':52s} | {'wall s':>7s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
+        f"{'file MB':>8s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for ext in ("txt", "goal", "json"):
+            for lg in (12, 15, 17):
+                path = Path(tmp) / f"x.{ext}"
+                export = [collkit_cmd(), "export", "allreduce:rd", "-P", f"2^{lg}"]
+                run_command([*export, "--count", "1", "-o", str(path)])
+                argv = [collkit_cmd(), "simulate", "--file", str(path), "--model", "loggops"]
+                r = run_command(argv)
+                shown = f"simulate --file rd_2^{lg}.{ext} --model loggops"
+                row = (
+                    f"| {shown:52s} | {float(r['wall']):7.2f} | {float(r['cpu']):6.2f} | "
+                    f"{float(r['rss_mb']):11.0f} | {path.stat().st_size / 2**20:8.0f} |"
+                )
+                print(row, flush=True)
+                rows.append(row)
+                path.unlink()
+    return rows
+
+
+def slow_generator_rows(names: list[str]) -> list[str]:
+    """Why a command ran past the limit: its ops per rank and the generator's time per rank at
+    growing P (whole-schedule op counts at 2^20 would themselves take hours for these)."""
+    import collkit
+
+    rows = [
+        "",
+        "Algorithms stopped at the limit: ops per rank (rank P/2) and the generator's time per "
+        "rank, at growing P:",
+        "",
+        "| algorithm | P | ops per rank | ops in all (P x that) | generator ms per rank |",
+        "|---|---|---|---|---|",
+    ]
+    for name in names:
+        algo = collkit.Algorithm(name)
+        for lg in (10, 14, 20):
+            P = 1 << lg
+            t0 = time.process_time()
+            n = len(algo.generate_rank(P, P // 2, 1))
+            ms = (time.process_time() - t0) * 1e3
+            rows.append(f"| {name} | 2^{lg} | {n} | {n * P:,} | {ms:.1f} |")
+    for r in rows:
+        print(r, flush=True)
+    return rows
+
+
+def command_rows(
+    suite: str, sink: Callable[[str], None] = lambda _: None, limit: float | None = None
+) -> list[str]:
     if suite == "export":
         return export_rows()
+    if suite == "import":
+        return import_rows()
     header = (
         f"| {'command':58s} | {'wall s':>12s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
         f"{'B per rank':>10s} | {'result':24s} |"
@@ -175,11 +264,19 @@ def command_rows(suite: str, sink: Callable[[str], None] = lambda _: None) -> li
         import collkit
 
         cases = [(str(a["name"]), 20, 1) for a in collkit.algorithms()]
+    stopped: list[str] = []
     for algo, lg, repeats in cases:
         argv = [collkit_cmd(), "simulate", algo, "-P", f"2^{lg}", "--bytes", "8"]
         argv += ["--model", "loggops"]
         try:
-            runs = [run_command(argv) for _ in range(repeats)]
+            runs = [run_command(argv, limit) for _ in range(repeats)]
+        except TimeLimit as e:
+            row = f"| {' '.join(argv[1:]):58s} | stopped: {e} |"
+            print(row, flush=True)
+            rows.append(row)
+            sink(row)
+            stopped.append(algo)
+            continue
         except RuntimeError as e:
             row = f"| {' '.join(argv[1:]):58s} | failed: {str(e)[-200:]} |"
             print(row, flush=True)
@@ -198,6 +295,10 @@ def command_rows(suite: str, sink: Callable[[str], None] = lambda _: None) -> li
         print(row, flush=True)
         rows.append(row)
         sink(row)
+    if stopped:
+        for r in slow_generator_rows(stopped):
+            rows.append(r)
+            sink(r)
     return rows
 
 
@@ -206,7 +307,12 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small cases only")
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument(
-        "--suite", choices=["engine", "command", "all", "export", "large"], default="engine"
+        "--suite",
+        choices=["engine", "command", "all", "export", "import", "large"],
+        default="engine",
+    )
+    ap.add_argument(
+        "--limit", type=float, default=120.0, help="suite all: seconds before a command is stopped"
     )
     args = ap.parse_args()
     if args.suite in ("all", "large") and not args.no_write:
@@ -225,7 +331,7 @@ def main() -> int:
             with res.open("a") as f:
                 f.write(row + "\n")
 
-        command_rows(args.suite, sink)
+        command_rows(args.suite, sink, args.limit if args.suite == "all" else None)
         with res.open("a") as f:
             f.write(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
         return 0

@@ -302,10 +302,11 @@ def test_every_P_up_to_256_and_a_sample_to_4096(name: str) -> None:
                 _verify(name, P, collkit.Placement(rpn, order), 1 if P > 256 else 2)
 
 
-def test_a_saved_text_schedule_streams_with_its_placement(tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", [".txt", ".json", ".goal"])
+def test_a_saved_schedule_streams_with_its_placement(tmp_path: Path, suffix: str) -> None:
     topo = "fattree(k=2,hop=1us,intra=10ns)"
     s = collkit.generate("alltoall:bruck_local", 16, 1, placement=collkit.Placement(8))
-    path = tmp_path / "s.txt"
+    path = tmp_path / f"s{suffix}"
     io.save(s, path)
     streamed = simulate_file(path, alpha="100ns", topology=topo)  # type: ignore[arg-type]
     whole = collkit.simulate(s, alpha="100ns", topology=topo)

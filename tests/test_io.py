@@ -298,14 +298,59 @@ rank 2 { l1: recv 4b from 0 tag 0
 """
 
 
-def test_goal_several_cpus_or_nics_are_refused_not_dropped() -> None:
-    # LogGOPSim overlaps ops on different CPUs / NICs of a host; collkit has one of each per
-    # rank, so such a file is refused with the reason instead of being simulated differently.
-    base = "num_ranks 1\nrank 0 {\nl1: calc 5 %s\n}\n"
-    assert io.from_goal(base % "cpu 0").total_ops == 1
-    for extra, what in (("cpu 2", "several CPUs"), ("nic 1", "several NICs")):
+def test_goal_cpu_and_nic_are_kept_in_every_format() -> None:
+    # LogGOPSim's several CPUs / NICs per host: kept in the op, written back by every format.
+    base = "num_ranks 2\nrank 0 {\nl1: calc 5 %s\nl2: send 8b to 1 tag 0 cpu 2 nic 1\n}\n"
+    base += "rank 1 {\nl1: recv 8b from 0 tag 0 nic 3\n}\n"
+    s = io.from_goal(base % "cpu 15")
+    a = s.arrays()
+    assert list(a["cpu"]) == [15, 2, 0] and list(a["nic"]) == [0, 1, 3]
+    assert "compute 5ns cpu 15" in io.to_text(s) and "send 8b to 1 tag 0 cpu 2 nic 1" in io.to_goal(
+        s
+    )
+    assert io.from_text(io.to_text(s)) == s and io.from_goal(io.to_goal(s)) == s
+    assert io.from_json(io.to_json(s)) == s
+    assert s != io.from_goal(base % "cpu 14")  # the field takes part in equality
+    for extra, what in (("cpu 16", "CPU number"), ("nic 8", "NIC number")):
         with pytest.raises(ScheduleFormatError, match=what):
             io.from_goal(base % extra)
+
+
+def test_json_without_cpu_and_nic_columns_still_reads() -> None:
+    s = collkit.generate("allreduce:rd", P=4, count=2)
+    text = io.to_json(s)
+    assert '"cpu"' not in text  # written only when some op sets them
+    assert io.from_json(text) == s
+
+
+def test_wildcard_receive_in_text_json_goal() -> None:
+    text = io.to_text(io.from_goal(WILDCARD_GOAL))
+    assert "recv s0[0:8] from any" in text
+    s = io.from_text(text)
+    assert io.from_json(io.to_json(s)) == s and io.from_goal(io.to_goal(s)) == s
+    assert "recv 8b from -1 tag -1" in io.to_goal(s)
+    with pytest.raises(ScheduleFormatError, match="or 'any'"):
+        io.from_text(text.replace("from any", "from -1"))
+
+
+WILDCARD_GOAL = """num_ranks 3
+rank 0 {
+a: recv 8b from -1 tag 4
+b: recv 8b from 2 tag 4
+}
+rank 1 { l: send 8b to 0 tag 4
+}
+rank 2 { l: send 8b to 0 tag 4
+}
+"""
+
+
+def test_goal_wildcard_rank_needs_one_tag() -> None:
+    # collkit matches a wildcard rank's messages by source only: one tag there, or refused.
+    assert io.from_goal(WILDCARD_GOAL).total_ops == 4
+    assert io.from_goal(WILDCARD_GOAL.replace("from 2 tag 4", "from 2 tag -1")).total_ops == 4
+    with pytest.raises(ScheduleFormatError, match="one tag on that rank"):
+        io.from_goal(WILDCARD_GOAL.replace("to 0 tag 4\n}\nrank 2", "to 0 tag 5\n}\nrank 2"))
 
 
 def test_plain_goal_import() -> None:
@@ -357,8 +402,8 @@ d requires a
         ("num_ranks 2\nrank 0 {\n}\n", "rank 1 has no block"),
         ("num_ranks 1\nrank 0 {\n}\nrank 0 {\n}\n", "second block"),
         ("num_ranks 1\nrank 0 {\nl1: calc 1\n", "no closing"),
-        ("num_ranks 1\nrank 0 {\nl1: recv 8b from -1\n}\n", "any source"),
-        ("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag -1\n}\nrank 1 {\n}\n", "any tag"),
+        ("num_ranks 1\nrank 0 {\nl1: send 8b to -1\n}\n", "not in [0, 1)"),
+        ("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag -1\n}\nrank 1 {\n}\n", "for receives"),
         ("num_ranks 2\nrank 0 {\nl1: send 8b to 2\n}\nrank 1 {\n}\n", "not in [0, 2)"),
         ("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 3\n}\nrank 1 {\n}\n", "no matching recv"),
         ("num_ranks 2\nrank 0 {\n}\nrank 1 {\nl: recv 1b from 0\n}\n", "no matching send"),

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import collkit
-from collkit import io
+from collkit import _core, io
 from collkit.collectives import COLLECTIVES
 from collkit.errors import CollkitError
 
@@ -32,6 +34,20 @@ VALID = {
     "goal": io.to_goal(RD5),
     "json": io.to_json(collkit.generate("allreduce:rd", P=3, count=2)),
 }
+# Several CPUs and NICs, and a rank with wildcard receives (one tag), as LogGOPSim writes them.
+WILDCARD_GOAL = """num_ranks 3
+rank 0 {
+a: recv 8b from -1 tag 1 cpu 1
+b: recv 8b from 2 tag -1 nic 2
+c: calc 50 cpu 3
+c requires a
+}
+rank 1 { s: send 8b to 0 tag 1 cpu 2 nic 1
+}
+rank 2 { s: send 8b to 0 tag 1
+}
+"""
+
 PLAIN_GOAL = """num_ranks 2
 rank 0 {
 l1: send 16b to 1 tag 5
@@ -215,7 +231,11 @@ def check_reexport(s: collkit.Schedule) -> None:
 
 
 @SETTINGS
-@given(text=mutated_lines(VALID["text"]))
+@given(
+    text=st.one_of(
+        mutated_lines(VALID["text"]), mutated_lines(io.to_text(io.from_goal(WILDCARD_GOAL)))
+    )
+)
 def test_mutated_text(text: str) -> None:
     s = succeeds_or_collkit_error(io.from_text, text)
     if s is not None:
@@ -224,7 +244,11 @@ def test_mutated_text(text: str) -> None:
 
 
 @SETTINGS
-@given(text=st.one_of(mutated_lines(VALID["goal"]), mutated_lines(PLAIN_GOAL)))
+@given(
+    text=st.one_of(
+        mutated_lines(VALID["goal"]), mutated_lines(PLAIN_GOAL), mutated_lines(WILDCARD_GOAL)
+    )
+)
 def test_mutated_goal(text: str) -> None:
     s = succeeds_or_collkit_error(io.from_goal, text)
     if s is not None:
@@ -272,6 +296,25 @@ def test_mutated_json_structure(text: str) -> None:
     s = succeeds_or_collkit_error(io.from_json, text)
     if s is not None:
         check_reexport(s)
+
+
+def _streamed(text: str) -> collkit.Schedule | None:
+    """The simulator's streaming JSON reader over the same text, in a file."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "s.json"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        core = succeeds_or_collkit_error(_core.load_json_file, str(path))
+    return None if core is None else collkit.Schedule(cast(_core.Schedule, core))
+
+
+@SETTINGS
+@given(text=st.one_of(mutated_json(), mutated_lines(VALID["json"])))
+def test_streaming_json_reader_agrees(text: str) -> None:
+    # Both readers end in a schedule or a CollkitError; where both read one, it is the same.
+    a = succeeds_or_collkit_error(io.from_json, text)
+    b = _streamed(text)
+    if a is not None and b is not None:
+        assert a == b
 
 
 # ---- numbers ----------------------------------------------------------------------------------

@@ -166,20 +166,6 @@ def test_file_refuses_conflicts_and_missing_files(
     assert "--file" in capsys.readouterr().err
 
 
-def test_loggopsim_noise_trace_is_refused_clearly(tmp_path: Path) -> None:
-    trace = tmp_path / "trace.txt"
-    trace.write_text("# noise trace\n1000\t50\n2000\t70\n")
-    with pytest.raises(InvalidArgumentError, match="LogGOPSim noise trace"):
-        collkit.simulate("allreduce:rd", 4, noise=f"file({trace})")
-    trace.write_text("1000\t50\n2000\t70\n")  # even without its comment line
-    with pytest.raises(InvalidArgumentError, match="LogGOPSim noise trace"):
-        collkit.simulate("allreduce:rd", 4, noise=f"file({trace})")
-    durations = tmp_path / "detours.txt"
-    durations.write_text("50\n70\n")
-    r = collkit.simulate("allreduce:rd", 4, noise=f"file({durations})", seed=1)
-    assert r.makespan > collkit.simulate("allreduce:rd", 4).makespan
-
-
 CONGESTION = (
     "# collkit schedule v1\ncollective barrier\nP 4\ncount 1000\nelem_size 1\nroot 0\n"
     "rank 0 scratch 1000\n  0: send s0[0:1000] to 2\n"

@@ -91,9 +91,12 @@ OpId RankBuilder::add(const Op& op, Deps deps) {
 
 // Op fields in declaration order: len, off, src_off, peer, kind, side, buf, src.
 OpId RankBuilder::message(OpKind kind, int64_t peer, Region r, Deps deps) {
-  return add(
-      {.len = r.len, .off = r.off, .peer = static_cast<int32_t>(peer), .kind = kind, .buf = r.buf},
-      deps);
+  return add(Op{.len = r.len,
+                .off = r.off,
+                .peer = static_cast<int32_t>(peer),
+                .kind = kind,
+                .buf = r.buf},
+             deps);
 }
 
 OpId RankBuilder::send(int64_t peer, Region from, Deps deps) {
@@ -105,32 +108,32 @@ OpId RankBuilder::recv(int64_t peer, Region into, Deps deps) {
 }
 
 OpId RankBuilder::reduce(Region dst, Region src, Side side, Deps deps) {
-  return add({.len = dst.len,
-              .off = dst.off,
-              .src_off = src.off,
-              .kind = OpKind::reduce,
-              .side = side,
-              .buf = dst.buf,
-              .src = src.buf},
+  return add(Op{.len = dst.len,
+                .off = dst.off,
+                .src_off = src.off,
+                .kind = OpKind::reduce,
+                .side = side,
+                .buf = dst.buf,
+                .src = src.buf},
              deps);
 }
 
 OpId RankBuilder::copy(Region dst, Region src, Deps deps) {
-  return add({.len = dst.len,
-              .off = dst.off,
-              .src_off = src.off,
-              .kind = OpKind::copy,
-              .buf = dst.buf,
-              .src = src.buf},
+  return add(Op{.len = dst.len,
+                .off = dst.off,
+                .src_off = src.off,
+                .kind = OpKind::copy,
+                .buf = dst.buf,
+                .src = src.buf},
              deps);
 }
 
 OpId RankBuilder::compute(int64_t ns, Deps deps) {
-  return add({.len = ns, .kind = OpKind::compute}, deps);
+  return add(Op{.len = ns, .kind = OpKind::compute}, deps);
 }
 
 OpId RankBuilder::sleep(int64_t ns, Deps deps) {
-  return add({.len = ns, .kind = OpKind::sleep}, deps);
+  return add(Op{.len = ns, .kind = OpKind::sleep}, deps);
 }
 
 Schedule::Schedule(ScheduleHeader h) : header(std::move(h)) {}
@@ -232,7 +235,7 @@ void Successors::append_rank(const RankView& v) {
 
 namespace {
 bool same_op(const Op& a, const Op& b) {
-  if (a.kind != b.kind || a.len != b.len) return false;
+  if (a.kind != b.kind || a.len != b.len || a.cpu != b.cpu || a.nic != b.nic) return false;
   switch (a.kind) {
     case OpKind::send:
     case OpKind::recv:

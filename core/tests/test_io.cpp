@@ -1,11 +1,14 @@
 // The schedule formats under AddressSanitizer + UBSan: exact round trips, and hostile input
 // (random bytes, mutated valid files, extreme numbers) that must end in collkit::Error only.
+#include <cstdio>
+#include <fstream>
 #include <random>
 #include <string>
 
 #include "check.hpp"
 #include "collkit/error.hpp"
 #include "collkit/goal.hpp"
+#include "collkit/json.hpp"
 #include "collkit/registry.hpp"
 #include "collkit/text.hpp"
 
@@ -97,4 +100,28 @@ TEST(text_and_goal_parsers_hostile_input) {
   }
   CHECK(parses_cleanly(std::string(200000, '['), parse_text));
   CHECK(parses_cleanly("num_ranks 1\nrank 0 {\n" + std::string(100000, '/') + "\n}\n", parse_goal));
+}
+
+// The streaming JSON reader: what the writer wrote reads back; mutated files end in a schedule
+// or a collkit::Error (under ASan: no read past a buffer, whatever the file).
+TEST(json_file_reader_round_trip_and_hostile_input) {
+  std::mt19937_64 rng(11);
+  const std::string path = "collkit_test_json_reader.json";
+  auto parse_json = [&](const std::string& t) {
+    std::ofstream(path, std::ios::binary) << t;
+    Schedule out;
+    read_json_file(
+        path, [&](const ScheduleHeader& h) { out = Schedule(h); },
+        [&](const RankView& r) { out.append_rank(r); });
+    return out;
+  };
+  for (const char* name : {"allreduce:rd", "alltoall:bruck", "bcast:binomial"}) {
+    Schedule s = Algorithm(name).bind(6, 3).generate();
+    CHECK(parse_json(to_json(s)) == s);
+  }
+  const std::string json = to_json(Algorithm("allreduce:rd").bind(5, 3).generate());
+  for (int i = 0; i < 1500; ++i) CHECK(parses_cleanly(mutate(rng, json), parse_json));
+  CHECK(parses_cleanly(std::string(100000, '['), parse_json));
+  CHECK(parses_cleanly("", parse_json));
+  std::remove(path.c_str());
 }

@@ -89,12 +89,18 @@ TEST(sim_hostile_schedules_end_in_a_result_or_an_error) {
             break;
         }
       }
+      for (Op& op : p.ops)  // several CPUs and NICs now and then (peer -1 is a wildcard recv)
+        if (rng() % 3 == 0) {
+          op.cpu = static_cast<uint8_t>(rng() % (kMaxCpu + 1));
+          op.nic = static_cast<uint8_t>(rng() % (kMaxNic + 1));
+        }
       s.append_rank(p.view());
     }
     SimOptions o;
     o.model.kind = static_cast<ModelKind>(rng() % 5);
     o.model.S = 2;
     o.noise = {DistKind::exponential, 5, 0, {}};
+    if (rng() % 4 == 0) o.noise = {DistKind::trace, 0, double(rng() % 2), {0, 7, 30, 3, 50, 1}};
     o.record = rng() % 2;
     try {
       SimResult r = simulate(s, o);
@@ -105,6 +111,19 @@ TEST(sim_hostile_schedules_end_in_a_result_or_an_error) {
     }
   }
   CHECK(results > 50 && errors > 50);  // both paths were taken
+}
+
+// A noise trace replayed in time: detours (0, 7) and (30, 3), period 50 (the last start).
+TEST(sim_noise_trace_detours_by_hand) {
+  NoiseTrace t({DistKind::trace, 0, 0, {0, 7, 30, 3, 50, 1}});
+  CHECK(t.period() == 50);
+  CHECK(t.detour(0, 10, 10) == 0);                // [10, 20): nothing under way, nothing starts
+  CHECK(t.detour(0, 2, 10) == 5);                 // the rest of (0, 7)
+  CHECK(t.detour(0, 25, 10) == 3);                // (30, 3) starts inside
+  CHECK(t.detour(0, 29, 30) == 3 + 7);            // (30, 3), then (0, 7) of the next period at 50
+  CHECK(t.detour(20, 10, 10) == 3);               // the offset moves the rank to [30, 40)
+  CHECK(t.detour(0, 1000, 1) == 7);               // 1000 = 20 periods: at the start of (0, 7)
+  CHECK(t.detour(0, 0, 500) == 7 + 10 * 10 - 7);  // ten periods of 10 ns; the first carried
 }
 
 TEST(sim_bad_parameters_are_errors) {

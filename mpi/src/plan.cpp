@@ -31,6 +31,10 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
       ++p.num_deps[i];
     }
     if (op.kind == OpKind::send || op.kind == OpKind::recv) {
+      // Messages match by their order within a pair of ranks (the tag): a receive from any rank
+      // has no pair, so it is a simulator-only feature (LogGOPSim's GOAL).
+      if (op.kind == OpKind::recv && op.peer == kAnySource)
+        bad(i, "a receive from any rank (wildcard) cannot be executed: only the simulator runs it");
       if (op.peer < 0 || op.peer >= h.P) bad(i, "peer " + std::to_string(op.peer) + " is no rank");
       p.seq[i] = (op.kind == OpKind::send ? sends : recvs)[op.peer]++;
     }

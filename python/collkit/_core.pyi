@@ -1,10 +1,6 @@
 """collkit's compiled core (private: use the collkit package)"""
 
 from collections.abc import Sequence
-from typing import Annotated
-
-import numpy
-from numpy.typing import NDArray
 
 
 class CollkitError(ValueError):
@@ -118,7 +114,12 @@ def verify(schedule: Schedule, commutative: bool = True, max_diagnostics: int = 
 
 def compare_trees(a: Schedule, b: Schedule) -> dict: ...
 
-def write_schedule(algorithm: Algorithm, P: int, count: int, elem_size: int, root: int, format: str, path: str, reduce_ns_per_byte: float = 0.0, copy_ns_per_byte: float = 0.0, rpn: int = 0, order: str = 'contiguous') -> int: ...
+def write_schedule(algorithm: Algorithm, P: int, count: int, elem_size: int, root: int, format: str, path: str, reduce_ns_per_byte: float = 0.0, copy_ns_per_byte: float = 0.0, write: object | None = None, rpn: int = 0, order: str = 'contiguous') -> int: ...
+
+def load_json_file(path: str) -> Schedule:
+    """A JSON schedule file read by the streaming reader (the simulator's)."""
+
+def to_json(arg: Schedule, /) -> str: ...
 
 def to_text(arg: Schedule, /) -> str: ...
 
@@ -135,8 +136,6 @@ def rank_program_to_text(arg: RankProgram, /) -> str: ...
 def to_goal(schedule: Schedule, reduce_ns_per_byte: float = 0.0, copy_ns_per_byte: float = 0.0) -> str: ...
 
 def from_goal(arg: bytes, /) -> Schedule: ...
-
-def json_int_array(arg: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], /) -> str: ...
 
 def check_fields(arg: Schedule, /) -> None: ...
 
@@ -183,9 +182,9 @@ def simulate(source: object, P: int, count: int, elem_size: int, root: int, opti
     Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root) and placed rpn to a node (0: not given). Times in ns.
     """
 
-def simulate_text_file(path: str, options: SimOptions) -> dict:
+def simulate_file(path: str, format: str, options: SimOptions) -> dict:
     """
-    Simulate a schedule in the text form, parsed from the file as it is read (rank by rank: memory of the ranks' distinct programs, not of the file).
+    Simulate a schedule in the text form, GOAL or JSON, parsed from the file as it is read (rank by rank; a plain GOAL file is held until its end, where its messages are paired)
     """
 
 def bruck_rounds(P: int, r: int) -> int: ...

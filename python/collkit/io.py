@@ -32,14 +32,16 @@ schedule of millions of ops loads and saves quickly:
       "ops": {                        # one entry per op, all ranks, sorted by rank
         "rank":    [...],             # owning rank, non-decreasing
         "kind":    [...],             # index into op_kinds
-        "peer":    [...],             # send / recv: the other rank (int32)
+        "peer":    [...],             # send / recv: the other rank (int32); recv: -1 = any
         "buf":     [...],             # 0 = in, 1 = out, 2 + k = scratch buffer s<k> (uint8)
         "off":     [...],             # region start in elements (int64)
         "src":     [...],             # reduce / copy: source buffer (uint8)
         "src_off": [...],             # reduce / copy: source region start
         "len":     [...],             # elements; compute / sleep: nanoseconds (>= 0)
         "side":    [...],             # reduce: index into reduce_sides
-        "stage":   [...]              # label for pictures (uint16)
+        "stage":   [...],             # label for pictures (uint16)
+        "cpu":     [...],             # optional (0 if absent): the host CPU it runs on (0..15)
+        "nic":     [...]              # optional (0 if absent): the host NIC it uses (0..7)
       },
       "dep_begin": [...],             # ops + 1 entries: op i waits on the ops
       "deps": [...],                  #   deps[dep_begin[i]:dep_begin[i+1]] of its own rank (uint32)
@@ -110,6 +112,8 @@ _OP_FIELDS: dict[str, type[np.integer[Any]]] = {
     "side": np.uint8,
     "stage": np.uint16,
 }
+# Optional per-op columns (GOAL's cpu N / nic N), written only when some op sets them.
+_UNIT_FIELDS: dict[str, type[np.integer[Any]]] = {"cpu": np.uint8, "nic": np.uint8}
 _INT64_MAX = 2**63 - 1
 
 
@@ -232,35 +236,9 @@ def _placement_field(doc: dict[str, Any]) -> tuple[int, str]:
 
 
 def to_json(schedule: Schedule) -> str:
-    """JSON as the module docstring describes: one key per line, arrays on one line each."""
-    a = schedule.arrays()
-    head: dict[str, Any] = {
-        "format": JSON_FORMAT,
-        "version": JSON_VERSION,
-        "collective": schedule.collective,
-        "algorithm": schedule.algorithm,
-        "P": schedule.P,
-        "count": schedule.count,
-        "elem_size": schedule.elem_size,
-        "root": schedule.root,
-        **({"placement": {"rpn": schedule.rpn, "order": schedule.order}} if schedule.rpn else {}),
-        "op_kinds": OP_KINDS,
-        "reduce_sides": REDUCE_SIDES,
-    }
-
-    def dump(v: Any) -> str:
-        return json.dumps(v, separators=(",", ":"))
-
-    lines = [f"  {dump(k)}: {dump(v)}" for k, v in head.items()]
-
-    def ints(v: Any) -> str:
-        return str(_core.json_int_array(np.ascontiguousarray(v, dtype=np.int64)))
-
-    ops = ",\n".join(f"    {dump(k)}: {ints(a[k])}" for k in _OP_FIELDS)
-    lines.append(f'  "ops": {{\n{ops}\n  }}')
-    for k in ("dep_begin", "deps", "scratch_begin", "scratch"):
-        lines.append(f"  {dump(k)}: {ints(a[k])}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+    """JSON as the module docstring describes: one key per line, arrays on one line each (the
+    core's writer, which ``collkit export`` streams to a file or stdout)."""
+    return str(_core.to_json(schedule.core))
 
 
 def _reject_constant(name: str) -> Any:
@@ -353,12 +331,17 @@ def from_json(text: str | bytes) -> Schedule:
     if not isinstance(ops, dict):
         raise ScheduleFormatError('JSON schedule needs an "ops" object of per-op arrays')
     arrays = {k: _array(ops, k, dt, "ops.") for k, dt in _OP_FIELDS.items()}
+    for k, dt in _UNIT_FIELDS.items():
+        arrays[k] = _array(ops, k, dt, "ops.") if k in ops else np.zeros(0, dtype=dt)
     arrays["dep_begin"] = _array(doc, "dep_begin", np.int64)
     arrays["deps"] = _array(doc, "deps", np.uint32)
     arrays["scratch_begin"] = _array(doc, "scratch_begin", np.int64)
     arrays["scratch"] = _array(doc, "scratch", np.int64)
     n = len(arrays["rank"])
-    for k in _OP_FIELDS:
+    for k, dt in _UNIT_FIELDS.items():
+        if k not in ops:
+            arrays[k] = np.zeros(n, dtype=dt)
+    for k in (*_OP_FIELDS, *_UNIT_FIELDS):
         if len(arrays[k]) != n:
             raise ScheduleFormatError(f"ops.{k!r} has {len(arrays[k])} entries, ops.'rank' {n}")
     if len(arrays["dep_begin"]) != n + 1:

@@ -148,7 +148,9 @@ class Model:
 class Distribution:
     """A seeded distribution of non-negative delays (ns)."""
 
-    kind: str = "none"  # none, constant, uniform, exponential, lognormal, samples
+    # none, constant, uniform, exponential, lognormal, samples, trace (LogGOPSim's noise trace:
+    # samples = start, duration, start, duration, ...; b = 1: one offset for all ranks)
+    kind: str = "none"
     a: float = 0.0
     b: float = 0.0
     samples: tuple[float, ...] = ()
@@ -165,6 +167,8 @@ class Distribution:
             return self.a
         if self.kind == "lognormal":
             return self.a * math.exp(self.b**2 / 2)
+        if self.kind == "trace":  # detour time per ns of the trace's period, times 1 ns
+            return float(np.sum(self.samples[1::2]) / self.samples[-2])
         return float(np.mean(self.samples))
 
 
@@ -176,7 +180,10 @@ def parse_distribution(spec: str | Distribution | None, what: str = "noise") -> 
 
     ``none``, ``constant(50ns)``, ``uniform(0,100ns)``, ``exponential(50ns)`` (mean),
     ``lognormal(100ns,0.5)`` (median, sigma), ``file(PATH)`` (one time per line or whitespace
-    separated, default unit ns; each op draws one of them).
+    separated, default unit ns; each op draws one of them). A LogGOPSim noise trace in
+    ``file(PATH)`` (``#`` comment lines, ``<start><TAB><duration>`` in ns per line) is replayed in
+    time instead: each rank reads it from its own offset, drawn from the seed;
+    ``file(PATH,cosched)`` gives all ranks one offset (LogGOPSim's ``--noise-cosched``).
     """
     if spec is None:
         return Distribution()
@@ -197,12 +204,17 @@ def parse_distribution(spec: str | Distribution | None, what: str = "noise") -> 
     want = {"none": 0, "constant": 1, "uniform": 2, "exponential": 1, "lognormal": 2, "file": 1}
     if kind not in want:
         raise _bad(f"{what}: unknown distribution '{kind}' (known: {', '.join(want)})")
+    if kind == "file" and len(args) == 2 and args[1] == "cosched":
+        d = _read_file(args[0], what)
+        if d.kind != "trace":
+            raise _bad(f"{what}: 'cosched' is for a LogGOPSim noise trace; '{args[0]}' is not one")
+        return Distribution("trace", 0.0, 1.0, d.samples)
     if len(args) != want[kind] or any(not a for a in args):
         raise _bad(f"{what}: {kind} takes {want[kind]} argument(s), got '{spec}'")
     if kind == "none":
         return Distribution()
     if kind == "file":
-        return Distribution("samples", samples=tuple(_read_samples(args[0], what)))
+        return _read_file(args[0], what)
     if kind == "lognormal":
         median = parse_time(args[0], f"{what} median")
         try:
@@ -218,7 +230,8 @@ def parse_distribution(spec: str | Distribution | None, what: str = "noise") -> 
     return Distribution(kind, vals[0], vals[1] if len(vals) > 1 else 0.0)
 
 
-def _read_samples(path: str, what: str) -> list[float]:
+def _read_file(path: str, what: str) -> Distribution:
+    """Detour durations drawn per op, or a LogGOPSim noise trace to replay in time."""
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -226,23 +239,41 @@ def _read_samples(path: str, what: str) -> list[float]:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
 
     def pair(line: str) -> bool:  # "<start>\t<duration>", bare numbers
-        cols = line.split("\t")
-        return len(cols) == 2 and all(_BARE.match(c.strip()) for c in cols)
+        cols = line.split()
+        return len(cols) == 2 and all(_BARE.match(c) for c in cols)
 
     if any(ln.startswith("#") for ln in lines) or (len(lines) >= 2 and all(map(pair, lines))):
-        # LogGOPSim's --noise-trace format: '#' comments and "<start>\t<duration>" (ns) per
-        # line, replayed in time (an op is delayed by the trace's detours it overlaps). Read as
-        # samples it would draw start times as delays: refuse it instead.
-        raise _bad(
-            f"{what}: '{path}' looks like a LogGOPSim noise trace ('#' comments or "
-            "'<start> <duration>' lines); file(PATH) takes one detour duration per line or "
-            "whitespace-separated, drawn per op. Replaying a trace in time is not supported: "
-            "keep its durations only (e.g. awk '!/^#/ {print $2}' trace > detours.txt)"
-        )
+        # LogGOPSim's --noise-trace format: '#' comment lines and "<start>\t<duration>" in ns.
+        return Distribution("trace", samples=tuple(_read_trace(path, lines, pair, what)))
     vals = [parse_time(tok, f"{what} sample in {path}") for tok in text.split()]
     if not vals:
         raise _bad(f"{what}: no samples in '{path}'")
-    return vals
+    return Distribution("samples", samples=tuple(vals))
+
+
+def _read_trace(path: str, lines: list[str], pair: Any, what: str) -> list[float]:
+    out: list[float] = []
+    for n, line in enumerate(lines, 1):
+        if line.startswith("#"):
+            continue
+        if not pair(line):
+            raise _bad(
+                f"{what}: '{path}' reads as a LogGOPSim noise trace ('#' comment lines, then "
+                f"'<start><TAB><duration>' in ns), but line {n} of its non-blank lines is "
+                f"'{line[:60]}'"
+            )
+        start, duration = (float(c) for c in line.split())
+        if not (math.isfinite(start) and math.isfinite(duration) and start >= 0 <= duration):
+            raise _bad(f"{what}: '{path}' line {n}: times must be finite and >= 0")
+        if out and start < out[-2]:
+            raise _bad(f"{what}: '{path}' line {n}: the trace's starts must not decrease")
+        out += [start, duration]
+    if len(out) < 4 or out[-2] <= 0:
+        raise _bad(
+            f"{what}: the noise trace '{path}' needs at least two detours and a last start > 0 "
+            "(the last start is the period it repeats with)"
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -518,6 +549,9 @@ class SimResult:
 def _describe_dist(d: Distribution) -> str:
     if d.kind == "samples":
         return f"samples({len(d.samples)})"
+    if d.kind == "trace":
+        how = ",cosched" if d.b else ""
+        return f"trace({len(d.samples) // 2} lines,period {d.samples[-2]:g}ns{how})"
     if d.kind in ("constant", "exponential"):
         return f"{d.kind}({d.a:g}ns)"
     if d.kind == "uniform":
@@ -588,9 +622,10 @@ def simulate_file(
 ) -> SimResult:
     """Simulate a saved schedule (text, JSON or GOAL, LogGOPSim's plain GOAL included).
 
-    A file in the text form is parsed as it is read and each rank's program interned as it
-    comes (memory of the distinct programs, not of the file); JSON and GOAL (whose messages are
-    paired across the whole file) are loaded whole first, and so is any file with a timeline.
+    A file in the text form, JSON or a GOAL file written by collkit is parsed as it is read and
+    each rank's program interned as it comes (memory of the distinct programs, not of the file);
+    a plain GOAL file is held until its end (its messages are paired by tag across the whole
+    file); a file with a timeline is loaded whole first.
     """
     from collkit import io
 
@@ -601,7 +636,7 @@ def simulate_file(
     if fmt is None:
         with open(path, "rb") as f:
             fmt = io.sniff_format(f.read(1 << 16).decode("utf-8", errors="replace"))
-    if fmt != "text" or timeline:
+    if timeline:
         return simulate(
             io.load(path, fmt),
             model=m,
@@ -616,7 +651,7 @@ def simulate_file(
     noise_d, skew_d = parse_distribution(noise, "noise"), parse_distribution(skew, "skew")
     topo = parse_topology(topology)
     opts = _options(m, noise_d, skew_d, topo, trials, seed, False)
-    d = _core.simulate_text_file(os.fspath(path), opts)
+    d = _core.simulate_file(os.fspath(path), fmt, opts)
     if d["rpn"]:  # the file's placement gave the topology its nodes (the core checked they agree)
         topo = placed_topology(topo, Placement(int(d["rpn"]), str(d["order"])))
     return _result(

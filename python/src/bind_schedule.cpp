@@ -19,7 +19,7 @@ nb::dict op_arrays(const std::vector<RankView>& ranks) {
   for (const auto& r : ranks) n += r.size(), nd += r.deps.size();
   std::vector<int64_t> rank(n), off(n), src_off(n), len(n), dep_begin(n + 1);
   std::vector<int32_t> peer(n);
-  std::vector<uint8_t> kind(n), buf(n), src(n), side(n);
+  std::vector<uint8_t> kind(n), buf(n), src(n), side(n), cpu(n), nic(n);
   std::vector<uint16_t> stage(n);
   std::vector<uint32_t> deps;
   deps.reserve(nd);
@@ -36,6 +36,8 @@ nb::dict op_arrays(const std::vector<RankView>& ranks) {
       src_off[i] = op.src_off;
       len[i] = op.len;
       side[i] = static_cast<uint8_t>(op.side);
+      cpu[i] = op.cpu;
+      nic[i] = op.nic;
       stage[i] = r.stage[j];
       dep_begin[i] = static_cast<int64_t>(deps.size());
       for (OpId d : r.deps_of(j)) deps.push_back(d);
@@ -52,6 +54,8 @@ nb::dict op_arrays(const std::vector<RankView>& ranks) {
   d["src_off"] = to_numpy(std::move(src_off));
   d["len"] = to_numpy(std::move(len));
   d["side"] = to_numpy(std::move(side));
+  d["cpu"] = to_numpy(std::move(cpu));
+  d["nic"] = to_numpy(std::move(nic));
   d["stage"] = to_numpy(std::move(stage));
   d["dep_begin"] = to_numpy(std::move(dep_begin));
   d["deps"] = to_numpy(std::move(deps));
@@ -87,6 +91,13 @@ Schedule from_arrays(const ScheduleHeader& h, const nb::dict& d) {
   auto len = field<int64_t>(d, "len", n);
   auto side = field<uint8_t>(d, "side", n);
   auto stage = field<uint16_t>(d, "stage", n);
+  // cpu and nic are optional (0 when absent): files written before they existed still read.
+  const bool units = d.contains("cpu") || d.contains("nic");
+  In1<uint8_t> cpu, nic;
+  if (units) {
+    cpu = field<uint8_t>(d, "cpu", n);
+    nic = field<uint8_t>(d, "nic", n);
+  }
   auto dep_begin = field<int64_t>(d, "dep_begin", n + 1);
   auto deps = field<uint32_t>(d, "deps", SIZE_MAX);
   auto scratch_begin = field<int64_t>(d, "scratch_begin", static_cast<size_t>(h.P) + 1);
@@ -112,6 +123,15 @@ Schedule from_arrays(const ScheduleHeader& h, const nb::dict& d) {
       op.src_off = src_off(i);
       op.len = len(i);
       op.side = static_cast<Side>(side(i));
+      if (units) {
+        if (cpu(i) > kMaxCpu || nic(i) > kMaxNic)
+          fail(ErrorKind::format, "op " + std::to_string(i) + " has cpu " + std::to_string(cpu(i)) +
+                                      " or nic " + std::to_string(nic(i)) +
+                                      " above collkit's limit (" + std::to_string(kMaxCpu) + ", " +
+                                      std::to_string(kMaxNic) + ")");
+        op.cpu = cpu(i);
+        op.nic = nic(i);
+      }
       int64_t db = dep_begin(i), de = dep_begin(i + 1);
       if (db < 0 || de < db || de > static_cast<int64_t>(deps.shape(0)))
         fail(ErrorKind::format, "dep_begin is not a valid index array");

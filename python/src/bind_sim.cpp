@@ -13,6 +13,8 @@
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "collkit/error.hpp"
+#include "collkit/goal.hpp"
+#include "collkit/json.hpp"
 #include "collkit/registry.hpp"
 #include "collkit/sim/engine.hpp"
 #include "collkit/text.hpp"
@@ -54,6 +56,8 @@ Distribution distribution(const std::string& kind, double a, double b,
     d.kind = DistKind::lognormal;
   else if (kind == "samples")
     d.kind = DistKind::samples;
+  else if (kind == "trace")
+    d.kind = DistKind::trace;
   else
     fail(ErrorKind::invalid_argument, "unknown distribution '" + kind + "'");
   d.a = a;
@@ -199,8 +203,18 @@ void bind_sim(nb::module_& m) {
       "rpn to a node (0: not given). Times in ns.");
 
   m.def(
-      "simulate_text_file",
-      [](const std::string& path, const SimOptions& o) {
+      "simulate_file",
+      [](const std::string& path, const std::string& format, const SimOptions& o) {
+        if (format != "text" && format != "goal" && format != "json")
+          fail(ErrorKind::invalid_argument, "streams text, goal or json, not '" + format + "'");
+        auto stream = format == "text" ? read_text : read_goal;
+        auto read = [&](std::istream& in, const std::function<void(const ScheduleHeader&)>& h,
+                        const std::function<void(const RankView&)>& r) {
+          if (format == "json")
+            read_json_file(path, h, r);
+          else
+            stream(in, h, r);
+        };
         std::ifstream in(path, std::ios::binary);
         if (!in)
           fail(ErrorKind::invalid_argument, "cannot read " + path + ": " + std::strerror(errno));
@@ -210,7 +224,7 @@ void bind_sim(nb::module_& m) {
           nb::gil_scoped_release release;
           r = simulate_stream(
               [&](const auto& on_header, const auto& on_rank) {
-                read_text(
+                read(
                     in,
                     [&](const ScheduleHeader& h) {
                       header = h;
@@ -230,9 +244,9 @@ void bind_sim(nb::module_& m) {
         d["order"] = std::string(to_string(header.placement.order));
         return d;
       },
-      nb::arg("path"), nb::arg("options"),
-      "Simulate a schedule in the text form, parsed from the file as it is read (rank by rank: "
-      "memory of the ranks' distinct programs, not of the file).");
+      nb::arg("path"), nb::arg("format"), nb::arg("options"),
+      "Simulate a schedule in the text form, GOAL or JSON, parsed from the file as it is read "
+      "(rank by rank; a plain GOAL file is held until its end, where its messages are paired)");
 }
 
 }  // namespace collkit::py

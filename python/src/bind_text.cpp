@@ -2,7 +2,6 @@
 #include <nanobind/stl/string.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -10,6 +9,7 @@
 #include "bindings.hpp"
 #include "collkit/error.hpp"
 #include "collkit/goal.hpp"
+#include "collkit/json.hpp"
 #include "collkit/registry.hpp"
 #include "collkit/text.hpp"
 
@@ -18,47 +18,91 @@ namespace nb = nanobind;
 namespace collkit::py {
 
 void bind_text(nb::module_& m) {
-  // Streams an algorithm's schedule to a file, each rank generated and written in turn: memory
-  // of one rank's program whatever P (a whole Schedule in GOAL took ~290 B per op).
+  // Streams an algorithm's schedule to a file (or, with an empty path, to `write`, a Python
+  // callable such as sys.stdout.write, in pieces of about a megabyte), each rank generated and
+  // written in turn: memory of one rank's program whatever P (a whole Schedule in GOAL took
+  // ~290 B per op). JSON reads the ranks once per column.
   m.def(
       "write_schedule",
       [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,
          const std::string& format, const std::string& path, double reduce_ns_per_byte,
-         double copy_ns_per_byte, int64_t rpn, const std::string& order) {
-        if (format != "text" && format != "goal")
-          fail(ErrorKind::invalid_argument, "streaming writes text or goal, not '" + format + "'");
+         double copy_ns_per_byte, nb::object write, int64_t rpn, const std::string& order) {
+        if (format != "text" && format != "goal" && format != "json")
+          fail(ErrorKind::invalid_argument, "unknown format '" + format + "'");
+        if (path.empty() && write.is_none())
+          fail(ErrorKind::invalid_argument, "write_schedule needs a path or a write callable");
         Bound b = a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)});
         nb::gil_scoped_release unlock;
-        std::FILE* f = std::fopen(path.c_str(), "wb");
-        if (f == nullptr)
-          fail(ErrorKind::invalid_argument, "cannot write " + path + ": " + std::strerror(errno));
+        std::FILE* f = nullptr;
+        if (!path.empty()) {
+          f = std::fopen(path.c_str(), "wb");
+          if (f == nullptr)
+            fail(ErrorKind::invalid_argument, "cannot write " + path + ": " + std::strerror(errno));
+        }
         uint64_t written = 0;
         bool ok = true;
+        std::string pending;  // for `write`: pieces gathered to about a megabyte
+        auto to_python = [&] {
+          nb::gil_scoped_acquire gil;
+          write(nb::str(pending.data(), pending.size()));
+          pending.clear();
+        };
         RankProgram p;
         auto rank = [&](int64_t r) {
           b.generate_rank(r, p);
           return p.view();
         };
         auto sink = [&](std::string_view t) {
-          ok = ok && std::fwrite(t.data(), 1, t.size(), f) == t.size();
           written += t.size();
+          if (f != nullptr) {
+            ok = ok && std::fwrite(t.data(), 1, t.size(), f) == t.size();
+            return;
+          }
+          pending += t;
+          if (pending.size() >= (size_t{1} << 20)) to_python();
         };
-        if (format == "text") {
-          write_text(b.header(), rank, sink);
-        } else {
-          GoalOptions o;
-          o.reduce_ns_per_byte = reduce_ns_per_byte;
-          o.copy_ns_per_byte = copy_ns_per_byte;
-          write_goal(b.header(), rank, sink, o);
+        try {
+          if (format == "text") {
+            write_text(b.header(), rank, sink);
+          } else if (format == "json") {
+            write_json(b.header(), rank, sink);
+          } else {
+            GoalOptions o;
+            o.reduce_ns_per_byte = reduce_ns_per_byte;
+            o.copy_ns_per_byte = copy_ns_per_byte;
+            write_goal(b.header(), rank, sink, o);
+          }
+          if (f == nullptr && !pending.empty()) to_python();
+        } catch (...) {
+          if (f != nullptr) std::fclose(f);
+          throw;
         }
-        ok = (std::fclose(f) == 0) && ok;
-        if (!ok) fail(ErrorKind::invalid_argument, "cannot write " + path + ": disk full?");
+        if (f != nullptr) {
+          ok = (std::fclose(f) == 0) && ok;
+          if (!ok) fail(ErrorKind::invalid_argument, "cannot write " + path + ": disk full?");
+        }
         return written;
       },
       nb::arg("algorithm"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"), nb::arg("root"),
       nb::arg("format"), nb::arg("path"), nb::arg("reduce_ns_per_byte") = 0.0,
-      nb::arg("copy_ns_per_byte") = 0.0, nb::arg("rpn") = 0, nb::arg("order") = "contiguous");
+      nb::arg("copy_ns_per_byte") = 0.0, nb::arg("write") = nb::none(), nb::arg("rpn") = 0,
+      nb::arg("order") = "contiguous");
 
+  m.def(
+      "load_json_file",
+      [](const std::string& path) {
+        nb::gil_scoped_release unlock;
+        Schedule s;
+        read_json_file(
+            path, [&](const ScheduleHeader& h) { s = Schedule(h); },
+            [&](const RankView& r) { s.append_rank(r); });
+        return s;
+      },
+      nb::arg("path"), "A JSON schedule file read by the streaming reader (the simulator's).");
+  m.def("to_json", [](const Schedule& s) {
+    nb::gil_scoped_release unlock;
+    return to_json(s);
+  });
   m.def("to_text", [](const Schedule& s) {
     nb::gil_scoped_release unlock;
     return to_text(s);
@@ -108,19 +152,6 @@ void bind_text(nb::module_& m) {
   });
   // A JSON array of integers, "[1,2,3]": json.dumps of a list of millions of ints is the
   // slow part of writing a large schedule as JSON.
-  m.def("json_int_array", [](const In1<int64_t>& a) {
-    std::string out;
-    out.reserve(a.shape(0) * 4 + 2);
-    out.push_back('[');
-    char buf[24];
-    for (size_t i = 0; i < a.shape(0); ++i) {
-      if (i) out.push_back(',');
-      auto r = std::to_chars(buf, buf + sizeof buf, a(i));
-      out.append(buf, r.ptr);
-    }
-    out.push_back(']');
-    return out;
-  });
   m.def("check_fields", [](const Schedule& s) { check_fields(s); });
 }
 

@@ -20,9 +20,13 @@
 // send/recv on its own region of one scratch buffer per rank, calc as compute; messages are
 // matched by tag as LogGOPSim does and the receives reordered so that collkit's in-order
 // matching pairs the same messages; `A irequires B` (A may start once B starts) becomes
-// "A waits for what B waits for". Wildcards (from -1, tag -1) are rejected: collkit's receives
-// name their peer and match in order. docs/schedule-formats.md has the details.
+// "A waits for what B waits for"; `cpu N` / `nic N` are kept in the op (Op::cpu, Op::nic). A
+// receive `from -1` becomes a wildcard receive (kAnySource); a rank with one (or with `tag -1`)
+// keeps its receives as written, for the simulator to match as LogGOPSim does, and must use one
+// tag. docs/schedule-formats.md has the details.
 #pragma once
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -44,5 +48,10 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
                 const GoalOptions& options = {});
 // Throws Error(format) "line L, column C: ..." for malformed or unrepresentable input.
 Schedule from_goal(std::string_view text);
+// The same parser reading a stream line by line: `on_header`, then `on_rank` for each rank in
+// order. A collkit GOAL file streams (a rank goes out when its block closes: memory of one
+// rank's program whatever P); a plain one is held until its end, where its messages are paired.
+void read_goal(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
+               const std::function<void(const RankView&)>& on_rank);
 
 }  // namespace collkit

@@ -39,16 +39,28 @@ constexpr BufId scratch_buf(int k) {
 }
 std::string buffer_name(BufId b);  // "in", "out", "s0", ...
 
+// A recv whose peer is kAnySource takes the first message to arrive from any rank (GOAL's
+// `from -1`, MPI_ANY_SOURCE). Only the simulator runs such receives; the verifier and the MPI
+// executor refuse them, since their matching depends on timing.
+constexpr int32_t kAnySource = -1;
+constexpr int kMaxCpu = 15, kMaxNic = 7;
+
 using OpId = uint32_t;
 constexpr OpId kNoOp = UINT32_MAX;
 
+// Build one with `Op{.len = ..., .kind = ...}`: GCC 12 refuses a bare designated brace list
+// passed to a `const Op&` once Op has an enum bit-field.
 struct Op {
   int64_t len = 0;      // elements; for compute / sleep: nanoseconds
   int64_t off = 0;      // offset of the region in `buf`
   int64_t src_off = 0;  // reduce / copy: offset of the source region in `src`
   int32_t peer = -1;    // send / recv: the other rank
   OpKind kind = OpKind::compute;
-  Side side = Side::src_first;
+  Side side : 1 = Side::src_first;
+  // Which of its host's CPUs and NICs the op uses (GOAL's `cpu N` / `nic N`, LogGOPSim's several
+  // CPUs per host): only the simulator reads them, and all of collkit's generators leave them 0.
+  uint8_t cpu : 4 = 0;
+  uint8_t nic : 3 = 0;
   BufId buf = kOut;  // send: the buffer read; recv / reduce / copy: the buffer written
   BufId src = kIn;   // reduce / copy: the buffer read
 };

@@ -56,5 +56,8 @@ void read_text(std::istream& in, const std::function<void(const ScheduleHeader&)
 // The same checks as from_text, for a Schedule built another way (JSON, arrays): throws
 // Error(format) naming the rank and op of the first field the text form could not express.
 void check_fields(const Schedule& s);
+// The same for a header alone and for one rank's program (readers that stream).
+void check_header_fields(const ScheduleHeader& h);
+void check_rank_fields(const ScheduleHeader& h, const RankView& v);
 
 }  // namespace collkit

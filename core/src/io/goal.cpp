@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <istream>
 #include <optional>
 #include <unordered_map>
 
@@ -90,6 +92,11 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
       out.push_back('\n');
     }
     deferred.clear();
+    // A rank with a wildcard receive matches every message by its source alone (LogGOPSim's
+    // first posted receive that fits): its receives are written with any tag.
+    const bool any_tag = std::any_of(v.ops.begin(), v.ops.end(), [](const Op& op) {
+      return op.kind == OpKind::recv && op.peer == kAnySource;
+    });
     for (size_t i = 0; i < v.size(); ++i) {
       const Op& op = v.ops[i];
       out += kDirective;
@@ -110,8 +117,10 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
         write_product(out, op.len, h.elem_size);
         out += op.kind == OpKind::send ? "b to " : "b from ";
         io::write_int(out, op.peer);
-        uint32_t tag = 0;
-        if (op.peer >= 0 && op.peer < h.P) {
+        int64_t tag = 0;
+        if (any_tag && op.kind == OpKind::recv) {
+          tag = -1;
+        } else if (op.peer >= 0 && op.peer < h.P) {
           auto& seq = seqs[op.peer];
           tag = (op.kind == OpKind::send ? seq.first : seq.second)++;
         }
@@ -124,6 +133,14 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
             : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte)
                                       : op.len;
         io::write_int(out, cost);
+      }
+      if (op.cpu != 0) {
+        out += " cpu ";
+        io::write_int(out, op.cpu);
+      }
+      if (op.nic != 0) {
+        out += " nic ";
+        io::write_int(out, op.nic);
       }
       out.push_back('\n');
       // LogGOPSim needs a label defined before a `requires` names it: an op that waits on a
@@ -161,7 +178,8 @@ struct GoalOp {
   // the parser's copy of the text.
   std::string_view size_digits;
   int64_t peer = -1;
-  int64_t tag = 0;
+  int64_t tag = 0;  // -1: any tag
+  uint8_t cpu = 0, nic = 0;
   int64_t line, column;
   Op op;  // from the collkit comment, or built from the GOAL op
   uint16_t stage = 0;
@@ -192,70 +210,80 @@ struct PendingOp {
        "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + msg);
 }
 
-// Block comments become blanks (newlines kept) so that lines and columns stay where they were.
-std::string blank_block_comments(std::string_view text) {
-  std::string out(text);
-  int64_t line = 1;
-  size_t line_start = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == '\n') {
-      ++line;
-      line_start = i + 1;
-    } else if (out[i] == '/' && i + 1 < out.size() && out[i + 1] == '/') {
-      while (i + 1 < out.size() && out[i + 1] != '\n') ++i;
-    } else if (out[i] == '/' && i + 1 < out.size() && out[i + 1] == '*') {
-      int64_t l0 = line;
-      Scanner at(text.substr(line_start), line);
-      int64_t c0 = at.column(i - line_start);
-      size_t e = text.find("*/", i + 2);
-      if (e == std::string_view::npos) fail_line(l0, c0, "unterminated '/*' comment");
-      for (size_t k = i; k < e + 2; ++k) {
-        if (out[k] == '\n') {
-          ++line;
-          line_start = k + 1;
-        } else {
-          out[k] = ' ';
-        }
-      }
-      i = e + 1;
-    }
-  }
-  return out;
-}
-
 class GoalParser {
  public:
-  explicit GoalParser(std::string_view text) : text_(blank_block_comments(text)), lines_(text_) {}
+  using OnHeader = std::function<void(const ScheduleHeader&)>;
+  using OnRank = std::function<void(const RankView&)>;
+  // Ranks go to `on_rank` in order: a collkit file's as their blocks close (memory of the
+  // ranks read ahead of the next one, none for a file written by collkit), a plain file's at
+  // the end (its messages are paired by tag across the whole file).
+  GoalParser(OnHeader on_header, OnRank on_rank)
+      : on_header_(std::move(on_header)), on_rank_(std::move(on_rank)) {}
 
-  Schedule parse() {
-    std::string_view line;
-    while (lines_.next(line)) {
-      size_t c = line.find("//");
-      if (c != std::string_view::npos && line.substr(c).starts_with(kDirective)) {
-        Scanner before(line.substr(0, c), lines_.number());
-        if (!before.at_end())
-          before.fail_msg(before.pos(), "a '// collkit:' comment must stand on its own line");
-        Scanner sc(line, lines_.number(), {}, c + kDirective.size());
-        directive(sc);
-        continue;
-      }
-      Scanner sc(line, lines_.number(), "//");
-      while (!sc.at_end()) statement(sc);
+  void line(std::string_view raw, int64_t number) {
+    number_ = number;
+    std::string_view line = blank_block_comments(raw, number);
+    size_t c = line.find("//");
+    if (c != std::string_view::npos && line.substr(c).starts_with(kDirective)) {
+      Scanner before(line.substr(0, c), number);
+      if (!before.at_end())
+        before.fail_msg(before.pos(), "a '// collkit:' comment must stand on its own line");
+      Scanner sc(line, number, {}, c + kDirective.size());
+      directive(sc);
+      return;
     }
-    Scanner eof("", lines_.number() + 1);
+    Scanner sc(line, number, "//");
+    while (!sc.at_end()) statement(sc);
+  }
+
+  void finish() {
+    if (in_block_) fail_line(block_line_, block_column_, "unterminated '/*' comment");
+    Scanner eof("", number_ + 1);
     if (cur_ >= 0) eof.fail_msg(0, "rank " + std::to_string(cur_) + " has no closing '}'");
     if (P_ < 0) eof.fail_msg(0, "no 'num_ranks' line");
-    if (static_cast<int64_t>(ranks_.size()) != P_) {
+    if (closed_ != P_) {
       int64_t missing = 0;
-      while (ranks_.count(missing)) ++missing;
+      while (seen(missing)) ++missing;
       eof.fail_msg(0, "rank " + std::to_string(missing) + " has no block (num_ranks is " +
                           std::to_string(P_) + "; write 'rank " + std::to_string(missing) +
                           " { }' for a rank without ops)");
     }
-    return build();
+    if (!collkit_) build();
   }
 
  private:
+  // Block comments become blanks so that columns stay where they were; one may span lines.
+  std::string_view blank_block_comments(std::string_view raw, int64_t number) {
+    if (raw.find("/*") == std::string_view::npos && !in_block_) return raw;
+    blanked_.assign(raw);
+    std::string& out = blanked_;
+    size_t i = 0;
+    if (in_block_) {
+      size_t e = raw.find("*/");
+      size_t stop = e == std::string_view::npos ? raw.size() : e + 2;
+      for (size_t k = 0; k < stop; ++k) out[k] = ' ';
+      if (e == std::string_view::npos) return out;
+      in_block_ = false;
+      i = stop;
+    }
+    for (; i + 1 < out.size(); ++i) {
+      if (out[i] == '/' && out[i + 1] == '/') break;
+      if (out[i] == '/' && out[i + 1] == '*') {
+        block_line_ = number;
+        block_column_ = Scanner(raw, number).column(i);
+        size_t e = raw.find("*/", i + 2);
+        size_t stop = e == std::string_view::npos ? raw.size() : e + 2;
+        for (size_t k = i; k < stop; ++k) out[k] = ' ';
+        if (e == std::string_view::npos) {
+          in_block_ = true;
+          break;
+        }
+        i = stop - 1;
+      }
+    }
+    return out;
+  }
+
   // ---- reading -----------------------------------------------------------------------------
 
   void directive(Scanner& sc) {
@@ -320,6 +348,7 @@ class GoalParser {
                                " disagrees with the collkit "
                                "header's P " +
                                std::to_string(hr_.h.P));
+          on_header_(hr_.h);
         }
         return;
       }
@@ -328,7 +357,7 @@ class GoalParser {
         sc.skip_ws();
         size_t rb = sc.pos();
         int64_t r = sc.integer("a rank of num_ranks = " + std::to_string(P_), 0, P_ - 1);
-        if (ranks_.count(r)) sc.fail_msg(rb, "rank " + std::to_string(r) + " has a second block");
+        if (seen(r)) sc.fail_msg(rb, "rank " + std::to_string(r) + " has a second block");
         sc.expect("{", "'{' opening the rank's block");
         cur_ = r;
         ranks_[r];
@@ -386,11 +415,7 @@ class GoalParser {
       sc.skip_ws();
       size_t pb = sc.pos();
       op.peer = sc.integer("a rank", INT64_MIN, INT64_MAX);
-      if (op.peer == -1 && op.kind == GoalKind::recv)
-        sc.fail_msg(pb,
-                    "'from -1' (any source) cannot be represented: collkit's receives name "
-                    "their sender");
-      if (op.peer < 0 || op.peer >= P_)
+      if (!(op.peer == -1 && op.kind == GoalKind::recv) && (op.peer < 0 || op.peer >= P_))
         sc.fail_msg(
             pb, "rank " + std::to_string(op.peer) + " is not in [0, " + std::to_string(P_) + ")");
     } else if (w == "calc") {
@@ -409,31 +434,20 @@ class GoalParser {
         sc.skip_ws();
         size_t tb = sc.pos();
         op.tag = sc.integer("a tag", INT64_MIN, INT64_MAX);
-        if (op.tag == -1)
-          sc.fail_msg(tb,
-                      "'tag -1' (any tag) cannot be represented: collkit matches messages "
-                      "in order");
-        if (op.tag < 0 || op.tag > kMaxTag)
+        if (op.tag == -1 && op.kind == GoalKind::send)
+          sc.fail_msg(tb, "'tag -1' (any tag) is for receives; a send needs its tag");
+        if (op.tag != -1 && (op.tag < 0 || op.tag > kMaxTag))
           sc.fail_msg(tb, "tag " + std::to_string(op.tag) + " is not in [0, " +
                               std::to_string(kMaxTag) + "]");
       } else if (!seen_cpu && sc.accept("cpu")) {
-        // collkit simulates one CPU (and one NIC) per rank: an op on another one would overlap
-        // in LogGOPSim and not here, so it is refused rather than run differently.
+        // Several CPUs per host: each has its own overhead timeline in the simulator.
         seen_cpu = true;
-        sc.skip_ws();
-        size_t cb = sc.pos();
-        if (sc.integer("a cpu number", 0, INT64_MAX) != 0)
-          sc.fail_msg(cb,
-                      "'cpu N' with N > 0 (several CPUs per host) is not simulated by collkit, "
-                      "which runs every op of a rank on one CPU; only cpu 0 is accepted");
+        op.cpu = static_cast<uint8_t>(sc.integer(
+            "a CPU number in [0, " + std::to_string(kMaxCpu) + "] (collkit's limit)", 0, kMaxCpu));
       } else if (!seen_nic && sc.accept("nic")) {
         seen_nic = true;
-        sc.skip_ws();
-        size_t nb = sc.pos();
-        if (sc.integer("a nic number", 0, INT64_MAX) != 0)
-          sc.fail_msg(nb,
-                      "'nic N' with N > 0 (several NICs per host) is not simulated by collkit; "
-                      "only nic 0 is accepted");
+        op.nic = static_cast<uint8_t>(sc.integer(
+            "a NIC number in [0, " + std::to_string(kMaxNic) + "] (collkit's limit)", 0, kMaxNic));
       } else {
         sc.set_pos(ob);
         sc.fail_here(op.kind == GoalKind::calc ? "'cpu', 'nic' or end of line"
@@ -453,11 +467,13 @@ class GoalParser {
                   "this op has no '// collkit:' comment before it (every "
                   "op of a collkit GOAL file has one)");
       check_agrees(*pending_, op);
+      op.size_digits = {};  // a view into this line only
       if (op.kind != GoalKind::calc) {
         // collkit writes a message's sequence number on its ordered pair as the tag, so that
         // LogGOPSim pairs the messages as collkit does; an edited tag would break that.
         auto& seq = op.kind == GoalKind::send ? sent_ : received_;
-        int64_t expected = seq[op.peer]++;
+        // A rank with a wildcard receive has all its receives written with any tag.
+        int64_t expected = op.kind == GoalKind::recv && op.tag == -1 ? -1 : seq[op.peer]++;
         if (op.tag != expected)
           fail_line(op.line, op.column,
                     "tag " + std::to_string(op.tag) + " should be " + std::to_string(expected) +
@@ -471,6 +487,8 @@ class GoalParser {
                    : op.kind == GoalKind::recv ? OpKind::recv
                                                : OpKind::compute;
       op.op.len = op.value;
+      op.op.cpu = op.cpu;
+      op.op.nic = op.nic;
       if (op.kind != GoalKind::calc) {
         op.op.peer = static_cast<int32_t>(op.peer);
         op.op.buf = scratch_buf(0);
@@ -492,12 +510,14 @@ class GoalParser {
       why = "a recv";
     else if (!message && g.kind != GoalKind::calc)
       why = "a calc";
-    else if (message && op.peer != g.peer)
+    else if (message && op.peer != g.peer && !(op.peer == kAnySource && g.peer == -1))
       why = "peer " + std::to_string(op.peer);
     else if (message && bytes != g.size_digits)
       why = "a size of len * elem_size bytes";
     else if ((op.kind == OpKind::compute || op.kind == OpKind::sleep) && g.value != op.len)
       why = "calc " + std::to_string(op.len);
+    else if (op.cpu != g.cpu || op.nic != g.nic)
+      why = "cpu " + std::to_string(op.cpu) + " nic " + std::to_string(op.nic);
     if (!why.empty())
       fail_line(g.line, g.column,
                 "this GOAL op disagrees with its '// collkit:' comment on line " +
@@ -524,7 +544,18 @@ class GoalParser {
     sent_.clear();
     received_.clear();
     cur_ = -1;
+    ++closed_;
+    // A collkit file's ranks need nothing from other ranks: each goes out once those before it
+    // have.
+    if (collkit_)
+      for (auto it = ranks_.find(next_); it != ranks_.end(); it = ranks_.find(next_)) {
+        emit(next_, it->second);
+        ranks_.erase(it);
+        ++next_;
+      }
   }
+
+  bool seen(int64_t r) const { return r < next_ || ranks_.count(r) != 0; }
 
   // ---- building ----------------------------------------------------------------------------
 
@@ -535,13 +566,49 @@ class GoalParser {
 
   // perm_[r][new position] = op index in the file. Receives are reordered so that the k-th
   // receive from a rank is the one LogGOPSim's tag matching pairs with the k-th send.
+  //
+  // A rank with a wildcard receive (from -1 or tag -1) is left as it is: the simulator matches
+  // its messages as LogGOPSim does, each to the first posted receive that fits. It matches by
+  // source only, so such a rank must use a single tag (besides -1) in its receives and in the
+  // messages sent to it; anything else is refused.
   void match_messages() {
+    std::unordered_map<int64_t, std::pair<int64_t, const GoalOp*>> tag_of;  // wildcard ranks
+    for (auto& [r, gr] : ranks_)
+      for (const GoalOp& g : gr.ops)
+        if (g.op.kind == OpKind::recv && (g.op.peer == kAnySource || g.tag == -1))
+          tag_of.emplace(r, std::pair<int64_t, const GoalOp*>{-1, nullptr});
+    auto one_tag = [&](int64_t rank, const GoalOp& g) {
+      auto& [tag, first] = tag_of[rank];
+      if (g.tag == -1) return;
+      if (first == nullptr) {
+        tag = g.tag;
+        first = &g;
+      } else if (g.tag != tag) {
+        fail_line(g.line, g.column,
+                  "rank " + std::to_string(rank) +
+                      " has a wildcard receive (from -1 or tag -1) and messages with tags " +
+                      std::to_string(tag) + " (line " + std::to_string(first->line) + ") and " +
+                      std::to_string(g.tag) +
+                      ": collkit matches a wildcard rank's messages by source only, so it "
+                      "needs one tag on that rank");
+      }
+    };
     std::vector<Message> sends, recvs;
     for (auto& [r, gr] : ranks_)
       for (uint32_t i = 0; i < gr.ops.size(); ++i) {
         const GoalOp& g = gr.ops[i];
-        if (g.op.kind == OpKind::send) sends.push_back({r, g.op.peer, g.tag, 0, i});
-        if (g.op.kind == OpKind::recv) recvs.push_back({g.op.peer, r, g.tag, 0, i});
+        if (g.op.kind == OpKind::send) {
+          if (tag_of.count(g.op.peer))
+            one_tag(g.op.peer, g);
+          else
+            sends.push_back({r, g.op.peer, g.tag, 0, i});
+        }
+        if (g.op.kind == OpKind::recv) {
+          if (tag_of.count(r))
+            one_tag(r, g);
+          else
+            recvs.push_back({g.op.peer, r, g.tag, 0, i});
+        }
       }
     auto by_key = [](const Message& a, const Message& b) {
       return std::tie(a.src, a.dst, a.tag, a.index) < std::tie(b.src, b.dst, b.tag, b.index);
@@ -660,61 +727,66 @@ class GoalParser {
     return deps;
   }
 
-  Schedule build() {
-    // collkit's own files pair messages in order (their tags were checked above); plain GOAL
-    // pairs them by tag.
-    if (!collkit_) match_messages();
+  // A plain file: its messages paired by tag, then every rank in order.
+  void build() {
+    match_messages();
     ScheduleHeader h;
-    if (collkit_) {
-      h = hr_.h;
-    } else {
-      h.collective = Collective::barrier;
-      h.algorithm = "";
-      h.P = P_;
-      h.count = 0;
-      h.elem_size = 1;
-      h.root = 0;
-    }
-    Schedule s(h);
-    RankProgram p;
-    std::vector<uint32_t> inv, mapped;
+    h.collective = Collective::barrier;
+    h.algorithm = "";
+    h.P = P_;
+    h.count = 0;
+    h.elem_size = 1;
+    h.root = 0;
+    on_header_(h);
     for (int64_t rank = 0; rank < P_; ++rank) {
-      GoalRank& r = ranks_[rank];
-      const size_t n = r.ops.size();
-      auto deps = dependencies(r, rank);
-      auto pit = perm_.find(rank);
-      const std::vector<uint32_t>* perm = pit == perm_.end() ? nullptr : &pit->second;
-      inv.resize(n);
-      for (uint32_t i = 0; i < n; ++i) inv[perm ? (*perm)[i] : i] = i;
-      p.clear(rank);
-      if (collkit_) p.scratch = r.scratch;
-      int64_t offset = 0;
-      bool messages = false;
-      for (uint32_t i = 0; i < n; ++i) {
-        uint32_t old = perm ? (*perm)[i] : i;
-        const GoalOp& g = r.ops[old];
-        Op op = g.op;
-        if (!collkit_ && g.kind != GoalKind::calc) {
-          messages = true;
-          op.off = offset;
-          if (__builtin_add_overflow(offset, op.len, &offset))
-            fail_line(
-                g.line, g.column,
-                "rank " + std::to_string(rank) + "'s messages add up to more than 2^63 bytes");
-        }
-        mapped.clear();
-        for (uint32_t d : deps[old]) mapped.push_back(inv[d]);
-        p.append(op, mapped, g.stage);
-      }
-      if (messages) p.scratch.push_back(offset);
-      s.append_rank(p.view());
-      r = GoalRank{};  // free as we go
+      auto it = ranks_.find(rank);
+      emit(rank, it->second);
+      ranks_.erase(it);  // free as we go
     }
-    return s;
   }
 
-  std::string text_;
-  io::Lines lines_;
+  // Rank `rank`'s program to on_rank: collkit files keep their ops in order; a plain file's
+  // receives are reordered (perm_) and its messages laid out in one scratch buffer.
+  void emit(int64_t rank, const GoalRank& r) {
+    const size_t n = r.ops.size();
+    auto deps = dependencies(r, rank);
+    auto pit = perm_.find(rank);
+    const std::vector<uint32_t>* perm = pit == perm_.end() ? nullptr : &pit->second;
+    inv_.resize(n);
+    for (uint32_t i = 0; i < n; ++i) inv_[perm ? (*perm)[i] : i] = i;
+    RankProgram& p = program_;
+    p.clear(rank);
+    if (collkit_) p.scratch = r.scratch;
+    int64_t offset = 0;
+    bool messages = false;
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t old = perm ? (*perm)[i] : i;
+      const GoalOp& g = r.ops[old];
+      Op op = g.op;
+      if (!collkit_ && g.kind != GoalKind::calc) {
+        messages = true;
+        op.off = offset;
+        if (__builtin_add_overflow(offset, op.len, &offset))
+          fail_line(g.line, g.column,
+                    "rank " + std::to_string(rank) + "'s messages add up to more than 2^63 bytes");
+      }
+      mapped_.clear();
+      for (uint32_t d : deps[old]) mapped_.push_back(inv_[d]);
+      p.append(op, mapped_, g.stage);
+    }
+    if (messages) p.scratch.push_back(offset);
+    if (perm) perm_.erase(pit);
+    on_rank_(p.view());
+  }
+
+  OnHeader on_header_;
+  OnRank on_rank_;
+  RankProgram program_;
+  std::vector<uint32_t> inv_, mapped_;
+  std::string blanked_;
+  bool in_block_ = false;
+  int64_t block_line_ = 0, block_column_ = 0, number_ = 0;
+  int64_t closed_ = 0, next_ = 0;  // blocks closed; the next rank to go out (collkit files)
   bool collkit_ = false;
   io::HeaderReader hr_;
   int64_t P_ = -1;
@@ -731,7 +803,29 @@ class GoalParser {
 
 Schedule from_goal(std::string_view text) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
-  return GoalParser(text).parse();
+  Schedule s;
+  GoalParser parser([&](const ScheduleHeader& h) { s = Schedule(h); },
+                    [&](const RankView& r) { s.append_rank(r); });
+  io::Lines lines(text);
+  std::string_view line;
+  while (lines.next(line)) parser.line(line, lines.number());
+  parser.finish();
+  return s;
+}
+
+void read_goal(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
+               const std::function<void(const RankView&)>& on_rank) {
+  GoalParser parser(on_header, on_rank);
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(in, line)) {
+    std::string_view v = line;
+    if (number == 0 && v.starts_with("\xEF\xBB\xBF")) v.remove_prefix(3);
+    if (!v.empty() && v.back() == '\r') v.remove_suffix(1);
+    parser.line(v, ++number);
+  }
+  if (in.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number));
+  parser.finish();
 }
 
 }  // namespace collkit

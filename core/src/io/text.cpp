@@ -132,7 +132,10 @@ void write_op_body(std::string& out, const Op& op) {
     case OpKind::recv:
       write_region(out, op.buf, op.off, op.len);
       out += op.kind == OpKind::send ? " to " : " from ";
-      write_int(out, op.peer);
+      if (op.kind == OpKind::recv && op.peer == kAnySource)
+        out += "any";
+      else
+        write_int(out, op.peer);
       break;
     case OpKind::reduce:
       write_region(out, op.buf, op.off, op.len);
@@ -158,6 +161,15 @@ void write_op_body(std::string& out, const Op& op) {
       out += "ns";
       break;
   }
+  // Written only when set, so that schedules without them read as they always did.
+  if (op.cpu != 0) {
+    out += " cpu ";
+    write_int(out, op.cpu);
+  }
+  if (op.nic != 0) {
+    out += " nic ";
+    write_int(out, op.nic);
+  }
 }
 
 Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
@@ -173,8 +185,14 @@ Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
     if (op.kind == OpKind::send)
       sc.expect("to", "'to' and the receiving rank");
     else
-      sc.expect("from", "'from' and the sending rank");
-    op.peer = static_cast<int32_t>(sc.integer("a rank of P = " + std::to_string(P), 0, P - 1));
+      sc.expect("from", "'from' and the sending rank (or 'any')");
+    if (op.kind == OpKind::recv && sc.accept("any"))
+      op.peer = kAnySource;
+    else
+      op.peer = static_cast<int32_t>(
+          sc.integer(op.kind == OpKind::recv ? "a rank of P = " + std::to_string(P) + " or 'any'"
+                                             : "a rank of P = " + std::to_string(P),
+                     0, P - 1));
   } else if (kind == "reduce" || kind == "copy") {
     op.kind = kind == "reduce" ? OpKind::reduce : OpKind::copy;
     ParsedRegion dst = parse_region(sc, num_scratch);
@@ -227,6 +245,8 @@ Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
     sc.set_pos(kb);
     sc.fail_here(kinds);
   }
+  if (sc.accept("cpu")) op.cpu = static_cast<uint8_t>(sc.integer("a CPU number", 0, kMaxCpu));
+  if (sc.accept("nic")) op.nic = static_cast<uint8_t>(sc.integer("a NIC number", 0, kMaxNic));
   return op;
 }
 
@@ -541,19 +561,28 @@ void read_text(std::istream& in, const std::function<void(const ScheduleHeader&)
   parser.finish();
 }
 
-void check_fields(const Schedule& s) {
-  const ScheduleHeader& h = s.header;
+void check_header_fields(const ScheduleHeader& h) {
   auto bad = [](const std::string& m) { fail(ErrorKind::format, m); };
   if (h.P < 1 || h.P > io::kMaxTextP) bad("P = " + std::to_string(h.P) + " is not in [1, 2^31]");
   if (h.count < 0) bad("count " + std::to_string(h.count) + " is negative");
   if (h.elem_size < 1) bad("elem_size " + std::to_string(h.elem_size) + " is not positive");
   if (h.root < 0 || h.root >= h.P) bad("root " + std::to_string(h.root) + " is not a rank");
   if (h.placement.rpn < 0) bad("placement: ranks per node " + std::to_string(h.placement.rpn));
+}
+
+void check_fields(const Schedule& s) {
+  const ScheduleHeader& h = s.header;
+  check_header_fields(h);
   if (s.num_ranks() != h.P)
-    bad("the schedule holds " + std::to_string(s.num_ranks()) +
-        " ranks, P = " + std::to_string(h.P));
-  for (int64_t r = 0; r < s.num_ranks(); ++r) {
-    RankView v = s.rank(r);
+    fail(ErrorKind::format, "the schedule holds " + std::to_string(s.num_ranks()) +
+                                " ranks, P = " + std::to_string(h.P));
+  for (int64_t r = 0; r < s.num_ranks(); ++r) check_rank_fields(h, s.rank(r));
+}
+
+void check_rank_fields(const ScheduleHeader& h, const RankView& v) {
+  auto bad = [](const std::string& m) { fail(ErrorKind::format, m); };
+  const int64_t r = v.rank;
+  {
     auto where = [&](size_t i) {
       return "rank " + std::to_string(r) + ", op " + std::to_string(i) + ": ";
     };
@@ -580,7 +609,8 @@ void check_fields(const Schedule& s) {
         bad(where(i) + "source region end does not fit in 64 bits");
       if (op.kind == OpKind::reduce && static_cast<int>(op.side) > 1)
         bad(where(i) + "unknown reduce side");
-      if ((op.kind == OpKind::send || op.kind == OpKind::recv) && (op.peer < 0 || op.peer >= h.P))
+      if ((op.kind == OpKind::send || op.kind == OpKind::recv) && (op.peer < 0 || op.peer >= h.P) &&
+          !(op.kind == OpKind::recv && op.peer == kAnySource))
         bad(where(i) + "peer " + std::to_string(op.peer) +
             " is not a rank of P = " + std::to_string(h.P));
       for (OpId d : v.deps_of(i))

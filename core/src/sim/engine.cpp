@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -64,16 +65,35 @@ struct RecvKey {  // a program's receives sorted by (relative peer, op)
 // One distinct program: where its ops, successor overflow and receive indexes lie.
 struct Program {
   uint64_t op_begin, overflow_begin, recv_begin, dep_begin, deps_begin;
+  uint64_t unit_begin;  // its ops' cpu | nic << 4 in t_unit_, or kNone when all are 0
   uint32_t n, n_deps, n_recv;
   bool wide;         // some op has more deps than a 16-bit counter holds
+  bool dynamic;      // it has a wildcard receive: its messages match as they come (LogGOPSim)
   uint32_t next[2];  // the next program with the same hash (XOR, add mode)
 };
+constexpr int32_t kAnyDelta = -1;  // the relative peer of a wildcard receive
 
 // What a rank's program is compared on, op by op (with its deps).
 struct OpKey {
   double amount;  // as in TOp; -1 for a negative length
   int32_t xdelta, adelta;
-  uint32_t kind;
+  uint32_t kind;  // OpKind | (cpu | nic << 4) << 8
+  uint32_t op_kind() const { return kind & 0xff; }
+  uint8_t unit() const { return static_cast<uint8_t>(kind >> 8); }
+};
+
+// Timelines of a host's CPUs and NICs beyond the first (GOAL's cpu N / nic N): CPU c >= 1 at
+// [c - 1], the send gap of NIC n >= 1 at [15 + n - 1], its receive gap at [22 + n - 1].
+struct Units {
+  double t[kMaxCpu + 2 * kMaxNic] = {};
+};
+
+// A rank with wildcard receives matches its messages as LogGOPSim does: a message takes the
+// first posted receive that fits, else waits in the unexpected queue; a receive being posted
+// takes the first unexpected message that fits, else joins the posted queue.
+struct Matching {
+  std::vector<uint32_t> posted;                           // receive ops, in posting order
+  std::vector<std::pair<uint32_t, uint32_t>> unexpected;  // sends (rank, op), in arrival order
 };
 
 // Per rank, during a trial: 48 bytes that an event of the rank touches together.
@@ -153,7 +173,10 @@ class Engine {
     topo_ = placed(opt.topology, h);
     validate(topo_, h.P);
     has_topology_ = topo_.kind != TopoKind::none || topo_.intra > 0;
-    has_noise_ = opt.noise.kind != DistKind::none;
+    has_noise_ = opt.noise.kind != DistKind::none && opt.noise.kind != DistKind::trace;
+    if (opt.noise.kind == DistKind::trace) trace_.emplace(opt.noise);
+    if (opt.skew.kind == DistKind::trace)
+      fail(ErrorKind::invalid_argument, "skew: a noise trace is replayed as noise, not as skew");
     congestion_ = topo_.link > 0;
     tmpl_.assign(static_cast<size_t>(P_), kUnset);
     rank_.resize(static_cast<size_t>(P_));
@@ -216,6 +239,19 @@ class Engine {
   // --- programs ------------------------------------------------------------------------------
   const Program& prog(uint32_t r) const { return progs_[tmpl_[r] & ~kAddMode]; }
   const TOp& op(const Program& p, uint32_t i) const { return t_ops_[p.op_begin + i]; }
+  uint8_t unit_of(const Program& p, uint32_t i) const {
+    return p.unit_begin == kNone ? 0 : t_unit_[p.unit_begin + i];
+  }
+  // The free times of rank r's CPU c, and of NIC n's send and receive gaps.
+  double& cpu_free(uint32_t r, uint32_t c) {
+    return c == 0 ? rank_[r].cpu_free : units_[r].t[c - 1];
+  }
+  double& send_free(uint32_t r, uint32_t n) {
+    return n == 0 ? rank_[r].port_free : units_[r].t[kMaxCpu + n - 1];
+  }
+  double& recv_free(uint32_t r, uint32_t n) {
+    return n == 0 ? rank_[r].recv_free : units_[r].t[kMaxCpu + kMaxNic + n - 1];
+  }
   uint64_t gidx(uint32_t r, uint32_t i) const { return rank_op_begin_[r] + i; }
 
   // Reads rank r's program (generating it) and finds, or adds, its distinct program. The
@@ -271,11 +307,15 @@ class Engine {
       switch (o.kind) {
         case OpKind::send:
         case OpKind::recv:
+          k.amount = len * esize;
+          if (o.kind == OpKind::recv && o.peer == kAnySource) {
+            k.xdelta = k.adelta = kAnyDelta;
+            break;
+          }
           // A message to itself is a message like any other (MPI allows it; the verifier too).
           if (o.peer < 0 || o.peer >= P_)
             fail(ErrorKind::invalid_argument, where(v, i) + " has peer " + std::to_string(o.peer) +
                                                   ", not a rank of P = " + std::to_string(P_));
-          k.amount = len * esize;
           k.xdelta = static_cast<int32_t>(static_cast<uint32_t>(o.peer) ^ r);
           k.adelta = static_cast<int32_t>(o.peer >= static_cast<int64_t>(r)
                                               ? o.peer - r
@@ -291,6 +331,7 @@ class Engine {
           k.amount = len;
       }
       if (o.len < 0) k.amount = -1;  // refused in add_program
+      k.kind |= static_cast<uint32_t>(o.cpu | o.nic << 4) << 8;
     }
   }
 
@@ -316,8 +357,8 @@ class Engine {
     for (uint32_t i = 0; i < n; ++i) {
       const TOp& x = a[i];
       const OpKey& y = key_[i];
-      if (x.amount != y.amount || (x.kind_seq >> 29) != y.kind ||
-          (mode ? x.adelta != y.adelta : x.xdelta != y.xdelta))
+      if (x.amount != y.amount || (x.kind_seq >> 29) != y.op_kind() ||
+          (mode ? x.adelta != y.adelta : x.xdelta != y.xdelta) || unit_of(p, i) != y.unit())
         return false;
     }
     return std::equal(v.dep_begin.begin(), v.dep_begin.end(),
@@ -331,9 +372,6 @@ class Engine {
   uint32_t add_program(const RankView& v, uint32_t r) {
     if (progs_.size() >= kAddMode - 1) fail(ErrorKind::unsupported, "too many distinct programs");
     const uint32_t n = static_cast<uint32_t>(v.size());
-    // Successor lists, each in increasing op order so that ties resolve in program order.
-    tmp_count_.assign(n + 1, 0);
-    tmp_succ_end_.resize(n);
     for (uint32_t i = 0; i < n; ++i) {
       if (v.ops[i].len < 0)
         fail(ErrorKind::invalid_argument, where(v, i) + " has a negative length");
@@ -344,14 +382,12 @@ class Engine {
         if (d >= n || d == i)
           fail(ErrorKind::invalid_argument, where(v, i) + " depends on op " + std::to_string(d) +
                                                 ", which is not another op of its rank");
-        ++tmp_count_[d + 1];
       }
     }
-    for (uint32_t i = 0; i < n; ++i) tmp_count_[i + 1] += tmp_count_[i];
-    for (uint32_t i = 0; i < n; ++i) tmp_succ_end_[i] = tmp_count_[i];  // begins
-    tmp_succ_.resize(tmp_count_[n]);
-    for (uint32_t i = 0; i < n; ++i)
-      for (OpId d : v.deps_of(i)) tmp_succ_[tmp_count_[d]++] = i;
+    // Successor lists (the core's helper), each in increasing op order so that ties resolve in
+    // program order.
+    succ_.clear();
+    succ_.append_rank(v);
 
     Program p{};
     p.op_begin = t_ops_.size();
@@ -362,17 +398,26 @@ class Engine {
     p.n = n;
     p.n_deps = static_cast<uint32_t>(v.deps.size());
     p.next[0] = p.next[1] = kUnset;
+    p.unit_begin = kNone;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (key_[i].unit() != 0 && p.unit_begin == kNone) {
+        p.unit_begin = t_unit_.size();
+        for (const OpKey& k : key_) t_unit_.push_back(k.unit());
+      }
+      if (key_[i].xdelta == kAnyDelta) p.dynamic = true;
+    }
     tmp_sends_.clear();
     for (uint32_t i = 0; i < n; ++i) {
       const OpKey& k = key_[i];
-      TOp s{k.amount, k.xdelta, k.adelta, k.kind << 29, 0, {kNoSucc, kNoSucc}};
+      TOp s{k.amount, k.xdelta, k.adelta, k.op_kind() << 29, 0, {kNoSucc, kNoSucc}};
       const uint32_t ndeps = static_cast<uint32_t>(v.deps_of(i).size());
       p.wide |= ndeps > kMaxNarrowDeps;
       s.pending = ndeps | (v.ops[i].kind == OpKind::recv ? kMsgBit : 0);
       if (v.ops[i].kind == OpKind::send) tmp_sends_.push_back({v.ops[i].peer, i});
-      const uint32_t sb = tmp_succ_end_[i], ns = tmp_count_[i] - sb;
+      const std::span<const uint32_t> next = succ_.of(i);
+      const uint32_t ns = static_cast<uint32_t>(next.size());
       if (ns <= 2) {
-        for (uint32_t t = 0; t < ns; ++t) s.succ[t] = tmp_succ_[sb + t];
+        for (uint32_t t = 0; t < ns; ++t) s.succ[t] = next[t];
       } else {
         const size_t rel = t_overflow_.size() - p.overflow_begin;
         if (rel + ns + 1 >= kOverflow)
@@ -380,7 +425,7 @@ class Engine {
         s.succ[0] = kOverflow;
         s.succ[1] = static_cast<uint32_t>(rel);
         t_overflow_.push_back(ns);
-        t_overflow_.insert(t_overflow_.end(), tmp_succ_.begin() + sb, tmp_succ_.begin() + sb + ns);
+        t_overflow_.insert(t_overflow_.end(), next.begin(), next.end());
       }
       t_ops_.push_back(s);
     }
@@ -442,6 +487,18 @@ class Engine {
   // Rank r has finished: its counters go back to the pool.
   void release_rank(uint32_t r) {
     const Program& p = prog(r);
+    if (p.dynamic) {
+      auto it = matching_.find(r);
+      if (it != matching_.end()) {
+        if (!it->second.unexpected.empty()) {
+          const auto [q, k] = it->second.unexpected.front();
+          fail(ErrorKind::invalid_argument,
+               "unmatched send: rank " + std::to_string(r) + " finished with the message of rank " +
+                   std::to_string(q) + " op " + std::to_string(k) + " taken by no receive");
+        }
+        matching_.erase(it);
+      }
+    }
     free_[p.wide][p.n].push_back(rank_[r].pend);
     rank_[r].pend = nullptr;
     --held_;
@@ -464,6 +521,8 @@ class Engine {
   void run_trial(uint64_t trial, bool record) {
     record_ = record;
     rng_ = Rng(opt_.seed * 0x9e3779b97f4a7c15ULL + trial * 0xd1b54a32d192ed03ULL + 1);
+    trial_seed_ = opt_.seed * 0xd6e8feb86659fd93ULL + trial * 0x9e3779b97f4a7c15ULL + 7;
+    if (trace_) cosched_offset_ = Rng(trial_seed_).uniform01() * trace_->period();
     for (RankState& s : rank_) s = RankState{0, 0, 0, 0, nullptr, 0, 0};
     pool_.reset();
     free_[0].clear();
@@ -472,6 +531,8 @@ class Engine {
     queue_.clear();
     rendezvous_.clear();
     pending_cpu_end_.clear();
+    units_.clear();
+    matching_.clear();
     link_free_.clear();
     messages_ = 0;
     bytes_ = 0;
@@ -545,6 +606,17 @@ class Engine {
   }
 
   double noise() { return has_noise_ ? sample(opt_.noise, rng_) : 0.0; }
+  // A noise trace's detours met by rank r's CPU busy from `start` for `len` ns. Each rank's
+  // offset into the trace comes from the run's seed and the trial, so a run is reproducible.
+  double detour(uint32_t r, double start, double len) const {
+    if (!trace_) return 0.0;
+    double offset = cosched_offset_;
+    if (opt_.noise.b == 0) {
+      Rng x(trial_seed_ ^ ((uint64_t{r} + 1) * 0xbf58476d1ce4e5b9ULL));
+      offset = x.uniform01() * trace_->period();
+    }
+    return trace_->detour(offset, start, len);
+  }
   void at(double t, uint32_t r, uint32_t i, EventType type) {
     if (t <= now_)
       now_stack_.push_back({r, i});  // only completions are ever due now
@@ -568,8 +640,10 @@ class Engine {
       if (pd == 0) {
         if (record_ && op(p, i).kind() == OpKind::recv) op_start_[gidx(r, i)] = now_;
         ready(r, i, kNone);
-      } else if (pd == kMsgBit && record_)
-        op_start_[gidx(r, i)] = now_;  // a recv without deps is posted at once
+      } else if (pd == kMsgBit) {  // a recv without deps is posted at once
+        if (record_) op_start_[gidx(r, i)] = now_;
+        if (p.dynamic) post(r, i);
+      }
     }
   }
 
@@ -607,17 +681,20 @@ class Engine {
     if (pd == 0) {
       if (record_ && op(p, j).kind() == OpKind::recv) op_start_[gidx(r, j)] = now_;
       ready(r, j, k);
-    } else if (pd == kMsgBit && record_) {
-      op_start_[gidx(r, j)] = now_;  // recv posted, its message not yet delivered
+    } else if (pd == kMsgBit) {  // recv posted, its message not yet delivered
+      if (record_) op_start_[gidx(r, j)] = now_;
+      if (p.dynamic) post(r, j);
     }
   }
 
   // Op (r, i) has everything it needs; `trigger` is the op whose completion made it so.
   void ready(uint32_t r, uint32_t i, uint64_t trigger) {
-    const TOp& o = op(prog(r), i);
+    const Program& p = prog(r);
+    const TOp& o = op(p, i);
+    const uint8_t unit = unit_of(p, i);
     switch (o.kind()) {
       case OpKind::send:
-        start_send(r, i, o, trigger);
+        start_send(r, i, o, unit, trigger);
         return;
       case OpKind::recv: {
         if (record_) cause_[gidx(r, i)] = trigger;
@@ -625,16 +702,16 @@ class Engine {
         return;
       }
       default: {
-        RankState& st = rank_[r];
-        const double s = std::max(now_, st.cpu_free);
-        const double e = s + o.amount + noise();
+        double& cpu = cpu_free(r, unit & 15);
+        const double s = std::max(now_, cpu);
+        const double e = s + o.amount + noise() + detour(r, s, o.amount);
         if (record_) {
           const uint64_t k = gidx(r, i);
           op_start_[k] = s;
           cause_[k] = s > now_ ? cpu_owner_[r] : trigger;
           cpu_owner_[r] = k;
         }
-        st.cpu_free = e;
+        cpu = e;
         at(e, r, i, kDone);
       }
     }
@@ -648,8 +725,9 @@ class Engine {
     return r ^ static_cast<uint32_t>(o.xdelta);
   }
 
-  void start_send(uint32_t r, uint32_t i, const TOp& o, uint64_t trigger) {
-    RankState& st = rank_[r];
+  void start_send(uint32_t r, uint32_t i, const TOp& o, uint8_t unit, uint64_t trigger) {
+    double& cpu_free_at = cpu_free(r, unit & 15);
+    double& port_free = send_free(r, unit >> 4);
     const uint32_t dst = peer_of(r, o);
     const double n = o.amount;
     double extra = has_topology_ ? topo_.extra_latency(r, dst) : 0.0;
@@ -661,15 +739,16 @@ class Engine {
     const uint64_t k = record_ ? gidx(r, i) : kNone;
     switch (m_.kind) {
       case ModelKind::postal:
-        s = std::max(now_, st.port_free);
-        arrival = s + m_.alpha + extra + n * m_.beta + d;
-        st.port_free = arrival;  // one message in flight: the port is busy until it arrives
+        s = std::max(now_, port_free);
+        arrival = s + m_.alpha + extra + n * m_.beta + d + detour(r, s, m_.alpha + n * m_.beta);
+        port_free = arrival;  // one message in flight: the port is busy until it arrives
         owner = port_owner_.empty() ? kNone : port_owner_[r];
         break;  // the send completes on arrival (see arrive)
       case ModelKind::pipelined_postal: {
-        s = std::max(now_, st.port_free);
-        const double pushed = s + m_.alpha_r + n * m_.beta + d;
-        st.port_free = pushed;
+        s = std::max(now_, port_free);
+        const double pushed =
+            s + m_.alpha_r + n * m_.beta + d + detour(r, s, m_.alpha_r + n * m_.beta);
+        port_free = pushed;
         arrival = pushed + m_.alpha_p + extra;
         owner = port_owner_.empty() ? kNone : port_owner_[r];
         at(pushed, r, i, kDone);
@@ -677,11 +756,12 @@ class Engine {
       }
       default: {  // LogGOPS family
         const double b1 = std::max(n - 1.0, 0.0);
-        const bool cpu_bound = st.cpu_free >= st.port_free;
-        s = std::max({now_, st.cpu_free, st.port_free});
-        const double cpu_end = s + m_.o + b1 * m_.O + d;
-        st.cpu_free = cpu_end;
-        st.port_free = s + m_.g + b1 * m_.G;
+        const bool cpu_bound = cpu_free_at >= port_free;
+        s = std::max({now_, cpu_free_at, port_free});
+        // A trace's detours over the overhead o, as LogGOPSim counts them.
+        const double cpu_end = s + m_.o + b1 * m_.O + d + detour(r, s, m_.o);
+        cpu_free_at = cpu_end;
+        port_free = s + m_.g + b1 * m_.G;
         arrival = s + m_.o + m_.L + extra;  // the first byte; G is charged at the receiver
         if (!cpu_owner_.empty()) owner = cpu_bound ? cpu_owner_[r] : port_owner_[r];
         if (n <= m_.S)
@@ -695,7 +775,7 @@ class Engine {
       // The message enters the network when the send starts (LogGOPS: after the overhead o).
       const double wait = link_wait(r, dst, m_.is_logp_family() ? s + m_.o : s, n);
       arrival += wait;
-      if (m_.kind == ModelKind::postal) st.port_free = arrival;  // busy until it arrives
+      if (m_.kind == ModelKind::postal) port_free = arrival;  // busy until it arrives
     }
     if (record_) {
       op_start_[k] = s;
@@ -727,15 +807,21 @@ class Engine {
 
   // The message of send (q, k) reaches its destination.
   void arrive(uint32_t q, uint32_t k) {
-    const TOp& so = op(prog(q), k);
+    const Program& sp = prog(q);
+    const TOp& so = op(sp, k);
     if (m_.kind == ModelKind::postal) now_stack_.push_back({q, k});
     if (!m_.is_logp_family()) return deliver(q, k);
-    RankState& rs = rank_[peer_of(q, so)];
+    // The receiver spends its overhead on the CPU and NIC numbered as the send's (LogGOPSim's
+    // rule: the receive may not be posted yet).
+    const uint8_t unit = unit_of(sp, k);
+    const uint32_t dst = peer_of(q, so);
+    double& cpu = cpu_free(dst, unit & 15);
+    double& gap = recv_free(dst, unit >> 4);
     const double b1 = std::max(so.amount - 1.0, 0.0);
-    const double s = std::max({now_, rs.cpu_free, rs.recv_free});
-    const double end = s + m_.o + std::max(b1 * m_.O, b1 * m_.G);
-    rs.cpu_free = end;
-    rs.recv_free = s + m_.g + b1 * m_.G;
+    const double s = std::max({now_, cpu, gap});
+    const double end = s + m_.o + std::max(b1 * m_.O, b1 * m_.G) + detour(dst, s, m_.o);
+    cpu = end;
+    gap = s + m_.g + b1 * m_.G;
     if (end <= now_)
       deliver(q, k);
     else
@@ -752,7 +838,39 @@ class Engine {
       hold(r);  // reached before it starts (arrival skew)
     }
     const Program& rp = prog(r);
-    const uint32_t j = find_recv(r, rp, q, so.seq());
+    if (rp.dynamic) {  // the first posted receive that fits, else the unexpected queue
+      Matching& mq = matching_[r];
+      for (auto it = mq.posted.begin(); it != mq.posted.end(); ++it)
+        if (op(rp, *it).xdelta == kAnyDelta || peer_of(r, op(rp, *it)) == q) {
+          const uint32_t j = *it;
+          mq.posted.erase(it);
+          return match(q, k, so, r, j);
+        }
+      mq.unexpected.push_back({q, k});
+      if (record_) msg_arrive_[msg_of_send_[gidx(q, k)]] = now_;
+      return;
+    }
+    match(q, k, so, r, find_recv(r, rp, q, so.seq()));
+  }
+
+  // Receive (r, j) of a wildcard rank is posted: it takes the first unexpected message that fits.
+  void post(uint32_t r, uint32_t j) {
+    const Program& rp = prog(r);
+    const TOp& ro = op(rp, j);
+    Matching& mq = matching_[r];
+    for (auto it = mq.unexpected.begin(); it != mq.unexpected.end(); ++it)
+      if (ro.xdelta == kAnyDelta || peer_of(r, ro) == it->first) {
+        const auto [q, k] = *it;
+        mq.unexpected.erase(it);
+        const TOp so = op(prog(q), k);
+        return match(q, k, so, r, j);
+      }
+    mq.posted.push_back(j);
+  }
+
+  // The message of send (q, k) is delivered to receive (r, j).
+  void match(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j) {
+    const Program& rp = prog(r);
     const TOp& ro = op(rp, j);
     if (ro.amount < so.amount)
       fail(ErrorKind::invalid_argument,
@@ -769,7 +887,7 @@ class Engine {
     if (record_) {
       const uint64_t m = msg_of_send_[gidx(q, k)];
       msg_recv_[m] = gidx(r, j);
-      msg_arrive_[m] = now_;
+      if (std::isnan(msg_arrive_[m])) msg_arrive_[m] = now_;
     }
     const uint32_t p = clear_msg(r, rp, j);
     // A rank that has not started yet (arrival skew) finds the message when it starts.
@@ -801,7 +919,9 @@ class Engine {
       for (uint32_t i = 0; i < p.n; ++i) {
         const uint32_t pd = pending(r, p, i);
         if (pd == 0) continue;
-        std::string why = pd == kMsgBit
+        std::string why = pd == kMsgBit && op(p, i).xdelta == kAnyDelta
+                              ? "no message came for this wildcard receive (unmatched receive)"
+                          : pd == kMsgBit
                               ? "its message from rank " + std::to_string(peer_of(r, op(p, i))) +
                                     " never came (unmatched receive)"
                               : "it waits on ops that never complete (a cycle, or an op "
@@ -820,9 +940,10 @@ class Engine {
     size_t free_lists = 0;
     for (const auto& f : free_)
       for (const auto& [n, v] : f) free_lists += cap(v);
-    return cap(t_ops_) + cap(t_overflow_) + cap(t_dep_begin_) + cap(t_deps_) + cap(t_recv_[0]) +
-           cap(t_recv_[1]) + cap(progs_) + index_.size() * 32 + cap(tmpl_) + cap(rank_) +
-           pool_.memory_bytes() + free_lists + cap(rank_op_begin_) + queue_.memory_bytes();
+    return cap(t_ops_) + cap(t_unit_) + cap(t_overflow_) + cap(t_dep_begin_) + cap(t_deps_) +
+           cap(t_recv_[0]) + cap(t_recv_[1]) + cap(progs_) + index_.size() * 32 + cap(tmpl_) +
+           cap(rank_) + pool_.memory_bytes() + free_lists + cap(rank_op_begin_) +
+           queue_.memory_bytes();
   }
 
   const ScheduleHeader& h_;
@@ -837,6 +958,7 @@ class Engine {
 
   // Distinct programs, read-only once added.
   std::vector<TOp> t_ops_;
+  std::vector<uint8_t> t_unit_;  // cpu | nic << 4 of the ops of programs that set them
   std::vector<uint32_t> t_overflow_;
   std::vector<RecvKey> t_recv_[2];  // XOR, add mode
   std::vector<Program> progs_;
@@ -850,7 +972,7 @@ class Engine {
   uint32_t last_ = kUnset;  // the program the last rank read matched
   // The rank being read.
   std::vector<OpKey> key_;
-  std::vector<uint32_t> tmp_count_, tmp_succ_end_, tmp_succ_;
+  Successors succ_;
   std::vector<std::pair<int64_t, uint32_t>> tmp_sends_;
 
   // State of a trial.
@@ -862,7 +984,12 @@ class Engine {
   std::vector<std::pair<uint32_t, uint32_t>> now_stack_;
   std::unordered_map<uint64_t, Rendezvous> rendezvous_;   // by the receive's key(rank, op)
   std::unordered_map<uint64_t, double> pending_cpu_end_;  // rendezvous sends in flight
+  std::unordered_map<uint32_t, Units> units_;             // ranks using CPUs / NICs beyond 0
+  std::unordered_map<uint32_t, Matching> matching_;       // ranks with wildcard receives
   Rng rng_{0};
+  std::optional<NoiseTrace> trace_;  // --noise file(trace): LogGOPSim's trace replayed in time
+  uint64_t trial_seed_ = 0;
+  double cosched_offset_ = 0;
   double now_ = 0, bytes_ = 0;
   int64_t messages_ = 0;
   size_t done_ = 0;

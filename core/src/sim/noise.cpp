@@ -1,5 +1,6 @@
 #include "collkit/sim/noise.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -69,6 +70,17 @@ void validate(const Distribution& d, const char* what) {
       for (double v : d.samples)
         if (!ok_time(v)) bad(what, "samples must be finite times >= 0");
       return;
+    case DistKind::trace: {
+      if (d.samples.size() < 4 || d.samples.size() % 2 != 0)
+        bad(what, "a noise trace needs at least two detours (start, duration)");
+      for (double v : d.samples)
+        if (!ok_time(v)) bad(what, "a noise trace holds finite times >= 0");
+      for (size_t i = 2; i < d.samples.size(); i += 2)
+        if (d.samples[i] < d.samples[i - 2]) bad(what, "a noise trace's starts must not decrease");
+      if (!(d.samples[d.samples.size() - 2] > 0))
+        bad(what, "a noise trace must span some time (its last start is its period)");
+      return;
+    }
   }
   bad(what, "unknown distribution");
 }
@@ -91,8 +103,43 @@ double sample(const Distribution& d, Rng& rng) {
     }
     case DistKind::samples:
       return d.samples[rng.next() % d.samples.size()];
+    case DistKind::trace:
+      return 0;  // replayed in time by NoiseTrace, not drawn per op
   }
   return 0;
+}
+
+NoiseTrace::NoiseTrace(const Distribution& d) {
+  const size_t n = d.samples.size() / 2;
+  period_ = d.samples[2 * (n - 1)];
+  // The last line starts where the trace repeats (LogGOPSim's trace length): one period holds
+  // the detours before it. A detour at 0 stands in for the carry into the first one.
+  start_.push_back(0);
+  dur_.push_back(0);
+  for (size_t i = 0; i + 1 < n; ++i) {
+    start_.push_back(d.samples[2 * i]);
+    dur_.push_back(d.samples[2 * i + 1]);
+  }
+  cum_.assign(1, 0);
+  for (double v : dur_) cum_.push_back(cum_.back() + v);
+  total_ = cum_.back();
+}
+
+double NoiseTrace::sum_before(double y, bool inclusive) const {
+  const double periods = std::floor(y / period_);
+  const double x = y - periods * period_;
+  const auto it = inclusive ? std::upper_bound(start_.begin(), start_.end(), x)
+                            : std::lower_bound(start_.begin(), start_.end(), x);
+  return periods * total_ + cum_[static_cast<size_t>(it - start_.begin())];
+}
+
+double NoiseTrace::detour(double offset, double start, double len) const {
+  const double x = std::fmod(start + offset, period_);
+  // The detour under way at x (the last to start at or before it), if it reaches past x.
+  const size_t p =
+      static_cast<size_t>(std::upper_bound(start_.begin(), start_.end(), x) - start_.begin()) - 1;
+  const double carry = std::max(0.0, start_[p] + dur_[p] - x);
+  return carry + std::max(0.0, sum_before(x + len, false) - sum_before(x, true));
 }
 
 }  // namespace collkit::sim

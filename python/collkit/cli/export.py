@@ -8,20 +8,22 @@ examples:
   collkit export --from rd.json --format text            convert a saved schedule
   collkit export --from plain.goal -o plain.txt          import a LogGOPSim GOAL file
 
-Every format reads back into an identical schedule (collkit.io.load). Formats are described
-in docs/schedule-formats.md.
+Every format reads back into an identical schedule (collkit.io.load). A generated schedule is
+written rank by rank, to a file or stdout, in every format: memory of one rank's program
+whatever P. Formats are described in docs/schedule-formats.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
 from collkit import _core, io
-from collkit.algorithms import generate
 from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, parse_per_byte, placement_of
 from collkit.placement import core_args
+from collkit.simulate import memory_estimate
 
 NAME = "export"
 HELP = "write a schedule as text, JSON or GOAL (or convert a saved one)"
@@ -73,6 +75,33 @@ def _usage(msg: str) -> int:
     return EXIT_USAGE
 
 
+# Every format writes at least this many bytes per op (text: "  12: send out[0:4] to 3").
+_MIN_BYTES_PER_OP = 20
+_STDOUT_LIMIT = 2**40
+
+
+def _too_large(args: argparse.Namespace, count: int, to_stdout: bool) -> str | None:
+    """Why the output could not be written (more than the disk holds, or than 1 TiB to
+    stdout), from the op counts of three sample ranks; None if it fits."""
+    _, ops = memory_estimate(args.algorithm, args.P, count, args.elem_size, args.root)
+    need = ops * _MIN_BYTES_PER_OP
+    if to_stdout:
+        room, where = _STDOUT_LIMIT, "the 1024 GiB collkit writes to stdout"
+    else:
+        folder = Path(args.output).resolve().parent
+        try:
+            room = shutil.disk_usage(folder).free
+        except OSError:
+            return None  # the write says why it cannot
+        where = f"the {room / 2**30:.1f} GiB free in {folder}"
+    if need <= room:
+        return None
+    return (
+        f"this export would write at least {need / 2**30:.1f} GiB ({ops:,} ops), more than "
+        f"{where}: lower -P or --count"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.source is not None:
         if args.algorithm is not None or args.P is not None:
@@ -87,26 +116,30 @@ def run(args: argparse.Namespace) -> int:
         count = DEFAULT_COUNT if args.count is None else args.count
         placement = placement_of(args)
         fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
-        if args.output not in (None, "-") and fmt in ("text", "goal"):
-            # Streamed to the file rank by rank: memory of one rank's program, whatever P.
-            if Path(args.output).is_dir():
-                return _usage(f"cannot write {args.output}: it is a directory")
-            _core.write_schedule(
-                args.algorithm.core,
-                args.P,
-                count,
-                args.elem_size,
-                args.root,
-                fmt,
-                args.output,
-                args.gamma,
-                args.copy_beta,
-                *core_args(placement),
-            )
-            return EXIT_OK
-        schedule = generate(
-            args.algorithm, args.P, count, args.elem_size, args.root, placement=placement
+        # Streamed rank by rank, to the file or to stdout, in every format: memory of one
+        # rank's program, whatever P.
+        to_stdout = args.output in (None, "-")
+        if not to_stdout and Path(args.output).is_dir():
+            return _usage(f"cannot write {args.output}: it is a directory")
+        too_large = _too_large(args, count, to_stdout)
+        if too_large:
+            return _usage(too_large)
+        _core.write_schedule(
+            args.algorithm.core,
+            args.P,
+            count,
+            args.elem_size,
+            args.root,
+            fmt,
+            "" if to_stdout else args.output,
+            args.gamma,
+            args.copy_beta,
+            sys.stdout.write if to_stdout else None,
+            *core_args(placement),
         )
+        if to_stdout:
+            sys.stdout.flush()
+        return EXIT_OK
     fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
     goal_options = {}
     if fmt == "goal":

@@ -17,12 +17,15 @@ Models and their parameters (defaults):
                     their own time; local ops run one at a time per rank
 
 Noise and skew specs: none, constant(50ns), uniform(0,100ns), exponential(50ns) (mean),
-lognormal(100ns,0.5) (median, sigma), file(PATH) (measured times, one drawn per op).
+lognormal(100ns,0.5) (median, sigma), file(PATH) (measured times, one drawn per op; a
+LogGOPSim noise trace is replayed in time instead, each rank from its own offset drawn from
+--seed; file(PATH,cosched): one offset for all ranks).
 Topology specs: fattree(k=16,hop=100ns), dragonfly(p=4,a=8,hop=100ns,global=500ns),
 torus(dims=8x8x8,hop=50ns); each also takes rpn=N (ranks per node) and intra=TIME.
 
 A saved schedule runs as it is: `collkit simulate --file rd.goal --model loggops` (text, JSON or
-GOAL, LogGOPSim's plain GOAL included; docs/simulator.md maps LogGOPSim's flags to collkit's).
+GOAL, LogGOPSim's plain GOAL included, with its `cpu N` / `nic N` and wildcard receives; read as
+it goes; docs/simulator.md maps LogGOPSim's flags to collkit's).
 
 Example (seed 002's simulator settings, Fig. 18):
   collkit simulate allreduce:rd -P 8 --bytes 8 --model pipelined-postal --alpha-p 500ns \\
@@ -97,7 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--noise",
         default=None,
         metavar="SPEC",
-        help="per-op delay distribution, e.g. exponential(50ns)",
+        help="per-op delay distribution, e.g. exponential(50ns), or a LogGOPSim trace: file(T)",
     )
     n.add_argument(
         "--skew",

@@ -14,7 +14,12 @@
 // - Local ops (reduce, copy, compute, sleep) and, in LogGOPS, the CPU overheads of messages run
 //   one at a time per rank, in the order they became ready.
 // - Noise: every op draws one delay that lengthens its busy time (a send's port or CPU time,
-//   which delays its arrival too; a recv's completion; a local op's run).
+//   which delays its arrival too; a recv's completion; a local op's run); or a LogGOPSim noise
+//   trace is replayed in time (NoiseTrace), each rank from its own seeded offset.
+// - Several CPUs and NICs per host (Op::cpu, Op::nic, GOAL's cpu N / nic N): each has its own
+//   timeline; a message is processed on the receiver's CPU and NIC numbered as its send's.
+// - A rank with wildcard receives (kAnySource) matches as LogGOPSim does: an arriving message
+//   takes the first posted receive that fits, else waits in the unexpected queue.
 //
 // Scale: a rank's program is generated when the simulation reaches the rank (when it starts, or
 // when a message reaches it before it starts) and read into a compact form that is shared: the
