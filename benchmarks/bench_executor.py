@@ -5,10 +5,12 @@ the spread.
     .venv/bin/python benchmarks/bench_executor.py                       # pip MPICH, P = 2
     .venv/bin/python benchmarks/bench_executor.py --mpi openmpi         # Debian's Open MPI
     .venv/bin/python benchmarks/bench_executor.py --repeats 3 --sizes 8,1KiB --pairs allreduce:rd
+    .venv/bin/python benchmarks/bench_executor.py --collectives gather,scatter --out blocks-mpich
 
 One job per (pair, repeat) runs collkit_bench with both the collkit algorithm and the native call
 (its algorithm forced through MPIR_CVAR_<COLL>_INTRA_ALGORITHM or Open MPI's coll_tuned dynamic
-rules), alternating between them size by size, so both see the same machine. The ratio of a
+rules), alternating between them size by size, so both see the same machine. Sizes are bytes per
+rank (per block for allgather, reduce_scatter_block, gather, scatter and alltoall). The ratio of a
 repeat is collkit's median / the MPI's median (per-iteration maxima over ranks, blocks of
 --block calls). The table shows the median ratio over repeats with its min and max. Rows go to
 benchmarks/results/executor-<mpi>.jsonl, the report (machine, date, this command) to
@@ -46,6 +48,13 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
         ("alltoall:pairwise", "mpich:pairwise"),
         ("alltoall:linear", "mpich:scattered"),
         ("barrier:dissemination", "mpich:k_dissemination"),
+        ("allgather:ring", "mpich:ring"),
+        ("allgather:rd", "mpich:recursive_doubling"),
+        ("allgather:bruck", "mpich:brucks"),
+        ("reduce_scatter_block:pairwise", "mpich:pairwise"),
+        ("reduce_scatter_block:halving", "mpich:recursive_halving"),
+        ("gather:binomial", "mpich:binomial"),
+        ("scatter:binomial", "mpich:binomial"),
     ],
     "openmpi": [
         ("allreduce:rd", "ompi:recursive_doubling"),
@@ -57,6 +66,14 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
         ("alltoall:pairwise", "ompi:pairwise"),
         ("alltoall:linear", "ompi:linear"),
         ("barrier:dissemination", "ompi:bruck"),
+        ("allgather:ring", "ompi:ring"),
+        ("allgather:rd", "ompi:recursive_doubling"),
+        ("allgather:bruck", "ompi:bruck"),
+        ("reduce_scatter_block:halving", "ompi:recursive_halving"),
+        ("gather:binomial", "ompi:binomial"),
+        ("gather:linear", "ompi:basic_linear"),
+        ("scatter:binomial", "ompi:binomial"),
+        ("scatter:linear", "ompi:basic_linear"),
     ],
 }
 
@@ -126,14 +143,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block", type=int, default=10)
     p.add_argument("--max-seconds", type=float, default=2.0)
     p.add_argument("--pairs", default="", help="comma list of collkit names to keep")
+    p.add_argument(
+        "--collectives", default="", help="comma list of collectives to keep (default: all)"
+    )
+    p.add_argument(
+        "--out",
+        default="",
+        help="report name under benchmarks/results/ (default: executor-<mpi>)",
+    )
     a = p.parse_args(argv)
     sizes = parse_sizes(a.sizes)
     mpi = find(a.mpi)
     print(f"building collkit's MPI programs for {mpi.version} (once) ...", flush=True)
     bindir = build(mpi)
     pairs = [pr for pr in PAIRS[a.mpi] if not a.pairs or pr[0] in a.pairs.split(",")]
+    keep = [c for c in a.collectives.split(",") if c]
+    pairs = [pr for pr in pairs if not keep or pr[0].split(":")[0] in keep]
+    name = a.out or f"executor-{a.mpi}"
     RESULTS.mkdir(exist_ok=True)
-    raw = RESULTS / f"executor-{a.mpi}.jsonl"
+    raw = RESULTS / f"{name}.jsonl"
     ratios: dict[tuple[str, str, int], list[float]] = {}
     medians: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
     with raw.open("a") as log:
@@ -173,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- date: {dt.date.today().isoformat()}",
         f"- command: `.venv/bin/python benchmarks/{Path(__file__).name} "
         f"{' '.join(argv if argv is not None else sys.argv[1:])}`",
-        f"- P = {a.np}, blocks of {a.block} calls, {a.iters} iterations, doubles (MPI_SUM); "
+        f"- P = {a.np} (this 2-core machine: P <= 4 only), blocks of {a.block} calls, "
+        f"{a.iters} iterations, doubles (MPI_SUM); "
         f"{a.repeats} repeats, each one MPI job measuring both side by side",
         "",
         "| collkit | the MPI's own | bytes | collkit µs | MPI µs | ratio (median) | min | max |",
@@ -188,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     report = "\n".join(lines) + "\n"
     print(report)
-    (RESULTS / f"executor-{a.mpi}.md").write_text(report)
+    (RESULTS / f"{name}.md").write_text(report)
     return 0
 
 

@@ -29,7 +29,9 @@ def failures_of(out: str) -> int:
 @pytest.mark.parametrize("P", [1, 2, 3, 5, 8])
 def test_allreduce_rd_matches_open_mpi(openmpi: tuple[MPI, Path], P: int) -> None:
     mpi, bindir = openmpi
-    r = run_program(mpi, bindir, P, "collkit_check", "--counts", "0,1,13,1009", "--errors")
+    r = run_program(
+        mpi, bindir, P, "collkit_conformance", "--algos", "allreduce:rd", "--counts", "0,1,13,1009"
+    )
     assert failures_of(r.stdout) == 0 and r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
 
 
@@ -37,7 +39,7 @@ def test_allreduce_rd_matches_open_mpi(openmpi: tuple[MPI, Path], P: int) -> Non
 def test_reference_is_each_forced_open_mpi_algorithm(openmpi: tuple[MPI, Path], algo: str) -> None:
     mpi, bindir = openmpi
     env = mpi.force_env("allreduce", f"ompi:{algo}")
-    r = run_program(mpi, bindir, 5, "collkit_check", "--quick", "--counts", "0,1,7,1009", env=env)
+    r = run_program(mpi, bindir, 5, "collkit_conformance", "--counts", "0,1,7,1009", env=env)
     # The non-commutative case is checked against the rank-ordered product computed in the
     # program, so an Open MPI algorithm that ignores commutativity (ring) cannot fail collkit.
     assert failures_of(r.stdout) == 0 and r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -40,6 +40,10 @@ ALL_RULES = [
     rule("bcast", "bcast:binomial"),
     rule("alltoall", "alltoall:bruck(r=3)"),
     rule("barrier", "barrier:dissemination", (1, 64)),
+    rule("allgather", "allgather:ring"),
+    rule("reduce_scatter_block", "reduce_scatter_block:pairwise"),
+    rule("gather", "gather:linear"),
+    rule("scatter", "scatter:linear"),
 ]
 EVERYTHING: dict[str, object] = {"format": "collkit-tuning", "version": 1, "rules": ALL_RULES}
 
@@ -116,8 +120,9 @@ def test_c_program_gives_identical_results_under_the_library(
     assert outputs(tmp_path / "lib", P) == outputs(tmp_path / "plain", P)
     assert len(outputs(tmp_path / "plain", P)[0].splitlines()) > 50
     log = lib.stderr
-    for algo in ("allreduce:ring", "reduce:binomial", "bcast:binomial", "alltoall:bruck(r=3)"):
-        assert f"-> {algo} (table)" in log, log[-3000:]
+    for r in ALL_RULES:
+        if r["collective"] != "barrier":
+            assert f"-> {r['algorithm']} (table)" in log, log[-3000:]
     # What the table's algorithm cannot do goes to the MPI, and says why.
     assert "-> native (non-commutative op)" in log  # ring needs a commutative op
     assert "-> native (intercommunicator)" in log
@@ -146,13 +151,7 @@ def test_calls_the_table_does_not_cover_go_to_the_mpi(
     assert "-> native (not in the table)" in r.stderr
     rows = read_jsonl(stats)  # the call counts are rows of collkit's one schema
     assert rows and all(row.algorithm == "native" for row in rows)
-    assert {row.collective for row in rows} == {
-        "allreduce",
-        "reduce",
-        "bcast",
-        "alltoall",
-        "barrier",
-    }
+    assert {row.collective for row in rows} == {r["collective"] for r in ALL_RULES}
     assert all(row.iterations >= 1 and row.mean > 0 for row in rows)
 
 
@@ -214,6 +213,11 @@ def test_mpi4py_script_gives_identical_results_under_the_library(tmp_path: Path)
         assert f"P=4 8000 B (class 4096..8191 B) -> {algo} (table)" in lib.stderr or (
             algo == "alltoall:bruck(r=3)" and f"-> {algo} (table)" in lib.stderr
         ), lib.stderr[-3000:]
+    for algo in ("allgather:ring", "reduce_scatter_block:pairwise", "gather:linear"):
+        assert f"P=4 8000 B (class 4096..8191 B) -> {algo} (table)" in lib.stderr, lib.stderr[
+            -3000:
+        ]
+    assert "P=4 4000 B (class 2048..4095 B) -> scatter:linear (table)" in lib.stderr
 
 
 def test_lammps_from_debian_gives_identical_thermo_output(tmp_path: Path) -> None:

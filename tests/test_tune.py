@@ -266,6 +266,29 @@ def test_tune_writes_the_three_files_and_resumes(
     assert "already measured" in again.stderr
 
 
+def test_tune_campaigns_the_block_collectives(
+    mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
+) -> None:
+    mpi, _, _ = mpich_fp
+    out = tmp_path / "t"
+    args = ["allgather", "scatter", "-np", "2", "--sizes", "8B,1KiB", "--iters", "20"]
+    args += ["--max-ms", "40", "--only", "ring,linear", "-o", str(out)]
+    r = tune(*args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    table = load_table(out / "collkit-tuning.json")
+    assert {x.collective for x in table.rules} == {"allgather", "scatter"}
+    assert all(x.algorithm in ("native", "allgather:ring", "scatter:linear") for x in table.rules)
+    rows = [json.loads(ln) for ln in (out / "tune.jsonl").read_text().splitlines()]
+    # collkit's algorithm (validated against the MPI's call), native and every MPICH algorithm.
+    for coll, ours in (("allgather", "allgather:ring"), ("scatter", "scatter:linear")):
+        names = {x["algorithm"] for x in rows if x["collective"] == coll}
+        assert names == {ours, "native", *mpi.native_algorithms(coll)}, names
+        assert all(x["valid"] is True for x in rows if x["algorithm"] == ours)
+    # Open MPI's rules file names them by its own collective ids.
+    text = (out / "openmpi-rules.txt").read_text()
+    assert "0  # allgather" in text and "15  # scatter" in text
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -312,3 +335,16 @@ def test_only_names_keep_their_commas() -> None:
     from collkit.cli.tune import split_names
 
     assert split_names("rd,rm(a2,a2), ring,") == ["rd", "rm(a2,a2)", "ring"]
+
+
+def test_open_mpi_rules_name_every_collective_by_its_id_or_leave_it_out() -> None:
+    """Open MPI's ids for the block collectives; a collective without one is left to Open MPI's
+    own decision with a comment, not a KeyError."""
+    choices = [
+        Choice("gather", 4, 64, "measured", None, comparison("gather:binomial"), []),
+        Choice("allgather", 4, 64, "measured", None, comparison("allgather:ring"), []),
+        Choice("allgatherv", 4, 64, "measured", None, comparison("allgather:ring"), []),
+    ]
+    text = openmpi_rules(choices)
+    assert "\n0  # allgather\n" in text and "\n9  # gather\n" in text
+    assert "# allgatherv: no coll/tuned rules id" in text and "2  # collectives" in text

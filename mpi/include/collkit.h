@@ -9,9 +9,10 @@
  * Every function returns MPI_SUCCESS or an MPI error code; nothing in collkit aborts. For a
  * collkit error (bad name, wrong collective, unsupported P, ...), MPI_Error_string(code) and
  * ck_error_message() give the message. All ranks of `comm` call with the same name, and with
- * arguments as the MPI collective of the same name requires: for bcast and alltoall only the type
- * signatures must match (each rank may describe its data with its own datatype, gaps, absolute
- * addresses on MPI_BOTTOM included); for allreduce and reduce the count, datatype and op.
+ * arguments as the MPI collective of the same name requires: for the copies (bcast, alltoall,
+ * allgather, gather, scatter) only the type signatures must match (each rank may describe its
+ * data with its own datatype, gaps, absolute addresses on MPI_BOTTOM included); for the
+ * reductions (allreduce, reduce, reduce_scatter_block) the count, datatype and op.
  *
  * The name "native" (or "allreduce:native", ...) calls the MPI's own collective instead.
  *
@@ -38,6 +39,25 @@ int ck_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI
 int ck_alltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm);
 int ck_barrier(MPI_Comm comm, const char* algorithm);
+/* MPI_Allgather: `sendcount` x `sendtype` from each rank, `recvcount` x `recvtype` per source in
+ * recvbuf (rank order). MPI_IN_PLACE as sendbuf: each rank's block already lies in recvbuf. */
+int ck_allgather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm);
+/* MPI_Reduce_scatter_block: rank r gets block r (`recvcount` elements) of the reduction of every
+ * rank's P blocks. MPI_IN_PLACE as sendbuf: the P blocks are read from recvbuf. */
+int ck_reduce_scatter_block(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const char* algorithm);
+/* MPI_Gather: the root receives every rank's block in rank order; recvbuf, recvcount and
+ * recvtype are read at the root only. MPI_IN_PLACE as the root's sendbuf: its block is in
+ * recvbuf already. */
+int ck_gather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+              MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+              const char* algorithm);
+/* MPI_Scatter: rank r receives block r of the root's sendbuf; sendbuf, sendcount and sendtype
+ * are read at the root only. MPI_IN_PLACE as the root's recvbuf: its block stays in sendbuf. */
+int ck_scatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+               const char* algorithm);
 
 /* 1 when `rc`, returned by a ck_* call, means that collkit declined the call before any
  * communication, and that every rank of the communicator declined it alike: the decision reads only

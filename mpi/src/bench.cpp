@@ -20,20 +20,31 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "calls.hpp"
 #include "collkit.h"
+#include "collkit/collective.hpp"
 
+using namespace collkit;
 using namespace collkit::mpi;
 
 namespace {
 
 struct Setup {
-  std::string collective;
+  Collective collective = Collective::allreduce;
+  const CollectiveSpec* spec = nullptr;
   MPI_Datatype type = MPI_DOUBLE;
   std::string type_name;
   int elem = 8;
   int root = 0;
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0, size = 1;
+  // Bytes of `in` and `out` on this rank for `count` elements per block (the spec's shapes).
+  size_t in_bytes(long long count) const {
+    return static_cast<size_t>(buffer_elems(spec->in, size, count, root, rank)) * elem;
+  }
+  size_t out_bytes(long long count) const {
+    return static_cast<size_t>(buffer_elems(spec->out, size, count, root, rank)) * elem;
+  }
 };
 
 struct Buffers {
@@ -41,33 +52,24 @@ struct Buffers {
 };
 
 int call(const Setup& s, const std::string& algo, Buffers& b, long long count) {
-  void* in = b.in.data();
-  void* out = b.out.data();
-  const char* name = algo.c_str();
-  if (algo == "native") {  // the MPI's own call, not through collkit's C API
-    const int n = static_cast<int>(count);
-    if (s.collective == "allreduce") return MPI_Allreduce(in, out, n, s.type, MPI_SUM, s.comm);
-    if (s.collective == "reduce") return MPI_Reduce(in, out, n, s.type, MPI_SUM, s.root, s.comm);
-    if (s.collective == "bcast") return MPI_Bcast(out, n, s.type, s.root, s.comm);
-    if (s.collective == "alltoall") return MPI_Alltoall(in, n, s.type, out, n, s.type, s.comm);
-    return MPI_Barrier(s.comm);
-  }
-  if (s.collective == "allreduce")
-    return ck_allreduce(in, out, count, s.type, MPI_SUM, s.comm, name);
-  if (s.collective == "reduce")
-    return ck_reduce(in, out, count, s.type, MPI_SUM, s.root, s.comm, name);
-  if (s.collective == "bcast") return ck_bcast(out, count, s.type, s.root, s.comm, name);
-  if (s.collective == "alltoall")
-    return ck_alltoall(in, count, s.type, out, count, s.type, s.comm, name);
-  return ck_barrier(s.comm, name);
+  CallArgs a;
+  a.sendbuf = b.in.data();
+  a.sendcount = a.recvcount = count;
+  a.sendtype = a.recvtype = s.type;
+  a.recvbuf = b.out.data();
+  a.op = MPI_SUM;
+  a.root = s.root;
+  a.comm = s.comm;
+  // "native": the MPI's own call, not through collkit's C API.
+  return algo == "native" ? call_mpi(s.collective, a) : call_collkit(s.collective, a, algo.c_str());
 }
 
-void fill(const Setup& s, Buffers& b, long long count) {
-  // Small integers in every type: sums are exact, so validation can compare bitwise.
-  const long long n = s.collective == "alltoall" ? count * s.size : count;
-  for (long long i = 0; i < n; ++i) {
-    const int v = static_cast<int>((i * 7 + s.rank * 3) % 5);
-    unsigned char* p = b.in.data() + i * s.elem;
+// Small integers in every type: sums are exact, so validation can compare bitwise.
+void fill_values(const Setup& s, std::vector<unsigned char>& buf) {
+  const size_t n = buf.size() / static_cast<size_t>(s.elem);
+  for (size_t i = 0; i < n; ++i) {
+    const int v = static_cast<int>((static_cast<long long>(i) * 7 + s.rank * 3) % 5);
+    unsigned char* p = buf.data() + i * static_cast<size_t>(s.elem);
     if (s.type == MPI_DOUBLE) {
       double x = v;
       std::memcpy(p, &x, 8);
@@ -77,10 +79,15 @@ void fill(const Setup& s, Buffers& b, long long count) {
     } else if (s.type == MPI_INT) {
       int x = v;
       std::memcpy(p, &x, 4);
-    } else
+    } else {
       *p = static_cast<unsigned char>(v);
+    }
   }
-  std::memcpy(b.out.data(), b.in.data(), std::min(b.in.size(), b.out.size()));
+}
+
+void fill(const Setup& s, Buffers& b) {
+  fill_values(s, b.in);
+  fill_values(s, b.out);  // bcast's root sends from `out`
 }
 
 // Offset of this rank's clock from rank 0's: the ping-pong with the smallest round trip wins.
@@ -176,18 +183,18 @@ Measure measure(const Setup& s, const std::string& algo, Buffers& b, long long c
 
 // 1: same result as native, 0: differs, -1: error.
 int validate(const Setup& s, const std::string& algo, Buffers& b, long long count) {
-  fill(s, b, count);
-  if (s.collective == "bcast" && s.rank != s.root) std::memset(b.out.data(), 0xEE, b.out.size());
+  fill(s, b);
+  // Where the output is written over (every rank but a bcast's root), start from other bytes.
+  if (!(s.spec->root_input_in_out && s.rank == s.root))
+    std::memset(b.out.data(), 0xEE, b.out.size());
   Buffers ref = b;
   int rc = call(s, algo, b, count);
   int rc2 = call(s, "native", ref, count);
   int ok = rc == MPI_SUCCESS && rc2 == MPI_SUCCESS;
-  if (ok && s.collective != "barrier") {
-    size_t n = static_cast<size_t>(count) * static_cast<size_t>(s.elem) *
-               (s.collective == "alltoall" ? static_cast<size_t>(s.size) : 1);
-    bool check = s.collective != "reduce" || s.rank == s.root;
-    if (check && std::memcmp(b.out.data(), ref.out.data(), n) != 0) ok = 0;
-  }
+  // The output the spec's postcondition speaks of on this rank.
+  if (ok && applies_to(s.spec->post.ranks, s.root, s.rank) &&
+      std::memcmp(b.out.data(), ref.out.data(), s.out_bytes(count)) != 0)
+    ok = 0;
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, s.comm);
   return ok;
 }
@@ -219,9 +226,17 @@ int main(int argc, char** argv) {
   Setup s;
   MPI_Comm_rank(s.comm, &s.rank);
   MPI_Comm_size(s.comm, &s.size);
-  s.collective = args.get("collective", "allreduce");
-  const bool reduction = s.collective == "allreduce" || s.collective == "reduce";
-  s.type_name = args.get("datatype", reduction ? "double" : "char");
+  const std::string collective = args.get("collective", "allreduce");
+  if (!is_collective(collective)) {
+    if (s.rank == 0)
+      std::fprintf(stderr, "error: --collective must be one of %s\n",
+                   std::string(collective_names()).c_str());
+    MPI_Finalize();
+    return 2;
+  }
+  s.collective = collective_from_string(collective);
+  s.spec = &spec_of(s.collective);
+  s.type_name = args.get("datatype", s.spec->reduction() ? "double" : "char");
   if (s.type_name == "double") {
     s.type = MPI_DOUBLE;
     s.elem = 8;
@@ -240,10 +255,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   s.root = static_cast<int>(args.num("root", 0));
+  if (s.spec->rooted && (s.root < 0 || s.root >= s.size)) {
+    if (s.rank == 0)
+      std::fprintf(stderr, "error: --root %d is not a rank of %d ranks\n", s.root, s.size);
+    MPI_Finalize();
+    return 2;
+  }
   const auto algos = split_names(args.get("algos", "native"));
   std::vector<long long> sizes;
   for (const auto& x : split(args.get("sizes", "8"), ',')) sizes.push_back(std::atoll(x.c_str()));
-  if (s.collective == "barrier") sizes = {0};
+  if (s.spec->post.kind == Postcondition::Kind::synchronized) sizes = {0};  // no data
   const long long iters = args.num("iters", 200), warmup = args.num("warmup", 20);
   const long long block = std::max(1LL, args.num("block", 1));
   const bool window = args.get("sync", "barrier") == "window";
@@ -277,19 +298,17 @@ int main(int argc, char** argv) {
   for (const auto& [a, bytes] : order) {
     std::string algo = a;
     const bool native = a == "native";
-    if (!native && a.find(':') == std::string::npos) algo = s.collective + ":" + a;
+    if (!native && a.find(':') == std::string::npos) algo = collective + ":" + a;
     {
       const long long count = bytes / s.elem;
-      const size_t n = static_cast<size_t>(count) * static_cast<size_t>(s.elem) *
-                       (s.collective == "alltoall" ? static_cast<size_t>(s.size) : 1);
       Buffers b;
-      b.in.assign(std::max<size_t>(n, 1), 0);
-      b.out.assign(std::max<size_t>(n, 1), 0);
+      b.in.assign(std::max<size_t>(s.in_bytes(count), 1), 0);
+      b.out.assign(std::max<size_t>(s.out_bytes(count), 1), 0);
       int valid = -2;
       // The native call (forced or not) against itself proves nothing: only collkit rows are
       // checked.
       if (do_validate && !native) valid = validate(s, algo, b, count);
-      fill(s, b, count);
+      fill(s, b);
       Measure m =
           measure(s, algo, b, count, iters, warmup, block, window, window_s, offset, max_seconds);
       if (s.rank != 0) continue;
@@ -298,7 +317,7 @@ int main(int argc, char** argv) {
           "{\"kind\": \"row\", \"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, "
           "\"bytes\": %lld, \"count\": %lld, \"datatype\": \"%s\", \"block\": %lld, "
           "\"sync\": \"%s\", \"warmup\": %lld",
-          s.collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
+          collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
           s.type_name.c_str(), block, window ? "window" : "barrier", warmup);
       if (m.error != MPI_SUCCESS) {
         std::printf(", \"error\": \"%s\"}\n", json_escape(ck_error_message()).c_str());

@@ -2,11 +2,16 @@
 // communicator's cache, maps the MPI buffers onto the IR's (`in` = sendbuf, `out` = recvbuf) and
 // runs it. Every failure becomes an MPI error code; nothing here aborts.
 //
-// MPI_IN_PLACE: for allreduce and reduce, `in` aliases `out`, and a copy of a region onto itself
-// is skipped. So a generator is in-place safe when it reads each element of `in` only before (or
-// by) the op that first writes the same element of `out`, as allreduce:rd does (copy(out, in)
-// first, then only `out` and scratch). Alltoall reads all of `in` while writing `out`, so there
-// the input is first copied to a reused temporary.
+// What a call's buffers are comes from the collective's CollectiveSpec (collective.hpp): how many
+// blocks `in` and `out` hold on this rank, whose output is specified, whether it is a reduction
+// (planned over the datatype's elements) or a copy (planned over the packed bytes of the type
+// signature). Only the MPI signature (which arguments are which side, the PMPI_ call) is said per
+// collective, in the ck_* functions at the end.
+//
+// MPI_IN_PLACE: where the spec has an in-place rule (allreduce, reduce's root, ...), `in` aliases
+// the part of `out` it names, and a copy of a region onto itself is skipped; the verifier proves
+// each generator correct under that aliasing. Where it has none (alltoall: all of `in` is read
+// while `out` is written) the input is first copied to a reused temporary.
 #include <mpi.h>
 
 #include <algorithm>
@@ -18,9 +23,11 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "collkit.h"
+#include "collkit/collective.hpp"
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
 #include "executor.hpp"
@@ -225,45 +232,40 @@ const Algorithm* algorithm(Collective coll, const char* name) {
   return last;
 }
 
-// One call of the C API, with MPI's arguments. Reductions and bcast use the recv side only
-// (recvbuf is bcast's buffer); sendcount and sendtype are alltoall's.
+// One side of an MPI call: a buffer with its count and datatype. Which sides a rank uses, and how
+// many blocks each holds there, is the collective's spec (BufferShape): `send` is the IR's `in`,
+// `recv` its `out` (bcast's one buffer is `recv`: the root's input lies in `out`).
+struct Side {
+  void* buf = nullptr;
+  MPI_Count count = 0;  // per block
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+};
+
+struct Call;
+// The MPI's own collective (PMPI_), with its C signature: the one thing that differs per call.
+using NativeCall = int (*)(const Call&, int send_count, int recv_count);
+
+// One call of the C API, with MPI's arguments.
 struct Call {
   Collective collective;
-  const void* sendbuf;
-  MPI_Count sendcount;
-  MPI_Datatype sendtype;
-  void* recvbuf;
-  MPI_Count recvcount;
-  MPI_Datatype recvtype;
-  MPI_Op op;
-  int root;
-  MPI_Comm comm;
-  const char* name;
+  Side send, recv;
+  MPI_Op op = MPI_OP_NULL;  // reductions
+  int root = 0;             // rooted collectives
+  MPI_Comm comm = MPI_COMM_NULL;
+  const char* name = nullptr;
+  NativeCall native = nullptr;
 };
 
 // PMPI_: when collkit is itself the MPI_* collective (the interposition library), the native call
 // must reach the MPI underneath.
 int run_native(const Call& c) {
-  if (c.recvcount > INT_MAX || c.sendcount > INT_MAX)
+  if (c.recv.count > INT_MAX || c.send.count > INT_MAX)
     return report(ErrorKind::unsupported, "native: count past 2^31 - 1 needs MPI-4 large counts");
-  const int n = static_cast<int>(c.recvcount), sn = static_cast<int>(c.sendcount);
-  switch (c.collective) {
-    case Collective::allreduce:
-      return PMPI_Allreduce(c.sendbuf, c.recvbuf, n, c.recvtype, c.op, c.comm);
-    case Collective::reduce:
-      return PMPI_Reduce(c.sendbuf, c.recvbuf, n, c.recvtype, c.op, c.root, c.comm);
-    case Collective::bcast:
-      return PMPI_Bcast(c.recvbuf, n, c.recvtype, c.root, c.comm);
-    case Collective::alltoall:
-      return PMPI_Alltoall(c.sendbuf, sn, c.sendtype, c.recvbuf, n, c.recvtype, c.comm);
-    case Collective::barrier:
-      return PMPI_Barrier(c.comm);
-  }
-  return MPI_ERR_INTERN;
+  return c.native(c, static_cast<int>(c.send.count), static_cast<int>(c.recv.count));
 }
 
-// What one call runs: the IR's problem (count and element size; the root is the call's) and the
-// buffers the IR's `in` and `out` stand for, with what to do after the plan has run.
+// What one call runs: the IR's problem (count per block and element size; the root is the call's)
+// and the buffers the IR's `in` and `out` stand for, with what to do after the plan has run.
 struct Prepared {
   int64_t count = 0, elem_size = 1;
   RunArgs args;
@@ -277,19 +279,54 @@ struct Prepared {
   // A reduction on MPI_BOTTOM: the plan ran on a staged copy, copied back to the user's buffer.
   bool copy_back = false;
   void* user_out = nullptr;
+  int64_t copy_back_count = 0;
 };
+
+// What the spec says about this rank's buffers in this call.
+struct Roles {
+  int64_t in_blocks = 0, out_blocks = 0;  // blocks of `in` and `out` on this rank
+  // MPI_IN_PLACE under the spec's rule: `in` and `out` lie in one user buffer (recvbuf, or the
+  // scatter root's sendbuf) at the offsets the spec names; the verifier proves each generator
+  // correct under that aliasing.
+  bool one_buffer = false;
+  // MPI_IN_PLACE where the spec has no rule (alltoall: all of `in` is read while `out` is
+  // written): the input, in recvbuf, is first copied to a reused temporary.
+  bool copy_input = false;
+  bool out_is_user = false;      // `out` is the user's recvbuf (else a reused stand-in)
+  bool out_holds_input = false;  // bcast's root: its data starts in `out`
+};
+
+Roles roles_of(const CollectiveSpec& spec, const Call& c, int P, int rank) {
+  Roles r;
+  r.in_blocks = buffer_elems(spec.in, P, 1, c.root, rank);
+  r.out_blocks = buffer_elems(spec.out, P, 1, c.root, rank);
+  const bool in_place = c.send.buf == MPI_IN_PLACE || c.recv.buf == MPI_IN_PLACE;
+  r.one_buffer = in_place && applies_to(spec.in_place, c.root, rank);
+  r.copy_input = !r.one_buffer && c.send.buf == MPI_IN_PLACE && r.in_blocks > 0;
+  r.out_is_user =
+      r.out_blocks > 0 && c.recv.buf != MPI_IN_PLACE && applies_to(spec.post.ranks, c.root, rank);
+  r.out_holds_input = spec.root_input_in_out && rank == c.root;
+  return r;
+}
+
+// The one user buffer of an in-place call: the side that is not MPI_IN_PLACE.
+const Side& one_buffer_side(const Call& c) {
+  return c.send.buf == MPI_IN_PLACE ? c.recv : c.send;
+}
 
 // A reduction: the standard makes count, datatype and op equal on all ranks, so the IR's
 // elements are the datatype's elements, used where they lie (any layout, MPI_BOTTOM included);
 // the element size the generator sees (for segment sizes) is the signature's size, not the extent.
-int prepare_reduction(const Call& c, CommState& s, Prepared& p) {
+int prepare_elements(const CollectiveSpec& spec, const Call& c, CommState& s, const Roles& r,
+                     Prepared& p) {
   RunArgs& a = p.args;
-  if (c.recvtype == MPI_DATATYPE_NULL)
+  if (c.recv.type == MPI_DATATYPE_NULL)
     return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
-  if (int rc = TypeInfo::get(c.recvtype, a.type); rc != MPI_SUCCESS)
+  if (int rc = TypeInfo::get(c.recv.type, a.type); rc != MPI_SUCCESS)
     return report_mpi(rc, "datatype");
-  if (a.type.size > INT32_MAX)
-    return decline("datatype of " + std::to_string(a.type.size) + " bytes: past 2 GiB");
+  const TypeInfo& t = a.type;
+  if (t.size > INT32_MAX)
+    return decline("datatype of " + std::to_string(t.size) + " bytes: past 2 GiB");
   if (c.op == MPI_OP_NULL) return report(ErrorKind::invalid_argument, "op is MPI_OP_NULL");
   int commute = 1;  // the predefined ops all commute
   if (!is_predefined(c.op))
@@ -298,114 +335,203 @@ int prepare_reduction(const Call& c, CommState& s, Prepared& p) {
   a.op = c.op;
   a.commutative = commute != 0;
   // An empty datatype has nothing to reduce: the IR's count is 0 (the same on every rank).
-  p.count = a.type.size == 0 ? 0 : c.recvcount;
-  p.elem_size = std::max<MPI_Count>(a.type.size, 1);
-  const bool in_place = c.sendbuf == MPI_IN_PLACE;
-  if (c.collective == Collective::allreduce || s.rank == c.root) {
-    a.out = c.recvbuf;
-    a.in = in_place ? c.recvbuf : const_cast<void*>(c.sendbuf);
-  } else {
-    a.in = const_cast<void*>(c.sendbuf);  // `out`: a stand-in, carved once the plan is known
+  const int64_t n = t.size == 0 ? 0 : c.recv.count;
+  p.count = n;
+  p.elem_size = std::max<MPI_Count>(t.size, 1);
+  const int64_t in_elems = n * r.in_blocks, out_elems = n * r.out_blocks;
+  auto temp = [&](Arena& arena, int64_t elems) {
+    return element0_in_block(arena.get(span_bytes(t, elems) + 64), t, elems);
+  };
+
+  if (r.one_buffer) {
+    void* user = one_buffer_side(c).buf;
+    const int64_t elems = in_place_elems(spec, s.size, n, c.root, s.rank);
+    const int64_t in_at = in_place_offset(spec, n, s.rank, 0);
+    const int64_t out_at = in_place_out_offset(spec, n, s.rank, 0);
+    void* base = user;
+    if (base == nullptr && elems > 0) {
+      // MPI_BOTTOM: the whole buffer staged at real addresses, the output copied back.
+      std::byte* staged = temp(s.staged_out, elems);
+      if (int rc = copy_elements(user, staged, elems, t, s.run.pack); rc != MPI_SUCCESS)
+        return report_mpi(rc, "staging MPI_BOTTOM");
+      p.copy_back = true;
+      p.user_out = element(user, out_at, t);
+      p.copy_back_count = out_elems;
+      base = staged;
+    }
+    a.in = element(base, in_at, t);
+    a.out = element(base, out_at, t);
+    return MPI_SUCCESS;
   }
+
+  // `out`: the user's buffer, or work space of the datatype's layout (off a reduce's root).
+  a.out = r.out_is_user ? c.recv.buf : (out_elems > 0 ? temp(s.run.stand_in, out_elems) : nullptr);
   // MPI_BOTTOM (absolute addresses): MPICH's MPI_Reduce_local refuses a null buffer, so the plan
-  // runs on copies in the same layout at real addresses, and the result is copied back.
-  const bool out_is_user = c.collective == Collective::allreduce || s.rank == c.root;
-  if (p.count > 0 && (a.in == nullptr || (out_is_user && a.out == nullptr))) {
-    const size_t span = span_bytes(a.type, p.count) + 64;
-    const bool aliased = a.in == a.out;
-    if (a.in == nullptr) {
-      std::byte* copy = element0_in_block(s.staged_in.get(span), a.type, p.count);
-      if (int rc = copy_elements(a.in, copy, p.count, a.type, s.run.pack); rc != MPI_SUCCESS)
+  // runs on a copy in the same layout at real addresses, copied back after.
+  if (r.out_is_user && a.out == nullptr && out_elems > 0) {
+    std::byte* staged = temp(s.staged_out, out_elems);
+    if (r.out_holds_input)
+      if (int rc = copy_elements(a.out, staged, out_elems, t, s.run.pack); rc != MPI_SUCCESS)
+        return report_mpi(rc, "staging MPI_BOTTOM");
+    p.copy_back = true;
+    p.user_out = c.recv.buf;
+    p.copy_back_count = out_elems;
+    a.out = staged;
+  }
+  // `in`: sendbuf, or in place without the spec's rule a copy of recvbuf's input.
+  if (r.in_blocks == 0) {
+    a.in = nullptr;
+  } else if (r.copy_input) {
+    std::byte* copy = temp(s.staged_in, in_elems);
+    if (int rc = copy_elements(c.recv.buf, copy, in_elems, t, s.run.pack); rc != MPI_SUCCESS)
+      return report_mpi(rc, "copying the MPI_IN_PLACE input");
+    a.in = copy;
+  } else {
+    a.in = c.send.buf;
+    if (a.in == nullptr && in_elems > 0) {
+      std::byte* copy = temp(s.staged_in, in_elems);
+      if (int rc = copy_elements(a.in, copy, in_elems, t, s.run.pack); rc != MPI_SUCCESS)
         return report_mpi(rc, "staging MPI_BOTTOM");
       a.in = copy;
-    }
-    if (out_is_user && c.recvbuf == nullptr) {
-      p.copy_back = true;
-      p.user_out = c.recvbuf;
-      if (aliased) {
-        a.out = a.in;  // in place: the staged input is the working output
-      } else {
-        a.out = element0_in_block(s.staged_out.get(span), a.type, p.count);
-      }
     }
   }
   return MPI_SUCCESS;
 }
 
-// Bcast and alltoall: only the type signatures must match across ranks, so the IR runs on the
-// packed bytes of the signature (the same count on every rank, however each rank describes its
-// datatype), reading and writing the user's buffers in place where their bytes are dense.
-int prepare_bytes(const Call& c, CommState& s, Prepared& p) {
+// Copies: only the type signatures must match across ranks, so the IR runs on the packed bytes
+// of the signature (the same count on every rank, however each rank describes its datatype),
+// reading and writing the user's buffers in place where their bytes are dense.
+int prepare_bytes(const CollectiveSpec& spec, const Call& c, CommState& s, const Roles& r,
+                  Prepared& p) {
   RunArgs& a = p.args;
   a.type = TypeInfo::bytes();
-  if (c.recvtype == MPI_DATATYPE_NULL ||
-      (c.collective == Collective::alltoall && c.sendbuf != MPI_IN_PLACE &&
-       c.sendtype == MPI_DATATYPE_NULL))
-    return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
-  TypeInfo rt;
-  if (int rc = TypeInfo::get(c.recvtype, rt); rc != MPI_SUCCESS) return report_mpi(rc, "datatype");
-  const int64_t block = c.recvcount * rt.size;  // bytes of the buffer (bcast) or of one block
-  p.count = block;
-  const int64_t blocks = c.collective == Collective::alltoall ? s.size : 1;
-  const int64_t elems = c.recvcount * blocks;  // of recvtype in the user's buffer
-  const int64_t total = block * blocks;
-
-  // `out`: the user's buffer where it is dense, else packed bytes unpacked after the run.
-  if (rt.dense_run(elems)) {
-    a.out = offset(c.recvbuf, rt.true_lb);
-  } else {
-    std::byte* tmp = s.packed_out.get(static_cast<size_t>(total) + 1);
-    a.out = tmp;
-    const bool receives = c.collective == Collective::alltoall || s.rank != c.root;
-    if (receives) {
+  auto side_info = [](const Side& side, TypeInfo& info) {
+    if (side.type == MPI_DATATYPE_NULL)
+      return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
+    if (side.count < 0)
+      return report(ErrorKind::invalid_argument,
+                    "count " + std::to_string(side.count) + " is negative");
+    if (int rc = TypeInfo::get(side.type, info); rc != MPI_SUCCESS)
+      return report_mpi(rc, "datatype");
+    return MPI_SUCCESS;
+  };
+  // `out` (or the one in-place buffer) in packed bytes, unpacked into the user's buffer after.
+  auto packed_out = [&](const Side& side, const TypeInfo& info, int64_t elems, int64_t bytes,
+                        bool holds_input, bool changes) -> std::byte* {
+    std::byte* tmp = s.packed_out.get(static_cast<size_t>(bytes) + 1);
+    if (holds_input)
+      if (int rc = pack(side.buf, elems, info, tmp); rc != MPI_SUCCESS) return nullptr;
+    if (changes) {
       p.unpack_after = true;
       p.unpack_from = tmp;
-      p.unpack_to = c.recvbuf;
+      p.unpack_to = side.buf;
       p.unpack_count = elems;
-      p.unpack_type = rt;
-    } else if (int rc = pack(c.recvbuf, elems, rt, tmp); rc != MPI_SUCCESS) {
-      return report_mpi(rc, "MPI_Pack");  // the bcast root's data, packed
+      p.unpack_type = info;
     }
-  }
-  if (c.collective != Collective::alltoall) return MPI_SUCCESS;
+    return tmp;
+  };
 
-  // Alltoall's `in`: sendbuf, or with MPI_IN_PLACE a copy of recvbuf (every block of `in` is
-  // read while `out` is written).
-  if (c.sendbuf == MPI_IN_PLACE) {
-    std::byte* copy = s.packed_in.get(static_cast<size_t>(total) + 1);
+  if (r.one_buffer) {
+    // In place under the spec's rule: one user buffer holds `in` and `out`.
+    const Side& u = one_buffer_side(c);
+    TypeInfo ut;
+    if (int rc = side_info(u, ut); rc != MPI_SUCCESS) return rc;
+    const int64_t block = u.count * ut.size;
+    p.count = block;
+    const int64_t blocks = in_place_elems(spec, s.size, 1, c.root, s.rank);
+    const int64_t elems = u.count * blocks;  // of the user's datatype
+    std::byte* base = nullptr;
+    if (ut.dense_run(elems)) {
+      base = offset(u.buf, ut.true_lb);
+    } else if ((base = packed_out(u, ut, elems, block * blocks, true, true)) == nullptr) {
+      return report(ErrorKind::unsupported, "MPI_Pack failed");
+    }
+    a.in = base + in_place_offset(spec, block, s.rank, 0);
+    a.out = base + in_place_out_offset(spec, block, s.rank, 0);
+    return MPI_SUCCESS;
+  }
+
+  // The sides this rank reads: the send side unless in place, the receive side where the rank
+  // has an output (or its input lies there).
+  const bool use_send = r.in_blocks > 0 && !r.copy_input;
+  const bool use_recv = r.out_is_user || r.copy_input || r.out_holds_input;
+  TypeInfo st, rt;
+  if (use_send)
+    if (int rc = side_info(c.send, st); rc != MPI_SUCCESS) return rc;
+  if (use_recv)
+    if (int rc = side_info(c.recv, rt); rc != MPI_SUCCESS) return rc;
+  // Bytes of one block: the same on every rank, from whichever side this rank uses.
+  const int64_t send_block = use_send ? c.send.count * st.size : -1;
+  const int64_t recv_block = use_recv ? c.recv.count * rt.size : -1;
+  if (send_block >= 0 && recv_block >= 0 && send_block != recv_block)
+    return report(ErrorKind::invalid_argument,
+                  "sendcount x sendtype is " + std::to_string(send_block) +
+                      " bytes but recvcount x recvtype is " + std::to_string(recv_block) +
+                      ": the type signatures must match");
+  const int64_t block = std::max<int64_t>({send_block, recv_block, 0});
+  p.count = block;
+  const int64_t total_out = block * r.out_blocks, total_in = block * r.in_blocks;
+
+  // `out`: the user's buffer where it is dense, else packed bytes unpacked after the run (the
+  // bcast root's data packed first; its buffer does not change).
+  const int64_t recv_elems = c.recv.count * r.out_blocks;  // of recvtype in the user's buffer
+  if (!r.out_is_user) {
+    a.out = total_out > 0 ? s.run.stand_in.get(static_cast<size_t>(total_out) + 1) : nullptr;
+  } else if (rt.dense_run(recv_elems)) {
+    a.out = offset(c.recv.buf, rt.true_lb);
+  } else {
+    a.out = packed_out(c.recv, rt, recv_elems, total_out, r.out_holds_input, !r.out_holds_input);
+    if (a.out == nullptr) return report(ErrorKind::unsupported, "MPI_Pack failed");
+  }
+
+  // `in`: sendbuf, or in place without the spec's rule (alltoall) a copy of recvbuf.
+  if (r.in_blocks == 0) {
+    a.in = nullptr;
+  } else if (r.copy_input) {
+    std::byte* copy = s.packed_in.get(static_cast<size_t>(total_in) + 1);
+    const int64_t elems = c.recv.count * r.in_blocks;
     if (rt.dense_run(elems)) {
-      std::memcpy(copy, a.out, static_cast<size_t>(total));
-    } else if (int rc = pack(c.recvbuf, elems, rt, copy); rc != MPI_SUCCESS) {
+      std::memcpy(copy, offset(c.recv.buf, rt.true_lb), static_cast<size_t>(total_in));
+    } else if (int rc = pack(c.recv.buf, elems, rt, copy); rc != MPI_SUCCESS) {
       return report_mpi(rc, "MPI_Pack");
     }
     a.in = copy;
-    return MPI_SUCCESS;
-  }
-  TypeInfo st;
-  if (int rc = TypeInfo::get(c.sendtype, st); rc != MPI_SUCCESS) return report_mpi(rc, "datatype");
-  if (c.sendcount < 0) return report(ErrorKind::invalid_argument, "sendcount is negative");
-  if (c.sendcount * st.size != block)
-    return report(ErrorKind::invalid_argument,
-                  "sendcount x sendtype is " + std::to_string(c.sendcount * st.size) +
-                      " bytes but recvcount x recvtype is " + std::to_string(block) +
-                      ": the type signatures must match");
-  const int64_t send_elems = c.sendcount * s.size;
-  if (st.dense_run(send_elems)) {
-    a.in = offset(c.sendbuf, st.true_lb);
   } else {
-    std::byte* tmp = s.packed_in.get(static_cast<size_t>(total) + 1);
-    if (int rc = pack(c.sendbuf, send_elems, st, tmp); rc != MPI_SUCCESS)
-      return report_mpi(rc, "MPI_Pack");
-    a.in = tmp;
+    const int64_t send_elems = c.send.count * r.in_blocks;
+    if (st.dense_run(send_elems)) {
+      a.in = offset(c.send.buf, st.true_lb);
+    } else {
+      std::byte* tmp = s.packed_in.get(static_cast<size_t>(total_in) + 1);
+      if (int rc = pack(c.send.buf, send_elems, st, tmp); rc != MPI_SUCCESS)
+        return report_mpi(rc, "MPI_Pack");
+      a.in = tmp;
+    }
   }
   return MPI_SUCCESS;
 }
 
 std::string wrong_collective(const Call& c, const Algorithm& algo) {
   const std::string want(to_string(c.collective)), got(to_string(algo.collective()));
-  const bool vowel = got == "allreduce" || got == "alltoall";
+  const bool vowel = std::string_view("aeiou").find(got[0]) != std::string_view::npos;
   return "'" + std::string(c.name) + "' is a" + (vowel ? "n " : " ") + got + " algorithm; ck_" +
          want + " takes a " + want + ":... name";
+}
+
+// This rank's plan for the call, from the communicator's cache or built now.
+Plan* find_plan(CommState& s, const Algorithm& algo, const PlanKey& key,
+                const Placement& placement) {
+  if (s.last != nullptr && key == s.last_key) return s.last;
+  auto it = s.plans.find(key);
+  if (it == s.plans.end()) {
+    Bound bound =
+        algo.bind(s.size, key.count, static_cast<int32_t>(key.elem_size), key.root, placement);
+    RankProgram prog;
+    bound.generate_rank(s.rank, prog);
+    it = s.plans.emplace(key, std::make_unique<Plan>(make_plan(bound.header(), prog))).first;
+  }
+  s.last = it->second.get();
+  s.last_key = key;
+  return s.last;
 }
 
 int run(const Call& c) {
@@ -427,31 +553,30 @@ int run(const Call& c) {
     const Algorithm& algo = *found;
     if (algo.collective() != c.collective)
       return report(ErrorKind::name, wrong_collective(c, algo));
-    if (c.recvcount < 0)
-      return report(ErrorKind::invalid_argument,
-                    "count " + std::to_string(c.recvcount) + " is negative");
-    const bool rooted = is_rooted(c.collective);
-    if (rooted && (c.root < 0 || c.root >= s->size))
+    const CollectiveSpec& spec = spec_of(c.collective);
+    if (spec.rooted && (c.root < 0 || c.root >= s->size))
       return report(ErrorKind::invalid_argument, "root " + std::to_string(c.root) +
                                                      " is not a rank of a communicator of size " +
                                                      std::to_string(s->size));
+    // P is the same on every rank: an algorithm that cannot run at this P declines alike.
+    const Restrictions& limits = algo.spec().restrictions;
+    if (s->size < limits.min_P || (limits.power_of_two && (s->size & (s->size - 1)) != 0))
+      return decline(algo.canonical() + " cannot run on " + std::to_string(s->size) + " ranks");
+    const Roles roles = roles_of(spec, c, s->size, s->rank);
 
     Prepared p;
     int rc = MPI_SUCCESS;
-    switch (c.collective) {
-      case Collective::allreduce:
-      case Collective::reduce:
-        rc = prepare_reduction(c, *s, p);
-        if (rc == MPI_SUCCESS && !p.args.commutative && algo.spec().restrictions.commutative_op)
-          rc = decline(algo.canonical() + " needs a commutative op");
-        break;
-      case Collective::bcast:
-      case Collective::alltoall:
-        rc = prepare_bytes(c, *s, p);
-        break;
-      case Collective::barrier:
-        p.args.type = TypeInfo::bytes();
-        break;
+    if (spec.post.kind == Postcondition::Kind::synchronized) {
+      p.args.type = TypeInfo::bytes();  // no data
+    } else if (spec.reduction()) {
+      if (c.recv.count < 0)
+        return report(ErrorKind::invalid_argument,
+                      "count " + std::to_string(c.recv.count) + " is negative");
+      rc = prepare_elements(spec, c, *s, roles, p);
+      if (rc == MPI_SUCCESS && !p.args.commutative && algo.spec().restrictions.commutative_op)
+        rc = decline(algo.canonical() + " needs a commutative op");
+    } else {
+      rc = prepare_bytes(spec, c, *s, roles, p);
     }
     if (rc != MPI_SUCCESS) return rc;
     Placement placement;  // node-aware algorithms only: the communicator's (placement.hpp)
@@ -460,34 +585,15 @@ int run(const Call& c) {
     RunArgs& a = p.args;
     a.comm = s->dup;
     a.tag_ub = s->tag_ub;
+    if (p.elem_size > INT32_MAX)
+      return decline("element of " + std::to_string(p.elem_size) + " bytes: past 2 GiB");
 
-    const PlanKey key{&algo, p.count, p.elem_size, rooted ? c.root : 0};
-    Plan* plan = s->last;
-    if (plan == nullptr || !(key == s->last_key)) {
-      auto it = s->plans.find(key);
-      if (it == s->plans.end()) {
-        if (p.elem_size > INT32_MAX)
-          return decline("element of " + std::to_string(p.elem_size) + " bytes: past 2 GiB");
-        Bound bound =
-            algo.bind(s->size, key.count, static_cast<int32_t>(key.elem_size), key.root, placement);
-        RankProgram prog;
-        bound.generate_rank(s->rank, prog);
-        it = s->plans.emplace(key, std::make_unique<Plan>(make_plan(bound.header(), prog))).first;
-      }
-      plan = it->second.get();
-      s->last = plan;
-      s->last_key = key;
-    }
-    if (c.collective == Collective::reduce && s->rank != c.root) {
-      // Off the root, `out` is work space of the datatype's layout.
-      a.out = element0_in_block(s->run.stand_in.get(span_bytes(a.type, key.count) + 64), a.type,
-                                key.count);
-    }
-
+    const PlanKey key{&algo, p.count, p.elem_size, spec.rooted ? c.root : 0};
+    Plan* plan = find_plan(*s, algo, key, placement);
     rc = run_plan(*plan, a, s->run);
     if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());
     if (p.copy_back) {
-      rc = copy_elements(a.out, p.user_out, key.count, a.type, s->run.pack);
+      rc = copy_elements(a.out, p.user_out, p.copy_back_count, a.type, s->run.pack);
       if (rc != MPI_SUCCESS) return report_mpi(rc, "copying back to MPI_BOTTOM");
     }
     if (p.unpack_after) {
@@ -511,36 +617,143 @@ int run(const Call& c) {
 using collkit::Collective;
 using collkit::mpi::Call;
 using collkit::mpi::run;
+using collkit::mpi::Side;
 
+namespace {
+void* mut(const void* p) {
+  return const_cast<void*>(p);
+}
+}  // namespace
+
+// Each function states its MPI signature once: which arguments are the send and receive sides,
+// and the MPI's own call (PMPI_) for "native". Everything else follows from the spec.
 extern "C" {
 
 int ck_allreduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                  MPI_Op op, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::allreduce, sendbuf, count, datatype, recvbuf, count, datatype, op, 0,
-              comm, algorithm});
+  return run({Collective::allreduce,
+              {mut(sendbuf), count, datatype},
+              {recvbuf, count, datatype},
+              op,
+              0,
+              comm,
+              algorithm,
+              [](const Call& c, int, int n) {
+                return PMPI_Allreduce(c.send.buf, c.recv.buf, n, c.recv.type, c.op, c.comm);
+              }});
 }
 
 int ck_reduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
               int root, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::reduce, sendbuf, count, datatype, recvbuf, count, datatype, op, root,
-              comm, algorithm});
+  return run({Collective::reduce,
+              {mut(sendbuf), count, datatype},
+              {recvbuf, count, datatype},
+              op,
+              root,
+              comm,
+              algorithm,
+              [](const Call& c, int, int n) {
+                return PMPI_Reduce(c.send.buf, c.recv.buf, n, c.recv.type, c.op, c.root, c.comm);
+              }});
 }
 
 int ck_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
              const char* algorithm) {
-  return run({Collective::bcast, nullptr, 0, MPI_DATATYPE_NULL, buffer, count, datatype,
-              MPI_OP_NULL, root, comm, algorithm});
+  return run({Collective::bcast,
+              {},
+              {buffer, count, datatype},
+              MPI_OP_NULL,
+              root,
+              comm,
+              algorithm,
+              [](const Call& c, int, int n) {
+                return PMPI_Bcast(c.recv.buf, n, c.recv.type, c.root, c.comm);
+              }});
 }
 
 int ck_alltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::alltoall, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-              MPI_OP_NULL, 0, comm, algorithm});
+  return run({Collective::alltoall,
+              {mut(sendbuf), sendcount, sendtype},
+              {recvbuf, recvcount, recvtype},
+              MPI_OP_NULL,
+              0,
+              comm,
+              algorithm,
+              [](const Call& c, int sn, int rn) {
+                return PMPI_Alltoall(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
+                                     c.comm);
+              }});
+}
+
+int ck_allgather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm) {
+  return run({Collective::allgather,
+              {mut(sendbuf), sendcount, sendtype},
+              {recvbuf, recvcount, recvtype},
+              MPI_OP_NULL,
+              0,
+              comm,
+              algorithm,
+              [](const Call& c, int sn, int rn) {
+                return PMPI_Allgather(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
+                                      c.comm);
+              }});
+}
+
+int ck_reduce_scatter_block(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                            const char* algorithm) {
+  return run({Collective::reduce_scatter_block,
+              {mut(sendbuf), recvcount, datatype},
+              {recvbuf, recvcount, datatype},
+              op,
+              0,
+              comm,
+              algorithm,
+              [](const Call& c, int, int n) {
+                return PMPI_Reduce_scatter_block(c.send.buf, c.recv.buf, n, c.recv.type, c.op,
+                                                 c.comm);
+              }});
+}
+
+int ck_gather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+              MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+              const char* algorithm) {
+  return run({Collective::gather,
+              {mut(sendbuf), sendcount, sendtype},
+              {recvbuf, recvcount, recvtype},
+              MPI_OP_NULL,
+              root,
+              comm,
+              algorithm,
+              [](const Call& c, int sn, int rn) {
+                return PMPI_Gather(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type, c.root,
+                                   c.comm);
+              }});
+}
+
+int ck_scatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+               const char* algorithm) {
+  return run({Collective::scatter,
+              {mut(sendbuf), sendcount, sendtype},
+              {recvbuf, recvcount, recvtype},
+              MPI_OP_NULL,
+              root,
+              comm,
+              algorithm,
+              [](const Call& c, int sn, int rn) {
+                return PMPI_Scatter(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
+                                    c.root, c.comm);
+              }});
 }
 
 int ck_barrier(MPI_Comm comm, const char* algorithm) {
-  return run({Collective::barrier, nullptr, 0, MPI_DATATYPE_NULL, nullptr, 0, MPI_BYTE, MPI_OP_NULL,
-              0, comm, algorithm});
+  return run(
+      {Collective::barrier, {}, {}, MPI_OP_NULL, 0, comm, algorithm, [](const Call& c, int, int) {
+         return PMPI_Barrier(c.comm);
+       }});
 }
 
 int ck_declined(int rc) {

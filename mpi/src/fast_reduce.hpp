@@ -14,9 +14,9 @@ namespace detail {
 template <class T>
 bool reduce_arith(const T* s, T* d, int64_t n, MPI_Op op) {
   if (op == MPI_SUM) {
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i] + d[i];
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(s[i] + d[i]);
   } else if (op == MPI_PROD) {
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i] * d[i];
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(s[i] * d[i]);
   } else if (op == MPI_MAX) {
     for (int64_t i = 0; i < n; ++i) d[i] = std::max(s[i], d[i]);
   } else if (op == MPI_MIN) {
@@ -31,11 +31,11 @@ template <class T>
 bool reduce_int(const T* s, T* d, int64_t n, MPI_Op op) {
   if (reduce_arith(s, d, n, op)) return true;
   if (op == MPI_BAND) {
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i] & d[i];
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(s[i] & d[i]);
   } else if (op == MPI_BOR) {
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i] | d[i];
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(s[i] | d[i]);
   } else if (op == MPI_BXOR) {
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i] ^ d[i];
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(s[i] ^ d[i]);
   } else {
     return false;
   }
@@ -63,6 +63,9 @@ inline bool fast_reduce(const void* src, void* dst, int64_t n, MPI_Datatype t, M
       return reduce_int(static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), n, op);
     return reduce_int(static_cast<const int64_t*>(src), static_cast<int64_t*>(dst), n, op);
   }
+  // Wraps mod 256 as C does: Open MPI 4.1's own vector MPI_SUM on 8-bit types saturates at 255.
+  if (t == MPI_UNSIGNED_CHAR || t == MPI_UINT8_T)
+    return reduce_int(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), n, op);
   if (t == MPI_UNSIGNED || t == MPI_UINT32_T)
     return reduce_int(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), n, op);
   if (t == MPI_UNSIGNED_LONG_LONG || t == MPI_UINT64_T ||

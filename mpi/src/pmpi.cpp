@@ -1,7 +1,9 @@
 // libcollkit_pmpi: the MPI profiling-interface library that makes unmodified programs use a
 // tuning table. LD_PRELOAD it (or link it before the MPI) and set COLLKIT_TUNING=table.json:
-// MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall and MPI_Barrier (and the MPI-4 `_c` forms)
-// go to the table's algorithm for (communicator size, bytes); everything else goes to PMPI_.
+// MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall, MPI_Barrier, MPI_Allgather,
+// MPI_Reduce_scatter_block, MPI_Gather and MPI_Scatter (and the MPI-4 `_c` forms) go to the table's
+// algorithm for (communicator size, bytes); everything else goes to PMPI_. What a collective
+// reads (root, op, which side's count is significant on a rank) comes from its CollectiveSpec.
 //
 // Every rank must take the same decision, so it reads only what MPI makes equal on all ranks of
 // the communicator: its size and kind (intra / inter), count x type-signature size, the op and
@@ -29,13 +31,16 @@
 #include <vector>
 
 #include "collkit.h"
+#include "collkit/collective.hpp"
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
 #include "pmpi_table.hpp"
 
 namespace {
 
-enum Coll { kAllreduce, kReduce, kBcast, kAlltoall, kBarrier };
+using collkit::Collective;
+using collkit::CollectiveSpec;
+using collkit::pmpi::kNumCollectives;
 
 struct Entry {
   collkit::pmpi::Rule rule;
@@ -51,8 +56,8 @@ struct Counter {
 };
 
 struct State {
-  std::vector<Entry> rules[5];
-  bool covered[5] = {};  // any rule (other than native) for the collective
+  std::vector<Entry> rules[kNumCollectives];  // by the core's enum order (pmpi_table.hpp)
+  bool covered[kNumCollectives] = {};         // any rule (other than native) for the collective
   bool verbose = false;
   bool timing = false;  // verbose or COLLKIT_STATS: time and count every call
   std::string stats_path, table_path;
@@ -84,6 +89,10 @@ void load(State& s) {
   }
   s.table_path = path;
   collkit::pmpi::Table t = collkit::pmpi::load_table(path);
+  // The table's collective numbers are the core's enum order.
+  for (int i = 0; t.error.empty() && i < kNumCollectives; ++i)
+    if (collkit::to_string(static_cast<Collective>(i)) != collkit::pmpi::kCollectives[i])
+      t.error = "internal: the table's collectives are not in the core's order";
   std::vector<Entry> entries;
   for (size_t i = 0; t.error.empty() && i < t.rules.size(); ++i) {
     Entry e;
@@ -142,30 +151,50 @@ struct Decision {
   int64_t bytes = 0;
 };
 
-// Which rule covers the call, from what is equal on every rank of `comm` only.
-Decision decide(const State& s, Coll c, MPI_Comm comm, MPI_Count count, MPI_Datatype type,
+// One side of a call (count and datatype): the bytes of a block are count x type size.
+struct Side {
+  MPI_Count count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  bool in_place = false;  // MPI_IN_PLACE was passed as this side's buffer
+};
+
+// Which rule covers the call, from what is equal on every rank of `comm` only: its size, the
+// bytes of a block (from a side significant on this rank, the spec says which), the op, the root.
+Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, const Side& recv,
                 MPI_Op op, int root) {
+  const CollectiveSpec& spec = collkit::spec_of(c);
+  const int ci = static_cast<int>(c);
   Decision d;
   if (comm == MPI_COMM_NULL) return d;
-  int inter = 0;
+  int inter = 0, rank = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return d;
   if (PMPI_Comm_size(comm, &d.P) != MPI_SUCCESS) return d;
   if (inter) {
     d.why = "intercommunicator";
     return d;
   }
-  if (c != kBarrier) {
+  if (spec.rooted && (root < 0 || root >= d.P)) {
+    d.why = "root out of range";  // the MPI reports it
+    return d;
+  }
+  if (spec.post.kind != collkit::Postcondition::Kind::synchronized) {
+    // The receive side where this rank has an output the postcondition speaks of (the root of a
+    // gather, every rank of an allgather), else the send side (a gather's other ranks).
+    if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS) return d;
+    const bool recv_counts = collkit::buffer_elems(spec.out, d.P, 1, root, rank) > 0 &&
+                             !recv.in_place && collkit::applies_to(spec.post.ranks, root, rank);
+    const Side& side = recv_counts ? recv : send;
     MPI_Count size = 0;
-    if (type == MPI_DATATYPE_NULL || count < 0 || PMPI_Type_size_x(type, &size) != MPI_SUCCESS ||
-        size == MPI_UNDEFINED || size < 0) {
+    if (side.type == MPI_DATATYPE_NULL || side.count < 0 ||
+        PMPI_Type_size_x(side.type, &size) != MPI_SUCCESS || size == MPI_UNDEFINED || size < 0) {
       d.why = "datatype";
       return d;
     }
-    if (size != 0 && count > INT64_MAX / size) return d;
-    d.bytes = static_cast<int64_t>(count * size);
+    if (size != 0 && side.count > INT64_MAX / size) return d;
+    d.bytes = static_cast<int64_t>(side.count * size);
   }
   const Entry* hit = nullptr;
-  for (const Entry& e : s.rules[c])
+  for (const Entry& e : s.rules[ci])
     if (d.P >= e.rule.p_lo && d.P <= e.rule.p_hi && d.bytes >= e.rule.bytes_lo &&
         d.bytes <= e.rule.bytes_hi) {
       hit = &e;
@@ -179,11 +208,7 @@ Decision decide(const State& s, Coll c, MPI_Comm comm, MPI_Count count, MPI_Data
     d.why = "table: native";
     return d;
   }
-  if ((c == kReduce || c == kBcast) && (root < 0 || root >= d.P)) {
-    d.why = "root out of range";  // the MPI reports it
-    return d;
-  }
-  if (c == kAllreduce || c == kReduce) {
+  if (spec.reduction()) {
     int commute = 1;
     if (op == MPI_OP_NULL || PMPI_Op_commutative(op, &commute) != MPI_SUCCESS) {
       d.why = "op";
@@ -211,7 +236,7 @@ int size_class(int64_t bytes) {
   return k;
 }
 
-void note(State& s, Coll c, MPI_Comm comm, const Decision& d, const std::string& route,
+void note(State& s, Collective c, MPI_Comm comm, const Decision& d, const std::string& route,
           const std::string& why, double seconds) {
   std::lock_guard<std::mutex> g(s.lock);
   if (s.verbose) {
@@ -222,9 +247,10 @@ void note(State& s, Coll c, MPI_Comm comm, const Decision& d, const std::string&
       if (rank == 0) {
         const int k = size_class(d.bytes);
         std::fprintf(stderr, "collkit: %s P=%d %lld B (class %lld..%lld B) -> %s%s%s%s\n",
-                     collkit::pmpi::kCollectives[c], d.P, static_cast<long long>(d.bytes),
-                     d.bytes == 0 ? 0LL : 1LL << k, d.bytes == 0 ? 0LL : (2LL << k) - 1,
-                     route.c_str(), why.empty() ? "" : " (", why.c_str(), why.empty() ? "" : ")");
+                     collkit::pmpi::kCollectives[static_cast<int>(c)], d.P,
+                     static_cast<long long>(d.bytes), d.bytes == 0 ? 0LL : 1LL << k,
+                     d.bytes == 0 ? 0LL : (2LL << k) - 1, route.c_str(), why.empty() ? "" : " (",
+                     why.c_str(), why.empty() ? "" : ")");
       }
     }
   }
@@ -247,11 +273,11 @@ void report_error(State& s, const std::string& algo, int rc) {
 
 // Runs one call: the table's algorithm, or the MPI's own call (`native`).
 template <typename Collkit, typename Native>
-int route(Coll c, MPI_Comm comm, MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
+int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_Op op, int root,
           Collkit&& collkit, Native&& native) {
   State& s = state();
-  if (!s.covered[c] && !s.timing) return native();  // the fast fall-through
-  const Decision d = decide(s, c, comm, count, type, op, root);
+  if (!s.covered[static_cast<int>(c)] && !s.timing) return native();  // the fast fall-through
+  const Decision d = decide(s, c, comm, send, recv, op, root);
   if (d.entry == nullptr && !s.timing) return native();
   const double t0 = s.timing ? PMPI_Wtime() : 0.0;
   int rc = MPI_SUCCESS;
@@ -327,7 +353,7 @@ extern "C" {
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm) {
   return route(
-      kAllreduce, comm, count, datatype, op, 0,
+      Collective::allreduce, comm, {count, datatype}, {count, datatype}, op, 0,
       [&](const char* a) { return ck_allreduce(sendbuf, recvbuf, count, datatype, op, comm, a); },
       [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); });
 }
@@ -335,7 +361,7 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
 int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm) {
   return route(
-      kReduce, comm, count, datatype, op, root,
+      Collective::reduce, comm, {count, datatype}, {count, datatype}, op, root,
       [&](const char* a) {
         return ck_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, a);
       },
@@ -344,16 +370,16 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datat
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   return route(
-      kBcast, comm, count, datatype, MPI_OP_NULL, root,
+      Collective::bcast, comm, {}, {count, datatype}, MPI_OP_NULL, root,
       [&](const char* a) { return ck_bcast(buffer, count, datatype, root, comm, a); },
       [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); });
 }
 
 int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  // The receive side is significant on every rank (the send side is not with MPI_IN_PLACE).
   return route(
-      kAlltoall, comm, recvcount, recvtype, MPI_OP_NULL, 0,
+      Collective::alltoall, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
+      {recvcount, recvtype}, MPI_OP_NULL, 0,
       [&](const char* a) {
         return ck_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
       },
@@ -362,9 +388,60 @@ int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
       });
 }
 
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return route(
+      Collective::allgather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
+      {recvcount, recvtype}, MPI_OP_NULL, 0,
+      [&](const char* a) {
+        return ck_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
+      },
+      [&] {
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+      });
+}
+
+int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return route(
+      Collective::reduce_scatter_block, comm, {recvcount, datatype}, {recvcount, datatype}, op, 0,
+      [&](const char* a) {
+        return ck_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, a);
+      },
+      [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm); });
+}
+
+int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return route(
+      Collective::gather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
+      {recvcount, recvtype}, MPI_OP_NULL, root,
+      [&](const char* a) {
+        return ck_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, a);
+      },
+      [&] {
+        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+      });
+}
+
+int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  // The root may pass MPI_IN_PLACE as recvbuf: then its send side says the block's size.
+  return route(
+      Collective::scatter, comm, {sendcount, sendtype},
+      {recvcount, recvtype, recvbuf == MPI_IN_PLACE}, MPI_OP_NULL, root,
+      [&](const char* a) {
+        return ck_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                          a);
+      },
+      [&] {
+        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+      });
+}
+
 int MPI_Barrier(MPI_Comm comm) {
   return route(
-      kBarrier, comm, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, 0,
+      Collective::barrier, comm, {}, {}, MPI_OP_NULL, 0,
       [&](const char* a) { return ck_barrier(comm, a); }, [&] { return PMPI_Barrier(comm); });
 }
 
@@ -372,7 +449,7 @@ int MPI_Barrier(MPI_Comm comm) {
 int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm) {
   return route(
-      kAllreduce, comm, count, datatype, op, 0,
+      Collective::allreduce, comm, {count, datatype}, {count, datatype}, op, 0,
       [&](const char* a) { return ck_allreduce(sendbuf, recvbuf, count, datatype, op, comm, a); },
       [&] { return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm); });
 }
@@ -380,7 +457,7 @@ int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Dat
 int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                  MPI_Op op, int root, MPI_Comm comm) {
   return route(
-      kReduce, comm, count, datatype, op, root,
+      Collective::reduce, comm, {count, datatype}, {count, datatype}, op, root,
       [&](const char* a) {
         return ck_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, a);
       },
@@ -389,7 +466,7 @@ int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Dataty
 
 int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   return route(
-      kBcast, comm, count, datatype, MPI_OP_NULL, root,
+      Collective::bcast, comm, {}, {count, datatype}, MPI_OP_NULL, root,
       [&](const char* a) { return ck_bcast(buffer, count, datatype, root, comm, a); },
       [&] { return PMPI_Bcast_c(buffer, count, datatype, root, comm); });
 }
@@ -397,12 +474,66 @@ int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, 
 int MPI_Alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                    MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   return route(
-      kAlltoall, comm, recvcount, recvtype, MPI_OP_NULL, 0,
+      Collective::alltoall, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
+      {recvcount, recvtype}, MPI_OP_NULL, 0,
       [&](const char* a) {
         return ck_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
       },
       [&] {
         return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+      });
+}
+
+int MPI_Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return route(
+      Collective::allgather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
+      {recvcount, recvtype}, MPI_OP_NULL, 0,
+      [&](const char* a) {
+        return ck_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
+      },
+      [&] {
+        return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+      });
+}
+
+int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return route(
+      Collective::reduce_scatter_block, comm, {recvcount, datatype}, {recvcount, datatype}, op, 0,
+      [&](const char* a) {
+        return ck_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, a);
+      },
+      [&] { return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm); });
+}
+
+int MPI_Gather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return route(
+      Collective::gather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
+      {recvcount, recvtype}, MPI_OP_NULL, root,
+      [&](const char* a) {
+        return ck_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, a);
+      },
+      [&] {
+        return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                             comm);
+      });
+}
+
+int MPI_Scatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  // The root may pass MPI_IN_PLACE as recvbuf: then its send side says the block's size.
+  return route(
+      Collective::scatter, comm, {sendcount, sendtype},
+      {recvcount, recvtype, recvbuf == MPI_IN_PLACE}, MPI_OP_NULL, root,
+      [&](const char* a) {
+        return ck_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                          a);
+      },
+      [&] {
+        return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                              comm);
       });
 }
 #endif

@@ -300,10 +300,12 @@ Table parse_table(const std::string& text) {
       const Value* coll = r.get("collective");
       rule.collective = -1;
       if (coll != nullptr && coll->kind == Value::string)
-        for (int c = 0; c < 5; ++c)
+        for (int c = 0; c < kNumCollectives; ++c)
           if (coll->str == kCollectives[c]) rule.collective = c;
       if (rule.collective < 0) {
-        t.error = where + "\"collective\" must be allreduce, reduce, bcast, alltoall or barrier";
+        std::string known;
+        for (const char* c : kCollectives) known += (known.empty() ? "" : ", ") + std::string(c);
+        t.error = where + "\"collective\" must be one of " + known;
         return t;
       }
       if (!as_range(r.get("P"), rule.p_lo, rule.p_hi) || rule.p_lo < 1) {

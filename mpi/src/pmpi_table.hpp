@@ -5,7 +5,8 @@
 //   {"format": "collkit-tuning", "version": 1,
 //    "rules": [{"collective": "allreduce", "P": [4, 4], "bytes": [0, 1023],
 //               "algorithm": "allreduce:rd", ...}, ...]}
-// P and bytes are inclusive ranges; bytes is count x type size (alltoall: per block). Keys this
+// P and bytes are inclusive ranges; bytes is count x type size (per block for the collectives
+// with one block per rank). Keys this
 // reader does not need (mpi, machine, source, speedup, ...) are allowed and skipped.
 #pragma once
 #include <cstdint>
@@ -15,8 +16,12 @@
 namespace collkit::pmpi {
 
 inline constexpr int kTableVersion = 1;
-inline constexpr const char* kCollectives[] = {"allreduce", "reduce", "bcast", "alltoall",
-                                               "barrier"};
+// In the core's enum order (collective.hpp), which the interposition library relies on; kept
+// here as text so that the parser needs no core.
+inline constexpr const char* kCollectives[] = {
+    "allreduce", "reduce", "bcast", "alltoall", "barrier", "allgather", "reduce_scatter_block",
+    "gather",    "scatter"};
+inline constexpr int kNumCollectives = sizeof(kCollectives) / sizeof(kCollectives[0]);
 
 struct Rule {
   int collective = 0;  // index into kCollectives

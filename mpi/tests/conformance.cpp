@@ -4,22 +4,30 @@
 // anything failed.
 //
 //   collkit_conformance --algos "allreduce:rd;bcast:pipeline(seg=16);..." [--level quick|full]
-//                       [--counts 0,1,P-1,13,1000] [--seed 1]
+//                       [--counts 0,1,P-1,13,1000] [--seed 1] [--errors]
 //
 // What one case is: an algorithm x a communicator (world, dup, split in halves, reversed) x a
 // root (every root of a rooted collective) x a count x a datatype x (reductions) an op x
-// MPI_IN_PLACE or not. collkit's result must equal the MPI's own call on the same input:
-// - bcast / alltoall: every byte of the user's buffer, the gaps of the datatype included (both
-//   start from the same sentinel), with each rank describing the *same type signature* its own
-//   way (MPI_INT runs, contiguous, vector and indexed with gaps and reordered blocks, hindexed,
-//   struct, resized with a huge extent or a negative lower bound, dup'ed, and absolute addresses
-//   on MPI_BOTTOM), as the standard allows;
-// - allreduce / reduce: every predefined op on the types it applies to (MINLOC / MAXLOC on pair
-//   types), predefined ops on derived types, user commutative and non-commutative ops (the
-//   latter must equal the rank-ordered product, computed here from everyone's input). Integers
-//   are compared exactly, floating point within a tolerance (the reduction order of the two
-//   trees differs) and bitwise across ranks.
+// MPI_IN_PLACE or not (on the ranks where the standard allows it). Buffer sizes, roots, whose
+// output is specified and what it must be come from the collective's CollectiveSpec; only the
+// MPI signature is per collective (../src/calls.hpp). collkit's result must equal the MPI's own
+// call on the same input:
+// - copies (bcast, alltoall, ...): every byte of the user's buffer, the gaps of the datatype
+//   included (both start from the same sentinel), with each rank describing the *same type
+//   signature* its own way, differently for sending and receiving (MPI_INT runs, contiguous,
+//   vector and indexed with gaps and reordered blocks, hindexed, struct, resized with a huge
+//   extent or a negative lower bound, dup'ed, and absolute addresses on MPI_BOTTOM);
+// - reductions (allreduce, reduce, ...): every predefined op on the types it applies to
+//   (MINLOC / MAXLOC on pair types), predefined ops on derived types, user commutative and
+//   non-commutative ops (the latter must equal the rank-ordered product of the input element the
+//   postcondition names, computed here from everyone's input; a commutative-only algorithm must
+//   decline it, alike on every rank). Integers are compared exactly, floating point within a
+//   tolerance (the reduction order of the two trees differs) and, where every rank holds the
+//   same result, bitwise across ranks.
 // - barrier: completes, and orders: no rank leaves before every rank has entered.
+// The reference is whatever the MPI runs: the tests also force each of its own algorithms
+// (MPIR_CVAR_..._INTRA_ALGORITHM, OMPI_MCA_coll_tuned_...), and COLLKIT_MAX_CHUNK=5 takes the
+// path of counts past 2^31 with small buffers. --errors checks the C API's error messages.
 #include <mpi.h>
 
 #include <algorithm>
@@ -35,14 +43,25 @@
 #include <vector>
 
 #include "../src/bench_common.hpp"
+#include "../src/calls.hpp"
 #include "collkit.h"
+#include "collkit/collective.hpp"
 
+using namespace collkit;
 using collkit::mpi::Args;
+using collkit::mpi::call_collkit;
+using collkit::mpi::call_mpi;
+using collkit::mpi::CallArgs;
+using collkit::mpi::InPlace;
+using collkit::mpi::mpi_in_place;
 using collkit::mpi::split;
 
 namespace {
 
-int g_failures = 0, g_cases = 0, g_skipped = 0, g_world_rank = 0;
+int g_failures = 0, g_cases = 0, g_skipped = 0, g_declined = 0, g_world_rank = 0;
+// The MPI's own MPI_SUM on MPI_UNSIGNED_CHAR saturates instead of wrapping (Open MPI 4.1's vector
+// op does, on 16 bytes or more): then unsigned char sums are kept below 256.
+bool g_uchar_sum_saturates = false;
 bool g_full = false;
 
 void fail(const std::string& what) {
@@ -273,65 +292,75 @@ struct CommCase {
 };
 
 // ---------------------------------------------------------------------------------------------
-// bcast and alltoall: the same signature described differently on different ranks.
+// Copies (bcast, alltoall, ...): the same type signature described differently on each rank, the
+// buffers sized by the collective's spec, MPI_IN_PLACE on the ranks where the standard allows it.
 
-void check_bcast(const CommCase& cc, const std::string& algo, int64_t units, int root,
-                 size_t case_no, std::mt19937_64& rng, const std::vector<Description>& descs) {
+void check_copy(Collective coll, const CommCase& cc, const std::string& algo, int64_t units,
+                int root, bool in_place, size_t case_no, std::mt19937_64& rng,
+                const std::vector<Description>& descs) {
+  const CollectiveSpec& spec = spec_of(coll);
   int rank, P;
   MPI_Comm_rank(cc.comm, &rank);
   MPI_Comm_size(cc.comm, &P);
-  // Every rank picks its own description of the same signature.
-  const Description& d = descs[(static_cast<size_t>(rank) + case_no) % descs.size()];
-  const size_t ints = static_cast<size_t>(units) * kUnitInts;
-  std::vector<int> data = random_ints(ints, rng);  // differs per rank: only the root's counts
-  const MPI_Count elems = static_cast<MPI_Count>(ints) / d.ints_per_elem;
-  Buffer mine, ref;
-  make_buffer(d, elems, data, mine);
-  make_buffer(d, elems, data, ref);
-  const std::string label = std::string(cc.name) + " P=" + std::to_string(P) + " " + algo +
-                            " root=" + std::to_string(root) + " units=" + std::to_string(units) +
-                            " case=" + std::to_string(case_no) +
-                            " (rank 0: " + descs[case_no % descs.size()].name + ")";
-  std::string why;
-  int rc = ck_bcast(mine.base, mine.count, mine.type, root, cc.comm, algo.c_str());
-  if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
-  MPI_Bcast(ref.base, static_cast<int>(ref.count), ref.type, root, cc.comm);
-  if (why.empty()) why = first_difference(mine, ref);
-  if (!why.empty()) why += std::string(" [this rank: ") + d.name + "]";
-  settle(cc.comm, label, why);
-}
-
-void check_alltoall(const CommCase& cc, const std::string& algo, int64_t units, bool in_place,
-                    size_t case_no, std::mt19937_64& rng, const std::vector<Description>& descs) {
-  int rank, P;
-  MPI_Comm_rank(cc.comm, &rank);
-  MPI_Comm_size(cc.comm, &P);
+  // Every rank picks its own descriptions of the same signature.
   const Description& ds = descs[(static_cast<size_t>(rank) + case_no) % descs.size()];
   const Description& dr = descs[(static_cast<size_t>(rank) * 7 + case_no + 1) % descs.size()];
   const size_t ints = static_cast<size_t>(units) * kUnitInts;  // per block
-  std::vector<int> send = random_ints(ints * static_cast<size_t>(P), rng);
-  std::vector<int> old = random_ints(ints * static_cast<size_t>(P), rng);
+  const int64_t in_blocks = buffer_elems(spec.in, P, 1, root, rank);
+  const int64_t out_blocks = buffer_elems(spec.out, P, 1, root, rank);
+  const InPlace ip = mpi_in_place(coll);
+  const bool here_in_place = in_place && applies_to(ip.ranks, root, rank);
+  const MPI_Count selems = static_cast<MPI_Count>(ints) * in_blocks / ds.ints_per_elem;
+  const MPI_Count relems = static_cast<MPI_Count>(ints) * out_blocks / dr.ints_per_elem;
+  // The huge-extent description needs 2 MiB per element: a few elements only.
+  int huge = (ds.huge && selems > 6) || (dr.huge && relems > 6), skip = 0;
+  MPI_Allreduce(&huge, &skip, 1, MPI_INT, MPI_MAX, cc.comm);
+  if (skip) return;
+  std::vector<int> send = random_ints(ints * static_cast<size_t>(in_blocks), rng);
+  std::vector<int> old = random_ints(ints * static_cast<size_t>(out_blocks), rng);
   Buffer sb, mine, ref;
-  make_buffer(ds, static_cast<MPI_Count>(ints) * P / ds.ints_per_elem, send, sb);
-  make_buffer(dr, static_cast<MPI_Count>(ints) * P / dr.ints_per_elem, in_place ? send : old, mine);
-  make_buffer(dr, static_cast<MPI_Count>(ints) * P / dr.ints_per_elem, in_place ? send : old, ref);
-  const MPI_Count scount = static_cast<MPI_Count>(ints) / ds.ints_per_elem;
-  const MPI_Count rcount = static_cast<MPI_Count>(ints) / dr.ints_per_elem;
+  make_buffer(ds, selems, send, sb);
+  make_buffer(dr, relems, old, mine);  // in place, `old` is the input where MPI says it lies
+  make_buffer(dr, relems, old, ref);
+  CallArgs a;
+  a.root = root;
+  a.comm = cc.comm;
+  // A side with no blocks on this rank is not significant there: nothing is passed.
+  if (in_blocks > 0) {
+    a.sendbuf = sb.base;
+    a.sendcount = static_cast<MPI_Count>(ints) / ds.ints_per_elem;
+    a.sendtype = sb.type;
+  }
+  if (out_blocks > 0) {
+    a.recvbuf = mine.base;
+    a.recvcount = static_cast<MPI_Count>(ints) / dr.ints_per_elem;
+    a.recvtype = mine.type;
+  }
+  if (here_in_place && ip.as_recvbuf) {
+    a.recvbuf = MPI_IN_PLACE;
+    a.recvcount = 0;
+    a.recvtype = MPI_DATATYPE_NULL;
+  } else if (here_in_place) {
+    a.sendbuf = MPI_IN_PLACE;
+    a.sendcount = 0;
+    a.sendtype = MPI_DATATYPE_NULL;
+  }
   const std::string label = std::string(cc.name) + " P=" + std::to_string(P) + " " + algo +
+                            (spec.rooted ? " root=" + std::to_string(root) : "") +
                             " units=" + std::to_string(units) + " case=" + std::to_string(case_no) +
                             (in_place ? " IN_PLACE" : "");
   std::string why;
-  int rc = in_place ? ck_alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, mine.base, rcount, mine.type,
-                                  cc.comm, algo.c_str())
-                    : ck_alltoall(sb.base, scount, sb.type, mine.base, rcount, mine.type, cc.comm,
-                                  algo.c_str());
+  const std::vector<unsigned char> sent = sb.mem;
+  int rc = call_collkit(coll, a, algo.c_str());
   if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
-  int nrc = in_place ? MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ref.base,
-                                    static_cast<int>(rcount), ref.type, cc.comm)
-                     : MPI_Alltoall(sb.base, static_cast<int>(scount), sb.type, ref.base,
-                                    static_cast<int>(rcount), ref.type, cc.comm);
-  if (nrc != MPI_SUCCESS) {
-    settle(cc.comm, label, "the MPI's own MPI_Alltoall refused it", true);
+  if (why.empty() && sb.mem != sent) why = "the send buffer was written";
+  if (out_blocks > 0 && a.recvbuf != MPI_IN_PLACE) {
+    a.recvbuf = ref.base;
+    a.recvtype = ref.type;  // absolute addresses: each buffer has its own type
+  }
+  if (call_mpi(coll, a) != MPI_SUCCESS) {
+    settle(cc.comm, label, std::string("the MPI's own ") + std::string(spec.mpi) + " refused it",
+           true);
     return;
   }
   if (why.empty()) why = first_difference(mine, ref);
@@ -417,7 +446,10 @@ std::vector<RedType> reduction_types(const RedOps& user) {
                1,
                Cmp::exact,
                [](unsigned char* e, std::mt19937_64& rng, MPI_Op op) {
-                 *e = static_cast<unsigned char>(op == MPI_PROD ? rng() % 3 : rng());
+                 *e = static_cast<unsigned char>(op == MPI_PROD ? rng() % 3
+                                                 : op == MPI_SUM && g_uchar_sum_saturates
+                                                     ? rng() % 16
+                                                     : rng());
                },
                {{"SUM", MPI_SUM}, {"MAX", MPI_MAX}, {"BXOR", MPI_BXOR}, {"BOR", MPI_BOR}}});
   v.push_back({"long long",
@@ -598,37 +630,50 @@ std::vector<unsigned char> packed_of(const void* base, MPI_Datatype t, MPI_Count
   return out;
 }
 
-void check_reduction(bool all, const CommCase& cc, const std::string& algo, const RedType& rt,
-                     const std::pair<const char*, MPI_Op>& op, MPI_Count count, int root,
-                     bool in_place, std::mt19937_64& rng) {
+void check_reduction(Collective coll, const CommCase& cc, const std::string& algo,
+                     const RedType& rt, const std::pair<const char*, MPI_Op>& op, MPI_Count count,
+                     int root, bool in_place, std::mt19937_64& rng) {
+  const CollectiveSpec& spec = spec_of(coll);
   int rank, P;
   MPI_Comm_rank(cc.comm, &rank);
   MPI_Comm_size(cc.comm, &P);
   MPI_Datatype t = rt.make();
-  const size_t bytes = static_cast<size_t>(count) * rt.bytes_per_elem;
-  std::vector<unsigned char> in(bytes), junk(bytes);
-  for (size_t i = 0; i < bytes; i += rt.bytes_per_elem) {
-    rt.fill(in.data() + i, rng, op.second);
-    rt.fill(junk.data() + i, rng, op.second);
-  }
-  const bool root_here = all || rank == root;
+  const int64_t in_blocks = buffer_elems(spec.in, P, 1, root, rank);
+  const int64_t out_blocks = buffer_elems(spec.out, P, 1, root, rank);
+  const MPI_Count in_elems = count * in_blocks, out_elems = count * out_blocks;
+  const size_t eb = rt.bytes_per_elem;
+  const size_t in_bytes = static_cast<size_t>(in_elems) * eb;
+  const size_t out_bytes = static_cast<size_t>(out_elems) * eb;
+  std::vector<unsigned char> in(in_bytes), junk(out_bytes);
+  for (size_t i = 0; i < in_bytes; i += eb) rt.fill(in.data() + i, rng, op.second);
+  for (size_t i = 0; i < out_bytes; i += eb) rt.fill(junk.data() + i, rng, op.second);
+  const bool out_here = applies_to(spec.post.ranks, root, rank);  // whose output is specified
+  const bool here_in_place = in_place && applies_to(mpi_in_place(coll).ranks, root, rank);
+  // In place, the input lies in recvbuf (all of it: reduce_scatter_block's P blocks).
   RedBuffer send, mine, ref;
-  red_buffer(t, count, in, send);
-  red_buffer(t, count, in_place && root_here ? in : junk, mine);
-  red_buffer(t, count, in_place && root_here ? in : junk, ref);
-  const void* sbuf = in_place && root_here ? MPI_IN_PLACE : send.base;
+  red_buffer(t, in_elems, in, send);
+  red_buffer(t, here_in_place ? in_elems : out_elems, here_in_place ? in : junk, mine);
+  red_buffer(t, here_in_place ? in_elems : out_elems, here_in_place ? in : junk, ref);
+  CallArgs a;
+  a.sendbuf = here_in_place ? MPI_IN_PLACE : send.base;
+  a.sendcount = a.recvcount = count;
+  a.sendtype = a.recvtype = t;
+  a.recvbuf = mine.base;
+  a.op = op.second;
+  a.root = root;
+  a.comm = cc.comm;
   const std::string label = std::string(cc.name) + " P=" + std::to_string(P) + " " + algo + " " +
                             rt.name + " " + op.first + " count=" + std::to_string(count) +
-                            (all ? "" : " root=" + std::to_string(root)) +
+                            (spec.rooted ? " root=" + std::to_string(root) : "") +
                             (in_place ? " IN_PLACE" : "");
   std::string why;
-  int rc = all ? ck_allreduce(sbuf, mine.base, count, t, op.second, cc.comm, algo.c_str())
-               : ck_reduce(sbuf, mine.base, count, t, op.second, root, cc.comm, algo.c_str());
+  int rc = call_collkit(coll, a, algo.c_str());
   const bool declined = rc != MPI_SUCCESS && ck_declined(rc);
   if (rc != MPI_SUCCESS && !(declined && rt.noncommutative)) why = "error: " + describe_error(rc);
-  int nrc = all ? MPI_Allreduce(sbuf, ref.base, static_cast<int>(count), t, op.second, cc.comm)
-                : MPI_Reduce(sbuf, ref.base, static_cast<int>(count), t, op.second, root, cc.comm);
-  int nbad = nrc != MPI_SUCCESS, nany = 0;
+  if (declined && rt.noncommutative && rank == 0 && ++g_declined <= 3)
+    std::printf("DECLINED %s: %s\n", label.c_str(), ck_error_message());
+  a.recvbuf = ref.base;
+  int nbad = call_mpi(coll, a) != MPI_SUCCESS, nany = 0;
   MPI_Allreduce(&nbad, &nany, 1, MPI_INT, MPI_MAX, cc.comm);
   if (nany) {
     settle(cc.comm, label, "the MPI's own call refused it", true);
@@ -638,66 +683,73 @@ void check_reduction(bool all, const CommCase& cc, const std::string& algo, cons
   if (declined && rt.noncommutative) {
     // A commutative-only algorithm must decline a non-commutative op, on every rank alike.
     settle(cc.comm, label, "");
-  } else {
-    if (rt.noncommutative) {
-      // The answer is the rank-ordered product x0 x1 ... x(P-1), whatever the MPI does.
-      std::vector<unsigned char> everyone(bytes * static_cast<size_t>(P));
-      MPI_Allgather(in.data(), static_cast<int>(bytes), MPI_BYTE, everyone.data(),
-                    static_cast<int>(bytes), MPI_BYTE, cc.comm);
-      if (root_here) {
-        std::vector<unsigned char> product(everyone.end() - static_cast<std::ptrdiff_t>(bytes),
-                                           everyone.end());
-        int n = static_cast<int>(count);
-        for (int r = P - 2; r >= 0; --r)
-          matmul_op(everyone.data() + bytes * static_cast<size_t>(r), product.data(), &n, &t);
-        int pos = 0;
-        if (count > 0)
-          MPI_Unpack(product.data(), static_cast<int>(bytes), &pos, ref.base,
-                     static_cast<int>(count), t, MPI_COMM_SELF);
-      }
-    }
-    if (why.empty() && root_here) {
-      if (rt.cmp == Cmp::exact) {
-        if (mine.mem != ref.mem) {
-          for (size_t i = 0; i < mine.mem.size(); ++i)
-            if (mine.mem[i] != ref.mem[i]) {
-              why = "byte " + std::to_string(i) + " differs from the MPI's result";
-              break;
-            }
-        }
-      } else {
-        const auto g = packed_of(mine.base, t, count, bytes),
-                   w = packed_of(ref.base, t, count, bytes);
-        for (size_t i = 0; i < bytes && why.empty(); i += rt.bytes_per_elem)
-          if (!close(g.data() + i, w.data() + i, rt.cmp, P))
-            why = "element " + std::to_string(i / rt.bytes_per_elem) + " beyond tolerance";
-        // Gaps and the memory around the data must be untouched.
-        for (size_t i = 0; i < 32 && why.empty(); ++i)
-          if (mine.mem[i] != kSentinel || mine.mem[mine.mem.size() - 1 - i] != kSentinel)
-            why = "memory outside the buffer was written";
-      }
-    }
-    if (why.empty() && all) {
-      // Bitwise identical on every rank.
-      std::vector<unsigned char> first = packed_of(mine.base, t, count, bytes);
-      std::vector<unsigned char> r0 = first;
-      MPI_Bcast(r0.data(), static_cast<int>(bytes), MPI_BYTE, 0, cc.comm);
-      if (r0 != first) why = "result differs from rank 0's (not bitwise identical)";
-    } else if (all) {
-      std::vector<unsigned char> r0(bytes);
-      MPI_Bcast(r0.data(), static_cast<int>(bytes), MPI_BYTE, 0, cc.comm);
-    }
-    settle(cc.comm, label, why);
+    free_if_derived(t);
+    return;
   }
+  if (rt.noncommutative) {
+    // The answer is the rank-ordered product x0 x1 ... x(P-1) of the input element the spec's
+    // postcondition names, whatever the MPI does.
+    std::vector<unsigned char> everyone(in_bytes * static_cast<size_t>(P));
+    MPI_Allgather(in.data(), static_cast<int>(in_bytes), MPI_BYTE, everyone.data(),
+                  static_cast<int>(in_bytes), MPI_BYTE, cc.comm);
+    if (out_here && out_elems > 0) {
+      std::vector<unsigned char> product(out_bytes);
+      for (MPI_Count i = 0; i < out_elems; ++i) {
+        const Expected e = expected_out(spec, P, count, root, rank, i);
+        unsigned char* x = product.data() + static_cast<size_t>(i) * eb;
+        auto of = [&](int q) {
+          return everyone.data() + in_bytes * static_cast<size_t>(q) +
+                 static_cast<size_t>(e.index) * eb;
+        };
+        std::memcpy(x, of(P - 1), eb);
+        int one = 1;
+        for (int q = P - 2; q >= 0; --q) matmul_op(of(q), x, &one, &t);
+      }
+      int pos = 0;
+      MPI_Unpack(product.data(), static_cast<int>(out_bytes), &pos, ref.base,
+                 static_cast<int>(out_elems), t, MPI_COMM_SELF);
+    }
+  }
+  if (why.empty() && out_here) {
+    // Exact types: every byte of the buffer, gaps included; beyond the output of an in-place
+    // reduce_scatter_block the standard says nothing, so there only the output is compared.
+    const bool whole = rt.cmp == Cmp::exact && !(here_in_place && in_elems != out_elems);
+    if (whole) {
+      for (size_t i = 0; i < mine.mem.size() && why.empty(); ++i)
+        if (mine.mem[i] != ref.mem[i])
+          why = "byte " + std::to_string(i) + " differs from the MPI's result";
+    } else {
+      const auto g = packed_of(mine.base, t, out_elems, out_bytes),
+                 w = packed_of(ref.base, t, out_elems, out_bytes);
+      for (size_t i = 0; i < out_bytes && why.empty(); i += eb) {
+        const bool same = rt.cmp == Cmp::exact ? std::memcmp(g.data() + i, w.data() + i, eb) == 0
+                                               : close(g.data() + i, w.data() + i, rt.cmp, P);
+        if (!same) why = "element " + std::to_string(i / eb) + " differs beyond tolerance";
+      }
+      // The memory around the data must be untouched.
+      for (size_t i = 0; i < 32 && why.empty(); ++i)
+        if (mine.mem[i] != kSentinel || mine.mem[mine.mem.size() - 1 - i] != kSentinel)
+          why = "memory outside the buffer was written";
+    }
+  }
+  if (spec.post.ranks == Ranks::every_rank && spec.post.index == SourceIndex::same) {
+    // Every rank holds the same result: bitwise identical to rank 0's.
+    std::vector<unsigned char> first = packed_of(mine.base, t, out_elems, out_bytes);
+    std::vector<unsigned char> r0 = first;
+    MPI_Bcast(r0.data(), static_cast<int>(out_bytes), MPI_BYTE, 0, cc.comm);
+    if (why.empty() && r0 != first) why = "result differs from rank 0's (not bitwise identical)";
+  }
+  settle(cc.comm, label, why);
   free_if_derived(t);
 }
 
 // MPI_BOTTOM for a reduction: an absolute-address type around one buffer of doubles.
-void check_reduction_bottom(bool all, const CommCase& cc, const std::string& algo, MPI_Count count,
-                            int root, std::mt19937_64& rng) {
+void check_reduction_bottom(Collective coll, const CommCase& cc, const std::string& algo,
+                            MPI_Count count, int root, std::mt19937_64& rng) {
   int rank, P;
   MPI_Comm_rank(cc.comm, &rank);
   MPI_Comm_size(cc.comm, &P);
+  const bool all = spec_of(coll).post.ranks == Ranks::every_rank;
   const size_t n = static_cast<size_t>(count);
   std::vector<long long> in(n + 1), mine(n + 1, -1), ref(n + 1, -1);  // +1: never empty
   for (auto& x : in) x = static_cast<long long>(rng() % 1000);
@@ -721,23 +773,26 @@ void check_reduction_bottom(bool all, const CommCase& cc, const std::string& alg
   for (size_t i = 0; i < n; ++i) mine[i] = ref[i] = in[i];
   const bool here = all || rank == root;
   std::string why;
-  int rc = all ? ck_allreduce(MPI_IN_PLACE, MPI_BOTTOM, count, tm, MPI_SUM, cc.comm, algo.c_str())
-               : ck_reduce(here ? MPI_IN_PLACE : MPI_BOTTOM, here ? MPI_BOTTOM : nullptr, count, tm,
-                           MPI_SUM, root, cc.comm, algo.c_str());
+  CallArgs a;
+  a.sendbuf = here ? MPI_IN_PLACE : MPI_BOTTOM;
+  a.recvbuf = here ? MPI_BOTTOM : nullptr;
+  a.sendcount = a.recvcount = count;
+  a.sendtype = a.recvtype = tm;
+  a.op = MPI_SUM;
+  a.root = root;
+  a.comm = cc.comm;
+  int rc = call_collkit(coll, a, algo.c_str());
   if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
   // The reference: the MPI's own call on a plain copy (MPICH 4's own allreduce / reduce give
   // wrong results in place on MPI_BOTTOM: noted once, when seen).
-  std::vector<long long> plain(in.begin(), in.end()), bottom(ref);
-  if (all) {
-    MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_LONG_LONG, MPI_SUM,
-                  cc.comm);
-    MPI_Allreduce(MPI_IN_PLACE, MPI_BOTTOM, static_cast<int>(count), tr, MPI_SUM, cc.comm);
-  } else {
-    MPI_Reduce(here ? MPI_IN_PLACE : in.data(), here ? plain.data() : nullptr,
-               static_cast<int>(count), MPI_LONG_LONG, MPI_SUM, root, cc.comm);
-    MPI_Reduce(here ? MPI_IN_PLACE : MPI_BOTTOM, here ? MPI_BOTTOM : nullptr,
-               static_cast<int>(count), tr, MPI_SUM, root, cc.comm);
-  }
+  std::vector<long long> plain(in.begin(), in.end());
+  CallArgs p = a;  // the same call on a plain buffer
+  p.sendbuf = here ? MPI_IN_PLACE : in.data();
+  p.recvbuf = here ? plain.data() : nullptr;
+  p.sendtype = p.recvtype = MPI_LONG_LONG;
+  call_mpi(coll, p);
+  a.sendtype = a.recvtype = tr;  // and on MPI_BOTTOM
+  call_mpi(coll, a);
   static bool noted = false;
   if (here && !noted && count > 0 &&
       !std::equal(plain.begin(), plain.begin() + count, ref.begin())) {
@@ -778,13 +833,76 @@ void check_barrier(const CommCase& cc, const std::string& algo) {
     }
   }
   double t_enter = now();
-  int rc = ck_barrier(cc.comm, algo.c_str());
+  CallArgs a;
+  a.comm = cc.comm;
+  int rc = call_collkit(Collective::barrier, a, algo.c_str());
   double t_leave = now();
   std::string why;
   if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
   MPI_Allreduce(&t_enter, &entered, 1, MPI_DOUBLE, MPI_MAX, cc.comm);
   if (why.empty() && t_leave < entered) why = "left the barrier before the last rank entered it";
   settle(cc.comm, std::string(cc.name) + " P=" + std::to_string(P) + " " + algo, why);
+}
+
+// The C API's errors (wrong collective, unknown or malformed name, bad count, NULL name): each
+// must come back as an error code whose message (ck_error_message and MPI_Error_string alike)
+// says what is wrong; printed as ERROR lines for the test to read. And the native path of every
+// collective through the C API, against the MPI's own call.
+void check_errors(MPI_Comm comm) {
+  int rank, P;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &P);
+  double x = 1, y = 0;
+  auto expect_error = [&](const std::string& label, int rc) {
+    ++g_cases;
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, s, &len);
+    if (rc == MPI_SUCCESS) {
+      if (rank == 0) fail(label + ": expected an error, got MPI_SUCCESS");
+    } else if (rank == 0) {
+      // One line per error: the caret diagram's newlines become " / ".
+      auto one_line = [](std::string m) {
+        for (size_t at; (at = m.find('\n')) != std::string::npos;) m.replace(at, 1, " / ");
+        return m;
+      };
+      std::printf("ERROR %s: %s | %s\n", label.c_str(), one_line(ck_error_message()).c_str(),
+                  one_line(std::string(s, static_cast<size_t>(len))).c_str());
+    }
+  };
+  expect_error("reduce-with-allreduce-name",
+               ck_reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, comm, "allreduce:rd"));
+  expect_error("allreduce-malformed",
+               ck_allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, comm, "allreduce:rd("));
+  expect_error("allreduce-negative-count",
+               ck_allreduce(&x, &y, -1, MPI_DOUBLE, MPI_SUM, comm, "allreduce:rd"));
+  expect_error("allreduce-null-name", ck_allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, comm, nullptr));
+  std::vector<int> big(static_cast<size_t>(P) * 3 + 3);
+  for (const CollectiveSpec& spec : all_collectives()) {
+    // An unknown algorithm of each collective, and the native path against the MPI's own call.
+    CallArgs a;
+    a.sendbuf = &x;
+    a.recvbuf = &y;
+    a.sendcount = a.recvcount = 1;
+    a.sendtype = a.recvtype = MPI_DOUBLE;
+    a.op = MPI_SUM;
+    a.root = P - 1;
+    a.comm = comm;
+    const std::string name(spec.name);
+    expect_error(name + "-unknown", call_collkit(spec.id, a, (name + ":no_such").c_str()));
+    std::vector<int> in(big.size()), mine(big.size(), -1), ref(big.size(), -1);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = rank * 1000 + static_cast<int>(i);
+    if (spec.root_input_in_out) mine = ref = in;
+    a.sendbuf = in.data();
+    a.recvbuf = mine.data();
+    a.sendcount = a.recvcount = 3;
+    a.sendtype = a.recvtype = MPI_INT;
+    const int rc = call_collkit(spec.id, a, (name + ":native").c_str());
+    a.recvbuf = ref.data();
+    call_mpi(spec.id, a);
+    ++g_cases;
+    if (rc != MPI_SUCCESS || mine != ref) fail(name + " native through the C API");
+  }
 }
 
 }  // namespace
@@ -796,6 +914,16 @@ int main(int argc, char** argv) {
   int P;
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   g_full = args.get("level", "quick") == "full";
+  {
+    std::vector<unsigned char> a(64, 200), b(64, 200);
+    MPI_Reduce_local(a.data(), b.data(), 64, MPI_UNSIGNED_CHAR, MPI_SUM);
+    g_uchar_sum_saturates = b[0] != 144;
+    if (g_uchar_sum_saturates && g_world_rank == 0)
+      std::printf(
+          "NOTE the MPI's own MPI_SUM on 64 MPI_UNSIGNED_CHARs gives 200 + 200 = %d, not 144: "
+          "unsigned char sums are kept below 256\n",
+          b[0]);
+  }
   const auto algos = split(args.get("algos", "allreduce:rd"), ';');
   std::mt19937_64 rng(static_cast<uint64_t>(args.num("seed", 1)) * 1000003 +
                       static_cast<uint64_t>(g_world_rank));
@@ -825,7 +953,8 @@ int main(int argc, char** argv) {
 
   size_t case_no = 0;
   for (const auto& algo : algos) {
-    const std::string coll = algo.substr(0, algo.find(':'));
+    const Collective coll = collective_from_string(algo.substr(0, algo.find(':')));
+    const CollectiveSpec& spec = spec_of(coll);
     for (size_t ci = 0; ci < comms.size(); ++ci) {
       const CommCase& cc = comms[ci];
       int cp, crank;  // descriptions are chosen by the rank in this communicator
@@ -835,10 +964,11 @@ int main(int argc, char** argv) {
       std::vector<int> roots;
       for (int r = 0; r < cp; ++r)
         if (ci == 0 || r == 0 || r == cp - 1) roots.push_back(r);
-      if (coll == "barrier") {
+      if (spec.post.kind == Postcondition::Kind::synchronized) {
         check_barrier(cc, algo);
         continue;
       }
+      const bool may_in_place = mpi_in_place(coll).ranks != Ranks::none;
       for (int64_t count : counts) {
         const bool big = count > 13;
         // The quick level (CI's default) keeps every kind of case but not every combination:
@@ -847,55 +977,40 @@ int main(int argc, char** argv) {
         const bool rich = g_full || (count == 13 && ci == 0);
         if (!g_full && ci != 0 && big) continue;
         const size_t ndesc = rich ? descs.size() : (big ? 2 : 3);
-        const std::vector<int> some_roots =
-            rich ? roots : std::vector<int>{0, cp - 1 > 0 ? cp - 1 : 0};
-        if (coll == "bcast") {
-          for (int root : some_roots) {
-            if (!rich && root == cp - 1 && cp == 1) continue;
-            for (size_t k = 0; k < ndesc; ++k) {
-              const size_t cn = case_no++;
-              // The huge-extent description needs 2 MiB per element: small counts only.
-              const bool huge_here = descs[(static_cast<size_t>(crank) + cn) % descs.size()].huge;
-              int any_huge = huge_here && count > 1, skip = 0;
-              MPI_Allreduce(&any_huge, &skip, 1, MPI_INT, MPI_MAX, cc.comm);
-              if (skip) continue;
-              check_bcast(cc, algo, count, root, cn, rng, descs);
-            }
-          }
-        } else if (coll == "alltoall") {
-          for (size_t k = 0; k < ndesc; ++k)
-            for (bool in_place : {false, true}) {
-              const size_t cn = case_no++;
-              int any_huge = 0, skip = 0;
-              for (int64_t r : {int64_t{crank}, int64_t{crank} * 7 + 1})
-                any_huge |=
-                    descs[(static_cast<size_t>(r) + cn) % descs.size()].huge && count * cp > 2;
-              MPI_Allreduce(&any_huge, &skip, 1, MPI_INT, MPI_MAX, cc.comm);
-              if (skip) continue;
-              check_alltoall(cc, algo, count, in_place, cn, rng, descs);
-            }
-        } else if (coll == "allreduce" || coll == "reduce") {
-          const bool all = coll == "allreduce";
-          for (const auto& rt : rtypes)
-            for (size_t oi = 0; oi < rt.ops.size(); ++oi) {
-              if (!rich && oi > 0) continue;  // every op of every type runs at count 13
-              const auto& op = rt.ops[oi];
-              for (int root : all ? std::vector<int>{0} : (oi == 0 ? some_roots : roots))
-                for (bool in_place : {false, true}) {
-                  if (!all && oi > 0 && !g_full && root != 0 && root != cp - 1) continue;
-                  // Large counts for a few types; in-place on every type on the world only.
-                  if (big && rt.bytes_per_elem != 8 && std::strcmp(rt.name, "int") != 0) continue;
-                  if (in_place && ci != 0 && std::strcmp(rt.name, "double") != 0) continue;
-                  if (in_place && !g_full && oi > 0) continue;
-                  check_reduction(all, cc, algo, rt, op, count, root, in_place, rng);
-                }
-            }
-          for (int root : all ? std::vector<int>{0} : some_roots)
-            check_reduction_bottom(all, cc, algo, count, root, rng);
+        std::vector<int> some_roots = rich ? roots : std::vector<int>{0};
+        if (!rich && cp > 1) some_roots.push_back(cp - 1);
+        if (!spec.rooted) some_roots = {0};
+        if (!spec.reduction()) {
+          for (int root : some_roots)
+            for (size_t k = 0; k < ndesc; ++k)
+              for (bool in_place : {false, true}) {
+                if (in_place && !may_in_place) continue;
+                check_copy(coll, cc, algo, count, root, in_place, case_no++, rng, descs);
+              }
+          continue;
         }
+        for (const auto& rt : rtypes)
+          for (size_t oi = 0; oi < rt.ops.size(); ++oi) {
+            if (!rich && oi > 0) continue;  // every op of every type runs at count 13
+            const auto& op = rt.ops[oi];
+            for (int root : !spec.rooted ? std::vector<int>{0} : (oi == 0 ? some_roots : roots))
+              for (bool in_place : {false, true}) {
+                if (in_place && !may_in_place) continue;
+                if (spec.rooted && oi > 0 && !g_full && root != 0 && root != cp - 1) continue;
+                // Large counts for a few types; in-place on every type on the world only.
+                if (big && rt.bytes_per_elem != 8 && std::strcmp(rt.name, "int") != 0) continue;
+                if (in_place && ci != 0 && std::strcmp(rt.name, "double") != 0) continue;
+                if (in_place && !g_full && oi > 0) continue;
+                check_reduction(coll, cc, algo, rt, op, count, root, in_place, rng);
+              }
+          }
+        // MPI_BOTTOM in place, where `in` and `out` are one block (allreduce, reduce).
+        if (spec.in.at_root == Blocks::one && spec.in.elsewhere == Blocks::one)
+          for (int root : some_roots) check_reduction_bottom(coll, cc, algo, count, root, rng);
       }
     }
   }
+  if (args.flag("errors")) check_errors(MPI_COMM_WORLD);
 
   int totals[3] = {g_failures, g_cases, g_skipped}, sums[3];
   MPI_Allreduce(totals, sums, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -65,6 +65,24 @@ MPICH_ALGORITHMS: dict[str, list[str]] = {
     ],
     "alltoall": ["brucks", "k_brucks", "pairwise", "pairwise_sendrecv_replace", "scattered", "nb"],
     "barrier": ["k_dissemination", "recexch", "smp", "nb"],
+    "allgather": [
+        "brucks",
+        "k_brucks",
+        "recursive_doubling",
+        "ring",
+        "recexch_doubling",
+        "recexch_halving",
+        "nb",
+    ],
+    "reduce_scatter_block": [
+        "noncommutative",
+        "recursive_doubling",
+        "pairwise",
+        "recursive_halving",
+        "nb",
+    ],
+    "gather": ["binomial", "nb"],
+    "scatter": ["binomial", "nb"],
 }
 OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
     "allreduce": {
@@ -104,12 +122,27 @@ OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
         "two_proc": 5,
         "tree": 6,
     },
+    "allgather": {
+        "linear": 1,
+        "bruck": 2,
+        "recursive_doubling": 3,
+        "ring": 4,
+        "neighbor": 5,
+        "two_proc": 6,
+    },
+    "reduce_scatter_block": {
+        "basic_linear": 1,
+        "recursive_doubling": 2,
+        "recursive_halving": 3,
+        "butterfly": 4,
+    },
+    "gather": {"basic_linear": 1, "binomial": 2, "linear_sync": 3},
+    "scatter": {"basic_linear": 1, "binomial": 2, "linear_nb": 3},
 }
 
 PROGRAMS = (
     "collkit_bench",
     "collkit_multicast",
-    "collkit_check",
     "collkit_check_alltoall",
     "collkit_conformance",
     "collkit_pmpi_overhead",

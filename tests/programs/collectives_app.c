@@ -56,7 +56,8 @@ static void collectives(MPI_Comm comm, const char* name) {
     for (int i = 0; i < n; ++i) d[i] = (double)((i + r) % 5);
     rc = MPI_Reduce(d, e, n, MPI_DOUBLE, MPI_SUM, p - 1, comm);
     snprintf(what, sizeof what, "%s reduce root=last n=%d", name, n);
-    report(what, rc, r == p - 1 ? (void*)e : (void*)"", r == p - 1 ? sizeof(double) * (size_t)n : 0);
+    report(what, rc, r == p - 1 ? (void*)e : (void*)"",
+           r == p - 1 ? sizeof(double) * (size_t)n : 0);
     for (int i = 0; i < n; ++i) d[i] = r == 0 ? (double)i : -1.0;
     rc = MPI_Bcast(d, n, MPI_DOUBLE, 0, comm);
     snprintf(what, sizeof what, "%s bcast n=%d", name, n);
@@ -65,6 +66,39 @@ static void collectives(MPI_Comm comm, const char* name) {
     rc = MPI_Alltoall(d, n, MPI_DOUBLE, e, n, MPI_DOUBLE, comm);
     snprintf(what, sizeof what, "%s alltoall n=%d", name, n);
     report(what, rc, e, sizeof(double) * (size_t)n * (size_t)p);
+    for (int i = 0; i < n * p; ++i) d[i] = (double)(r * 100 + i % 97), e[i] = -1;
+    rc = MPI_Allgather(d, n, MPI_DOUBLE, e, n, MPI_DOUBLE, comm);
+    snprintf(what, sizeof what, "%s allgather n=%d", name, n);
+    report(what, rc, e, sizeof(double) * (size_t)n * (size_t)p);
+    rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d, n, MPI_DOUBLE, comm);
+    snprintf(what, sizeof what, "%s allgather in-place n=%d", name, n);
+    report(what, rc, d, sizeof(double) * (size_t)n * (size_t)p);
+    for (int i = 0; i < n * p; ++i) d[i] = (double)((i * 5 + r) % 13), e[i] = -1;
+    rc = MPI_Reduce_scatter_block(d, e, n, MPI_DOUBLE, MPI_SUM, comm);
+    snprintf(what, sizeof what, "%s reduce_scatter_block n=%d", name, n);
+    report(what, rc, e, sizeof(double) * (size_t)n);
+    rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, d, n, MPI_DOUBLE, MPI_MAX, comm);
+    snprintf(what, sizeof what, "%s reduce_scatter_block in-place n=%d", name, n);
+    report(what, rc, d, sizeof(double) * (size_t)n);
+    for (int i = 0; i < n * p; ++i) d[i] = (double)(r * 10 + i % 7), e[i] = -1;
+    rc = MPI_Gather(d, n, MPI_DOUBLE, e, n, MPI_DOUBLE, p - 1, comm);
+    snprintf(what, sizeof what, "%s gather root=last n=%d", name, n);
+    report(what, rc, r == p - 1 ? (void*)e : (void*)"",
+           r == p - 1 ? sizeof(double) * (size_t)n * (size_t)p : 0);
+    rc = r == 0 ? MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d, n, MPI_DOUBLE, 0, comm)
+                : MPI_Gather(d, n, MPI_DOUBLE, NULL, 0, MPI_DATATYPE_NULL, 0, comm);
+    snprintf(what, sizeof what, "%s gather in-place root=0 n=%d", name, n);
+    report(what, rc, r == 0 ? (void*)d : (void*)"",
+           r == 0 ? sizeof(double) * (size_t)n * (size_t)p : 0);
+    for (int i = 0; i < n * p; ++i) d[i] = r == 0 ? (double)i : -2.0, e[i] = -1;
+    rc = MPI_Scatter(d, n, MPI_DOUBLE, e, n, MPI_DOUBLE, 0, comm);
+    snprintf(what, sizeof what, "%s scatter n=%d", name, n);
+    report(what, rc, e, sizeof(double) * (size_t)n);
+    rc = r == p - 1 ? MPI_Scatter(d, n, MPI_DOUBLE, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p - 1, comm)
+                    : MPI_Scatter(NULL, 0, MPI_DATATYPE_NULL, e, n, MPI_DOUBLE, p - 1, comm);
+    snprintf(what, sizeof what, "%s scatter in-place root=last n=%d", name, n);
+    report(what, rc, r == p - 1 ? (void*)d : (void*)e,
+           sizeof(double) * (size_t)n * (size_t)(r == p - 1 ? p : 1));
     free(d);
     free(e);
   }

@@ -46,6 +46,19 @@ def calls(comm: MPI.Comm, name: str) -> None:
         t = np.empty_like(s)
         comm.Alltoall(s, t)
         say(f"rank {r} {name} Alltoall n={n} {h(t)}")
+        g = np.empty(n * p, dtype=np.float64)
+        comm.Allgather(x, g)
+        say(f"rank {r} {name} Allgather n={n} {h(g)}")
+        blocks = ((np.arange(n * p) * 5 + r) % 13).astype(np.float64)
+        comm.Reduce_scatter_block(blocks, y, op=MPI.SUM)
+        say(f"rank {r} {name} Reduce_scatter_block n={n} {h(y)}")
+        gat = np.empty(n * p, dtype=np.float64) if r == p - 1 else None
+        comm.Gather(x, gat, root=p - 1)
+        say(f"rank {r} {name} Gather n={n} {h(gat) if r == p - 1 else ''}")
+        sc = np.arange(n * p, dtype=np.int32) if r == 0 else None
+        part = np.empty(n, dtype=np.int32)
+        comm.Scatter(sc, part, root=0)
+        say(f"rank {r} {name} Scatter n={n} {h(part)}")
     say(f"rank {r} {name} allreduce(object) {comm.allreduce(r * r)}")
     comm.Barrier()
 

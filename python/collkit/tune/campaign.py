@@ -39,7 +39,7 @@ def candidates(collective: str, P: int, *, top_k: int = 3, nbytes: int = 8) -> l
             if P >= 2:
                 ranked = rank_schedules(P, RANK_MODEL, nbytes, top=top_k)
                 out += [f"allreduce:rm({x.schedule})" for x in ranked]
-        elif name in ("alltoall:bruck", "alltoall:bruck_modified"):
+        elif name in ("alltoall:bruck", "alltoall:bruck_modified", "allgather:bruck"):
             out += [f"{name}(r={k})" for k in range(2, max(P, 2) + 1)]
         elif name.endswith(":knomial"):
             out += [f"{name}(k={k})" for k in (2, 3, 4)]

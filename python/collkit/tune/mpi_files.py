@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from collkit.collectives import collective
 from collkit.errors import UnsupportedError
 from collkit.mpirun import OPENMPI_ALGORITHMS
 from collkit.tune.select import Choice, size_ranges
@@ -69,6 +70,27 @@ FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
         "dissemination": ("barrier:dissemination", "ompi:bruck"),
         "tree": ("barrier:tree", "ompi:tree"),
     },
+    "allgather": {
+        "ring": ("allgather:ring", "mpich:ring", "ompi:ring"),
+        "rd": ("allgather:rd", "mpich:recursive_doubling", "ompi:recursive_doubling"),
+        "bruck": ("allgather:bruck", "mpich:brucks", "ompi:bruck"),
+    },
+    "reduce_scatter_block": {
+        "pairwise": ("reduce_scatter_block:pairwise", "mpich:pairwise"),
+        "halving": (
+            "reduce_scatter_block:halving",
+            "mpich:recursive_halving",
+            "ompi:recursive_halving",
+        ),
+    },
+    "gather": {
+        "binomial": ("gather:binomial", "mpich:binomial", "ompi:binomial"),
+        "linear": ("gather:linear", "ompi:basic_linear"),
+    },
+    "scatter": {
+        "binomial": ("scatter:binomial", "mpich:binomial", "ompi:binomial"),
+        "linear": ("scatter:linear", "ompi:basic_linear"),
+    },
 }
 
 # MPICH algorithms whose selection-file container needs no parameters.
@@ -84,6 +106,12 @@ MPICH_CONTAINERS: dict[str, dict[str, str]] = {
     },
     "alltoall": {a: f"MPIR_Alltoall_intra_{a}" for a in ("brucks", "pairwise", "scattered")},
     "barrier": {},
+    "allgather": {a: f"MPIR_Allgather_intra_{a}" for a in ("brucks", "recursive_doubling", "ring")},
+    "reduce_scatter_block": {
+        a: f"MPIR_Reduce_scatter_block_intra_{a}" for a in ("pairwise", "recursive_halving")
+    },
+    "gather": {"binomial": "MPIR_Gather_intra_binomial"},
+    "scatter": {"binomial": "MPIR_Scatter_intra_binomial"},
 }
 
 # Open MPI's collective ids (COLLTYPE_T in coll_base_functions.h).
@@ -190,12 +218,21 @@ def mpich_file(choices: Sequence[Choice], default_tree: dict[str, Any]) -> dict[
     return tree
 
 
+def per_block_shapes(coll: str) -> set[str]:
+    """The block counts of the collective's buffers ('P' where a buffer holds one per rank)."""
+    spec = collective(coll)
+    return {spec[b][w] for b in ("in", "out") for w in ("at_root", "elsewhere")}
+
+
 def openmpi_rules(choices: Sequence[Choice], header: str = "") -> str:
     """Open MPI's dynamic rules file (the classic text format of coll/tuned)."""
     by: dict[str, dict[int, list[Choice]]] = {}
     for c in choices:
         by.setdefault(c.collective, {}).setdefault(c.P, []).append(c)
     lines = [f"# {ln}" for ln in header.splitlines()]
+    for coll in sorted(c for c in by if c not in OPENMPI_IDS):  # a collective Open MPI lacks
+        del by[coll]
+        lines.append(f"# {coll}: no coll/tuned rules id in Open MPI; its own decision stays")
     lines.append(f"{len(by)}  # collectives")
     for coll in sorted(by, key=lambda k: OPENMPI_IDS[k]):
         per_p = by[coll]
@@ -205,7 +242,8 @@ def openmpi_rules(choices: Sequence[Choice], header: str = "") -> str:
         comms: list[tuple[int, list[tuple[int, int, str]]]] = []
         for P in sizes:
             cs = sorted(per_p[P], key=lambda c: c.bytes)
-            scale = P if coll == "alltoall" else 1  # its message size is the whole send buffer
+            # coll/tuned sizes the collectives with a block per rank by all P blocks.
+            scale = P if "P" in per_block_shapes(coll) else 1
             msgs: list[tuple[int, int, str]] = []
             ranges = size_ranges([c.bytes for c in cs])
             if ranges[0][0] > 0:
