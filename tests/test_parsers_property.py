@@ -390,6 +390,63 @@ def test_algorithm_names(args: list[str]) -> None:
     succeeds_or_collkit_error(collkit.Algorithm, name)
 
 
+# Names whose parameters are names (allreduce:hier(intra=reduce:binomial, ...)): well-formed ones
+# built recursively, then mutated by a character; hostile pieces mixed in.
+name_pieces = st.sampled_from(
+    [
+        "allreduce:rd",
+        "allreduce:ring",
+        "allreduce:rm(a4)",
+        "allreduce:rabenseifner",
+        "reduce:binomial",
+        "reduce:knomial(k=3)",
+        "bcast:binomial",
+        "bcast:pipeline(seg=1KiB)",
+        "alltoall:bruck(r=3)",
+        "barrier:tree",
+        "allreduce:nope",
+        "nope:rd",
+        "4",
+        "a8",
+    ]
+)
+nested_names = st.recursive(
+    name_pieces,
+    lambda inner: st.tuples(
+        st.sampled_from(["intra", "inter", "bcast", "r", "k", ""]),
+        inner,
+        st.sampled_from(["intra", "inter", "bcast"]),
+        inner,
+    ).map(lambda t: f"allreduce:hier({t[0]}{'=' if t[0] else ''}{t[1]},{t[2]}={t[3]})"),
+    max_leaves=12,
+)
+
+
+@st.composite
+def mutated_names(draw: st.DrawFn) -> str:
+    name = draw(nested_names)
+    for _ in range(draw(st.integers(0, 3))):
+        c = draw(st.integers(0, len(name)))
+        ch = draw(st.sampled_from([*"():,= \t", "allreduce:", "é", "\x00", ""]))
+        name = name[:c] + ch + name[c + draw(st.integers(0, 1)) :]
+    return name
+
+
+@SETTINGS
+@given(name=mutated_names())
+def test_nested_algorithm_names(name: str) -> None:
+    """Anything parses or is a CollkitError with a caret; what resolves has a canonical name
+    that resolves to the same algorithm and keeps its parts."""
+    succeeds_or_collkit_error(collkit.parse_name, name)
+    try:
+        a = collkit.Algorithm(name)
+    except CollkitError as e:
+        assert "^" in str(e) or "name" in str(e), str(e)
+        return
+    again = collkit.Algorithm(a.canonical)
+    assert again == a and again.params == a.params
+
+
 @pytest.mark.parametrize("name", ["name", "algorithm", "size"])
 def test_lone_surrogates_in_names(name: str) -> None:
     succeeds_or_collkit_error(PARSERS[name], "allreduce:\ud800")

@@ -36,10 +36,20 @@ class NameParser {
   explicit NameParser(std::string_view t) : t_(t) {}
 
   ParsedName parse() {
-    ParsedName out;
-    out.text = std::string(t_);
     if (t_.empty()) fail_at(ErrorKind::name, t_, 0, "empty algorithm name");
     skip_ws();
+    ParsedName out = name(0);
+    out.text = std::string(t_);
+    skip_ws();
+    if (i_ != t_.size()) fail_at(ErrorKind::name, t_, i_, "unexpected character after the name");
+    return out;
+  }
+
+ private:
+  // One name from i_ on, stopping after it (its closing parenthesis, or the algorithm).
+  ParsedName name(int depth) {
+    ParsedName out;
+    out.begin = i_;
     size_t cpos = i_;
     std::string coll = ident("a collective (" + std::string(collective_names()) + ")");
     if (!is_collective(coll))
@@ -49,7 +59,9 @@ class NameParser {
     skip_ws();
     expect(':', "expected ':' between the collective and the algorithm, as in allreduce:rd");
     skip_ws();
+    out.algo_pos = i_;
     out.algorithm = ident("an algorithm name after ':'");
+    size_t end = i_;
     skip_ws();
     if (i_ < t_.size() && t_[i_] == '(') {
       ++i_;
@@ -60,7 +72,7 @@ class NameParser {
         bool seen_keyword = false;
         for (;;) {
           skip_ws();
-          NameArg a = arg();
+          NameArg a = arg(depth);
           if (a.key.empty() && seen_keyword)
             fail_at(ErrorKind::name, t_, a.pos,
                     "a positional argument cannot follow a keyword argument");
@@ -80,13 +92,14 @@ class NameParser {
           break;
         }
       }
+      end = i_;
+    } else {
+      i_ = end;  // spaces after a nested name belong to the list around it
     }
-    skip_ws();
-    if (i_ != t_.size()) fail_at(ErrorKind::name, t_, i_, "unexpected character after the name");
+    out.text = std::string(t_.substr(out.begin, end - out.begin));
     return out;
   }
 
- private:
   void skip_ws() {
     while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
   }
@@ -101,15 +114,38 @@ class NameParser {
     while (i_ < t_.size() && is_ident_char(t_[i_])) ++i_;
     return std::string(t_.substr(b, i_ - b));
   }
-  NameArg arg() {
-    NameArg a;
-    a.pos = i_;
-    size_t b = i_;
+  // A value: a token, or an algorithm name when a ':' follows the first word.
+  void value(NameArg& a, int depth) {
+    const size_t b = i_;
+    a.pos = b;
     while (i_ < t_.size() && is_value_char(t_[i_])) ++i_;
+    if (i_ == b) return;
+    size_t after = i_;
+    skip_ws();
+    if (i_ < t_.size() && t_[i_] == ':') {
+      if (depth + 1 >= kMaxNameDepth)
+        fail_at(ErrorKind::name, t_, b,
+                "algorithm names nest at most " + std::to_string(kMaxNameDepth) + " deep");
+      i_ = b;
+      auto n = std::make_shared<ParsedName>(name(depth + 1));
+      a.value = n->text;
+      a.nested = std::move(n);
+      return;
+    }
+    i_ = after;
+    a.value = std::string(t_.substr(b, i_ - b));
+  }
+
+  NameArg arg(int depth) {
+    NameArg a;
+    size_t b = i_;
+    value(a, depth);
     if (i_ == b) fail_at(ErrorKind::name, t_, i_, "expected an argument");
-    std::string first(t_.substr(b, i_ - b));
+    std::string first = a.value;
     skip_ws();
     if (i_ < t_.size() && t_[i_] == '=') {
+      if (a.nested)
+        fail_at(ErrorKind::name, t_, i_, "an algorithm name cannot be a parameter name");
       if (!is_ident_start(first[0]))
         fail_at(ErrorKind::name, t_, b, "a parameter name starts with a lowercase letter");
       for (char c : first)
@@ -118,12 +154,10 @@ class NameParser {
       ++i_;
       skip_ws();
       size_t vb = i_;
-      while (i_ < t_.size() && is_value_char(t_[i_])) ++i_;
+      value(a, depth);
       if (i_ == vb) fail_at(ErrorKind::name, t_, i_, "expected a value after '='");
       a.key = first;
-      a.value = std::string(t_.substr(vb, i_ - vb));
-    } else {
-      a.value = first;
+      if (!a.nested) a.pos = b;  // scalar errors point at the key, nested ones inside the value
     }
     return a;
   }

@@ -44,8 +44,30 @@ std::string param_value_text(const ParamSpec& p, const ParamValues::Value& v) {
       for (size_t i = 0; i < v.l.size(); ++i) s += (i ? "," : "") + v.l[i];
       return s;
     }
+    case ParamType::algorithm:
+      return v.a ? v.a->canonical() : std::string();
   }
   return {};
+}
+
+// An algorithm parameter's value: a nested name of one of the allowed collectives.
+ParamValues::Value algorithm_value(const ParamSpec& p, const ParsedName* nested,
+                                   const std::string& value, std::string_view top, size_t pos) {
+  std::string allowed;
+  for (Collective c : p.collectives)
+    allowed += (allowed.empty() ? "" : " or ") + std::string(to_string(c));
+  if (!nested)
+    fail_at(ErrorKind::name, top, pos,
+            "parameter '" + p.name + "' takes a " + allowed + " algorithm name, such as " +
+                std::string(to_string(p.collectives.front())) + ":..., not '" + value + "'");
+  if (std::find(p.collectives.begin(), p.collectives.end(), nested->collective) ==
+      p.collectives.end())
+    fail_at(ErrorKind::name, top, pos,
+            "parameter '" + p.name + "' takes a " + allowed + " algorithm, not a " +
+                std::string(to_string(nested->collective)) + " one");
+  ParamValues::Value v;
+  v.a = std::make_shared<const Algorithm>(*nested, top);
+  return v;
 }
 
 // Parse one value of a scalar parameter; `text`/`pos` locate it for the caret.
@@ -82,6 +104,11 @@ ParamValues::Value parse_value(const ParamSpec& p, const std::string& value, std
     case ParamType::list:
       v.l = {value};
       break;
+    case ParamType::algorithm: {
+      ParsedName pn = parse_name(value);  // a default: the registrar's own text
+      v = algorithm_value(p, &pn, value, value, 0);
+      break;
+    }
   }
   if ((p.type == ParamType::integer || p.type == ParamType::size) && (v.i < p.min || v.i > p.max))
     fail_at(ErrorKind::name, text, pos,
@@ -101,6 +128,9 @@ const std::string& ParamValues::word(const std::string& name) const {
 }
 const std::vector<std::string>& ParamValues::list(const std::string& name) const {
   return values_.at(name).l;
+}
+const Algorithm& ParamValues::algorithm(const std::string& name) const {
+  return *values_.at(name).a;
 }
 
 Registrar::Registrar(AlgorithmSpec spec) {
@@ -125,16 +155,15 @@ const AlgorithmSpec* find_algorithm(Collective c, std::string_view name) {
   return nullptr;
 }
 
-Algorithm::Algorithm(std::string_view name) {
-  ParsedName pn = parse_name(name);
+Algorithm::Algorithm(std::string_view name) : Algorithm(parse_name(name), name) {}
+
+Algorithm::Algorithm(const ParsedName& pn, std::string_view top) {
   spec_ = find_algorithm(pn.collective, pn.algorithm);
   if (!spec_) {
     std::string known;
     for (const auto* s : all_algorithms())
       if (s->collective == pn.collective) known += (known.empty() ? "" : ", ") + s->name;
-    size_t apos = pn.text.find(':') + 1;
-    while (apos < pn.text.size() && pn.text[apos] == ' ') ++apos;
-    fail_at(ErrorKind::name, pn.text, apos,
+    fail_at(ErrorKind::name, top, pn.algo_pos,
             "unknown algorithm '" + pn.algorithm + "' for " +
                 std::string(to_string(pn.collective)) +
                 " (known: " + (known.empty() ? "none yet" : known) + ")");
@@ -150,11 +179,14 @@ Algorithm::Algorithm(std::string_view name) {
     const ParamSpec* p = nullptr;
     if (a.key.empty()) {
       if (list_param) {
+        if (a.nested)
+          fail_at(ErrorKind::name, top, a.pos,
+                  pn.algorithm + " takes words here, not an algorithm name");
         params_.values_[list_param->name].l.push_back(a.value);
         continue;
       }
       if (next_positional >= spec_->params.size())
-        fail_at(ErrorKind::name, pn.text, a.pos,
+        fail_at(ErrorKind::name, top, a.pos,
                 "too many arguments: " + pn.algorithm + " takes " +
                     std::to_string(spec_->params.size()));
       p = &spec_->params[next_positional++];
@@ -164,23 +196,28 @@ Algorithm::Algorithm(std::string_view name) {
       if (!p) {
         std::string known;
         for (const auto& q : spec_->params) known += (known.empty() ? "" : ", ") + q.name;
-        fail_at(ErrorKind::name, pn.text, a.pos,
+        fail_at(ErrorKind::name, top, a.pos,
                 "unknown parameter '" + a.key + "' for " + pn.algorithm +
                     " (parameters: " + (known.empty() ? "none" : known) + ")");
       }
       if (params_.has(p->name))
-        fail_at(ErrorKind::name, pn.text, a.pos, "parameter '" + p->name + "' given twice");
+        fail_at(ErrorKind::name, top, a.pos, "parameter '" + p->name + "' given twice");
     }
     if (p->type == ParamType::list)
       params_.values_[p->name].l.push_back(a.value);
+    else if (p->type == ParamType::algorithm)
+      params_.values_[p->name] = algorithm_value(*p, a.nested.get(), a.value, top, a.pos);
+    else if (a.nested)
+      fail_at(ErrorKind::name, top, a.pos,
+              "parameter '" + p->name + "' takes a value, not an algorithm name");
     else
-      params_.values_[p->name] = parse_value(*p, a.value, pn.text, a.pos);
+      params_.values_[p->name] = parse_value(*p, a.value, top, a.pos);
   }
   // Defaults, and required parameters.
   for (const auto& p : spec_->params) {
     if (params_.has(p.name)) continue;
     if (p.default_value.empty() && p.type != ParamType::list)
-      fail_at(ErrorKind::name, pn.text, pn.text.size(),
+      fail_at(ErrorKind::name, top, pn.begin + pn.text.size(),
               "missing parameter '" + p.name + "' of " + pn.algorithm + ": " + p.doc);
     if (p.type == ParamType::list) {
       if (!p.default_value.empty())
@@ -207,7 +244,13 @@ Algorithm::Algorithm(std::string_view name) {
   if (!args.empty()) canonical_ += "(" + args + ")";
 }
 
-Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root) const {
+bool Algorithm::needs_commutative(const Placement& placement) const {
+  if (spec_->restrictions.commutative_op) return true;
+  return spec_->needs_commutative && spec_->needs_commutative(params_, placement);
+}
+
+Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root,
+                      const Placement& placement) const {
   const std::string who = canonical_ + ": ";
   if (P < 1 || P > kMaxP)
     fail(ErrorKind::invalid_argument,
@@ -236,8 +279,17 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root)
   if (P < r.min_P)
     fail(ErrorKind::unsupported,
          who + "needs P >= " + std::to_string(r.min_P) + ", not " + std::to_string(P));
+  if (placement.rpn < 0 || placement.rpn > kMaxP)
+    fail(ErrorKind::invalid_argument,
+         who + "ranks per node = " + std::to_string(placement.rpn) + " must be in [1, 2^31]");
+  if (r.needs_placement && !placement.given())
+    fail(ErrorKind::unsupported,
+         who +
+             "is node-aware: it needs the placement of ranks on nodes (--rpn N, and "
+             "--order contiguous|round_robin)");
   ScheduleHeader h;
   h.collective = spec_->collective;
+  h.placement = placement;
   h.algorithm = canonical_;
   h.P = P;
   h.count = count;
@@ -251,12 +303,12 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root)
   return Bound(*this, h, std::move(prepared));
 }
 
-Cost Algorithm::cost(int64_t P, double bytes) const {
+Cost Algorithm::cost(int64_t P, double bytes, const Placement& placement) const {
   if (!spec_->model) fail(ErrorKind::unsupported, canonical_ + ": no closed-form cost is declared");
   if (P < 1 || P > kMaxP || !(bytes >= 0))
     fail(ErrorKind::invalid_argument,
          canonical_ + ": P = " + std::to_string(P) + " must be in [1, 2^31] and bytes >= 0");
-  return spec_->model(CostArgs{P, bytes, &params_});
+  return spec_->model(CostArgs{P, bytes, &params_, placement});
 }
 
 std::vector<std::string> parameter_grid(const AlgorithmSpec& spec) {

@@ -22,7 +22,9 @@ TEST(block_collectives_verified_in_and_out_of_place) {
       for (int64_t n : {int64_t{0}, int64_t{1}, P - 1, int64_t{3}})
         for (int64_t root : {int64_t{0}, P / 2, P - 1}) {
           if (!is_rooted(c) && root != 0) continue;
-          const Schedule s = a.bind(P, n, 8, root).generate();
+          // Node-aware ones (allgather:hier) on nodes of 2 where 2 divides P, else of 1.
+          const Placement pl{spec->restrictions.needs_placement ? (P % 2 == 0 ? 2 : 1) : 0};
+          const Schedule s = a.bind(P, n, 8, root, pl).generate();
           for (bool in_place : {false, true}) {
             VerifyOptions o;
             o.commutative = spec->restrictions.commutative_op;

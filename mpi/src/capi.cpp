@@ -32,6 +32,7 @@
 #include "collkit/registry.hpp"
 #include "executor.hpp"
 #include "layout.hpp"
+#include "placement.hpp"
 #include "plan.hpp"
 
 namespace collkit::mpi {
@@ -517,11 +518,13 @@ std::string wrong_collective(const Call& c, const Algorithm& algo) {
 }
 
 // This rank's plan for the call, from the communicator's cache or built now.
-Plan* find_plan(CommState& s, const Algorithm& algo, const PlanKey& key) {
+Plan* find_plan(CommState& s, const Algorithm& algo, const PlanKey& key,
+                const Placement& placement) {
   if (s.last != nullptr && key == s.last_key) return s.last;
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
-    Bound bound = algo.bind(s.size, key.count, static_cast<int32_t>(key.elem_size), key.root);
+    Bound bound =
+        algo.bind(s.size, key.count, static_cast<int32_t>(key.elem_size), key.root, placement);
     RankProgram prog;
     bound.generate_rank(s.rank, prog);
     it = s.plans.emplace(key, std::make_unique<Plan>(make_plan(bound.header(), prog))).first;
@@ -576,6 +579,9 @@ int run(const Call& c) {
       rc = prepare_bytes(spec, c, *s, roles, p);
     }
     if (rc != MPI_SUCCESS) return rc;
+    Placement placement;  // node-aware algorithms only: the communicator's (placement.hpp)
+    if (std::string why = node_placement(algo, s->dup, p.args.commutative, placement); !why.empty())
+      return decline(why);
     RunArgs& a = p.args;
     a.comm = s->dup;
     a.tag_ub = s->tag_ub;
@@ -583,7 +589,7 @@ int run(const Call& c) {
       return decline("element of " + std::to_string(p.elem_size) + " bytes: past 2 GiB");
 
     const PlanKey key{&algo, p.count, p.elem_size, spec.rooted ? c.root : 0};
-    Plan* plan = find_plan(*s, algo, key);
+    Plan* plan = find_plan(*s, algo, key, placement);
     rc = run_plan(*plan, a, s->run);
     if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());
     if (p.copy_back) {

@@ -22,6 +22,7 @@ from collkit.errors import (
     UnsupportedError,
 )
 from collkit.io import from_goal, from_json, from_text, load, save, to_goal, to_json, to_text
+from collkit.placement import Placement
 from collkit.schedule import RankProgram, Schedule
 from collkit.simulate import Model, SimResult, simulate
 from collkit.verify import (
@@ -43,6 +44,7 @@ __all__ = [
     "Diagnostic",
     "InvalidArgumentError",
     "Model",
+    "Placement",
     "RankProgram",
     "Schedule",
     "ScheduleFormatError",

@@ -12,6 +12,7 @@ from typing import Any
 
 from collkit import _core, units
 from collkit.errors import AlgorithmNameError, InvalidArgumentError
+from collkit.placement import Placement, core_args
 from collkit.schedule import RankProgram, Schedule
 
 __all__ = [
@@ -85,11 +86,12 @@ class Algorithm:
         params: dict[str, Any] = self._algo.params
         return params
 
-    def cost(self, P: int, bytes: float) -> dict[str, float]:
+    def cost(self, P: int, bytes: float, *, placement: Placement | None = None) -> dict[str, float]:
         """The registered closed-form cost for P ranks and `bytes` per rank (per block for
         collectives.PER_BLOCK) as coefficients {alpha: messages, beta: bytes sent, gamma: bytes
-        reduced}; raises UnsupportedError if the algorithm registers none."""
-        cost: dict[str, float] = self._algo.cost(P, bytes)
+        reduced}; raises UnsupportedError if the algorithm registers none. Node-aware algorithms
+        read the placement (none: one node of P ranks)."""
+        cost: dict[str, float] = self._algo.cost(P, bytes, *core_args(placement))
         return cost
 
     @property
@@ -105,26 +107,74 @@ class Algorithm:
             _int(root, "root", 0, 1 << 31),
         )
 
-    def check(self, P: int, count: int, elem_size: int = 8, root: int = 0) -> None:
-        """Raise if this algorithm cannot serve (P, count, elem_size, root)."""
-        self._algo.check(*self._args(P, count, elem_size, root))
+    @property
+    def needs_placement(self) -> bool:
+        """Node-aware: generating needs a Placement (ranks per node and their order)."""
+        return bool(self.spec["restrictions"]["needs_placement"])
 
-    def generate(self, P: int, count: int, elem_size: int = 8, root: int = 0) -> Schedule:
-        """Every rank's program for P ranks and `count` elements per rank (per block)."""
-        return Schedule(self._algo.generate(*self._args(P, count, elem_size, root)))
+    def needs_commutative(self, placement: Placement | None = None) -> bool:
+        """Whether it is wrong on a non-commutative op with this placement (a composition's
+        parts, or round-robin node groups, may not keep rank order)."""
+        return bool(self._algo.needs_commutative(*core_args(placement)))
+
+    def check(
+        self,
+        P: int,
+        count: int,
+        elem_size: int = 8,
+        root: int = 0,
+        *,
+        placement: Placement | None = None,
+    ) -> None:
+        """Raise if this algorithm cannot serve (P, count, elem_size, root, placement)."""
+        self._algo.check(*self._args(P, count, elem_size, root), *core_args(placement))
+
+    def generate(
+        self,
+        P: int,
+        count: int,
+        elem_size: int = 8,
+        root: int = 0,
+        *,
+        placement: Placement | None = None,
+    ) -> Schedule:
+        """Every rank's program for P ranks and `count` elements per rank (per block). The
+        placement goes into the schedule's header; node-aware algorithms need it."""
+        return Schedule(
+            self._algo.generate(*self._args(P, count, elem_size, root), *core_args(placement))
+        )
 
     def generate_rank(
-        self, P: int, rank: int, count: int, elem_size: int = 8, root: int = 0
+        self,
+        P: int,
+        rank: int,
+        count: int,
+        elem_size: int = 8,
+        root: int = 0,
+        *,
+        placement: Placement | None = None,
     ) -> RankProgram:
         """One rank's program alone, in time proportional to its ops."""
         P, count, elem_size, root = self._args(P, count, elem_size, root)
         return RankProgram(
-            self._algo.generate_rank(P, _int(rank, "rank", 0, P - 1), count, elem_size, root)
+            self._algo.generate_rank(
+                P, _int(rank, "rank", 0, P - 1), count, elem_size, root, *core_args(placement)
+            )
         )
 
-    def count_ops(self, P: int, count: int, elem_size: int = 8, root: int = 0) -> int:
+    def count_ops(
+        self,
+        P: int,
+        count: int,
+        elem_size: int = 8,
+        root: int = 0,
+        *,
+        placement: Placement | None = None,
+    ) -> int:
         """Ops of the whole schedule, counted rank by rank in constant memory."""
-        return int(self._algo.count_ops(*self._args(P, count, elem_size, root)))
+        return int(
+            self._algo.count_ops(*self._args(P, count, elem_size, root), *core_args(placement))
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Algorithm) and self.canonical == other.canonical
@@ -162,16 +212,29 @@ def format_size(nbytes: int) -> str:
 
 
 def generate(
-    algorithm: str | Algorithm, P: int, count: int, elem_size: int = 8, root: int = 0
+    algorithm: str | Algorithm,
+    P: int,
+    count: int,
+    elem_size: int = 8,
+    root: int = 0,
+    *,
+    placement: Placement | None = None,
 ) -> Schedule:
     """The whole schedule of `algorithm` for P ranks and `count` elements per rank."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
-    return algo.generate(P, count, elem_size, root)
+    return algo.generate(P, count, elem_size, root, placement=placement)
 
 
 def generate_rank(
-    algorithm: str | Algorithm, P: int, rank: int, count: int, elem_size: int = 8, root: int = 0
+    algorithm: str | Algorithm,
+    P: int,
+    rank: int,
+    count: int,
+    elem_size: int = 8,
+    root: int = 0,
+    *,
+    placement: Placement | None = None,
 ) -> RankProgram:
     """One rank's program alone, in time proportional to its ops (P may be 10^6 or more)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
-    return algo.generate_rank(P, rank, count, elem_size, root)
+    return algo.generate_rank(P, rank, count, elem_size, root, placement=placement)

@@ -26,6 +26,7 @@ schedule of millions of ops loads and saves quickly:
       "count": 4,                     # elements per rank (per block: collectives.PER_BLOCK), >= 0
       "elem_size": 8,                 # bytes per element, 1 <= elem_size < 2^31
       "root": 0,                      # 0 <= root < P
+      "placement": {"rpn": 16, "order": "contiguous"},   # optional: ranks on nodes
       "op_kinds": ["send", "recv", "reduce", "copy", "compute", "sleep"],   # legend of "kind"
       "reduce_sides": ["src_first", "dst_first"],                           # legend of "side"
       "ops": {                        # one entry per op, all ranks, sorted by rank
@@ -68,6 +69,7 @@ import numpy as np
 from collkit import _core
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
+from collkit.placement import ORDERS, Placement, core_args
 from collkit.schedule import RankProgram, Schedule
 from collkit.strictjson import unique_keys
 
@@ -151,13 +153,16 @@ def header_text(
     elem_size: int = 8,
     root: int = 0,
     collective: str | None = None,
+    placement: Placement | None = None,
 ) -> str:
-    """The header lines of the text form (``# collkit schedule v1`` to ``root R``), for callers
-    that print ranks one by one (``collkit show``). The collective defaults to the part of the
-    algorithm name before ':'."""
+    """The header lines of the text form (``# collkit schedule v1`` to ``root R``, and the
+    placement if given), for callers that print ranks one by one (``collkit show``). The
+    collective defaults to the part of the algorithm name before ':'."""
     if collective is None:
         collective = algorithm.partition(":")[0]
-    return str(_core.header_text(collective, algorithm, P, count, elem_size, root))
+    return str(
+        _core.header_text(collective, algorithm, P, count, elem_size, root, *core_args(placement))
+    )
 
 
 def rank_to_text(
@@ -213,6 +218,21 @@ def from_goal(text: str | bytes) -> Schedule:
 
 
 # ---- JSON -------------------------------------------------------------------------------------
+
+
+def _placement_field(doc: dict[str, Any]) -> tuple[int, str]:
+    """The optional "placement": {"rpn": N, "order": "contiguous"}; absent: (0, contiguous)."""
+    if "placement" not in doc:
+        return 0, "contiguous"
+    p = doc["placement"]
+    if not isinstance(p, dict) or set(p) != {"rpn", "order"}:
+        raise ScheduleFormatError(
+            '"placement" must be {"rpn": N, "order": "contiguous" or "round_robin"}'
+        )
+    rpn = _int_field(p, "rpn", 1, 2**31)
+    if p["order"] not in ORDERS:
+        raise ScheduleFormatError(f'"placement" order must be one of {", ".join(ORDERS)}')
+    return rpn, str(p["order"])
 
 
 def to_json(schedule: Schedule) -> str:
@@ -306,6 +326,7 @@ def from_json(text: str | bytes) -> Schedule:
     count = _int_field(doc, "count", 0, _INT64_MAX)
     elem_size = _int_field(doc, "elem_size", 1, 2**31 - 1)
     root = _int_field(doc, "root", 0, P - 1)
+    rpn, order = _placement_field(doc)
     ops = doc.get("ops")
     if not isinstance(ops, dict):
         raise ScheduleFormatError('JSON schedule needs an "ops" object of per-op arrays')
@@ -345,6 +366,8 @@ def from_json(text: str | bytes) -> Schedule:
         elem_size=elem_size,
         root=root,
         algorithm=algorithm,
+        rpn=rpn,
+        order=order,
     )
     _core.check_fields(schedule.core)
     return schedule

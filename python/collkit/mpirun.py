@@ -34,6 +34,8 @@ MPICH_OVERSUBSCRIBED_ENV = {
     "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
     "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "1",
 }
+# The collectives Open MPI's coll/han (hierarchical) implements: forced as ompi:han.
+HAN = ("allreduce", "bcast", "reduce")
 # Open MPI: yield the core when idle (it also turns this on by itself under --oversubscribe).
 OPENMPI_OVERSUBSCRIBED_ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 
@@ -184,6 +186,11 @@ class MPI:
                 "MPIR_CVAR_DEVICE_COLLECTIVES": "none",
                 f"MPIR_CVAR_{collective.upper()}_INTRA_ALGORITHM": algo,
             }
+        if impl == "ompi" and self.kind == "openmpi" and algo == "han" and collective in HAN:
+            # coll/han, Open MPI's hierarchical component, is off by default in 4.1: raise its
+            # priority. It disqualifies itself on a communicator of one node (its log says so
+            # with OMPI_MCA_coll_base_verbose=10), and then the default path runs.
+            return {"OMPI_MCA_coll_han_priority": "100"}
         table = OPENMPI_ALGORITHMS.get(collective, {})
         if impl == "ompi" and self.kind == "openmpi" and algo in table:
             return {

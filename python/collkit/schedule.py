@@ -107,11 +107,14 @@ class Schedule:
         elem_size: int = 8,
         root: int = 0,
         algorithm: str = "",
+        rpn: int = 0,
+        order: str = "contiguous",
     ) -> Schedule:
         """A schedule from columns as arrays() returns them; every field is checked (a bad one
-        raises ScheduleFormatError / InvalidArgumentError naming it)."""
+        raises ScheduleFormatError / InvalidArgumentError naming it). `rpn` / `order`: the
+        placement of ranks on nodes (rpn 0: none)."""
         core = _core.Schedule.from_arrays(
-            collective, P, count, elem_size, root, algorithm, dict(arrays)
+            collective, P, count, elem_size, root, algorithm, dict(arrays), rpn, order
         )
         return cls(core)
 
@@ -145,6 +148,16 @@ class Schedule:
     @property
     def root(self) -> int:
         return int(self._s.root)
+
+    @property
+    def rpn(self) -> int:
+        """Ranks per node of its placement (0: none given; node-aware algorithms need one)."""
+        return int(self._s.rpn)
+
+    @property
+    def order(self) -> str:
+        """How its ranks fill nodes: 'contiguous' or 'round_robin' (see collkit.Placement)."""
+        return str(self._s.order)
 
     @property
     def total_ops(self) -> int:

@@ -25,7 +25,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from collkit import _core, units
 from collkit.algorithms import Algorithm
 from collkit.collectives import count_unit
 from collkit.errors import InvalidArgumentError
+from collkit.placement import Placement, core_args
 from collkit.results import Row
 from collkit.schedule import Schedule
 
@@ -280,7 +281,7 @@ class Topology:
     """An extra latency per pair of ranks (see docs/simulator.md)."""
 
     kind: str = "none"  # none, fattree, dragonfly, torus
-    ranks_per_node: int = 1
+    ranks_per_node: int = 0  # 0: the schedule's placement says (1 if it gives none)
     intra: float = 0.0
     hop: float = 0.0
     global_: float = 0.0
@@ -289,10 +290,11 @@ class Topology:
     a: int = 1
     dims: tuple[int, ...] = ()
     link: float = 0.0  # ns per byte on each link: messages share links (congestion); 0: never
+    order: str = "contiguous"  # rank order on nodes: from the schedule's placement
 
     def describe(self) -> str:
         """The spec this topology reads back from, e.g. 'fattree(k=16,hop=100ns,rpn=4)'."""
-        if self.kind == "none" and self.ranks_per_node == 1 and self.intra == 0 and not self.link:
+        if self.kind == "none" and self.ranks_per_node == 0 and self.intra == 0 and not self.link:
             return "none"
         args: list[str] = []
         if self.kind == "fattree":
@@ -305,7 +307,7 @@ class Topology:
             args.append(f"hop={self.hop:g}ns")
         if self.kind == "dragonfly":
             args.append(f"global={self.global_:g}ns")
-        if self.ranks_per_node != 1:
+        if self.ranks_per_node:
             args.append(f"rpn={self.ranks_per_node}")
         if self.intra:
             args.append(f"intra={self.intra:g}ns")
@@ -315,11 +317,12 @@ class Topology:
 
 
 def parse_topology(
-    spec: str | Topology | None, ranks_per_node: int = 1, intra: Time = 0.0
+    spec: str | Topology | None, ranks_per_node: int = 0, intra: Time = 0.0
 ) -> Topology:
     """A topology from its spec: ``none``, ``fattree(k=16,hop=100ns)``,
     ``dragonfly(p=4,a=8,hop=100ns,global=500ns)``, ``torus(dims=8x8x8,hop=50ns)``; every spec also
-    takes ``rpn=N`` (ranks per node), ``intra=TIME`` (latency within a node) and ``link=COST``
+    takes ``rpn=N`` (ranks per node: left out, the schedule's placement gives it, and where both
+    are given they must agree), ``intra=TIME`` (latency within a node) and ``link=COST``
     (time per byte on each link, e.g. ``0.1ns`` or ``10GB/s``: messages then share links and wait
     for each other, congestion)."""
     if isinstance(spec, Topology):
@@ -500,7 +503,8 @@ class SimResult:
             machine="collkit simulator",
             allocation=(
                 f"{self.topology.ranks_per_node} ranks per node"
-                if self.topology.ranks_per_node != 1
+                + ("" if self.topology.order == "contiguous" else f", {self.topology.order}")
+                if self.topology.ranks_per_node > 1
                 else ""
             ),
             settings=self.settings(),
@@ -648,6 +652,8 @@ def simulate_file(
     topo = parse_topology(topology)
     opts = _options(m, noise_d, skew_d, topo, trials, seed, False)
     d = _core.simulate_file(os.fspath(path), fmt, opts)
+    if d["rpn"]:  # the file's placement gave the topology its nodes (the core checked they agree)
+        topo = placed_topology(topo, Placement(int(d["rpn"]), str(d["order"])))
     return _result(
         d,
         algorithm=str(d["algorithm"]) or "(schedule)",
@@ -698,6 +704,7 @@ def simulate(
     noise: str | Distribution | None = None,
     skew: str | Distribution | None = None,
     topology: str | Topology | None = None,
+    placement: Placement | None = None,
     trials: int = 1,
     seed: int = 0,
     timeline: bool = False,
@@ -712,6 +719,8 @@ def simulate(
     per-rank start time (distribution specs, see :func:`parse_distribution`); `trials` repeats
     the run with fresh draws from `seed`. `timeline=True` records per-op times, messages and the
     critical path of the first trial (it holds the whole schedule: use it for small P).
+    `placement` puts the ranks on nodes (node-aware algorithms need it; a Schedule carries its
+    own); the topology's node size comes from it (a topology rpn=N must agree).
     """
     m = model if isinstance(model, Model) else Model.make(model, **params)
     if isinstance(model, Model) and params:
@@ -744,6 +753,13 @@ def simulate(
             )
         P, count, elem_size, root = own["P"], own["count"], own["elem_size"], own["root"]
         name = schedule.algorithm or "(schedule)"
+        own_placement = Placement(schedule.rpn, schedule.order) if schedule.rpn else None
+        if placement is not None and placement != own_placement:
+            raise _bad(
+                f"placement {placement.describe()} conflicts with the schedule's own "
+                f"({own_placement.describe() if own_placement else 'none'}): leave it out"
+            )
+        placement = own_placement
     else:
         algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
         name = algo.canonical
@@ -763,11 +779,12 @@ def simulate(
         if count is None:
             count = 1
         if timeline:
-            schedule = algo.generate(P, count, elem_size, root)
+            schedule = algo.generate(P, count, elem_size, root, placement=placement)
+    topo = placed_topology(topo, placement)
     source: Any = schedule.core if schedule is not None else algo.core
     opts = _options(m, noise_d, skew_d, topo, trials, seed, timeline)
     assert P is not None and count is not None and elem_size is not None and root is not None
-    d = _core.simulate(source, P, count, elem_size, root, opts)
+    d = _core.simulate(source, P, count, elem_size, root, opts, *core_args(placement))
     res = _result(
         d,
         algorithm=name,
@@ -793,6 +810,20 @@ def simulate(
     return res
 
 
+def placed_topology(topo: Topology, placement: Placement | None) -> Topology:
+    """The topology with its node size and rank order from the placement: one node size, so a
+    topology that names another (rpn=N) is an error."""
+    if placement is None:
+        return topo
+    if topo.ranks_per_node and topo.ranks_per_node != placement.rpn:
+        raise _bad(
+            f"the topology's rpn={topo.ranks_per_node} disagrees with the placement "
+            f"({placement.describe()}): they are one node size; give it once (--rpn), or give "
+            "the same number"
+        )
+    return replace(topo, ranks_per_node=placement.rpn, order=placement.order)
+
+
 def memory_estimate(
     algorithm: str | Algorithm,
     P: int,
@@ -800,6 +831,7 @@ def memory_estimate(
     elem_size: int = 8,
     root: int = 0,
     timeline: bool = False,
+    placement: Placement | None = None,
 ) -> tuple[int, int]:
     """(bytes, ops) a simulation of `algorithm` will need at most, from the programs of a few
     sample ranks: per rank its 48-byte state, a 16-bit counter per op and a few queued events;
@@ -808,7 +840,9 @@ def memory_estimate(
     # Ranks 0, P/2 and P-1: the median stands for the many (a root is rarely typical), the
     # largest is counted once (a root of a linear bcast has P ops, the others one).
     samples = sorted({0, P // 2, P - 1})
-    ops = sorted(len(algo.generate_rank(P, r, count, elem_size, root)) for r in samples)
+    ops = sorted(
+        len(algo.generate_rank(P, r, count, elem_size, root, placement=placement)) for r in samples
+    )
     total_ops = ops[len(ops) // 2] * (P - 1) + ops[-1]
     per_op = 4 + (42 + 80 if timeline else 0)
     return P * (48 + 4 + 8 + 64) + total_ops * per_op, total_ops

@@ -18,6 +18,7 @@ from collkit import _core
 from collkit.algorithms import Algorithm, Schedule
 from collkit.collectives import buffer_elems
 from collkit.errors import CollkitError, InvalidArgumentError
+from collkit.placement import Placement
 
 __all__ = [
     "Diagnostic",
@@ -164,14 +165,18 @@ def verify_algorithm(
     root: int = 0,
     commutative: bool | None = None,
     in_place: bool = False,
+    *,
+    placement: Placement | None = None,
 ) -> VerifyResult:
-    """Generate and verify. commutative=None: as the algorithm declares (non-commutative unless
-    it requires a commutative op)."""
+    """Generate and verify. commutative=None: as the algorithm declares for this placement
+    (non-commutative unless it requires a commutative op)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
     if commutative is None:
-        commutative = bool(algo.spec["restrictions"]["commutative_op"])
+        commutative = algo.needs_commutative(placement)
     return verify(
-        algo.generate(P, count, elem_size, root), commutative=commutative, in_place=in_place
+        algo.generate(P, count, elem_size, root, placement=placement),
+        commutative=commutative,
+        in_place=in_place,
     )
 
 

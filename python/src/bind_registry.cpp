@@ -41,8 +41,15 @@ const char* type_name(ParamType t) {
       return "word";
     case ParamType::list:
       return "list";
+    case ParamType::algorithm:
+      return "algorithm";
   }
   return "?";
+}
+
+// The placement arguments every generating call takes: rpn 0 is "not given".
+Placement placement_arg(int64_t rpn, const std::string& order) {
+  return Placement{rpn, node_order_from_string(order)};
 }
 
 nb::dict spec_dict(const AlgorithmSpec& s) {
@@ -62,6 +69,9 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
     pd["min"] = p.min == INT64_MIN ? nb::object(nb::none()) : nb::int_(p.min);
     pd["max"] = p.max == INT64_MAX ? nb::object(nb::none()) : nb::int_(p.max);
     pd["doc"] = p.doc;
+    nb::list colls;
+    for (Collective c : p.collectives) colls.append(std::string(to_string(c)));
+    pd["collectives"] = colls;
     nb::list grid;
     for (const auto& v : p.grid) grid.append(v);
     pd["grid"] = grid;
@@ -72,6 +82,7 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
   r["commutative_op"] = s.restrictions.commutative_op;
   r["power_of_two"] = s.restrictions.power_of_two;
   r["min_P"] = s.restrictions.min_P;
+  r["needs_placement"] = s.restrictions.needs_placement;
   d["restrictions"] = r;
   d["has_model"] = static_cast<bool>(s.model);
   nb::list grid;
@@ -89,6 +100,8 @@ nb::dict params_dict(const Algorithm& a) {
       d[p.name.c_str()] = a.params().integer(p.name);
     else if (p.type == ParamType::word)
       d[p.name.c_str()] = a.params().word(p.name);
+    else if (p.type == ParamType::algorithm)
+      d[p.name.c_str()] = a.params().algorithm(p.name).canonical();
     else
       d[p.name.c_str()] = a.params().list(p.name);
   }
@@ -194,44 +207,55 @@ void bind_registry(nb::module_& m) {
       .def_prop_ro("params", &params_dict)
       .def(
           "cost",
-          [](const Algorithm& a, int64_t P, double bytes) {
-            Cost c = a.cost(P, bytes);
+          [](const Algorithm& a, int64_t P, double bytes, int64_t rpn, const std::string& order) {
+            Cost c = a.cost(P, bytes, placement_arg(rpn, order));
             nb::dict d;
             d["alpha"] = c.alpha;
             d["beta"] = c.beta;
             d["gamma"] = c.gamma;
             return d;
           },
-          nb::arg("P"), nb::arg("bytes"))
+          nb::arg("P"), nb::arg("bytes"), nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
       .def(
           "check",
-          [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
-            (void)a.bind(P, count, elem_size, root);
+          [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,
+             int64_t rpn, const std::string& order) {
+            (void)a.bind(P, count, elem_size, root, placement_arg(rpn, order));
           },
-          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0)
+          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
+          nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
+      .def(
+          "needs_commutative",
+          [](const Algorithm& a, int64_t rpn, const std::string& order) {
+            return a.needs_commutative(placement_arg(rpn, order));
+          },
+          nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
       .def(
           "generate",
-          [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
-            Bound b = a.bind(P, count, elem_size, root);
+          [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,
+             int64_t rpn, const std::string& order) {
+            Bound b = a.bind(P, count, elem_size, root, placement_arg(rpn, order));
             nb::gil_scoped_release unlock;
             return b.generate();
           },
-          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0)
+          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
+          nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
       .def(
           "generate_rank",
           [](const Algorithm& a, int64_t P, int64_t rank, int64_t count, int32_t elem_size,
-             int64_t root) {
+             int64_t root, int64_t rpn, const std::string& order) {
             RankProgram p;
-            a.bind(P, count, elem_size, root).generate_rank(rank, p);
+            a.bind(P, count, elem_size, root, placement_arg(rpn, order)).generate_rank(rank, p);
             return p;
           },
           nb::arg("P"), nb::arg("rank"), nb::arg("count"), nb::arg("elem_size") = 8,
-          nb::arg("root") = 0)
+          nb::arg("root") = 0, nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
       .def(
           "count_ops",
-          [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root) {
+          [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,
+             int64_t rpn, const std::string& order) {
             // Generate every rank's program alone and drop it: streaming, constant memory.
-            Bound b = a.bind(P, count, elem_size, root);
+            Bound b = a.bind(P, count, elem_size, root, placement_arg(rpn, order));
             nb::gil_scoped_release unlock;
             RankProgram p;
             uint64_t ops = 0;
@@ -241,7 +265,8 @@ void bind_registry(nb::module_& m) {
             }
             return ops;
           },
-          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0);
+          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
+          nb::arg("rpn") = 0, nb::arg("order") = "contiguous");
 }
 
 }  // namespace collkit::py

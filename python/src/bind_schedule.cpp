@@ -145,8 +145,11 @@ Schedule from_arrays(const ScheduleHeader& h, const nb::dict& d) {
 }
 
 ScheduleHeader make_header(const std::string& collective, int64_t P, int64_t count,
-                           int32_t elem_size, int64_t root, const std::string& algorithm) {
+                           int32_t elem_size, int64_t root, const std::string& algorithm,
+                           int64_t rpn, const std::string& order) {
   ScheduleHeader h;
+  if (rpn < 0) fail(ErrorKind::format, "placement: ranks per node is negative");
+  h.placement = Placement{rpn, node_order_from_string(order)};
   h.collective = collective_from_string(collective);
   h.P = P;
   h.count = count;
@@ -179,6 +182,10 @@ void bind_schedule(nb::module_& m) {
       .def_prop_ro("count", [](const Schedule& s) { return s.header.count; })
       .def_prop_ro("elem_size", [](const Schedule& s) { return s.header.elem_size; })
       .def_prop_ro("root", [](const Schedule& s) { return s.header.root; })
+      .def_prop_ro("rpn", [](const Schedule& s) { return s.header.placement.rpn; })
+      .def_prop_ro(
+          "order",
+          [](const Schedule& s) { return std::string(to_string(s.header.placement.order)); })
       .def_prop_ro("total_ops", &Schedule::total_ops)
       .def_prop_ro("memory_bytes", &Schedule::memory_bytes)
       .def("rank",
@@ -215,12 +222,14 @@ void bind_schedule(nb::module_& m) {
       .def_static(
           "from_arrays",
           [](const std::string& collective, int64_t P, int64_t count, int32_t elem_size,
-             int64_t root, const std::string& algorithm, const nb::dict& arrays) {
-            return from_arrays(make_header(collective, P, count, elem_size, root, algorithm),
-                               arrays);
+             int64_t root, const std::string& algorithm, const nb::dict& arrays, int64_t rpn,
+             const std::string& order) {
+            return from_arrays(
+                make_header(collective, P, count, elem_size, root, algorithm, rpn, order), arrays);
           },
           nb::arg("collective"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"),
-          nb::arg("root"), nb::arg("algorithm"), nb::arg("arrays"));
+          nb::arg("root"), nb::arg("algorithm"), nb::arg("arrays"), nb::arg("rpn") = 0,
+          nb::arg("order") = "contiguous");
 }
 
 }  // namespace collkit::py

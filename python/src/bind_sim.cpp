@@ -172,7 +172,7 @@ void bind_sim(nb::module_& m) {
             t.link = link;
             o.topology = std::move(t);
           },
-          nb::arg("kind"), nb::arg("ranks_per_node") = 1, nb::arg("intra") = 0.0,
+          nb::arg("kind"), nb::arg("ranks_per_node") = 0, nb::arg("intra") = 0.0,
           nb::arg("hop") = 0.0, nb::arg("global_") = 0.0, nb::arg("k") = 2, nb::arg("p") = 1,
           nb::arg("a") = 1, nb::arg("dims") = std::vector<int64_t>{}, nb::arg("link") = 0.0)
       .def_rw("trials", &SimOptions::trials)
@@ -182,7 +182,7 @@ void bind_sim(nb::module_& m) {
   m.def(
       "simulate",
       [](nb::object source, int64_t P, int64_t count, int32_t elem_size, int64_t root,
-         const SimOptions& o) {
+         const SimOptions& o, int64_t rpn, const std::string& order) {
         SimResult r;
         if (nb::isinstance<Schedule>(source)) {
           const Schedule& s = nb::cast<const Schedule&>(source);
@@ -190,15 +190,17 @@ void bind_sim(nb::module_& m) {
           r = simulate(s, o);
         } else {
           const Algorithm& a = nb::cast<const Algorithm&>(source);
-          Bound b = a.bind(P, count, elem_size, root);
+          Bound b =
+              a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)});
           nb::gil_scoped_release release;
           r = simulate(b, o);
         }
         return result_dict(std::move(r));
       },
       nb::arg("source"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"), nb::arg("root"),
-      nb::arg("options"),
-      "Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root). Times in ns.");
+      nb::arg("options"), nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
+      "Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root) and placed "
+      "rpn to a node (0: not given). Times in ns.");
 
   m.def(
       "simulate_file",
@@ -238,6 +240,8 @@ void bind_sim(nb::module_& m) {
         d["count"] = header.count;
         d["elem_size"] = header.elem_size;
         d["root"] = header.root;
+        d["rpn"] = header.placement.rpn;
+        d["order"] = std::string(to_string(header.placement.order));
         return d;
       },
       nb::arg("path"), nb::arg("format"), nb::arg("options"),

@@ -26,12 +26,12 @@ void bind_text(nb::module_& m) {
       "write_schedule",
       [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,
          const std::string& format, const std::string& path, double reduce_ns_per_byte,
-         double copy_ns_per_byte, nb::object write) {
+         double copy_ns_per_byte, nb::object write, int64_t rpn, const std::string& order) {
         if (format != "text" && format != "goal" && format != "json")
           fail(ErrorKind::invalid_argument, "unknown format '" + format + "'");
         if (path.empty() && write.is_none())
           fail(ErrorKind::invalid_argument, "write_schedule needs a path or a write callable");
-        Bound b = a.bind(P, count, elem_size, root);
+        Bound b = a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)});
         nb::gil_scoped_release unlock;
         std::FILE* f = nullptr;
         if (!path.empty()) {
@@ -85,7 +85,8 @@ void bind_text(nb::module_& m) {
       },
       nb::arg("algorithm"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"), nb::arg("root"),
       nb::arg("format"), nb::arg("path"), nb::arg("reduce_ns_per_byte") = 0.0,
-      nb::arg("copy_ns_per_byte") = 0.0, nb::arg("write") = nb::none());
+      nb::arg("copy_ns_per_byte") = 0.0, nb::arg("write") = nb::none(), nb::arg("rpn") = 0,
+      nb::arg("order") = "contiguous");
 
   m.def(
       "load_json_file",
@@ -117,8 +118,9 @@ void bind_text(nb::module_& m) {
   m.def(
       "header_text",
       [](const std::string& collective, const std::string& algorithm, int64_t P, int64_t count,
-         int32_t elem_size, int64_t root) {
+         int32_t elem_size, int64_t root, int64_t rpn, const std::string& order) {
         ScheduleHeader h;
+        h.placement = Placement{rpn, node_order_from_string(order)};
         h.collective = collective_from_string(collective);
         h.algorithm = algorithm;
         h.P = P;
@@ -128,7 +130,7 @@ void bind_text(nb::module_& m) {
         return header_to_text(h);
       },
       nb::arg("collective"), nb::arg("algorithm"), nb::arg("P"), nb::arg("count"),
-      nb::arg("elem_size"), nb::arg("root"));
+      nb::arg("elem_size"), nb::arg("root"), nb::arg("rpn") = 0, nb::arg("order") = "contiguous");
   m.def("rank_to_text",
         [](const Schedule& s, int64_t rank) { return rank_to_text(s.header, s.rank(rank)); });
   m.def("rank_program_to_text",

@@ -4,12 +4,15 @@
 //   name  := collective ':' algo [ '(' [ arg { ',' arg } ] ')' ]
 //   arg   := key '=' value | value          (positional values come before keyword ones)
 //   key   := [a-z_][a-z0-9_]*
-//   value := [A-Za-z0-9_.+-]+               (e.g. 4, a8, c6m2, 8KiB, auto)
+//   value := name | [A-Za-z0-9_.+-]+        (e.g. 4, a8, c6m2, 8KiB, auto, reduce:binomial)
 //
-// e.g. allreduce:rd, allreduce:rm(a8,a4), alltoall:bruck(r=4), bcast:pipeline(seg=8KiB).
+// e.g. allreduce:rd, allreduce:rm(a8,a4), alltoall:bruck(r=4), bcast:pipeline(seg=8KiB),
+// allreduce:hier(intra=reduce:binomial, inter=allreduce:rm(a4)): a value that is itself an
+// algorithm name (nested up to kMaxNameDepth deep) names a part of a composed algorithm.
 // Errors are Error(name) whose message shows the name with a caret under the offending character.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,18 +22,26 @@
 
 namespace collkit {
 
+struct ParsedName;
+
 struct NameArg {
-  std::string key;  // empty for a positional argument
-  std::string value;
-  size_t pos = 0;  // offset of the argument in the name, for error messages
+  std::string key;    // empty for a positional argument
+  std::string value;  // the value's text (a nested name: all of it)
+  size_t pos = 0;     // offset of the value in the outermost name, for error messages
+  std::shared_ptr<const ParsedName> nested;  // the value parsed, if it is an algorithm name
 };
 
 struct ParsedName {
-  std::string text;  // the name as given
+  std::string text;  // the name as given (a nested name: its own text)
   Collective collective = Collective::allreduce;
   std::string algorithm;
   std::vector<NameArg> args;
+  size_t begin = 0;     // offset of this name in the outermost name
+  size_t algo_pos = 0;  // offset of the algorithm in the outermost name
 };
+
+// How deep algorithm names may nest: hier(inter=hier(inter=...)) past this is refused.
+constexpr int kMaxNameDepth = 8;
 
 ParsedName parse_name(std::string_view text);
 

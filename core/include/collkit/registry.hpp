@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,10 +17,11 @@
 namespace collkit {
 
 enum class ParamType : uint8_t {
-  integer,  // 4, -1
-  size,     // bytes with units: 8KiB
-  word,     // a free token: auto, a8
-  list,     // all positional arguments, as words: rm(a8,a4)
+  integer,    // 4, -1
+  size,       // bytes with units: 8KiB
+  word,       // a free token: auto, a8
+  list,       // all positional arguments, as words: rm(a8,a4)
+  algorithm,  // an algorithm name of the collectives in ParamSpec::collectives: reduce:binomial
 };
 
 struct ParamSpec {
@@ -34,6 +36,8 @@ struct ParamSpec {
   // Word parameters: a check of the value when the name is parsed (throws Error with what is
   // wrong), so a bad value is refused with a caret before any P is known.
   std::function<void(std::string_view)> check = {};
+  // Algorithm parameters: the collectives the named algorithm may be of.
+  std::vector<Collective> collectives = {};
 };
 
 // The segment-size parameter that pipelined and segmented algorithms share: `seg`, in bytes,
@@ -56,18 +60,22 @@ inline ParamSpec radix_param(std::string default_value,
                    64,  std::move(doc),     {"2", "3", "5"}};
 }
 
+class Algorithm;
+
 // Parameter values after parsing and checking against the specs.
 class ParamValues {
  public:
   int64_t integer(const std::string& name) const;  // integer and size parameters
   const std::string& word(const std::string& name) const;
   const std::vector<std::string>& list(const std::string& name) const;
+  const Algorithm& algorithm(const std::string& name) const;
   bool has(const std::string& name) const { return values_.count(name) != 0; }
 
   struct Value {
     int64_t i = 0;
     std::string s;
     std::vector<std::string> l;
+    std::shared_ptr<const Algorithm> a;  // algorithm parameters
   };
   std::map<std::string, Value> values_;
 };
@@ -76,6 +84,7 @@ struct Restrictions {
   bool commutative_op = false;  // needs a commutative reduction op
   bool power_of_two = false;    // P must be a power of two
   int64_t min_P = 1;
+  bool needs_placement = false;  // node-aware: the placement of ranks on nodes must be given
 };
 
 // The time of one call in Hockney's model with a reduction term, as coefficients:
@@ -94,6 +103,7 @@ struct CostArgs {
   int64_t P = 1;
   double bytes = 0;
   const ParamValues* params = nullptr;
+  Placement placement = {};  // node-aware algorithms: not given means one node of P ranks
 };
 
 // Everything a generator needs besides the rank.
@@ -119,6 +129,10 @@ struct AlgorithmSpec {
   std::function<void(const GenArgs&, RankBuilder&)> generate;
   // Optional: the closed-form cost (the formula `cost` states), for limits and analysis.
   std::function<Cost(const CostArgs&)> model = {};
+  // Optional: whether, with these parameters and this placement, it needs a commutative op
+  // although restrictions.commutative_op is false (a composition whose parts or whose node
+  // groups do not keep rank order).
+  std::function<bool(const ParamValues&, const Placement&)> needs_commutative = {};
 };
 
 class Registrar {
@@ -141,6 +155,8 @@ class Algorithm {
  public:
   // Throws Error(name) with a caret for a malformed name, unknown algorithm or bad parameter.
   explicit Algorithm(std::string_view name);
+  // A parsed name; `top` is the outermost name it sits in, for carets.
+  Algorithm(const ParsedName& name, std::string_view top);
 
   const AlgorithmSpec& spec() const { return *spec_; }
   const ParamValues& params() const { return params_; }
@@ -150,11 +166,17 @@ class Algorithm {
 
   // Checks P, count, elem_size, root against limits and restrictions; prepares the generator.
   // Throws Error(invalid_argument or unsupported).
-  Bound bind(int64_t P, int64_t count, int32_t elem_size = 8, int64_t root = 0) const;
+  // `placement` goes into the header (the simulator's topology reads it); node-aware algorithms
+  // need it given.
+  Bound bind(int64_t P, int64_t count, int32_t elem_size = 8, int64_t root = 0,
+             const Placement& placement = {}) const;
+  // Whether running it on a non-commutative op is wrong with this placement.
+  bool needs_commutative(const Placement& placement = {}) const;
   // The closed-form cost for P ranks and `bytes` per rank (alltoall: per block).
   // Throws Error(unsupported) if the algorithm declares none, invalid_argument for P < 1 or
   // negative bytes.
-  Cost cost(int64_t P, double bytes) const;
+  // Node-aware algorithms read the placement (not given: one node of P ranks).
+  Cost cost(int64_t P, double bytes, const Placement& placement = {}) const;
 
  private:
   const AlgorithmSpec* spec_;

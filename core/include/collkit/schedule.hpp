@@ -18,6 +18,7 @@
 
 #include "collkit/big_alloc.hpp"
 #include "collkit/collective.hpp"
+#include "collkit/placement.hpp"
 
 namespace collkit {
 
@@ -80,6 +81,7 @@ struct ScheduleHeader {
   int64_t count = 0;      // elements per rank (alltoall: per block)
   int32_t elem_size = 8;  // bytes per element
   int64_t root = 0;       // rooted collectives only
+  Placement placement;    // ranks on nodes; not given (rpn 0) unless the generator asked
 
   // Elements in the user's input and output buffers of `rank` (from the CollectiveSpec).
   int64_t in_elems(int64_t rank) const;

@@ -164,6 +164,12 @@ void write_json(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
     io::write_int(out, v);
     out += ",\n";
   }
+  if (h.placement.given()) {  // absent for flat schedules, as in the text form
+    key("placement", 2);
+    out += "{\"rpn\":";
+    io::write_int(out, h.placement.rpn);
+    out += ",\"order\":" + json_quote(to_string(h.placement.order)) + "},\n";
+  }
   key("op_kinds", 2);
   out += "[\"send\",\"recv\",\"reduce\",\"copy\",\"compute\",\"sleep\"],\n";
   key("reduce_sides", 2);

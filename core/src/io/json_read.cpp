@@ -261,6 +261,28 @@ void read_json_file(const std::string& path,
           h.elem_size = static_cast<int32_t>(r.integer("'elem_size'", 1, INT32_MAX));
         } else if (key == "root") {
           h.root = r.integer("'root'", 0, kI64);
+        } else if (key == "placement") {  // optional: {"rpn": N, "order": "contiguous"}
+          const char* shape =
+              "\"placement\" must be {\"rpn\": N, \"order\": \"contiguous\" or "
+              "\"round_robin\"}";
+          std::set<std::string> got;
+          r.expect('{', "'{' opening \"placement\"");
+          if (!r.accept('}')) do {
+              const std::string k = r.string();
+              r.expect(':', "':'");
+              if (!got.insert(k).second) bad(shape);
+              if (k == "rpn") {
+                h.placement.rpn = r.integer("'placement.rpn'", 1, int64_t{1} << 31);
+              } else if (k == "order") {
+                const std::string o = r.string();
+                if (o != "contiguous" && o != "round_robin") bad(shape);
+                h.placement.order = node_order_from_string(o);
+              } else {
+                bad(shape);
+              }
+            } while (r.accept(','));
+          r.expect('}', "'}' closing \"placement\"");
+          if (got.size() != 2) bad(shape);
         } else if (key == "op_kinds") {
           legend(key, {"send", "recv", "reduce", "copy", "compute", "sleep"});
         } else if (key == "reduce_sides") {

@@ -257,12 +257,12 @@ bool parse_stage(Scanner& sc, uint16_t& stage) {
 }
 
 bool HeaderReader::line(Scanner& sc) {
-  static constexpr std::string_view keys[6] = {"collective", "algorithm", "P",
-                                               "count",      "elem_size", "root"};
+  static constexpr std::string_view keys[7] = {"collective", "algorithm", "P",        "count",
+                                               "elem_size",  "root",      "placement"};
   sc.skip_ws();
   size_t b = sc.pos();
   int k = -1;
-  for (int j = 0; j < 6; ++j)
+  for (int j = 0; j < 7; ++j)
     if (sc.accept(keys[j])) {
       k = j;
       break;
@@ -299,6 +299,19 @@ bool HeaderReader::line(Scanner& sc) {
     case 5:
       h.root = sc.integer("a root rank", 0, INT64_MAX);
       break;
+    case 6: {  // placement <ranks per node> <contiguous|round_robin>
+      h.placement.rpn = sc.integer("ranks per node", 1, kMaxTextP);
+      sc.skip_ws();
+      size_t ob = sc.pos();
+      std::string_view o = sc.ident("a rank order (contiguous, round_robin)");
+      try {
+        h.placement.order = node_order_from_string(o);
+      } catch (const Error&) {
+        sc.set_pos(ob);
+        sc.fail_here("a rank order (contiguous, round_robin)");
+      }
+      break;
+    }
   }
   sc.expect_end();
   return true;
@@ -336,6 +349,12 @@ std::string header_to_text(const ScheduleHeader& h) {
   io::write_int(out, h.elem_size);
   out += "\nroot ";
   io::write_int(out, h.root);
+  if (h.placement.given()) {  // absent for flat schedules, so files from before still match
+    out += "\nplacement ";
+    io::write_int(out, h.placement.rpn);
+    out += ' ';
+    out += to_string(h.placement.order);
+  }
   out.push_back('\n');
   return out;
 }
@@ -398,7 +417,9 @@ class TextParser {
     if (in_header_) {
       if (hr_.line(sc)) return;
       if (!sc.accept("rank"))
-        sc.fail_here("a header line (collective, algorithm, P, count, elem_size, root) or 'rank'");
+        sc.fail_here(
+            "a header line (collective, algorithm, P, count, elem_size, root, placement) or "
+            "'rank'");
       hr_.finish(sc, 0);
       in_header_ = false;
       h_ = hr_.h;
@@ -546,6 +567,7 @@ void check_header_fields(const ScheduleHeader& h) {
   if (h.count < 0) bad("count " + std::to_string(h.count) + " is negative");
   if (h.elem_size < 1) bad("elem_size " + std::to_string(h.elem_size) + " is not positive");
   if (h.root < 0 || h.root >= h.P) bad("root " + std::to_string(h.root) + " is not a rank");
+  if (h.placement.rpn < 0) bad("placement: ranks per node " + std::to_string(h.placement.rpn));
 }
 
 void check_fields(const Schedule& s) {

@@ -170,13 +170,14 @@ class Engine {
       fail(ErrorKind::invalid_argument, "trials must be in [1, 10^6]");
     validate(opt.noise, "noise");
     validate(opt.skew, "skew");
-    validate(opt.topology, h.P);
-    has_topology_ = opt.topology.kind != TopoKind::none || opt.topology.intra > 0;
+    topo_ = placed(opt.topology, h);
+    validate(topo_, h.P);
+    has_topology_ = topo_.kind != TopoKind::none || topo_.intra > 0;
     has_noise_ = opt.noise.kind != DistKind::none && opt.noise.kind != DistKind::trace;
     if (opt.noise.kind == DistKind::trace) trace_.emplace(opt.noise);
     if (opt.skew.kind == DistKind::trace)
       fail(ErrorKind::invalid_argument, "skew: a noise trace is replayed as noise, not as skew");
-    congestion_ = opt.topology.link > 0;
+    congestion_ = topo_.link > 0;
     tmpl_.assign(static_cast<size_t>(P_), kUnset);
     rank_.resize(static_cast<size_t>(P_));
   }
@@ -729,7 +730,7 @@ class Engine {
     double& port_free = send_free(r, unit >> 4);
     const uint32_t dst = peer_of(r, o);
     const double n = o.amount;
-    double extra = has_topology_ ? opt_.topology.extra_latency(r, dst) : 0.0;
+    double extra = has_topology_ ? topo_.extra_latency(r, dst) : 0.0;
     const double d = noise();
     ++messages_;
     bytes_ += n;
@@ -793,9 +794,9 @@ class Engine {
   // links of its route are busy; each link is then busy n * link ns from when the message
   // entered it. (In postal models the send port's time includes the wait.)
   double link_wait(uint32_t src, uint32_t dst, double t, double n) {
-    opt_.topology.route(src, dst, route_);
+    topo_.route(src, dst, route_);
     double at = t;
-    const double busy = n * opt_.topology.link;
+    const double busy = n * topo_.link;
     for (uint64_t l : route_) {
       double& free = link_free_[l];
       at = std::max(at, free);
@@ -947,6 +948,7 @@ class Engine {
 
   const ScheduleHeader& h_;
   const SimOptions& opt_;
+  Topology topo_;  // opt_.topology with the schedule's placement
   const ModelParams m_;
   const int64_t P_;
   Source source_;

@@ -37,8 +37,31 @@ int64_t Topology::hops(int64_t s, int64_t d) const {
   return 0;
 }
 
+int64_t Topology::node_of(int64_t rank) const {
+  if (order == NodeOrder::contiguous || P < 1) return rank / ranks_per_node;
+  return rank % ((P + ranks_per_node - 1) / ranks_per_node);
+}
+
+Topology placed(const Topology& t, const ScheduleHeader& h) {
+  Topology out = t;
+  out.P = h.P;
+  const Placement& pl = h.placement;
+  if (pl.given()) {
+    if (t.ranks_per_node > 0 && t.ranks_per_node != pl.rpn)
+      fail(ErrorKind::invalid_argument,
+           "the topology's rpn=" + std::to_string(t.ranks_per_node) +
+               " disagrees with the schedule's placement (" + pl.describe() +
+               "): they are one node size; give it once (--rpn), or give the same number");
+    out.ranks_per_node = pl.rpn;
+    out.order = pl.order;
+  } else if (t.ranks_per_node == 0) {
+    out.ranks_per_node = 1;
+  }
+  return out;
+}
+
 double Topology::extra_latency(int64_t src, int64_t dst) const {
-  int64_t ns = src / ranks_per_node, nd = dst / ranks_per_node;
+  int64_t ns = node_of(src), nd = node_of(dst);
   if (ns == nd) return intra;
   double t = static_cast<double>(hops(ns, nd)) * hop;
   if (kind == TopoKind::dragonfly && (ns / p) / a != (nd / p) / a) t += global;
@@ -66,7 +89,7 @@ enum : uint64_t {
 
 void Topology::route(int64_t src, int64_t dst, std::vector<uint64_t>& links) const {
   links.clear();
-  int64_t a = src / ranks_per_node, b = dst / ranks_per_node;
+  int64_t a = node_of(src), b = node_of(dst);
   if (a == b) return;
   links.push_back(link_id(kInject, 0, a));
   switch (kind) {
@@ -111,7 +134,7 @@ void Topology::route(int64_t src, int64_t dst, std::vector<uint64_t>& links) con
         a /= dims[i];
         b /= dims[i];
       }
-      int64_t node = src / ranks_per_node;
+      int64_t node = node_of(src);
       int64_t stride = 1;
       std::vector<int64_t> strides(dims.size());
       for (size_t i = dims.size(); i-- > 0;) {
@@ -133,7 +156,7 @@ void Topology::route(int64_t src, int64_t dst, std::vector<uint64_t>& links) con
       break;
     }
   }
-  links.push_back(link_id(kEject, 0, dst / ranks_per_node));
+  links.push_back(link_id(kEject, 0, node_of(dst)));
 }
 
 void validate(const Topology& t, int64_t P) {

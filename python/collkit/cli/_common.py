@@ -14,10 +14,11 @@ from typing import TypeVar
 from rich.console import Console
 from rich.table import Table
 
-from collkit import units
+from collkit import placement, units
 from collkit.algorithms import Algorithm
 from collkit.collectives import ROOTED, count_unit
 from collkit.errors import CollkitError, InvalidArgumentError
+from collkit.placement import Placement
 
 MAX_P = 1 << 31
 MAX_COUNT = 1 << 48  # the core's largest buffer, in elements
@@ -154,6 +155,37 @@ parse_time = _usage(units.parse_time)
 parse_per_byte = _usage(units.parse_per_byte)
 
 
+def _rpn(text: str) -> int:
+    v = _int_or_pow(text, "ranks per node", 1 << 31)
+    if not 1 <= v <= 1 << 31:
+        raise InvalidArgumentError(f"ranks per node {text} must be in [1, 2^31]")
+    return v
+
+
+def _order(text: str) -> str:
+    return placement.parse_order(text)
+
+
+parse_rpn = _usage(_rpn)
+parse_order = _usage(_order)
+
+
+def split_names(text: str) -> list[str]:
+    """A comma list of algorithm names split at the commas outside parentheses:
+    'rd,hier(intra=reduce:binomial,inter=allreduce:rd)' is two names."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth <= 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur.strip())
+    return out
+
+
 def algorithm(text: str) -> Algorithm:
     if len(text) > 1000:  # no name is this long; the highlighter would crawl over it
         raise argparse.ArgumentTypeError(f"a {len(text)}-character algorithm name is not a name")
@@ -184,6 +216,45 @@ def add_problem_arguments(
     )
     add_p_argument(p, lists=lists, required=not optional)
     add_size_arguments(p, lists=lists, with_bytes=with_bytes, root_help=root_help)
+    add_placement_arguments(p)
+
+
+def add_placement_arguments(p: argparse.ArgumentParser) -> None:
+    """--rpn N and --order: the placement of ranks on nodes (node-aware algorithms need it; the
+    simulator's topology takes its node size from it)."""
+    g = p.add_argument_group("placement of ranks on nodes")
+    g.add_argument(
+        "--rpn",
+        type=parse_rpn,
+        default=None,
+        metavar="N",
+        help="ranks per node (node-aware algorithms such as allreduce:hier need it; the "
+        "simulator's topology takes its node size from it)",
+    )
+    g.add_argument(
+        "--order",
+        type=parse_order,
+        default=None,
+        metavar="ORDER",
+        help="how ranks fill nodes: contiguous (node n holds ranks n*rpn..; default) or "
+        "round_robin (rank r on node r %% nodes)",
+    )
+
+
+def placement_of(args: argparse.Namespace) -> Placement | None:
+    """The Placement from --rpn / --order (None without --rpn); --order alone, or a node-aware
+    ALGO without --rpn, is an error."""
+    if args.rpn is None:
+        if args.order is not None:
+            raise InvalidArgumentError("--order needs --rpn N (ranks per node)")
+        algo = getattr(args, "algorithm", None)
+        if isinstance(algo, Algorithm) and algo.needs_placement:
+            raise InvalidArgumentError(
+                f"{algo.canonical} is node-aware: give the placement of ranks on nodes with "
+                "--rpn N (ranks per node) and, if not contiguous, --order round_robin"
+            )
+        return None
+    return Placement(args.rpn, args.order or "contiguous")
 
 
 def add_p_argument(

@@ -47,6 +47,8 @@ def _restrictions(spec: dict[str, object]) -> str:
         out.append("P = 2^k")
     if r["min_P"] > 1:
         out.append(f"P >= {r['min_P']}")
+    if r.get("needs_placement"):
+        out.append("needs the placement of ranks on nodes (--rpn, --order)")
     return ", ".join(out) or "none"
 
 

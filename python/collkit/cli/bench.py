@@ -32,6 +32,7 @@ from collkit.cli._common import (
     input_file,
     parse_bytes,
     parse_rank,
+    split_names,
     table,
 )
 from collkit.collectives import COLLECTIVES, ROOTED
@@ -247,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
         return _multicast(args)
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
     algos: list[str] = []
-    for a in (x.strip() for x in args.algos.split(",")):
+    for a in split_names(args.algos):
         if not a:
             raise InvalidArgumentError(f"empty entry in --algos '{args.algos}'")
         algos.extend(mpi.native_algorithms(args.collective) if a == "all-mpi" else [a])

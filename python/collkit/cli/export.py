@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 from collkit import _core, io
-from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, parse_per_byte
+from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, parse_per_byte, placement_of
+from collkit.placement import core_args
 from collkit.simulate import memory_estimate
 
 NAME = "export"
@@ -113,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         if args.algorithm is None or args.P is None:
             return _usage("give ALGO and -P N (or --from FILE to convert a saved schedule)")
         count = DEFAULT_COUNT if args.count is None else args.count
+        placement = placement_of(args)
         fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
         # Streamed rank by rank, to the file or to stdout, in every format: memory of one
         # rank's program, whatever P.
@@ -133,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
             args.gamma,
             args.copy_beta,
             sys.stdout.write if to_stdout else None,
+            *core_args(placement),
         )
         if to_stdout:
             sys.stdout.flush()

@@ -16,7 +16,13 @@ import argparse
 from collections.abc import Sequence
 
 from collkit.algorithms import Algorithm
-from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, check_root, parse_rank
+from collkit.cli._common import (
+    DEFAULT_COUNT,
+    add_problem_arguments,
+    check_root,
+    parse_rank,
+    placement_of,
+)
 from collkit.errors import InvalidArgumentError
 
 NAME = "show"
@@ -43,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     count = DEFAULT_COUNT if args.count is None else args.count
     P: int = args.P
     root = check_root(args.root, P)
+    placement = placement_of(args)
     ranks: Sequence[int] = args.rank if args.rank else range(P)  # a range: P may be 2^31
     for r in args.rank or []:
         if not 0 <= r < P:
@@ -50,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if args.stats:
         if args.rank:
-            progs = [algo.generate_rank(P, r, count, args.elem_size, root) for r in ranks]
+            progs = [
+                algo.generate_rank(P, r, count, args.elem_size, root, placement=placement)
+                for r in ranks
+            ]
             ops = sum(len(p) for p in progs)
         elif P > MAX_STATS_P:
             raise InvalidArgumentError(
@@ -58,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
                 "count some ranks with --rank R"
             )
         else:
-            ops = algo.count_ops(P, count, args.elem_size, root)
+            ops = algo.count_ops(P, count, args.elem_size, root, placement=placement)
         print(f"{algo.canonical} P={P} count={count}: {ops} ops over {len(ranks)} rank(s)")
         return 0
     if not args.rank and P > 64:
@@ -67,9 +77,12 @@ def run(args: argparse.Namespace) -> int:
             "(or use collkit export)"
         )
         return 2
-    print(io.header_text(algo.canonical, P, count, args.elem_size, root), end="")
+    print(
+        io.header_text(algo.canonical, P, count, args.elem_size, root, placement=placement),
+        end="",
+    )
     for r in ranks:
-        prog = algo.generate_rank(P, r, count, args.elem_size, root)
+        prog = algo.generate_rank(P, r, count, args.elem_size, root, placement=placement)
         print(
             io.rank_to_text(
                 prog,

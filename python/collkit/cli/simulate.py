@@ -40,7 +40,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, check_root
+from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, check_root, placement_of
 from collkit.results import row_to_json
 from collkit.simulate import (
     LOCAL_PARAMS,
@@ -193,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
             return _fail(why)
 
     source: Any
+    placement = None
     if args.file is not None:
         given = [
             name
@@ -202,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
                 ("--bytes", args.bytes),
                 ("--count", args.count),
                 ("--root", args.root),
+                ("--rpn", args.rpn),
+                ("--order", args.order),
             )
             if v is not None
         ]
@@ -209,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
             given += ["--elem-size"] if args.elem_size != 8 else []
             return _fail(
                 f"--file brings its own problem: leave out {', '.join(given)} "
-                "(the file says its P, count, element size and root)"
+                "(the file says its P, count, element size, root and placement)"
             )
         if not os.path.isfile(args.file):
             what = "is a directory" if os.path.isdir(args.file) else "no such file"
@@ -225,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             count = DEFAULT_COUNT if args.count is None else args.count
         root = 0 if args.root is None else check_root(args.root, P)
-        estimate, nops = memory_estimate(source, P, count, esize, root, record)
+        placement = placement_of(args)
+        estimate, nops = memory_estimate(source, P, count, esize, root, record, placement=placement)
     if record and nops > TIMELINE_MAX_OPS:
         return _fail(
             f"--timeline/--plot record every op: {nops:,} ops here (at most "
@@ -266,6 +270,7 @@ def run(args: argparse.Namespace) -> int:
                 count=count,
                 elem_size=args.elem_size,
                 root=root,
+                placement=placement,
                 **run,
             )
     except OSError as e:

@@ -20,7 +20,13 @@ import time
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from collkit.algorithms import Algorithm
-from collkit.cli._common import add_problem_arguments, console, counts_of, input_file
+from collkit.cli._common import (
+    add_problem_arguments,
+    console,
+    counts_of,
+    input_file,
+    placement_of,
+)
 from collkit.cli._common import table as new_table
 from collkit.collectives import IN_PLACE_COLLECTIVES, ROOTED
 from collkit.errors import InvalidArgumentError, UnsupportedError
@@ -92,10 +98,9 @@ def run(args: argparse.Namespace) -> int:
         if args.root is not None and args.root >= P and algo_rooted(args.algorithm):
             raise InvalidArgumentError(f"--root {args.root} is not a rank of P = {P}")
     algo: Algorithm = args.algorithm
+    placement = placement_of(args)
     commutative = (
-        bool(algo.spec["restrictions"]["commutative_op"])
-        if args.commutative is None
-        else args.commutative
+        algo.needs_commutative(placement) if args.commutative is None else args.commutative
     )
     cases = [
         (P, c, root)
@@ -120,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
             prog.update(task, description=f"{algo.canonical} P={P} count={count}")
             t0 = time.perf_counter()
             try:
-                s = algo.generate(P, count, args.elem_size, root)
+                s = algo.generate(P, count, args.elem_size, root, placement=placement)
             except UnsupportedError as e:
                 skipped.setdefault(str(e).split(": ", 1)[-1], []).append(P)
                 prog.advance(task)

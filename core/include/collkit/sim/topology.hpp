@@ -22,21 +22,27 @@
 #include <cstdint>
 #include <vector>
 
+#include "collkit/schedule.hpp"
+
 namespace collkit::sim {
 
 enum class TopoKind : uint8_t { none, fattree, dragonfly, torus };
 
 struct Topology {
   TopoKind kind = TopoKind::none;
+  // 0: the schedule's placement says (1 if it gives none). Where both are given they must agree:
+  // the schedule's --rpn and the topology's node size are one thing (see placed()).
   int64_t ranks_per_node = 1;
-  double intra = 0;           // ns for a message within a node
-  double hop = 0;             // ns per switch hop between nodes
-  double global = 0;          // dragonfly: ns per global link
-  int64_t k = 2;              // fattree radix
-  int64_t p = 1;              // dragonfly nodes per router
-  int64_t a = 1;              // dragonfly routers per group
-  std::vector<int64_t> dims;  // torus
-  double link = 0;            // ns per byte on each link; 0: links are never shared
+  NodeOrder order = NodeOrder::contiguous;  // from the schedule's placement
+  int64_t P = 0;                            // set by placed(): round-robin needs it
+  double intra = 0;                         // ns for a message within a node
+  double hop = 0;                           // ns per switch hop between nodes
+  double global = 0;                        // dragonfly: ns per global link
+  int64_t k = 2;                            // fattree radix
+  int64_t p = 1;                            // dragonfly nodes per router
+  int64_t a = 1;                            // dragonfly routers per group
+  std::vector<int64_t> dims;                // torus
+  double link = 0;                          // ns per byte on each link; 0: links are never shared
 
   // The links of the route from rank src to rank dst (none within a node), as opaque ids.
   void route(int64_t src, int64_t dst, std::vector<uint64_t>& links) const;
@@ -44,7 +50,12 @@ struct Topology {
   // Extra latency of a message from rank src to rank dst (ns).
   double extra_latency(int64_t src, int64_t dst) const;
   int64_t hops(int64_t src_node, int64_t dst_node) const;
+  int64_t node_of(int64_t rank) const;
 };
+
+// The topology a schedule runs on: its node size and rank order taken from the schedule's
+// placement. Throws Error(invalid_argument) when the topology names another node size.
+Topology placed(const Topology& t, const ScheduleHeader& h);
 
 // Throws Error(invalid_argument) for a description that cannot hold P ranks or has bad numbers.
 void validate(const Topology& t, int64_t P);

@@ -1,0 +1,26 @@
+// The placement of a communicator's ranks on nodes, for the node-aware algorithms
+// (allreduce:hier, alltoall:bruck_local): found once per communicator with
+// MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) and cached on it, then matched against the
+// placements the generators know (rpn ranks per node, contiguous or round-robin).
+//
+// Testing aid: on one machine every rank shares one node. COLLKIT_TEST_RPN=N (and
+// COLLKIT_TEST_ORDER=contiguous|round_robin, default contiguous) makes collkit take the ranks to
+// be N to a node as if MPI_Comm_split_type had found them so; the rest (the exchange of node ids,
+// the matching, the declining) runs as it would on a cluster. Never set it in production.
+#pragma once
+#include <mpi.h>
+
+#include <string>
+
+#include "collkit/placement.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit::mpi {
+
+// For an algorithm that needs the placement: sets `out` to the communicator's placement and
+// returns "" when the algorithm can run there with an op of this commutativity; else returns why
+// not (the caller declines, so the MPI's own collective runs). Other algorithms: "" at once.
+// Collective over `comm` the first time it is called on it.
+std::string node_placement(const Algorithm& algo, MPI_Comm comm, bool commutative, Placement& out);
+
+}  // namespace collkit::mpi
