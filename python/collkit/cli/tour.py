@@ -27,7 +27,7 @@ from collkit.cli._common import output_dir
 NAME = "tour"
 HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
 
-STEPS = ["algorithms", "show", "verify", "export", "simulate", "mpi", "tune"]
+STEPS = ["algorithms", "show", "verify", "export", "simulate", "nodes", "mpi", "tune"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -100,9 +100,25 @@ def run(args: argparse.Namespace) -> int:
             ],
         ),
     )  # fmt: skip
+    # 128 ranks per node behind one NIC each, an ARCHER-like dragonfly (benchmarks/bench_hier.py
+    # says where the parameters come from): the node-aware composition against the flat one.
+    nodes = [
+        "-P", "16384", "--rpn", "128", "--bytes", "8",
+        "--alpha", "220ns", "--beta", "0.1ns", "--gamma", "0.1ns",
+        "--topology", "dragonfly(p=4,a=16,hop=300ns,global=500ns,link=0.1ns)",
+    ]  # fmt: skip
+    step(
+        "nodes",
+        "6. Nodes: 16384 ranks, 128 per node; flat recursive doubling, then reduce in each node, "
+        "recursive doubling across the nodes' leaders and bcast in each node",
+        lambda: max(
+            _run(console, ["simulate", a, *nodes])
+            for a in ("allreduce:rd", "allreduce:hier(inter=allreduce:rd)")
+        ),
+    )
     step(
         "mpi",
-        "6. Run on the local MPI (PyPI mpich by default) against the native MPI_Allreduce",
+        "7. Run on the local MPI (PyPI mpich by default) against the native MPI_Allreduce",
         lambda: _run(
             console,
             [
@@ -114,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     step(
         "tune",
-        "7. Tune, and run an unmodified program with the winners",
+        "8. Tune, and run an unmodified program with the winners",
         lambda: _tune(console, out, quick),
     )
     console.print(Rule())
