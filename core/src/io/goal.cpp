@@ -212,8 +212,8 @@ struct PendingOp {
 
 class GoalParser {
  public:
-  using OnHeader = std::function<void(const ScheduleHeader&)>;
-  using OnRank = std::function<void(const RankView&)>;
+  using OnHeader = io::OnHeader;
+  using OnRank = io::OnRank;
   // Ranks go to `on_rank` in order: a collkit file's as their blocks close (memory of the
   // ranks read ahead of the next one, none for a file written by collkit), a plain file's at
   // the end (its messages are paired by tag across the whole file).
@@ -802,30 +802,12 @@ class GoalParser {
 }  // namespace
 
 Schedule from_goal(std::string_view text) {
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
-  Schedule s;
-  GoalParser parser([&](const ScheduleHeader& h) { s = Schedule(h); },
-                    [&](const RankView& r) { s.append_rank(r); });
-  io::Lines lines(text);
-  std::string_view line;
-  while (lines.next(line)) parser.line(line, lines.number());
-  parser.finish();
-  return s;
+  return io::parse_whole<GoalParser>(text);
 }
 
 void read_goal(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
                const std::function<void(const RankView&)>& on_rank) {
-  GoalParser parser(on_header, on_rank);
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(in, line)) {
-    std::string_view v = line;
-    if (number == 0 && v.starts_with("\xEF\xBB\xBF")) v.remove_prefix(3);
-    if (!v.empty() && v.back() == '\r') v.remove_suffix(1);
-    parser.line(v, ++number);
-  }
-  if (in.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number));
-  parser.finish();
+  io::parse_stream<GoalParser>(in, on_header, on_rank);
 }
 
 }  // namespace collkit

@@ -397,8 +397,8 @@ struct PendingDep {
 // ends (after `on_header` once the header is complete), and nothing else is kept.
 class TextParser {
  public:
-  using OnHeader = std::function<void(const ScheduleHeader&)>;
-  using OnRank = std::function<void(const RankView&)>;
+  using OnHeader = io::OnHeader;
+  using OnRank = io::OnRank;
   TextParser(OnHeader on_header, OnRank on_rank)
       : on_header_(std::move(on_header)), on_rank_(std::move(on_rank)) {}
 
@@ -535,30 +535,12 @@ class TextParser {
 }  // namespace
 
 Schedule from_text(std::string_view text) {
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
-  Schedule s;
-  TextParser parser([&](const ScheduleHeader& h) { s = Schedule(h); },
-                    [&](const RankView& r) { s.append_rank(r); });
-  io::Lines lines(text);
-  std::string_view line;
-  while (lines.next(line)) parser.line(line, lines.number());
-  parser.finish();
-  return s;
+  return io::parse_whole<TextParser>(text);
 }
 
 void read_text(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
                const std::function<void(const RankView&)>& on_rank) {
-  TextParser parser(on_header, on_rank);
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(in, line)) {
-    std::string_view v = line;
-    if (number == 0 && v.starts_with("\xEF\xBB\xBF")) v.remove_prefix(3);
-    if (!v.empty() && v.back() == '\r') v.remove_suffix(1);
-    parser.line(v, ++number);
-  }
-  if (in.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number));
-  parser.finish();
+  io::parse_stream<TextParser>(in, on_header, on_rank);
 }
 
 void check_header_fields(const ScheduleHeader& h) {

@@ -2,9 +2,13 @@
 // each op and the header as text-form lines in "// collkit:" comments.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <istream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "collkit/error.hpp"
 #include "collkit/schedule.hpp"
 #include "scanner.hpp"
 
@@ -35,5 +39,39 @@ struct HeaderReader {
   // scanner of the line that ends the header, for the error position.
   void finish(const Scanner& where, size_t pos) const;
 };
+
+// The two ways a line parser (text or GOAL: a class with line(text, number) and finish(), made
+// from the two callbacks) is fed: a whole text held in memory, or a stream read line by line
+// (memory of one line). A UTF-8 byte order mark and CR line ends are accepted in both.
+using OnHeader = std::function<void(const ScheduleHeader&)>;
+using OnRank = std::function<void(const RankView&)>;
+
+template <class Parser>
+Schedule parse_whole(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  Schedule s;
+  Parser parser([&](const ScheduleHeader& h) { s = Schedule(h); },
+                [&](const RankView& r) { s.append_rank(r); });
+  Lines lines(text);
+  std::string_view line;
+  while (lines.next(line)) parser.line(line, lines.number());
+  parser.finish();
+  return s;
+}
+
+template <class Parser>
+void parse_stream(std::istream& in, const OnHeader& on_header, const OnRank& on_rank) {
+  Parser parser(on_header, on_rank);
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(in, line)) {
+    std::string_view v = line;
+    if (number == 0 && v.starts_with("\xEF\xBB\xBF")) v.remove_prefix(3);
+    if (!v.empty() && v.back() == '\r') v.remove_suffix(1);
+    parser.line(v, ++number);
+  }
+  if (in.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number));
+  parser.finish();
+}
 
 }  // namespace collkit::io
