@@ -346,73 +346,74 @@ void finish(State& s) {
   std::fclose(f);
 }
 
-}  // namespace
-
-extern "C" {
-
-int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                  MPI_Comm comm) {
+// Each routed call once, for both count types: MPI_X (int) and MPI 4's MPI_X_c (MPI_Count) differ
+// only in the type of their counts and in the PMPI_ function that is the MPI's own call.
+template <class Count, auto Native>
+int allreduce(const void* sendbuf, void* recvbuf, Count count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm) {
   return route(
       Collective::allreduce, comm, {count, datatype}, {count, datatype}, op, 0,
       [&](const char* a) { return ck_allreduce(sendbuf, recvbuf, count, datatype, op, comm, a); },
-      [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); });
+      [&] { return Native(sendbuf, recvbuf, count, datatype, op, comm); });
 }
 
-int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               int root, MPI_Comm comm) {
+template <class Count, auto Native>
+int reduce(const void* sendbuf, void* recvbuf, Count count, MPI_Datatype datatype, MPI_Op op,
+           int root, MPI_Comm comm) {
   return route(
       Collective::reduce, comm, {count, datatype}, {count, datatype}, op, root,
       [&](const char* a) {
         return ck_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, a);
       },
-      [&] { return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm); });
+      [&] { return Native(sendbuf, recvbuf, count, datatype, op, root, comm); });
 }
 
-int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+template <class Count, auto Native>
+int bcast(void* buffer, Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   return route(
       Collective::bcast, comm, {}, {count, datatype}, MPI_OP_NULL, root,
       [&](const char* a) { return ck_bcast(buffer, count, datatype, root, comm, a); },
-      [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); });
+      [&] { return Native(buffer, count, datatype, root, comm); });
 }
 
-int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+template <class Count, auto Native>
+int alltoall(const void* sendbuf, Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+             Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   return route(
       Collective::alltoall, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
       {recvcount, recvtype}, MPI_OP_NULL, 0,
       [&](const char* a) {
         return ck_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
       },
-      [&] {
-        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-      });
+      [&] { return Native(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
 }
 
-int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+template <class Count, auto Native>
+int allgather(const void* sendbuf, Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+              Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   return route(
       Collective::allgather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
       {recvcount, recvtype}, MPI_OP_NULL, 0,
       [&](const char* a) {
         return ck_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
       },
-      [&] {
-        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-      });
+      [&] { return Native(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
 }
 
-int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
-                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+template <class Count, auto Native>
+int reduce_scatter_block(const void* sendbuf, void* recvbuf, Count recvcount, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm) {
   return route(
       Collective::reduce_scatter_block, comm, {recvcount, datatype}, {recvcount, datatype}, op, 0,
       [&](const char* a) {
         return ck_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, a);
       },
-      [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm); });
+      [&] { return Native(sendbuf, recvbuf, recvcount, datatype, op, comm); });
 }
 
-int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+template <class Count, auto Native>
+int gather(const void* sendbuf, Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+           Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   return route(
       Collective::gather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
       {recvcount, recvtype}, MPI_OP_NULL, root,
@@ -420,12 +421,13 @@ int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
         return ck_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, a);
       },
       [&] {
-        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+        return Native(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
       });
 }
 
-int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+template <class Count, auto Native>
+int scatter(const void* sendbuf, Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+            Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   // The root may pass MPI_IN_PLACE as recvbuf: then its send side says the block's size.
   return route(
       Collective::scatter, comm, {sendcount, sendtype},
@@ -435,8 +437,56 @@ int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
                           a);
       },
       [&] {
-        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+        return Native(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
       });
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm) {
+  return allreduce<int, PMPI_Allreduce>(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm) {
+  return reduce<int, PMPI_Reduce>(sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  return bcast<int, PMPI_Bcast>(buffer, count, datatype, root, comm);
+}
+
+int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return alltoall<int, PMPI_Alltoall>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                      comm);
+}
+
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return allgather<int, PMPI_Allgather>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                        comm);
+}
+
+int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return reduce_scatter_block<int, PMPI_Reduce_scatter_block>(sendbuf, recvbuf, recvcount, datatype,
+                                                              op, comm);
+}
+
+int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return gather<int, PMPI_Gather>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                                  comm);
+}
+
+int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return scatter<int, PMPI_Scatter>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                    root, comm);
 }
 
 int MPI_Barrier(MPI_Comm comm) {
@@ -448,93 +498,46 @@ int MPI_Barrier(MPI_Comm comm) {
 #if MPI_VERSION >= 4
 int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm) {
-  return route(
-      Collective::allreduce, comm, {count, datatype}, {count, datatype}, op, 0,
-      [&](const char* a) { return ck_allreduce(sendbuf, recvbuf, count, datatype, op, comm, a); },
-      [&] { return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm); });
+  return allreduce<MPI_Count, PMPI_Allreduce_c>(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                  MPI_Op op, int root, MPI_Comm comm) {
-  return route(
-      Collective::reduce, comm, {count, datatype}, {count, datatype}, op, root,
-      [&](const char* a) {
-        return ck_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, a);
-      },
-      [&] { return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm); });
+  return reduce<MPI_Count, PMPI_Reduce_c>(sendbuf, recvbuf, count, datatype, op, root, comm);
 }
 
 int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  return route(
-      Collective::bcast, comm, {}, {count, datatype}, MPI_OP_NULL, root,
-      [&](const char* a) { return ck_bcast(buffer, count, datatype, root, comm, a); },
-      [&] { return PMPI_Bcast_c(buffer, count, datatype, root, comm); });
+  return bcast<MPI_Count, PMPI_Bcast_c>(buffer, count, datatype, root, comm);
 }
 
 int MPI_Alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                    MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return route(
-      Collective::alltoall, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
-      {recvcount, recvtype}, MPI_OP_NULL, 0,
-      [&](const char* a) {
-        return ck_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
-      },
-      [&] {
-        return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-      });
+  return alltoall<MPI_Count, PMPI_Alltoall_c>(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                              recvtype, comm);
 }
 
 int MPI_Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                     MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return route(
-      Collective::allgather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
-      {recvcount, recvtype}, MPI_OP_NULL, 0,
-      [&](const char* a) {
-        return ck_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
-      },
-      [&] {
-        return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-      });
+  return allgather<MPI_Count, PMPI_Allgather_c>(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                                recvtype, comm);
 }
 
 int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return route(
-      Collective::reduce_scatter_block, comm, {recvcount, datatype}, {recvcount, datatype}, op, 0,
-      [&](const char* a) {
-        return ck_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, a);
-      },
-      [&] { return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm); });
+  return reduce_scatter_block<MPI_Count, PMPI_Reduce_scatter_block_c>(sendbuf, recvbuf, recvcount,
+                                                                      datatype, op, comm);
 }
 
 int MPI_Gather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                  MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return route(
-      Collective::gather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
-      {recvcount, recvtype}, MPI_OP_NULL, root,
-      [&](const char* a) {
-        return ck_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, a);
-      },
-      [&] {
-        return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                             comm);
-      });
+  return gather<MPI_Count, PMPI_Gather_c>(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                          recvtype, root, comm);
 }
 
 int MPI_Scatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                   MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  // The root may pass MPI_IN_PLACE as recvbuf: then its send side says the block's size.
-  return route(
-      Collective::scatter, comm, {sendcount, sendtype},
-      {recvcount, recvtype, recvbuf == MPI_IN_PLACE}, MPI_OP_NULL, root,
-      [&](const char* a) {
-        return ck_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                          a);
-      },
-      [&] {
-        return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                              comm);
-      });
+  return scatter<MPI_Count, PMPI_Scatter_c>(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                            recvtype, root, comm);
 }
 #endif
 
