@@ -46,6 +46,15 @@ bool NodeMap::uniform() const {
   return order_ == NodeOrder::contiguous ? P_ % rpn_ == 0 : P_ % nodes_ == 0;
 }
 
+void NodeMap::require_uniform(std::string_view algorithm, std::string_view why,
+                              std::string_view remedy) const {
+  if (uniform()) return;
+  fail(ErrorKind::unsupported,
+       std::string(algorithm) + ": " + (why.empty() ? "" : std::string(why) + ", so ") +
+           "every node must hold the same number of ranks (" + Placement{rpn_, order_}.describe() +
+           ", P = " + std::to_string(P_) + "); " + std::string(remedy));
+}
+
 int64_t NodeMap::rank_of(int64_t n, int64_t l) const {
   return order_ == NodeOrder::contiguous ? n * rpn_ + l : l * nodes_ + n;
 }

@@ -29,10 +29,7 @@ struct HierPrepared {
 std::any prepare_hier(const GenArgs& a) {
   const ScheduleHeader& h = a.header;
   const NodeMap nm(h.placement, h.P);
-  if (!nm.uniform())
-    fail(ErrorKind::unsupported, h.algorithm + ": every node must hold the same number of ranks (" +
-                                     h.placement.describe() + ", P = " + std::to_string(h.P) +
-                                     "); give an rpn that divides P");
+  nm.require_uniform(h.algorithm);
   const int64_t q = nm.node_size(0), N = nm.nodes();
   HierPrepared p;
   p.gather = SubAlgorithm(a.params->algorithm("gather"), h.count, h.elem_size);

@@ -38,13 +38,10 @@ std::any prepare_hier(const GenArgs& a) {
   HierPrepared p;
   const Algorithm& intra = a.params->algorithm("intra");
   p.columns = intra.collective() == Collective::allreduce;
-  if (p.columns && !nm.uniform())
-    fail(ErrorKind::unsupported,
-         h.algorithm + ": intra=" + intra.canonical() +
-             " runs the inter-node part on every local rank, so every node must hold the same "
-             "number of ranks (" +
-             h.placement.describe() + ", P = " + std::to_string(h.P) +
-             "); give an rpn that divides P, or intra a reduce");
+  if (p.columns)
+    nm.require_uniform(
+        h.algorithm, "intra=" + intra.canonical() + " runs the inter-node part on every local rank",
+        "give an rpn that divides P, or intra a reduce");
   p.intra = SubAlgorithm(intra, h.count, h.elem_size);
   p.inter = SubAlgorithm(a.params->algorithm("inter"), h.count, h.elem_size);
   p.bcast = SubAlgorithm(a.params->algorithm("bcast"), h.count, h.elem_size);

@@ -35,10 +35,7 @@ struct LocalPrepared {
 std::any prepare_bruck_local(const GenArgs& a) {
   const ScheduleHeader& h = a.header;
   const NodeMap nm(h.placement, h.P);
-  if (!nm.uniform())
-    fail(ErrorKind::unsupported, h.algorithm + ": every node must hold the same number of ranks (" +
-                                     h.placement.describe() + ", P = " + std::to_string(h.P) +
-                                     "); give an rpn that divides P");
+  nm.require_uniform(h.algorithm);
   const int64_t q = nm.node_size(0), N = nm.nodes();
   const Algorithm bruck("alltoall:bruck(r=" + a.params->word("r") + ")");
   LocalPrepared p;

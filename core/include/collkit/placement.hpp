@@ -37,6 +37,10 @@ class NodeMap {
   int64_t node_size(int64_t node) const;
   int64_t rank_of(int64_t node, int64_t local) const;
   bool uniform() const;  // every node holds the same number of ranks
+  // Throws Error(unsupported) naming `algorithm`, `why` it needs equal nodes (may be empty) and
+  // the remedy, unless uniform(): the one refusal of the node-aware algorithms that need it.
+  void require_uniform(std::string_view algorithm, std::string_view why = {},
+                       std::string_view remedy = "give an rpn that divides P") const;
 
  private:
   int64_t P_, rpn_, nodes_;
