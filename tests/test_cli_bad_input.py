@@ -169,6 +169,15 @@ def test_export_reads_goal_costs_with_units(capsys: pytest.CaptureFixture[str]) 
     assert code == 2 and "per-byte cost" in out
 
 
+def test_verify_of_nothing_is_not_all_verified(capsys: pytest.CaptureFixture[str]) -> None:
+    # main: every P refused by the algorithm printed "all verified: 0 of 0 cases" and exit 0
+    code, out = cli(capsys, "verify", "alltoall:bruck_local", "-P", "10", "--rpn", "4")
+    assert code == 2 and "nothing verified" in out and "all verified" not in out
+    # a sweep where some P are refused still verifies the others
+    code, out = cli(capsys, "verify", "reduce_scatter_block:noncommutative", "-P", "5,8")
+    assert code == 0 and "skipped 1 P" in out and "all verified: 1 of 1" in out
+
+
 def test_schedules_reads_a_bare_time_as_ns(capsys: pytest.CaptureFixture[str]) -> None:
     # main: --alpha-p 500 was 500 s (printed "alpha_p = 5e+08 us")
     code, out = cli(capsys, "schedules", "allreduce", "-P", "4", "--alpha-p", "500", "--totals")

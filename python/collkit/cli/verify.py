@@ -178,10 +178,15 @@ def run(args: argparse.Namespace) -> int:
         )
     out.print(table)
     for reason, ps in skipped.items():
-        out.print(f"[yellow]skipped {len(ps)} P[/yellow] ({reason})")
+        out.print(f"[yellow]skipped {len(set(ps))} P[/yellow] ({reason})")
     for r in failures[:3]:
         out.print(r.summary(), markup=False)
     total = len(passed) + len(failures)
+    if total == 0:
+        # Not "all verified: 0 of 0": the algorithm refused every case asked for.
+        raise UnsupportedError(
+            f"nothing verified: {algo.canonical} refused every P asked for (reasons above)"
+        )
     status = "[green]all verified[/green]" if not failures else f"[red]{len(failures)} failed[/red]"
     out.print(f"{status}: {len(passed)} of {total} cases in {elapsed:.2f} s")
     return 1 if failures else 0
