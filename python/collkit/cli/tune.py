@@ -105,6 +105,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="K=V",
         help="a model parameter for --simulate, e.g. L=1us (repeatable)",
     )
+    p.add_argument(
+        "--profile",
+        default=None,
+        metavar="FILE.json",
+        help="for --simulate: the model's parameters from a machine profile (`collkit "
+        "calibrate`); --param values win",
+    )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
     p.add_argument("-o", "--out", default="tune-results", help="output folder (tune-results)")
@@ -241,6 +248,14 @@ def run(args: argparse.Namespace) -> int:
         params[k] = v
     if params and not args.simulate:
         raise InvalidArgumentError("--param is for --simulate")
+    if args.profile is not None:
+        if not args.simulate:
+            raise InvalidArgumentError("--profile is for --simulate")
+        from collkit.cli._common import input_file
+        from collkit.profile import load_profile
+
+        prof = load_profile(input_file(args.profile, "--profile"))
+        params = {**prof.param_strings(args.simulate), **params}
     opts = TuneOptions(
         collectives=list(dict.fromkeys(args.collectives)),
         P=args.P,
