@@ -4,6 +4,7 @@ tune --simulate take them."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
@@ -98,7 +99,7 @@ def test_fit_recovers_the_parameters() -> None:
 
 
 def test_no_rendezvous_seen_means_S_is_infinite() -> None:
-    recs = [r for r in synthetic() if not (r["kind"] == "late")]
+    recs = [r for r in synthetic() if r["kind"] != "late"]
     p = fit_profile(recs, [], name="t", machine="m", mpi="x", pair="intra-node")
     assert math.isinf(p.threshold_bytes)
     assert "rendezvous" not in p.models["min"]
@@ -190,13 +191,20 @@ def test_unreadable_profiles_are_refused(tmp_path: Path) -> None:
 
 _json = st.recursive(
     st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 
 
 @settings(max_examples=200, deadline=None)
-@given(path=st.lists(st.sampled_from(["models", "min", "eager", "loggops", "L", "local", "gamma"]), max_size=4), value=_json)
+@given(
+    path=st.lists(
+        st.sampled_from(["models", "min", "eager", "loggops", "L", "local", "gamma"]), max_size=4
+    ),
+    value=_json,
+)
 def test_reader_fails_only_with_its_own_error(path: list[str], value: Any) -> None:
     """Any value put anywhere in a good profile: it reads, or it is an InvalidArgumentError."""
     d = _good()
@@ -213,10 +221,8 @@ def test_reader_fails_only_with_its_own_error(path: list[str], value: Any) -> No
     except InvalidArgumentError:
         return
     for model in ("postal", "pipelined-postal", "logp", "loggp", "loggops"):
-        try:
+        with contextlib.suppress(InvalidArgumentError):
             p.params(model)
-        except InvalidArgumentError:
-            pass
 
 
 def test_cli_simulate_and_tune_take_a_profile(
@@ -236,8 +242,23 @@ def test_cli_simulate_and_tune_take_a_profile(
     assert "none.json does not exist" in capsys.readouterr().err
     out = tmp_path / "tune"
     code = cli.main(
-        ["tune", "allreduce", "-np", "4", "--sizes", "8,1KiB", "--simulate", "loggops",
-         "--profile", str(path), "--only", "rd,ring", "-o", str(out), "--no-plot"]
+        [
+            "tune",
+            "allreduce",
+            "-np",
+            "4",
+            "--sizes",
+            "8,1KiB",
+            "--simulate",
+            "loggops",
+            "--profile",
+            str(path),
+            "--only",
+            "rd,ring",
+            "-o",
+            str(out),
+            "--no-plot",
+        ]
     )
     assert code == 0
     rows = [json.loads(x) for x in (out / "tune.jsonl").read_text().splitlines()]

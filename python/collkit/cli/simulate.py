@@ -204,8 +204,10 @@ def run(args: argparse.Namespace) -> int:
     allowed = set(MODELS[args.model]) | set(LOCAL_PARAMS)
     extra = sorted(set(params) - allowed)
     if args.profile is not None and not extra:
-        params = {**profile_params(args.profile, args.model, args.profile_stat, args.elem_size),
-                  **params}
+        params = {
+            **profile_params(args.profile, args.model, args.profile_stat, args.elem_size),
+            **params,
+        }
     if extra:
         flags = ", ".join(_flag(x) for x in extra)
         return _fail(

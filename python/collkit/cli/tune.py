@@ -170,19 +170,16 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
 
 def plot(choices: list[Choice], path: Path, title: str) -> None:
     """Winner by P (rows) x size (columns); hatched cells are simulated."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
     from matplotlib.patches import Rectangle
 
+    from collkit.plotting import new_figure
+
     colls = sorted({c.collective for c in choices})
-    fig, axes = plt.subplots(
-        len(colls),
-        1,
-        figsize=(9, 1.2 + 1.1 * len(colls) + 0.35 * max(len({c.P for c in choices}), 1)),
-        squeeze=False,
+    fig = new_figure(
+        figsize=(9, 1.2 + 1.1 * len(colls) + 0.35 * max(len({c.P for c in choices}), 1))
     )
+    axes = fig.subplots(len(colls), 1, squeeze=False)
     for ax, coll in zip(axes[:, 0], colls, strict=True):
         cs = [c for c in choices if c.collective == coll]
         Ps = sorted({c.P for c in cs})
@@ -191,7 +188,7 @@ def plot(choices: list[Choice], path: Path, title: str) -> None:
         if "native" in names:
             names.remove("native")
             names.insert(0, "native")
-        cmap = plt.get_cmap("tab20")
+        cmap = colormaps["tab20"]
         for c in cs:
             name = c.collkit.algorithm if c.collkit else "native"
             x, y = sizes.index(c.bytes), Ps.index(c.P)
@@ -225,7 +222,6 @@ def plot(choices: list[Choice], path: Path, title: str) -> None:
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def _fmt(n: int) -> str:
