@@ -11,7 +11,7 @@ fits, from its minima and its medians:
   ``PRTT(1,0,s) / 2`` after both overheads.
 - **postal** ``alpha + s beta``: the one-way time fitted over the sizes;
 - **pipelined postal** ``alpha_p, alpha_r``: the multicast benchmark (`collkit bench multicast`,
-  seed 002 §5.1), ``beta`` as in postal;
+  Ruefenacht, Bull, Booth 2017, §5.1), ``beta`` as in postal;
 - **gamma** and ``reduce_base`` per datatype and op from collkit's own local reductions,
   ``copy_beta`` from memcpy;
 - the **transport threshold** ``S``: the largest size whose MPI_Send returns while the receiver

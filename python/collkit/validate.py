@@ -63,7 +63,7 @@ class Case:
     @property
     def error_min(self) -> float:
         """(measured - predicted) / predicted, of the minima: the relative difference of
-        collkit.fit.compare and of seed 002's Fig. 12."""
+        collkit.fit.compare and of Fig. 12 of Ruefenacht, Bull, Booth 2017."""
         return self.measured_min / self.predicted_min - 1
 
     @property

@@ -1,6 +1,7 @@
 """A guided tour of collkit on this machine: list the algorithms, show a schedule, prove it
 correct over a sweep of process counts, simulate it, run it on the local MPI against the
-native collective, tune allreduce and run an unmodified MPI program with the winners, and leave
+native collective, tune allreduce and run an unmodified MPI program with the winners, calibrate
+the simulator on this machine and compare its predictions with measurements, and leave
 the results (tables, pictures, trace files, tuning files) in one folder.
 
 Each step prints the command that does the same on its own, so the tour teaches the CLI.
@@ -27,7 +28,7 @@ from collkit.cli._common import output_dir
 NAME = "tour"
 HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
 
-STEPS = ["algorithms", "show", "verify", "export", "simulate", "nodes", "mpi", "tune"]
+STEPS = ["algorithms", "show", "verify", "export", "simulate", "nodes", "mpi", "tune", "validate"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -132,6 +133,13 @@ def run(args: argparse.Namespace) -> int:
         "tune",
         "8. Tune, and run an unmodified program with the winners",
         lambda: _tune(console, out, quick),
+    )
+    from collkit.cli.tour_validate import validate_step
+
+    step(
+        "validate",
+        "9. The simulator against this machine: calibrate its parameters, predict, measure",
+        lambda: validate_step(lambda argv: _run(console, argv), out, quick),
     )
     console.print(Rule())
     console.print(f"results are in [bold]{out}/[/bold]")
