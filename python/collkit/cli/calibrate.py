@@ -5,9 +5,9 @@ size by size with every kernel in turn: ping-pong and back-to-back sends at grow
 time MPI_Send and MPI_Recv block (LogGP by Netgauge's method: Hoefler, Lichei, Rehm, IPDPS
 2007), whether a send waits for a late receiver (the eager / rendezvous threshold S), the
 multicast benchmark (alpha_p, alpha_r; Ruefenacht, Bull, Booth 2017, §5.1), collkit's local
-reductions per datatype and op (gamma) and memcpy (copy_beta). It fits the postal, pipelined postal, LogP, LogGP and
-LogGOPS parameters from the minima and the medians, on each side of S, and writes them with the
-machine, MPI, date, load and the quality of every fit:
+reductions per datatype and op (gamma) and memcpy (copy_beta). It fits the postal, pipelined
+postal, LogP, LogGP and LogGOPS parameters from the minima and the medians, on each side of S,
+and writes them with the machine, MPI, date, load and the quality of every fit:
 
   collkit calibrate -o this-machine.json
   collkit simulate allreduce:ring -P 2 --bytes 1MiB --model loggops --profile this-machine.json
