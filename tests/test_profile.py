@@ -90,6 +90,13 @@ def test_fit_recovers_the_parameters() -> None:
     rdv = p.models["min"]["rendezvous"]["postal"]
     eager = m["postal"]
     assert rdv["alpha"] - eager["alpha"] == pytest.approx(2000.0, rel=0.05)
+    # ... and LogGOPS keeps the eager CPU overhead, the handshake going into L: 2o + L + (s-1)G
+    # is the rendezvous one-way time.
+    lr = p.models["min"]["rendezvous"]["loggops"]
+    assert lr["o"] == lg["o"] and lr["S"] == TRUE["S"]
+    s = 65536
+    one_way = TRUE["o_s"] + TRUE["L"] + (s - 1) * TRUE["G"] + TRUE["o_r"] + 2000.0
+    assert 2 * lr["o"] + lr["L"] + (s - 1) * lr["G"] == pytest.approx(one_way, rel=0.01)
     g = p.local["min"]["gamma"]
     assert g["double"]["sum"]["gamma"] == pytest.approx(0.125, rel=1e-3)
     assert g["float"]["sum"]["gamma"] == pytest.approx(0.25, rel=1e-3)

@@ -52,6 +52,7 @@ __all__ = [
     "fit_profile",
     "load_profile",
     "machine_load",
+    "refit",
 ]
 
 FORMAT = "collkit-profile"
@@ -202,7 +203,16 @@ class Profile:
         ]
         for stat, regimes in self.models.items():
             for regime, models in regimes.items():
-                lines.append(f"{stat}, {regime}:")
+                fq = self.fits.get(stat, {}).get(regime, {})
+                quality = ", ".join(
+                    f"{k} {100 * fq[k]['rms_rel_residual']:.0f}%"
+                    for k in ("one_way", "gap", "o_s", "o_r")
+                    if k in fq
+                )
+                lines.append(
+                    f"{stat}, {regime}:"
+                    + (f"  (fit rms relative residual: {quality})" if quality else "")
+                )
                 for m, ps in models.items():
                     lines.append(
                         f"  {m:17s} " + ", ".join(f"{k}={_fmt(k, v)}" for k, v in ps.items())
@@ -406,10 +416,22 @@ def fit_profile(
             recv = fit_line(x, [or_[s] for s in ss])
             o = (send.a + recv.a) / 2
             O_ = (send.b + recv.b) / 2
+            G = gap.b
             # One-way time = o_s + L + (s-1) max(O, G) + o_r (LogGOPSim charges the larger of
             # the per-byte costs at the receiver): L is what the overheads leave of it.
             L = max(one_way.at(1) - send.a - recv.a, 0.0)
-            S = threshold if regime == "eager" else math.inf
+            if regime == "rendezvous" and "eager" in models[stat]:
+                # A rendezvous send blocks until its data has moved: that time is the transfer,
+                # not CPU overhead. The CPU overheads stay the eager ones; the handshake goes
+                # into L and the per-byte time into G, so that 2o + L + (s-1) G is the measured
+                # one-way time (the simulator completes such a send with its receive, S).
+                e = models[stat]["eager"]["loggops"]
+                o, O_ = e["o"], e["O"]
+                G = max(one_way.b, O_)
+                L = max(one_way.at(1) - 2 * o, 0.0)
+            # Rendezvous fits keep S: the simulator then completes the large sends as
+            # rendezvous sends (when their receive completes) with the rendezvous parameters.
+            S = threshold
             mc = _multicast_fit(multicast, stat)
             models[stat][regime] = {
                 "postal": {"alpha": one_way.a, "beta": one_way.b},
@@ -419,8 +441,8 @@ def fit_profile(
                     "beta": one_way.b,
                 },
                 "logp": {"L": L, "o": o, "g": gap.a},
-                "loggp": {"L": L, "o": o, "g": gap.a, "G": gap.b},
-                "loggops": {"L": L, "o": o, "g": gap.a, "G": gap.b, "O": O_, "S": S},
+                "loggp": {"L": L, "o": o, "g": gap.a, "G": G},
+                "loggops": {"L": L, "o": o, "g": gap.a, "G": G, "O": O_, "S": S},
             }
             fits[stat][regime] = {
                 "sizes": ss,
@@ -469,6 +491,24 @@ def fit_profile(
         local=local,
         fits=fits,
         measurements=[dict(r) for r in records] + [dict(r) for r in multicast],
+    )
+
+
+def refit(p: Profile) -> Profile:
+    """The profile fitted again from its own measurements (after a change of the fitting; the
+    machine, MPI, date, load and command stay those of the measurement)."""
+    kernel = [m for m in p.measurements if m.get("kind") not in ("multicast", "fit")]
+    multicast = [m for m in p.measurements if m.get("kind") in ("multicast", "fit")]
+    return fit_profile(
+        kernel,
+        multicast,
+        name=p.name,
+        machine=p.machine,
+        mpi=p.mpi,
+        pair=p.pair,
+        load=p.load,
+        command=p.command,
+        date=p.date,
     )
 
 
