@@ -421,13 +421,16 @@ def fit_profile(
             # the per-byte costs at the receiver): L is what the overheads leave of it.
             L = max(one_way.at(1) - send.a - recv.a, 0.0)
             if regime == "rendezvous" and "eager" in models[stat]:
-                # A rendezvous send blocks until its data has moved: that time is the transfer,
-                # not CPU overhead. The CPU overheads stay the eager ones; the handshake goes
-                # into L and the per-byte time into G, so that 2o + L + (s-1) G is the measured
-                # one-way time (the simulator completes such a send with its receive, S).
-                e = models[stat]["eager"]["loggops"]
-                o, O_ = e["o"], e["O"]
-                G = max(one_way.b, O_)
+                # A rendezvous send blocks until its data has moved: the fixed part of that is
+                # the handshake, not CPU overhead. The CPU overhead o stays the eager one, the
+                # handshake goes into L and the per-byte time into G, so that
+                # 2o + L + (s-1) max(O, G) is the measured one-way time (the simulator completes
+                # such a send with its receive, S).
+                # On shared memory the transfer is a copy by the CPUs at both ends: the
+                # per-byte time of the blocking calls stays CPU time (O), so a rank that sends
+                # and receives at once pays for both copies.
+                o = models[stat]["eager"]["loggops"]["o"]
+                G = one_way.b
                 L = max(one_way.at(1) - 2 * o, 0.0)
             # Rendezvous fits keep S: the simulator then completes the large sends as
             # rendezvous sends (when their receive completes) with the rendezvous parameters.
@@ -435,8 +438,11 @@ def fit_profile(
             mc = _multicast_fit(multicast, stat)
             models[stat][regime] = {
                 "postal": {"alpha": one_way.a, "beta": one_way.b},
+                # The multicast benchmark times the issuing of b sends: its slope is alpha_r,
+                # but its intercept is not the latency. One message arrives alpha_p + alpha_r
+                # + n beta after it is sent: alpha_p is the one-way time's rest.
                 "pipelined-postal": {
-                    "alpha_p": mc[0] if mc else one_way.a,
+                    "alpha_p": max(one_way.a - (mc[1] if mc else gap.a), 0.0),
                     "alpha_r": mc[1] if mc else gap.a,
                     "beta": one_way.b,
                 },

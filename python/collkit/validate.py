@@ -37,7 +37,14 @@ if TYPE_CHECKING:
 
     from collkit.mpirun import MPI
 
-__all__ = ["Case", "Validation", "plot_validation", "registry_algorithms", "validate"]
+__all__ = [
+    "Case",
+    "Validation",
+    "plot_validation",
+    "registry_algorithms",
+    "validate",
+    "validate_rows",
+]
 
 DATATYPE_BYTES = {"double": 8, "char": 1}
 # Two measured times closer than this (relative) are a tie: no order to get right or wrong.
@@ -370,6 +377,39 @@ def validate(
     )
 
 
+def validate_rows(
+    profile: Profile, rows: Sequence[Row], *, model: str = "loggops", source: str = ""
+) -> Validation:
+    """The measured rows of an earlier validation (or any measured rows of collkit's
+    algorithms) predicted again, with this profile and model: another model or fit compared on
+    one measurement, without measuring again."""
+    measured = [r for r in rows if r.source == "measured" and ":" in r.algorithm and not r.error]
+    if not measured:
+        raise InvalidArgumentError("no measured rows of collkit's algorithms to predict")
+    cases = []
+    for r in measured:
+        c = Case(r.collective, r.algorithm, r.P, r.bytes)
+        c.measured_min, c.measured_median, c.samples = r.min, r.median, r.iterations
+        try:
+            c.predicted_min, c.predicted_median, c.regime = predict(
+                profile, model, r.algorithm, r.P, r.bytes, r.collective
+            )
+        except CollkitError as e:
+            c.error = f"simulation: {e}"
+        cases.append(c)
+    first = measured[0]
+    return Validation(
+        cases=cases,
+        model=model,
+        profile=profile,
+        mpi=first.mpi,
+        machine=first.machine,
+        date=first.date,
+        load=f"as measured in {source}" if source else "",
+        allocation={r.P: r.allocation for r in measured},
+    )
+
+
 def plot_validation(v: Validation, *, title: str = "") -> Figure:
     """Relative difference of the measured minimum and median to the prediction, by size, one
     line per algorithm (Fig. 12 of Ruefenacht, Bull, Booth 2017), one panel per (collective, P).
@@ -406,6 +446,9 @@ def plot_validation(v: Validation, *, title: str = "") -> Figure:
                 )
         ax.axhline(0, color="black", lw=0.6)
         ax.set_xscale("log", base=2)
+        # Linear within +-100 %, logarithmic beyond: a loaded machine's medians can be 10^4 %
+        # off, and must not flatten the minima.
+        ax.set_yscale("symlog", linthresh=100)
         ax.set_title(f"{coll}, P = {P}", fontsize=9)
         ax.set_xlabel("bytes", fontsize=8)
         ax.set_ylabel("(measured - predicted) / predicted, %", fontsize=7)

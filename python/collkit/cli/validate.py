@@ -62,6 +62,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o", "--out", default="validate", metavar="PREFIX", help="writes PREFIX.{jsonl,md,png}"
     )
+    p.add_argument(
+        "--measured",
+        default=None,
+        metavar="ROWS.jsonl",
+        help="predict the measured rows of an earlier validation again (another --model or "
+        "profile) instead of measuring",
+    )
     p.add_argument("--no-plot", action="store_true", help="do not draw PREFIX.png")
 
 
@@ -95,29 +102,43 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise InvalidArgumentError(f"-o {args.out}: folder {out.parent} does not exist")
-    mpi = find_mpi(args.mpiexec, args.mpi_prefix)
-    _build(mpi)
-    v = validate(
-        prof,
-        mpi,
-        collectives=colls,
-        P=args.P,
-        sizes=args.sizes,
-        model=args.model,
-        algos=algos,
-        rounds=args.rounds,
-        iterations=args.iters,
-        progress=lambda m: print(m, file=sys.stderr),
-    )
-    command = shlex.join(
-        ["collkit", "validate", "--profile", str(args.profile), "--collectives", ",".join(colls)]
-        + (["--algos", args.algos] if args.algos else [])
-        + ["-P", ",".join(map(str, args.P)), "--sizes", ",".join(map(str, args.sizes))]
-        + ["--model", args.model, "--rounds", str(args.rounds), "--iters", str(args.iters)]
-        + ["-o", str(args.out)]
-    )
+    if args.measured is not None:
+        from collkit.results import read_jsonl
+        from collkit.validate import validate_rows
+
+        rows = read_jsonl(input_file(args.measured, "--measured"))
+        v = validate_rows(prof, rows, model=args.model, source=args.measured)
+        command = shlex.join(
+            ["collkit", "validate", "--profile", str(args.profile), "--measured", args.measured]
+            + ["--model", args.model, "-o", str(args.out)]
+        )
+    else:
+        mpi = find_mpi(args.mpiexec, args.mpi_prefix)
+        _build(mpi)
+        v = validate(
+            prof,
+            mpi,
+            collectives=colls,
+            P=args.P,
+            sizes=args.sizes,
+            model=args.model,
+            algos=algos,
+            rounds=args.rounds,
+            iterations=args.iters,
+            progress=lambda m: print(m, file=sys.stderr),
+        )
+        command = shlex.join(
+            ["collkit", "validate", "--profile", str(args.profile)]
+            + ["--collectives", ",".join(colls)]
+            + (["--algos", args.algos] if args.algos else [])
+            + ["-P", ",".join(map(str, args.P)), "--sizes", ",".join(map(str, args.sizes))]
+            + ["--model", args.model, "--rounds", str(args.rounds), "--iters", str(args.iters)]
+            + ["-o", str(args.out)]
+        )
     print(v.summary())
     jsonl = out.with_name(out.name + ".jsonl")
+    if args.measured is not None and jsonl.resolve() == Path(args.measured).resolve():
+        raise InvalidArgumentError("-o would overwrite the --measured rows: give another -o")
     if jsonl.exists():
         jsonl.unlink()  # a validation is one run: its rows are not merged with an older one's
     store = ResultStore(jsonl)
