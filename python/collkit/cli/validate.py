@@ -109,8 +109,18 @@ def run(args: argparse.Namespace) -> int:
         rows = read_jsonl(input_file(args.measured, "--measured"))
         v = validate_rows(prof, rows, model=args.model, source=args.measured)
         command = shlex.join(
-            ["collkit", "validate", "--profile", str(args.profile), "--measured", args.measured]
-            + ["--model", args.model, "-o", str(args.out)]
+            [
+                "collkit",
+                "validate",
+                "--profile",
+                str(args.profile),
+                "--measured",
+                args.measured,
+                "--model",
+                args.model,
+                "-o",
+                str(args.out),
+            ]
         )
     else:
         mpi = find_mpi(args.mpiexec, args.mpi_prefix)
