@@ -260,6 +260,7 @@ def measure(
     rounds: int,
     iterations: int,
     warmup: int = 5,
+    hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[tuple[str, int], list[float]]:
     """Per (algorithm, bytes) the per-iteration times (µs, maximum over ranks) of all rounds:
@@ -268,7 +269,7 @@ def measure(
     from collkit.mpirun import build, launch_command, launch_env
 
     bindir = build(mpi)
-    env, _ = launch_env(mpi, P)
+    env, _ = launch_env(mpi, P, hosts=hosts)
     dt = "double" if collective in REDUCTIONS else "char"
     samples: dict[tuple[str, int], list[float]] = {}
     for rnd in range(rounds):
@@ -297,7 +298,7 @@ def measure(
         ]
         if rnd == 0:
             args.append("--validate")
-        cmd = launch_command(mpi, P, args)
+        cmd = launch_command(mpi, P, args, hosts=hosts)
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
         if r.returncode != 0:
             raise UnsupportedError(
@@ -329,6 +330,7 @@ def validate(
     algos: dict[str, list[str]] | None = None,
     rounds: int = 3,
     iterations: int = 20,
+    hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
     """Predict and measure every case (see the module's docstring)."""
@@ -348,7 +350,15 @@ def validate(
         elem = DATATYPE_BYTES[dt]
         szs = sorted({max(elem, s - s % elem) for s in sizes})
         measured = measure(
-            mpi, coll, p, names, szs, rounds=rounds, iterations=iterations, progress=progress
+            mpi,
+            coll,
+            p,
+            names,
+            szs,
+            rounds=rounds,
+            iterations=iterations,
+            hosts=hosts,
+            progress=progress,
         )
         for name, s in itertools.product(names, szs):
             c = Case(coll, name, p, s)
@@ -373,7 +383,7 @@ def validate(
         machine=machine_name(),
         date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         load=f"{load0} before, {machine_load()} after",
-        allocation={p: allocation(p) for p in P},
+        allocation={p: allocation(p, hosts) for p in P},
     )
 
 

@@ -57,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="loggops", choices=SIM_MODELS, help="model (loggops)")
     p.add_argument("--rounds", type=int, default=3, help="measurement rounds (3)")
     p.add_argument("--iters", type=int, default=20, help="iterations per round and case (20)")
+    p.add_argument("--hosts", default=None, help="host file, to measure across nodes")
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
     p.add_argument(
@@ -81,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from collkit.validate import plot_validation, results_markdown, validate
 
     prof = load_profile(input_file(args.profile, "--profile"))
+    if args.hosts is not None:
+        input_file(args.hosts, "--hosts")
     colls = [c.strip() for c in args.collectives.split(",") if c.strip()]
     for c in colls:
         if c not in COLLECTIVES:
@@ -135,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
             algos=algos,
             rounds=args.rounds,
             iterations=args.iters,
+            hosts=args.hosts,
             progress=lambda m: print(m, file=sys.stderr),
         )
         command = shlex.join(
@@ -143,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
             + (["--algos", args.algos] if args.algos else [])
             + ["-P", ",".join(map(str, args.P)), "--sizes", ",".join(map(str, args.sizes))]
             + ["--model", args.model, "--rounds", str(args.rounds), "--iters", str(args.iters)]
+            + (["--hosts", args.hosts] if args.hosts else [])
             + ["-o", str(args.out)]
         )
     print(v.summary())
