@@ -44,7 +44,9 @@ namespace {
 
 constexpr int kTag = 7;
 
-double now() { return MPI_Wtime(); }
+double now() {
+  return MPI_Wtime();
+}
 
 // Busy-wait (a sleep would let the scheduler take the core for longer than asked).
 void spin(double seconds) {
@@ -79,8 +81,7 @@ double prtt(const Pair& p, std::vector<char>& buf, int bytes, int n) {
 // (eager or rendezvous). Rank 0's view, microseconds.
 double send_time(const Pair& p, std::vector<char>& buf, int bytes, double late) {
   MPI_Request req = MPI_REQUEST_NULL;
-  if (p.rank == 1 && late <= 0)
-    MPI_Irecv(buf.data(), bytes, MPI_CHAR, 0, kTag, p.comm, &req);
+  if (p.rank == 1 && late <= 0) MPI_Irecv(buf.data(), bytes, MPI_CHAR, 0, kTag, p.comm, &req);
   MPI_Barrier(p.comm);
   double t = 0;
   if (p.rank == 0) {
@@ -229,9 +230,10 @@ int main(int argc, char** argv) {
     MPI_Get_library_version(lib, &len);
     std::string l(lib, static_cast<size_t>(len));
     l = l.substr(0, l.find('\n'));
-    std::printf("{\"kind\": \"meta\", \"mpi_library\": \"%s\", \"P\": %d, \"n\": %d, "
-                "\"late_us\": %.1f, \"rounds\": %lld, \"iters\": %lld}\n",
-                json_escape(l).c_str(), P, n, late * 1e6, rounds, iters);
+    std::printf(
+        "{\"kind\": \"meta\", \"mpi_library\": \"%s\", \"P\": %d, \"n\": %d, "
+        "\"late_us\": %.1f, \"rounds\": %lld, \"iters\": %lld}\n",
+        json_escape(l).c_str(), P, n, late * 1e6, rounds, iters);
     std::fflush(stdout);
   }
 
@@ -268,7 +270,8 @@ int main(int argc, char** argv) {
               reduce_samples[{static_cast<int>(k), s}].push_back(
                   reduce_time(typeops[k], buf, other, s - s % typeops[k].elem));
         for (int s : reduce_sizes)
-          for (long long i = 0; i < iters; ++i) samples[{"copy", s}].push_back(copy_time(buf, other, s));
+          for (long long i = 0; i < iters; ++i)
+            samples[{"copy", s}].push_back(copy_time(buf, other, s));
       }
     }
   }
