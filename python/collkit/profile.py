@@ -90,7 +90,7 @@ def fit_line(x: Sequence[float], y: Sequence[float]) -> Line:
     if len(xs) == 1 or np.ptp(xs) == 0:
         a, b = float(np.mean(ys)), 0.0
     else:
-        from scipy.optimize import lsq_linear
+        from scipy.optimize import lsq_linear  # type: ignore[import-untyped]
 
         A = np.stack([np.ones_like(xs), xs], axis=1) / ys[:, None]
         sol = lsq_linear(A, np.ones_like(ys), bounds=([0.0, 0.0], [np.inf, np.inf]))

@@ -244,8 +244,8 @@ def predict(
     regime = "rendezvous" if big > profile.threshold_bytes else "eager"
     out = []
     for stat in ("min", "median"):
-        params = profile.params(model, stat=stat, datatype=dt, op="sum", message_bytes=big)
-        r = simulate(algorithm, P, count=count, elem_size=elem, model=model, **params)
+        m = profile.model(model, stat=stat, datatype=dt, op="sum", message_bytes=big)
+        r = simulate(algorithm, P, count=count, elem_size=elem, model=m)
         out.append(r.makespan / 1e3)
     return out[0], out[1], regime
 
