@@ -40,6 +40,7 @@ def mpi_tail(cmd: str) -> list[str]:
         return BENCH_TAIL
     return BENCH_TAIL[:2] if cmd in ("calibrate", "validate") else []
 
+
 WORK = Path(tempfile.mkdtemp(prefix="collkit-cli-property-"))
 RD = collkit.generate("allreduce:rd", P=3, count=2)
 FILES = {

@@ -98,6 +98,13 @@ def run(args: argparse.Namespace) -> int:
     if args.algos:
         algos = {}
         for name in split_names(args.algos):
+            if ":" not in name:  # 'rd' is allreduce:rd when one collective is validated
+                if len(colls) != 1:
+                    raise InvalidArgumentError(
+                        f"--algos: '{name}' needs its collective (e.g. {colls[0]}:{name}) "
+                        "when --collectives names several"
+                    )
+                name = f"{colls[0]}:{name}"
             a = Algorithm(name)
             if a.collective not in colls:
                 raise InvalidArgumentError(f"--algos: {a.canonical} is not of {', '.join(colls)}")
