@@ -53,7 +53,15 @@ def test_a_clear_win_is_a_win_and_noise_is_not() -> None:
 
 def rows_for(algo: str, center: float, P: int = 4, nbytes: int = 8, seed: int = 0) -> Row:
     s = list(np.random.default_rng(seed).normal(center, center * 0.03, 40))
-    return Row("allreduce", algo, P, nbytes, samples=s, median=float(np.median(s)), valid=True)
+    row = Row("allreduce", algo, P, nbytes, samples=s, median=float(np.median(s)), valid=True)
+    # Measured interleaved with a steady native (10 µs), three rounds, probes agreeing; the MPI's
+    # own algorithms are forced per job and so are never interleaved.
+    row.interleaved = not algo.startswith("mpich:")
+    if row.interleaved:
+        row.round_median_us = [float(np.median(x)) for x in np.array_split(s, 3)]
+        row.round_native_before_us = row.round_native_after_us = [10.0] * 3
+        row.round_probe_rtt_ns_min, row.round_probe_rtt_ns_max = [115.0] * 3, [120.0] * 3
+    return row
 
 
 def test_choose_keeps_native_unless_the_win_is_real_and_merges_ranges() -> None:
@@ -73,7 +81,11 @@ def test_choose_keeps_native_unless_the_win_is_real_and_merges_ranges() -> None:
         "native",
         "native",
     ]
-    assert [c.mpi.algorithm if c.mpi else None for c in choices] == [None, None, None, "mpich:ring"]
+    # mpich:ring is faster at 64 B, but measured in a job of its own (forced through the
+    # environment), never beside native: it is shown, not chosen.
+    assert [c.mpi.algorithm if c.mpi else None for c in choices] == [None] * 4
+    ring64 = next(x for x in choices[3].candidates if x.algorithm == "mpich:ring")
+    assert ring64.speedup > 1.5 and not ring64.interleaved
     rs = rules(choices)
     assert [(r.algorithm, r.bytes) for r in rs] == [
         ("allreduce:rd", (8, 31)),
