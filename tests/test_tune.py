@@ -301,6 +301,61 @@ def test_tune_campaigns_the_block_collectives(
     assert "0  # allgather" in text and "15  # scatter" in text
 
 
+def test_a_cpu_hog_that_stops_mid_campaign_makes_no_winner(
+    mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
+) -> None:
+    """Issue #27: a campaign starts on a loaded machine and the load goes away mid-campaign (here:
+    busy processes, stopped the moment the first row is written). Measured one algorithm after
+    another, native was timed under the load and the candidate without it, and the candidate
+    "won" by the load's factor. Interleaved, no candidate wins because of the change."""
+    import threading
+    import time
+
+    out = tmp_path / "t"
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(2 * (os.cpu_count() or 1))
+    ]
+    stopped = threading.Event()
+
+    def stop_at_first_row() -> None:
+        jsonl = out / "tune.jsonl"
+        while not stopped.is_set():
+            if jsonl.exists() and jsonl.stat().st_size > 0:
+                break
+            time.sleep(0.01)
+        for h in hogs:
+            h.kill()
+        stopped.set()
+
+    watcher = threading.Thread(target=stop_at_first_row, daemon=True)
+    watcher.start()
+    try:
+        r = tune(
+            *("allreduce", "-np", "2", "--sizes", "8B,64B,1KiB", "--only", "rd"),
+            *("--no-mpi-algos", "--iters", "30", "--max-ms", "200", "-o", str(out)),
+        )
+    finally:
+        stopped.set()
+        watcher.join()
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert r.returncode == 0, r.stderr[-3000:]
+    table = load_table(out / "collkit-tuning.json")
+    # rd and MPICH's allreduce both are one exchange at P = 2: a "win" of more than 2x is the load.
+    false = [x for x in table.rules if x.algorithm != "native" and x.speedup > 2]
+    assert not false, [(x.algorithm, x.bytes, x.speedup) for x in false]
+    rows = [json.loads(ln) for ln in (out / "tune.jsonl").read_text().splitlines()]
+    assert {x["algorithm"] for x in rows} == {"native", "allreduce:rd"}
+    for x in rows:
+        # Every row says how loaded the machine was and where its cores stood, and was measured
+        # in rounds beside native.
+        assert x["interleaved"] is True and x["load_avg_1m"] is not None
+        assert x["probe_rtt_ns_before"] > 0 and x["probe_rtt_ns_after"] > 0
+        assert len(x["round_median_us"]) >= 3
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -183,7 +183,9 @@ def _print_table(rows: list[Row]) -> None:
             str(r.iterations),
             "" if r.valid is None else ("yes" if r.valid else "NO"),
             "" if math.isnan(r.load_avg_1m) else f"{r.load_avg_1m:.1f}",
-            "" if math.isnan(r.probe_rtt_ns_before) else f"{r.probe_rtt_ns_before:.0f}/{r.probe_rtt_ns_after:.0f}",
+            ""
+            if math.isnan(r.probe_rtt_ns_before)
+            else f"{r.probe_rtt_ns_before:.0f}/{r.probe_rtt_ns_after:.0f}",
             "[yellow]suspect[/yellow]" if r.suspect else beat,
         )
     console().print(t)

@@ -189,7 +189,9 @@ def _note(c: Choice) -> str:
     ]
     parts = []
     if sus:
-        parts.append(f"{len(sus)} suspect: " + "; ".join(f"{x.algorithm}: {x.suspect}" for x in sus[:2]))
+        parts.append(
+            f"{len(sus)} suspect: " + "; ".join(f"{x.algorithm}: {x.suspect}" for x in sus[:2])
+        )
     if lost:
         parts.append(
             f"{len(lost)} faster by median but lost a round: "

@@ -81,7 +81,11 @@ def compare_row(row: Row, native: Row, *, min_gain: float = 0.0) -> Comparison:
     c.rounds_won, c.rounds_compared = sum(won), len(won)
     c.interleaved = row.interleaved
     c.suspect = row.suspect
-    if c.interleaved and not c.suspect and c.rounds_compared < min(MIN_ROUNDS, len(row.round_median_us)):
+    if (
+        c.interleaved
+        and not c.suspect
+        and c.rounds_compared < min(MIN_ROUNDS, len(row.round_median_us))
+    ):
         c.suspect = f"only {c.rounds_compared} rounds with agreeing probes"
     return c
 
