@@ -356,6 +356,40 @@ def test_a_cpu_hog_that_stops_mid_campaign_makes_no_winner(
         assert len(x["round_median_us"]) >= 3
 
 
+def test_the_tour_says_when_a_chosen_rule_loses_and_does_not_use_it(
+    mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
+) -> None:
+    """After tune, the tour measures each chosen rule against native in one job; a rule that
+    loses there is said to lose and the program runs without it (issue #27: the tour's tune
+    step printed wins that its next step showed 5-54x slower)."""
+    from rich.console import Console
+
+    from collkit.cli.tour import check_rules
+    from collkit.tune.table import Rule, Table, save
+
+    mpi = mpich_fp[0]
+    # A rule as a drifted campaign could have written it: 64 KiB in 8-byte segments (8192
+    # messages per step where native sends one) "5x faster".
+    loser = "allreduce:ring(seg=8)"
+    save(
+        Table(
+            rules=[Rule("allreduce", (2, 2), (65536, 65536), loser, speedup=5.0)],
+            mpi=mpi.version,
+        ),
+        tmp_path / "collkit-tuning.json",
+    )
+    console = Console(record=True, width=200)
+    checked = check_rules(console, mpi, tmp_path, [65536])
+    text = console.export_text()
+    assert "LOSES to native here: not used" in text, text
+    assert "did not hold against native in the same job" in text
+    (rule,) = load_table(checked).rules
+    assert rule.algorithm == "native" and math.isnan(rule.speedup)
+    rows = [json.loads(ln) for ln in (tmp_path / "check.jsonl").read_text().splitlines()]
+    assert {x["algorithm"] for x in rows} == {"native", "allreduce:ring(seg=8)"}
+    assert all(x["interleaved"] for x in rows)
+
+
 @pytest.mark.parametrize(
     "args",
     [

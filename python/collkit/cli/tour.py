@@ -250,9 +250,8 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
         rule = table.rules[i]
         for nbytes in covered[i]:
             native = next((x for x in rows if x.algorithm == "native" and x.bytes == nbytes), None)
-            row = next(
-                (x for x in rows if x.algorithm == rule.algorithm and x.bytes == nbytes), None
-            )
+            name = c.normalize(rule.algorithm)
+            row = next((x for x in rows if x.algorithm == name and x.bytes == nbytes), None)
             if row is None or native is None or row.error:
                 verdict, now, won_s = "[red]could not be measured: not used[/red]", "", ""
                 losing.add(i)
