@@ -322,11 +322,11 @@ void print_row(const Setup& s, const std::string& collective, const std::string&
                const std::string& native_label, long long bytes, const State& done,
                long long rounds, bool interleave, bool do_validate, bool raw, bool window,
                long long block, long long warmup) {
-const Measure& m = done.all;
-const long long count = bytes / s.elem;
-const bool native = name == "native";
-std::string label = native ? native_label : name;
-if (!native && label.find(':') == std::string::npos) label = collective + ":" + label;
+  const Measure& m = done.all;
+  const long long count = bytes / s.elem;
+  const bool native = name == "native";
+  std::string label = native ? native_label : name;
+  if (!native && label.find(':') == std::string::npos) label = collective + ":" + label;
   std::printf(
       "{\"kind\": \"row\", \"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, "
       "\"bytes\": %lld, \"count\": %lld, \"datatype\": \"%s\", \"block\": %lld, "
