@@ -6,6 +6,9 @@ mid-campaign). Three campaigns, each under the same injection, P = 2, MPICH whee
 2. `collkit bench` (interleaved, the default): the same, with rounds won and suspect flags;
 3. `collkit tune --only rd --no-mpi-algos`: the verdicts and the table it writes.
 
+For 1 and 2 the table also gives the verdict of the rule `collkit tune` used before issue #27 (a
+Mann-Whitney U test, p < 0.01, and a bootstrap CI of the speedup above 1, on the pooled samples).
+
 Writes benchmarks/results/tune_drift.md (machine, date, load, commands) and the row files beside
 it. Short: a few minutes on a loaded 2-core machine.
 
@@ -29,6 +32,7 @@ from pathlib import Path
 from collkit.bench import machine_name
 from collkit.drift import rounds_won
 from collkit.results import read_jsonl
+from collkit.tune import compare
 from collkit.tune import load as load_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -74,16 +78,19 @@ def with_hogs(cmd: list[str], watch: Path) -> tuple[subprocess.CompletedProcess[
 def bench_table(path: Path) -> list[str]:
     rows = read_jsonl(path)
     out = [
-        "| bytes | native median µs | rd median µs | native / rd | rd beat native in rounds "
-        "| suspect | load_avg_1m | probe ns before / after |",
-        "|---:|---:|---:|---:|---|---|---:|---|",
+        "| bytes | native median µs | rd median µs | native / rd | old rule (U test + CI) "
+        "| rd beat native in rounds | suspect | load_avg_1m | probe ns before / after |",
+        "|---:|---:|---:|---:|---|---|---|---:|---|",
     ]
     for nbytes in sorted({r.bytes for r in rows}):
         n = next(r for r in rows if r.algorithm == "native" and r.bytes == nbytes)
         c = next(r for r in rows if r.algorithm == "allreduce:rd" and r.bytes == nbytes)
         won = rounds_won(c) if c.interleaved else []
+        cmp = compare(c.algorithm, c.samples, n.samples)
+        old = "win" if cmp.p_value < 0.01 and cmp.ci95[0] > 1 else "no win"
         out.append(
             f"| {nbytes} | {n.median:.2f} | {c.median:.2f} | {n.median / c.median:.2f}x | "
+            f"{old} (p = {cmp.p_value:.1e}, CI {cmp.ci95[0]:.2f}..{cmp.ci95[1]:.2f}) | "
             f"{f'{sum(won)}/{len(won)}' if c.interleaved else 'not interleaved'} | "
             f"{c.suspect or '-'} | {c.load_avg_1m:.1f} | "
             f"{c.probe_rtt_ns_before:.0f} / {c.probe_rtt_ns_after:.0f} |"
@@ -120,7 +127,7 @@ def main() -> int:
             out = Path(tmp) / f"b{len(extra)}.jsonl"
             cmd = [
                 *exe, "bench", "allreduce", "--algos", "native,rd", "-np", "2", "--sizes",
-                a.sizes, "--iters", a.iters, "--no-plot", "-o", str(out), *extra,
+                a.sizes, "--iters", a.iters, "--raw", "--no-plot", "-o", str(out), *extra,
             ]  # fmt: skip
             _, ran = with_hogs(cmd, out)
             lines += [
