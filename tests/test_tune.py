@@ -267,7 +267,19 @@ def test_tune_writes_the_three_files_and_resumes(
     assert all(not math.isnan(x.native_median_us) for x in table.rules)
     lines = (out / "tune.jsonl").read_text().splitlines()
     # native, rd and every MPICH algorithm forced, at two sizes; each row with its samples.
-    assert len(lines) == 2 * (2 + len(mpi.native_algorithms("allreduce")))
+    first = [ln for ln in lines if json.loads(ln)["attempt"] == 0]
+    assert len(first) == 2 * (2 + len(mpi.native_algorithms("allreduce")))
+    # Later attempts re-measure (interleaved, with native again) only rows found suspect.
+    rows = [json.loads(ln) for ln in lines]
+    for x in rows:
+        if x["attempt"] > 0 and x["algorithm"] != "native":
+            prev = [
+                y
+                for y in rows
+                if (y["algorithm"], y["bytes"], y["attempt"])
+                == (x["algorithm"], x["bytes"], x["attempt"] - 1)
+            ]
+            assert prev and prev[0]["suspect"], x["algorithm"]
     assert all(len(json.loads(ln)["samples"]) >= 10 for ln in lines if '"error": ""' in ln)
     # MPICH accepts the file it was given (a run with it completes with correct results).
     use = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(out / "mpich-selection.json")}
@@ -368,25 +380,28 @@ def test_the_tour_says_when_a_chosen_rule_loses_and_does_not_use_it(
     from collkit.tune.table import Rule, Table, save
 
     mpi = mpich_fp[0]
-    # A rule as a drifted campaign could have written it: 64 KiB in 8-byte segments (8192
+    # A rule as a drifted campaign could have written it: 4 KiB in 8-byte segments (512
     # messages per step where native sends one) "5x faster".
     loser = "allreduce:ring(seg=8)"
     save(
         Table(
-            rules=[Rule("allreduce", (2, 2), (65536, 65536), loser, speedup=5.0)],
+            rules=[Rule("allreduce", (2, 2), (4096, 4096), loser, speedup=5.0)],
             mpi=mpi.version,
         ),
         tmp_path / "collkit-tuning.json",
     )
     console = Console(record=True, width=200)
-    checked = check_rules(console, mpi, tmp_path, [65536])
+    checked = check_rules(console, mpi, tmp_path, [4096])
     text = console.export_text()
-    assert "LOSES to native here: not used" in text, text
+    # It loses every round, or (on a machine too busy for the probes to agree) its comparison is
+    # suspect: either way it is said and the rule is not used.
+    assert "LOSES to native here: not used" in text or "suspect (" in text, text
+    assert "holds" not in text
     assert "did not hold against native in the same job" in text
     (rule,) = load_table(checked).rules
     assert rule.algorithm == "native" and math.isnan(rule.speedup)
     rows = [json.loads(ln) for ln in (tmp_path / "check.jsonl").read_text().splitlines()]
-    assert {x["algorithm"] for x in rows} == {"native", "allreduce:ring(seg=8)"}
+    assert {x["algorithm"] for x in rows} == {"native", "allreduce:ring(seg=8B)"}
     assert all(x["interleaved"] for x in rows)
 
 
