@@ -13,7 +13,7 @@
 // the native call is re-measured around every candidate: native, c1, native, c2, ..., native, so
 // drift hits native and candidates alike and every candidate has a native block on either side.
 // Before and after every block, a core-to-core probe (a cache-line ping-pong between the first
-// two ranks of a node through an MPI shared-memory window, median ns per round trip) tells
+// two ranks of a node through an MPI shared-memory window, the fastest round trip in ns) tells
 // whether the machine's state moved. Each block prints a "block" line (its median, quartiles and
 // the probes), each (algorithm, size) a "row" line over all its blocks.
 //
@@ -22,6 +22,7 @@
 //                 [--max-ms 2000] [--root 0] [--raw] [--validate] [--native-label mpich:ring]
 //                 [--interleave] [--rounds 1]
 #include <mpi.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -212,11 +213,6 @@ int validate(const Setup& s, const std::string& algo, Buffers& b, long long coun
   return ok;
 }
 
-// The core-to-core probe: one cache line in an MPI-3 shared-memory window, bounced between the
-// first two ranks of each node. Rank 0 of the node writes an odd number and waits for the next
-// even one, written by rank 1; the median round trip over at most kTrips (or kProbeSeconds) is the
-// probe. On a VM the same two ranks see ~115 ns or ~510 ns depending on where the host places
-// them (issue #27), and the winner of a comparison can change with it.
 // A number for JSON: NaN (no probe) is null.
 std::string json_number(double x) {
   if (std::isnan(x)) return "null";
@@ -225,6 +221,14 @@ std::string json_number(double x) {
   return buf;
 }
 
+// The core-to-core probe: one cache line in an MPI-3 shared-memory window, bounced between the
+// first two ranks of each node. Rank 0 of the node writes an odd number and waits for the next
+// even one, written by rank 1; the probe is the fastest round trip of at least kMinTrips (up to
+// kTrips within kProbeSeconds, never past kProbeMaxSeconds). The fastest, not the median: on a
+// loaded machine most round trips wait for a descheduled partner, while the fastest still shows
+// where the two cores are. On a VM the same two ranks see ~115 ns or ~510 ns depending on where
+// the host places them (issue #27), and the winner of a comparison can change with it. A waiting
+// side yields the CPU now and then, so that a partner sharing its core gets to answer.
 struct Probe {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Win win = MPI_WIN_NULL;
@@ -233,7 +237,10 @@ struct Probe {
 };
 
 constexpr int kTrips = 400;
+constexpr int kMinTrips = 8;
 constexpr double kProbeSeconds = 2e-3;
+constexpr double kProbeMaxSeconds = 20e-3;
+constexpr int kSpinsBeforeYield = 4096;
 
 Probe make_probe(MPI_Comm comm, int rank) {
   Probe p;
@@ -281,23 +288,26 @@ double probe(const Probe& p, MPI_Comm comm) {
       for (long long k = 0; k < kTrips; ++k) {
         const auto t0 = clock::now();
         f.store(2 * k + 1);
-        while (f.load() != 2 * k + 2) {
-        }
+        for (int spins = 0; f.load() != 2 * k + 2;)
+          if (++spins % kSpinsBeforeYield == 0) sched_yield();
         const auto t1 = clock::now();
         trips.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
-        if (std::chrono::duration<double>(t1 - start).count() > kProbeSeconds) break;
+        const double spent = std::chrono::duration<double>(t1 - start).count();
+        if ((spent > kProbeSeconds && k + 1 >= kMinTrips) || spent > kProbeMaxSeconds) break;
       }
       f.store(-1);  // stop
-      ns = summarize(trips).median;
+      ns = summarize(trips).min;
     } else {
       MPI_Barrier(p.node);
       long long expect = 1;
-      for (;;) {
+      for (int spins = 0;;) {
         const long long x = f.load();
         if (x == -1) break;
         if (x == expect) {
           f.store(expect + 1);
           expect += 2;
+        } else if (++spins % kSpinsBeforeYield == 0) {
+          sched_yield();
         }
       }
     }
