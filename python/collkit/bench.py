@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from collkit.algorithms import Algorithm
 from collkit.collectives import COLLECTIVES, REDUCTIONS, collective
@@ -24,6 +25,9 @@ from collkit.drift import Block, attach_rounds, load_avg_1m, suspect_reason
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
 from collkit.mpirun import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
 from collkit.results import STAT_FIELDS, ResultStore, Row
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DATATYPES = {"double": 8, "float": 4, "int": 4, "char": 1}
 
@@ -322,16 +326,13 @@ def run_multicast(
     return [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
 
 
-def plot(rows: Sequence[Row], path: str | Path, title: str = "") -> None:
-    """Median latency against size, one line per (algorithm, P), quartiles shaded."""
-    try:
-        import matplotlib
+def plot(rows: Sequence[Row], path: str | Path | None = None, title: str = "") -> Figure:
+    """Median latency against size, one line per (algorithm, P), quartiles shaded. Returns the
+    Figure (the backend is left alone); with `path` it is also written there."""
+    from collkit.plotting import new_figure, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise UnsupportedError("plotting needs matplotlib: pip install matplotlib") from e
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig = new_figure(figsize=(7, 4.5))
+    ax = fig.subplots()
     groups: dict[tuple[str, int], list[Row]] = {}
     for r in rows:
         if not r.error:
@@ -350,8 +351,9 @@ def plot(rows: Sequence[Row], path: str | Path, title: str = "") -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    if path is not None:
+        save_figure(fig, path)
+    return fig
 
 
 __all__ = ["Campaign", "CollkitError", "machine_name", "plot", "run_campaign", "run_multicast"]

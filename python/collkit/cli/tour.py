@@ -2,7 +2,7 @@
 correct over a sweep of process counts, simulate it, run it on the local MPI against the
 native collective, tune allreduce, check each chosen rule against native in one job (a rule that
 loses there is said to lose and not used) and run an unmodified MPI program with the rules that
-held, and leave
+held, calibrate the simulator on this machine and compare its predictions with measurements, and leave
 the results (tables, pictures, trace files, tuning files) in one folder.
 
 Each step prints the command that does the same on its own, so the tour teaches the CLI.
@@ -32,7 +32,7 @@ from collkit.mpirun import MPI
 NAME = "tour"
 HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
 
-STEPS = ["algorithms", "show", "verify", "export", "simulate", "nodes", "mpi", "tune"]
+STEPS = ["algorithms", "show", "verify", "export", "simulate", "nodes", "mpi", "tune", "validate"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -137,6 +137,13 @@ def run(args: argparse.Namespace) -> int:
         "tune",
         "8. Tune, and run an unmodified program with the winners",
         lambda: _tune(console, out, quick),
+    )
+    from collkit.cli.tour_validate import validate_step
+
+    step(
+        "validate",
+        "9. The simulator against this machine: calibrate its parameters, predict, measure",
+        lambda: validate_step(lambda argv: _run(console, argv), out, quick),
     )
     console.print(Rule())
     console.print(f"results are in [bold]{out}/[/bold]")

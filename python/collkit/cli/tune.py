@@ -117,6 +117,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="K=V",
         help="a model parameter for --simulate, e.g. L=1us (repeatable)",
     )
+    p.add_argument(
+        "--profile",
+        default=None,
+        metavar="FILE.json",
+        help="for --simulate: the model's parameters from a machine profile (`collkit "
+        "calibrate`); --param values win",
+    )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
     p.add_argument("-o", "--out", default="tune-results", help="output folder (tune-results)")
@@ -202,19 +209,16 @@ def _note(c: Choice) -> str:
 
 def plot(choices: list[Choice], path: Path, title: str) -> None:
     """Winner by P (rows) x size (columns); hatched cells are simulated."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
     from matplotlib.patches import Rectangle
 
+    from collkit.plotting import new_figure
+
     colls = sorted({c.collective for c in choices})
-    fig, axes = plt.subplots(
-        len(colls),
-        1,
-        figsize=(9, 1.2 + 1.1 * len(colls) + 0.35 * max(len({c.P for c in choices}), 1)),
-        squeeze=False,
+    fig = new_figure(
+        figsize=(9, 1.2 + 1.1 * len(colls) + 0.35 * max(len({c.P for c in choices}), 1))
     )
+    axes = fig.subplots(len(colls), 1, squeeze=False)
     for ax, coll in zip(axes[:, 0], colls, strict=True):
         cs = [c for c in choices if c.collective == coll]
         Ps = sorted({c.P for c in cs})
@@ -223,7 +227,7 @@ def plot(choices: list[Choice], path: Path, title: str) -> None:
         if "native" in names:
             names.remove("native")
             names.insert(0, "native")
-        cmap = plt.get_cmap("tab20")
+        cmap = colormaps["tab20"]
         for c in cs:
             name = c.collkit.algorithm if c.collkit else "native"
             x, y = sizes.index(c.bytes), Ps.index(c.P)
@@ -257,7 +261,6 @@ def plot(choices: list[Choice], path: Path, title: str) -> None:
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def _fmt(n: int) -> str:
@@ -282,6 +285,14 @@ def run(args: argparse.Namespace) -> int:
         params[k] = v
     if params and not args.simulate:
         raise InvalidArgumentError("--param is for --simulate")
+    if args.profile is not None:
+        if not args.simulate:
+            raise InvalidArgumentError("--profile is for --simulate")
+        from collkit.cli._common import input_file
+        from collkit.profile import load_profile
+
+        prof = load_profile(input_file(args.profile, "--profile"))
+        params = {**prof.param_strings(args.simulate), **params}
     opts = TuneOptions(
         collectives=list(dict.fromkeys(args.collectives)),
         P=args.P,
