@@ -24,6 +24,7 @@ COMMANDS = [
     "bench",
     "tune",
     "run",
+    "cluster",
     "tour",
 ]
 

@@ -22,12 +22,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.rule import Rule
 
+from collkit.cli import tour_cluster
 from collkit.cli._common import output_dir
 
 NAME = "tour"
 HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
 
-STEPS = ["algorithms", "show", "verify", "export", "simulate", "nodes", "mpi", "tune"]
+STEPS = ["algorithms", "show", "verify", "export", "simulate", "nodes", "mpi", "tune", "cluster"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -132,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
         "tune",
         "8. Tune, and run an unmodified program with the winners",
         lambda: _tune(console, out, quick),
+    )
+    step(
+        "cluster",
+        "9. Two emulated nodes (root: network namespaces; docs/cluster.md)",
+        lambda: tour_cluster.step(console, lambda argv: _run(console, argv), out, quick),
     )
     console.print(Rule())
     console.print(f"results are in [bold]{out}/[/bold]")

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.cli._common import parse_p_list
+from collkit.cli._common import input_file, parse_p_list
 from collkit.cli.bench import parse_sizes
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
@@ -104,6 +104,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="K=V",
         help="a model parameter for --simulate, e.g. L=1us (repeatable)",
+    )
+    p.add_argument(
+        "--hosts",
+        default=None,
+        metavar="FILE",
+        help="host file, to run across nodes (`collkit cluster up` writes one)",
     )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
@@ -241,6 +247,10 @@ def run(args: argparse.Namespace) -> int:
         params[k] = v
     if params and not args.simulate:
         raise InvalidArgumentError("--param is for --simulate")
+    if args.hosts is not None:
+        if args.simulate:
+            raise InvalidArgumentError("--hosts is for measuring, not --simulate")
+        input_file(args.hosts, "--hosts")
     opts = TuneOptions(
         collectives=list(dict.fromkeys(args.collectives)),
         P=args.P,
@@ -251,6 +261,7 @@ def run(args: argparse.Namespace) -> int:
         max_ms=args.max_ms,
         mpi_algorithms=not args.no_mpi_algos,
         only=split_names(args.only) if args.only else None,
+        hosts=args.hosts,
     )
     if opts.only is not None:
         check_only(opts.collectives, opts.only)

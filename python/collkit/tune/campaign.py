@@ -66,6 +66,7 @@ class TuneOptions:
     max_ms: int = 500
     mpi_algorithms: bool = True  # the MPI's own algorithms, forced, are candidates too
     only: list[str] | None = None  # restrict collkit's candidates to these names
+    hosts: str | None = None  # host file, to run across nodes (bench's --hosts)
 
 
 def only(collective: str, names: list[str]) -> list[str]:
@@ -115,6 +116,7 @@ def measure(
                 max_ms=opts.max_ms,
                 validate=True,
                 raw=True,
+                hosts=opts.hosts,
             )
             run_campaign(c, mpi, store, progress)
     return campaign_rows(opts, store)
