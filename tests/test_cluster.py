@@ -36,7 +36,9 @@ from mpi_support import built, mpich_or_skip, openmpi_or_skip
 from test_mpi_conformance import summary
 from test_pmpi import PROGRAMS, mpicc, outputs
 
-NODE_AWARE = "allreduce:hier;allreduce:hier(intra=allreduce:rd);alltoall:bruck_local(r=3);allgather:hier"
+NODE_AWARE = (
+    "allreduce:hier;allreduce:hier(intra=allreduce:rd);alltoall:bruck_local(r=3);allgather:hier"
+)
 FLAT = "allreduce:rd;allreduce:ring;alltoall:bruck;bcast:binomial;allgather:ring"
 # (ranks, map-by): 2 nodes x 1, 2 nodes x 2 filled in turn, 2 nodes x 2 round-robin, 3 nodes x 1.
 SHAPES = [(2, ""), (4, ""), (4, "node"), (3, "")]
@@ -114,6 +116,26 @@ def test_plain_host_files_are_not_clusters(tmp_path: Path) -> None:
     gone.write_text(f"{cluster.MARKER}zz9: 2 nodes\nn0\nn1\n")
     with pytest.raises(UnsupportedError, match="not up"):
         cluster.from_hostfile(str(gone))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["tune", "allreduce", "--hosts", "no-such-hostfile"], "does not exist"),
+        (["tune", "allreduce", "--hosts", "h", "--simulate", "postal"], "not --simulate"),
+        (["run", "-np", "2", "--hosts", "no-such-hostfile", "--", "true"], "does not exist"),
+        (["cluster", "up", "--nodes", "0"], "--nodes 0 must be in 1..64"),
+        (["cluster", "up", "--rate", "fast"], "link rate 'fast'"),
+        (["cluster", "up", "--name", "Bad-Name"], "cluster name"),
+    ],
+)
+def test_bad_hosts_and_cluster_arguments(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from collkit.cli import main
+
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
 
 
 # --- the cluster ----------------------------------------------------------------------------------
@@ -260,26 +282,20 @@ def openmpi() -> MPI:
     return mpi
 
 
-@pytest.mark.parametrize(("np", "map_by"), SHAPES[:3])
-def test_mpich_node_aware_against_its_own_calls(
-    nodes: Cluster, mpich: MPI, np: int, map_by: str
+# By default (CI): MPICH on 2 nodes x 1 and 2 x 2 (node-aware and flat), and 2 x 2 round-robin
+# (node-aware); Open MPI on 2 x 2 (node-aware and flat). Every shape on both MPIs: slow.
+@pytest.mark.parametrize(
+    ("np", "map_by", "algos"),
+    [(2, "", f"{NODE_AWARE};{FLAT}"), (4, "", f"{NODE_AWARE};{FLAT}"), (4, "node", NODE_AWARE)],
+)
+def test_mpich_against_its_own_calls(
+    nodes: Cluster, mpich: MPI, np: int, map_by: str, algos: str
 ) -> None:
-    assert conformance(nodes, mpich, np, NODE_AWARE, map_by) > 50
+    assert conformance(nodes, mpich, np, algos, map_by) > 100
 
 
-@pytest.mark.parametrize(("np", "map_by"), SHAPES[:2])
-def test_openmpi_node_aware_against_its_own_calls(
-    nodes: Cluster, openmpi: MPI, np: int, map_by: str
-) -> None:
-    assert conformance(nodes, openmpi, np, NODE_AWARE, map_by) > 50
-
-
-def test_mpich_flat_sample(nodes: Cluster, mpich: MPI) -> None:
-    assert conformance(nodes, mpich, 4, FLAT) > 50
-
-
-def test_openmpi_flat_sample(nodes: Cluster, openmpi: MPI) -> None:
-    assert conformance(nodes, openmpi, 4, FLAT) > 50
+def test_openmpi_against_its_own_calls(nodes: Cluster, openmpi: MPI) -> None:
+    assert conformance(nodes, openmpi, 4, f"{NODE_AWARE};{FLAT}") > 100
 
 
 @pytest.mark.slow
@@ -307,9 +323,8 @@ def where_program(mpi: MPI, tmp: Path) -> Path:
 
 def real_placement(stdout: str, np: int) -> str:
     """The placement the ranks' host names make, in collkit's words (collkit.placement)."""
-    host = dict(
-        (int(r), h) for _, r, h in (ln.split() for ln in stdout.splitlines() if ln.startswith("host "))
-    )
+    lines = [ln.split() for ln in stdout.splitlines() if ln.startswith("host ")]
+    host = {int(r): h for _, r, h in lines}
     assert sorted(host) == list(range(np)), stdout
     first: dict[str, int] = {}
     ids = [first.setdefault(host[r], r) for r in range(np)]
@@ -322,8 +337,18 @@ def real_placement(stdout: str, np: int) -> str:
     return "none"
 
 
-@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
-@pytest.mark.parametrize(("np", "map_by"), SHAPES)
+@pytest.mark.parametrize(
+    ("kind", "np", "map_by"),
+    [
+        *(("mpich", np, map_by) for np, map_by in SHAPES),
+        ("openmpi", 4, "node"),
+        *(
+            pytest.param("openmpi", np, map_by, marks=pytest.mark.slow)
+            for np, map_by in SHAPES
+            if (np, map_by) != (4, "node")
+        ),
+    ],
+)
 def test_placement_found_is_the_real_one(
     nodes: Cluster, tmp_path_factory: pytest.TempPathFactory, kind: str, np: int, map_by: str
 ) -> None:
@@ -376,7 +401,8 @@ def test_interposition_across_nodes(nodes: Cluster, mpich: MPI, tmp_path: Path) 
     assert lib.returncode == 0, lib.stderr[-3000:]
     assert outputs(tmp_path / "lib", 4) == outputs(tmp_path / "plain", 4)
     log = lib.stderr
-    assert "collkit: placement of 4 ranks (MPI_Comm_split_type): 2 ranks per node, contiguous" in log
+    found = "collkit: placement of 4 ranks (MPI_Comm_split_type): 2 ranks per node, contiguous"
+    assert found in log, log[-3000:]
     for algo in ("allreduce:hier", "alltoall:bruck_local", "allgather:hier"):
         assert f"-> {algo} (table)" in log, log[-3000:]
 
@@ -391,7 +417,7 @@ def test_bench_hosts_writes_nodes_and_ranks_per_node(
     r = subprocess.run(
         [
             sys.executable, "-m", "collkit", "bench", "allreduce", "-np", "2,4",
-            "--algos", "hier,rd,native", "--sizes", "8,4KiB", "--iters", "20", "--warmup", "2",
+            "--algos", "hier,native", "--sizes", "8,4KiB", "--iters", "20", "--warmup", "2",
             "--hosts", str(nodes.hostfile), "-o", str(out),
         ],
         env=dict(os.environ, MPIEXEC=mpich.mpiexec, MPICXX=mpich.mpicxx),
@@ -399,20 +425,20 @@ def test_bench_hosts_writes_nodes_and_ranks_per_node(
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     rows = read_jsonl(out)
-    assert len(rows) == 2 * 3 * 2
+    assert len(rows) == 2 * 2 * 2
     shapes = {row.P: row.allocation.split(" (")[0] for row in rows}
     assert shapes == {2: "2 nodes x 1 ranks", 4: "2 nodes x 2 ranks"}
     assert all("emulated cluster" in row.allocation for row in rows)
-    assert all(row.valid is True and row.median > 0 for row in rows), [
-        (row.algorithm, row.P, row.error) for row in rows if not row.valid
-    ]
+    assert all(row.median > 0 and not row.error for row in rows), [r.error for r in rows]
+    # collkit's rows are checked against the native call (the reference itself is not).
+    assert all(row.valid is (None if row.algorithm == "native" else True) for row in rows)
 
 
 def test_tune_hosts_end_to_end(nodes: Cluster, mpich: MPI, tmp_path: Path) -> None:
     r = subprocess.run(
         [
             sys.executable, "-m", "collkit", "tune", "allreduce", "-np", "4", "--sizes", "8,1KiB",
-            "--only", "hier,rd", "--no-mpi-algos", "--iters", "10", "--warmup", "2",
+            "--only", "hier", "--no-mpi-algos", "--iters", "10", "--warmup", "2",
             "--max-ms", "100", "--no-plot", "--hosts", str(nodes.hostfile),
             "-o", str(tmp_path),
         ],
@@ -421,9 +447,10 @@ def test_tune_hosts_end_to_end(nodes: Cluster, mpich: MPI, tmp_path: Path) -> No
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     rows = read_jsonl(tmp_path / "tune.jsonl")
-    assert {row.algorithm for row in rows} == {"native", "allreduce:hier", "allreduce:rd"}
+    assert {row.algorithm for row in rows} == {"native", "allreduce:hier"}
     assert all(row.allocation.startswith("2 nodes x 2 ranks (emulated") for row in rows)
-    assert all(row.valid is True and row.samples for row in rows)
+    assert all(row.samples and row.valid is not False for row in rows)
+    assert all(row.valid is True for row in rows if row.algorithm != "native")
     table = json.loads((tmp_path / "collkit-tuning.json").read_text())
     assert table["format"] == "collkit-tuning"
 
@@ -436,7 +463,8 @@ def test_openmpi_han_is_the_reference(nodes: Cluster, openmpi: MPI) -> None:
     log says so) and collkit's node-aware allreduce agrees with it."""
     env = {**openmpi.force_env("allreduce", "ompi:han"), "OMPI_MCA_coll_base_verbose": "10"}
     prog = str(built(openmpi) / "collkit_conformance")
-    argv = [prog, "--algos", "allreduce:hier;allreduce:hier(intra=allreduce:rd)", "--counts", "1,13,1000"]
+    algos = "allreduce:hier;allreduce:hier(intra=allreduce:rd)"
+    argv = [prog, "--algos", algos, "--counts", "1,13,1000"]
     r = run_on(nodes, openmpi, 4, argv, env)
     cases, failures, _ = summary(r.stdout)
     assert r.returncode == 0 and failures == 0 and cases > 0, r.stdout[-3000:] + r.stderr[-3000:]

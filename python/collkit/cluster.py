@@ -179,12 +179,12 @@ class Cluster:
     @classmethod
     def up(cls, name: str, nodes: int, rate: str = "", owner_pid: int = 0) -> Cluster:
         """Makes the cluster; on any failure removes what it made and raises."""
-        require_root()
         check_name(name)
         if not 1 <= nodes <= MAX_NODES:
             raise InvalidArgumentError(f"--nodes {nodes} must be in 1..{MAX_NODES}")
         if rate:
             rate_bytes_per_s(rate)
+        require_root()
         c = cls(name=name, nodes=nodes, rate=rate, owner_pid=owner_pid)
         taken = [n for n in namespaces() if n.startswith(f"{PREFIX}{name}-")]
         if taken or c.state_dir.exists():
@@ -227,7 +227,8 @@ class Cluster:
         for i in range(self.nodes):
             ns, port = self.node_ns(i), f"v{i}"
             # Made inside the head namespace with its peer in the node's: never in the host's.
-            _ip("-n", head, "link", "add", port, "type", "veth", "peer", "name", NODE_IF, "netns", ns)
+            _ip("-n", head, "link", "add", port, "type", "veth",
+                "peer", "name", NODE_IF, "netns", ns)  # fmt: skip
             _ip("-n", head, "link", "set", port, "master", BRIDGE, "up")
             _ip("-n", ns, "addr", "add", f"{self.address(i)}/24", "dev", NODE_IF)
             _ip("-n", ns, "link", "set", NODE_IF, "up")
@@ -252,9 +253,9 @@ class Cluster:
             'while [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) break ;; esac; done\n'
             'case "$1" in\n'
             f"  {cases}) ;;\n"
-            f'  *) echo "collkit cluster {self.name}: no node \'$1\'" >&2; exit 255 ;;\n'
+            f"  *) echo \"collkit cluster {self.name}: no node '$1'\" >&2; exit 255 ;;\n"
             "esac\n"
-            'host=$1; shift\n'
+            "host=$1; shift\n"
             f'exec ip netns exec "{PREFIX}{self.name}-$host" unshare --uts '
             'sh -c \'hostname "$0" && exec sh -c "$*"\' "$host" "$@"\n'
         )
