@@ -306,6 +306,25 @@ def test_every_shape_both_mpis(nodes: Cluster, kind: str, np: int, map_by: str) 
     conformance(nodes, mpi, np, f"{NODE_AWARE};{FLAT}", map_by)
 
 
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_messages_between_nodes_cross_the_bridge(nodes: Cluster, kind: str) -> None:
+    """200 allreduces on 2 nodes x 1 rank, collkit's and the MPI's own: each sends at least one
+    packet from node 1 through its link (shared memory between the nodes would send none: UCX
+    takes them for one machine unless told otherwise, Cluster.launch_env)."""
+    mpi = mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
+    prog = [
+        str(built(mpi) / "collkit_bench"), "--collective", "allreduce",
+        "--algos", "allreduce:rd,native", "--sizes", "8", "--iters", "200", "--warmup", "0",
+        "--max-ms", "60000",
+    ]  # fmt: skip
+    before = nodes.packets(1)
+    r = run_on(nodes, mpi, 2, prog)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert r.stdout.count('"kind": "row"') == 2, r.stdout[-2000:]
+    sent = nodes.packets(1)[0] - before[0]
+    assert sent >= 2 * 200, f"only {sent} packets from node 1: the ranks did not use the network"
+
+
 # --- the placement the executor finds is the real one ---------------------------------------------
 
 

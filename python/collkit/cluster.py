@@ -373,6 +373,21 @@ class Cluster:
             )
         return [*head, mpi.mpiexec, *mpi.launch_args, *args, "-n", str(np), *program]
 
+    def launch_env(self, mpi: MPI) -> dict[str, str]:
+        """Environment the ranks need to talk across the emulated nodes as across real ones.
+        UCX (the pip MPICH's network module) tells machines apart by the kernel's boot id, not
+        by host name, so by itself it would reach the other "nodes" through shared memory
+        (sysv, cma): `^sm` leaves it TCP (and self), through the bridge. Open MPI's TCP and
+        shared-memory components go by node, as the launcher told them."""
+        return {"UCX_TLS": "^sm"} if mpi.kind == "mpich" else {}
+
+    def packets(self, node: int) -> tuple[int, int]:
+        """Packets (from the node, to the node) through its link so far: what crossed the
+        bridge."""
+        r = _ip("-n", self.head_ns, "-j", "-s", "link", "show", f"v{node}")
+        stats = json.loads(r.stdout)[0]["stats64"]
+        return int(stats["rx"]["packets"]), int(stats["tx"]["packets"])
+
     def run(
         self, argv: list[str], node: int = 0, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:

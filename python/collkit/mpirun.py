@@ -397,8 +397,11 @@ def launch_env(
     (it goes into the rows: settings change timings)."""
     env = dict(os.environ)
     added: dict[str, str] = {}
+    emulated = cluster.from_hostfile(hosts)  # `collkit cluster up`'s host file, or None
+    if emulated:
+        added.update({k: v for k, v in emulated.launch_env(mpi).items() if k not in env})
     # An emulated cluster's nodes share this machine's cores: its ranks can oversubscribe them.
-    if np > cores() and (hosts is None or cluster.from_hostfile(hosts) is not None):
+    if np > cores() and (hosts is None or emulated):
         table = (
             MPICH_OVERSUBSCRIBED_ENV
             if mpi.kind == "mpich"
