@@ -51,7 +51,7 @@ def fake_mpi(kind: str) -> MPI:
 # --- without root ---------------------------------------------------------------------------------
 
 
-def test_needs_root(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_needs_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert "needs root" in cluster.root_reason()
     with pytest.raises(UnsupportedError, match="needs root"):
@@ -60,6 +60,10 @@ def test_needs_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert main(["cluster", "up", "--nodes", "2"]) == 2
     assert main(["cluster", "down"]) == 2
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"{cluster.MARKER}ck: 2 nodes\nn0\nn1\n")
+    with pytest.raises(UnsupportedError, match="needs root"):
+        cluster.from_hostfile(str(hosts))
 
 
 @pytest.mark.parametrize(
@@ -313,13 +317,13 @@ def test_every_shape_both_mpis(nodes: Cluster, kind: str, np: int, map_by: str) 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])
 def test_messages_between_nodes_cross_the_bridge(nodes: Cluster, kind: str) -> None:
-    """200 allreduces on 2 nodes x 1 rank, collkit's and the MPI's own: each sends at least one
+    """100 allreduces on 2 nodes x 1 rank, collkit's and the MPI's own: each sends at least one
     packet from node 1 through its link (shared memory between the nodes would send none: UCX
     takes them for one machine unless told otherwise, Cluster.launch_env)."""
     mpi = mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
     prog = [
         str(built(mpi) / "collkit_bench"), "--collective", "allreduce",
-        "--algos", "allreduce:rd,native", "--sizes", "8", "--iters", "200", "--warmup", "0",
+        "--algos", "allreduce:rd,native", "--sizes", "8", "--iters", "100", "--warmup", "0",
         "--max-ms", "60000",
     ]  # fmt: skip
     before = nodes.packets(1)
@@ -327,7 +331,7 @@ def test_messages_between_nodes_cross_the_bridge(nodes: Cluster, kind: str) -> N
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert r.stdout.count('"kind": "row"') == 2, r.stdout[-2000:]
     sent = nodes.packets(1)[0] - before[0]
-    assert sent >= 2 * 200, f"only {sent} packets from node 1: the ranks did not use the network"
+    assert sent >= 2 * 100, f"only {sent} packets from node 1: the ranks did not use the network"
 
 
 # --- the placement the executor finds is the real one ---------------------------------------------

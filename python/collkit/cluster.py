@@ -409,6 +409,7 @@ def from_hostfile(path: str | os.PathLike[str] | None) -> Cluster | None:
     if not first.startswith(MARKER):
         return None
     name = first[len(MARKER) :].split(":", 1)[0].strip()
+    require_root()  # entering the nodes' namespaces needs it as much as making them
     return Cluster.load(name)
 
 
