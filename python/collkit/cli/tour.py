@@ -2,8 +2,8 @@
 correct over a sweep of process counts, simulate it, run it on the local MPI against the
 native collective, tune allreduce, check each chosen rule against native in one job (a rule that
 loses there is said to lose and not used) and run an unmodified MPI program with the rules that
-held, calibrate the simulator on this machine and compare its predictions with measurements, and leave
-the results (tables, pictures, trace files, tuning files) in one folder.
+held, calibrate the simulator on this machine and compare its predictions with measurements, and
+leave the results (tables, pictures, trace files, tuning files) in one folder.
 
 Each step prints the command that does the same on its own, so the tour teaches the CLI.
 
@@ -25,6 +25,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.rule import Rule
 
+from collkit.cli import tour_cluster
 from collkit.cli._common import output_dir
 from collkit.cli.bench import parse_sizes
 from collkit.mpirun import MPI
@@ -32,7 +33,18 @@ from collkit.mpirun import MPI
 NAME = "tour"
 HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
 
-STEPS = ["algorithms", "show", "verify", "export", "simulate", "nodes", "mpi", "tune", "validate"]
+STEPS = [
+    "algorithms",
+    "show",
+    "verify",
+    "export",
+    "simulate",
+    "nodes",
+    "mpi",
+    "tune",
+    "validate",
+    "cluster",
+]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -144,6 +156,11 @@ def run(args: argparse.Namespace) -> int:
         "validate",
         "9. The simulator against this machine: calibrate its parameters, predict, measure",
         lambda: validate_step(lambda argv: _run(console, argv), out, quick),
+    )
+    step(
+        "cluster",
+        "10. Two emulated nodes (root: network namespaces; docs/cluster.md)",
+        lambda: tour_cluster.step(console, lambda argv: _run(console, argv), out, quick),
     )
     console.print(Rule())
     console.print(f"results are in [bold]{out}/[/bold]")

@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.cli._common import parse_p_list
+from collkit.cli._common import input_file, parse_p_list
 from collkit.cli.bench import parse_sizes
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
@@ -123,6 +123,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE.json",
         help="for --simulate: the model's parameters from a machine profile (`collkit "
         "calibrate`); --param values win",
+    )
+    p.add_argument(
+        "--hosts",
+        default=None,
+        metavar="FILE",
+        help="host file, to run across nodes (`collkit cluster up` writes one)",
     )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
@@ -288,11 +294,14 @@ def run(args: argparse.Namespace) -> int:
     if args.profile is not None:
         if not args.simulate:
             raise InvalidArgumentError("--profile is for --simulate")
-        from collkit.cli._common import input_file
         from collkit.profile import load_profile
 
         prof = load_profile(input_file(args.profile, "--profile"))
         params = {**prof.param_strings(args.simulate), **params}
+    if args.hosts is not None:
+        if args.simulate:
+            raise InvalidArgumentError("--hosts is for measuring, not --simulate")
+        input_file(args.hosts, "--hosts")
     opts = TuneOptions(
         collectives=list(dict.fromkeys(args.collectives)),
         P=args.P,
@@ -304,6 +313,7 @@ def run(args: argparse.Namespace) -> int:
         mpi_algorithms=not args.no_mpi_algos,
         only=split_names(args.only) if args.only else None,
         rounds=args.rounds,
+        hosts=args.hosts,
     )
     if opts.only is not None:
         check_only(opts.collectives, opts.only)

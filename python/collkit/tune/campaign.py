@@ -69,6 +69,7 @@ class TuneOptions:
     mpi_algorithms: bool = True  # the MPI's own algorithms, forced, are candidates too
     only: list[str] | None = None  # restrict collkit's candidates to these names
     rounds: int = 3  # interleaved rounds per size (collkit.drift)
+    hosts: str | None = None  # host file, to run across nodes (bench's --hosts)
 
 
 def only(collective: str, names: list[str]) -> list[str]:
@@ -119,6 +120,7 @@ def measure(
                 validate=True,
                 raw=True,
                 rounds=opts.rounds,
+                hosts=opts.hosts,
             )
             run_campaign(c, mpi, store, progress)
             remeasure_suspects(c, mpi, store, progress)
