@@ -26,6 +26,7 @@ COMMANDS = [
     "validate",
     "tune",
     "run",
+    "cluster",
     "tour",
 ]
 
