@@ -144,6 +144,7 @@ OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
 PROGRAMS = (
     "collkit_bench",
     "collkit_multicast",
+    "collkit_calibrate",
     "collkit_check_alltoall",
     "collkit_conformance",
     "collkit_pmpi_overhead",

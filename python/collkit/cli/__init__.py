@@ -22,6 +22,8 @@ COMMANDS = [
     "fit",
     "schedules",
     "bench",
+    "calibrate",
+    "validate",
     "tune",
     "run",
     "cluster",
