@@ -817,11 +817,20 @@ class Engine {
   // The ops freed by the event just handled enter the queue.
   void lg_flush() {
     if (freed_.empty()) return;
-    if (freed_.size() > 1)
-      std::stable_sort(freed_.begin(), freed_.end(), [&](const Freed& a, const Freed& b) {
-        if (a.rank != b.rank) return a.rank < b.rank;
-        return lg_class(op(prog(a.rank), a.op).kind()) < lg_class(op(prog(b.rank), b.op).kind());
-      });
+    // Stable: a handful of ops, most often of one rank and in order, sorted by insertion.
+    auto cls = [&](const Freed& f) {
+      return uint64_t{f.rank} << 2 | lg_class(op(prog(f.rank), f.op).kind());
+    };
+    if (freed_.size() > 32)
+      std::stable_sort(freed_.begin(), freed_.end(),
+                       [&](const Freed& a, const Freed& b) { return cls(a) < cls(b); });
+    for (size_t a = 1; a < freed_.size() && freed_.size() <= 32; ++a) {
+      const Freed x = freed_[a];
+      const uint64_t kx = cls(x);
+      size_t b = a;
+      for (; b > 0 && cls(freed_[b - 1]) > kx; --b) freed_[b] = freed_[b - 1];
+      freed_[b] = x;
+    }
     for (const Freed& f : freed_) {
       const Program& p = prog(f.rank);
       const uint8_t unit = unit_of(p, f.op);
