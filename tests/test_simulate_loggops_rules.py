@@ -107,7 +107,7 @@ def test_every_algorithm_equals_the_reference(algo: str, P: int, n: int, params:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "algo,P,n,params", _cases([2, 5, 6, 12, 16, 17, 32], [0, 8, 1000, 65536], grid=True)
+    "algo,P,n,params", _cases([2, 5, 6, 12, 16, 17, 32], [0, 8, 1000], grid=True)
 )
 def test_every_algorithm_equals_the_reference_wide(algo: str, P: int, n: int, params: str) -> None:
     _check(algo, P, n, params)
