@@ -9,16 +9,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, TypeVar
 
 from collkit import placement, units
 from collkit.algorithms import Algorithm
 from collkit.collectives import ROOTED, count_unit
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.placement import Placement
+
+if TYPE_CHECKING:  # rich is imported when a command prints a table: a run starts faster
+    from rich.console import Console
+    from rich.table import Table
 
 MAX_P = 1 << 31
 MAX_COUNT = 1 << 48  # the core's largest buffer, in elements
@@ -391,6 +392,8 @@ def output_dir(text: str, what: str) -> Path:
 
 def table(title: str) -> Table:
     """A table for console(): ruled on a terminal, plain columns when piped."""
+    from rich.table import Table
+
     if sys.stdout.isatty():
         return Table(title=title)
     return Table(title=title, box=None, title_justify="left")
@@ -399,6 +402,8 @@ def table(title: str) -> Table:
 def console() -> Console:
     """Where the commands print: no highlighter (it crawls over long texts); when stdout is not a
     terminal, plain text as wide as it needs (a pipe gets whole names, not 80-column folds)."""
+    from rich.console import Console
+
     if sys.stdout.isatty():
         return Console(highlight=False)
     return Console(highlight=False, width=100_000, no_color=True, soft_wrap=True)
