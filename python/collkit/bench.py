@@ -1,6 +1,6 @@
 """Benchmark campaigns over a real MPI: for each P, algorithm and size, one row of statistics.
 
-A campaign runs the driver (`collkit_bench`, built once per MPI by collkit.mpirun) once per
+A campaign runs the driver (`collkit_bench`, built once per MPI by collkit.mpi.programs) once per
 (P, algorithm) with the sizes still missing, reads the rows it prints as they come, and appends
 each to the results file at once: an interrupted campaign loses at most the row in flight, and a
 rerun measures only what is missing.
@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collkit.algorithms import Algorithm
+from collkit.algorithms import Algorithm, parse_row_name
 from collkit.collectives import COLLECTIVES, REDUCTIONS, collective
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
-from collkit.mpirun import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
+from collkit.mpi import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
 from collkit.results import STAT_FIELDS, ResultStore, Row
 
 DATATYPES = {"double": 8, "float": 4, "int": 4, "char": 1}
@@ -86,10 +86,14 @@ class Campaign:
         self.algorithms = [self.normalize(a) for a in self.algorithms]
 
     def normalize(self, name: str) -> str:
-        """'rd' -> 'allreduce:rd'; checks collkit names against the registry."""
-        if name == "native" or name.startswith(("mpich:", "ompi:")):
-            return name
-        full = name if ":" in name else f"{self.collective}:{name}"
+        """'rd' -> 'allreduce:rd'; checks collkit names against the registry. `native` and an
+        MPI's own algorithms (mpich:ring) stay as they are (the one grammar's row names)."""
+        full = name if ":" in name or name.strip() == "native" else f"{self.collective}:{name}"
+        row = parse_row_name(full)  # AlgorithmNameError with a caret
+        if row.kind == "mpi":
+            return f"{row.impl}:{row.algorithm}"
+        if row.kind == "native" and row.collective in (None, self.collective):
+            return "native"
         algo = Algorithm(full)  # raises AlgorithmNameError with a caret
         if algo.collective != self.collective:
             raise InvalidArgumentError(
@@ -108,7 +112,7 @@ def run_campaign(
     c: Campaign, mpi: MPI, store: ResultStore, progress: ProgressFn | None = None
 ) -> list[Row]:
     """Measures every row of the campaign not yet in `store`; returns the rows it added."""
-    bindir = build(mpi)
+    bindir = build(mpi, ["collkit_bench"])
     machine = machine_name()
     added: list[Row] = []
     for P, place in itertools.product(c.P, c.placements):
@@ -116,7 +120,7 @@ def run_campaign(
         for algo in c.algorithms:
             force: dict[str, str] = {}
             driver_algo = algo
-            if algo.startswith(("mpich:", "ompi:")):
+            if parse_row_name(algo).kind == "mpi":
                 force = mpi.force_env(c.collective, algo)
                 driver_algo = "native"
             env, settings = launch_env(mpi, P, {**c.extra_env, **force}, hosts=c.hosts)
@@ -251,7 +255,7 @@ def run_multicast(
     """The multicast benchmark of seed 002 §5.1: JSON records per (mode, b), then the fits."""
     if P < 2:
         raise InvalidArgumentError("the multicast benchmark needs P >= 2")
-    bindir = build(mpi)
+    bindir = build(mpi, ["collkit_multicast"])
     env, _ = launch_env(mpi, P)
     cmd = launch_command(
         mpi,

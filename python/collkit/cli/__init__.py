@@ -30,6 +30,19 @@ COMMANDS = [
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
+def version() -> str:
+    """The installed collkit's version (its package metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as _version
+
+    try:
+        return _version("collkit")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        from collkit import __version__
+
+        return f"{__version__} (source tree)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="collkit",
@@ -37,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Algorithm names: COLLECTIVE:ALGO[(ARGS)], e.g. allreduce:rd, "
         "allreduce:rm(a8,a4), alltoall:bruck(r=4). `collkit algorithms` lists them.",
     )
+    parser.add_argument("--version", action="version", version=f"collkit {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         mod = importlib.import_module(f"collkit.cli.{name}")

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     )
     step(
         "simulate",
-        "5. Simulated under the pipelining postal model (seed 002's parameters), with a timeline",
+        "5. Simulated under the pipelining postal model (Ruefenacht et al. 2017's parameters), with a timeline",
         lambda: _run(
             console,
             [
@@ -147,7 +147,7 @@ def _tune(console: Console, out: Path, quick: bool) -> int:
     import subprocess
 
     from collkit.errors import CollkitError
-    from collkit.mpirun import find_mpi, launch_command, launch_env, source_dir
+    from collkit.mpi import find_mpi, launch_command, launch_env, source_dir
 
     tuned = out / "tune"
     code = _run(

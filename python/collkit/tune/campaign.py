@@ -17,7 +17,7 @@ from collkit.analysis.recmult.rank import rank_schedules
 from collkit.bench import DATATYPES, Campaign, machine_name, run_campaign
 from collkit.collectives import REDUCTIONS
 from collkit.errors import CollkitError, InvalidArgumentError
-from collkit.mpirun import MPI
+from collkit.mpi import MPI
 from collkit.results import ResultStore, Row
 
 # The model that ranks `rm` schedules for the campaign (seed 002's ARCHER-like ratio); only the

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collkit.algorithms import is_mpi_algorithm
 from collkit.results import Row
 from collkit.tune.table import Rule
-
-MPI_PREFIXES = ("mpich:", "ompi:")
 
 
 @dataclass
@@ -85,7 +84,7 @@ def choose(rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0) -
     out: list[Choice] = []
     for (coll, P, nbytes, source), rs in sorted(groups.items()):
         if source == "simulated":
-            sim = [r for r in rs if not r.algorithm.startswith(MPI_PREFIXES)]
+            sim = [r for r in rs if not is_mpi_algorithm(r.algorithm)]
             if not sim:
                 continue
             best = min(sim, key=lambda r: r.median)
@@ -110,8 +109,8 @@ def choose(rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0) -
             compare(r.algorithm, r.samples, native.samples) for r in rs if r.algorithm != "native"
         ]
         wins = [c for c in comps if is_win(c, alpha, min_gain)]
-        own = [c for c in wins if not c.algorithm.startswith(MPI_PREFIXES)]
-        forced = [c for c in wins if c.algorithm.startswith(MPI_PREFIXES)]
+        own = [c for c in wins if not is_mpi_algorithm(c.algorithm)]
+        forced = [c for c in wins if is_mpi_algorithm(c.algorithm)]
         out.append(
             Choice(
                 coll,
