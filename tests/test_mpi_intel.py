@@ -42,6 +42,8 @@ def test_intel_mpi_is_detected(impi: MPI) -> None:
     assert impi.native_algorithms("allreduce")[:2] == ["impi:recursive_doubling", "impi:rabenseifner"]
 
 
+# Slow: collkit's MPI programs are built once more, for Intel MPI (a few minutes on 2 cores).
+@pytest.mark.slow
 def test_rows_of_forced_intel_algorithms(
     impi: MPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -60,6 +62,7 @@ def test_rows_of_forced_intel_algorithms(
     assert all(r["mpi"].startswith("Intel MPI") and r["valid"] is True for r in rows), rows
 
 
+@pytest.mark.slow
 def test_collkit_matches_intel_mpi_under_each_forced_allreduce(impi: MPI) -> None:
     bindir = build(impi, ["collkit_conformance"])
     for algo in ALGORITHMS["allreduce"]:
@@ -73,6 +76,7 @@ def test_collkit_matches_intel_mpi_under_each_forced_allreduce(impi: MPI) -> Non
         assert r.returncode == 0 and "failures=0" in r.stdout, (algo, r.stdout[-2000:], r.stderr)
 
 
+@pytest.mark.slow
 def test_tuning_file_is_read_by_intel_mpi(impi: MPI, tmp_path: Path) -> None:
     win = Comparison("impi:ring", 1.0, 2.0, 2.0, 1e-9, (1.8, 2.2))
     text = tuning_env([Choice("allreduce", 3, 8, "measured", None, win, [win])], "test")
