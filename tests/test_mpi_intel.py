@@ -39,7 +39,10 @@ def impi() -> MPI:
 def test_intel_mpi_is_detected(impi: MPI) -> None:
     assert impi.version.startswith("Intel MPI 2021"), impi.version
     assert impi.reason == "--mpiexec"
-    assert impi.native_algorithms("allreduce")[:2] == ["impi:recursive_doubling", "impi:rabenseifner"]
+    assert impi.native_algorithms("allreduce")[:2] == [
+        "impi:recursive_doubling",
+        "impi:rabenseifner",
+    ]
 
 
 # Slow: collkit's MPI programs are built once more, for Intel MPI (a few minutes on 2 cores).

@@ -4,7 +4,7 @@ algorithms forced one at a time, in one table and one results file.
   collkit bench allreduce --algos rd,native -P 4 --sizes 8B..1MiB
   collkit bench allreduce --algos rd,native,mpich:ring,mpich:recursive_doubling -P 2,4,8
   collkit bench allreduce --algos rd,native,all-mpi -P 4      # every algorithm of this MPI
-  collkit bench multicast -P 4                                # alpha_p, alpha_r (Ruefenacht et al. 2017 §5.1)
+  collkit bench multicast -P 4          # alpha_p, alpha_r (Ruefenacht et al. 2017 §5.1)
 
 -P is the process counts as in every collkit command (-np is the same option, as in mpiexec).
 Sizes are bytes per rank and must be whole elements of the datatype (8, 16, ... for double).
@@ -15,6 +15,10 @@ environment with the PyPI `mpich` wheel), else the `mpich` wheel of this Python 
 (docs/mpi.md). The first line says which MPI was chosen and why. collkit's MPI programs are built
 for it once, into ~/.cache/collkit (COLLKIT_CACHE): cmake and a C++ compiler must be there.
 
+Native and the collkit algorithms are measured interleaved in one job (--rounds rounds, native
+re-measured around every candidate, a core-to-core probe around every block, the load in every
+row: docs/tuning.md); --no-interleave measures them one job after another.
+
 Each row is appended to OUT.jsonl the moment it is measured (OUT.csv is written at the end);
 rerunning the same command skips rows already there, so an interrupted campaign resumes.
 Oversubscribed runs (more ranks than cores) get MPICH's throttled progress or Open MPI's
@@ -24,7 +28,9 @@ yield-when-idle unless the environment already sets them; the settings go into e
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from collkit.algorithms import parse_row_name
@@ -39,8 +45,9 @@ from collkit.cli._common import (
     table,
 )
 from collkit.collectives import COLLECTIVES, ROOTED
+from collkit.drift import rounds_won
 from collkit.errors import InvalidArgumentError
-from collkit.mpi import MPI, build, find_mpi
+from collkit.mpi import MPI, PROGRAMS, build, find_mpi
 from collkit.results import ResultStore, Row
 
 NAME = "bench"
@@ -106,6 +113,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="synchronise iterations with a barrier or a start window (ReproMPI)",
     )
     p.add_argument("--max-ms", type=int, default=2000, help="time budget per row (default 2000)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds per size: the iterations split into blocks, native re-measured around "
+        "every candidate in each round (default 3)",
+    )
+    p.add_argument(
+        "--no-interleave",
+        action="store_true",
+        help="one job per algorithm, measured one after another (drift then hits them unequally)",
+    )
     p.add_argument("--no-validate", action="store_true", help="skip checking results vs native")
     p.add_argument("--raw", action="store_true", help="keep every sample in the JSON lines")
     p.add_argument(
@@ -149,12 +168,17 @@ def _print_table(rows: list[Row]) -> None:
         "max",
         "iters",
         "valid",
+        "load",
+        "probe ns",
+        "beat native",
     ):
         t.add_column(col, justify="left" if col == "algorithm" else "right", no_wrap=True)
     for r in sorted(rows, key=lambda r: (r.P, r.bytes, r.algorithm)):
         if r.error:
-            t.add_row(r.algorithm, str(r.P), str(r.bytes), f"[red]{r.error[:60]}[/red]", *[""] * 7)
+            t.add_row(r.algorithm, str(r.P), str(r.bytes), f"[red]{r.error[:60]}[/red]", *[""] * 10)
             continue
+        won = rounds_won(r) if r.interleaved and r.algorithm != "native" else []
+        beat = f"{sum(won)}/{len(won)} rounds" if won else ""
         t.add_row(
             r.algorithm,
             str(r.P),
@@ -162,8 +186,16 @@ def _print_table(rows: list[Row]) -> None:
             *(f"{getattr(r, k):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
             str(r.iterations),
             "" if r.valid is None else ("yes" if r.valid else "NO"),
+            "" if math.isnan(r.load_avg_1m) else f"{r.load_avg_1m:.1f}",
+            ""
+            if math.isnan(r.probe_rtt_ns_before)
+            else f"{r.probe_rtt_ns_before:.0f}/{r.probe_rtt_ns_after:.0f}",
+            "[yellow]suspect[/yellow]" if r.suspect else beat,
         )
     console().print(t)
+    for r in rows:
+        if r.suspect:
+            print(f"suspect: {r.algorithm} P={r.P} {r.bytes} B: {r.suspect}", file=sys.stderr)
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -178,7 +210,7 @@ def _check(args: argparse.Namespace) -> None:
         raise InvalidArgumentError(f"{args.collective} has no root (--root {args.root})")
 
 
-def _build(mpi: MPI, programs: list[str]) -> None:
+def _build(mpi: MPI, programs: Sequence[str] = PROGRAMS) -> None:
     """Build collkit's MPI programs (cached); a build (the first run) says so and shows a clock."""
     import threading
     import time
@@ -281,6 +313,8 @@ def run(args: argparse.Namespace) -> int:
         root=args.root,
         hosts=args.hosts,
         placements=[x.strip() for x in args.map_by.split(",")],
+        interleave=not args.no_interleave,
+        rounds=args.rounds,
     )
     elem = DATATYPES[campaign.datatype]
     for size in campaign.sizes:  # fail before measuring anything

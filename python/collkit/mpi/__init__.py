@@ -13,7 +13,6 @@ Two faces:
 from __future__ import annotations
 
 from collkit.mpi.base import MPI, PLACEMENTS
-from collkit.mpi.programs import PROGRAMS, MissingToolError, build, cache_root, source_dir
 from collkit.mpi.face import (
     Allgather,
     Allreduce,
@@ -32,6 +31,7 @@ from collkit.mpi.intel import IntelMpi
 from collkit.mpi.launch import allocation, cores, launch_command, launch_env, placement_args
 from collkit.mpi.mpich import Mpich
 from collkit.mpi.openmpi import OpenMpi
+from collkit.mpi.programs import PROGRAMS, MissingToolError, build, cache_root, source_dir
 
 __all__ = [
     "IMPLEMENTATIONS",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from collkit import cluster
 from collkit.mpi.base import MPI
 
 
@@ -24,6 +25,8 @@ def launch_command(
     mpi: MPI, np: int, program: list[str], *, hosts: str | None = None, map_by: str = ""
 ) -> list[str]:
     """The mpiexec command line for `np` ranks of `program`."""
+    if emulated := cluster.from_hostfile(hosts):  # `collkit cluster up`'s host file
+        return emulated.launch_command(mpi, np, program, map_by)
     cmd = [mpi.mpiexec, *mpi.launch_args, *mpi.placement_args(map_by)]
     if np > cores() and hosts is None:
         cmd += mpi.oversubscribe_args()
@@ -39,7 +42,11 @@ def launch_env(
     (it goes into the rows: settings change timings)."""
     env = dict(os.environ)
     added: dict[str, str] = {}
-    if np > cores() and hosts is None:
+    emulated = cluster.from_hostfile(hosts)  # `collkit cluster up`'s host file, or None
+    if emulated:
+        added.update({k: v for k, v in emulated.launch_env(mpi).items() if k not in env})
+    # An emulated cluster's nodes share this machine's cores: its ranks can oversubscribe them.
+    if np > cores() and (hosts is None or emulated):
         for k, v in mpi.oversubscribed_env.items():
             if k not in env:
                 added[k] = v
@@ -51,6 +58,8 @@ def launch_env(
 
 
 def allocation(np: int, hosts: str | None = None) -> str:
+    if emulated := cluster.from_hostfile(hosts):
+        return emulated.allocation(np)
     if hosts:
         return f"{np} ranks from hostfile {Path(hosts).name}"
     over = " (oversubscribed)" if np > cores() else ""

@@ -26,6 +26,7 @@ from collkit.mpi.base import MPI
 PROGRAMS = (
     "collkit_bench",
     "collkit_multicast",
+    "collkit_calibrate",
     "collkit_check_alltoall",
     "collkit_conformance",
     "collkit_pmpi_overhead",
