@@ -432,8 +432,8 @@ def test_tune_from_the_simulator_marks_rows_simulated(tmp_path: Path) -> None:
     assert not (out / "mpich-selection.json").exists()
     # Intel MPI's variables: its algorithm of each winner's family (the registry's equivalents).
     lines = [x for x in (out / "impi-tuning.env").read_text().splitlines() if x[:1] != "#"]
-    assert lines and all(re.fullmatch(r'I_MPI_ADJUST_ALLTOALL="\d+:\d+-\d+@64-64(;\d+:\d+-\d+@64-64)*"', x)
-               for x in lines), lines  # fmt: skip
+    rng = r"\d+:\d+-\d+@64-64"
+    assert lines and all(re.fullmatch(f'I_MPI_ADJUST_ALLTOALL="{rng}(;{rng})*"', x) for x in lines)
 
 
 def test_multi_stage_rm_names_reach_the_driver_whole(
