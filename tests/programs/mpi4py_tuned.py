@@ -12,7 +12,7 @@ import numpy as np
 from mpi4py import MPI
 
 import collkit.mpi as ckm
-from collkit.errors import CollkitError
+from collkit.errors import AlgorithmNameError, CollkitError
 
 comm = MPI.COMM_WORLD
 P, rank = comm.Get_size(), comm.Get_rank()
@@ -20,15 +20,17 @@ x = np.arange(5, dtype="d") + rank
 y = np.empty_like(x)
 
 # A collkit error is a Python exception with collkit's message, on every rank alike.
-for name, words in [
-    ("allreduce:nope", "unknown algorithm"),
-    ("bcast:binomial", "bcast"),
-    ("allreduce:rm(", "expected"),
+# A malformed name is refused before any call (AlgorithmNameError, with a caret); the rest by
+# the C API, whose message becomes a CollkitMPIError.
+for name, words, kind in [
+    ("allreduce:nope", "unknown algorithm", ckm.CollkitMPIError),
+    ("bcast:binomial", "bcast", ckm.CollkitMPIError),
+    ("allreduce:rm(", "expected", AlgorithmNameError),
 ]:
     try:
         ckm.Allreduce(comm, x, y, MPI.SUM, algorithm=name)
     except CollkitError as e:
-        assert isinstance(e, ckm.CollkitMPIError), type(e)
+        assert isinstance(e, kind), (name, type(e))
         assert words in str(e), str(e)
     else:
         raise AssertionError(f"{name}: no error")

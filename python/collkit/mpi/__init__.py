@@ -24,6 +24,7 @@ from collkit.mpi.face import (
     Reduce,
     Reduce_scatter_block,
     Scatter,
+    routed_calls,
     tuned,
 )
 from collkit.mpi.find import IMPLEMENTATIONS, find_mpi, implementation
@@ -61,6 +62,7 @@ __all__ = [
     "launch_command",
     "launch_env",
     "placement_args",
+    "routed_calls",
     "source_dir",
     "tuned",
 ]
