@@ -31,7 +31,7 @@ from pathlib import Path
 from collkit import cluster
 from collkit.bench import machine_name
 from collkit.cli.bench import parse_sizes
-from collkit.mpirun import MPI, build, find_mpi, launch_command, launch_env
+from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

@@ -156,7 +156,7 @@ def measure_section(
     try:
         bench = importlib.import_module("collkit.bench")
         results = importlib.import_module("collkit.results")
-        mpirun = importlib.import_module("collkit.mpirun")
+        mpirun = importlib.import_module("collkit.mpi")
     except ImportError:
         return [
             "## Measurement",

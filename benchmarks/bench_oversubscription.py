@@ -21,7 +21,7 @@ from pathlib import Path
 
 from collkit.bench import machine_name
 from collkit.errors import CollkitError
-from collkit.mpirun import MPI, build, cores, find_mpi, launch_command, launch_env
+from collkit.mpi import MPI, build, cores, find_mpi, launch_command, launch_env
 
 THROTTLE = {
     "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",

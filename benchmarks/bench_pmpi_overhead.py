@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.mpirun import build, find_mpi, launch_command, launch_env
+from collkit.mpi import build, find_mpi, launch_command, launch_env
 
 OUT = Path(__file__).resolve().parent / "results" / "pmpi_overhead.md"
 

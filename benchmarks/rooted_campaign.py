@@ -38,7 +38,7 @@ SIM_P = [2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 5
 
 def measure(args: argparse.Namespace) -> None:
     from collkit.bench import Campaign, run_campaign
-    from collkit.mpirun import find_mpi
+    from collkit.mpi import find_mpi
     from collkit.results import ResultStore
 
     mpi = find_mpi()

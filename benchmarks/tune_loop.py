@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.mpirun import find_mpi, launch_command, launch_env, source_dir
+from collkit.mpi import find_mpi, launch_command, launch_env, source_dir
 
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "tune_loop.md"

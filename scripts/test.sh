@@ -29,6 +29,22 @@ if ! .venv/bin/python -c "import mpi4py" 2>/dev/null; then
   MPICC="$PWD/.venv/bin/mpicc" .venv/bin/python -m pip install -q --no-binary mpi4py mpi4py \
     || echo "   (could not build mpi4py: its test will be skipped)"
 fi
+# mpi4py for Debian's Open MPI (tests/test_mpi4py_face.py): mpi4py >= 4.1's binary wheels carry an
+# Open MPI build beside the MPICH one (chosen with MPI4PY_MPIABI=openmpi), kept apart from the
+# venv's own mpi4py, which is built against the pip MPICH. Best effort: else skipped with a reason.
+if command -v mpicxx.openmpi >/dev/null 2>&1 && [ ! -f .venv/mpi4py-openmpi/mpi4py/__init__.py ]; then
+  echo "== installing a binary mpi4py for the Open MPI tests"
+  .venv/bin/python -m pip install -q --no-deps --only-binary mpi4py --target .venv/mpi4py-openmpi \
+    "mpi4py>=4.1" || echo "   (could not install it: the Open MPI mpi4py tests will be skipped)"
+fi
+# Intel MPI from PyPI, for its tests (tests/test_mpi_intel.py), in an environment of its own (its
+# mpiexec must not shadow the wheel's). 2021.14: the newest, 2021.19, requires libfabric>=2.6,
+# which pip finds no distribution of. Best effort: else its tests are skipped with a reason.
+if [ ! -x .venv/impi/bin/mpiexec ]; then
+  echo "== installing Intel MPI (impi-rt, impi-devel) for its tests"
+  (python3 -m venv .venv/impi && .venv/impi/bin/python -m pip install -q "impi-rt<2021.15" \
+    "impi-devel<2021.15") || echo "   (could not install Intel MPI: its tests will be skipped)"
+fi
 
 echo "== C++ core under ASan + UBSan"
 cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

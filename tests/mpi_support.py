@@ -11,18 +11,21 @@ from pathlib import Path
 import pytest
 
 from collkit.errors import UnsupportedError
-from collkit.mpirun import MPI, build, find_mpi, launch_command, launch_env
+from collkit.mpi import MPI, Mpich, OpenMpi, build, find_mpi, launch_command, launch_env
+from collkit.mpi.find import wheel_mpiexec
 
 # Launch timeout: a hang is a failure, never a stuck test run.
 TIMEOUT_S = 120
 
 
 def mpich_or_skip() -> MPI:
+    """The PyPI mpich wheel of this Python (the suite's default MPI)."""
+    wheel = wheel_mpiexec()
     try:
-        mpi = find_mpi()
+        mpi = find_mpi(str(wheel) if wheel else None)
     except UnsupportedError as e:
         pytest.skip(f"no MPI: {e}")
-    if mpi.kind != "mpich":
+    if not isinstance(mpi, Mpich):
         pytest.skip(f"the default MPI is {mpi.kind}, not the mpich wheel")
     return mpi
 
@@ -44,7 +47,7 @@ def openmpi_or_skip() -> MPI:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    if mpi.kind != "openmpi":
+    if not isinstance(mpi, OpenMpi):
         pytest.skip(f"{mpirun} is not Open MPI")
     return mpi
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collkit.mpirun import MPI
+from collkit.mpi import MPI
 from mpi_support import built, mpich_or_skip, run_program
 
 NAMES = [

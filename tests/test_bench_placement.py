@@ -10,13 +10,14 @@ import pytest
 from collkit import fit as F
 from collkit.bench import Campaign, run_campaign
 from collkit.errors import InvalidArgumentError, UnsupportedError
-from collkit.mpirun import MPI, launch_command, placement_args
+from collkit.mpi import MPI, Mpich, OpenMpi, launch_command, placement_args
 from collkit.results import ResultStore
 from mpi_support import mpich_or_skip
 
 
 def _mpi(kind: str) -> MPI:
-    return MPI(mpicxx="mpicxx", mpiexec="mpiexec", kind=kind, version=f"{kind} test")
+    cls = {"mpich": Mpich, "openmpi": OpenMpi}.get(kind, MPI)
+    return cls(mpicxx="mpicxx", mpiexec="mpiexec", version=f"{kind} test")
 
 
 def test_placement_arguments_per_mpi() -> None:

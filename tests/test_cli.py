@@ -33,7 +33,7 @@ def test_algorithms_lists_rd_with_cost() -> None:
     code, out = run("algorithms", "allreduce")
     assert code == 0 and "allreduce:rd" in out
     code, out = run("algorithms", "allreduce:rd")
-    assert code == 0 and "reference" in out and "seed 002" in out
+    assert code == 0 and "reference" in out and "Ruefenacht et al. 2017" in out
     code, out = run("algorithms", "--json")
     assert code == 0 and '"name": "allreduce:rd"' in out
 

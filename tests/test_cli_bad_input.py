@@ -268,7 +268,7 @@ def test_bench_says_it_is_building(
 ) -> None:
     # main: the first `collkit bench` compiled for minutes in silence
     from collkit.cli import bench as bench_cli
-    from collkit.mpirun import find_mpi
+    from collkit.mpi import find_mpi
 
     monkeypatch.setattr(bench_cli, "build", lambda mpi: time.sleep(1.5))
     bench_cli._build(find_mpi())

@@ -29,7 +29,7 @@ import pytest
 from collkit import cluster
 from collkit.cluster import Cluster
 from collkit.errors import InvalidArgumentError, UnsupportedError
-from collkit.mpirun import MPI, launch_command, launch_env, source_dir
+from collkit.mpi import MPI, Mpich, OpenMpi, launch_command, launch_env, source_dir
 from collkit.placement import Placement
 from collkit.results import read_jsonl
 from mpi_support import built, mpich_or_skip, openmpi_or_skip
@@ -45,7 +45,8 @@ SHAPES = [(2, ""), (4, ""), (4, "node"), (3, "")]
 
 
 def fake_mpi(kind: str) -> MPI:
-    return MPI(mpicxx="mpicxx", mpiexec=f"/usr/bin/mpiexec.{kind}", kind=kind, version=kind)
+    cls = {"mpich": Mpich, "openmpi": OpenMpi}.get(kind, MPI)
+    return cls(mpicxx="mpicxx", mpiexec=f"/usr/bin/mpiexec.{kind}", version=kind)
 
 
 # --- without root ---------------------------------------------------------------------------------

@@ -318,7 +318,7 @@ def test_a_saved_schedule_streams_with_its_placement(tmp_path: Path, suffix: str
 
 def test_bench_lists_split_at_top_level_commas_and_han_is_forced_by_priority() -> None:
     from collkit.cli._common import split_names
-    from collkit.mpirun import MPI
+    from collkit.mpi import OpenMpi
 
     assert split_names(
         "rd, allreduce:hier(intra=reduce:binomial,inter=allreduce:rm(a2,a2)),native"
@@ -327,7 +327,7 @@ def test_bench_lists_split_at_top_level_commas_and_han_is_forced_by_priority() -
         "allreduce:hier(intra=reduce:binomial,inter=allreduce:rm(a2,a2))",
         "native",
     ]
-    ompi = MPI(mpicxx="mpicxx", mpiexec="mpirun", kind="openmpi", version="Open MPI 4.1.4")
+    ompi = OpenMpi(mpicxx="mpicxx", mpiexec="mpirun", version="Open MPI 4.1.4")
     assert ompi.force_env("allreduce", "ompi:han") == {"OMPI_MCA_coll_han_priority": "100"}
     with pytest.raises(InvalidArgumentError):
         ompi.force_env("alltoall", "ompi:han")  # coll/han has no all-to-all

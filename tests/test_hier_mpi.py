@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from collkit.mpirun import MPI
+from collkit.mpi import MPI
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
 from test_mpi_conformance import summary
 from test_pmpi import PROGRAMS, collkit_run, launch, mpicc, outputs

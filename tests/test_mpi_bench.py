@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from collkit.bench import Campaign, run_campaign, run_multicast
 from collkit.cli import bench as bench_cli
 from collkit.errors import AlgorithmNameError, CollkitError, InvalidArgumentError
-from collkit.mpirun import MPI
+from collkit.mpi import MPI
 from collkit.results import ResultStore, read_jsonl
 from mpi_support import built, mpich_or_skip
 

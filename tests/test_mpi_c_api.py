@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from collkit.mpirun import MPI, launch_command, launch_env, source_dir
+from collkit.mpi import MPI, launch_command, launch_env, source_dir
 from mpi_support import TIMEOUT_S, built, mpich_or_skip
 
 

@@ -19,7 +19,7 @@ import pytest
 
 import collkit
 from collkit.collectives import COLLECTIVES
-from collkit.mpirun import MPI
+from collkit.mpi import MPI
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
 
 

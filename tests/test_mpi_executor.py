@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from collkit.mpirun import MPI, MPICH_ALGORITHMS
+from collkit.mpi import MPI
+from collkit.mpi.mpich import ALGORITHMS as MPICH_ALGORITHMS
 from mpi_support import built, mpich_or_skip, run_program
 
 

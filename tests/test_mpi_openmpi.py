@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from collkit.mpirun import MPI, OPENMPI_ALGORITHMS
+from collkit.mpi import MPI
+from collkit.mpi.openmpi import ALGORITHMS as OPENMPI_ALGORITHMS
 from mpi_support import built, openmpi_or_skip, run_program
 
 

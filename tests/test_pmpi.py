@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collkit.mpirun import MPI, launch_command, launch_env
+from collkit.mpi import MPI, launch_command, launch_env
 from collkit.results import read_jsonl
 from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
 

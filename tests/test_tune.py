@@ -9,6 +9,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,18 +20,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collkit.errors import InvalidArgumentError
-from collkit.mpirun import MPI, OPENMPI_ALGORITHMS
+from collkit.mpi import MPI
+from collkit.mpi.mpich import default_tree as mpich_default_tree
+from collkit.mpi.mpich import find_libmpi
+from collkit.mpi.mpich import selection_file as mpich_file
+from collkit.mpi.openmpi import ALGORITHMS as OPENMPI_ALGORITHMS
+from collkit.mpi.openmpi import rules_file as openmpi_rules
 from collkit.results import Row
 from collkit.tune import Choice, Comparison, choose, compare, rules, size_ranges, validate
 from collkit.tune import load as load_table
 from collkit.tune.campaign import candidates
-from collkit.tune.mpi_files import (
-    equivalent,
-    find_libmpi,
-    mpich_default_tree,
-    mpich_file,
-    openmpi_rules,
-)
+from collkit.tune.families import equivalent
 from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
 from test_pmpi import launch, mpicc
 
@@ -105,8 +105,8 @@ def test_candidates_are_the_registry_with_grids() -> None:
     assert "alltoall:pairwise" in c
     rm = [x for x in candidates("allreduce", 8, top_k=2) if x.startswith("allreduce:rm")]
     assert len(rm) == 2
-    assert equivalent("allreduce", "allreduce:ring", "ompi:") == "ompi:ring"
-    assert equivalent("alltoall", "alltoall:bruck(r=3)", "mpich:") == "mpich:brucks"
+    assert equivalent("allreduce", "allreduce:ring", "ompi") == "ompi:ring"
+    assert equivalent("alltoall", "alltoall:bruck(r=3)", "mpich") == "mpich:brucks"
 
 
 # ---- the table's schema -------------------------------------------------------------------------
@@ -430,6 +430,10 @@ def test_tune_from_the_simulator_marks_rows_simulated(tmp_path: Path) -> None:
     assert table.rules and all(x.source == "simulated" for x in table.rules)
     assert all(x.algorithm.startswith("alltoall:") for x in table.rules)
     assert not (out / "mpich-selection.json").exists()
+    # Intel MPI's variables: its algorithm of each winner's family (the registry's equivalents).
+    lines = [x for x in (out / "impi-tuning.env").read_text().splitlines() if x[:1] != "#"]
+    rng = r"\d+:\d+-\d+@64-64"
+    assert lines and all(re.fullmatch(f'I_MPI_ADJUST_ALLTOALL="{rng}(;{rng})*"', x) for x in lines)
 
 
 def test_multi_stage_rm_names_reach_the_driver_whole(

@@ -173,6 +173,66 @@ ParsedName parse_name(std::string_view text) {
   return NameParser(text).parse();
 }
 
+namespace {
+constexpr std::string_view kMpiImpls[] = {"mpich", "ompi", "impi"};
+}
+
+std::string_view mpi_impl_names() {
+  return "mpich, ompi, impi";
+}
+
+bool is_mpi_impl(std::string_view impl) {
+  for (auto i : kMpiImpls)
+    if (i == impl) return true;
+  return false;
+}
+
+RowName parse_row_name(std::string_view text) {
+  if (text.size() > 4096) fail(ErrorKind::name, "algorithm name longer than 4096 characters");
+  size_t b = 0, e = text.size();
+  while (b < e && (text[b] == ' ' || text[b] == '\t')) ++b;
+  while (e > b && (text[e - 1] == ' ' || text[e - 1] == '\t')) --e;
+  const std::string_view t = text.substr(b, e - b);
+  RowName out;
+  if (t == "native") {
+    out.kind = RowName::Kind::native;
+    out.algorithm = "native";
+    return out;
+  }
+  size_t i = 0;
+  while (i < t.size() && is_ident_char(t[i])) ++i;
+  if (i > 0 && is_mpi_impl(t.substr(0, i))) {
+    out.kind = RowName::Kind::mpi;
+    out.impl = std::string(t.substr(0, i));
+    size_t j = i;
+    while (j < t.size() && (t[j] == ' ' || t[j] == '\t')) ++j;
+    if (j >= t.size() || t[j] != ':')
+      fail_at(ErrorKind::name, text, b + j,
+              "expected ':' between the MPI and its algorithm, as in " + out.impl + ":ring");
+    ++j;
+    while (j < t.size() && (t[j] == ' ' || t[j] == '\t')) ++j;
+    if (j >= t.size() || !is_ident_start(t[j]))
+      fail_at(ErrorKind::name, text, b + j, "expected an algorithm of " + out.impl + " after ':'");
+    const size_t a = j;
+    while (j < t.size() && is_ident_char(t[j])) ++j;
+    out.algorithm = std::string(t.substr(a, j - a));
+    if (j < t.size())
+      fail_at(ErrorKind::name, text, b + j,
+              t[j] == '(' ? "an MPI's own algorithm takes no arguments"
+                          : "unexpected character after the name");
+    return out;
+  }
+  out.parsed = parse_name(text);
+  out.has_collective = true;
+  out.algorithm = out.parsed.algorithm;
+  if (out.parsed.algorithm == "native") {
+    if (!out.parsed.args.empty())
+      fail_at(ErrorKind::name, text, out.parsed.algo_pos, "native takes no arguments");
+    out.kind = RowName::Kind::native;
+  }
+  return out;
+}
+
 int64_t parse_size(std::string_view text) {
   std::string_view t = text;
   while (!t.empty() && t.front() == ' ') t.remove_prefix(1);

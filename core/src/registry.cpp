@@ -137,6 +137,9 @@ Registrar::Registrar(AlgorithmSpec spec) {
   for (const auto& s : registry())
     if (s->collective == spec.collective && s->name == spec.name)
       throw std::logic_error("algorithm registered twice: " + spec.name);
+  for (const auto& e : spec.mpi_equivalents)
+    if (parse_row_name(e).kind != RowName::Kind::mpi)
+      throw std::logic_error(spec.name + ": MPI equivalent '" + e + "' is not impl:algo");
   registry().push_back(std::make_unique<AlgorithmSpec>(std::move(spec)));
 }
 

@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from collkit import _core, units
 from collkit.errors import AlgorithmNameError, InvalidArgumentError
@@ -18,12 +19,14 @@ from collkit.schedule import RankProgram, Schedule
 __all__ = [
     "Algorithm",
     "RankProgram",
+    "RowName",
     "Schedule",
     "algorithms",
     "format_size",
     "generate",
     "generate_rank",
     "parse_name",
+    "parse_row_name",
     "parse_size",
 ]
 
@@ -199,6 +202,40 @@ def parse_name(name: str) -> dict[str, Any]:
     """Parse an algorithm name without resolving it: collective, algorithm, (key, value) args."""
     result: dict[str, Any] = _core.parse_name(name)
     return result
+
+
+@dataclass(frozen=True)
+class RowName:
+    """What a result row, `bench --algos` or a tuning table names (the one grammar's row_name,
+    core/include/collkit/name.hpp): a collkit algorithm, `native` (the MPI's own collective) or
+    one of an MPI's own algorithms forced (`impl:algo`: mpich:ring, ompi:ring, impi:ring).
+
+    >>> parse_row_name("ompi:ring")
+    RowName(kind='mpi', impl='ompi', algorithm='ring', collective=None)
+    >>> parse_row_name("allreduce:native").kind, parse_row_name("allreduce:rm(a4)").algorithm
+    ('native', 'rm')
+    """
+
+    kind: Literal["collkit", "native", "mpi"]
+    impl: str  # mpi: mpich, ompi or impi; else ""
+    algorithm: str  # mpi: the MPI's algorithm; collkit: the registry name; native: "native"
+    collective: str | None  # as written (None for `native` and `impl:algo`)
+
+
+def parse_row_name(name: str) -> RowName:
+    """Parse a row name; AlgorithmNameError with a caret if it is none (not resolved against
+    the registry: Algorithm(name) does that)."""
+    d = _core.parse_row_name(name)
+    return RowName(d["kind"], d["impl"], d["algorithm"], d["collective"])
+
+
+def is_mpi_algorithm(name: str) -> bool:
+    """Whether `name` is one of an MPI's own algorithms (impl:algo); False for anything else,
+    malformed names included."""
+    try:
+        return parse_row_name(name).kind == "mpi"
+    except AlgorithmNameError:
+        return False
 
 
 def parse_size(text: str) -> int:

@@ -1,6 +1,6 @@
 """Benchmark campaigns over a real MPI: for each P, algorithm and size, one row of statistics.
 
-A campaign runs the driver (`collkit_bench`, built once per MPI by collkit.mpirun) once per
+A campaign runs the driver (`collkit_bench`, built once per MPI by collkit.mpi.programs) once per
 (P, algorithm) with the sizes still missing, reads the rows it prints as they come, and appends
 each to the results file at once: an interrupted campaign loses at most the row in flight, and a
 rerun measures only what is missing.
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from collkit.algorithms import Algorithm
+from collkit.algorithms import Algorithm, parse_row_name
 from collkit.collectives import COLLECTIVES, REDUCTIONS, collective
 from collkit.drift import Block, attach_rounds, load_avg_1m, suspect_reason
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
-from collkit.mpirun import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
+from collkit.mpi import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
 from collkit.results import STAT_FIELDS, ResultStore, Row
 
 if TYPE_CHECKING:
@@ -98,10 +98,14 @@ class Campaign:
         self.algorithms = [self.normalize(a) for a in self.algorithms]
 
     def normalize(self, name: str) -> str:
-        """'rd' -> 'allreduce:rd'; checks collkit names against the registry."""
-        if name == "native" or name.startswith(("mpich:", "ompi:")):
-            return name
-        full = name if ":" in name else f"{self.collective}:{name}"
+        """'rd' -> 'allreduce:rd'; checks collkit names against the registry. `native` and an
+        MPI's own algorithms (mpich:ring) stay as they are (the one grammar's row names)."""
+        full = name if ":" in name or name.strip() == "native" else f"{self.collective}:{name}"
+        row = parse_row_name(full)  # AlgorithmNameError with a caret
+        if row.kind == "mpi":
+            return f"{row.impl}:{row.algorithm}"
+        if row.kind == "native" and row.collective in (None, self.collective):
+            return "native"
         algo = Algorithm(full)  # raises AlgorithmNameError with a caret
         if algo.collective != self.collective:
             raise InvalidArgumentError(
@@ -120,7 +124,7 @@ def _jobs(c: Campaign) -> list[tuple[list[str], bool]]:
     """The driver runs of one (P, placement): (algorithms, interleaved). Interleaved: native and
     every collkit candidate in one job. The MPI's own algorithms are forced through the
     environment for a whole job, so each is a job of its own, not interleaved with native."""
-    forced = [a for a in c.algorithms if a.startswith(("mpich:", "ompi:"))]
+    forced = [a for a in c.algorithms if parse_row_name(a).kind == "mpi"]
     own = [a for a in c.algorithms if a not in forced]
     if not c.interleave:
         return [([a], False) for a in c.algorithms]
@@ -132,7 +136,7 @@ def run_campaign(
     c: Campaign, mpi: MPI, store: ResultStore, progress: ProgressFn | None = None
 ) -> list[Row]:
     """Measures every row of the campaign not yet in `store`; returns the rows it added."""
-    bindir = build(mpi)
+    bindir = build(mpi, ["collkit_bench"])
     machine = machine_name()
     added: list[Row] = []
     for P, place in itertools.product(c.P, c.placements):
@@ -140,7 +144,7 @@ def run_campaign(
         for algos, interleaved in _jobs(c):
             force: dict[str, str] = {}
             driver_algos = list(algos)
-            if algos[0].startswith(("mpich:", "ompi:")):
+            if parse_row_name(algos[0]).kind == "mpi":
                 force = mpi.force_env(c.collective, algos[0])
                 driver_algos = ["native"]
             elif interleaved and "native" not in algos:
@@ -299,7 +303,7 @@ def run_multicast(
     """The multicast benchmark of seed 002 §5.1: JSON records per (mode, b), then the fits."""
     if P < 2:
         raise InvalidArgumentError("the multicast benchmark needs P >= 2")
-    bindir = build(mpi)
+    bindir = build(mpi, ["collkit_multicast"])
     env, _ = launch_env(mpi, P)
     cmd = launch_command(
         mpi,

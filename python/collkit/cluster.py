@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING
 
 from collkit.errors import InvalidArgumentError, UnsupportedError
 
-if TYPE_CHECKING:  # collkit.mpirun imports this module
-    from collkit.mpirun import MPI
+if TYPE_CHECKING:  # collkit.mpi.launch imports this module
+    from collkit.mpi import MPI
 
 PREFIX = "collkit-"
 STATE_ROOT = Path("/run/collkit")
@@ -341,7 +341,7 @@ class Cluster:
         """mpiexec in the head namespace, launching through the agent onto the nodes. The
         placement: nodes filled in turn, or round-robin with map_by "node"; no binding (the
         nodes share the machine's cores: two nodes binding rank 0 to core 0 would share it)."""
-        from collkit.mpirun import PLACEMENTS
+        from collkit.mpi import PLACEMENTS, Mpich, OpenMpi
 
         if map_by and map_by not in PLACEMENTS:
             raise InvalidArgumentError(
@@ -353,13 +353,13 @@ class Cluster:
             "ip", "netns", "exec", self.head_ns, "unshare", "--uts",
             "sh", "-c", 'hostname head && exec "$@"', "sh",
         ]  # fmt: skip
-        if mpi.kind == "mpich":
+        if isinstance(mpi, Mpich):
             hosts = names if order == "round_robin" else [f"{h}:{rpn}" for h in names]
             args = [
                 "-launcher", "ssh", "-launcher-exec", str(self.agent),
                 "-hosts", ",".join(hosts), "-iface", BRIDGE,
             ]  # fmt: skip
-        elif mpi.kind == "openmpi":
+        elif isinstance(mpi, OpenMpi):
             subnet = f"{SUBNET}.0/24"
             args = [
                 "--mca", "plm_rsh_agent", str(self.agent),
@@ -379,7 +379,9 @@ class Cluster:
         by host name, so by itself it would reach the other "nodes" through shared memory
         (sysv, cma): `^sm` leaves it TCP (and self), through the bridge. Open MPI's TCP and
         shared-memory components go by node, as the launcher told them."""
-        return {"UCX_TLS": "^sm"} if mpi.kind == "mpich" else {}
+        from collkit.mpi import Mpich
+
+        return {"UCX_TLS": "^sm"} if isinstance(mpi, Mpich) else {}
 
     def packets(self, node: int) -> tuple[int, int]:
         """Packets (from the node, to the node) through its link so far: what crossed the

@@ -541,7 +541,7 @@ def run_kernel(
     n: int = 8,
 ) -> list[dict[str, Any]]:
     """Runs collkit_calibrate on two ranks (one per host with `hosts`) and returns its records."""
-    from collkit.mpirun import build, launch_command, launch_env
+    from collkit.mpi import build, launch_command, launch_env
 
     bindir = build(mpi)
     env, _ = launch_env(mpi, 2, hosts=hosts)
@@ -578,7 +578,7 @@ def calibrate(
     rounds: int = 3,
     command: str = "",
 ) -> Profile:
-    """Measure and fit a profile of `mpi` (collkit.mpirun.MPI) between two ranks: on this node,
+    """Measure and fit a profile of `mpi` (collkit.mpi.MPI) between two ranks: on this node,
     or on the first two hosts of the host file `hosts`."""
     from collkit.bench import machine_name, run_multicast
 

@@ -35,7 +35,7 @@ from collkit.results import Row
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from collkit.mpirun import MPI
+    from collkit.mpi import MPI
 
 __all__ = [
     "Case",
@@ -266,7 +266,7 @@ def measure(
     """Per (algorithm, bytes) the per-iteration times (µs, maximum over ranks) of all rounds:
     each round one run of the bench driver with every algorithm, size by size interleaved, the
     algorithm order rotated from round to round."""
-    from collkit.mpirun import build, launch_command, launch_env
+    from collkit.mpi import build, launch_command, launch_env
 
     bindir = build(mpi)
     env, _ = launch_env(mpi, P, hosts=hosts)
@@ -335,7 +335,7 @@ def validate(
 ) -> Validation:
     """Predict and measure every case (see the module's docstring)."""
     from collkit.bench import machine_name
-    from collkit.mpirun import allocation
+    from collkit.mpi import allocation
     from collkit.profile import machine_load
 
     if rounds < 1 or iterations < 1:

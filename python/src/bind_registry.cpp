@@ -60,6 +60,9 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
   d["phases"] = s.phases;
   d["cost"] = s.cost;
   d["reference"] = s.reference;
+  nb::list equivalents;
+  for (const auto& e : s.mpi_equivalents) equivalents.append(e);
+  d["mpi_equivalents"] = equivalents;
   nb::list params;
   for (const auto& p : s.params) {
     nb::dict pd;
@@ -168,6 +171,20 @@ void bind_registry(nb::module_& m) {
     d["args"] = args;
     return d;
   });
+  m.def("parse_row_name", [](nb::handle text) {
+    RowName r = parse_row_name(utf8(text, ErrorKind::name, "an algorithm name"));
+    nb::dict d;
+    d["kind"] = r.kind == RowName::Kind::collkit  ? "collkit"
+                : r.kind == RowName::Kind::native ? "native"
+                                                  : "mpi";
+    d["impl"] = r.impl;
+    d["algorithm"] = r.algorithm;
+    d["collective"] = r.has_collective
+                          ? nb::object(nb::str(std::string(to_string(r.parsed.collective)).c_str()))
+                          : nb::object(nb::none());
+    return d;
+  });
+  m.def("mpi_impls", [] { return std::string(mpi_impl_names()); });
   m.def("parse_size",
         [](nb::handle t) { return parse_size(utf8(t, ErrorKind::invalid_argument, "a size")); });
   m.def("format_size", &format_size);

@@ -58,6 +58,7 @@ const Registrar reg{{
               "blocks held to rank - z r^x and receives rank + z r^x's; rotate into place",
     .cost = "numC alpha + (P - 1) n beta",
     .reference = "Bruck et al., IEEE TPDS 8(11) 1997; MPICH MPIR_Allgather_intra_k_brucks",
+    .mpi_equivalents = {"mpich:brucks", "ompi:bruck", "impi:bruck"},
     .params = {{.name = "r",
                 .type = ParamType::integer,
                 .default_value = "2",

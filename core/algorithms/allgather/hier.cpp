@@ -9,7 +9,8 @@
 //               size; only the inter part crosses the network
 // Restrictions: needs the placement (--rpn, --order) with every node holding the same number of
 //               ranks (rpn divides P); any count; MPI_IN_PLACE.
-// Reference:    seed 003, future work (split the processes by node, then run within and across
+// Reference:    Fan & Kumar 2022, future work (split the processes by node, then run within and
+//               across
 //               nodes), applied to the allgather; the gather / allgather / bcast form of Open
 //               MPI coll/han's allgather (Luo et al., Cluster 2020)
 #include "../phases/compose.hpp"
@@ -92,7 +93,7 @@ const Registrar reg{{
               "order); bcast all P blocks within each node",
     .cost = "T_gather(q) + T_inter(N, q n) + T_bcast(q, P n), each part's cost at its group "
             "size; only the inter part crosses the network",
-    .reference = "seed 003, future work (split the processes by node, then run within and "
+    .reference = "Fan & Kumar 2022, future work (split the processes by node, then run within and "
                  "across nodes), applied to the allgather; the gather / allgather / bcast form "
                  "of Open MPI coll/han's allgather (Luo et al., Cluster 2020)",
     .params = {{.name = "gather",

@@ -111,6 +111,8 @@ const Registrar reg{{
     .cost = "lg P alpha + (P - 1) n beta",
     .reference = "MPICH MPIR_Allgather_intra_recursive_doubling; Thakur, Rabenseifner, Gropp, "
                  "IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:recursive_doubling", "ompi:recursive_doubling",
+                        "impi:recursive_doubling"},
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -32,6 +32,7 @@ const Registrar reg{{
               "receives block r - s - 1 from r - 1",
     .cost = "(P - 1)(alpha + n beta)",
     .reference = "MPICH MPIR_Allgather_intra_ring; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:ring", "ompi:ring", "impi:ring"},
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -14,7 +14,7 @@
 //               (n: bytes per block, inner: ranks of the hypercuboid)
 // Restrictions: factored and split schedules (merged ones, mRgGaB, are for reductions); the
 //               empty list is MPICH's recursive doubling schedule c2rm2, a2, ..., e2rm2.
-// Reference:    seed 002 (Ruefenacht, Bull, Booth, Parallel Computing 2017) applied to
+// Reference:    Ruefenacht, Bull, Booth, Parallel Computing 2017 applied to
 //               allgather; MPICH MPIR_Allgather_intra_recexch (k-nomial recursive exchange)
 #include <any>
 #include <vector>
@@ -124,7 +124,7 @@ const Registrar reg{{
               "the blocks held with B-1 peers; expand (eTmB). No stages: MPICH recursive "
               "doubling (c2rm2, a2..., e2rm2)",
     .cost = "sum_i (B_i - 1)(alpha + m_i (P / inner) n beta) over the factor stages",
-    .reference = "seed 002 (Ruefenacht, Bull, Booth, Parallel Computing 2017) applied to "
+    .reference = "Ruefenacht, Bull, Booth, Parallel Computing 2017 applied to "
                  "allgather; MPICH MPIR_Allgather_intra_recexch (k-nomial recursive exchange)",
     .params = {{.name = "stages",
                 .type = ParamType::list,

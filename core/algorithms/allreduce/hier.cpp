@@ -4,8 +4,8 @@
 //                 1. intra: A reduces each node's vectors to its leader (local rank 0);
 //                 2. inter: B allreduces the node results among the leaders, one per node;
 //                 3. bcast: C broadcasts the result from each leader to its node.
-//               intra an allreduce, e.g. allreduce:rm(a16) (seed 002's on-node all-to-all
-//               stage; bcast is not used):
+//               intra an allreduce, e.g. allreduce:rm(a16) (Ruefenacht et al. 2017's on-node
+//               all-to-all stage; bcast is not used):
 //                 1. intra: A allreduces within each node, so every rank holds its node's sum;
 //                 2. inter: B allreduces among the ranks of the same local index, one per node
 //                    (every rank takes part, as a recursive multiplying stage over nodes).
@@ -15,7 +15,8 @@
 //               the same number of ranks (rpn divides P). Non-commutative ops: the parts keep
 //               rank order when the placement is contiguous and every part keeps rank order;
 //               round-robin node groups do not, and then it needs a commutative op.
-// Reference:    seed 002 section 8 (on-node all-to-all stage); Open MPI coll/han (Luo et al.,
+// Reference:    Ruefenacht et al. 2017 section 8 (on-node all-to-all stage); Open MPI coll/han (Luo
+//               et al.,
 //               Cluster 2020); MPICH MPIR_Allreduce_intra_smp
 #include "../phases/compose.hpp"
 #include "collkit/registry.hpp"
@@ -91,12 +92,14 @@ const Registrar reg{{
     .collective = Collective::allreduce,
     .name = "hier",
     .summary = "node-aware: a named intra-node part, a named inter-node allreduce, a named bcast",
-    .phases = "intra a reduce: reduce to each node's leader, allreduce among the leaders, bcast "
-              "in each node; intra an allreduce (seed 002's on-node all-to-all stage): "
-              "allreduce in each node, then among the ranks of each local index",
+    .phases =
+        "intra a reduce: reduce to each node's leader, allreduce among the leaders, bcast "
+        "in each node; intra an allreduce (Ruefenacht et al. 2017's on-node all-to-all stage): "
+        "allreduce in each node, then among the ranks of each local index",
     .cost = "T_intra(rpn) + T_inter(nodes) + T_bcast(rpn), each part's cost at its group size "
             "(nodes = ceil(P / rpn)); only the inter part crosses the network",
-    .reference = "seed 002 section 8 (on-node all-to-all stage); Open MPI coll/han (Luo et al., "
+    .reference = "Ruefenacht et al. 2017 section 8 (on-node all-to-all stage); Open MPI coll/han "
+                 "(Luo et al., "
                  "Cluster 2020); MPICH MPIR_Allreduce_intra_smp",
     .params = {{.name = "intra",
                 .type = ParamType::algorithm,

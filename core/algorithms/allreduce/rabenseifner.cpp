@@ -15,8 +15,8 @@
 //               messages), non-commutative ops. Each element is combined with the same tree as
 //               allreduce:rd (pairs first, then recursive doubling, lower ranks on the left), so
 //               switching between rd and rabenseifner at a count limit does not change a bit
-//               (seed 001); tests/test_large_counts.py proves it with compare_trees.
-// Reference:    seed 001 (Rabenseifner, "New optimized MPI reduce algorithm", 1997); Thakur,
+//               (Rabenseifner 1997); tests/test_large_counts.py proves it with compare_trees.
+// Reference:    Rabenseifner, "New optimized MPI reduce algorithm", 1997; Thakur,
 //               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
 #include "../phases/costs.hpp"
 #include "collkit/error.hpp"
@@ -112,8 +112,9 @@ const Registrar reg{{
               "blocks; recursive-doubling allgather; unfold",
     .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k); otherwise + 2 (alpha + n "
             "beta) + n gamma for the fold and unfold",
-    .reference = "seed 001 (Rabenseifner, \"New optimized MPI reduce algorithm\", 1997); Thakur, "
+    .reference = "Rabenseifner, \"New optimized MPI reduce algorithm\", 1997; Thakur, "
                  "Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:reduce_scatter_allgather", "ompi:rabenseifner", "impi:rabenseifner"},
     .params = {phases::nonpof2_param(
         "P != 2^k: fold (MPICH pre/post step, the tree of rd), elim (3-2 "
         "elimination) or elim21 (2-1 elimination), Rabenseifner and Traeff 2004")},

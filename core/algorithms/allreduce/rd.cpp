@@ -7,8 +7,9 @@
 // Cost:         (lg P + 2 [P != 2^k]) (alpha + n beta) + (lg P + [P != 2^k]) n gamma
 // Restrictions: none (every P >= 1, every count >= 0, non-commutative ops: operands are combined
 //               in rank order, so every rank computes the same tree, e.g. for P = 13
-//               {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]}, as seed 001 requires).
-// Reference:    seed 002 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp 2005).
+//               {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]}, as Rabenseifner 1997 requires).
+// Reference:    Ruefenacht et al. 2017 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp
+//               2005).
 #include "../phases/costs.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
@@ -67,7 +68,10 @@ const Registrar reg{{
     .phases = "collapse to pof2 ranks; lg(pof2) pairwise exchanges with reduction in rank order; "
               "expand back to the collapsed ranks",
     .cost = "(lg P + 2 [P != 2^k]) (alpha + n beta) + (lg P + [P != 2^k]) n gamma",
-    .reference = "seed 002 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp 2005)",
+    .reference =
+        "Ruefenacht et al. 2017 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp 2005)",
+    .mpi_equivalents = {"mpich:recursive_doubling", "ompi:recursive_doubling",
+                        "impi:recursive_doubling"},
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -54,6 +54,7 @@ const Registrar reg{{
               "into segments of at most seg bytes",
     .cost = "2 (P-1) alpha + 2 (P-1)/P n beta + (P-1)/P n gamma",
     .reference = "Patarasuk and Yuan, JPDC 69(2) 2009",
+    .mpi_equivalents = {"mpich:ring", "ompi:ring", "impi:ring"},
     .params = {segment_param("1MiB", "largest message in bytes; 0: whole blocks")},
     .restrictions = {.commutative_op = true, .power_of_two = false, .min_P = 1},
     .prepare = {},

@@ -22,8 +22,8 @@
 // Restrictions: commutative op for merged schedules (a remainder rank's value enters the tree
 //               inside a group, out of rank order). Factored and split schedules combine in
 //               rank order and serve non-commutative ops as well; the registry declares the
-//               weaker guarantee since it is per algorithm, not per schedule.
-// Reading of the seed (its Algorithms 2-6 have typos; the text and Figs. 5-7, 20-22 decide):
+//               weaker guarantee since it is per algorithm, not per schedule. Reading of the seed
+//               (its Algorithms 2-6 have typos; the text and Figs. 5-7, 20-22 decide):
 //   * Alg. 2 line 17 tests `rpeer < pthres` before rpeer exists: the test is on the virtual
 //     peer, `peer < pthres / pbase`; Alg. 3 line 44 shifts ranks above the threshold by
 //     pthres/pbase*(pbase-1), the inverse of line 20.
@@ -35,7 +35,7 @@
 //     line 92). G must be the number of groups of that face, (N-R)/B: the seed's examples
 //     m1g2a3,n1g3a2 and m3g2a2,n3g2a2 at N = 7 all have it so.
 //   * No arrival-order variant is offered: every schedule is bitwise consistent.
-// Reference:    seed 002 (Ruefenacht, Bull, Booth, Parallel Computing 2017), §3-4, Algs. 2-6.
+// Reference:    Ruefenacht, Bull, Booth, Parallel Computing 2017, §3-4, Algs. 2-6.
 #include <any>
 #include <vector>
 
@@ -257,7 +257,7 @@ const Registrar reg{{
               "peers by non-blocking sends, folded in digit order; expand (eTmB) or inverse merge "
               "(nRgGaB). No stages: MPICH recursive doubling (c2rm2, a2..., e2rm2)",
     .cost = "sum_i (alpha_p + b_i (alpha_r + n beta + n gamma)), b_i = B_i - 1 (pipelining postal)",
-    .reference = "seed 002 (Ruefenacht, Bull, Booth, Parallel Computing 2017), §3-4, Algs. 2-6",
+    .reference = "Ruefenacht, Bull, Booth, Parallel Computing 2017, §3-4, Algs. 2-6",
     .params = {{.name = "stages",
                 .type = ParamType::list,
                 .default_value = "",

@@ -6,10 +6,10 @@
 //               3. inverse rotation: out[(rank - i) mod P] = tmp[i].
 // Cost:         numC alpha + numD N beta + (2 numD + 2P) N gamma_copy, with
 //               numC = w (r-1) - floor((r^w - P) / r^(w-1)) steps and numD (total blocks sent)
-//               = sum over rounds of the blocks with a nonzero digit (seed 003; python
+//               = sum over rounds of the blocks with a nonzero digit (Fan & Kumar 2022; python
 //               collkit.analysis.bruck has both forms). r = 2: lg P alpha + (P/2) lg P N beta.
 // Restrictions: none (every P >= 1, every count >= 0; r >= P acts as r = P).
-// Reference:    seed 003 (Fan & Kumar, parameterized radix-r Bruck); Bruck et al., IEEE TPDS
+// Reference:    Fan & Kumar, SC22 poster (radix-r Bruck); Bruck et al., IEEE TPDS
 //               8(11) 1997; MPICH MPIR_Alltoall_intra_k_brucks.
 #include "collkit/bruck.hpp"
 
@@ -62,12 +62,14 @@ const Registrar reg{{
     .phases = "rotate blocks by rank; for each radix-r digit x and value z send the blocks with "
               "digit x = z as one message to rank + z r^x (the r-1 steps of a round in flight "
               "together); rotate back",
-    .cost = "numC alpha + numD N beta + (2 numD + 2P) N gamma_copy, with numC = w (r-1) - "
-            "floor((r^w - P) / r^(w-1)) steps and numD (total blocks sent) = sum over rounds of "
-            "the blocks with a nonzero digit (seed 003; python collkit.analysis.bruck has both "
-            "forms). r = 2: lg P alpha + (P/2) lg P N beta",
-    .reference = "seed 003 (Fan & Kumar, parameterized radix-r Bruck); Bruck et al., IEEE TPDS "
+    .cost =
+        "numC alpha + numD N beta + (2 numD + 2P) N gamma_copy, with numC = w (r-1) - "
+        "floor((r^w - P) / r^(w-1)) steps and numD (total blocks sent) = sum over rounds of "
+        "the blocks with a nonzero digit (Fan & Kumar 2022; python collkit.analysis.bruck has both "
+        "forms). r = 2: lg P alpha + (P/2) lg P N beta",
+    .reference = "Fan & Kumar, SC22 poster (radix-r Bruck); Bruck et al., IEEE TPDS "
                  "8(11) 1997; MPICH MPIR_Alltoall_intra_k_brucks",
+    .mpi_equivalents = {"mpich:brucks", "impi:bruck"},
     .params = {bruck_radix_param()},
     .restrictions = {},
     .prepare = bruck_prepare,

@@ -13,7 +13,8 @@
 //               and N nodes (numC, numD of alltoall:bruck), plus 2-3 P n of local copies
 // Restrictions: needs the placement (--rpn, --order) with every node holding the same number of
 //               ranks (rpn divides P); any P, any count.
-// Reference:    seed 003, future work (split the processes by node; Bruck within each node, then
+// Reference:    Fan & Kumar 2022, future work (split the processes by node; Bruck within each node,
+//               then
 //               across nodes)
 #include <algorithm>
 
@@ -111,8 +112,9 @@ const Registrar reg{{
               "local index (blocks of q count); unpack by source rank",
     .cost = "(numC(q) + numC(N)) alpha + (numD(q) N + numD(N) q) n beta for q ranks per node "
             "and N nodes (numC, numD of alltoall:bruck), plus 2-3 P n of local copies",
-    .reference = "seed 003, future work (split the processes by node; Bruck within each node, "
-                 "then across nodes)",
+    .reference =
+        "Fan & Kumar 2022, future work (split the processes by node; Bruck within each node, "
+        "then across nodes)",
     .params = {bruck_radix_param()},
     .restrictions = {.needs_placement = true},
     .prepare = prepare_bruck_local,

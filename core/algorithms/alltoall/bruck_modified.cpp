@@ -9,7 +9,7 @@
 // Cost:         numC alpha + numD N beta + (2 numD + P) N gamma_copy: the same messages as
 //               alltoall:bruck, P block copies and one P-block scratch buffer fewer.
 // Restrictions: none (every P >= 1, every count >= 0; r >= P acts as r = P).
-// Reference:    seed 003 ("Modified Bruck"); Fan, Gilray, Pascucci, Huang, Micinski, Kumar,
+// Reference:    Fan & Kumar 2022 ("Modified Bruck"); Fan, Gilray, Pascucci, Huang, Micinski, Kumar,
 //               "Optimizing the Bruck Algorithm for Non-uniform All-to-all Communication",
 //               HPDC 2022 (the modified Bruck that drops the final rotation).
 #include "bruck_phase.hpp"
@@ -42,9 +42,11 @@ const Registrar reg{{
               "arrives at its final place",
     .cost = "numC alpha + numD N beta + (2 numD + P) N gamma_copy: the same messages as "
             "alltoall:bruck, P block copies and one P-block scratch buffer fewer",
-    .reference = "seed 003 (\"Modified Bruck\"); Fan, Gilray, Pascucci, Huang, Micinski, Kumar, "
-                 "\"Optimizing the Bruck Algorithm for Non-uniform All-to-all Communication\", "
-                 "HPDC 2022 (the modified Bruck that drops the final rotation)",
+    .reference =
+        "Fan & Kumar 2022 (\"Modified Bruck\"); Fan, Gilray, Pascucci, Huang, Micinski, Kumar, "
+        "\"Optimizing the Bruck Algorithm for Non-uniform All-to-all Communication\", "
+        "HPDC 2022 (the modified Bruck that drops the final rotation)",
+    .mpi_equivalents = {"ompi:modified_bruck"},
     .params = {bruck_radix_param()},
     .restrictions = {},
     .prepare = bruck_prepare,

@@ -8,7 +8,7 @@
 // Cost:         (P-1) alpha + (P-1) N beta   (N: bytes per block; the (P-1) start-ups overlap
 //               on a network with enough injection bandwidth, which is why it wins for large N)
 // Restrictions: none (every P >= 1, every count >= 0).
-// Reference:    seed 003 ("spread-out", P-1 steps); MPICH MPIR_Alltoall_intra_scattered.
+// Reference:    Fan & Kumar 2022 ("spread-out", P-1 steps); MPICH MPIR_Alltoall_intra_scattered.
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -37,7 +37,9 @@ const Registrar reg{{
               "post sends to rank+1, rank+2, ... from their places; nothing waits",
     .cost = "(P-1) alpha + (P-1) N beta (N: bytes per block; the (P-1) start-ups overlap on a "
             "network with enough injection bandwidth, which is why it wins for large N)",
-    .reference = "seed 003 (\"spread-out\", P-1 steps); MPICH MPIR_Alltoall_intra_scattered",
+    .reference =
+        "Fan & Kumar 2022 (\"spread-out\", P-1 steps); MPICH MPIR_Alltoall_intra_scattered",
+    .mpi_equivalents = {"mpich:scattered", "ompi:linear", "impi:isend_irecv_waitall"},
     .params = {},
     .restrictions = {},
     .prepare = {},

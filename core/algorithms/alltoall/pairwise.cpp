@@ -5,7 +5,7 @@
 //                  otherwise: send to (rank + k) mod P, receive from (rank - k) mod P.
 // Cost:         (P-1) (alpha + N beta)   (N: bytes per block; no start-ups overlap)
 // Restrictions: none (every P >= 1, every count >= 0).
-// Reference:    seed 003 (linear, P-1 steps); MPICH MPIR_Alltoall_intra_pairwise.
+// Reference:    Fan & Kumar 2022 (linear, P-1 steps); MPICH MPIR_Alltoall_intra_pairwise.
 #include <algorithm>
 #include <bit>
 
@@ -41,7 +41,8 @@ const Registrar reg{{
     .phases = "copy the own block; step k = 1..P-1 exchanges one block with rank^k (P = 2^j) "
               "or sends to rank+k and receives from rank-k, each step after the previous",
     .cost = "(P-1) (alpha + N beta)",
-    .reference = "seed 003 (linear, P-1 steps); MPICH MPIR_Alltoall_intra_pairwise",
+    .reference = "Fan & Kumar 2022 (linear, P-1 steps); MPICH MPIR_Alltoall_intra_pairwise",
+    .mpi_equivalents = {"mpich:pairwise", "ompi:pairwise", "impi:pairwise"},
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -7,8 +7,8 @@
 // Cost:         ceil(log_{k+1} P)(alpha + (k - 1) o) (k messages per round in flight at once)
 // Restrictions: none (any P; no data, so no operation)
 // Reference:    Hoefler, Mehlan, Mietke, Rehm, "Fostering BSP by the n-way dissemination
-//               barrier" (2006); seed 002 section 7; k = 1 is the dissemination barrier of
-//               Hensgen, Finkel, Manber (1988)
+//               barrier" (2006); Ruefenacht et al. 2017 section 7; k = 1 is the dissemination
+//               barrier of Hensgen, Finkel, Manber (1988)
 #include <span>
 #include <vector>
 
@@ -42,9 +42,11 @@ const Registrar reg{{
     .phases = "in round i each rank signals rank + j (k+1)^i for j = 1..k and waits for the k "
               "signals from rank - j (k+1)^i before the next round",
     .cost = "ceil(log_{k+1} P)(alpha + (k - 1) o)",
-    .reference = "Hoefler, Mehlan, Mietke, Rehm, \"Fostering BSP by the n-way dissemination "
-                 "barrier\" (2006); seed 002 section 7; k = 1 is the dissemination barrier of "
-                 "Hensgen, Finkel, Manber (1988)",
+    .reference =
+        "Hoefler, Mehlan, Mietke, Rehm, \"Fostering BSP by the n-way dissemination "
+        "barrier\" (2006); Ruefenacht et al. 2017 section 7; k = 1 is the dissemination barrier of "
+        "Hensgen, Finkel, Manber (1988)",
+    .mpi_equivalents = {"ompi:bruck", "impi:dissemination"},
     .params = {{.name = "k",
                 .type = ParamType::integer,
                 .default_value = "1",

@@ -25,6 +25,7 @@ const Registrar reg{{
     .cost = "2 ceil(log_k P)(alpha + (k - 2) o)",
     .reference = "the tree (combining) barrier, Mellor-Crummey and Scott, ACM TOCS 9(1) 1991; tree "
                  "shapes shared with bcast/reduce (phases/trees.hpp)",
+    .mpi_equivalents = {"ompi:tree"},
     .params = {radix_param("2", "radix of the k-nomial tree")},
     .restrictions = {},
     .prepare = {},

@@ -3,7 +3,7 @@
 //               children, larger subtree first
 // Cost:         2 (floor(lg P) + S - 1)(alpha + (n / S) beta), S = ceil(n / seg)
 // Restrictions: none (any P, any root)
-// Reference:    seed 004 (binary tree); Open MPI coll_tuned bcast binary tree
+// Reference:    the latency-model slides (binary tree); Open MPI coll_tuned bcast binary tree
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -24,7 +24,8 @@ const Registrar reg{{
     .phases = "each rank receives a segment from its parent and forwards it to its (at most two) "
               "children, larger subtree first",
     .cost = "2 (floor(lg P) + S - 1)(alpha + (n / S) beta), S = ceil(n / seg)",
-    .reference = "seed 004 (binary tree); Open MPI coll_tuned bcast binary tree",
+    .reference = "the latency-model slides (binary tree); Open MPI coll_tuned bcast binary tree",
+    .mpi_equivalents = {"ompi:binary_tree"},
     .params = {segment_param("0")},
     .restrictions = {},
     .prepare = {},

@@ -27,6 +27,7 @@ const Registrar reg{{
         "root) and sends to children at distances 1, 2, 4, ... below that bit, farthest first",
     .cost = "ceil(lg P)(alpha + n beta) unsegmented",
     .reference = "MPICH bcast binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:binomial", "ompi:binomial", "impi:binomial"},
     .params = {segment_param("0")},
     .restrictions = {},
     .prepare = {},

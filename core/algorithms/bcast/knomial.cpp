@@ -25,6 +25,7 @@ const Registrar reg{{
               "1 children per level, farthest first",
     .cost = "ceil(log_k P)(k - 1)(alpha + n beta) at worst, unsegmented",
     .reference = "MPICH bcast k-nomial (MPIR_Bcast_intra_tree, tree_type knomial)",
+    .mpi_equivalents = {"ompi:knomial", "impi:knomial"},
     .params = {radix_param("4"), segment_param("0")},
     .restrictions = {},
     .prepare = {},

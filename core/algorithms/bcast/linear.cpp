@@ -3,7 +3,7 @@
 //               once
 // Cost:         (P - 1)(alpha + n beta) at the root
 // Restrictions: none (any P, any root)
-// Reference:    seed 004 (flat tree / linear); Open MPI coll_tuned bcast linear
+// Reference:    the latency-model slides (flat tree / linear); Open MPI coll_tuned bcast linear
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -23,7 +23,8 @@ const Registrar reg{{
     .phases =
         "the root sends out[0:n] to ranks root+1, root+2, ... (mod P), all sends started at once",
     .cost = "(P - 1)(alpha + n beta) at the root",
-    .reference = "seed 004 (flat tree / linear); Open MPI coll_tuned bcast linear",
+    .reference = "the latency-model slides (flat tree / linear); Open MPI coll_tuned bcast linear",
+    .mpi_equivalents = {"ompi:basic_linear"},
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -3,7 +3,7 @@
 //               from its predecessor and forwards it to its successor at once
 // Cost:         (P - 2 + S)(alpha + (n / S) beta), S = ceil(n / seg)
 // Restrictions: none (any P, any root)
-// Reference:    seed 004 (pipeline); Open MPI coll_tuned bcast pipeline
+// Reference:    the latency-model slides (pipeline); Open MPI coll_tuned bcast pipeline
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -24,7 +24,8 @@ const Registrar reg{{
     .phases = "the message is cut into S = ceil(n / seg) segments; each rank receives segment i "
               "from its predecessor and forwards it to its successor at once",
     .cost = "(P - 2 + S)(alpha + (n / S) beta), S = ceil(n / seg)",
-    .reference = "seed 004 (pipeline); Open MPI coll_tuned bcast pipeline",
+    .reference = "the latency-model slides (pipeline); Open MPI coll_tuned bcast pipeline",
+    .mpi_equivalents = {"ompi:pipeline"},
     .params = {segment_param("8KiB")},
     .restrictions = {},
     .prepare = {},

@@ -30,6 +30,7 @@ const Registrar reg{{
               "subtree to its parent",
     .cost = "ceil(lg P) alpha + (P - 1) n beta",
     .reference = "MPICH MPIR_Gather_intra_binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:binomial", "ompi:binomial", "impi:binomial"},
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -28,6 +28,7 @@ const Registrar reg{{
               "into out at the sender's position",
     .cost = "(P - 1)(alpha + n beta) at the root",
     .reference = "MPICH MPIR_Gather_intra_linear (flat); Open MPI coll_base gather basic linear",
+    .mpi_equivalents = {"ompi:basic_linear"},
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -46,8 +46,8 @@ inline Cost elimination(int64_t P, double n, std::string_view mode, bool reduced
   return t;
 }
 
-// Rabenseifner's reduce-scatter half (seed 001): recursive halving, after folding the ranks past
-// the largest power of two in (one message and reduction of n) or with elimination.
+// Rabenseifner's reduce-scatter half (Rabenseifner 1997): recursive halving, after folding the
+// ranks past the largest power of two in (one message and reduction of n) or with elimination.
 inline Cost reduce_scatter(int64_t P, double n, std::string_view nonpof2) {
   if (nonpof2 == "fold" || pof2(P) == P) return halving(P, n) + Cost{1, n, n} * not_pof2(P);
   return elimination(P, n, nonpof2, true);

@@ -32,7 +32,8 @@ OpId fold_away(RankBuilder& b, const Pof2Fold& f, Region vec, OpId vec_ready) {
 OpId fold_in(RankBuilder& b, const Pof2Fold& f, Region vec, OpId vec_ready, Region tmp) {
   const int64_t partner = f.partner(b.rank());
   OpId r = b.recv(partner, tmp);
-  // The lower rank's vector goes on the left: (a_2v (+) a_2v+1), the pairs of seed 001's tree.
+  // The lower rank's vector goes on the left: (a_2v (+) a_2v+1), the pairs of Rabenseifner 1997's
+  // tree.
   return b.reduce(vec, tmp, partner < b.rank() ? Side::src_first : Side::dst_first, {vec_ready, r});
 }
 

@@ -4,7 +4,8 @@
 // Cost:         2 (floor(lg P) + S - 1)(alpha + (n / S)(beta + gamma)), S = ceil(n / seg)
 // Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
 //               every subtree is a contiguous rank range and operands combine in rank order)
-// Reference:    seed 004 (binary tree); Open MPI coll_tuned reduce binary / in-order binary
+// Reference:    the latency-model slides (binary tree); Open MPI coll_tuned reduce binary /
+//               in-order binary
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -25,7 +26,9 @@ const Registrar reg{{
     .phases = "partial results flow up binary trees whose subtrees are contiguous rank ranges; "
               "each rank combines its children's results with its own in rank order",
     .cost = "2 (floor(lg P) + S - 1)(alpha + (n / S)(beta + gamma)), S = ceil(n / seg)",
-    .reference = "seed 004 (binary tree); Open MPI coll_tuned reduce binary / in-order binary",
+    .reference = "the latency-model slides (binary tree); Open MPI coll_tuned reduce binary / "
+                 "in-order binary",
+    .mpi_equivalents = {"ompi:binary"},
     .params = {segment_param("0")},
     .restrictions = {},
     .prepare = {},

@@ -26,6 +26,7 @@ const Registrar reg{{
               "with its own in rank order",
     .cost = "ceil(lg P)(alpha + n beta + n gamma) for root 0, unsegmented",
     .reference = "MPICH reduce binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:binomial", "ompi:binomial", "impi:binomial"},
     .params = {segment_param("0")},
     .restrictions = {},
     .prepare = {},

@@ -7,9 +7,10 @@
 // Cost:         (lg P + [P != 2^k]) (alpha + n beta + n gamma)
 // Restrictions: none: every P, root and count, non-commutative ops. Groups are aligned blocks of
 //               virtual ranks whatever the root, so every element gets the tree of allreduce:rd,
-//               e.g. for P = 13 {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]} (seed 001).
-//               A binomial tree on rank - root instead gives {...}+{[(i+j)+(k+l)]+m} at root 0.
-// Reference:    seed 001 (the tree the small-count protocol must compute).
+//               e.g. for P = 13 {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]} (Rabenseifner
+//               1997). A binomial tree on rank - root instead gives {...}+{[(i+j)+(k+l)]+m} at root
+//               0.
+// Reference:    Rabenseifner 1997 (the tree the small-count protocol must compute).
 #include "../phases/costs.hpp"
 #include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
@@ -65,7 +66,7 @@ const Registrar reg{{
     .phases = "fold to pof2 ranks (the root stays); binomial tree of whole vectors on the virtual "
               "ranks towards the root",
     .cost = "(lg P + [P != 2^k]) (alpha + n beta + n gamma)",
-    .reference = "seed 001",
+    .reference = "Rabenseifner 1997",
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -26,6 +26,7 @@ const Registrar reg{{
               "level with its own in rank order",
     .cost = "ceil(log_k P)(k - 1)(alpha + n beta + n gamma) at worst for root 0, unsegmented",
     .reference = "MPICH reduce k-nomial (MPIR_Reduce_intra_tree)",
+    .mpi_equivalents = {"impi:knomial"},
     .params = {radix_param("4"), segment_param("0")},
     .restrictions = {},
     .prepare = {},

@@ -5,7 +5,7 @@
 // Cost:         (P - 1)(alpha + n beta + n gamma) at the root
 // Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
 //               every subtree is a contiguous rank range and operands combine in rank order)
-// Reference:    seed 004 (flat tree / linear); Open MPI coll_tuned reduce linear
+// Reference:    the latency-model slides (flat tree / linear); Open MPI coll_tuned reduce linear
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -25,7 +25,8 @@ const Registrar reg{{
     .phases = "every rank sends in[0:n] to the root; the root receives into two alternating "
               "buffers and reduces in rank order",
     .cost = "(P - 1)(alpha + n beta + n gamma) at the root",
-    .reference = "seed 004 (flat tree / linear); Open MPI coll_tuned reduce linear",
+    .reference = "the latency-model slides (flat tree / linear); Open MPI coll_tuned reduce linear",
+    .mpi_equivalents = {"ompi:linear"},
     .params = {},
     .restrictions = {},
     .prepare = {},

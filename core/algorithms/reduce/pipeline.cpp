@@ -6,7 +6,7 @@
 // Cost:         (max(root, P - 1 - root) - 1 + S)(alpha + (n / S)(beta + gamma)), S = ceil(n / seg)
 // Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
 //               every subtree is a contiguous rank range and operands combine in rank order)
-// Reference:    seed 004 (pipeline); Open MPI coll_tuned reduce pipeline
+// Reference:    the latency-model slides (pipeline); Open MPI coll_tuned reduce pipeline
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -28,7 +28,8 @@ const Registrar reg{{
               "0 -> 1 -> ... -> root; segment by segment each rank reduces what comes from its "
               "chain neighbour with its own and passes it on",
     .cost = "(max(root, P - 1 - root) - 1 + S)(alpha + (n / S)(beta + gamma)), S = ceil(n / seg)",
-    .reference = "seed 004 (pipeline); Open MPI coll_tuned reduce pipeline",
+    .reference = "the latency-model slides (pipeline); Open MPI coll_tuned reduce pipeline",
+    .mpi_equivalents = {"ompi:pipeline"},
     .params = {segment_param("8KiB")},
     .restrictions = {},
     .prepare = {},

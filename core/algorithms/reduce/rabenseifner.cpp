@@ -11,7 +11,7 @@
 //               otherwise + alpha + n beta + n gamma for the fold.
 // Restrictions: none: every P, root and count, non-commutative ops. Each element gets the tree
 //               of allreduce:rd and reduce:folded_binomial, its small-count partner.
-// Reference:    seed 001 (Rabenseifner, "New optimized MPI reduce algorithm", 1997); Thakur,
+// Reference:    Rabenseifner, "New optimized MPI reduce algorithm", 1997; Thakur,
 //               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
 #include "../phases/costs.hpp"
 #include "collkit/error.hpp"
@@ -108,8 +108,9 @@ const Registrar reg{{
               "blocks; binomial gather of the blocks to the root",
     .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (P = 2^k); otherwise + alpha + n "
             "beta + n gamma for the fold",
-    .reference = "seed 001 (Rabenseifner, \"New optimized MPI reduce algorithm\", 1997); Thakur, "
+    .reference = "Rabenseifner, \"New optimized MPI reduce algorithm\", 1997; Thakur, "
                  "Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:reduce_scatter_gather", "ompi:rabenseifner", "impi:rabenseifner"},
     .params = {phases::nonpof2_param(
         "P != 2^k: fold (MPICH pre-step, the tree of folded_binomial), elim (3-2 "
         "elimination) or elim21 (2-1), then a gather to rank 0 (elim21: the "

@@ -75,6 +75,8 @@ const Registrar reg{{
     .cost = "lg P alpha + (P - 1) n (beta + gamma)",
     .reference = "MPICH MPIR_Reduce_scatter_block_intra_recursive_halving; Thakur, "
                  "Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:recursive_halving", "ompi:recursive_halving",
+                        "impi:recursive_halving"},
     .params = {},
     .restrictions = {.commutative_op = true, .power_of_two = false, .min_P = 1},
     .prepare = {},

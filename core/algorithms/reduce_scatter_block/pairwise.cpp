@@ -54,6 +54,7 @@ const Registrar reg{{
     .cost = "(P - 1)(alpha + n beta + n gamma)",
     .reference = "MPICH MPIR_Reduce_scatter_block_intra_pairwise; Thakur, Rabenseifner, Gropp, "
                  "IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:pairwise", "impi:pairwise"},
     .params = {},
     .restrictions = {.commutative_op = true, .power_of_two = false, .min_P = 1},
     .prepare = {},

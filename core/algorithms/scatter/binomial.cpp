@@ -31,6 +31,7 @@ const Registrar reg{{
     .cost = "ceil(lg P) alpha + (P - 1) n beta",
     .reference =
         "MPICH MPIR_Scatter_intra_binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
+    .mpi_equivalents = {"mpich:binomial", "ompi:binomial", "impi:binomial"},
     .params = {},
     .restrictions = {},
     .prepare = {},

@@ -29,6 +29,7 @@ const Registrar reg{{
               "q, which receives it into out",
     .cost = "(P - 1)(alpha + n beta) at the root",
     .reference = "MPICH MPIR_Scatter_intra_linear (flat); Open MPI coll_base scatter basic linear",
+    .mpi_equivalents = {"ompi:basic_linear"},
     .params = {},
     .restrictions = {},
     .prepare = {},

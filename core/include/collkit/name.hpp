@@ -10,6 +10,15 @@
 // allreduce:hier(intra=reduce:binomial, inter=allreduce:rm(a4)): a value that is itself an
 // algorithm name (nested up to kMaxNameDepth deep) names a part of a composed algorithm.
 // Errors are Error(name) whose message shows the name with a caret under the offending character.
+//
+// What a result row, `collkit bench --algos` or a tuning table names is a row name:
+//
+//   row_name := name | 'native' | collective ':' 'native' | impl ':' algo
+//   impl     := mpich | ompi | impi     (MPICH, Open MPI, Intel MPI)
+//
+// `native` is the MPI's own collective as it chooses; `impl:algo` one of an MPI's own algorithms,
+// forced (mpich:recursive_doubling, ompi:ring, impi:rabenseifner). collkit resolves a name
+// against its registry; what `impl:algo` means is the MPI's business (python/collkit/mpi/).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -44,6 +53,23 @@ struct ParsedName {
 constexpr int kMaxNameDepth = 8;
 
 ParsedName parse_name(std::string_view text);
+
+// The implementations an `impl:algo` row name may name, comma-separated: "mpich, ompi, impi".
+std::string_view mpi_impl_names();
+bool is_mpi_impl(std::string_view impl);
+
+struct RowName {
+  enum class Kind : uint8_t { collkit, native, mpi };
+  Kind kind = Kind::collkit;
+  std::string impl;             // mpi: mpich, ompi or impi
+  std::string algorithm;        // mpi: the MPI's algorithm; collkit: as ParsedName::algorithm
+  ParsedName parsed;            // collkit (and collective:native): the parsed name
+  bool has_collective = false;  // collkit, and native written as collective:native
+};
+
+// A row name (see above); Error(name) with a caret for anything else. An `impl:algo` takes no
+// arguments; a collkit name is parsed, not resolved against the registry.
+RowName parse_row_name(std::string_view text);
 
 // An Error(kind) whose message points at `pos` of `text`:  "<what>\n  <text>\n  <spaces>^".
 [[noreturn]] void fail_at(ErrorKind kind, std::string_view text, size_t pos,

@@ -120,6 +120,10 @@ struct AlgorithmSpec {
   std::string phases;     // how it works, a few lines
   std::string cost;       // in alpha / beta / gamma, e.g. "lg P (alpha + n beta + n gamma)"
   std::string reference;  // seed or paper
+  // The same algorithm among the MPIs' own, as row names (mpich:ring, ompi:ring, impi:ring):
+  // a tuning file for an MPI chooses its equivalent of collkit's winner. Checked at
+  // registration (each an `impl:algo`); that the MPI has it is python/collkit/mpi/'s test.
+  std::vector<std::string> mpi_equivalents = {};
   std::vector<ParamSpec> params;
   Restrictions restrictions;
   // Optional: check the arguments as a whole and precompute what every rank needs (e.g. a

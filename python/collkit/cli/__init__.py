@@ -33,6 +33,19 @@ COMMANDS = [
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
+def version() -> str:
+    """The installed collkit's version (its package metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as _version
+
+    try:
+        return _version("collkit")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        from collkit import __version__
+
+        return f"{__version__} (source tree)"
+
+
 def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of `commands` (default: every command)."""
     parser = argparse.ArgumentParser(
@@ -41,6 +54,7 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
         epilog="Algorithm names: COLLECTIVE:ALGO[(ARGS)], e.g. allreduce:rd, "
         "allreduce:rm(a8,a4), alltoall:bruck(r=4). `collkit algorithms` lists them.",
     )
+    parser.add_argument("--version", action="version", version=f"collkit {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS if commands is None else commands:
         mod = importlib.import_module(f"collkit.cli.{name}")

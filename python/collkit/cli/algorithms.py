@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 from collkit.algorithms import Algorithm, algorithms
 from collkit.cli._common import console
@@ -60,6 +61,27 @@ def _params(spec: dict[str, object]) -> str:
     return ", ".join(f"{p['name']}={p['default'] or '…'}" for p in ps)
 
 
+# The specification documents as the registrations cite them, and their entries in
+# docs/references.md (the one bibliography).
+CITATIONS = {
+    "Ruefenacht, Bull, Booth, Parallel Computing 2017": "ruefenacht2017",
+    "Ruefenacht et al. 2017": "ruefenacht2017",
+    "Ruefenacht et al. poster": "ruefenacht-poster",
+    'Rabenseifner, "New optimized MPI reduce algorithm", 1997': "rabenseifner",
+    "Rabenseifner 1997": "rabenseifner",
+    "Fan & Kumar, SC22 poster (radix-r Bruck)": "fan2022",
+    "Fan & Kumar 2022": "fan2022",
+    "the latency-model slides": "latency-models",
+    "The latency-model slides": "latency-models",
+}
+
+
+def linked(text: str) -> str:
+    """`text` with the citations of CITATIONS linked to docs/references.md."""
+    pattern = "|".join(re.escape(k) for k in sorted(CITATIONS, key=len, reverse=True))
+    return re.sub(pattern, lambda m: f"[{m[0]}](references.md#{CITATIONS[m[0]]})", text)
+
+
 def markdown() -> str:
     """docs/algorithms.md, generated from the registry (a test keeps the file up to date)."""
     lines = [
@@ -82,14 +104,17 @@ def markdown() -> str:
                 "",
                 f"{s['summary']}",
                 "",
-                f"- **Phases**: {s['phases']}",
-                f"- **Cost**: {s['cost']}",
+                f"- **Phases**: {linked(s['phases'])}",
+                f"- **Cost**: {linked(s['cost'])}",
                 f"- **Restrictions**: {_restrictions(s)}",
-                f"- **Reference**: {s['reference']}",
+                f"- **Reference**: {linked(s['reference'])}",
             ]
             for p in s["params"]:
                 default = f", default `{p['default']}`" if p["default"] else ""
                 lines.append(f"- **Parameter** `{p['name']}` ({p['type']}{default}): {p['doc']}")
+            if s["mpi_equivalents"]:
+                same = ", ".join(f"`{e}`" for e in s["mpi_equivalents"])
+                lines.append(f"- **The MPIs' own**: {same}")
             lines.append("")
     return "\n".join(lines)
 
@@ -110,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"  cost:         {spec['cost']}")
         out.print(f"  restrictions: {_restrictions(spec)}")
         out.print(f"  reference:    {spec['reference']}")
+        if spec["mpi_equivalents"]:
+            out.print(f"  the MPIs' own: {', '.join(spec['mpi_equivalents'])}")
         for p in spec["params"]:
             rng = ""
             if p["min"] is not None or p["max"] is not None:

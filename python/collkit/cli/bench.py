@@ -4,14 +4,16 @@ algorithms forced one at a time, in one table and one results file.
   collkit bench allreduce --algos rd,native -P 4 --sizes 8B..1MiB
   collkit bench allreduce --algos rd,native,mpich:ring,mpich:recursive_doubling -P 2,4,8
   collkit bench allreduce --algos rd,native,all-mpi -P 4      # every algorithm of this MPI
-  collkit bench multicast -P 4                                # alpha_p, alpha_r (seed 002 §5.1)
+  collkit bench multicast -P 4          # alpha_p, alpha_r (Ruefenacht et al. 2017 §5.1)
 
 -P is the process counts as in every collkit command (-np is the same option, as in mpiexec).
 Sizes are bytes per rank and must be whole elements of the datatype (8, 16, ... for double).
 
-The MPI is the PyPI `mpich` wheel of this Python environment by default; --mpiexec / --mpi-prefix
-or the MPIEXEC and MPICXX environment variables select another (a cluster's MPI: see docs/mpi.md).
-collkit's MPI programs are built for it once, into ~/.cache/collkit (COLLKIT_CACHE).
+The MPI is the first mpiexec on PATH (a cluster's `module load openmpi`, or an activated
+environment with the PyPI `mpich` wheel), else the `mpich` wheel of this Python environment;
+--mpiexec / --mpi-prefix or the MPIEXEC and MPICXX environment variables select another
+(docs/mpi.md). The first line says which MPI was chosen and why. collkit's MPI programs are built
+for it once, into ~/.cache/collkit (COLLKIT_CACHE): cmake and a C++ compiler must be there.
 
 Native and the collkit algorithms are measured interleaved in one job (--rounds rounds, native
 re-measured around every candidate, a core-to-core probe around every block, the load in every
@@ -28,8 +30,10 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+from collkit.algorithms import parse_row_name
 from collkit.bench import DATATYPES, Campaign, plot, run_campaign, run_multicast
 from collkit.cli._common import (
     add_p_argument,
@@ -43,7 +47,7 @@ from collkit.cli._common import (
 from collkit.collectives import COLLECTIVES, ROOTED
 from collkit.drift import rounds_won
 from collkit.errors import InvalidArgumentError
-from collkit.mpirun import MPI, build, find_mpi
+from collkit.mpi import MPI, PROGRAMS, build, find_mpi
 from collkit.results import ResultStore, Row
 
 NAME = "bench"
@@ -206,7 +210,7 @@ def _check(args: argparse.Namespace) -> None:
         raise InvalidArgumentError(f"{args.collective} has no root (--root {args.root})")
 
 
-def _build(mpi: MPI) -> None:
+def _build(mpi: MPI, programs: Sequence[str] = PROGRAMS) -> None:
     """Build collkit's MPI programs (cached); a build (the first run) says so and shows a clock."""
     import threading
     import time
@@ -218,7 +222,7 @@ def _build(mpi: MPI) -> None:
 
     def work() -> None:
         try:
-            build(mpi)
+            build(mpi, programs)
         except BaseException as e:  # re-raised in the caller's thread
             failed.append(e)
         done.set()
@@ -246,7 +250,8 @@ def _build(mpi: MPI) -> None:
 
 def _multicast(args: argparse.Namespace) -> int:
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
-    _build(mpi)
+    print(f"MPI: {mpi.describe()}", file=sys.stderr)
+    _build(mpi, ["collkit_multicast"])
     P = args.P[0]
     recs = run_multicast(mpi, P, iterations=args.iters * 5)
     print(f"multicast of 8 B from rank 0 to b peers, P = {P}, {mpi.version} (µs)")
@@ -282,7 +287,16 @@ def run(args: argparse.Namespace) -> int:
     for a in split_names(args.algos):
         if not a:
             raise InvalidArgumentError(f"empty entry in --algos '{args.algos}'")
-        algos.extend(mpi.native_algorithms(args.collective) if a == "all-mpi" else [a])
+        if a != "all-mpi":
+            algos.append(a)
+            continue
+        own = mpi.native_algorithms(args.collective)
+        if not own:
+            raise InvalidArgumentError(
+                f"--algos all-mpi: collkit knows no algorithms of this MPI ({mpi.describe()}) "
+                f"for {args.collective} to force (it knows MPICH's, Open MPI's and Intel MPI's)"
+            )
+        algos.extend(own)
     campaign = Campaign(
         collective=args.collective,
         algorithms=algos,
@@ -310,12 +324,12 @@ def run(args: argparse.Namespace) -> int:
                 f"elements: give a multiple of {elem} (or --datatype char)"
             )
     for a in campaign.algorithms:
-        if a.startswith(("mpich:", "ompi:")):
+        if parse_row_name(a).kind == "mpi":
             mpi.force_env(campaign.collective, a)
     out = Path(args.out.replace("COLLECTIVE", args.collective))
     store = ResultStore(out)
-    print(f"{mpi.version} ({mpi.mpiexec}); results: {out}", file=sys.stderr)
-    _build(mpi)
+    print(f"MPI: {mpi.describe()}; results: {out}", file=sys.stderr)
+    _build(mpi, ["collkit_bench"])
 
     def progress(msg: str, row: Row | None) -> None:
         if row is None:

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from collkit.bench import machine_name
     from collkit.cli._common import input_file
     from collkit.cli.bench import _build
-    from collkit.mpirun import find_mpi
+    from collkit.mpi import find_mpi
     from collkit.profile import DEFAULT_SIZES, calibrate
 
     if args.iters < 1 or args.rounds < 1:

@@ -1,6 +1,6 @@
 """Fit linear models of latency to result rows (measured or simulated: the same code).
 
-Models: seed-p (seed 004's per-algorithm `latency ~ P + [P > 128] + P:[P > 128]`, no
+Models: seed-p (the latency-model slides's per-algorithm `latency ~ P + [P > 128] + P:[P > 128]`, no
 intercept, one fit per algorithm-allocation group), seed-log (`latency ~ log2(P):group +
 size:group`, all rows at once), or any formula over the columns latency, P, log2P, big, size,
 algorithm, allocation, group, collective, name (e.g. 'latency ~ P + size').
@@ -8,7 +8,7 @@ algorithm, allocation, group, collective, name (e.g. 'latency ~ P + size').
 Prints each fit's table (Estimate, Std. Error, t value) with R²; --plots writes residual and
 predicted-versus-measured pictures; --predict extrapolates (e.g. P=4096) with a prediction
 interval; --against PREDICTED compares measured rows with predicted (simulated) rows: relative
-difference of minimum and median, as in seed 002 Figs. 12, 14 and 15.
+difference of minimum and median, as in Ruefenacht et al. 2017 Figs. 12, 14 and 15.
 
 examples:
   collkit fit results/bcast.jsonl --collective bcast --plots out/
@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=128,
         metavar="T",
-        help="the P of seed 004's [P > T] term (default 128)",
+        help="the P of the latency-model slides's [P > T] term (default 128)",
     )
     p.add_argument("--collective", help="keep the rows of this collective only")
     for flag, what in (

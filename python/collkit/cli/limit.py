@@ -1,5 +1,6 @@
-"""The count limit from which a large-count protocol wins (seed 001), per P, with the bandwidths
-of the new and the old protocol and their ratio, printed in the shape of seed 001's table.
+"""The count limit from which a large-count protocol wins (Rabenseifner 1997), per P, with the
+bandwidths of the new and the old protocol and their ratio, printed in the shape of Rabenseifner
+1997's table.
 
 Times come from the alpha-beta-gamma closed forms (alpha: time per message, beta: time per byte
 sent, gamma: time per byte reduced). Times take a unit (ps, ns, us, ms, s; a bare number is ns),
@@ -35,7 +36,7 @@ from collkit.cli._common import (
 from collkit.errors import InvalidArgumentError
 
 NAME = "limit"
-HELP = "count limit of the large-count protocols (seed 001's table), by model"
+HELP = "count limit of the large-count protocols (Rabenseifner 1997's table), by model"
 
 DEFAULTS = {
     "reduce": ("reduce:folded_binomial", ["reduce:rabenseifner"]),

@@ -6,11 +6,15 @@
 
 Wraps the MPI's launcher: libcollkit_pmpi.so (built for this MPI into collkit's cache) is
 preloaded into every rank, and COLLKIT_TUNING points at the table, which is validated first.
-MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall and MPI_Barrier then run the table's algorithm
-for (communicator size, bytes); everything else goes to the MPI. --verbose logs each decision once
-per (collective, size class) and prints at the end how many calls went where and their time;
+The nine collectives collkit implements (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall,
+MPI_Barrier, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Gather, MPI_Scatter) then run the
+table's algorithm for (communicator size, bytes); everything else goes to the MPI. --verbose
+logs each decision once per (collective, size class) and prints at the end how many calls went
+where and their time;
 --stats FILE writes that as collkit result rows. The program must use the same MPI (MPICH ABI:
 the pip `mpich` wheel or a system MPICH; Open MPI: MPIEXEC=mpirun.openmpi MPICXX=mpicxx.openmpi).
+The MPI is chosen as for `collkit bench` (the first mpiexec on PATH, else the `mpich` wheel); the
+first line on stderr says which and why.
 The exit status is the program's.
 """
 
@@ -24,7 +28,7 @@ from pathlib import Path
 
 from collkit.cli._common import input_file, parse_p
 from collkit.errors import InvalidArgumentError
-from collkit.mpirun import MPI, build, find_mpi, launch_command, launch_env
+from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
 from collkit.tune.table import load
 
 NAME = "run"
@@ -89,12 +93,7 @@ def command(
     preload = str(library)
     if os.environ.get("LD_PRELOAD"):
         preload += ":" + os.environ["LD_PRELOAD"]
-    flags: list[str] = []
-    for k, v in {"LD_PRELOAD": preload, **env}.items():
-        if mpi.kind == "openmpi":
-            flags += ["-x", f"{k}={v}"]
-        else:  # MPICH's hydra (and launchers that take its flag)
-            flags += ["-genv", k, v]
+    flags = mpi.env_args({"LD_PRELOAD": preload, **env})
     at = cmd.index(mpi.mpiexec) + 1  # an emulated cluster's command starts before mpiexec
     return [*cmd[:at], *flags, *cmd[at:]]
 
@@ -118,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     if args.stats:
         env["COLLKIT_STATS"] = str(Path(args.stats).resolve())
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
-    library = build(mpi) / "libcollkit_pmpi.so"
+    print(f"collkit run: MPI: {mpi.describe()}", file=sys.stderr)
+    library = build(mpi, ["libcollkit_pmpi.so"]) / "libcollkit_pmpi.so"
     base_env, _ = launch_env(mpi, args.P, hosts=args.hosts)
     cmd = command(mpi, args.P, program, library, env, args.hosts)
     if args.verbose:

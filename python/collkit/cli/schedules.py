@@ -2,7 +2,8 @@
 
 Every valid schedule for P ranks (factored a8,a4; split c6m2,a2,a2,e6m2; merged m1g2a3,n1g3a2,
 with at most --max-fanout sends per rank and stage) is costed in the pipelining postal model of
-seed 002 (Eq. 3 per stage: alpha_p + b (alpha_r + n beta + n gamma)) and listed cheapest first.
+Ruefenacht et al. 2017 (Eq. 3 per stage: alpha_p + b (alpha_r + n beta + n gamma)) and listed
+cheapest first.
 For large P (enumeration is infeasible past a few thousand ranks) --search finds the cheapest
 schedule by dynamic programming over the factorisations instead.
 
@@ -72,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=parse_time,
         default=1340.0,
         metavar="TIME",
-        help="overlappable latency per stage (default 1.34us, seed 002 Table 1 min)",
+        help="overlappable latency per stage (default 1.34us, Ruefenacht et al. 2017 Table 1 min)",
     )
     p.add_argument(
         "--alpha-r",

@@ -7,7 +7,7 @@ Models and their parameters (defaults):
 {models}
 
   postal            a message costs alpha + n*beta; a rank sends one message at a time and its
-                    send completes when the message has arrived (seed 002 Eq. 1)
+                    send completes when the message has arrived (Ruefenacht et al. 2017 Eq. 1)
   pipelined-postal  a rank's sends overlap: each occupies the send port alpha_r + n*beta, then
                     arrives alpha_p later; b sends issued together: alpha_p + b(alpha_r + n beta)
   logp/loggp/loggops
@@ -33,7 +33,7 @@ the algorithm refuses is named on stderr and skipped):
   collkit simulate allreduce:rd,allreduce:ring -P 8,64,2^10 --bytes 8,64KiB --model loggops \\
       --L 500,2500
 
-Example (seed 002's simulator settings, Fig. 18):
+Example (Ruefenacht et al. 2017's simulator settings, Fig. 18):
   collkit simulate allreduce:rd -P 8 --bytes 8 --model pipelined-postal --alpha-p 500ns \\
       --alpha-r 100ns --beta 0.4ns --reduce-base 10ns --timeline rd8.json --plot rd8.png
 """

@@ -28,7 +28,7 @@ from rich.rule import Rule
 from collkit.cli import tour_cluster
 from collkit.cli._common import output_dir
 from collkit.cli.bench import parse_sizes
-from collkit.mpirun import MPI
+from collkit.mpi import MPI
 
 NAME = "tour"
 HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     )
     step(
         "simulate",
-        "5. Simulated under the pipelining postal model (seed 002's parameters), with a timeline",
+        "5. Simulated under the pipelining postal model (Ruefenacht et al. 2017's parameters), "
+        "with a timeline",
         lambda: _run(
             console,
             [
@@ -176,7 +177,7 @@ def _tune(console: Console, out: Path, quick: bool) -> int:
     import subprocess
 
     from collkit.errors import CollkitError
-    from collkit.mpirun import find_mpi, launch_command, launch_env, source_dir
+    from collkit.mpi import find_mpi, launch_command, launch_env, source_dir
 
     tuned = out / "tune"
     size_text = "8B..4KiB" if quick else "8B..32KiB"

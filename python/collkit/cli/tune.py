@@ -7,7 +7,8 @@ call, and write it where programs will use it.
 
 Candidates: collkit's registry with parameter grids (every algorithm at its defaults, the model's
 top-k `rm` schedules for each P, every Bruck radix, k-nomial radices), the MPI's native call, and
-the MPI's own algorithms forced one at a time (MPICH CVARs / Open MPI coll_tuned). Each is timed
+the MPI's own algorithms forced one at a time (MPICH CVARs / Open MPI coll_tuned / Intel
+MPI I_MPI_ADJUST_<COLL>). Each is timed
 by collkit's bench driver with its per-iteration samples kept, interleaved with the native call
 in --rounds rounds (native re-measured around every candidate, a core-to-core probe around every
 block, the load in every row); a candidate wins only when it beat native in every round whose
@@ -20,8 +21,9 @@ into one range.
 
 Writes into -o DIR: tune.jsonl / .csv (every row, appended as measured: rerun the same command
 to resume; nothing is measured twice), collkit-tuning.json (for libcollkit_pmpi.so and `collkit
-run --tuning`), mpich-selection.json (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE), openmpi-rules.txt
-(coll_tuned_dynamic_rules_filename) and tune.png (winner by P x size). --simulate tunes from the
+run --tuning`), mpich-selection.json (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE; tuning with
+MPICH only), openmpi-rules.txt (coll_tuned_dynamic_rules_filename), impi-tuning.env (Intel MPI's
+I_MPI_ADJUST_<COLL> variables) and tune.png (winner by P x size). --simulate tunes from the
 simulator instead (for P this machine cannot run), and the rules say `simulated`.
 """
 
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import math
 import sys
 from pathlib import Path
@@ -39,15 +40,14 @@ from collkit.cli._common import input_file, parse_p_list
 from collkit.cli.bench import parse_sizes
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
-from collkit.mpirun import build, find_mpi
+from collkit.mpi import IMPLEMENTATIONS, build, find_mpi
 from collkit.results import ResultStore, Row
 from collkit.tune.campaign import TuneOptions, check_only, measure, simulate_rows
-from collkit.tune.mpi_files import find_libmpi, mpich_default_tree, mpich_file, openmpi_rules
 from collkit.tune.select import Choice, choose, rules
 from collkit.tune.table import Table, save
 
 NAME = "tune"
-HELP = "pick the really-faster algorithm per size and write tuning files (collkit, MPICH, Open MPI)"
+HELP = "pick the really-faster algorithm per size and write tuning files (collkit and the MPIs')"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -334,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
         label = f"simulated, {args.simulate}"
     else:
         mpi = find_mpi(args.mpiexec, args.mpi_prefix)
-        print(f"{mpi.version} ({mpi.mpiexec}); rows: {store.jsonl}", file=sys.stderr)
+        print(f"MPI: {mpi.describe()}; rows: {store.jsonl}", file=sys.stderr)
         rows = measure(opts, mpi, store, progress)
         label = mpi.version
     choices = choose(rows, alpha=args.alpha, min_gain=args.min_gain)
@@ -347,18 +347,20 @@ def run(args: argparse.Namespace) -> int:
     save(table, out / "collkit-tuning.json")
     written.append(out / "collkit-tuning.json")
     header = f"collkit tune {' '.join(opts.collectives)} -np {args.P} ({label}, {date})"
-    (out / "openmpi-rules.txt").write_text(openmpi_rules(choices, header))
-    written.append(out / "openmpi-rules.txt")
-    if mpi is not None and mpi.kind == "mpich":
-        tree = mpich_default_tree(find_libmpi(build(mpi) / "collkit_bench"))
-        (out / "mpich-selection.json").write_text(json.dumps(mpich_file(choices, tree)) + "\n")
-        written.append(out / "mpich-selection.json")
-    else:
-        print(
-            "mpich-selection.json not written: it is built on MPICH's own selection tree, "
-            "read from an MPICH library (tune with MPICH to get it)",
-            file=sys.stderr,
-        )
+    # Each MPI's own file: for the MPI measured, its forced algorithms that won; for the others,
+    # their algorithms of the winners' families (the registry's mpi_equivalents).
+    for impl in IMPLEMENTATIONS:
+        measured = mpi is not None and isinstance(mpi, impl)
+        program = build(mpi, ["collkit_bench"]) / "collkit_bench" if measured and mpi else None
+        path = impl.write_tuning_file(choices, out, header, program)
+        if path is not None:
+            written.append(path)
+        else:
+            print(
+                f"{impl.tuning_file_name} not written: it is built on the {impl.kind} library's "
+                f"own selection tree (tune with {impl.kind} to get it)",
+                file=sys.stderr,
+            )
     if not args.no_plot:
         plot(choices, out / "tune.png", f"collkit tune: winner by P x size ({label})")
         written.append(out / "tune.png")

@@ -78,7 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from collkit.algorithms import Algorithm
     from collkit.cli.bench import _build
-    from collkit.mpirun import find_mpi
+    from collkit.mpi import find_mpi
     from collkit.profile import load_profile
     from collkit.results import ResultStore
     from collkit.validate import plot_validation, results_markdown, validate

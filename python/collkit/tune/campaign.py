@@ -18,7 +18,7 @@ from collkit.bench import DATATYPES, Campaign, machine_name, run_campaign
 from collkit.collectives import REDUCTIONS
 from collkit.drift import MAX_RETRIES
 from collkit.errors import CollkitError, InvalidArgumentError
-from collkit.mpirun import MPI
+from collkit.mpi import MPI
 from collkit.results import ResultStore, Row
 from collkit.tune.select import latest
 

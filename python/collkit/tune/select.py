@@ -20,11 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collkit.algorithms import is_mpi_algorithm
 from collkit.drift import MIN_ROUNDS, rounds_won
 from collkit.results import Row
 from collkit.tune.table import Rule
-
-MPI_PREFIXES = ("mpich:", "ompi:")
 
 
 @dataclass
@@ -126,7 +125,7 @@ def choose(rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0) -
     out: list[Choice] = []
     for (coll, P, nbytes, source), rs in sorted(groups.items()):
         if source == "simulated":
-            sim = [r for r in rs if not r.algorithm.startswith(MPI_PREFIXES)]
+            sim = [r for r in rs if not is_mpi_algorithm(r.algorithm)]
             if not sim:
                 continue
             best = min(sim, key=lambda r: r.median)
@@ -158,8 +157,8 @@ def choose(rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0) -
             native = natives.get((r.interleaved, r.attempt)) or natives[max(natives)]
             comps.append(compare_row(r, native, min_gain=min_gain))
         wins = [c for c in comps if is_win(c, alpha, min_gain)]
-        own = [c for c in wins if not c.algorithm.startswith(MPI_PREFIXES)]
-        forced = [c for c in wins if c.algorithm.startswith(MPI_PREFIXES)]
+        own = [c for c in wins if not is_mpi_algorithm(c.algorithm)]
+        forced = [c for c in wins if is_mpi_algorithm(c.algorithm)]
         out.append(
             Choice(
                 coll,

@@ -1,0 +1,68 @@
+"""collkit over MPI.
+
+Two faces:
+- **The MPIs themselves** (one module each: mpich.py, openmpi.py, intel.py, behind base.MPI):
+  finding one (find.py), building collkit's MPI programs for it (programs.py) and launching them
+  (launch.py). Every command that runs MPI goes through these.
+- **collkit's algorithms on mpi4py communicators** (face.py): ``collkit.mpi.Allreduce(comm,
+  sendbuf, recvbuf, op=MPI.SUM, algorithm="allreduce:rm(a4)")`` and the other eight
+  collectives, and ``collkit.mpi.tuned(table)``, which routes a block of unmodified mpi4py code
+  by a tuning table. mpi4py is imported only when one of these is called.
+"""
+
+from __future__ import annotations
+
+from collkit.mpi.base import MPI, PLACEMENTS
+from collkit.mpi.face import (
+    Allgather,
+    Allreduce,
+    Alltoall,
+    Barrier,
+    Bcast,
+    CollkitMPIError,
+    Gather,
+    Reduce,
+    Reduce_scatter_block,
+    Scatter,
+    routed_calls,
+    tuned,
+)
+from collkit.mpi.find import IMPLEMENTATIONS, find_mpi, implementation
+from collkit.mpi.intel import IntelMpi
+from collkit.mpi.launch import allocation, cores, launch_command, launch_env, placement_args
+from collkit.mpi.mpich import Mpich
+from collkit.mpi.openmpi import OpenMpi
+from collkit.mpi.programs import PROGRAMS, MissingToolError, build, cache_root, source_dir
+
+__all__ = [
+    "IMPLEMENTATIONS",
+    "MPI",
+    "PLACEMENTS",
+    "PROGRAMS",
+    "Allgather",
+    "Allreduce",
+    "Alltoall",
+    "Barrier",
+    "Bcast",
+    "CollkitMPIError",
+    "Gather",
+    "IntelMpi",
+    "MissingToolError",
+    "Mpich",
+    "OpenMpi",
+    "Reduce",
+    "Reduce_scatter_block",
+    "Scatter",
+    "allocation",
+    "build",
+    "cache_root",
+    "cores",
+    "find_mpi",
+    "implementation",
+    "launch_command",
+    "launch_env",
+    "placement_args",
+    "routed_calls",
+    "source_dir",
+    "tuned",
+]

@@ -1,0 +1,107 @@
+"""Which MPI: detection of the implementation behind an mpiexec, and the choice of one.
+
+First match wins, and the MPI object says which rule chose it (`MPI.reason`):
+  1. explicit arguments (`--mpiexec`, `--mpi-prefix`),
+  2. the environment: MPIEXEC and MPICXX (or MPICC, whose C++ sibling is used),
+  3. the first `mpiexec` on PATH (a cluster's `module load openmpi` puts its own there; an
+     activated virtual environment with the PyPI `mpich` wheel puts the wheel's there),
+  4. the PyPI `mpich` wheel in this Python's environment (`pip install mpich`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from collkit.errors import UnsupportedError
+from collkit.mpi.base import MPI
+from collkit.mpi.intel import IntelMpi
+from collkit.mpi.mpich import Mpich
+from collkit.mpi.openmpi import OpenMpi
+
+# The implementations collkit knows, in the order they are tried on `mpiexec --version`
+# (Intel MPI's hydra also says HYDRA, so it comes before MPICH).
+IMPLEMENTATIONS: tuple[type[MPI], ...] = (IntelMpi, OpenMpi, Mpich)
+
+# C++ compiler wrappers looked for beside an mpiexec.
+_CXX_NAMES = ("mpicxx", "mpic++", "mpiicpx", "mpiicpc", "mpicxx.openmpi", "mpicxx.mpich")
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UnsupportedError(f"cannot run {cmd[0]}: {e}") from None
+    return str(out.stdout) + str(out.stderr)
+
+
+def implementation(version_text: str) -> type[MPI]:
+    """The class of the MPI whose `mpiexec --version` printed `version_text` (MPI if none)."""
+    return next((c for c in IMPLEMENTATIONS if c.recognizes(version_text)), MPI)
+
+
+def _sibling(path: str, names: tuple[str, ...]) -> str | None:
+    d = Path(path).parent
+    for n in names:
+        if (d / n).exists():
+            return str(d / n)
+    return None
+
+
+def wheel_mpiexec() -> Path | None:
+    """The PyPI mpich wheel's mpiexec in this Python's environment, if installed."""
+    venv = Path(sys.prefix) / "bin" / "mpiexec"
+    return venv if venv.exists() else None
+
+
+def find_mpi(mpiexec: str | None = None, prefix: str | None = None) -> MPI:
+    """The MPI to use (see the module's docstring). Raises UnsupportedError if there is none."""
+    cxx: str | None = None
+    reason = ""
+    if prefix:
+        bindir = Path(prefix) / "bin"
+        mpiexec = mpiexec or str(bindir / "mpiexec")
+        cxx = str(bindir / "mpicxx")
+        reason = f"--mpi-prefix {prefix}"
+    elif mpiexec:
+        reason = "--mpiexec"
+    if not mpiexec and os.environ.get("MPIEXEC"):
+        mpiexec = os.environ["MPIEXEC"]
+        reason = "MPIEXEC is set"
+    if os.environ.get("MPICXX"):
+        cxx = cxx or shutil.which(os.environ["MPICXX"]) or os.environ["MPICXX"]
+    elif os.environ.get("MPICC"):
+        cxx = cxx or _sibling(os.environ["MPICC"], ("mpicxx", "mpic++", "mpiCC"))
+    wheel = wheel_mpiexec()
+    if not mpiexec:
+        on_path = shutil.which("mpiexec")
+        if on_path:
+            mpiexec = on_path
+            is_wheel = wheel is not None and Path(on_path).resolve() == wheel.resolve()
+            reason = "the first mpiexec on PATH" + (
+                " (the PyPI mpich wheel of this Python)" if is_wheel else ""
+            )
+        elif wheel is not None:
+            mpiexec = str(wheel)
+            reason = "no mpiexec on PATH: the PyPI mpich wheel of this Python"
+    if not mpiexec or (not Path(mpiexec).exists() and not shutil.which(mpiexec)):
+        raise UnsupportedError(
+            "no MPI found: `pip install mpich`, or put an MPI's mpiexec on PATH (module load "
+            "...), or pass --mpiexec / --mpi-prefix, or set MPIEXEC and MPICXX"
+        )
+    mpiexec = shutil.which(mpiexec) or mpiexec
+    if not cxx:
+        cxx = _sibling(mpiexec, _CXX_NAMES)
+        if cxx is None and Path(mpiexec).resolve() != Path(mpiexec):
+            cxx = _sibling(str(Path(mpiexec).resolve()), _CXX_NAMES)
+    if not cxx or not Path(cxx).exists():
+        raise UnsupportedError(
+            f"no MPI C++ compiler wrapper beside {mpiexec} (chosen: {reason}): set MPICXX, or "
+            "install the MPI's development files"
+        )
+    text = _run([mpiexec, "--version"])
+    impl = implementation(text)
+    return impl(mpicxx=cxx, mpiexec=mpiexec, version=impl.version_of(text), reason=reason)

@@ -1,0 +1,203 @@
+"""Open MPI: its coll/tuned algorithms, forced with coll_tuned_use_dynamic_rules=1 and
+coll_tuned_<coll>_algorithm=<number> (and coll/han, its hierarchical component), mpirun's
+options, and its coll/tuned dynamic rules file.
+
+Open MPI (coll_tuned_use_dynamic_rules=1, coll_tuned_dynamic_rules_filename=FILE) picks, per
+collective, the rule of the largest listed communicator size <= P and the largest message size
+<= the call's; algorithm 0 there means its fixed decision, which the file uses for the sizes
+collkit did not tune.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from collkit.mpi.base import MPI, am_root
+
+if TYPE_CHECKING:
+    from collkit.tune.select import Choice
+
+# coll_tuned_<coll>_algorithm values.
+ALGORITHMS: dict[str, dict[str, int]] = {
+    "allreduce": {
+        "basic_linear": 1,
+        "nonoverlapping": 2,
+        "recursive_doubling": 3,
+        "ring": 4,
+        "segmented_ring": 5,
+        "rabenseifner": 6,
+    },
+    "reduce": {
+        "linear": 1,
+        "chain": 2,
+        "pipeline": 3,
+        "binary": 4,
+        "binomial": 5,
+        "in_order_binary": 6,
+        "rabenseifner": 7,
+    },
+    "bcast": {
+        "basic_linear": 1,
+        "chain": 2,
+        "pipeline": 3,
+        "split_binary_tree": 4,
+        "binary_tree": 5,
+        "binomial": 6,
+        "knomial": 7,
+        "scatter_allgather": 8,
+        "scatter_allgather_ring": 9,
+    },
+    "alltoall": {"linear": 1, "pairwise": 2, "modified_bruck": 3, "linear_sync": 4, "two_proc": 5},
+    "barrier": {
+        "linear": 1,
+        "double_ring": 2,
+        "recursive_doubling": 3,
+        "bruck": 4,
+        "two_proc": 5,
+        "tree": 6,
+    },
+    "allgather": {
+        "linear": 1,
+        "bruck": 2,
+        "recursive_doubling": 3,
+        "ring": 4,
+        "neighbor": 5,
+        "two_proc": 6,
+    },
+    "reduce_scatter_block": {
+        "basic_linear": 1,
+        "recursive_doubling": 2,
+        "recursive_halving": 3,
+        "butterfly": 4,
+    },
+    "gather": {"basic_linear": 1, "binomial": 2, "linear_sync": 3},
+    "scatter": {"basic_linear": 1, "binomial": 2, "linear_nb": 3},
+}
+# The collectives Open MPI's coll/han (hierarchical) implements: forced as ompi:han.
+HAN = ("allreduce", "bcast", "reduce")
+
+# Open MPI's collective ids (COLLTYPE_T in coll_base_functions.h).
+IDS = {
+    "allgather": 0,
+    "allreduce": 2,
+    "alltoall": 3,
+    "barrier": 6,
+    "bcast": 7,
+    "gather": 9,
+    "reduce": 11,
+    "reduce_scatter_block": 13,
+    "scatter": 15,
+}
+
+
+class OpenMpi(MPI):
+    """Open MPI with its mpirun (mpiexec)."""
+
+    kind: ClassVar[str] = "openmpi"
+    prefix: ClassVar[str] = "ompi"
+    # Yield the core when idle (it also turns this on by itself under --oversubscribe).
+    oversubscribed_env: ClassVar[dict[str, str]] = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+    tuning_file_name: ClassVar[str] = "openmpi-rules.txt"
+
+    def __post_init__(self) -> None:
+        if am_root() and "--allow-run-as-root" not in self.launch_args:
+            self.launch_args.append("--allow-run-as-root")
+
+    @classmethod
+    def recognizes(cls, version_text: str) -> bool:
+        return "Open MPI" in version_text or "OpenRTE" in version_text
+
+    @classmethod
+    def version_of(cls, version_text: str) -> str:
+        first = next(
+            (ln for ln in version_text.splitlines() if "Open MPI" in ln or "OpenRTE" in ln), ""
+        )
+        return "Open MPI " + first.split()[-1] if first else "Open MPI"
+
+    def algorithms(self, collective: str) -> list[str]:
+        return list(ALGORITHMS.get(collective, {}))
+
+    def force_env(self, collective: str, name: str) -> dict[str, str]:
+        if name == f"{self.prefix}:han" and collective in HAN:
+            # coll/han, Open MPI's hierarchical component, is off by default in 4.1: raise its
+            # priority. It disqualifies itself on a communicator of one node (its log says so
+            # with OMPI_MCA_coll_base_verbose=10), and then the default path runs.
+            return {"OMPI_MCA_coll_han_priority": "100"}
+        return super().force_env(collective, name)
+
+    def _force(self, collective: str, algorithm: str) -> dict[str, str]:
+        return {
+            "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+            f"OMPI_MCA_coll_tuned_{collective}_algorithm": str(ALGORITHMS[collective][algorithm]),
+        }
+
+    def _placement(self, map_by: str) -> list[str]:
+        return ["--map-by", map_by, "--bind-to", "core"]
+
+    def oversubscribe_args(self) -> list[str]:
+        return ["--oversubscribe"]
+
+    def hostfile_args(self, hosts: str) -> list[str]:
+        return ["--hostfile", hosts]
+
+    def env_args(self, env: dict[str, str]) -> list[str]:
+        out: list[str] = []
+        for k, v in env.items():
+            out += ["-x", f"{k}={v}"]
+        return out
+
+    @classmethod
+    def write_tuning_file(
+        cls, choices: Sequence[Choice], out_dir: Path, header: str, program: Path | None
+    ) -> Path | None:
+        path = out_dir / cls.tuning_file_name
+        path.write_text(rules_file(choices, header))
+        return path
+
+
+def rules_file(choices: Sequence[Choice], header: str = "") -> str:
+    """Open MPI's dynamic rules file (the classic text format of coll/tuned)."""
+    from collkit.algorithms import parse_row_name
+    from collkit.tune.families import mpi_choice, per_block_shapes
+    from collkit.tune.select import size_ranges
+
+    by: dict[str, dict[int, list[Choice]]] = {}
+    for c in choices:
+        by.setdefault(c.collective, {}).setdefault(c.P, []).append(c)
+    lines = [f"# {ln}" for ln in header.splitlines()]
+    for coll in sorted(c for c in by if c not in IDS):  # a collective Open MPI lacks
+        del by[coll]
+        lines.append(f"# {coll}: no coll/tuned rules id in Open MPI; its own decision stays")
+    lines.append(f"{len(by)}  # collectives")
+    for coll in sorted(by, key=lambda k: IDS[k]):
+        per_p = by[coll]
+        sizes = sorted(per_p)
+        # Open MPI uses the largest listed size <= P: list P + 1 with the fixed decision too,
+        # so that untuned sizes keep Open MPI's own choice.
+        comms: list[tuple[int, list[tuple[int, int, str]]]] = []
+        for P in sizes:
+            cs = sorted(per_p[P], key=lambda c: c.bytes)
+            # coll/tuned sizes the collectives with a block per rank by all P blocks.
+            scale = P if "P" in per_block_shapes(coll) else 1
+            msgs: list[tuple[int, int, str]] = []
+            ranges = size_ranges([c.bytes for c in cs])
+            if ranges[0][0] > 0:
+                msgs.append((0, 0, "not tuned: Open MPI's fixed decision"))
+            for c, (lo, _) in zip(cs, ranges, strict=True):
+                name, how = mpi_choice(c, OpenMpi.prefix)
+                alg = ALGORITHMS[coll][parse_row_name(name).algorithm] if name else 0
+                msgs.append((lo * scale, alg, f"{name or 'fixed decision'} ({how})"))
+            msgs.append(((ranges[-1][1] + 1) * scale, 0, "past the tuned sizes: fixed decision"))
+            comms.append((P, msgs))
+            if P + 1 not in per_p:
+                comms.append((P + 1, [(0, 0, f"P > {P}: fixed decision")]))
+        lines.append(f"{IDS[coll]}  # {coll}")
+        lines.append(f"{len(comms)}  # communicator sizes")
+        for P, msgs in comms:
+            lines.append(f"{P}  # communicator size")
+            lines.append(f"{len(msgs)}  # message sizes")
+            for size, alg, why in msgs:
+                lines.append(f"{size} {alg} 0 0  # {why}")
+    return "\n".join(lines) + "\n"

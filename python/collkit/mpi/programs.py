@@ -1,0 +1,165 @@
+"""Building collkit's MPI programs for one MPI, once, into a cache directory.
+
+The compiled Python module has no MPI in it (the core never does), so everything that runs over
+MPI is built separately, per MPI: `mpi/` and the `core/` sources it needs are compiled with that
+MPI's compiler wrapper into a cache directory keyed by the MPI and the sources' hash, the first
+time they are needed, and only the programs the command needs (a first `collkit bench` builds
+the benchmark driver, not the test programs). The sources come from the source tree or, in an
+installed package, from `collkit/_src` (installed by the top-level CMakeLists.txt).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from collkit.errors import UnsupportedError
+from collkit.mpi.base import MPI
+
+# Every program and library of mpi/CMakeLists.txt, by file name.
+PROGRAMS = (
+    "collkit_bench",
+    "collkit_multicast",
+    "collkit_calibrate",
+    "collkit_check_alltoall",
+    "collkit_conformance",
+    "collkit_pmpi_overhead",
+    "libcollkit_pmpi.so",  # the interposition library (LD_PRELOAD; docs/tuning.md)
+    "libcollkit_mpi.so",  # the C API (collkit.h): collkit.mpi's mpi4py functions load it
+)
+
+
+class MissingToolError(UnsupportedError):
+    """A tool that building collkit's MPI programs needs (cmake, a compiler) is missing."""
+
+
+def source_dir() -> Path:
+    """Where `core/` and `mpi/` are: the source tree, or the installed package's copy."""
+    here = Path(__file__).resolve().parent.parent
+    for root in (here.parents[1], here / "_src"):
+        if (root / "mpi" / "CMakeLists.txt").exists() and (root / "core" / "include").exists():
+            return root
+    raise UnsupportedError(
+        "collkit's C++ sources are missing (neither a source tree nor "
+        "collkit/_src): reinstall collkit"
+    )
+
+
+def _sources_hash(root: Path, mpi: MPI) -> str:
+    h = hashlib.sha256()
+    h.update(mpi.mpicxx.encode())
+    h.update(mpi.version.encode())
+    for sub in ("core", "mpi"):
+        for p in sorted((root / sub).rglob("*")):
+            if p.is_file() and p.suffix in (".cpp", ".hpp", ".h", ".txt"):
+                h.update(str(p.relative_to(root)).encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    env = os.environ.get("COLLKIT_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "collkit"
+
+
+def _tool(name: str) -> str | None:
+    """A build tool: the PyPI package's beside this Python (collkit depends on cmake and ninja),
+    else PATH's."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def cmake() -> str:
+    """The cmake to build with; MissingToolError if there is none."""
+    found = _tool("cmake")
+    if not found:
+        raise MissingToolError(
+            "cmake is needed to build collkit's MPI programs and was not found: "
+            "`pip install cmake` (or install it with your system's packages)"
+        )
+    return found
+
+
+def _check_compiler(mpi: MPI, env: dict[str, str]) -> None:
+    """The MPI's C++ wrapper must run: it wraps a C++ compiler that may be missing."""
+    try:
+        r = subprocess.run(
+            [mpi.mpicxx, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise MissingToolError(f"cannot run the MPI's C++ compiler {mpi.mpicxx}: {e}") from None
+    if r.returncode != 0:
+        raise MissingToolError(
+            f"the MPI's C++ compiler {mpi.mpicxx} does not run (is a C++ compiler, e.g. g++, "
+            f"installed?): {(r.stdout + r.stderr).strip()[-500:]}"
+        )
+
+
+def build_dir(mpi: MPI) -> Path:
+    """The cache directory of `mpi`'s programs for the current sources."""
+    return cache_root() / f"mpi-{mpi.kind}-{_sources_hash(source_dir(), mpi)}"
+
+
+def build(mpi: MPI, programs: Sequence[str] = PROGRAMS, *, quiet: bool = True) -> Path:
+    """Builds `programs` (file names from PROGRAMS) for `mpi` unless already built; returns
+    their directory. Raises MissingToolError without cmake or a working compiler."""
+    unknown = [p for p in programs if p not in PROGRAMS]
+    if unknown:
+        raise ValueError(f"not collkit MPI programs: {unknown}")
+    root = source_dir()
+    out = build_dir(mpi)
+    if all((out / p).exists() for p in programs):
+        return out
+    tool = cmake()
+    env = {**os.environ, **mpi.build_env()}
+    _check_compiler(mpi, env)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two campaigns at once build once
+        todo = [p for p in programs if not (out / p).exists()]
+        if not todo:
+            return out
+        bdir = out / "build"
+        ninja = _tool("ninja")
+        gen = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if ninja else []
+        targets = [p.removeprefix("lib").removesuffix(".so") for p in todo]
+        cmds = [
+            [
+                tool,
+                "-S",
+                str(root / "mpi"),
+                "-B",
+                str(bdir),
+                *gen,
+                f"-DCMAKE_CXX_COMPILER={mpi.mpicxx}",
+                "-DCMAKE_BUILD_TYPE=Release",
+            ],
+            [tool, "--build", str(bdir), "-j", "2", "--target", *targets],
+        ]
+        for cmd in cmds:
+            if not quiet:
+                print("+", " ".join(cmd), file=sys.stderr)
+            r = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+            if r.returncode != 0:
+                raise UnsupportedError(
+                    f"building collkit's MPI programs with {mpi.mpicxx} failed:\n"
+                    + (r.stdout + r.stderr)[-3000:]
+                )
+        for p in todo:  # copied whole, each after its build: presence marks a complete file
+            tmp = out / f".{p}.tmp"
+            shutil.copy2(bdir / p, tmp)
+            tmp.replace(out / p)
+    return out
