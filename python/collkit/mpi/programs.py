@@ -53,6 +53,9 @@ def source_dir() -> Path:
 
 def _sources_hash(root: Path, mpi: MPI) -> str:
     h = hashlib.sha256()
+    # The source folder too: CMake's build tree is tied to it, so two installs of the same
+    # sources (two venvs, a wheel and a checkout) must not share one build folder.
+    h.update(str(root.resolve()).encode())
     h.update(mpi.mpicxx.encode())
     h.update(mpi.version.encode())
     for sub in ("core", "mpi"):
