@@ -219,6 +219,7 @@ def _stream_rows(
                 row.iterations = int(d["iterations"])
                 row.warmup = int(d["warmup"])
                 row.valid = d.get("valid")
+                row.transport = str(d.get("transport", ""))
                 row.samples = [float(x) for x in d.get("samples", [])]
             yield row
         rc = proc.wait()

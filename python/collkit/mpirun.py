@@ -142,6 +142,7 @@ OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
 
 PROGRAMS = (
     "collkit_bench",
+    "collkit_bench_shm",  # the shared-memory transport against the MPI (benchmarks/bench_shm.py)
     "collkit_multicast",
     "collkit_check_alltoall",
     "collkit_conformance",
