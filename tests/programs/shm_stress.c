@@ -49,9 +49,9 @@ int main(int argc, char** argv) {
   /* Sizes in doubles: tiny, around the slot (16 KiB = 2048 doubles) and above it. */
   static const int counts[] = {0, 1, 3, 17, 200, 1000, 2047, 2048, 2049, 5000};
   static const char* allreduce[] = {"allreduce:rd", "allreduce:ring", "allreduce:rabenseifner",
-                                    "allreduce:rd(seg=64)"};
+                                    "allreduce:ring(seg=64)"};
   static const char* bcast[] = {"bcast:binomial", "bcast:pipeline(seg=16)", "bcast:knomial(k=3)"};
-  static const char* reduce[] = {"reduce:binomial", "reduce:binomial(seg=256)"};
+  static const char* reduce[] = {"reduce:binomial", "reduce:pipeline(seg=256)"};
   static const char* alltoall[] = {"alltoall:pairwise", "alltoall:bruck", "alltoall:linear"};
   static const char* allgather[] = {"allgather:ring", "allgather:bruck"};
   const int maxc = 5000;
