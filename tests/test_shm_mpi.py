@@ -64,9 +64,7 @@ def test_on_by_default_and_off_with_the_switch(kind: str) -> None:
 @pytest.mark.parametrize("order", ["contiguous", "round_robin"])
 def test_peers_on_and_off_the_node(kind: str, order: str) -> None:
     # 4 ranks on "nodes" of 2: every schedule mixes shared-memory and MPI peers.
-    log = conformance(
-        the_mpi(kind), 4, {"COLLKIT_TEST_RPN": "2", "COLLKIT_TEST_ORDER": order}
-    )
+    log = conformance(the_mpi(kind), 4, {"COLLKIT_TEST_RPN": "2", "COLLKIT_TEST_ORDER": order})
     assert "transport on a communicator of 4 ranks: shm (2 ranks on this node" in log, log[-2000:]
 
 
@@ -78,9 +76,9 @@ def test_one_pair_on_both_transports(kind: str) -> None:
 
 
 @pytest.fixture(scope="module", params=["mpich", "openmpi"])
-def stress(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[
-    MPI, Path
-]:
+def stress(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[MPI, Path]:
     mpi = the_mpi(str(request.param))
     bindir = built(mpi)
     exe = tmp_path_factory.mktemp("stress") / "shm_stress"

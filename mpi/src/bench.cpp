@@ -329,7 +329,8 @@ int main(int argc, char** argv) {
           ", \"iterations\": %zu, \"late\": %lld, \"min\": %.4f, \"q1\": %.4f, "
           "\"median\": %.4f, \"q3\": %.4f, \"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
           m.samples.size(), m.late, st.min, st.q1, st.median, st.q3, st.mean, st.p99, st.max);
-      if (!native) std::printf(", \"transport\": \"%s\"", json_escape(ck_transport(s.comm)).c_str());
+      if (!native)
+        std::printf(", \"transport\": \"%s\"", json_escape(ck_transport(s.comm)).c_str());
       if (do_validate && !native) std::printf(", \"valid\": %s", valid == 1 ? "true" : "false");
       if (raw) {
         std::printf(", \"samples\": [");

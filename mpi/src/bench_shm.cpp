@@ -99,9 +99,9 @@ int main(int argc, char** argv) {
   const auto colls =
       split(args.get("collectives", "allreduce,reduce,bcast,barrier,allgather,alltoall"), ',');
   std::map<std::string, std::string> algo = {
-      {"allreduce", "allreduce:rd"},       {"reduce", "reduce:binomial"},
-      {"bcast", "bcast:binomial"},         {"barrier", "barrier:dissemination"},
-      {"allgather", "allgather:rd"},       {"alltoall", "alltoall:pairwise"}};
+      {"allreduce", "allreduce:rd"}, {"reduce", "reduce:binomial"},
+      {"bcast", "bcast:binomial"},   {"barrier", "barrier:dissemination"},
+      {"allgather", "allgather:rd"}, {"alltoall", "alltoall:pairwise"}};
   for (const auto& a : split(args.get("algos", ""), ',')) algo[a.substr(0, a.find(':'))] = a;
   std::vector<int64_t> sizes;
   for (const auto& s : split(args.get("sizes", "8,64,1024,4096,65536"), ','))
@@ -155,7 +155,8 @@ int main(int argc, char** argv) {
       const double ar = max_over_ranks((now_ns() - t0) / static_cast<double>(limit_iters), c);
       if (rank == 0)
         std::printf(
-            "{\"kind\":\"limit\",\"repeat\":%d,\"shm_exchange_ns\":%.1f,\"mpi_sendrecv_8B_ns\":%.1f,"
+            "{\"kind\":\"limit\",\"repeat\":%d,\"shm_exchange_ns\":%.1f,\"mpi_sendrecv_8B_ns\":%."
+            "1f,"
             "\"mpi_allreduce_8B_ns\":%.1f%s}\n",
             rep, shm_ns, sr, ar, t ? "" : (",\"shm\":\"" + json_escape(why) + "\"").c_str());
     }

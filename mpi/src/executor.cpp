@@ -1,13 +1,13 @@
 #include "executor.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
-
-#include <sched.h>
 
 #include "fast_reduce.hpp"
 
@@ -215,10 +215,9 @@ void prepare_shm(Plan& plan, const ShmTransport& shm) {
         r.src_off != op.off || r.len != op.len)
       continue;
     // The readers of the region: only j (a few looks at most, else not fused).
-    auto k = static_cast<size_t>(
-        std::lower_bound(readers.begin(), readers.end(), Reader{op.buf, op.off + op.len, 0, 0},
-                         before) -
-        readers.begin());
+    auto k = static_cast<size_t>(std::lower_bound(readers.begin(), readers.end(),
+                                                  Reader{op.buf, op.off + op.len, 0, 0}, before) -
+                                 readers.begin());
     bool alone = true;
     for (int looks = 0; k > 0 && alone; --k) {
       const Reader& x = readers[k - 1];
@@ -342,8 +341,8 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     if (fuse && plan.fused[i]) {
       // The reduce that waits on this receive alone, straight out of the slot.
       const Op& r = plan.ops[plan.succ.of(i)[0]];
-      rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len, r.side,
-                        a, st);
+      rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len, r.side, a,
+                        st);
     } else if (t.dense_run(op.len)) {
       if (bytes > 0) std::memcpy(offset(p, t.true_lb), slot, bytes);
     } else {

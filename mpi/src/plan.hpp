@@ -32,8 +32,8 @@ struct Plan {
   // Messages in flight per (peer, kind) are bounded (executor.cpp): set when some pair has more
   // messages than the window, with the per-(peer, kind) counts and held-back ops of a run.
   bool windowed = false;
-  std::vector<uint32_t> msg_done;               // [2 * peer + (recv ? 1 : 0)]
-  std::vector<std::vector<uint32_t>> held;      // same index: min-heaps of ops by seq
+  std::vector<uint32_t> msg_done;           // [2 * peer + (recv ? 1 : 0)]
+  std::vector<std::vector<uint32_t>> held;  // same index: min-heaps of ops by seq
 
   // The shared-memory transport's view of the plan, filled by the executor the first time the
   // plan runs with it (shm_bytes: the slot size it was computed for, -1 before).

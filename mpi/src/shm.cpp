@@ -140,8 +140,8 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
       if (why.empty()) why = "the node's first rank could not create the shared-memory segment";
     } else {
       const int fd = shm_open(name, O_RDWR, 0600);
-      void* p = fd < 0 ? MAP_FAILED
-                       : mmap(nullptr, t->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      void* p =
+          fd < 0 ? MAP_FAILED : mmap(nullptr, t->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (fd >= 0) close(fd);
       if (p == MAP_FAILED) {
         ok = 0;
@@ -163,8 +163,9 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   if (n >= 2) {
     auto* base = static_cast<std::byte*>(t->base_);
     auto channel = [&](int from, int to) {
-      std::byte* c = base + (static_cast<size_t>(from) * static_cast<size_t>(n) +
-                             static_cast<size_t>(to)) * cb;
+      std::byte* c =
+          base +
+          (static_cast<size_t>(from) * static_cast<size_t>(n) + static_cast<size_t>(to)) * cb;
       return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kSlots * kLine, nullptr};
     };
     t->known_free_.assign(static_cast<size_t>(n) * kSlots, 0);
@@ -194,8 +195,8 @@ std::byte* ShmTransport::send_slot(int peer, uint64_t q) {
   const uint64_t s = q % k_;
   if (q >= k_) {
     const uint64_t need = q - k_ + 1;
-    auto* stamp = reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<std::byte*>(c.free) +
-                                                           s * kLine);
+    auto* stamp =
+        reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<std::byte*>(c.free) + s * kLine);
     if (c.known_free[s] != need) {
       c.known_free[s] = stamp->load(std::memory_order_acquire);
       if (c.known_free[s] != need) return nullptr;

@@ -70,11 +70,11 @@ class ShmTransport {
     return reinterpret_cast<std::atomic<uint64_t>*>(slot);
   }
 
-  int n_ = 0, me_ = 0;      // ranks on this node, this rank's index among them
-  uint32_t k_ = 0;          // slots per channel
-  int64_t slot_bytes_ = 0;  // the largest message a slot takes
-  size_t stride_ = 0;       // bytes from one slot to the next
-  std::vector<int> local_;  // comm rank -> index on this node, -1 off the node
+  int n_ = 0, me_ = 0;             // ranks on this node, this rank's index among them
+  uint32_t k_ = 0;                 // slots per channel
+  int64_t slot_bytes_ = 0;         // the largest message a slot takes
+  size_t stride_ = 0;              // bytes from one slot to the next
+  std::vector<int> local_;         // comm rank -> index on this node, -1 off the node
   std::vector<Channel> out_, in_;  // by the peer's index on the node
   std::vector<uint64_t> known_free_;
   void* base_ = nullptr;
