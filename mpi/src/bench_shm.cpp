@@ -199,11 +199,13 @@ int main(int argc, char** argv) {
         std::printf(
             "{\"kind\":\"row\",\"collective\":\"%s\",\"algorithm\":\"%s\",\"bytes\":%lld,"
             "\"P\":%d,\"%s_ns\":%.1f,\"%s_ns\":%.1f,\"%s_ns\":%.1f,\"shm_vs_native\":%.3f,"
-            "\"p2p_vs_native\":%.3f,\"shm_vs_p2p\":%.3f,\"rounds\":%ld,\"block\":%ld}\n",
+            "\"p2p_vs_native\":%.3f,\"shm_vs_p2p\":%.3f,\"rounds\":%ld,\"block\":%ld,"
+            "\"native_min_ns\":%.1f,\"shm_min_ns\":%.1f,\"p2p_min_ns\":%.1f}\n",
             coll.c_str(), name.c_str(), static_cast<long long>(b), size, variants[0],
             summarize(t[0]).median, variants[1], summarize(t[1]).median, variants[2],
             summarize(t[2]).median, summarize(shm_vs_native).median,
-            summarize(p2p_vs_native).median, summarize(shm_vs_p2p).median, rounds, block);
+            summarize(p2p_vs_native).median, summarize(shm_vs_p2p).median, rounds, block,
+            summarize(t[0]).min, summarize(t[1]).min, summarize(t[2]).min);
         std::fflush(stdout);
       }
     }
