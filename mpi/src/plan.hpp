@@ -12,7 +12,7 @@ namespace collkit::mpi {
 
 // Messages of one (peer, kind) in flight at once at most, counted in the pair's order: message q
 // starts only once q - kMessageWindow messages of the pair have completed (executor.cpp).
-constexpr uint32_t kMessageWindow = 32;
+constexpr uint32_t kMessageWindow = 256;
 
 struct Plan {
   ScheduleHeader header;

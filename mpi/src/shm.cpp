@@ -16,7 +16,7 @@ namespace {
 
 constexpr size_t kLine = 64;
 constexpr size_t kSlotHeader = 16;  // the `full` stamp; the data starts 16-byte aligned after it
-constexpr uint32_t kSlots = 8;      // per channel
+constexpr uint32_t kSlots = 32;     // per channel
 // The largest message through a slot, unless COLLKIT_SHM_MAX says otherwise (bytes). Above it,
 // MPI point-to-point (with its own single-copy paths) is as fast or faster: see docs/mpi.md.
 constexpr int64_t kDefaultSlotBytes = 16384;
