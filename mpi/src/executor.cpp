@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -287,8 +288,12 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   size_t completed = 0;
   const int64_t chunk = max_chunk_elems();
   const int64_t tag_mod = int64_t{a.tag_ub} + 1;
-  constexpr unsigned kSpins = 200;  // polls without progress before each sched_yield
+  // A rank that waits polls for kSpinNs (a 16 KiB copy by the peer takes a few µs), then yields
+  // the core between polls: oversubscribed runs must not starve the rank they wait for.
+  constexpr unsigned kSpins = 64;  // polls between looks at the clock
+  constexpr auto kSpinNs = std::chrono::nanoseconds(20000);
   unsigned idle = 0;
+  std::chrono::steady_clock::time_point idle_since{};
 
   st.shm_wait.clear();
   if (plan.windowed) {
@@ -486,8 +491,13 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       }
       if (moved) {
         idle = 0;
-      } else if (++idle > kSpins) {
-        sched_yield();
+      } else if (++idle % kSpins == 0) {
+        const auto now = std::chrono::steady_clock::now();
+        if (idle == kSpins) {
+          idle_since = now;
+        } else if (now - idle_since > kSpinNs) {
+          sched_yield();
+        }
       }
       continue;
     }
