@@ -482,6 +482,26 @@ def test_tune_hosts_end_to_end(nodes: Cluster, mpich: MPI, tmp_path: Path) -> No
     assert table["format"] == "collkit-tuning"
 
 
+def test_calibrate_hosts_measures_between_two_nodes(
+    nodes: Cluster, mpich: MPI, tmp_path: Path
+) -> None:
+    """`collkit calibrate --hosts` puts its two ranks on two nodes: its ping-pongs cross the
+    bridge, and it writes a profile."""
+    before = nodes.packets(1)[0]
+    out = tmp_path / "profile.json"
+    r = subprocess.run(
+        [
+            sys.executable, "-m", "collkit", "calibrate", "--quick", "--sizes", "8,1KiB",
+            "--hosts", str(nodes.hostfile), "-o", str(out),
+        ],
+        env=dict(os.environ, MPIEXEC=mpich.mpiexec, MPICXX=mpich.mpicxx),
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(out.read_text())
+    assert nodes.packets(1)[0] - before > 100
+
+
 # --- Open MPI's coll/han, which needs more than one node ------------------------------------------
 
 

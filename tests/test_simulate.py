@@ -214,7 +214,10 @@ def test_loggops_eager_below_S_and_rendezvous_above() -> None:
     assert eager.finish[0] == 100 + (n - 1) * 1  # the sender's CPU: o + (n-1) O
     assert eager.finish[1] == 100 + 500 + 100 + max((n - 1) * 1, (n - 1) * 2)
     rdv = simulate(ping(n), model="loggops", S=50, **common)
-    assert rdv.finish[0] == rdv.finish[1] == eager.finish[1]  # completes with the receive
+    # A rendezvous send completes when its message meets the posted receive: when the receiver
+    # starts processing it (o + L), as in LogGOPSim; the receive ends as the eager one does.
+    assert rdv.finish[0] == 100 + 500
+    assert rdv.finish[1] == eager.finish[1]
 
 
 def test_loggops_rendezvous_send_waits_for_a_late_receive() -> None:
@@ -224,9 +227,11 @@ def test_loggops_rendezvous_send_waits_for_a_late_receive() -> None:
     late = local(r1, "sleep", 2000)
     r1.recv(0, "out", 0, n, deps=[late])
     sched = ops.build()
-    # The message arrives at 600 but rank 1's CPU sleeps until 2000, then spends o on it.
+    # The message arrives at 600 but rank 1's CPU sleeps until 2000, then spends o on it; the
+    # receive is posted at 2000 and meets the message then: the rendezvous send completes at
+    # 2000 (LogGOPSim's rule), the receive at 2100.
     r = simulate(sched, model="loggops", L=500, o=100, g=150, S=50)
-    assert list(r.finish) == [2100.0, 2100.0]
+    assert list(r.finish) == [2000.0, 2100.0]
     eager = simulate(sched, model="loggops", L=500, o=100, g=150, S=1000)
     assert list(eager.finish) == [100.0, 2100.0]
 

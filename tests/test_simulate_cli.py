@@ -274,3 +274,39 @@ def test_simulate_hostile_parameters_never_crash(model: str, value: object, P: i
     except collkit.CollkitError:
         return
     assert r.makespan >= 0
+
+
+# --- sweeps (issue 26 item 3) ------------------------------------------------------------------
+
+
+def test_cli_sweep_prints_one_row_per_combination(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["simulate", "allreduce:rd,bcast:binomial", "-P", "4,7", "--bytes", "8,1KiB"]
+    argv += ["--model", "loggops", "--L", "500,2.5us", "--o", "100"]
+    assert run_cli(argv, monkeypatch) == 0
+    rows = [row_from_dict(json.loads(line)) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 2 * 2 * 2 * 2
+    seen = {(r.algorithm, r.P, r.bytes, "L=2500ns" in r.mpi) for r in rows}
+    assert len(seen) == 16
+    # Each row is the single run with the same settings.
+    for r in rows:
+        L = "2.5us" if "L=2500ns" in r.mpi else "500"
+        one = collkit.simulate(r.algorithm, r.P, bytes=r.bytes, model="loggops", L=L, o=100)
+        assert r.median == pytest.approx(one.makespan / 1000)
+
+
+def test_cli_sweep_skips_what_an_algorithm_refuses_and_refuses_a_timeline(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["simulate", "reduce_scatter_block:noncommutative", "-P", "3,4", "--count", "4"]
+    assert run_cli(argv, monkeypatch) == 0
+    out = capsys.readouterr()
+    assert [row_from_dict(json.loads(x)).P for x in out.out.splitlines()] == [4]
+    assert "skipped reduce_scatter_block:noncommutative P=3" in out.err
+    argv = ["simulate", "allreduce:rd", "-P", "4,8", "--timeline", "t.json"]
+    assert run_cli(argv, monkeypatch) == 2
+    assert "a sweep prints one row per run" in capsys.readouterr().err
+    argv = ["simulate", "reduce_scatter_block:noncommutative", "-P", "3,5"]
+    assert run_cli(argv, monkeypatch) == 2
+    assert "nothing simulated" in capsys.readouterr().err

@@ -113,16 +113,34 @@ s requires c
 }
 """
     r = run_goal(tmp_path, goal, timeline=True)
-    # Rank 1's message arrives at 600, rank 2's at 800; both wait (their overhead is spent on
-    # arrival, the CPU being busy with the calc until 1000: 1000-1100 and 1100-1200). The
-    # receives posted at 1000 take them in arrival order.
+    # Rank 1's message arrives at 600, rank 2's at 800; both wait for rank 0's CPU, busy with
+    # the calc until 1000. The receives entered the queue when the calc started, before either
+    # message (LogGOPSim's order), so at 1000 they are posted first and the messages take the
+    # first posted receive that fits, in the order they entered the queue: 1000-1100, 1100-1200.
     assert r.makespan == 1200
     first = r.rank_op_begin
     pairs = {int(s): int(v) for s, v in zip(r.msg_send, r.msg_recv, strict=True)}
     assert pairs[first[1]] == 1 and pairs[first[2] + 1] == 2
-    # A wildcard receive smaller than the message it takes is an error, as any receive.
+    # A wildcard receive smaller than the message it takes is an error, as any receive: rank
+    # 2's 16-byte message comes first here and takes the first posted receive, of 8 bytes.
+    early = """num_ranks 3
+rank 0 {
+c: calc 1000
+a: recv 8b from -1 tag 0
+b: recv 16b from -1 tag 0
+a requires c
+b requires c
+}
+rank 1 {
+c: calc 200
+s: send 8b to 0 tag 0
+s requires c
+}
+rank 2 { s: send 16b to 0 tag 0
+}
+"""
     with pytest.raises(CollkitError, match="receives 8 bytes"):
-        run_goal(tmp_path, goal.replace("calc 200", "calc 0").replace("send 8b", "send 4b"))
+        run_goal(tmp_path, early)
 
 
 def test_wildcard_without_a_message_and_a_message_without_a_receive(tmp_path: Path) -> None:

@@ -105,6 +105,7 @@ def test_bad_input_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             "is not of allreduce",
         ),
         (["validate", "--profile", str(prof), "--rounds", "0"], "--rounds"),
+        (["validate", "--profile", str(prof), "--algos", "rd"], "needs its collective"),
         (["calibrate", "--iters", "0"], "--iters"),
         (["calibrate", "--sizes", "8", "-o", str(tmp_path / "x.json")], "two distinct sizes"),
     ):

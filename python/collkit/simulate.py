@@ -833,9 +833,9 @@ def memory_estimate(
     timeline: bool = False,
     placement: Placement | None = None,
 ) -> tuple[int, int]:
-    """(bytes, ops) a simulation of `algorithm` will need at most, from the programs of a few
-    sample ranks: per rank its 48-byte state, a 16-bit counter per op and a few queued events;
-    with a timeline, the whole schedule (~42 B per op) and ~80 B per op of records."""
+    """(bytes, ops) a simulation of `algorithm` will need, from the programs of a few sample
+    ranks: per rank its 48-byte state, a 16-bit counter per op and a few queued events; with a
+    timeline, the whole schedule (~42 B per op) and ~80 B per op of records."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
     # Ranks 0, P/2 and P-1: the median stands for the many (a root is rarely typical), the
     # largest is counted once (a root of a linear bcast has P ops, the others one).
@@ -845,7 +845,8 @@ def memory_estimate(
     )
     total_ops = ops[len(ops) // 2] * (P - 1) + ops[-1]
     per_op = 4 + (42 + 80 if timeline else 0)
-    return P * (48 + 4 + 8 + 64) + total_ops * per_op, total_ops
+    # 24-byte events (issue 26: their insertion number), a few per rank in flight.
+    return P * (48 + 4 + 8 + 96) + total_ops * per_op, total_ops
 
 
 def closed_form_rd_postal(

@@ -118,9 +118,8 @@ void bind_sim(nb::module_& m) {
       d["doc"] = std::string(i.doc);
       d["default"] = defaults.*i.field;
       nb::list models;
-      for (int k = 0; k < 5; ++k)
-        if (i.models & model_bit(static_cast<ModelKind>(k)))
-          models.append(std::string(to_string(static_cast<ModelKind>(k))));
+      for (ModelKind k : model_kinds())
+        if (i.models & model_bit(k)) models.append(std::string(to_string(k)));
       d["models"] = models;
       out.append(d);
     }

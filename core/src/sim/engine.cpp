@@ -25,7 +25,12 @@ using detail::EventQueue;
 
 constexpr uint32_t kMsgBit = 0x80000000u;  // in a recv's pending count: its message is missing
 constexpr uint16_t kMsgBit16 = 0x8000u;    // the same in a narrow (16-bit) counter
-constexpr uint32_t kMaxNarrowDeps = 0x7fffu;
+// LogGOPS: in a recv's pending count, it is not posted yet (a message processed meanwhile is
+// unexpected).
+constexpr uint32_t kUnposted = 0x40000000u;
+constexpr uint16_t kUnposted16 = 0x4000u;
+constexpr uint32_t kDepMask = 0x3fffffffu;
+constexpr uint32_t kMaxNarrowDeps = 0x3fffu;
 constexpr uint64_t kNone = UINT64_MAX;
 constexpr uint32_t kMaxRankOps = 1u << 29;
 constexpr uint32_t kSeqMask = kMaxRankOps - 1;
@@ -33,7 +38,9 @@ constexpr uint32_t kAddMode = 0x80000000u;  // in RankState::tmpl: peers are (pe
 constexpr uint32_t kUnset = UINT32_MAX;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kDeliver = 3 };
+// kDone: postal models, an op completes. kOp: LogGOPS, an op is tried (LogGOPSim's queue holds
+// ops, each run once its CPU / gap is free, else pushed again at that time).
+enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kOp = 3 };
 
 // An op of a program as the engine needs it: 32 bytes. The peer is kept relative to the rank,
 // both as an XOR distance and as a distance mod P: most collectives' ranks run the same program
@@ -135,9 +142,15 @@ class CounterPool {
   size_t current_ = SIZE_MAX, used_ = kChunk;
 };
 
-struct Rendezvous {  // a large message delivered, its send waiting for the receive to complete
+// LogGOPS: an op whose deps are all complete, entering the queue once the event is handled.
+struct Freed {
   uint32_t rank, op;
-  double cpu_end;
+  double after;  // when the op that freed it completed
+};
+// LogGOPS: a message processed before its receive was posted.
+struct Unexpected {
+  uint32_t rank, op;  // its send
+  double end;         // when its processing ended
 };
 
 double elapsed(std::chrono::steady_clock::time_point t0) {
@@ -178,6 +191,7 @@ class Engine {
     if (opt.skew.kind == DistKind::trace)
       fail(ErrorKind::invalid_argument, "skew: a noise trace is replayed as noise, not as skew");
     congestion_ = topo_.link > 0;
+    lg_ = m_.is_logp_family();
     tmpl_.assign(static_cast<size_t>(P_), kUnset);
     rank_.resize(static_cast<size_t>(P_));
   }
@@ -475,12 +489,14 @@ class Engine {
     const TOp* o = t_ops_.data() + p.op_begin;
     if (p.wide) {
       uint32_t* c = reinterpret_cast<uint32_t*>(s.pend);
-      for (uint32_t i = 0; i < p.n; ++i) c[i] = o[i].pending;
+      for (uint32_t i = 0; i < p.n; ++i)
+        c[i] = o[i].pending | (lg_ && (o[i].pending & kMsgBit) ? kUnposted : 0);
     } else {
       uint16_t* c = reinterpret_cast<uint16_t*>(s.pend);
+      const uint16_t unposted = lg_ ? kUnposted16 : 0;
       for (uint32_t i = 0; i < p.n; ++i)
         c[i] = static_cast<uint16_t>((o[i].pending & kMaxNarrowDeps) |
-                                     (o[i].pending & kMsgBit ? kMsgBit16 : 0));
+                                     (o[i].pending & kMsgBit ? kMsgBit16 | unposted : 0));
     }
     peak_held_ = std::max(peak_held_, ++held_);
   }
@@ -503,7 +519,9 @@ class Engine {
     rank_[r].pend = nullptr;
     --held_;
   }
-  static uint32_t widen(uint16_t v) { return (v & kMaxNarrowDeps) | (v & kMsgBit16 ? kMsgBit : 0); }
+  static uint32_t widen(uint16_t v) {
+    return (v & kMaxNarrowDeps) | (v & kMsgBit16 ? kMsgBit : 0) | (v & kUnposted16 ? kUnposted : 0);
+  }
   uint32_t pending(uint32_t r, const Program& p, uint32_t i) const {
     if (p.wide) return reinterpret_cast<const uint32_t*>(rank_[r].pend)[i];
     return widen(reinterpret_cast<const uint16_t*>(rank_[r].pend)[i]);
@@ -514,7 +532,13 @@ class Engine {
   }
   uint32_t clear_msg(uint32_t r, const Program& p, uint32_t i) {
     if (p.wide) return reinterpret_cast<uint32_t*>(rank_[r].pend)[i] &= ~kMsgBit;
-    return reinterpret_cast<uint16_t*>(rank_[r].pend)[i] &= static_cast<uint16_t>(~kMsgBit16);
+    return widen(reinterpret_cast<uint16_t*>(rank_[r].pend)[i] &=
+                 static_cast<uint16_t>(~kMsgBit16));
+  }
+  uint32_t clear_unposted(uint32_t r, const Program& p, uint32_t i) {
+    if (p.wide) return reinterpret_cast<uint32_t*>(rank_[r].pend)[i] &= ~kUnposted;
+    return widen(reinterpret_cast<uint16_t*>(rank_[r].pend)[i] &=
+                 static_cast<uint16_t>(~kUnposted16));
   }
 
   // --- one trial ---------------------------------------------------------------------------
@@ -529,8 +553,9 @@ class Engine {
     free_[1].clear();
     held_ = 0;
     queue_.clear();
-    rendezvous_.clear();
-    pending_cpu_end_.clear();
+    unexpected_.clear();
+    freed_.clear();
+    lots_.clear();
     units_.clear();
     matching_.clear();
     link_free_.clear();
@@ -561,7 +586,7 @@ class Engine {
       if (t == 0.0)
         start_rank(r);
       else
-        queue_.push({t, r, kStart});
+        queue_.push(t, r, kStart);
     }
     if (trial == 0) {
       gen_seconds_ += elapsed(t0);
@@ -581,10 +606,13 @@ class Engine {
           complete(e.rank, op);
           break;
         case kArrive:
-          arrive(e.rank, op);
+          if (lg_)
+            lg_arrive(e);
+          else
+            arrive(e.rank, op);
           break;
-        case kDeliver:
-          deliver(e.rank, op);
+        case kOp:
+          lg_op(e);
           break;
       }
       drain();
@@ -621,7 +649,7 @@ class Engine {
     if (t <= now_)
       now_stack_.push_back({r, i});  // only completions are ever due now
     else
-      queue_.push({t, r, i << 2 | type});
+      queue_.push(t, r, i << 2 | type);
   }
   void drain() {
     while (!now_stack_.empty()) {
@@ -635,6 +663,11 @@ class Engine {
     if (rank_[r].pend == nullptr) hold(r);
     rank_[r].started = 1;
     const Program& p = prog(r);
+    if (lg_) {  // LogGOPSim: the ops without deps enter the queue
+      for (uint32_t i = 0; i < p.n; ++i)
+        if ((pending(r, p, i) & kDepMask) == 0) lg_free(r, i, now_, kNone);
+      return lg_flush();
+    }
     for (uint32_t i = 0; i < p.n; ++i) {
       const uint32_t pd = pending(r, p, i);
       if (pd == 0) {
@@ -656,14 +689,6 @@ class Engine {
     s.finish = std::max(s.finish, now_);
     const uint64_t k = record_ ? gidx(r, i) : kNone;
     if (record_) op_end_[k] = now_;
-    if (!rendezvous_.empty() && o.kind() == OpKind::recv) {
-      auto it = rendezvous_.find(key(r, i));
-      if (it != rendezvous_.end()) {  // the large message's send completes with its receive
-        const Rendezvous rv = it->second;
-        rendezvous_.erase(it);
-        at(std::max(now_, rv.cpu_end), rv.rank, rv.op, kDone);
-      }
-    }
     const uint32_t s0 = o.succ[0], s1 = o.succ[1];
     if (s0 == kOverflow) {
       const uint32_t* ov = &t_overflow_[p.overflow_begin + s1];
@@ -725,69 +750,367 @@ class Engine {
     return r ^ static_cast<uint32_t>(o.xdelta);
   }
 
+  // Postal models: the send takes its port as soon as it is ready (booked ahead if busy).
   void start_send(uint32_t r, uint32_t i, const TOp& o, uint8_t unit, uint64_t trigger) {
-    double& cpu_free_at = cpu_free(r, unit & 15);
     double& port_free = send_free(r, unit >> 4);
     const uint32_t dst = peer_of(r, o);
     const double n = o.amount;
-    double extra = has_topology_ ? topo_.extra_latency(r, dst) : 0.0;
+    const double extra = has_topology_ ? topo_.extra_latency(r, dst) : 0.0;
     const double d = noise();
     ++messages_;
     bytes_ += n;
-    double s = 0, arrival = 0;
-    uint64_t owner = kNone;
-    const uint64_t k = record_ ? gidx(r, i) : kNone;
-    switch (m_.kind) {
-      case ModelKind::postal:
-        s = std::max(now_, port_free);
-        arrival = s + m_.alpha + extra + n * m_.beta + d + detour(r, s, m_.alpha + n * m_.beta);
-        port_free = arrival;  // one message in flight: the port is busy until it arrives
-        owner = port_owner_.empty() ? kNone : port_owner_[r];
-        break;  // the send completes on arrival (see arrive)
-      case ModelKind::pipelined_postal: {
-        s = std::max(now_, port_free);
-        const double pushed =
-            s + m_.alpha_r + n * m_.beta + d + detour(r, s, m_.alpha_r + n * m_.beta);
-        port_free = pushed;
-        arrival = pushed + m_.alpha_p + extra;
-        owner = port_owner_.empty() ? kNone : port_owner_[r];
-        at(pushed, r, i, kDone);
-        break;
-      }
-      default: {  // LogGOPS family
-        const double b1 = std::max(n - 1.0, 0.0);
-        const bool cpu_bound = cpu_free_at >= port_free;
-        s = std::max({now_, cpu_free_at, port_free});
-        // A trace's detours over the overhead o, as LogGOPSim counts them.
-        const double cpu_end = s + m_.o + b1 * m_.O + d + detour(r, s, m_.o);
-        cpu_free_at = cpu_end;
-        port_free = s + m_.g + b1 * m_.G;
-        arrival = s + m_.o + m_.L + extra;  // the first byte; G is charged at the receiver
-        if (!cpu_owner_.empty()) owner = cpu_bound ? cpu_owner_[r] : port_owner_[r];
-        if (n <= m_.S)
-          at(cpu_end, r, i, kDone);  // eager
-        else
-          pending_cpu_end_[key(r, i)] = cpu_end;  // rendezvous: completes with the receive
-        if (record_) cpu_owner_[r] = k;
-      }
+    const double s = std::max(now_, port_free);
+    double arrival = 0;
+    if (m_.kind == ModelKind::postal) {
+      arrival = s + m_.alpha + extra + n * m_.beta + d + detour(r, s, m_.alpha + n * m_.beta);
+      port_free = arrival;  // one message in flight: the port is busy until it arrives
+      // the send completes on arrival (see arrive)
+    } else {  // pipelined postal
+      const double pushed =
+          s + m_.alpha_r + n * m_.beta + d + detour(r, s, m_.alpha_r + n * m_.beta);
+      port_free = pushed;
+      arrival = pushed + m_.alpha_p + extra;
+      at(pushed, r, i, kDone);
     }
-    if (congestion_) {
-      // The message enters the network when the send starts (LogGOPS: after the overhead o).
-      const double wait = link_wait(r, dst, m_.is_logp_family() ? s + m_.o : s, n);
-      arrival += wait;
+    if (congestion_) {  // the message enters the network when the send starts
+      arrival += link_wait(r, dst, s, n);
       if (m_.kind == ModelKind::postal) port_free = arrival;  // busy until it arrives
     }
     if (record_) {
+      const uint64_t k = gidx(r, i);
       op_start_[k] = s;
-      cause_[k] = s > now_ ? owner : trigger;
+      cause_[k] = s > now_ ? port_owner_[r] : trigger;
       port_owner_[r] = k;
-      msg_of_send_[k] = msg_send_.size();
-      msg_send_.push_back(k);
-      msg_recv_.push_back(kNone);
-      msg_depart_.push_back(s);
-      msg_arrive_.push_back(kNaN);
+      record_message(k, s);
     }
-    queue_.push({arrival, r, i << 2 | kArrive});
+    queue_.push(arrival, r, i << 2 | kArrive);
+  }
+
+  void record_message(uint64_t k, double depart) {
+    msg_of_send_[k] = msg_send_.size();
+    msg_send_.push_back(k);
+    msg_recv_.push_back(kNone);
+    msg_depart_.push_back(depart);
+    msg_arrive_.push_back(kNaN);
+  }
+
+  // --- LogP / LogGP / LogGOPS: LogGOPSim's rules ----------------------------------------------
+  // (Hoefler, Schneider, Lumsdaine, HPDC 2010.) Every op waits in the one queue, ordered by time
+  // and then by insertion number: an op enters it when its deps are complete, at the time its
+  // rank could run it (a send: its CPU and send gap free; a receive or local op: its CPU free),
+  // and when taken out it runs if its CPU (and gap) is still free, else it goes back, keeping its
+  // number, at the time they will be. A message is one more entry, taken out at its receiver
+  // once the first byte is there, processed once the receiver's CPU and receive gap are free
+  // (else it goes back likewise), whether or not its receive is posted yet. Ops made ready by one
+  // event enter together: ranks in order, in a rank sends, then receives, then local ops.
+
+  // Op (r, j) has its deps complete: op `trigger` (global, recording) completed at `after`.
+  void lg_free(uint32_t r, uint32_t j, double after, uint64_t trigger) {
+    freed_.push_back({r, j, after});
+    if (record_) {
+      const uint64_t k = gidx(r, j);
+      cause_[k] = trigger;
+      op_start_[k] = after;  // when it was ready: replaced when it starts (or is posted)
+    }
+  }
+  static int lg_class(OpKind k) { return k == OpKind::send ? 0 : k == OpKind::recv ? 1 : 2; }
+  // The ops freed by the event just handled enter the queue.
+  void lg_flush() {
+    if (freed_.empty()) return;
+    // Stable: a handful of ops, most often of one rank and in order, sorted by insertion.
+    auto cls = [&](const Freed& f) {
+      return uint64_t{f.rank} << 2 | lg_class(op(prog(f.rank), f.op).kind());
+    };
+    if (freed_.size() > 32)
+      std::stable_sort(freed_.begin(), freed_.end(),
+                       [&](const Freed& a, const Freed& b) { return cls(a) < cls(b); });
+    for (size_t a = 1; a < freed_.size() && freed_.size() <= 32; ++a) {
+      const Freed x = freed_[a];
+      const uint64_t kx = cls(x);
+      size_t b = a;
+      for (; b > 0 && cls(freed_[b - 1]) > kx; --b) freed_[b] = freed_[b - 1];
+      freed_[b] = x;
+    }
+    for (const Freed& f : freed_) {
+      const Program& p = prog(f.rank);
+      const uint8_t unit = unit_of(p, f.op);
+      double t = std::max(now_, std::max(f.after, cpu_free(f.rank, unit & 15)));
+      if (op(p, f.op).kind() == OpKind::send) t = std::max(t, send_free(f.rank, unit >> 4));
+      queue_.push(t, f.rank, f.op << 2 | kOp);
+    }
+    freed_.clear();
+  }
+
+  // Op (r, i) completes at t (>= now): its successors are freed.
+  void lg_complete(uint32_t r, uint32_t i, double t) {
+    const Program& p = prog(r);
+    const TOp& o = op(p, i);
+    RankState& s = rank_[r];
+    ++done_;
+    s.finish = std::max(s.finish, t);
+    const uint64_t k = record_ ? gidx(r, i) : kNone;
+    if (record_) op_end_[k] = t;
+    auto release = [&](uint32_t j) {
+      if ((decrement(r, p, j) & kDepMask) == 0) lg_free(r, j, t, k);
+    };
+    const uint32_t s0 = o.succ[0], s1 = o.succ[1];
+    if (s0 == kOverflow) {
+      const uint32_t* ov = &t_overflow_[p.overflow_begin + s1];
+      for (uint32_t x = 1; x <= ov[0]; ++x) release(ov[x]);
+    } else if (s0 != kNoSucc) {
+      release(s0);
+      if (s1 != kNoSucc) release(s1);
+    }
+    if (++s.done == p.n) release_rank(r);
+  }
+
+  // --- waiting for a busy CPU or gap --------------------------------------------------------
+  // LogGOPSim pushes an op (or message) that finds its CPU or gap busy back into the queue at the
+  // time they are free: k of them waiting for the same resources are each pushed back up to k
+  // times. Here they wait in a lot per rank and set of resources (a CPU; a CPU and a send gap; a
+  // CPU and a receive gap), ordered by insertion number, and only the first (the runner) is in
+  // the queue: once it has run, the next enters the queue at the time the resources are free.
+  // The order is LogGOPSim's: the whole lot would be due then, and only its first can run.
+  static constexpr uint32_t kRunnerBit = 0x80000000u;  // in Event::op_type: a lot's runner
+  enum LotKind : uint32_t { kLotLocal = 0, kLotSend = 1, kLotMsg = 2 };
+  struct Lot {
+    std::vector<Event> heap;  // by insertion number, the first on top
+    uint64_t runner = kNone;  // the insertion number of the one in the queue
+  };
+  static bool later(const Event& a, const Event& b) { return a.seq > b.seq; }
+  static uint64_t lot_key(uint32_t r, LotKind kind, uint8_t unit) {
+    return uint64_t{r} << 32 | uint64_t{kind} << 8 | unit;
+  }
+  // When the resources of a lot are free.
+  double lot_free(uint64_t lk) {
+    const uint32_t r = static_cast<uint32_t>(lk >> 32);
+    const uint32_t kind = (lk >> 8) & 0xff;
+    const uint8_t unit = lk & 0xff;
+    const double cpu = cpu_free(r, unit & 15);
+    if (kind == kLotLocal) return cpu;
+    return std::max(cpu, kind == kLotSend ? send_free(r, unit >> 4) : recv_free(r, unit >> 4));
+  }
+  // Event e finds its resources busy until `free`: it waits in its lot.
+  void wait(const Event& e, uint64_t lk, double free) {
+    if (e.op_type & kRunnerBit) return queue_.push_again({free, e.rank, e.op_type, e.seq});
+    Lot& lot = lots_[lk];
+    lot.heap.push_back(e);
+    std::push_heap(lot.heap.begin(), lot.heap.end(), later);
+    if (lot.runner == kNone || e.seq < lot.runner) {  // the one before it is due no more
+      lot.runner = e.seq;
+      queue_.push_again({free, e.rank, e.op_type | kRunnerBit, e.seq});
+    }
+  }
+  // False for a runner that is no longer the first of its lot (one before it came since).
+  bool current(const Event& e, uint64_t lk) const {
+    if (!(e.op_type & kRunnerBit)) return true;
+    auto it = lots_.find(lk);
+    return it != lots_.end() && it->second.runner == e.seq;
+  }
+  // Event e has run: if it was a runner, the next of its lot enters the queue.
+  void next_runner(const Event& e, uint64_t lk) {
+    if (!(e.op_type & kRunnerBit)) return;
+    auto it = lots_.find(lk);
+    Lot& lot = it->second;
+    std::pop_heap(lot.heap.begin(), lot.heap.end(), later);
+    lot.heap.pop_back();
+    if (lot.heap.empty()) {
+      lots_.erase(it);
+      return;
+    }
+    const Event& n = lot.heap.front();
+    lot.runner = n.seq;
+    queue_.push_again({std::max(now_, lot_free(lk)), n.rank, n.op_type | kRunnerBit, n.seq});
+  }
+
+  // An op is taken out of the queue.
+  void lg_op(const Event& e) {
+    const uint32_t r = e.rank, i = (e.op_type & ~kRunnerBit) >> 2;
+    const Program& p = prog(r);
+    const TOp& o = op(p, i);
+    const uint8_t unit = unit_of(p, i);
+    double& cpu = cpu_free(r, unit & 15);
+    switch (o.kind()) {
+      case OpKind::send: {
+        const uint64_t lk = lot_key(r, kLotSend, unit);
+        if (!current(e, lk)) return;
+        double& gap = send_free(r, unit >> 4);
+        const double free = std::max(cpu, gap);
+        if (free > now_) {
+          if (record_) cause_[gidx(r, i)] = cpu >= gap ? cpu_owner_[r] : port_owner_[r];
+          return wait(e, lk, free);
+        }
+        lg_send(r, i, o, cpu, gap);
+        next_runner(e, lk);
+        break;
+      }
+      case OpKind::recv:
+        lg_post(r, i);
+        break;
+      default: {
+        const uint64_t lk = lot_key(r, kLotLocal, unit);
+        if (!current(e, lk)) return;
+        if (cpu > now_) {
+          if (record_) cause_[gidx(r, i)] = cpu_owner_[r];
+          return wait(e, lk, cpu);
+        }
+        const double end = now_ + o.amount + noise() + detour(r, now_, o.amount);
+        cpu = end;
+        if (record_) {
+          const uint64_t k = gidx(r, i);
+          op_start_[k] = now_;
+          cpu_owner_[r] = k;
+        }
+        lg_complete(r, i, end);
+        next_runner(e, lk);
+      }
+    }
+    lg_flush();
+  }
+
+  // Send (r, i) starts now: its CPU and send gap are free.
+  void lg_send(uint32_t r, uint32_t i, const TOp& o, double& cpu, double& gap) {
+    const uint32_t dst = peer_of(r, o);
+    const double n = o.amount, b1 = std::max(n - 1.0, 0.0);
+    ++messages_;
+    bytes_ += n;
+    // A trace's detours over the overhead o, as LogGOPSim counts them.
+    const double cpu_end = now_ + m_.o + b1 * m_.O + noise() + detour(r, now_, m_.o);
+    cpu = cpu_end;
+    gap = now_ + m_.g + b1 * m_.G;
+    rank_[r].finish = std::max(rank_[r].finish, cpu_end);
+    // The first byte; G is charged at the receiver.
+    double arrival = now_ + m_.o + m_.L + (has_topology_ ? topo_.extra_latency(r, dst) : 0.0);
+    if (congestion_) arrival += link_wait(r, dst, now_ + m_.o, n);  // enters after o
+    if (record_) {
+      const uint64_t k = gidx(r, i);
+      op_start_[k] = now_;
+      cpu_owner_[r] = port_owner_[r] = k;
+      record_message(k, now_);
+    }
+    queue_.push(arrival, r, i << 2 | kArrive);
+    if (n <= m_.S) lg_complete(r, i, cpu_end);  // eager; rendezvous: done when it matches
+  }
+
+  // The message of send (q, k) is taken out of the queue at its receiver.
+  void lg_arrive(const Event& e) {
+    const uint32_t q = e.rank, k = (e.op_type & ~kRunnerBit) >> 2;
+    const Program& sp = prog(q);
+    const TOp so = op(sp, k);  // a copy: reading the receiver's program may move t_ops_
+    // The receiver spends its overhead on the CPU and NIC numbered as the send's (LogGOPSim's
+    // rule: the receive may not be posted yet).
+    const uint8_t unit = unit_of(sp, k);
+    const uint32_t r = peer_of(q, so);
+    double& cpu = cpu_free(r, unit & 15);
+    double& gap = recv_free(r, unit >> 4);
+    const uint64_t lk = lot_key(r, kLotMsg, unit);
+    if (!current(e, lk)) return;
+    const double free = std::max(cpu, gap);
+    if (free > now_) return wait(e, lk, free);
+    const double b1 = std::max(so.amount - 1.0, 0.0);
+    const double end =
+        now_ + m_.o + std::max(b1 * m_.O, b1 * m_.G) + noise() + detour(r, now_, m_.o);
+    cpu = end;
+    gap = now_ + m_.g + b1 * m_.G;
+    rank_[r].finish = std::max(rank_[r].finish, end);
+    next_runner(e, lk);
+    lg_deliver(q, k, so, r, end);
+    lg_flush();
+  }
+
+  // The message of send (q, k) has been processed at rank r (until `end`): it matches its
+  // receive if that is posted, else waits for it.
+  void lg_deliver(uint32_t q, uint32_t k, const TOp& so, uint32_t r, double end) {
+    if (rank_[r].pend == nullptr) {
+      if (rank_[r].started)  // a finished rank has no receive left
+        unmatched(r, q, so.seq());
+      hold(r);  // reached before it starts (arrival skew)
+    }
+    const Program& rp = prog(r);
+    if (record_) msg_arrive_[msg_of_send_[gidx(q, k)]] = end;
+    if (rp.dynamic) {  // the first posted receive that fits, else the unexpected queue
+      Matching& mq = matching_[r];
+      for (auto it = mq.posted.begin(); it != mq.posted.end(); ++it)
+        if (op(rp, *it).xdelta == kAnyDelta || peer_of(r, op(rp, *it)) == q) {
+          const uint32_t j = *it;
+          mq.posted.erase(it);
+          lg_check(q, k, so, r, j);
+          clear_msg(r, rp, j);
+          return lg_matched(q, k, so, r, j, end, true);
+        }
+      mq.unexpected.push_back({q, k});
+      unexpected_[key(q, k)] = Unexpected{q, k, end};
+      return;
+    }
+    const uint32_t j = find_recv(r, rp, q, so.seq());
+    lg_check(q, k, so, r, j);
+    const uint32_t pd = clear_msg(r, rp, j);
+    if (pd == 0) return lg_matched(q, k, so, r, j, end, true);
+    // Not posted yet: matched when it is.
+    if (record_ || so.amount > m_.S || rp.unit_begin != kNone)
+      unexpected_[key(r, j)] = Unexpected{q, k, end};
+  }
+
+  void lg_check(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j) {
+    const Program& rp = prog(r);
+    const TOp& ro = op(rp, j);
+    if (ro.amount < so.amount)
+      fail(ErrorKind::invalid_argument,
+           "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
+               std::to_string(static_cast<int64_t>(ro.amount)) + " bytes but rank " +
+               std::to_string(q) + " op " + std::to_string(k) + " sends " +
+               std::to_string(static_cast<int64_t>(so.amount)));
+    if ((pending(r, rp, j) & kMsgBit) == 0) unmatched(r, q, so.seq());
+    if (record_) msg_recv_[msg_of_send_[gidx(q, k)]] = gidx(r, j);
+  }
+
+  // Receive (r, j) is posted.
+  void lg_post(uint32_t r, uint32_t j) {
+    const Program& rp = prog(r);
+    if (record_) op_start_[gidx(r, j)] = now_;
+    const uint32_t pd = clear_unposted(r, rp, j);
+    if (rp.dynamic) {  // the first unexpected message that fits, else the posted queue
+      const TOp& ro = op(rp, j);
+      Matching& mq = matching_[r];
+      for (auto it = mq.unexpected.begin(); it != mq.unexpected.end(); ++it)
+        if (ro.xdelta == kAnyDelta || peer_of(r, ro) == it->first) {
+          const auto [q, k] = *it;
+          mq.unexpected.erase(it);
+          auto u = unexpected_.find(key(q, k));
+          const double end = u->second.end;
+          unexpected_.erase(u);
+          const TOp so = op(prog(q), k);
+          lg_check(q, k, so, r, j);
+          clear_msg(r, rp, j);
+          return lg_matched(q, k, so, r, j, std::max(now_, end), false);
+        }
+      mq.posted.push_back(j);
+      return;
+    }
+    if (pd != 0) return;  // its message is still to come
+    auto u = unexpected_.find(key(r, j));
+    if (u == unexpected_.end()) return lg_complete(r, j, now_);
+    const Unexpected x = u->second;
+    unexpected_.erase(u);
+    const TOp so = op(prog(x.rank), x.op);
+    lg_matched(x.rank, x.op, so, r, j, std::max(now_, x.end), false);
+  }
+
+  // The message of send (q, k) and receive (r, j) have met now: the receive completes at
+  // `end`; a rendezvous send completes now, its CPU and gap held until now at least.
+  void lg_matched(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j, double end,
+                  bool by_message) {
+    if (so.amount > m_.S) {
+      const uint8_t unit = unit_of(prog(q), k);
+      double& cpu = cpu_free(q, unit & 15);
+      double& gap = send_free(q, unit >> 4);
+      cpu = std::max(cpu, now_);
+      gap = std::max(gap, now_);
+      lg_complete(q, k, now_);
+    }
+    // Its cause: the message, unless the receive was posted after the message was processed.
+    if (record_ && (by_message || end > now_)) cause_[gidx(r, j)] = gidx(q, k);
+    lg_complete(r, j, end);
   }
 
   // Congestion: how much later a message of n bytes that enters the network at t arrives because
@@ -805,27 +1128,11 @@ class Engine {
     return at - t;
   }
 
-  // The message of send (q, k) reaches its destination.
+  // Postal models: the message of send (q, k) reaches its destination; in the postal model the
+  // send completes then too.
   void arrive(uint32_t q, uint32_t k) {
-    const Program& sp = prog(q);
-    const TOp& so = op(sp, k);
     if (m_.kind == ModelKind::postal) now_stack_.push_back({q, k});
-    if (!m_.is_logp_family()) return deliver(q, k);
-    // The receiver spends its overhead on the CPU and NIC numbered as the send's (LogGOPSim's
-    // rule: the receive may not be posted yet).
-    const uint8_t unit = unit_of(sp, k);
-    const uint32_t dst = peer_of(q, so);
-    double& cpu = cpu_free(dst, unit & 15);
-    double& gap = recv_free(dst, unit >> 4);
-    const double b1 = std::max(so.amount - 1.0, 0.0);
-    const double s = std::max({now_, cpu, gap});
-    const double end = s + m_.o + std::max(b1 * m_.O, b1 * m_.G) + detour(dst, s, m_.o);
-    cpu = end;
-    gap = s + m_.g + b1 * m_.G;
-    if (end <= now_)
-      deliver(q, k);
-    else
-      queue_.push({end, q, k << 2 | kDeliver});
+    deliver(q, k);
   }
 
   // The message of send (q, k) is delivered to its receive.
@@ -879,11 +1186,6 @@ class Engine {
                std::to_string(q) + " op " + std::to_string(k) + " sends " +
                std::to_string(static_cast<int64_t>(so.amount)));
     if ((pending(r, rp, j) & kMsgBit) == 0) unmatched(r, q, so.seq());
-    if (m_.is_logp_family() && so.amount > m_.S) {
-      auto it = pending_cpu_end_.find(key(q, k));
-      rendezvous_[key(r, j)] = Rendezvous{q, k, it->second};
-      pending_cpu_end_.erase(it);
-    }
     if (record_) {
       const uint64_t m = msg_of_send_[gidx(q, k)];
       msg_recv_[m] = gidx(r, j);
@@ -918,10 +1220,11 @@ class Engine {
       const Program& p = prog(r);
       for (uint32_t i = 0; i < p.n; ++i) {
         const uint32_t pd = pending(r, p, i);
-        if (pd == 0) continue;
-        std::string why = pd == kMsgBit && op(p, i).xdelta == kAnyDelta
+        if ((pd & ~kUnposted) == 0) continue;
+        const uint32_t pm = pd & ~kUnposted;
+        std::string why = pm == kMsgBit && op(p, i).xdelta == kAnyDelta
                               ? "no message came for this wildcard receive (unmatched receive)"
-                          : pd == kMsgBit
+                          : pm == kMsgBit
                               ? "its message from rank " + std::to_string(peer_of(r, op(p, i))) +
                                     " never came (unmatched receive)"
                               : "it waits on ops that never complete (a cycle, or an op "
@@ -953,6 +1256,7 @@ class Engine {
   const int64_t P_;
   Source source_;
   bool has_topology_ = false, has_noise_ = false, record_ = false, congestion_ = false;
+  bool lg_ = false;  // a LogGOPS-family model: LogGOPSim's rules (lg_* below)
   std::unordered_map<uint64_t, double> link_free_;  // congestion: when each link is free
   std::vector<uint64_t> route_;
 
@@ -982,10 +1286,14 @@ class Engine {
   int64_t held_ = 0, peak_held_ = 0;
   EventQueue queue_;
   std::vector<std::pair<uint32_t, uint32_t>> now_stack_;
-  std::unordered_map<uint64_t, Rendezvous> rendezvous_;   // by the receive's key(rank, op)
-  std::unordered_map<uint64_t, double> pending_cpu_end_;  // rendezvous sends in flight
-  std::unordered_map<uint32_t, Units> units_;             // ranks using CPUs / NICs beyond 0
-  std::unordered_map<uint32_t, Matching> matching_;       // ranks with wildcard receives
+  // LogGOPS: messages processed before their receive was posted, kept only where needed (a
+  // rendezvous, several CPUs, a wildcard rank, a timeline): by the receive's key(rank, op), or
+  // for a wildcard rank by the send's.
+  std::unordered_map<uint64_t, Unexpected> unexpected_;
+  std::vector<Freed> freed_;
+  std::unordered_map<uint64_t, Lot> lots_;           // ops and messages waiting for busy resources
+  std::unordered_map<uint32_t, Units> units_;        // ranks using CPUs / NICs beyond 0
+  std::unordered_map<uint32_t, Matching> matching_;  // ranks with wildcard receives
   Rng rng_{0};
   std::optional<NoiseTrace> trace_;  // --noise file(trace): LogGOPSim's trace replayed in time
   uint64_t trial_seed_ = 0;

@@ -2,7 +2,13 @@
 // non-negative double time are a monotone integer key and each event moves down at most a few
 // of 65 buckets: push is O(1), pop amortised O(1) for the clustered times of collectives, where
 // a binary heap over 10^6 ranks pays ~20 cache-missing levels per event.
+//
+// Events due at the same time come out in the order of their insertion numbers (`seq`), as in
+// LogGOPSim's queue: an event pushed again (an op retried when its CPU or gap is free) keeps its
+// number. Events of one time always share a bucket, in the order they were pushed; only a retried
+// event can be out of order, so the events due next are sorted only when one is among them.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -14,20 +20,36 @@ struct Event {
   double t;  // ns, >= 0
   uint32_t rank;
   uint32_t op_type;  // op index << 2 | type
+  uint64_t seq;      // insertion number: the order among events due at the same time
 };
-static_assert(sizeof(Event) == 16);
+static_assert(sizeof(Event) == 24);
 
 class EventQueue {
  public:
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
-  // t must be >= the time of the last popped event (and never -0.0).
-  void push(const Event& e) {
-    buckets_[index(key(e.t))].push_back(e);
+  // A new event: the next insertion number. t must be >= the time of the last popped event (and
+  // never -0.0).
+  void push(double t, uint32_t rank, uint32_t op_type) { push_again({t, rank, op_type, seq_++}); }
+  // An event pushed again with its own number (t >= the time of the last popped event): among
+  // the events due now it goes where its number puts it.
+  void push_again(const Event& e) {
+    const size_t i = index(key(e.t));
+    auto& b = buckets_[i];
+    if (i == 0 && !b.empty() && b.back().seq > e.seq) {
+      auto by_seq = [](const Event& x, const Event& y) { return x.seq < y.seq; };
+      auto from = b.begin() + static_cast<std::ptrdiff_t>(head_);
+      b.insert(std::upper_bound(from, b.end(), e, by_seq), e);
+    } else {
+      b.push_back(e);
+    }
     ++size_;
   }
   Event pop() {
-    if (buckets_[0].empty()) {
+    auto& b0 = buckets_[0];
+    if (head_ == b0.size()) {
+      b0.clear();
+      head_ = 0;
       size_t i = 1;
       while (buckets_[i].empty()) ++i;
       auto& b = buckets_[i];
@@ -41,21 +63,23 @@ class EventQueue {
         std::vector<Event>().swap(b);
       else
         b.clear();
+      auto by_seq = [](const Event& x, const Event& y) { return x.seq < y.seq; };
+      if (!std::is_sorted(b0.begin(), b0.end(), by_seq)) std::sort(b0.begin(), b0.end(), by_seq);
     }
-    Event e = buckets_[0].back();
-    buckets_[0].pop_back();
     --size_;
-    return e;
+    return b0[head_++];
   }
   // The k-th next event due at the time of the last one popped, if there is one.
   const Event* peek(size_t k) const {
     const auto& b = buckets_[0];
-    return b.size() > k ? &b[b.size() - 1 - k] : nullptr;
+    return b.size() > head_ + k ? &b[head_ + k] : nullptr;
   }
   void clear() {
     for (auto& b : buckets_) b.clear();
     last_ = 0;
     size_ = 0;
+    head_ = 0;
+    seq_ = 0;
   }
   size_t memory_bytes() const {
     size_t n = 0;
@@ -72,6 +96,8 @@ class EventQueue {
   std::array<std::vector<Event>, 65> buckets_;
   uint64_t last_ = 0;
   size_t size_ = 0;
+  size_t head_ = 0;  // the next event of bucket 0
+  uint64_t seq_ = 0;
 };
 
 }  // namespace collkit::sim::detail

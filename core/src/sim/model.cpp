@@ -22,7 +22,8 @@ std::span<const ParamInfo> model_params() {
   constexpr uint8_t postal = model_bit(ModelKind::postal);
   constexpr uint8_t pipe = model_bit(ModelKind::pipelined_postal);
   constexpr uint8_t logp = model_bit(ModelKind::logp), loggp = model_bit(ModelKind::loggp);
-  constexpr uint8_t loggops = model_bit(ModelKind::loggops), all = 0x1f;
+  constexpr uint8_t loggops = model_bit(ModelKind::loggops);
+  constexpr uint8_t all = postal | pipe | logp | loggp | loggops;
   static const ParamInfo table[] = {
       {"alpha", "ns", "postal latency per message", &ModelParams::alpha, postal},
       {"beta", "ns/B", "time per byte on the wire", &ModelParams::beta, postal | pipe},
@@ -44,6 +45,13 @@ std::span<const ParamInfo> model_params() {
       {"copy_beta", "ns/B", "copy time per byte", &ModelParams::copy_beta, all},
   };
   return table;
+}
+
+std::span<const ModelKind> model_kinds() {
+  static constexpr ModelKind kinds[] = {ModelKind::postal, ModelKind::pipelined_postal,
+                                        ModelKind::logp, ModelKind::loggp, ModelKind::loggops};
+  static_assert(std::size(kinds) == kNames.size());
+  return kinds;
 }
 
 std::string_view to_string(ModelKind k) {

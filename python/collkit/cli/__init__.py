@@ -33,7 +33,8 @@ COMMANDS = [
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of `commands` (default: every command)."""
     parser = argparse.ArgumentParser(
         prog="collkit",
         description="Write a collective algorithm once: prove it, simulate it, run it, tune it.",
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         "allreduce:rm(a8,a4), alltoall:bruck(r=4). `collkit algorithms` lists them.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in COMMANDS if commands is None else commands:
         mod = importlib.import_module(f"collkit.cli.{name}")
         p = sub.add_parser(
             mod.NAME,
@@ -55,7 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # A command named first is parsed by its own parser alone: a run imports only its module
+    # (and what it needs), not every command's (rich, the tuner, ...).
+    parser = build_parser([argv[0]] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()

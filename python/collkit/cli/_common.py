@@ -9,16 +9,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, TypeVar
 
 from collkit import placement, units
 from collkit.algorithms import Algorithm
 from collkit.collectives import ROOTED, count_unit
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.placement import Placement
+
+if TYPE_CHECKING:  # rich is imported when a command prints a table: a run starts faster
+    from rich.console import Console
+    from rich.table import Table
 
 MAX_P = 1 << 31
 MAX_COUNT = 1 << 48  # the core's largest buffer, in elements
@@ -195,6 +196,22 @@ def algorithm(text: str) -> Algorithm:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def algorithm_list(text: str) -> list[Algorithm]:
+    """A comma list of algorithm names (commas inside parentheses belong to a name)."""
+    return [algorithm(name) for name in split_names(text)]
+
+
+def bytes_list(text: str) -> list[int]:
+    """Sizes: '8', '8,1KiB,64KiB'."""
+    out = []
+    for part in text.split(","):
+        try:
+            out.append(units.parse_size(part.strip()))
+        except CollkitError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return out
+
+
 def add_problem_arguments(
     p: argparse.ArgumentParser,
     *,
@@ -202,16 +219,19 @@ def add_problem_arguments(
     optional: str = "",
     with_bytes: bool = False,
     root_help: str = "",
+    algorithms: bool = False,
 ) -> None:
-    """ALGO, -P and the buffer size options that most subcommands share. `lists`: -P and --count
-    take lists (a sweep). `optional`: ALGO and -P may be left out, and the help says when (e.g.
-    "omit with --from"). `with_bytes`: --bytes SIZE as an alternative to --count."""
+    """ALGO, -P and the buffer size options that most subcommands share. `lists`: -P, --count
+    and --bytes take lists (a sweep). `optional`: ALGO and -P may be left out, and the help says
+    when (e.g. "omit with --from"). `with_bytes`: --bytes SIZE as an alternative to --count.
+    `algorithms`: ALGO is a comma list of names (a list even for one)."""
     p.add_argument(
         "algorithm",
-        type=algorithm,
+        type=algorithm_list if algorithms else algorithm,
         metavar="ALGO",
         nargs="?" if optional else None,
         help="algorithm name, e.g. allreduce:rd (see `collkit algorithms`)"
+        + ("; or a comma list of names" if algorithms else "")
         + (f"; {optional}" if optional else ""),
     )
     add_p_argument(p, lists=lists, required=not optional)
@@ -301,10 +321,11 @@ def add_size_arguments(
     if with_bytes:
         g.add_argument(
             "--bytes",
-            type=parse_bytes,
+            type=bytes_list if lists else parse_bytes,
             default=None,
-            metavar="SIZE",
-            help="bytes (count x element size) instead of --count (rounded up to whole elements)",
+            metavar="LIST" if lists else "SIZE",
+            help="bytes (count x element size) instead of --count (rounded up to whole elements)"
+            + (": 8,1KiB,64KiB" if lists else ""),
         )
     p.add_argument(
         "--elem-size",
@@ -371,6 +392,8 @@ def output_dir(text: str, what: str) -> Path:
 
 def table(title: str) -> Table:
     """A table for console(): ruled on a terminal, plain columns when piped."""
+    from rich.table import Table
+
     if sys.stdout.isatty():
         return Table(title=title)
     return Table(title=title, box=None, title_justify="left")
@@ -379,6 +402,8 @@ def table(title: str) -> Table:
 def console() -> Console:
     """Where the commands print: no highlighter (it crawls over long texts); when stdout is not a
     terminal, plain text as wide as it needs (a pipe gets whole names, not 80-column folds)."""
+    from rich.console import Console
+
     if sys.stdout.isatty():
         return Console(highlight=False)
     return Console(highlight=False, width=100_000, no_color=True, soft_wrap=True)

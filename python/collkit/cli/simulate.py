@@ -27,6 +27,12 @@ A saved schedule runs as it is: `collkit simulate --file rd.goal --model loggops
 GOAL, LogGOPSim's plain GOAL included, with its `cpu N` / `nic N` and wildcard receives; read as
 it goes; docs/simulator.md maps LogGOPSim's flags to collkit's).
 
+A sweep runs in this one process: ALGO, -P, --count / --bytes and every model parameter take
+comma lists, and every combination prints one JSON row of the results schema per line (a run
+the algorithm refuses is named on stderr and skipped):
+  collkit simulate allreduce:rd,allreduce:ring -P 8,64,2^10 --bytes 8,64KiB --model loggops \\
+      --L 500,2500
+
 Example (seed 002's simulator settings, Fig. 18):
   collkit simulate allreduce:rd -P 8 --bytes 8 --model pipelined-postal --alpha-p 500ns \\
       --alpha-r 100ns --beta 0.4ns --reduce-base 10ns --timeline rd8.json --plot rd8.png
@@ -35,12 +41,15 @@ Example (seed 002's simulator settings, Fig. 18):
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, check_root, placement_of
+from collkit.errors import CollkitError
 from collkit.results import row_to_json
 from collkit.simulate import (
     LOCAL_PARAMS,
@@ -67,7 +76,9 @@ def _flag(param: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_problem_arguments(p, optional="omit with --file", with_bytes=True)
+    add_problem_arguments(
+        p, optional="omit with --file", with_bytes=True, lists=True, algorithms=True
+    )
     # A saved schedule says its own root: None tells "not given" from 0.
     p.set_defaults(root=None)
     p.add_argument(
@@ -106,7 +117,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                 dest=f"param_{name}",
                 default=None,
                 metavar="VALUE",
-                help=PARAM_DOCS.get(name, ""),
+                help=PARAM_DOCS.get(name, "") + " (a comma list sweeps it)",
             )
     n = p.add_argument_group("noise, skew, topology, trials")
     n.add_argument(
@@ -154,6 +165,70 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the result as one JSON row of the results schema (times in us)",
     )
+
+
+def _sweep(
+    args: argparse.Namespace,
+    algos: list[Any],
+    Ps: list[Any],
+    sizes: list[Any],
+    values: dict[str, list[Any]],
+) -> int:
+    """Every combination, one JSON row of the results schema per line; a combination that
+    cannot run (the algorithm refuses P, too much memory) is named on stderr and skipped."""
+    if args.file is not None:
+        return _fail("--file simulates one saved schedule: a sweep (lists) generates its own")
+    if None in algos or None in Ps:
+        return _fail("a sweep needs ALGO and -P (lists allowed: rd,ring -P 8,64)")
+    if args.timeline is not None or args.plot is not None or args.per_rank:
+        return _fail("a sweep prints one row per run: leave out --timeline, --plot, --per-rank")
+    esize = args.elem_size
+    avail = _available_memory()
+    names = list(values)
+    ran = 0
+    for algo, P, size, combo in itertools.product(
+        algos, Ps, sizes, itertools.product(*values.values())
+    ):
+        count = DEFAULT_COUNT if size is None else size
+        if args.bytes is not None:
+            count = -(-size // esize)
+        what = f"{algo} P={P} count={count}" + "".join(
+            f" {_flag(k)} {v}" for k, v in zip(names, combo, strict=True)
+        )
+        model_params: dict[str, Any] = dict(zip(names, combo, strict=True))
+        try:
+            args.algorithm = algo
+            placement = placement_of(args)
+            root = 0 if args.root is None else check_root(args.root, P)
+            estimate, _ = memory_estimate(algo, P, count, esize, root, False, placement=placement)
+            if avail is not None and estimate > avail:
+                raise MemoryError
+            res = simulate(
+                algo,
+                P,
+                count=count,
+                elem_size=esize,
+                root=root,
+                placement=placement,
+                model=args.model,
+                noise=args.noise,
+                skew=args.skew,
+                topology=args.topology,
+                trials=args.trials,
+                seed=args.seed,
+                **model_params,
+            )
+        except CollkitError as e:
+            print(f"collkit simulate: skipped {what}: {e}", file=sys.stderr)
+            continue
+        except MemoryError:
+            print(f"collkit simulate: skipped {what}: not enough memory", file=sys.stderr)
+            continue
+        print(row_to_json(res.to_row()), flush=True)
+        ran += 1
+    if ran == 0:
+        return _fail("nothing simulated: every run of the sweep was skipped")
+    return 0
 
 
 def profile_params(path: str, model: str, stat: str, elem_size: int) -> dict[str, Any]:
@@ -214,6 +289,24 @@ def run(args: argparse.Namespace) -> int:
             f"{flags} not a parameter of model {args.model} "
             f"(its parameters: {', '.join(_flag(x) for x in sorted(allowed))})"
         )
+    # A sweep: every combination of the listed algorithms, P, sizes and parameter values.
+    algos = args.algorithm or [None]
+    Ps = args.P or [None]
+    sizes = args.bytes if args.bytes is not None else args.count or [None]
+    # Flags are text (a comma list sweeps); a profile's values are numbers, one each.
+    values: dict[str, list[Any]] = {
+        k: [x.strip() for x in v.split(",")] if isinstance(v, str) else [v]
+        for k, v in params.items()
+    }
+    runs = len(algos) * len(Ps) * len(sizes) * math.prod(len(v) for v in values.values())
+    if runs > 1:
+        return _sweep(args, algos, Ps, sizes, values)
+    args.algorithm, args.P = algos[0], Ps[0]
+    if args.bytes is not None:
+        args.bytes = sizes[0]
+    elif args.count is not None:
+        args.count = sizes[0]
+    params = {k: v[0] for k, v in values.items()}
     if args.json and args.per_rank:
         return _fail("--json prints one result row: leave out --per-rank (or --json)")
     record = args.timeline is not None or args.plot is not None

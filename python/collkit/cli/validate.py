@@ -28,7 +28,9 @@ from collkit.errors import InvalidArgumentError
 NAME = "validate"
 HELP = "compare the simulator's predictions (with a calibrated profile) to measurements"
 
-DEFAULT_COLLECTIVES = ("allreduce", "reduce", "bcast", "alltoall", "allgather")
+# The default selection (the collectives of the validation in docs/simulator.md), not a list of
+# the collectives: that is the registry's.
+DEFAULT_COLLECTIVES = "allreduce,reduce,bcast,alltoall,allgather"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,8 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", required=True, metavar="FILE.json", help="machine profile")
     p.add_argument(
         "--collectives",
-        default=",".join(DEFAULT_COLLECTIVES),
-        help=f"comma list (default {','.join(DEFAULT_COLLECTIVES)})",
+        default=DEFAULT_COLLECTIVES,
+        help=f"comma list (default {DEFAULT_COLLECTIVES})",
     )
     p.add_argument(
         "--algos",
@@ -98,6 +100,13 @@ def run(args: argparse.Namespace) -> int:
     if args.algos:
         algos = {}
         for name in split_names(args.algos):
+            if ":" not in name:  # 'rd' is allreduce:rd when one collective is validated
+                if len(colls) != 1:
+                    raise InvalidArgumentError(
+                        f"--algos: '{name}' needs its collective (e.g. {colls[0]}:{name}) "
+                        "when --collectives names several"
+                    )
+                name = f"{colls[0]}:{name}"
             a = Algorithm(name)
             if a.collective not in colls:
                 raise InvalidArgumentError(f"--algos: {a.canonical} is not of {', '.join(colls)}")

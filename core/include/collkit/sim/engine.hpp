@@ -5,14 +5,19 @@
 //   no deps are ready when the rank starts (time 0, or its arrival skew).
 // - Messages between an ordered pair of ranks match in program order: the k-th send of q to r
 //   (by op index) is received by the k-th recv of r from q.
-// - A recv is posted when its deps complete and completes once it is posted and its message has
-//   been delivered (postal models: delivered on arrival; LogGOPS: once the receiver's CPU has
-//   spent o + max((n-1)O, (n-1)G) on it).
-// - A send completes: postal, when its message has arrived; pipelined postal, when the send port
-//   has pushed it out (alpha_r + n beta after it started); LogGOPS, eager: when the sender's CPU
-//   overhead is spent, rendezvous (n > S): when the receive completes.
-// - Local ops (reduce, copy, compute, sleep) and, in LogGOPS, the CPU overheads of messages run
-//   one at a time per rank, in the order they became ready.
+// - Postal models: a recv is posted when its deps complete and completes once its message has
+//   arrived; a send completes when its message has arrived (postal) or when the send port has
+//   pushed it out (pipelined postal: alpha_r + n beta after it started); local ops run one at a
+//   time per rank, in the order they became ready.
+// - LogP / LogGP / LogGOPS: LogGOPSim's rules (Hoefler, Schneider, Lumsdaine, 2010). Ops and
+//   messages wait in one queue ordered by time, then by insertion number; an op enters it when
+//   its deps are complete, at the time its CPU (and for a send its send gap) is free, and runs
+//   when taken out if they still are, else waits until they are (in a lot per rank and set of
+//   resources, first come by insertion number first served). A message is taken out at its
+//   receiver o + L after its send started and processed (o + max((n-1)O, (n-1)G) of CPU) once
+//   the receiver's CPU and receive gap are free, posted receive or not; a receive is posted when
+//   taken out and completes once posted and its message processed. An eager send completes when
+//   its overhead is spent, a rendezvous send (n > S) when its message meets its posted receive.
 // - Noise: every op draws one delay that lengthens its busy time (a send's port or CPU time,
 //   which delays its arrival too; a recv's completion; a local op's run); or a LogGOPSim noise
 //   trace is replayed in time (NoiseTrace), each rank from its own seeded offset.
@@ -27,9 +32,10 @@
 // ranks that run the same program up to that relabelling (every rank of recursive doubling,
 // halving, rings, Bruck; a few kinds of rank in a binomial tree) share one copy. What a rank
 // holds of its own while it runs is one 16-bit pending counter per op, released when the rank
-// finishes. A Bound is simulated without ever holding its Schedule. Events are 16 bytes in a
-// radix heap keyed by the bits of their (non-negative, monotone) double time; completions at the
-// current time skip the heap. Per-op times are only kept when asked for.
+// finishes. A Bound is simulated without ever holding its Schedule. Events are 24 bytes in a
+// radix heap keyed by the bits of their (non-negative, monotone) double time, due at one time in
+// insertion order; in the postal models completions at the current time skip the heap. Per-op
+// times are only kept when asked for.
 #pragma once
 #include <cstdint>
 #include <functional>

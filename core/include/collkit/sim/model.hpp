@@ -24,6 +24,8 @@
 namespace collkit::sim {
 
 enum class ModelKind : uint8_t { postal, pipelined_postal, logp, loggp, loggops };
+// Every model, in ModelKind order: what the bindings and the CLI list.
+std::span<const ModelKind> model_kinds();
 std::string_view to_string(ModelKind k);
 // Accepts the names above and "pipelined-postal"; throws Error(invalid_argument) otherwise.
 ModelKind model_from_string(std::string_view s);
