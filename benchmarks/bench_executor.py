@@ -7,6 +7,19 @@ the spread.
     .venv/bin/python benchmarks/bench_executor.py --repeats 3 --sizes 8,1KiB --pairs allreduce:rd
     .venv/bin/python benchmarks/bench_executor.py --collectives gather,scatter --out blocks-mpich
 
+Two more tables (issue 20 and issue 27 item 5):
+
+    .venv/bin/python benchmarks/bench_executor.py --shm [--mpi openmpi]
+    .venv/bin/python benchmarks/bench_executor.py --segments [--mpi openmpi]
+
+--shm runs collkit_bench_shm: first the physical limit (an 8-byte exchange through the
+shared-memory transport's slots, beside the MPI's MPI_Sendrecv and native MPI_Allreduce, in the
+same job), then per collective and size the MPI's native default, collkit with shared memory and
+collkit without it (a communicator set up with COLLKIT_SHM=0), interleaved round by round, as
+ratios of medians (benchmarks/results/executor-shm-<mpi>.md). --segments times
+reduce:binomial(seg=16) and bcast:pipeline(seg=16) from 1 Ki to 1 Mi segments and reports the
+time per segment (benchmarks/results/executor-segments-<mpi>.md).
+
 One job per (pair, repeat) runs collkit_bench with both the collkit algorithm and the native call
 (its algorithm forced through MPIR_CVAR_<COLL>_INTRA_ALGORITHM or Open MPI's coll_tuned dynamic
 rules), alternating between them size by size, so both see the same machine. Sizes are bytes per
@@ -22,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
 import shlex
 import statistics
@@ -133,11 +147,171 @@ def run_pair(
     return medians
 
 
+def header(title: str, mpi: MPI, argv: list[str] | None, extra: list[str]) -> list[str]:
+    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
+    return [
+        f"# {title}",
+        "",
+        f"- machine: {machine_name()}, {platform.system()} {platform.release()}, "
+        f"{len(os.sched_getaffinity(0))} cores shared with other developers",
+        f"- load average when it ran: {' '.join(load)} (before; the machine is busy: read ratios, "
+        "measured interleaved, rather than absolute times)",
+        f"- MPI: {mpi.version}",
+        f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='minutes')}",
+        f"- command: `.venv/bin/python benchmarks/{Path(__file__).name} "
+        f"{' '.join(argv if argv is not None else sys.argv[1:])}`",
+        *extra,
+        "",
+    ]
+
+
+def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
+    env, _ = launch_env(mpi, a.np)
+    sizes = parse_sizes(a.sizes if a.sizes != DEFAULT_SIZES else "8,64,512,4KiB,16KiB,64KiB")
+    cmd = launch_command(
+        mpi,
+        a.np,
+        [
+            str(bindir / "collkit_bench_shm"),
+            "--sizes",
+            ",".join(map(str, sizes)),
+            "--rounds",
+            str(a.repeats * 8),
+            "--block",
+            str(a.block * 5),
+        ],
+    )
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    load_after = Path("/proc/loadavg").read_text().split()[:3]
+    rows = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    name = a.out or f"executor-shm-{a.mpi}"
+    with (RESULTS / f"{name}.jsonl").open("a") as log:
+        for r in rows:
+            r.update(date=dt.date.today().isoformat(), machine=machine_name(), mpi=mpi.version)
+            log.write(json.dumps(r) + "\n")
+    lines = header(
+        f"Shared-memory transport: collkit with and without it against the MPI's default ({a.mpi})",
+        mpi,
+        argv,
+        [
+            f"- P = {a.np}; load {' '.join(load_before)} before, {' '.join(load_after)} after",
+            "- each round: a block of back-to-back calls per variant (the order rotated every "
+            "round), the per-call time of a block being the maximum over ranks; medians over "
+            "rounds, ratios per round then their median",
+        ],
+    )
+    lines += ["## The physical limit (ns)", ""]
+    lines += ["| repeat | shm 8 B exchange | MPI_Sendrecv 8 B | native MPI_Allreduce 8 B |"]
+    lines += ["| ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        if r.get("kind") == "limit":
+            lines.append(
+                f"| {r['repeat']} | {r['shm_exchange_ns']:.0f} | {r['mpi_sendrecv_8B_ns']:.0f} | "
+                f"{r['mpi_allreduce_8B_ns']:.0f} |"
+            )
+        if r.get("kind") == "transport":
+            lines.insert(-5, f"- transports: with `{r['with']}`, without `{r['without']}`")
+    lines += [
+        "",
+        "## Per collective (ns per call; ratios < 1: collkit faster)",
+        "",
+        "Medians over rounds (and the median of the per-round ratios), then the best round of "
+        "each variant (the machine's capability when no other process took the cores).",
+        "",
+    ]
+    lines += [
+        "| collective | collkit algorithm | bytes | native | collkit shm | collkit p2p | "
+        "shm / native | p2p / native | shm / p2p | best: native | shm | p2p | shm / native |",
+        "| --- | --- " + "| ---: " * 11 + "|",
+    ]
+    for r in rows:
+        if r.get("kind") == "row":
+            lines.append(
+                f"| {r['collective']} | {r['algorithm']} | {r['bytes']} | {r['native_ns']:.0f} | "
+                f"{r['shm_ns']:.0f} | {r['p2p_ns']:.0f} | {r['shm_vs_native']:.2f} | "
+                f"{r['p2p_vs_native']:.2f} | {r['shm_vs_p2p']:.2f} | {r['native_min_ns']:.0f} | "
+                f"{r['shm_min_ns']:.0f} | {r['p2p_min_ns']:.0f} | "
+                f"{r['shm_min_ns'] / r['native_min_ns']:.2f} |"
+            )
+    report = "\n".join(lines) + "\n"
+    print(report)
+    (RESULTS / f"{name}.md").write_text(report)
+    return 0
+
+
+def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
+    """Time per segment of seg=16 schedules from 1 Ki to 1 Mi segments (issue 27 item 5)."""
+    env, _ = launch_env(mpi, a.np)
+    segs = [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20]
+    lines = header(
+        f"Tiny segments: time per segment, seg=16 ({a.mpi})",
+        mpi,
+        argv,
+        [f"- P = {a.np}; a few iterations at the big end (1 Mi segments = 16 MiB)"],
+    )
+    lines += [
+        "| algorithm | segments | bytes | median ms | ns per segment | transport |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for algo in ("reduce:binomial(seg=16)", "bcast:pipeline(seg=16)"):
+        coll = algo.split(":")[0]
+        for n in segs:
+            nbytes = 16 * n
+            cmd = launch_command(
+                mpi,
+                a.np,
+                [
+                    str(bindir / "collkit_bench"),
+                    "--collective",
+                    coll,
+                    "--algos",
+                    algo,
+                    "--sizes",
+                    str(nbytes),
+                    "--iters",
+                    str(max(3, min(50, (1 << 16) // n * 3))),
+                    "--warmup",
+                    "1",
+                    "--max-ms",
+                    "20000",
+                    "--datatype",
+                    "int",
+                ],
+            )
+            out = subprocess.run(
+                cmd, env=env, capture_output=True, text=True, timeout=600, check=False
+            )
+            if out.returncode != 0:
+                raise RuntimeError(f"{shlex.join(cmd)} failed:\n{out.stderr[-2000:]}")
+            for x in out.stdout.splitlines():
+                if x.startswith("{") and '"row"' in x:
+                    r = json.loads(x)
+                    med_us = float(r["median"])
+                    lines.append(
+                        f"| {algo} | {n} | {nbytes} | {med_us / 1000:.3f} | "
+                        f"{med_us * 1000 / n:.1f} | {r.get('transport', '')} |"
+                    )
+                    print(lines[-1], flush=True)
+    name = a.out or f"executor-segments-{a.mpi}"
+    report = "\n".join(lines) + "\n"
+    print(report)
+    (RESULTS / f"{name}.md").write_text(report)
+    return 0
+
+
+DEFAULT_SIZES = "8,1KiB,16KiB,1MiB"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--mpi", choices=["mpich", "openmpi"], default="mpich")
     p.add_argument("-np", type=int, default=2)
-    p.add_argument("--sizes", default="8,1KiB,16KiB,1MiB")
+    p.add_argument("--sizes", default=DEFAULT_SIZES)
+    p.add_argument("--shm", action="store_true", help="the shared-memory transport's table")
+    p.add_argument("--segments", action="store_true", help="time per segment, seg=16")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--iters", type=int, default=300)
     p.add_argument("--block", type=int, default=10)
@@ -156,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     mpi = find(a.mpi)
     print(f"building collkit's MPI programs for {mpi.version} (once) ...", flush=True)
     bindir = build(mpi)
+    RESULTS.mkdir(exist_ok=True)
+    if a.shm:
+        return run_shm(mpi, bindir, a, argv)
+    if a.segments:
+        return run_segments(mpi, bindir, a, argv)
     pairs = [pr for pr in PAIRS[a.mpi] if not a.pairs or pr[0] in a.pairs.split(",")]
     keep = [c for c in a.collectives.split(",") if c]
     pairs = [pr for pr in pairs if not keep or pr[0].split(":")[0] in keep]

@@ -69,6 +69,12 @@ int ck_declined(int rc);
 /* The message of the last collkit error on this thread ("" if none). */
 const char* ck_error_message(void);
 
+/* How collkit moves the messages of its schedules on `comm`: "shm" (shared memory between the
+ * ranks of a node, MPI point-to-point otherwise and above the slot size) or "p2p (why)" (MPI
+ * point-to-point only: COLLKIT_SHM=0, no two ranks on a node, setup failed). Chosen by the first
+ * collkit call on `comm`; "" before it. */
+const char* ck_transport(MPI_Comm comm);
+
 #ifdef __cplusplus
 }
 #endif

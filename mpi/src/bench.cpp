@@ -357,6 +357,7 @@ void print_row(const Setup& s, const std::string& collective, const std::string&
       "\"median\": %.4f, \"q3\": %.4f, \"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
       m.samples.size(), m.late, st.min, st.q1, st.median, st.q3, st.mean, st.p99, st.max);
   if (do_validate && !native) std::printf(", \"valid\": %s", done.valid == 1 ? "true" : "false");
+  if (!native) std::printf(", \"transport\": \"%s\"", json_escape(ck_transport(s.comm)).c_str());
   if (raw) {
     std::printf(", \"samples\": [");
     for (size_t i = 0; i < m.samples.size(); ++i)

@@ -765,4 +765,14 @@ const char* ck_error_message(void) {
   return collkit::mpi::g_message.c_str();
 }
 
+const char* ck_transport(MPI_Comm comm) {
+  const auto& key = collkit::mpi::keyval();
+  collkit::mpi::CommState* s = nullptr;
+  int found = 0;
+  if (comm == MPI_COMM_NULL || key.rc != MPI_SUCCESS ||
+      MPI_Comm_get_attr(comm, key.keyval, &s, &found) != MPI_SUCCESS || !found)
+    return "";
+  return s->run.transport.c_str();
+}
+
 }  // extern "C"

@@ -1,9 +1,14 @@
 #include "executor.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 
 #include "fast_reduce.hpp"
 
@@ -151,9 +156,108 @@ bool pair_gates_all(const Plan& plan, uint32_t x, uint32_t y) {
 
 }  // namespace
 
+namespace {
+
+// The plan's view of the shared-memory transport: which messages go through it (and their index
+// among the pair's shared-memory messages), and which receives reduce straight out of the slot.
+// The choice depends only on the plan (peer, message bytes) and the slot size, agreed on the node:
+// both sides of a pair choose alike.
+void prepare_shm(Plan& plan, const ShmTransport& shm) {
+  const size_t n = plan.ops.size();
+  plan.shm_bytes = shm.slot_bytes();
+  plan.shm_seq.assign(n, Plan::kViaMpi);
+  plan.fused.assign(n, 0);
+  std::unordered_map<int32_t, uint32_t> sends, recvs;
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = plan.ops[i];
+    if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
+    if (!shm.carries(op.peer, op.len * plan.header.elem_size)) continue;
+    plan.shm_seq[i] = (op.kind == OpKind::send ? sends : recvs)[op.peer]++;
+  }
+  plan.shm_sent.assign(sends.begin(), sends.end());
+  plan.shm_received.assign(recvs.begin(), recvs.end());
+
+  // Fusion: a shared-memory receive into scratch whose one successor is a reduce of exactly that
+  // region, waiting on nothing else, where no other op reads the region: the reduce reads the
+  // slot, and the scratch is never written. (The schedule is race-free, as the verifier proves,
+  // so nothing reads the reduce's output before it would have run.)
+  struct Reader {
+    BufId buf;
+    int64_t off, end;
+    uint32_t op;
+  };
+  std::vector<Reader> readers;
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = plan.ops[i];
+    const auto id = static_cast<uint32_t>(i);
+    if (op.kind == OpKind::send && op.buf >= kFirstScratch)
+      readers.push_back({op.buf, op.off, op.off + op.len, id});
+    if ((op.kind == OpKind::reduce || op.kind == OpKind::copy) && op.src >= kFirstScratch)
+      readers.push_back({op.src, op.src_off, op.src_off + op.len, id});
+  }
+  auto before = [](const Reader& x, const Reader& y) {
+    return x.buf != y.buf ? x.buf < y.buf : x.off < y.off;
+  };
+  std::sort(readers.begin(), readers.end(), before);
+  std::vector<int64_t> reach(readers.size());  // the furthest end so far within the buffer
+  for (size_t k = 0; k < readers.size(); ++k)
+    reach[k] = k > 0 && readers[k - 1].buf == readers[k].buf
+                   ? std::max(reach[k - 1], readers[k].end)
+                   : readers[k].end;
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = plan.ops[i];
+    if (plan.shm_seq[i] == Plan::kViaMpi || op.kind != OpKind::recv || op.buf < kFirstScratch)
+      continue;
+    const auto next = plan.succ.of(static_cast<uint32_t>(i));
+    if (next.size() != 1) continue;
+    const uint32_t j = next[0];
+    const Op& r = plan.ops[j];
+    if (r.kind != OpKind::reduce || plan.num_deps[j] != 1 || r.src != op.buf ||
+        r.src_off != op.off || r.len != op.len)
+      continue;
+    // The readers of the region: only j (a few looks at most, else not fused).
+    auto k = static_cast<size_t>(std::lower_bound(readers.begin(), readers.end(),
+                                                  Reader{op.buf, op.off + op.len, 0, 0}, before) -
+                                 readers.begin());
+    bool alone = true;
+    for (int looks = 0; k > 0 && alone; --k) {
+      const Reader& x = readers[k - 1];
+      if (x.buf != op.buf || reach[k - 1] <= op.off) break;
+      if (x.end > op.off && x.op != j) alone = false;
+      if (++looks == 8) alone = false;
+    }
+    if (alone) plan.fused[i] = plan.fused[j] = 1;
+  }
+}
+
+bool later_seq(const Plan& plan, uint32_t x, uint32_t y) {
+  return plan.seq[x] > plan.seq[y];
+}
+
+}  // namespace
+
 int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   const size_t n = plan.ops.size();
   const TypeInfo& t = a.type;
+
+  // The first run on a communicator sets up its transport, on every rank alike (collective).
+  if (!st.shm_checked) {
+    std::string why;
+    st.shm = ShmTransport::create(a.comm, why);
+    st.shm_checked = true;
+    st.transport = st.shm ? "shm" : "p2p (" + why + ")";
+    int rank = 0, size = 1;
+    PMPI_Comm_rank(a.comm, &rank);
+    PMPI_Comm_size(a.comm, &size);
+    const char* v = std::getenv("COLLKIT_VERBOSE");
+    if (rank == 0 && v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0)
+      std::fprintf(stderr, "collkit: transport on a communicator of %d ranks: %s\n", size,
+                   st.shm ? st.shm->describe().c_str() : st.transport.c_str());
+  }
+  ShmTransport* shm = st.shm.get();
+  if (shm != nullptr && plan.shm_bytes != shm->slot_bytes()) prepare_shm(plan, *shm);
+  // Reducing out of a slot needs the slot's packed bytes to be elements where they lie.
+  const bool fuse = shm != nullptr && t.dense && t.extent == t.size;
 
   // Buffer addresses: in, out, then the scratch buffers carved from one reused arena.
   // Uninitialised on purpose: zeroing every possible scratch slot was a third of a small call;
@@ -184,11 +288,73 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   size_t completed = 0;
   const int64_t chunk = max_chunk_elems();
   const int64_t tag_mod = int64_t{a.tag_ub} + 1;
+  // A rank that waits polls for kSpinNs (a 16 KiB copy by the peer takes a few µs), then yields
+  // the core between polls: oversubscribed runs must not starve the rank they wait for.
+  constexpr unsigned kSpins = 64;  // polls between looks at the clock
+  constexpr auto kSpinNs = std::chrono::nanoseconds(20000);
+  unsigned idle = 0;
+  std::chrono::steady_clock::time_point idle_since{};
+
+  st.shm_wait.clear();
+  if (plan.windowed) {
+    std::fill(plan.msg_done.begin(), plan.msg_done.end(), 0);
+    for (auto& h : plan.held) h.clear();
+  }
+  auto by_seq = [&](uint32_t x, uint32_t y) { return later_seq(plan, x, y); };
+  auto window_of = [&](const Op& op) {
+    return 2 * static_cast<size_t>(op.peer) + (op.kind == OpKind::recv ? 1 : 0);
+  };
 
   auto complete = [&](uint32_t i) {
     ++completed;
+    const Op& op = plan.ops[i];
+    if (plan.windowed && (op.kind == OpKind::send || op.kind == OpKind::recv)) {
+      // One more message of the pair done: the held-back ones now inside the window may start.
+      const size_t w = window_of(op);
+      const uint32_t done = ++plan.msg_done[w];
+      auto& h = plan.held[w];
+      while (!h.empty() && plan.seq[h.front()] < done + kMessageWindow) {
+        std::pop_heap(h.begin(), h.end(), by_seq);
+        plan.ready.push_back(h.back());
+        h.pop_back();
+      }
+    }
     for (const uint32_t j : plan.succ.of(i))
       if (--plan.remaining[j] == 0) plan.ready.push_back(j);
+  };
+  // A shared-memory message: 1 when done, 0 while its slot is busy or its data not there yet.
+  auto shm_try = [&](uint32_t i, int& rc) -> bool {
+    const Op& op = plan.ops[i];
+    const auto peer = static_cast<size_t>(op.peer);
+    std::byte* p = element(bufs[op.buf], op.off, t);
+    const auto bytes = static_cast<size_t>(op.len * t.size);
+    if (op.kind == OpKind::send) {
+      const uint64_t q = shm->sent[peer] + plan.shm_seq[i];
+      std::byte* slot = shm->send_slot(op.peer, q);
+      if (slot == nullptr) return false;
+      if (t.dense_run(op.len)) {
+        if (bytes > 0) std::memcpy(slot, offset(p, t.true_lb), bytes);
+      } else {
+        rc = pack(p, op.len, t, slot);
+      }
+      shm->publish(op.peer, q);
+      return true;
+    }
+    const uint64_t q = shm->received[peer] + plan.shm_seq[i];
+    const std::byte* slot = shm->recv_slot(op.peer, q);
+    if (slot == nullptr) return false;
+    if (fuse && plan.fused[i]) {
+      // The reduce that waits on this receive alone, straight out of the slot.
+      const Op& r = plan.ops[plan.succ.of(i)[0]];
+      rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len, r.side, a,
+                        st);
+    } else if (t.dense_run(op.len)) {
+      if (bytes > 0) std::memcpy(offset(p, t.true_lb), slot, bytes);
+    } else {
+      rc = unpack(slot, p, op.len, t);
+    }
+    shm->release(op.peer, q);
+    return true;
   };
   auto request_done = [&](size_t r) {
     const uint32_t i = st.req_op[r];
@@ -203,13 +369,28 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       switch (op.kind) {
         case OpKind::send:
         case OpKind::recv: {
+          if (plan.windowed && plan.seq[i] >= plan.msg_done[window_of(op)] + kMessageWindow) {
+            auto& h = plan.held[window_of(op)];  // past the pair's window: wait for its turn
+            h.push_back(i);
+            std::push_heap(h.begin(), h.end(), by_seq);
+            continue;
+          }
+          if (shm != nullptr && plan.shm_seq[i] != Plan::kViaMpi) {
+            if (shm_try(i, rc)) {
+              if (rc != MPI_SUCCESS) return rc;
+              complete(i);
+            } else {
+              st.shm_wait.push_back(i);
+            }
+            continue;
+          }
           const int tag = static_cast<int>(plan.seq[i] % tag_mod);
           // Blocking fast path: with nothing in flight, a lone message (a tree's send or
           // receive), or a send and a receive that everything next waits on both of (rd's
           // exchange, a dissemination round) need no request: MPI_Send / MPI_Recv /
           // MPI_Sendrecv, as the MPI's own algorithms do. Safe: this rank has nothing else it
           // could do meanwhile.
-          if (req_head == st.reqs.size() && op.len <= chunk) {
+          if (req_head == st.reqs.size() && st.shm_wait.empty() && op.len <= chunk) {
             const size_t left = plan.ready.size() - ready_head;
             std::byte* p = element(bufs[op.buf], op.off, t);
             const int c = static_cast<int>(op.len);
@@ -224,6 +405,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
             const uint32_t j = plan.ready[ready_head];
             const Op& other = plan.ops[j];
             if (left == 1 && other.len <= chunk &&
+                (shm == nullptr || plan.shm_seq[j] == Plan::kViaMpi) &&
                 (other.kind == OpKind::send || other.kind == OpKind::recv) &&
                 other.kind != op.kind && pair_gates_all(plan, i, j)) {
               ++ready_head;
@@ -258,6 +440,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
           continue;  // completes below
         }
         case OpKind::reduce:
+          if (fuse && plan.fused[i]) break;  // done by its receive, out of the slot
           rc = reduce_local(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
                             op.len, op.side, a, st);
           break;
@@ -272,9 +455,52 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       if (rc != MPI_SUCCESS) return rc;
       complete(i);
     }
-    if (completed == n) return MPI_SUCCESS;
+    if (completed == n) break;
     while (req_head < st.reqs.size() && st.reqs[req_head] == MPI_REQUEST_NULL) ++req_head;
     const size_t live = st.reqs.size() - req_head;
+
+    if (!st.shm_wait.empty()) {
+      // Both transports at once: every waiting shared-memory message, then the MPI requests
+      // without blocking. Nothing moved: spin a little, then yield the core (oversubscribed
+      // runs must not starve the rank being waited for).
+      bool moved = false;
+      size_t w = 0;
+      for (size_t k = 0; k < st.shm_wait.size(); ++k) {
+        const uint32_t i = st.shm_wait[k];
+        int rc = MPI_SUCCESS;
+        if (shm_try(i, rc)) {
+          if (rc != MPI_SUCCESS) return rc;
+          moved = true;
+          complete(i);
+        } else {
+          st.shm_wait[w++] = i;
+        }
+      }
+      st.shm_wait.resize(w);
+      if (live > 0) {
+        st.done_idx.resize(live);
+        int outcount = 0;
+        const int rc = MPI_Testsome(static_cast<int>(live), st.reqs.data() + req_head, &outcount,
+                                    st.done_idx.data(), MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) return rc;
+        if (outcount != MPI_UNDEFINED && outcount > 0) {
+          moved = true;
+          for (int k = 0; k < outcount; ++k)
+            request_done(req_head + static_cast<size_t>(st.done_idx[k]));
+        }
+      }
+      if (moved) {
+        idle = 0;
+      } else if (++idle % kSpins == 0) {
+        const auto now = std::chrono::steady_clock::now();
+        if (idle == kSpins) {
+          idle_since = now;
+        } else if (now - idle_since > kSpinNs) {
+          sched_yield();
+        }
+      }
+      continue;
+    }
     if (live == 0) return MPI_ERR_INTERN;  // ops left but nothing in flight: a cycle
     MPI_Request* reqs = st.reqs.data() + req_head;
 
@@ -324,6 +550,12 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       req_head = 0;
     }
   }
+  // Every message of the call is done: the next call's shared-memory messages count on from here.
+  if (shm != nullptr) {
+    for (const auto& [peer, k] : plan.shm_sent) shm->sent[static_cast<size_t>(peer)] += k;
+    for (const auto& [peer, k] : plan.shm_received) shm->received[static_cast<size_t>(peer)] += k;
+  }
+  return MPI_SUCCESS;
 }
 
 }  // namespace collkit::mpi

@@ -1,16 +1,22 @@
-// Runs a Plan with MPI non-blocking point-to-point: every op starts as soon as the ops it waits on
-// are complete; sends and receives are posted as MPI_Isend / MPI_Irecv on a private communicator
-// and completed with MPI_Waitsome; reductions go through MPI_Reduce_local with the op's operand
-// order, or a fast path for built-in ops on built-in types.
+// Runs a Plan: every op starts as soon as the ops it waits on are complete. A message between two
+// ranks of one node, up to the slot size, goes through the communicator's shared-memory segment
+// (shm.hpp; a receive that only feeds a reduction reduces straight out of the slot); any other is
+// posted as MPI_Isend / MPI_Irecv on a private communicator. One progress loop serves both, so a
+// schedule with peers on and off the node never waits on one transport while the other could
+// move. Reductions go through MPI_Reduce_local with the op's operand order, or a fast path for
+// built-in ops on built-in types.
 #pragma once
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "layout.hpp"
 #include "plan.hpp"
+#include "shm.hpp"
 
 namespace collkit::mpi {
 
@@ -41,6 +47,12 @@ struct RunState {
   std::vector<MPI_Request> reqs;
   std::vector<uint32_t> req_op;
   std::vector<int> done_idx;
+  std::vector<uint32_t> shm_wait;  // shared-memory messages waiting for a slot or for data
+  // The communicator's shared-memory transport, set up by its first run (collective): null when
+  // every message goes through MPI (`transport` says why).
+  std::unique_ptr<ShmTransport> shm;
+  bool shm_checked = false;
+  std::string transport;  // "shm" or "p2p (why)", for COLLKIT_VERBOSE and the benchmarks
 };
 
 // Returns MPI_SUCCESS or the MPI error code of the call that failed.

@@ -155,6 +155,13 @@ Found& found(MPI_Comm comm) {
 
 }  // namespace
 
+int node_id(MPI_Comm comm, std::string& why) {
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  return my_node_id(comm, rank, size, why);
+}
+
 std::string node_placement(const Algorithm& algo, MPI_Comm comm, bool commutative, Placement& out) {
   if (!algo.spec().restrictions.needs_placement) return "";
   Found& f = found(comm);

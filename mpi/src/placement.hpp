@@ -23,4 +23,9 @@ namespace collkit::mpi {
 // Collective over `comm` the first time it is called on it.
 std::string node_placement(const Algorithm& algo, MPI_Comm comm, bool commutative, Placement& out);
 
+// This rank's node, named by the smallest rank of `comm` on it (COLLKIT_TEST_RPN's fake node
+// too); -1 with why not. Collective over `comm` (MPI_Comm_split_type). The shared-memory
+// transport (shm.hpp) uses it, so its nodes are the placement's nodes.
+int node_id(MPI_Comm comm, std::string& why);
+
 }  // namespace collkit::mpi

@@ -50,6 +50,14 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
         op.src_off + op.len > v.buffer_elems(h, op.src))
       bad(i, "region past the end of " + buffer_name(op.src));
   }
+  // More messages in one pair than the window: the executor bounds those in flight (#27).
+  for (const auto* m : {&sends, &recvs})
+    for (const auto& [peer, k] : *m)
+      if (k > kMessageWindow) p.windowed = true;
+  if (p.windowed) {
+    p.msg_done.assign(static_cast<size_t>(2 * h.P), 0);
+    p.held.resize(static_cast<size_t>(2 * h.P));
+  }
   p.succ.append_rank(v);  // the deps were checked above: all earlier ops of this rank
   for (size_t i = 0; i < n; ++i)
     if (p.num_deps[i] == 0) p.roots.push_back(static_cast<uint32_t>(i));

@@ -10,6 +10,10 @@
 
 namespace collkit::mpi {
 
+// Messages of one (peer, kind) in flight at once at most, counted in the pair's order: message q
+// starts only once q - kMessageWindow messages of the pair have completed (executor.cpp).
+constexpr uint32_t kMessageWindow = 256;
+
 struct Plan {
   ScheduleHeader header;
   int64_t rank = 0;
@@ -24,6 +28,20 @@ struct Plan {
   std::vector<uint32_t> remaining;
   std::vector<uint32_t> pending;
   std::vector<uint32_t> ready;
+
+  // Messages in flight per (peer, kind) are bounded (executor.cpp): set when some pair has more
+  // messages than the window, with the per-(peer, kind) counts and held-back ops of a run.
+  bool windowed = false;
+  std::vector<uint32_t> msg_done;           // [2 * peer + (recv ? 1 : 0)]
+  std::vector<std::vector<uint32_t>> held;  // same index: min-heaps of ops by seq
+
+  // The shared-memory transport's view of the plan, filled by the executor the first time the
+  // plan runs with it (shm_bytes: the slot size it was computed for, -1 before).
+  static constexpr uint32_t kViaMpi = UINT32_MAX;
+  int64_t shm_bytes = -1;
+  std::vector<uint32_t> shm_seq;  // send / recv: index among the pair's shm messages, or kViaMpi
+  std::vector<uint8_t> fused;     // recv: reduces out of the slot; reduce: done by its recv
+  std::vector<std::pair<int32_t, uint32_t>> shm_sent, shm_received;  // per peer: messages
 };
 
 // Builds the plan of `program` (this rank's program of a schedule with header `h`). Throws

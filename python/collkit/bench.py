@@ -269,6 +269,7 @@ def _stream_rows(
                 row.iterations = int(d["iterations"])
                 row.warmup = int(d["warmup"])
                 row.valid = d.get("valid")
+                row.transport = str(d.get("transport", ""))
                 row.samples = [float(x) for x in d.get("samples", [])]
                 attach_rounds(row, blocks)
                 row.suspect = suspect_reason(row) if row.algorithm != "native" else ""

@@ -41,6 +41,9 @@ class Row:
     machine: str = ""  # host name and CPU
     allocation: str = ""  # how ranks sit on the machine: "1 node x 4 ranks (oversubscribed)"
     settings: str = ""  # environment that changes timings (throttle CVARs, forced algorithms)
+    # How collkit moved the messages (ck_transport): "shm" (shared memory on the node) or "p2p
+    # (why)" (MPI point-to-point only); "" for the MPI's own calls and simulated rows.
+    transport: str = ""
     date: str = ""  # ISO 8601, UTC
     min: float = math.nan
     q1: float = math.nan
@@ -85,6 +88,7 @@ class Row:
             self.machine,
             self.allocation,
             self.settings,
+            self.transport,
             self.sync,
             self.block,
             self.interleaved,

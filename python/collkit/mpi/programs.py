@@ -25,6 +25,7 @@ from collkit.mpi.base import MPI
 # Every program and library of mpi/CMakeLists.txt, by file name.
 PROGRAMS = (
     "collkit_bench",
+    "collkit_bench_shm",  # shared memory against the MPI (bench_executor.py --shm)
     "collkit_multicast",
     "collkit_calibrate",
     "collkit_check_alltoall",

@@ -1,0 +1,227 @@
+#include "shm.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "placement.hpp"
+
+namespace collkit::mpi {
+namespace {
+
+constexpr size_t kLine = 64;
+constexpr size_t kSlotHeader = 16;  // the `full` stamp; the data starts 16-byte aligned after it
+constexpr uint32_t kSlots = 32;     // per channel
+// The largest message through a slot, unless COLLKIT_SHM_MAX says otherwise (bytes). Above it,
+// MPI point-to-point (with its own single-copy paths) is as fast or faster: see docs/mpi.md.
+constexpr int64_t kDefaultSlotBytes = 16384;
+constexpr size_t kBudget = size_t{256} << 20;  // the segment's size at most
+
+size_t round_up(size_t x, size_t to) {
+  return (x + to - 1) / to * to;
+}
+
+int64_t requested_slot_bytes() {
+  if (const char* v = std::getenv("COLLKIT_SHM_MAX")) {
+    char* end = nullptr;
+    const long long x = std::strtoll(v, &end, 10);
+    if (end != v && *end == '\0' && x >= 0) return std::min<long long>(x, int64_t{1} << 30);
+  }
+  return kDefaultSlotBytes;
+}
+
+}  // namespace
+
+std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& why) {
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  const char* env = std::getenv("COLLKIT_SHM");
+  const bool want = !(env != nullptr && std::strcmp(env, "0") == 0);
+  std::string why_node;
+  // Collective (MPI_Comm_split_type) on every rank, whatever this rank wants.
+  const int id = node_id(comm, why_node);
+  // What every rank knows, so every rank decides alike: its node, whether it wants shared
+  // memory, and the slot size it asks for.
+  long long mine[3] = {id, want ? 1 : 0, requested_slot_bytes()};
+  std::vector<long long> all(static_cast<size_t>(3 * size));
+  if (PMPI_Allgather(mine, 3, MPI_LONG_LONG, all.data(), 3, MPI_LONG_LONG, comm) != MPI_SUCCESS) {
+    why = "MPI_Allgather of the node ids failed";
+    return nullptr;
+  }
+  int64_t slot_bytes = INT64_MAX;
+  for (int r = 0; r < size; ++r) {
+    const long long* a = &all[static_cast<size_t>(3 * r)];
+    if (a[1] == 0) {
+      why = "COLLKIT_SHM=0";
+      return nullptr;
+    }
+    if (a[0] < 0) {
+      why = why_node.empty() ? "finding the nodes failed on another rank" : why_node;
+      return nullptr;
+    }
+    slot_bytes = std::min<int64_t>(slot_bytes, a[2]);
+  }
+  std::unique_ptr<ShmTransport> t(new ShmTransport());
+  t->local_.assign(static_cast<size_t>(size), -1);
+  std::vector<int> node_size_of(static_cast<size_t>(size), 0);  // by node id (a rank)
+  int largest = 0;
+  for (int r = 0; r < size; ++r) {
+    const auto nid = static_cast<size_t>(all[static_cast<size_t>(3 * r)]);
+    if (nid >= node_size_of.size()) {
+      why = "node ids out of range";
+      return nullptr;
+    }
+    const int at = node_size_of[nid]++;
+    largest = std::max(largest, node_size_of[nid]);
+    if (static_cast<int>(nid) == id) {
+      t->local_[static_cast<size_t>(r)] = at;
+      if (r == rank) t->me_ = at;
+    }
+  }
+  if (largest < 2) {
+    why = "no two ranks share a node";
+    return nullptr;
+  }
+  const int n = node_size_of[static_cast<size_t>(id)];
+  t->n_ = n;
+  t->k_ = kSlots;
+  // The segment: n x n channels (the diagonal unused), each K free stamps and K slots. Slots
+  // shrink (never below 1 KiB) until the segment fits the budget; the size depends on n and the
+  // agreed request only, so it is the same on every rank of the node.
+  auto chan_bytes = [&](int64_t sb) {
+    return kSlots * kLine + kSlots * round_up(kSlotHeader + static_cast<size_t>(sb), kLine);
+  };
+  const auto nn = static_cast<size_t>(n) * static_cast<size_t>(n);
+  while (slot_bytes > 1024 && nn * chan_bytes(slot_bytes) > kBudget) slot_bytes /= 2;
+  t->slot_bytes_ = slot_bytes;
+  t->stride_ = round_up(kSlotHeader + static_cast<size_t>(slot_bytes), kLine);
+  const size_t cb = chan_bytes(slot_bytes);
+  t->bytes_ = nn * cb;
+
+  // The node's ranks (faked ones too: COLLKIT_TEST_RPN) make one communicator; its first rank
+  // creates the segment and tells the others its name.
+  int ok = 1;
+  MPI_Comm node = MPI_COMM_NULL;
+  if (PMPI_Comm_split(comm, id, rank, &node) != MPI_SUCCESS) {
+    why = "MPI_Comm_split by node failed";
+    ok = 0;
+  }
+  char name[64] = {};
+  bool created = false;
+  if (ok && n >= 2) {
+    if (t->bytes_ > kBudget) {
+      why = "a node of " + std::to_string(n) + " ranks needs more than " +
+            std::to_string(kBudget >> 20) + " MiB of shared memory";
+      name[0] = '\0';
+    } else if (t->me_ == 0) {
+      static int serial = 0;
+      std::snprintf(name, sizeof name, "/collkit-%ld-%d-%d", static_cast<long>(getpid()), rank,
+                    serial++);
+      const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd >= 0) {
+        created = true;
+        // Reserve the pages now: a full /dev/shm is an error here, not a SIGBUS later.
+        if (posix_fallocate(fd, 0, static_cast<off_t>(t->bytes_)) != 0) name[0] = '\0';
+        close(fd);
+      } else {
+        name[0] = '\0';
+      }
+      if (name[0] == '\0') why = "creating a shared-memory segment failed (/dev/shm)";
+    }
+    if (PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node) != MPI_SUCCESS) name[0] = '\0';
+    if (name[0] == '\0') {
+      ok = 0;
+      if (why.empty()) why = "the node's first rank could not create the shared-memory segment";
+    } else {
+      const int fd = shm_open(name, O_RDWR, 0600);
+      void* p =
+          fd < 0 ? MAP_FAILED : mmap(nullptr, t->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (fd >= 0) close(fd);
+      if (p == MAP_FAILED) {
+        ok = 0;
+        why = "mapping the shared-memory segment failed";
+      } else {
+        t->base_ = p;
+      }
+    }
+  }
+  // One answer for all: every rank has mapped the segment (or failed) before any unlinks it.
+  int all_ok = 0;
+  if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all_ok = 0;
+  if (created) shm_unlink(name);
+  if (node != MPI_COMM_NULL) PMPI_Comm_free(&node);
+  if (!all_ok) {
+    if (why.empty()) why = "setting up shared memory failed on another rank";
+    return nullptr;  // the destructor unmaps
+  }
+  if (n >= 2) {
+    auto* base = static_cast<std::byte*>(t->base_);
+    auto channel = [&](int from, int to) {
+      std::byte* c =
+          base +
+          (static_cast<size_t>(from) * static_cast<size_t>(n) + static_cast<size_t>(to)) * cb;
+      return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kSlots * kLine, nullptr};
+    };
+    t->known_free_.assign(static_cast<size_t>(n) * kSlots, 0);
+    for (int j = 0; j < n; ++j) {
+      t->out_.push_back(channel(t->me_, j));
+      t->out_.back().known_free = &t->known_free_[static_cast<size_t>(j) * kSlots];
+      t->in_.push_back(channel(j, t->me_));
+    }
+  }
+  t->sent.assign(static_cast<size_t>(size), 0);
+  t->received.assign(static_cast<size_t>(size), 0);
+  return t;
+}
+
+ShmTransport::~ShmTransport() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+std::string ShmTransport::describe() const {
+  return "shm (" + std::to_string(n_) + " ranks on this node; " + std::to_string(k_) +
+         " slots of " + std::to_string(slot_bytes_) + " B per pair; larger messages on MPI)";
+}
+
+// The free stamps are one cache line apart; `free` points at stamp 0.
+std::byte* ShmTransport::send_slot(int peer, uint64_t q) {
+  Channel& c = out(peer);
+  const uint64_t s = q % k_;
+  if (q >= k_) {
+    const uint64_t need = q - k_ + 1;
+    auto* stamp =
+        reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<std::byte*>(c.free) + s * kLine);
+    if (c.known_free[s] != need) {
+      c.known_free[s] = stamp->load(std::memory_order_acquire);
+      if (c.known_free[s] != need) return nullptr;
+    }
+  }
+  return c.slots + s * stride_ + kSlotHeader;
+}
+
+void ShmTransport::publish(int peer, uint64_t q) {
+  Channel& c = out(peer);
+  full(c.slots + (q % k_) * stride_)->store(q + 1, std::memory_order_release);
+}
+
+const std::byte* ShmTransport::recv_slot(int peer, uint64_t q) {
+  Channel& c = in(peer);
+  std::byte* slot = c.slots + (q % k_) * stride_;
+  if (full(slot)->load(std::memory_order_acquire) != q + 1) return nullptr;
+  return slot + kSlotHeader;
+}
+
+void ShmTransport::release(int peer, uint64_t q) {
+  Channel& c = in(peer);
+  auto* stamp = reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<std::byte*>(c.free) +
+                                                         (q % k_) * kLine);
+  stamp->store(q + 1, std::memory_order_release);
+}
+
+}  // namespace collkit::mpi

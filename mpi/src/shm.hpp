@@ -1,0 +1,84 @@
+// The shared-memory transport of the executor: the ranks of a communicator that share a node
+// exchange a schedule's small messages through one POSIX shared-memory segment, created once per
+// communicator (the first collective on it) and kept until the communicator is freed. Messages
+// between nodes, and messages above the slot size, stay on MPI point-to-point.
+//
+// Layout: one channel per ordered pair (sender, receiver) of the node's ranks; a channel is a ring
+// of K slots. Message q of a channel (q counts the channel's shared-memory messages from the first
+// call on the communicator) goes into slot q mod K:
+//   - the sender waits until the slot is free (free[s] == q - K + 1, or q < K), copies the data
+//     and publishes it with full[s] = q + 1 (release);
+//   - the receiver waits for full[s] == q + 1 (acquire), reads the data (copies it, or reduces
+//     straight out of the slot) and frees the slot with free[s] = q + 1 (release).
+// So message q is never overwritten before it is read (the sender of q + K waits for free[s]),
+// and the receiver of message q reads that message and no other (the stamp names it), whatever
+// order the executor runs the pair's messages in: pairwise order is the stamps' order, as the MPI
+// tags' order is on the MPI path. No MPI call on this path.
+//
+// Setting up is collective over the communicator and decided alike on every rank: any failure
+// (no /dev/shm, no room, COLLKIT_SHM=0 on some rank) leaves every rank on MPI point-to-point.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace collkit::mpi {
+
+class ShmTransport {
+ public:
+  // Collective over `comm`. Returns nullptr on every rank alike when shared memory is off
+  // (COLLKIT_SHM=0), useless (no two ranks share a node) or could not be set up; `why` says which.
+  static std::unique_ptr<ShmTransport> create(MPI_Comm comm, std::string& why);
+  ~ShmTransport();
+  ShmTransport(const ShmTransport&) = delete;
+  ShmTransport& operator=(const ShmTransport&) = delete;
+
+  // Whether messages to or from comm rank `peer` of `bytes` bytes go through shared memory.
+  bool carries(int peer, int64_t bytes) const {
+    return bytes <= slot_bytes_ && local_[static_cast<size_t>(peer)] >= 0;
+  }
+  int64_t slot_bytes() const { return slot_bytes_; }
+  int node_size() const { return n_; }
+  std::string describe() const;
+
+  // Message q to `peer`: the slot to fill, or nullptr while it still holds message q - K.
+  std::byte* send_slot(int peer, uint64_t q);
+  void publish(int peer, uint64_t q);
+  // Message q from `peer`: its data, or nullptr until it has arrived.
+  const std::byte* recv_slot(int peer, uint64_t q);
+  void release(int peer, uint64_t q);
+
+  // Messages this rank has sent to / received from each comm rank through shared memory in the
+  // calls before this one: the bases of the next call's q.
+  std::vector<uint64_t> sent, received;
+
+ private:
+  ShmTransport() = default;
+  struct Channel {
+    std::atomic<uint64_t>* free;  // K stamps, one cache line each, written by the receiver
+    std::byte* slots;             // K slots of kSlotHeader + slot_bytes_
+    uint64_t* known_free;         // this sender's last look at `free` (its own memory)
+  };
+  Channel& out(int peer) { return out_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
+  Channel& in(int peer) { return in_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
+  std::atomic<uint64_t>* full(std::byte* slot) {
+    return reinterpret_cast<std::atomic<uint64_t>*>(slot);
+  }
+
+  int n_ = 0, me_ = 0;             // ranks on this node, this rank's index among them
+  uint32_t k_ = 0;                 // slots per channel
+  int64_t slot_bytes_ = 0;         // the largest message a slot takes
+  size_t stride_ = 0;              // bytes from one slot to the next
+  std::vector<int> local_;         // comm rank -> index on this node, -1 off the node
+  std::vector<Channel> out_, in_;  // by the peer's index on the node
+  std::vector<uint64_t> known_free_;
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace collkit::mpi
