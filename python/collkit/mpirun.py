@@ -145,6 +145,7 @@ PROGRAMS = (
     "collkit_multicast",
     "collkit_check_alltoall",
     "collkit_conformance",
+    "collkit_conformance_pmpi",
     "collkit_pmpi_overhead",
     "libcollkit_pmpi.so",  # the interposition library (LD_PRELOAD; docs/tuning.md)
 )
