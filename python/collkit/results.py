@@ -56,6 +56,21 @@ class Row:
     valid: bool | None = None  # result checked against the MPI's own call (None: not checked)
     error: str = ""  # why there are no statistics
     samples: list[float] = field(default_factory=list)  # per-iteration times, on request
+    # Drift (docs/tuning.md, "Measuring on a drifting machine"): rows measured interleaved with
+    # the native call, in rounds, each block between two core-to-core probes.
+    interleaved: bool = False  # measured in rounds alternating with native in one job
+    load_avg_1m: float = math.nan  # os.getloadavg()[0] when the row was measured
+    probe_rtt_ns_before: float = math.nan  # core-to-core round trip before the row's first block
+    probe_rtt_ns_after: float = math.nan  # ... and after its last block
+    suspect: str = ""  # why the row's comparison with native is not trusted ("": trusted)
+    attempt: int = 0  # 0: first measurement; n: the n-th re-measurement of a suspect row
+    # Per round: this row's block median, native's block medians just before and after it, and
+    # the smallest and largest probe around those three blocks (the native row: its own blocks).
+    round_median_us: list[float] = field(default_factory=list)
+    round_native_before_us: list[float] = field(default_factory=list)
+    round_native_after_us: list[float] = field(default_factory=list)
+    round_probe_rtt_ns_min: list[float] = field(default_factory=list)
+    round_probe_rtt_ns_max: list[float] = field(default_factory=list)
 
     def key(self) -> tuple[Any, ...]:
         """What makes two rows the same measurement (a rerun skips a row with a known key)."""
@@ -72,6 +87,8 @@ class Row:
             self.settings,
             self.sync,
             self.block,
+            self.interleaved,
+            self.attempt,
         )
 
     def __post_init__(self) -> None:
@@ -84,9 +101,19 @@ class Row:
 
 
 FIELDS = tuple(f.name for f in fields(Row))
-CSV_FIELDS = tuple(f for f in FIELDS if f != "samples")
-_INT_FIELDS = {"P", "bytes", "count", "iterations", "warmup", "block"}
-_FLOAT_FIELDS = set(STAT_FIELDS)
+# Fields that hold one list of numbers: in the JSON lines only, not in the CSV.
+LIST_FIELDS = (
+    "samples",
+    "round_median_us",
+    "round_native_before_us",
+    "round_native_after_us",
+    "round_probe_rtt_ns_min",
+    "round_probe_rtt_ns_max",
+)
+CSV_FIELDS = tuple(f for f in FIELDS if f not in LIST_FIELDS)
+_INT_FIELDS = {"P", "bytes", "count", "iterations", "warmup", "block", "attempt"}
+_FLOAT_FIELDS = {*STAT_FIELDS, "load_avg_1m", "probe_rtt_ns_before", "probe_rtt_ns_after"}
+_BOOL_FIELDS = {"interleaved"}
 
 
 def row_from_dict(d: dict[str, Any]) -> Row:
@@ -106,8 +133,10 @@ def row_from_dict(d: dict[str, Any]) -> Row:
                 kw[k] = math.nan if v in ("", None) else float(v)
             elif k == "valid":
                 kw[k] = None if v in ("", None) else (v if isinstance(v, bool) else v == "True")
-            elif k == "samples":
-                kw[k] = [float(x) for x in (v or [])]
+            elif k in _BOOL_FIELDS:
+                kw[k] = v if isinstance(v, bool) else v == "True"
+            elif k in LIST_FIELDS:
+                kw[k] = [math.nan if x is None else float(x) for x in (v or [])]
             else:
                 kw[k] = "" if v is None else str(v)
     except (TypeError, ValueError) as e:
@@ -121,9 +150,11 @@ def _json_default(x: float) -> Any:
 
 def row_to_json(row: Row) -> str:
     d = asdict(row)
-    for k in STAT_FIELDS:
+    for k in _FLOAT_FIELDS:
         if math.isnan(d[k]):
             d[k] = None
+    for k in LIST_FIELDS:
+        d[k] = [None if math.isnan(x) else x for x in d[k]]
     return json.dumps(d, default=_json_default)
 
 
@@ -151,7 +182,7 @@ def read_jsonl(path: str | os.PathLike[str], strict: bool = False) -> list[Row]:
             raise InvalidArgumentError(f"{p}:{i + 1}: {e}") from None
         if not isinstance(d, dict):
             raise InvalidArgumentError(f"{p}:{i + 1}: not a JSON object")
-        for k in STAT_FIELDS:
+        for k in _FLOAT_FIELDS:
             if d.get(k) is None and k in d:
                 d[k] = math.nan
         rows.append(row_from_dict(d))
@@ -169,7 +200,8 @@ def write_csv(path: str | os.PathLike[str], rows: Iterable[Row]) -> None:
         w.writeheader()
         for r in rows:
             d = asdict(r)
-            d.pop("samples")
+            for k in LIST_FIELDS:
+                d.pop(k)
             w.writerow(d)
 
 

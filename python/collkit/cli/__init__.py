@@ -22,8 +22,11 @@ COMMANDS = [
     "fit",
     "schedules",
     "bench",
+    "calibrate",
+    "validate",
     "tune",
     "run",
+    "cluster",
     "tour",
 ]
 
