@@ -118,5 +118,5 @@ def test_declines_where_the_nodes_do_not_fit(
     assert "-> allreduce:hier (table)" in log, log[-3000:]
     # Uneven nodes: the local Bruck cannot form its groups; round-robin nodes: a non-commutative
     # reduction would leave rank order.
-    assert "-> native (declined: collkit: alltoall:bruck_local: every node must hold" in log, log
+    assert "-> native (declined: alltoall:bruck_local: every node must hold" in log, log
     assert "needs a commutative op on 2 ranks per node, round_robin" in log, log

@@ -7,6 +7,11 @@ addresses on MPI_BOTTOM (bcast and alltoall: a different description of the same
 on each rank), every predefined op, MINLOC / MAXLOC, user commutative and non-commutative ops, and
 MPI_IN_PLACE. The algorithm names come from the registry: by default each algorithm with its
 default parameters; the slow set sweeps every parameter grid and P = 8 at the full level.
+
+collkit_conformance_pmpi runs the same cases through the interposition library instead of the C
+API: MPI_X routed by a tuning table naming each registry algorithm in turn, against PMPI_X, at
+every P = 1..5. Where the registry says an algorithm cannot run at P, every call must have been
+declined (and the results still equal the MPI's own); elsewhere collkit's algorithm must have run.
 """
 
 from __future__ import annotations
@@ -24,9 +29,8 @@ from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
 
 
 def runs_at(algorithm: dict[str, Any], P: int) -> bool:
-    """Whether the algorithm's restrictions allow P (elsewhere the C API declines it)."""
-    r = algorithm["restrictions"]
-    return bool(r["min_P"] <= P and not (r["power_of_two"] and P & (P - 1)))
+    """Whether the registry's limits allow P (elsewhere the C API declines it)."""
+    return not collkit.Algorithm(algorithm["name"]).refusal(P, full=False)
 
 
 def defaults(collective: str, P: int = 1) -> list[str]:
@@ -161,3 +165,81 @@ def test_mpich_full_P8(mpich: tuple[MPI, Path], collective: str) -> None:
 @pytest.mark.parametrize("collective", COLLECTIVES)
 def test_openmpi_full_P8(openmpi: tuple[MPI, Path], collective: str) -> None:
     check(*openmpi, 8, defaults(collective, 8), level="full")
+
+
+# ---- through the interposition library ----------------------------------------------------
+
+# Besides each registry algorithm at its defaults: the staged schedules whose stages divide only
+# some P (issue 27: they failed instead of declining).
+STAGED = ["allreduce:rm(a2,a2)", "allgather:rm(a2,a2)", "allreduce:rm(a3)"]
+
+
+def routes(out: str) -> dict[str, tuple[int, int]]:
+    """ROUTE lines: per algorithm, world rank 0's calls run by collkit and declined."""
+    found = re.findall(r"^ROUTE (\S+) ran=(\d+) declined=(\d+)$", out, re.M)
+    return {name: (int(ran), int(declined)) for name, ran, declined in found}
+
+
+# The quick set: the staged schedules, a power-of-two-only algorithm, a commutative-only one and
+# one that takes any call; the slow set routes every registry algorithm.
+QUICK = [*STAGED, "reduce_scatter_block:noncommutative", "allreduce:ring", "bcast:binomial"]
+
+
+def every_algorithm() -> list[str]:
+    return [a["name"] for a in collkit.algorithms()] + STAGED
+
+
+def check_routed(mpi: MPI, bindir: Path, P: int, names: list[str], counts: str) -> None:
+    env = {k: v for (kind, _), e in REFERENCE_ENV.items() if kind == mpi.kind for k, v in e.items()}
+    r = run_program(
+        mpi,
+        bindir,
+        P,
+        "collkit_conformance_pmpi",
+        "--algos",
+        ";".join(names),
+        "--counts",
+        counts,
+        env=env,
+        timeout=1800,
+    )
+    cases, failures, _skipped = summary(r.stdout)
+    assert r.returncode == 0 and failures == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert cases > 0
+    got = routes(r.stdout)
+    assert set(got) == set(names), r.stdout[-3000:]
+    for name in names:
+        algo = collkit.Algorithm(name)
+        ran, declined = got[name]
+        if algo.needs_placement:  # its nodes are the run's: either, but routed
+            assert ran + declined > 0, name
+        elif algo.refusal(P):
+            assert ran == 0 and declined > 0, (name, P, got[name], algo.refusal(P))
+        else:
+            assert ran > 0, (name, P, got[name])
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5])
+def test_mpich_through_the_interposition_library(mpich: tuple[MPI, Path], P: int) -> None:
+    check_routed(*mpich, P, QUICK, "0,13")
+
+
+@pytest.mark.parametrize("P", [2, 3, 4])
+def test_openmpi_through_the_interposition_library(openmpi: tuple[MPI, Path], P: int) -> None:
+    check_routed(*openmpi, P, QUICK, "0,13")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5])
+def test_mpich_every_algorithm_through_the_interposition_library(
+    mpich: tuple[MPI, Path], P: int
+) -> None:
+    check_routed(*mpich, P, every_algorithm(), "0,1,13")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5])
+def test_openmpi_every_algorithm_through_the_interposition_library(
+    openmpi: tuple[MPI, Path], P: int
+) -> None:
+    check_routed(*openmpi, P, every_algorithm(), "0,1,13")

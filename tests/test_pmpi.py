@@ -2,8 +2,8 @@
 program with every routed collective (world, a split communicator, an intercommunicator,
 MPI_IN_PLACE, a strided type, a non-commutative op), an mpi4py script, and LAMMPS from Debian
 (built against Open MPI). Each runs with and without the library: the per-rank outputs must be
-identical, and the decision log must show that collkit's algorithms ran. The table parser (C++)
-is also fed hostile files under ASan/UBSan."""
+identical, and the decision log must show that collkit's algorithms ran. The table's reader is
+tested in tests/test_tuning_table.py (and under ASan/UBSan in core/tests/test_tuning.cpp)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from collkit.mpi import MPI, launch_command, launch_env
 from collkit.results import read_jsonl
@@ -255,68 +252,3 @@ def test_lammps_from_debian_gives_identical_thermo_output(tmp_path: Path) -> Non
     assert thermo(lib.stdout) == thermo(plain.stdout)
     assert "-> allreduce:rd (table)" in lib.stderr, lib.stderr[-3000:]
     assert "-> bcast:binomial (table)" in lib.stderr
-
-
-# ---- the table parser of the library, alone, under ASan/UBSan --------------------------------
-
-
-@pytest.fixture(scope="module")
-def table_check(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    exe = tmp_path_factory.mktemp("tc") / "pmpi_table_check"
-    subprocess.run(
-        [
-            cxx, "-std=c++20", "-Wall", "-Wextra", "-Werror", "-g", "-O1",
-            "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-o", str(exe),
-            str(ROOT / "mpi/tests/pmpi_table_check.cpp"), str(ROOT / "mpi/src/pmpi_table.cpp"),
-        ],
-        check=True,
-    )  # fmt: skip
-    return exe
-
-
-def check_files(exe: Path, docs: list[bytes], tmp: Path) -> list[str]:
-    files = []
-    for i, d in enumerate(docs):
-        f = tmp / f"d{i}.json"
-        f.write_bytes(d)
-        files.append(str(f))
-    r = subprocess.run([str(exe), *files], capture_output=True, text=True, timeout=60, check=False)
-    assert r.returncode == 0, r.stderr[-3000:]  # a sanitizer report or a crash fails here
-    return r.stdout.splitlines()
-
-
-hyp_rule = st.fixed_dictionaries(
-    {
-        "collective": st.sampled_from(["allreduce", "reduce", "bcast", "alltoall", "barrier"]),
-        "P": st.tuples(st.integers(1, 100), st.integers(0, 100)).map(lambda t: [t[0], t[0] + t[1]]),
-        "bytes": st.tuples(st.integers(0, 1 << 40), st.integers(0, 1 << 20)).map(
-            lambda t: [t[0], t[0] + t[1]]
-        ),
-        "algorithm": st.sampled_from(["native", "allreduce:rd", "x(y=1)"]),
-    }
-)
-
-
-@settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(rules=st.lists(hyp_rule, max_size=6), cuts=st.lists(st.integers(0, 400), max_size=8))
-def test_table_parser_reads_what_python_writes_and_survives_hostile_bytes(
-    table_check: Path, tmp_path: Path, rules: list[dict[str, Any]], cuts: list[int]
-) -> None:
-    doc = json.dumps({"format": "collkit-tuning", "version": 1, "rules": rules}).encode()
-    hostile = [doc[:c] for c in cuts] + [doc[:c] + b"\x00\xff[{" + doc[c:] for c in cuts]
-    hostile += [b"[" * 5000, b'{"a":' * 3000, b'"\\u12', b"-", b"1e999999", b"\xef\xbb\xbf{}"]
-    out = check_files(table_check, [doc, *hostile], tmp_path)
-    assert out[0] == f"ok {len(rules)}"
-    for r, line in zip(rules, out[1 : 1 + len(rules)], strict=True):
-        assert line.split() == [
-            str(r["collective"]),
-            *map(str, r["P"]),
-            *map(str, r["bytes"]),
-            str(r["algorithm"]),
-        ]
-    assert sum(ln.startswith(("ok", "error:")) for ln in out) == 1 + len(hostile)

@@ -13,7 +13,7 @@ namespace {
 using Kind = Postcondition::Kind;
 
 // The one table of collectives, in enum order.
-constexpr std::array<CollectiveSpec, 9> kSpecs = {{
+constexpr std::array<CollectiveSpec, kNumCollectives> kSpecs = {{
     {.id = Collective::allreduce,
      .name = "allreduce",
      .mpi = "MPI_Allreduce",

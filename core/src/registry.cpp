@@ -252,44 +252,73 @@ bool Algorithm::needs_commutative(const Placement& placement) const {
   return spec_->needs_commutative && spec_->needs_commutative(params_, placement);
 }
 
-Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root,
-                      const Placement& placement) const {
-  const std::string who = canonical_ + ": ";
+void Algorithm::check_limits(int64_t P, int64_t count, int64_t elem_size, int64_t root,
+                             const Placement& placement, bool need_placement) const {
+  // Built only for a message: this runs on every call the MPI side routes.
+  const auto who = [this] { return canonical_ + ": "; };
   if (P < 1 || P > kMaxP)
     fail(ErrorKind::invalid_argument,
-         who + "P = " + std::to_string(P) + " must be in [1, " + std::to_string(kMaxP) + "]");
+         who() + "P = " + std::to_string(P) + " must be in [1, " + std::to_string(kMaxP) + "]");
   if (count < 0)
-    fail(ErrorKind::invalid_argument, who + "count = " + std::to_string(count) + " is negative");
-  if (elem_size < 1 || elem_size > (1 << 20))
+    fail(ErrorKind::invalid_argument, who() + "count = " + std::to_string(count) + " is negative");
+  if (elem_size < 1 || elem_size > kMaxElemSize)
     fail(ErrorKind::invalid_argument,
-         who + "element size = " + std::to_string(elem_size) + " bytes must be in [1, 1 MiB]");
+         who() + "element size = " + std::to_string(elem_size) + " bytes must be in [1, 1 MiB]");
   const int64_t elems_per_buffer = std::max<int64_t>(1, max_blocks(spec_of(spec_->collective), P));
   if (count > kMaxElems / elems_per_buffer || count > INT64_MAX / elem_size / elems_per_buffer)
-    fail(ErrorKind::invalid_argument, who + "count = " + std::to_string(count) +
+    fail(ErrorKind::invalid_argument, who() + "count = " + std::to_string(count) +
                                           " does not fit: a buffer may hold at most 2^48 "
                                           "elements");
   if (is_rooted(spec_->collective)) {
     if (root < 0 || root >= P)
       fail(ErrorKind::invalid_argument,
-           who + "root = " + std::to_string(root) + " is not a rank of P = " + std::to_string(P));
+           who() + "root = " + std::to_string(root) + " is not a rank of P = " + std::to_string(P));
   } else if (root != 0) {
     fail(ErrorKind::invalid_argument,
-         who + std::string(to_string(spec_->collective)) + " has no root");
+         who() + std::string(to_string(spec_->collective)) + " has no root");
   }
   const Restrictions& r = spec_->restrictions;
   if (r.power_of_two && !std::has_single_bit(static_cast<uint64_t>(P)))
-    fail(ErrorKind::unsupported, who + "needs P to be a power of two, not " + std::to_string(P));
+    fail(ErrorKind::unsupported, who() + "needs P to be a power of two, not " + std::to_string(P));
   if (P < r.min_P)
     fail(ErrorKind::unsupported,
-         who + "needs P >= " + std::to_string(r.min_P) + ", not " + std::to_string(P));
+         who() + "needs P >= " + std::to_string(r.min_P) + ", not " + std::to_string(P));
   if (placement.rpn < 0 || placement.rpn > kMaxP)
     fail(ErrorKind::invalid_argument,
-         who + "ranks per node = " + std::to_string(placement.rpn) + " must be in [1, 2^31]");
-  if (r.needs_placement && !placement.given())
+         who() + "ranks per node = " + std::to_string(placement.rpn) + " must be in [1, 2^31]");
+  if (need_placement && r.needs_placement && !placement.given())
     fail(ErrorKind::unsupported,
-         who +
+         who() +
              "is node-aware: it needs the placement of ranks on nodes (--rpn N, and "
              "--order contiguous|round_robin)");
+}
+
+std::string Algorithm::refusal(const CallShape& call, CallCheck check) const {
+  try {
+    if (check == CallCheck::full && call.elem_size >= 1 && call.elem_size <= kMaxElemSize)
+      (void)bind(call.P, call.count, static_cast<int32_t>(call.elem_size), call.root,
+                 call.placement);
+    else
+      check_limits(call.P, call.count, call.elem_size, call.root, call.placement,
+                   check == CallCheck::full);
+  } catch (const Error& e) {
+    // The generator's own checks may not name the algorithm: the answer always does.
+    // One line: a caret diagram under the name belongs to the CLI, not to a decision's reason.
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    return what.starts_with(canonical_) ? what : canonical_ + ": " + what;
+  }
+  if (!call.commutative && needs_commutative(call.placement))
+    return canonical_ + ": needs a commutative op" +
+           (spec_->restrictions.commutative_op || !call.placement.given()
+                ? std::string()
+                : " on " + call.placement.describe());
+  return "";
+}
+
+Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root,
+                      const Placement& placement) const {
+  check_limits(P, count, elem_size, root, placement, true);
   ScheduleHeader h;
   h.collective = spec_->collective;
   h.placement = placement;

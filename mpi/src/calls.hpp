@@ -82,29 +82,34 @@ inline int call_collkit(Collective c, const CallArgs& a, const char* algorithm) 
   return MPI_ERR_INTERN;
 }
 
-// The MPI's own call (int counts: the callers keep counts small).
-inline int call_mpi(Collective c, const CallArgs& a) {
+// The MPI call (int counts: the callers keep counts small): MPI_X, or with `profiling` PMPI_X,
+// the MPI's own collective even where an interposition library (libcollkit_pmpi) is MPI_X.
+inline int call_mpi(Collective c, const CallArgs& a, bool profiling = false) {
   const int sn = static_cast<int>(a.sendcount), rn = static_cast<int>(a.recvcount);
+#define CK_MPI(f, ...) (profiling ? P##f(__VA_ARGS__) : f(__VA_ARGS__))
   switch (c) {
     case Collective::allreduce:
-      return MPI_Allreduce(a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.comm);
+      return CK_MPI(MPI_Allreduce, a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.comm);
     case Collective::reduce:
-      return MPI_Reduce(a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.root, a.comm);
+      return CK_MPI(MPI_Reduce, a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.root, a.comm);
     case Collective::bcast:
-      return MPI_Bcast(a.recvbuf, rn, a.recvtype, a.root, a.comm);
+      return CK_MPI(MPI_Bcast, a.recvbuf, rn, a.recvtype, a.root, a.comm);
     case Collective::alltoall:
-      return MPI_Alltoall(a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.comm);
+      return CK_MPI(MPI_Alltoall, a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.comm);
     case Collective::barrier:
-      return MPI_Barrier(a.comm);
+      return CK_MPI(MPI_Barrier, a.comm);
     case Collective::allgather:
-      return MPI_Allgather(a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.comm);
+      return CK_MPI(MPI_Allgather, a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.comm);
     case Collective::reduce_scatter_block:
-      return MPI_Reduce_scatter_block(a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.comm);
+      return CK_MPI(MPI_Reduce_scatter_block, a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.comm);
     case Collective::gather:
-      return MPI_Gather(a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.root, a.comm);
+      return CK_MPI(MPI_Gather, a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.root,
+                    a.comm);
     case Collective::scatter:
-      return MPI_Scatter(a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.root, a.comm);
+      return CK_MPI(MPI_Scatter, a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.root,
+                    a.comm);
   }
+#undef CK_MPI
   return MPI_ERR_INTERN;
 }
 

@@ -114,6 +114,7 @@ struct CommState {
   MPI_Comm dup = MPI_COMM_NULL;
   int rank = 0, size = 1, tag_ub = 32767;
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+  std::unordered_map<PlanKey, std::string, PlanKeyHash> refused;  // the registry's full answer
   PlanKey last_key;  // the plan of the previous call: the common case of a loop
   Plan* last = nullptr;
   RunState run;
@@ -517,14 +518,24 @@ std::string wrong_collective(const Call& c, const Algorithm& algo) {
          want + " takes a " + want + ":... name";
 }
 
-// This rank's plan for the call, from the communicator's cache or built now.
-Plan* find_plan(CommState& s, const Algorithm& algo, const PlanKey& key,
-                const Placement& placement) {
+// This rank's plan for the call, from the communicator's cache or built now; nullptr when the
+// registry's full answer refuses the call (`why` says why, remembered for the next call).
+Plan* find_plan(CommState& s, const Algorithm& algo, const PlanKey& key, const CallShape& shape,
+                std::string& why) {
   if (s.last != nullptr && key == s.last_key) return s.last;
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
-    Bound bound =
-        algo.bind(s.size, key.count, static_cast<int32_t>(key.elem_size), key.root, placement);
+    if (auto r = s.refused.find(key); r != s.refused.end()) {
+      why = r->second;
+      return nullptr;
+    }
+    why = algo.refusal(shape, CallCheck::full);
+    if (!why.empty()) {
+      s.refused.emplace(key, why);
+      return nullptr;
+    }
+    Bound bound = algo.bind(shape.P, shape.count, static_cast<int32_t>(shape.elem_size), shape.root,
+                            shape.placement);
     RankProgram prog;
     bound.generate_rank(s.rank, prog);
     it = s.plans.emplace(key, std::make_unique<Plan>(make_plan(bound.header(), prog))).first;
@@ -558,10 +569,6 @@ int run(const Call& c) {
       return report(ErrorKind::invalid_argument, "root " + std::to_string(c.root) +
                                                      " is not a rank of a communicator of size " +
                                                      std::to_string(s->size));
-    // P is the same on every rank: an algorithm that cannot run at this P declines alike.
-    const Restrictions& limits = algo.spec().restrictions;
-    if (s->size < limits.min_P || (limits.power_of_two && (s->size & (s->size - 1)) != 0))
-      return decline(algo.canonical() + " cannot run on " + std::to_string(s->size) + " ranks");
     const Roles roles = roles_of(spec, c, s->size, s->rank);
 
     Prepared p;
@@ -573,8 +580,6 @@ int run(const Call& c) {
         return report(ErrorKind::invalid_argument,
                       "count " + std::to_string(c.recv.count) + " is negative");
       rc = prepare_elements(spec, c, *s, roles, p);
-      if (rc == MPI_SUCCESS && !p.args.commutative && algo.spec().restrictions.commutative_op)
-        rc = decline(algo.canonical() + " needs a commutative op");
     } else {
       rc = prepare_bytes(spec, c, *s, roles, p);
     }
@@ -582,14 +587,20 @@ int run(const Call& c) {
     Placement placement;  // node-aware algorithms only: the communicator's (placement.hpp)
     if (std::string why = node_placement(algo, s->dup, p.args.commutative, placement); !why.empty())
       return decline(why);
+    // Whether the algorithm can take this call: the registry's one answer, from what is equal on
+    // every rank (P, count x element size, root, the op's commutativity, the placement), so
+    // every rank declines alike before any communication. Its limits on every call (constant
+    // time), the rest (the generator's own checks) when the plan is built.
+    const CallShape shape{
+        s->size, p.count, p.elem_size, spec.rooted ? c.root : 0, p.args.commutative, placement};
+    if (std::string why = algo.refusal(shape, CallCheck::limits); !why.empty()) return decline(why);
     RunArgs& a = p.args;
     a.comm = s->dup;
     a.tag_ub = s->tag_ub;
-    if (p.elem_size > INT32_MAX)
-      return decline("element of " + std::to_string(p.elem_size) + " bytes: past 2 GiB");
-
-    const PlanKey key{&algo, p.count, p.elem_size, spec.rooted ? c.root : 0};
-    Plan* plan = find_plan(*s, algo, key, placement);
+    const PlanKey key{&algo, p.count, p.elem_size, shape.root};
+    std::string why;
+    Plan* plan = find_plan(*s, algo, key, shape, why);
+    if (plan == nullptr) return decline(why);
     rc = run_plan(*plan, a, s->run);
     if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());
     if (p.copy_back) {

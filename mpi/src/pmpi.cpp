@@ -9,15 +9,19 @@
 // the communicator: its size and kind (intra / inter), count x type-signature size, the op and
 // its commutativity, the root; never a rank's datatype layout or buffers. What the executor
 // itself refuses before any communication comes back as ck_declined (alike on all ranks), and
-// then goes to PMPI_ as well. Nothing here aborts: a table that does not load is reported once
-// and every call goes to the MPI; a collkit error after communication began is reported once and
-// returned as the MPI error code, as MPI_ERRORS_RETURN would.
+// then goes to PMPI_ as well. Whether the table's algorithm can take a call is the registry's one
+// answer (Algorithm::refusal), asked here from what every rank sees alike, again by the C API,
+// and by the table's reader for the rule's P range. A table that does not load (the one reader
+// of collkit/tuning.hpp, as `collkit run` checks it) is reported once and every call goes to the
+// MPI. An error that remains goes through the communicator's error handler, as the MPI's own
+// call's would: MPI_ERRORS_ARE_FATAL aborts, MPI_ERRORS_RETURN returns the code.
 //
 // COLLKIT_VERBOSE=1 logs each decision once per (collective, P, size class, route) on the
 // communicator's rank 0, and prints at MPI_Finalize how many calls went where and their time;
 // COLLKIT_STATS=calls.jsonl writes the same as collkit result rows (from world rank 0).
 #include <mpi.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -25,8 +29,10 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -34,20 +40,22 @@
 #include "collkit/collective.hpp"
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
-#include "pmpi_table.hpp"
+#include "collkit/tuning.hpp"
+#include "collkit_pmpi.h"
 
 namespace {
 
 using collkit::Collective;
 using collkit::CollectiveSpec;
-using collkit::pmpi::kNumCollectives;
+using collkit::kNumCollectives;
+
+const char* name_of(int c) {
+  return collkit::to_string(static_cast<Collective>(c)).data();  // static NUL-terminated text
+}
 
 struct Entry {
-  collkit::pmpi::Rule rule;
-  bool native = false;
-  bool needs_commutative = false;
-  bool needs_power_of_two = false;
-  int64_t min_P = 1;
+  collkit::tuning::Rule rule;
+  std::optional<collkit::Algorithm> algo;  // empty: native
 };
 
 struct Counter {
@@ -56,7 +64,7 @@ struct Counter {
 };
 
 struct State {
-  std::vector<Entry> rules[kNumCollectives];  // by the core's enum order (pmpi_table.hpp)
+  std::vector<Entry> rules[kNumCollectives];  // by the core's enum order
   bool covered[kNumCollectives] = {};         // any rule (other than native) for the collective
   bool verbose = false;
   bool timing = false;  // verbose or COLLKIT_STATS: time and count every call
@@ -64,7 +72,8 @@ struct State {
   std::mutex lock;  // guards the log and the counters (only touched when timing)
   std::set<std::tuple<int, int, int, std::string>> logged;
   std::map<std::tuple<int, std::string, int, int64_t>, Counter> counters;
-  std::set<std::string> errors_reported;
+  // What the calls with a rule did: ran collkit's algorithm, or were declined (to the MPI).
+  std::atomic<long long> ran{0}, declined{0};
 };
 
 int world_rank() {
@@ -73,6 +82,47 @@ int world_rank() {
   PMPI_Finalized(&fin);
   if (init && !fin) PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
+}
+
+// The table at `path`, or why not: the one reader and its checks (collkit/tuning.hpp).
+std::string read_rules(const char* path, std::vector<Entry>& entries) {
+  try {
+    collkit::tuning::Table t = collkit::tuning::read_table(path);
+    for (collkit::tuning::Rule& r : t.rules) {
+      Entry e;
+      if (!r.native) e.algo.emplace(r.canonical);
+      e.rule = std::move(r);
+      entries.push_back(std::move(e));
+    }
+  } catch (const std::exception& e) {
+    entries.clear();
+    return e.what();
+  }
+  return "";
+}
+
+void use(State& s, const char* path) {
+  for (auto& r : s.rules) r.clear();
+  for (bool& c : s.covered) c = false;
+  s.table_path = path;
+  std::vector<Entry> entries;
+  if (std::string error = read_rules(path, entries); !error.empty()) {
+    if (world_rank() == 0)
+      std::fprintf(stderr, "collkit: tuning table %s not used (%s): every call goes to the MPI\n",
+                   path, error.c_str());
+    return;
+  }
+  const bool log = s.verbose && world_rank() == 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Entry& e = entries[i];
+    if (log && !e.rule.note.empty())
+      std::fprintf(stderr, "collkit: rule %zu (%s): %s\n", i, e.rule.canonical.c_str(),
+                   e.rule.note.c_str());
+    const int c = static_cast<int>(e.rule.collective);
+    if (!e.rule.native) s.covered[c] = true;
+    s.rules[c].push_back(std::move(e));
+  }
+  if (log) std::fprintf(stderr, "collkit: tuning table %s: %zu rules\n", path, entries.size());
 }
 
 void load(State& s) {
@@ -87,52 +137,7 @@ void load(State& s) {
       std::fprintf(stderr, "collkit: COLLKIT_TUNING is not set: every call goes to the MPI\n");
     return;
   }
-  s.table_path = path;
-  collkit::pmpi::Table t = collkit::pmpi::load_table(path);
-  // The table's collective numbers are the core's enum order.
-  for (int i = 0; t.error.empty() && i < kNumCollectives; ++i)
-    if (collkit::to_string(static_cast<Collective>(i)) != collkit::pmpi::kCollectives[i])
-      t.error = "internal: the table's collectives are not in the core's order";
-  std::vector<Entry> entries;
-  for (size_t i = 0; t.error.empty() && i < t.rules.size(); ++i) {
-    Entry e;
-    e.rule = t.rules[i];
-    const std::string& name = e.rule.algorithm;
-    const std::string coll = collkit::pmpi::kCollectives[e.rule.collective];
-    if (name == "native" || name == coll + ":native") {
-      e.native = true;
-    } else {
-      try {
-        const collkit::Algorithm a(name);
-        if (std::string(collkit::to_string(a.collective())) != coll) {
-          t.error =
-              "rule " + std::to_string(i) + ": '" + name + "' is not a " + coll + " algorithm";
-          break;
-        }
-        e.rule.algorithm = a.canonical();
-        e.needs_commutative = a.spec().restrictions.commutative_op;
-        e.needs_power_of_two = a.spec().restrictions.power_of_two;
-        e.min_P = a.spec().restrictions.min_P;
-      } catch (const std::exception& ex) {
-        const std::string what = ex.what();  // its first line: the caret line needs the name above
-        t.error = "rule " + std::to_string(i) + ": " + what.substr(0, what.find('\n'));
-        break;
-      }
-    }
-    entries.push_back(std::move(e));
-  }
-  if (!t.error.empty()) {
-    if (world_rank() == 0)
-      std::fprintf(stderr, "collkit: tuning table %s not used (%s): every call goes to the MPI\n",
-                   path, t.error.c_str());
-    return;
-  }
-  for (Entry& e : entries) {
-    if (!e.native) s.covered[e.rule.collective] = true;
-    s.rules[e.rule.collective].push_back(std::move(e));
-  }
-  if (s.verbose && world_rank() == 0)
-    std::fprintf(stderr, "collkit: tuning table %s: %zu rules\n", path, entries.size());
+  use(s, path);
 }
 
 State& state() {
@@ -149,6 +154,8 @@ struct Decision {
   const char* why = "";
   int P = 0;
   int64_t bytes = 0;
+  int64_t elem_size = 0;  // the datatype's size
+  std::string refused;    // a rule covers the call, but its algorithm cannot take it: why
 };
 
 // One side of a call (count and datatype): the bytes of a block are count x type size.
@@ -192,6 +199,7 @@ Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, c
     }
     if (size != 0 && side.count > INT64_MAX / size) return d;
     d.bytes = static_cast<int64_t>(side.count * size);
+    d.elem_size = static_cast<int64_t>(size);
   }
   const Entry* hit = nullptr;
   for (const Entry& e : s.rules[ci])
@@ -204,23 +212,34 @@ Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, c
     d.why = "not in the table";
     return d;
   }
-  if (hit->native) {
+  if (hit->rule.native) {
     d.why = "table: native";
     return d;
   }
+  // Whether the algorithm can take the call: the registry's answer from what every rank sees
+  // alike, its limits only (constant time); the C API asks the rest (the generator's own checks,
+  // the ranks' nodes) and declines alike, and the table's reader has checked the rule's P.
+  collkit::CallShape shape{d.P, d.bytes, 1, spec.rooted ? root : 0, true, {}};
   if (spec.reduction()) {
     int commute = 1;
     if (op == MPI_OP_NULL || PMPI_Op_commutative(op, &commute) != MPI_SUCCESS) {
       d.why = "op";
       return d;
     }
-    if (!commute && hit->needs_commutative) {
-      d.why = "non-commutative op";
-      return d;
+    // Node-aware algorithms: whether the op must commute depends on the ranks' nodes, which
+    // the C API finds and asks with (it declines alike on every rank).
+    shape.commutative = commute != 0 || hit->algo->spec().restrictions.needs_placement;
+    // A reduction runs on the datatype's elements (equal on every rank, as the count and op).
+    if (d.elem_size > 0) {
+      shape.count = d.bytes / d.elem_size;
+      shape.elem_size = d.elem_size;
+    } else {
+      shape.count = 0;
     }
   }
-  if (d.P < hit->min_P || (hit->needs_power_of_two && (d.P & (d.P - 1)) != 0)) {
-    d.why = "P not supported by the algorithm";
+  if (std::string why = hit->algo->refusal(shape, collkit::CallCheck::limits); !why.empty()) {
+    d.why = shape.commutative ? "declined" : "non-commutative op";
+    d.refused = std::move(why);
     return d;
   }
   d.entry = hit;
@@ -247,10 +266,9 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, const std::s
       if (rank == 0) {
         const int k = size_class(d.bytes);
         std::fprintf(stderr, "collkit: %s P=%d %lld B (class %lld..%lld B) -> %s%s%s%s\n",
-                     collkit::pmpi::kCollectives[static_cast<int>(c)], d.P,
-                     static_cast<long long>(d.bytes), d.bytes == 0 ? 0LL : 1LL << k,
-                     d.bytes == 0 ? 0LL : (2LL << k) - 1, route.c_str(), why.empty() ? "" : " (",
-                     why.c_str(), why.empty() ? "" : ")");
+                     name_of(static_cast<int>(c)), d.P, static_cast<long long>(d.bytes),
+                     d.bytes == 0 ? 0LL : 1LL << k, d.bytes == 0 ? 0LL : (2LL << k) - 1,
+                     route.c_str(), why.empty() ? "" : " (", why.c_str(), why.empty() ? "" : ")");
       }
     }
   }
@@ -261,16 +279,6 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, const std::s
   n.max = std::max(n.max, seconds);
 }
 
-void report_error(State& s, const std::string& algo, int rc) {
-  std::lock_guard<std::mutex> g(s.lock);
-  if (!s.errors_reported.insert(algo).second) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (PMPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
-  std::fprintf(stderr, "collkit: %s failed: %.*s (returned as MPI error %d)\n", algo.c_str(), len,
-               text, rc);
-}
-
 // Runs one call: the table's algorithm, or the MPI's own call (`native`).
 template <typename Collkit, typename Native>
 int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_Op op, int root,
@@ -278,19 +286,27 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   State& s = state();
   if (!s.covered[static_cast<int>(c)] && !s.timing) return native();  // the fast fall-through
   const Decision d = decide(s, c, comm, send, recv, op, root);
+  if (!d.refused.empty()) ++s.declined;
   if (d.entry == nullptr && !s.timing) return native();
   const double t0 = s.timing ? PMPI_Wtime() : 0.0;
   int rc = MPI_SUCCESS;
   std::string where = "native", why = d.why;
+  if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0) why += ": " + d.refused;
   if (d.entry != nullptr) {
-    rc = collkit(d.entry->rule.algorithm.c_str());
+    rc = collkit(d.entry->rule.canonical.c_str());
     if (ck_declined(rc)) {
-      why = std::string("declined: ") + ck_error_message();
+      ++s.declined;
+      const std::string_view message = ck_error_message();
+      why = "declined: " +
+            std::string(message.starts_with("collkit: ") ? message.substr(9) : message);
       rc = native();
     } else {
-      where = d.entry->rule.algorithm;
+      ++s.ran;
+      where = d.entry->rule.canonical;
       why = "table";
-      if (rc != MPI_SUCCESS) report_error(s, where, rc);
+      // An error that remains is the MPI's kind of error: the communicator's handler decides
+      // (MPI_ERRORS_ARE_FATAL aborts with collkit's message; MPI_ERRORS_RETURN returns it).
+      if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
     }
   } else {
     rc = native();
@@ -311,8 +327,8 @@ void finish(State& s) {
                  "bytes", "calls", "mean (us)");
     for (const auto& [k, n] : s.counters)
       std::fprintf(stderr, "collkit: %-10s %-28s %5d %10lld %8lld %12.3f\n",
-                   collkit::pmpi::kCollectives[std::get<0>(k)], std::get<1>(k).c_str(),
-                   std::get<2>(k), static_cast<long long>(std::get<3>(k)), n.calls,
+                   name_of(std::get<0>(k)), std::get<1>(k).c_str(), std::get<2>(k),
+                   static_cast<long long>(std::get<3>(k)), n.calls,
                    n.total / static_cast<double>(n.calls) * 1e6);
   }
   if (s.stats_path.empty()) return;
@@ -339,10 +355,9 @@ void finish(State& s) {
                  "\"mpi\": \"%s\", \"settings\": \"interposed by libcollkit_pmpi, "
                  "COLLKIT_TUNING=%s, world rank 0\", \"iterations\": %lld, \"min\": %.4f, "
                  "\"mean\": %.4f, \"max\": %.4f}\n",
-                 collkit::pmpi::kCollectives[std::get<0>(k)], std::get<1>(k).c_str(),
-                 std::get<2>(k), static_cast<long long>(std::get<3>(k)), clean.c_str(),
-                 table.c_str(), n.calls, n.min * 1e6, n.total / static_cast<double>(n.calls) * 1e6,
-                 n.max * 1e6);
+                 name_of(std::get<0>(k)), std::get<1>(k).c_str(), std::get<2>(k),
+                 static_cast<long long>(std::get<3>(k)), clean.c_str(), table.c_str(), n.calls,
+                 n.min * 1e6, n.total / static_cast<double>(n.calls) * 1e6, n.max * 1e6);
   std::fclose(f);
 }
 
@@ -540,6 +555,29 @@ int MPI_Scatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
                                             recvtype, root, comm);
 }
 #endif
+
+int collkit_pmpi_check_table(const char* path, char* message, int length) {
+  std::vector<Entry> entries;
+  const std::string error = path == nullptr ? "no path" : read_rules(path, entries);
+  if (message != nullptr && length > 0)
+    std::snprintf(message, static_cast<size_t>(length), "%s", error.c_str());
+  return error.empty() ? static_cast<int>(entries.size()) : -1;
+}
+
+int collkit_pmpi_use_table(const char* path) {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.lock);
+  use(s, path);
+  int n = 0;
+  for (const auto& r : s.rules) n += static_cast<int>(r.size());
+  return n;
+}
+
+void collkit_pmpi_counts(long long* ran, long long* declined) {
+  const State& s = state();
+  *ran = s.ran.load();
+  *declined = s.declined.load();
+}
 
 int MPI_Finalize(void) {
   finish(state());

@@ -28,6 +28,15 @@
 // The reference is whatever the MPI runs: the tests also force each of its own algorithms
 // (MPIR_CVAR_..._INTRA_ALGORITHM, OMPI_MCA_coll_tuned_...), and COLLKIT_MAX_CHUNK=5 takes the
 // path of counts past 2^31 with small buffers. --errors checks the C API's error messages.
+//
+// collkit_conformance_pmpi is the same program built against the interposition library
+// (libcollkit_pmpi): "collkit's call" is then the MPI call itself, MPI_X, which the library routes
+// by its tuning table, one rule (every P, every size) naming the algorithm under test, set before
+// each algorithm through the library's reader (collkit_pmpi_use_table); the reference is the
+// MPI's own PMPI_X. Where the algorithm cannot take a call (P, the op, the element size), the
+// library declines it alike on every rank and the MPI's own call runs: the results must still
+// be equal. A line "ROUTE algorithm ran=N declined=M" per algorithm (world rank 0's calls) says
+// which happened.
 #include <mpi.h>
 
 #include <algorithm>
@@ -46,6 +55,11 @@
 #include "../src/calls.hpp"
 #include "collkit.h"
 #include "collkit/collective.hpp"
+#ifdef COLLKIT_VIA_PMPI
+#include <unistd.h>
+
+#include "collkit_pmpi.h"
+#endif
 
 using namespace collkit;
 using collkit::mpi::Args;
@@ -63,6 +77,24 @@ int g_failures = 0, g_cases = 0, g_skipped = 0, g_declined = 0, g_world_rank = 0
 // op does, on 16 bytes or more): then unsigned char sums are kept below 256.
 bool g_uchar_sum_saturates = false;
 bool g_full = false;
+
+#ifdef COLLKIT_VIA_PMPI
+constexpr bool kViaPmpi = true;
+#else
+constexpr bool kViaPmpi = false;
+#endif
+
+// The call under test: collkit's C API by name, or (built against the interposition library)
+// the MPI call that the library routes by its table.
+int collkit_call(Collective c, const CallArgs& a, const std::string& algo) {
+  if constexpr (kViaPmpi) return call_mpi(c, a);
+  return call_collkit(c, a, algo.c_str());
+}
+
+// The reference: the MPI's own call.
+int reference_call(Collective c, const CallArgs& a) {
+  return call_mpi(c, a, kViaPmpi);
+}
 
 void fail(const std::string& what) {
   ++g_failures;
@@ -351,14 +383,14 @@ void check_copy(Collective coll, const CommCase& cc, const std::string& algo, in
                             (in_place ? " IN_PLACE" : "");
   std::string why;
   const std::vector<unsigned char> sent = sb.mem;
-  int rc = call_collkit(coll, a, algo.c_str());
+  int rc = collkit_call(coll, a, algo);
   if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
   if (why.empty() && sb.mem != sent) why = "the send buffer was written";
   if (out_blocks > 0 && a.recvbuf != MPI_IN_PLACE) {
     a.recvbuf = ref.base;
     a.recvtype = ref.type;  // absolute addresses: each buffer has its own type
   }
-  if (call_mpi(coll, a) != MPI_SUCCESS) {
+  if (reference_call(coll, a) != MPI_SUCCESS) {
     settle(cc.comm, label, std::string("the MPI's own ") + std::string(spec.mpi) + " refused it",
            true);
     return;
@@ -667,13 +699,13 @@ void check_reduction(Collective coll, const CommCase& cc, const std::string& alg
                             (spec.rooted ? " root=" + std::to_string(root) : "") +
                             (in_place ? " IN_PLACE" : "");
   std::string why;
-  int rc = call_collkit(coll, a, algo.c_str());
+  int rc = collkit_call(coll, a, algo);
   const bool declined = rc != MPI_SUCCESS && ck_declined(rc);
   if (rc != MPI_SUCCESS && !(declined && rt.noncommutative)) why = "error: " + describe_error(rc);
   if (declined && rt.noncommutative && rank == 0 && ++g_declined <= 3)
     std::printf("DECLINED %s: %s\n", label.c_str(), ck_error_message());
   a.recvbuf = ref.base;
-  int nbad = call_mpi(coll, a) != MPI_SUCCESS, nany = 0;
+  int nbad = reference_call(coll, a) != MPI_SUCCESS, nany = 0;
   MPI_Allreduce(&nbad, &nany, 1, MPI_INT, MPI_MAX, cc.comm);
   if (nany) {
     settle(cc.comm, label, "the MPI's own call refused it", true);
@@ -781,7 +813,7 @@ void check_reduction_bottom(Collective coll, const CommCase& cc, const std::stri
   a.op = MPI_SUM;
   a.root = root;
   a.comm = cc.comm;
-  int rc = call_collkit(coll, a, algo.c_str());
+  int rc = collkit_call(coll, a, algo);
   if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
   // The reference: the MPI's own call on a plain copy (MPICH 4's own allreduce / reduce give
   // wrong results in place on MPI_BOTTOM: noted once, when seen).
@@ -790,9 +822,19 @@ void check_reduction_bottom(Collective coll, const CommCase& cc, const std::stri
   p.sendbuf = here ? MPI_IN_PLACE : in.data();
   p.recvbuf = here ? plain.data() : nullptr;
   p.sendtype = p.recvtype = MPI_LONG_LONG;
-  call_mpi(coll, p);
+  reference_call(coll, p);
   a.sendtype = a.recvtype = tr;  // and on MPI_BOTTOM
-  call_mpi(coll, a);
+  const int ref_rc = reference_call(coll, a);
+  // Through the interposition library a declined call is the MPI's own: where the MPI refuses
+  // this call itself (MPICH: a predefined op on a derived type), so does the routed call.
+  int refused = kViaPmpi && rc != MPI_SUCCESS && ref_rc != MPI_SUCCESS, any_refused = 0;
+  MPI_Allreduce(&refused, &any_refused, 1, MPI_INT, MPI_MAX, cc.comm);
+  if (any_refused) {
+    settle(cc.comm, label, "the MPI's own call refused it", true);
+    MPI_Type_free(&tm);
+    MPI_Type_free(&tr);
+    return;
+  }
   static bool noted = false;
   if (here && !noted && count > 0 &&
       !std::equal(plain.begin(), plain.begin() + count, ref.begin())) {
@@ -835,7 +877,7 @@ void check_barrier(const CommCase& cc, const std::string& algo) {
   double t_enter = now();
   CallArgs a;
   a.comm = cc.comm;
-  int rc = call_collkit(Collective::barrier, a, algo.c_str());
+  int rc = collkit_call(Collective::barrier, a, algo);
   double t_leave = now();
   std::string why;
   if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
@@ -905,6 +947,32 @@ void check_errors(MPI_Comm comm) {
   }
 }
 
+#ifdef COLLKIT_VIA_PMPI
+// Points the interposition library at a table of one rule: `algo` for every call of its
+// collective at P <= 64 (the library's reader checks it, as it checks COLLKIT_TUNING).
+void route_through_table(const CollectiveSpec& spec, const std::string& algo) {
+  char path[] = "/tmp/collkit_conformance_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) {
+    fail("cannot write a tuning table in /tmp");
+    return;
+  }
+  std::string quoted;
+  for (char ch : algo)
+    quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+  const std::string table = "{\"format\": \"collkit-tuning\", \"version\": 1, \"rules\": [" +
+                            std::string("{\"collective\": \"") + std::string(spec.name) +
+                            "\", \"P\": [1, 64], \"bytes\": [0, 4611686018427387904], " +
+                            "\"algorithm\": \"" + quoted + "\"}]}";
+  const bool written =
+      ::write(fd, table.data(), table.size()) == static_cast<ssize_t>(table.size());
+  ::close(fd);
+  if (!written || collkit_pmpi_use_table(path) != 1)
+    fail("the table for " + algo + " did not load");
+  unlink(path);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -955,6 +1023,11 @@ int main(int argc, char** argv) {
   for (const auto& algo : algos) {
     const Collective coll = collective_from_string(algo.substr(0, algo.find(':')));
     const CollectiveSpec& spec = spec_of(coll);
+#ifdef COLLKIT_VIA_PMPI
+    long long ran0 = 0, declined0 = 0;
+    route_through_table(spec, algo);
+    collkit_pmpi_counts(&ran0, &declined0);
+#endif
     for (size_t ci = 0; ci < comms.size(); ++ci) {
       const CommCase& cc = comms[ci];
       int cp, crank;  // descriptions are chosen by the rank in this communicator
@@ -1009,6 +1082,13 @@ int main(int argc, char** argv) {
           for (int root : some_roots) check_reduction_bottom(coll, cc, algo, count, root, rng);
       }
     }
+#ifdef COLLKIT_VIA_PMPI
+    long long ran = 0, declined = 0;
+    collkit_pmpi_counts(&ran, &declined);
+    if (g_world_rank == 0)
+      std::printf("ROUTE %s ran=%lld declined=%lld\n", algo.c_str(), ran - ran0,
+                  declined - declined0);
+#endif
   }
   if (args.flag("errors")) check_errors(MPI_COMM_WORLD);
 

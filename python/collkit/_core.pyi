@@ -106,6 +106,11 @@ class Algorithm:
 
     def check(self, P: int, count: int, elem_size: int = 8, root: int = 0, rpn: int = 0, order: str = 'contiguous') -> None: ...
 
+    def refusal(self, P: int, count: int, elem_size: int = 8, root: int = 0, commutative: bool = True, rpn: int = 0, order: str = 'contiguous', full: bool = True) -> str:
+        """
+        Why the algorithm cannot run this call ("" when it can): the registry's one answer, as the C API, the interposition library and the tuning-table check ask it.
+        """
+
     def needs_commutative(self, rpn: int = 0, order: str = 'contiguous') -> bool: ...
 
     def generate(self, P: int, count: int, elem_size: int = 8, root: int = 0, rpn: int = 0, order: str = 'contiguous') -> Schedule: ...
@@ -204,3 +209,12 @@ bruck_default_beta_s_per_byte: float = 2e-10
 def bruck_model_seconds(P: int, r: int, block_bytes: int, alpha: float, beta: float) -> float: ...
 
 def bruck_best_radix(P: int, block_bytes: int, alpha: float, beta: float) -> int: ...
+
+def read_tuning_table(text: bytes) -> dict:
+    """
+    Parses and checks a tuning table (UTF-8 JSON bytes); InvalidArgumentError says what is wrong and where. The same reader as the interposition library's.
+    """
+
+TUNING_RULE_KEYS: list = ...
+
+TUNING_MAX_BYTES: int = 16777216

@@ -132,6 +132,32 @@ class Algorithm:
         """Raise if this algorithm cannot serve (P, count, elem_size, root, placement)."""
         self._algo.check(*self._args(P, count, elem_size, root), *core_args(placement))
 
+    def refusal(
+        self,
+        P: int,
+        count: int = 0,
+        elem_size: int = 8,
+        root: int = 0,
+        *,
+        commutative: bool = True,
+        placement: Placement | None = None,
+        full: bool = True,
+    ) -> str:
+        """Why this algorithm cannot run the call ("" when it can): the registry's one answer,
+        as the C API, the interposition library and the tuning-table reader ask it. `full=False`
+        asks only the declared limits (what a per-call decision affords)."""
+        return str(
+            self._algo.refusal(
+                _int(P, "P", 0, 1 << 40),
+                _int(count, "count", -(1 << 62), 1 << 62),
+                _int(elem_size, "elem_size", -(1 << 62), 1 << 62),
+                _int(root, "root", -(1 << 31), 1 << 40),
+                commutative,
+                *core_args(placement),
+                full,
+            )
+        )
+
     def generate(
         self,
         P: int,

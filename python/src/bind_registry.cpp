@@ -242,6 +242,19 @@ void bind_registry(nb::module_& m) {
           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
           nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
       .def(
+          "refusal",
+          [](const Algorithm& a, int64_t P, int64_t count, int64_t elem_size, int64_t root,
+             bool commutative, int64_t rpn, const std::string& order, bool full) {
+            return a.refusal(
+                CallShape{P, count, elem_size, root, commutative, placement_arg(rpn, order)},
+                full ? CallCheck::full : CallCheck::limits);
+          },
+          nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
+          nb::arg("commutative") = true, nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
+          nb::arg("full") = true,
+          "Why the algorithm cannot run this call (\"\" when it can): the registry's one answer, "
+          "as the C API, the interposition library and the tuning-table check ask it.")
+      .def(
           "needs_commutative",
           [](const Algorithm& a, int64_t rpn, const std::string& order) {
             return a.needs_commutative(placement_arg(rpn, order));

@@ -10,4 +10,5 @@ void bind_text(nanobind::module_& m);
 void bind_rm(nanobind::module_& m);
 void bind_sim(nanobind::module_& m);
 void bind_alltoall(nanobind::module_& m);
+void bind_tuning(nanobind::module_& m);
 }  // namespace collkit::py

@@ -45,4 +45,5 @@ NB_MODULE(_core, m) {
   collkit::py::bind_rm(m);
   collkit::py::bind_sim(m);
   collkit::py::bind_alltoall(m);
+  collkit::py::bind_tuning(m);
 }

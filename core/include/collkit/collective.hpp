@@ -24,6 +24,7 @@ enum class Collective : uint8_t {
   gather,
   scatter,
 };
+inline constexpr int kNumCollectives = static_cast<int>(Collective::scatter) + 1;
 
 // How many count-sized blocks a buffer holds.
 enum class Blocks : uint8_t { none, one, P };

@@ -154,6 +154,23 @@ std::vector<std::string> parameter_grid(const AlgorithmSpec& spec);
 
 class Bound;
 
+// One call as every rank of a communicator sees it alike (MPI makes these equal on all ranks):
+// what "can this algorithm run this call?" depends on, and nothing else.
+struct CallShape {
+  int64_t P = 1;
+  int64_t count = 0;      // the IR's elements per block
+  int64_t elem_size = 8;  // bytes of one element (the copies: 1, counts are bytes)
+  int64_t root = 0;
+  bool commutative = true;   // the reduction op commutes (always true for the copies)
+  Placement placement = {};  // the ranks' nodes: node-aware algorithms only
+};
+
+// How much of the answer to compute. `limits`: the declared restrictions and limits (P, min_P,
+// power of two, commutativity, count and element size, root), in constant time: what a per-call
+// decision can afford. `full`: also everything `bind` checks, the algorithm's own `prepare`
+// (stage lists that must divide P, node groups, the parts of a composition) and the placement.
+enum class CallCheck : uint8_t { limits, full };
+
 // An algorithm name resolved against the registry, its parameters parsed and checked.
 class Algorithm {
  public:
@@ -174,6 +191,11 @@ class Algorithm {
   // need it given.
   Bound bind(int64_t P, int64_t count, int32_t elem_size = 8, int64_t root = 0,
              const Placement& placement = {}) const;
+  // Why this algorithm cannot run `call`, or "" when it can: the registry's one answer, used by
+  // the C API, the interposition library and the tuning-table check alike. It reads only the
+  // call's shape, so every rank of a communicator gets the same answer before any communication
+  // (an MPI caller declines then, and the MPI's own collective runs).
+  std::string refusal(const CallShape& call, CallCheck check = CallCheck::full) const;
   // Whether running it on a non-commutative op is wrong with this placement.
   bool needs_commutative(const Placement& placement = {}) const;
   // The closed-form cost for P ranks and `bytes` per rank (alltoall: per block).
@@ -183,6 +205,10 @@ class Algorithm {
   Cost cost(int64_t P, double bytes, const Placement& placement = {}) const;
 
  private:
+  // bind's checks short of `prepare`; throws Error.
+  void check_limits(int64_t P, int64_t count, int64_t elem_size, int64_t root,
+                    const Placement& placement, bool need_placement) const;
+
   const AlgorithmSpec* spec_;
   ParamValues params_;
   std::string canonical_;
@@ -206,5 +232,7 @@ class Bound {
 // Largest P, count and elements per buffer accepted: well past any machine, well inside int64.
 constexpr int64_t kMaxP = int64_t{1} << 31;
 constexpr int64_t kMaxElems = int64_t{1} << 48;
+// Largest element a generator takes (an MPI datatype may be larger: the call is then declined).
+constexpr int64_t kMaxElemSize = int64_t{1} << 20;
 
 }  // namespace collkit

@@ -110,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         env["COLLKIT_TUNING"] = str(Path(args.tuning).resolve())
         if args.verbose:
             print(f"collkit run: {args.tuning}: {len(table.rules)} rules", file=sys.stderr)
+        for note in table.notes:  # calls the rule covers that its algorithm cannot take
+            print(f"collkit run: warning: {args.tuning}: {note}", file=sys.stderr)
     if args.verbose:
         env["COLLKIT_VERBOSE"] = "1"
     if args.hosts is not None:

@@ -30,6 +30,7 @@ PROGRAMS = (
     "collkit_calibrate",
     "collkit_check_alltoall",
     "collkit_conformance",
+    "collkit_conformance_pmpi",  # conformance through the interposition library
     "collkit_pmpi_overhead",
     "libcollkit_pmpi.so",  # the interposition library (LD_PRELOAD; docs/tuning.md)
     "libcollkit_mpi.so",  # the C API (collkit.h): collkit.mpi's mpi4py functions load it

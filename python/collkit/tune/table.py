@@ -12,6 +12,13 @@ what the interposition library (libcollkit_pmpi.so) reads from COLLKIT_TUNING:
 `bytes` is count x type size per rank (per block: collectives.PER_BLOCK); both ranges are
 inclusive. The first rule that covers a call wins; a call no rule covers, and a rule whose
 algorithm is "native", go to the MPI's own collective.
+
+A table is read and checked by one reader, the core's (collkit/tuning.hpp), which the
+interposition library uses too: a table `collkit run` accepts is the table the library runs, and
+one it refuses the library refuses with the same message (duplicate keys, integers past the
+ranges, NaN, more than 16 MiB, unknown keys, fractions where integers go, a rule whose algorithm
+can run at no P of its range). A rule whose algorithm cannot run at some P of its range is kept
+with a note (Table.notes): those calls go to the MPI.
 """
 
 from __future__ import annotations
@@ -23,14 +30,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collkit.algorithms import Algorithm
-from collkit.collectives import COLLECTIVES
-from collkit.errors import CollkitError, InvalidArgumentError
+from collkit import _core
+from collkit.errors import InvalidArgumentError
 
 FORMAT = "collkit-tuning"
 VERSION = 1
-
-SOURCES = ("measured", "simulated")
 
 
 @dataclass
@@ -53,6 +57,9 @@ class Table:
     mpi: str = ""
     machine: str = ""
     date: str = ""
+    # What the reader noted (not written to the file): "rule 2 (allreduce:rd): cannot run at
+    # P = 3 (...): calls there go to the MPI".
+    notes: list[str] = field(default_factory=list)
 
     def lookup(self, collective: str, P: int, nbytes: int) -> str:
         """The algorithm the interposition library runs for this call ("native" if none)."""
@@ -94,105 +101,50 @@ def save(t: Table, path: str | os.PathLike[str]) -> None:
     Path(path).write_text(json.dumps(to_dict(t), indent=1) + "\n")
 
 
-def _range(where: str, name: str, v: Any, lo_min: int) -> tuple[int, int]:
-    if (
-        not isinstance(v, list)
-        or len(v) != 2
-        or not all(isinstance(x, int) and not isinstance(x, bool) for x in v)
-    ):
-        raise InvalidArgumentError(f'{where}: "{name}" must be [lo, hi], two integers')
-    lo, hi = v
-    if lo < lo_min or hi < lo:
-        raise InvalidArgumentError(f'{where}: "{name}" [{lo}, {hi}] needs {lo_min} <= lo <= hi')
-    return lo, hi
-
-
-def _float(where: str, name: str, v: Any) -> float:
-    if v is None:
-        return math.nan
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        raise InvalidArgumentError(f'{where}: "{name}" must be a number or null')
-    return float(v)
-
-
-def validate(d: Any) -> Table:
-    """The table in a parsed JSON document; InvalidArgumentError says what is wrong and where."""
-    if not isinstance(d, dict):
-        raise InvalidArgumentError("a tuning table is a JSON object")
-    if d.get("format") != FORMAT:
-        raise InvalidArgumentError(f'"format" is not "{FORMAT}": not a collkit tuning table')
-    if d.get("version") != VERSION:
-        raise InvalidArgumentError(
-            f'"version" is {d.get("version")!r}; this collkit reads version {VERSION}'
-        )
-    unknown = set(d) - {"format", "version", "mpi", "machine", "date", "rules"}
-    if unknown:
-        raise InvalidArgumentError(f"unknown keys: {', '.join(sorted(unknown))}")
-    for k in ("mpi", "machine", "date"):
-        if not isinstance(d.get(k, ""), str):
-            raise InvalidArgumentError(f'"{k}" must be a string')
-    rules = d.get("rules")
-    if not isinstance(rules, list):
-        raise InvalidArgumentError('"rules" must be a list')
-    t = Table(mpi=d.get("mpi", ""), machine=d.get("machine", ""), date=d.get("date", ""))
-    fields = set(Rule.__dataclass_fields__)
-    for i, r in enumerate(rules):
-        where = f"rule {i}"
-        if not isinstance(r, dict):
-            raise InvalidArgumentError(f"{where}: not an object")
-        unknown = set(r) - fields
-        if unknown:
-            raise InvalidArgumentError(f"{where}: unknown keys: {', '.join(sorted(unknown))}")
-        coll = r.get("collective")
-        if coll not in COLLECTIVES:
-            raise InvalidArgumentError(
-                f'{where}: "collective" {coll!r} must be one of {", ".join(COLLECTIVES)}'
-            )
-        algo = r.get("algorithm")
-        if not isinstance(algo, str) or not algo:
-            raise InvalidArgumentError(f'{where}: "algorithm" must be a name or "native"')
-        if algo not in ("native", f"{coll}:native"):
-            try:
-                a = Algorithm(algo)
-            except CollkitError as e:
-                raise InvalidArgumentError(f"{where}: {e}") from None
-            if a.collective != coll:
-                raise InvalidArgumentError(f"{where}: '{algo}' is not a {coll} algorithm")
-        source = r.get("source", "measured")
-        if source not in SOURCES:
-            raise InvalidArgumentError(f'{where}: "source" must be measured or simulated')
-        ci = r.get("ci95", [None, None])
-        if not isinstance(ci, list) or len(ci) != 2:
-            raise InvalidArgumentError(f'{where}: "ci95" must be [lo, hi]')
+def parse(text: bytes) -> Table:
+    """The table in a file's bytes, read and checked by the core's reader (the interposition
+    library's); InvalidArgumentError says what is wrong and where."""
+    d = _core.read_tuning_table(text)
+    t = Table(mpi=d["mpi"], machine=d["machine"], date=d["date"])
+    for i, r in enumerate(d["rules"]):
         t.rules.append(
             Rule(
-                collective=coll,
-                P=_range(where, "P", r.get("P"), 1),
-                bytes=_range(where, "bytes", r.get("bytes"), 0),
-                algorithm=algo,
-                source=source,
-                median_us=_float(where, "median_us", r.get("median_us")),
-                native_median_us=_float(where, "native_median_us", r.get("native_median_us")),
-                speedup=_float(where, "speedup", r.get("speedup")),
-                p_value=_float(where, "p_value", r.get("p_value")),
-                ci95=(_float(where, "ci95", ci[0]), _float(where, "ci95", ci[1])),
+                collective=r["collective"],
+                P=r["P"],
+                bytes=r["bytes"],
+                algorithm=r["algorithm"],
+                source=r["source"],
+                median_us=r["median_us"],
+                native_median_us=r["native_median_us"],
+                speedup=r["speedup"],
+                p_value=r["p_value"],
+                ci95=r["ci95"],
             )
         )
+        if r["note"]:
+            t.notes.append(f"rule {i} ({r['canonical']}): {r['note']}")
     return t
 
 
+def validate(d: Any) -> Table:
+    """The table in a parsed JSON document (as json.loads gives it), checked by the same reader
+    as a file; InvalidArgumentError says what is wrong and where."""
+    try:
+        text = json.dumps(d, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"not a JSON document: {e}") from None
+    return parse(text.encode())
+
+
 def load(path: str | os.PathLike[str]) -> Table:
-    """Reads and validates a table; errors name the file."""
+    """Reads and checks a table; errors name the file."""
     p = Path(path)
     try:
-        text = p.read_text()
+        with p.open("rb") as f:
+            text = f.read(_core.TUNING_MAX_BYTES + 1)  # the reader refuses more
     except OSError as e:
         raise InvalidArgumentError(f"cannot read tuning table {p}: {e.strerror}") from None
     try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidArgumentError(f"{p}: not valid JSON: {e}") from None
-    try:
-        return validate(d)
+        return parse(text)
     except InvalidArgumentError as e:
         raise InvalidArgumentError(f"{p}: {e}") from None
