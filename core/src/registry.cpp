@@ -287,6 +287,17 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root,
          who +
              "is node-aware: it needs the placement of ranks on nodes (--rpn N, and "
              "--order contiguous|round_robin)");
+  if (params_.has("seg") && P > 1) {  // estimate before generating: segments, not ops
+    const int64_t seg_bytes = params_.integer("seg");
+    const int64_t seg = seg_bytes <= 0 ? count : std::max<int64_t>(1, seg_bytes / elem_size);
+    const int64_t segments = seg <= 0 ? 0 : count / seg + (count % seg != 0);
+    if (segments > kMaxSegments)
+      fail(ErrorKind::invalid_argument,
+           who + "count " + std::to_string(count) + " in segments of " + std::to_string(seg) +
+               " elements is " + std::to_string(segments) +
+               " segments, at least as many ops on every rank (more than 2^26: minutes and " +
+               "gigabytes per rank); raise seg or lower the count");
+  }
   ScheduleHeader h;
   h.collective = spec_->collective;
   h.placement = placement;

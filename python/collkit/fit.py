@@ -246,6 +246,13 @@ def _new_row(data: Any, values: Mapping[str, float | str], threshold: int) -> An
             f"unknown column(s) to predict at: {', '.join(sorted(unknown))} "
             f"(columns: {', '.join(COLUMNS)})"
         )
+    missing = [c for c in ("P", "size") if c not in values and not (c == "size" and "bytes" in values)]
+    missing = [c for c in missing if data[c].nunique() > 1]
+    if missing:  # main took the first row's P without a word
+        raise _bad(
+            f"give {' and '.join(missing)} to predict at (the rows have more than one value "
+            f"of {' and '.join(missing)}): e.g. P=4096,size=8"
+        )
     rec: dict[str, Any] = {c: data[c].iloc[0] for c in COLUMNS}  # defaults: the fitted group
     for k, v in values.items():
         rec[k] = v
@@ -285,6 +292,13 @@ def fit_frame(
         why = (str(e).splitlines() or [type(e).__name__])[0]
         raise _bad(f"cannot fit '{formula}': {why}") from None
     n = int(model.nobs)
+    rank = int(np.linalg.matrix_rank(np.asarray(model.model.exog, dtype=float)))
+    if rank < len(model.params):  # e.g. every row at one P: P and the intercept are one column
+        raise _bad(
+            f"'{formula}'{' for ' + group if group else ''}: the rows cannot tell its "
+            f"{len(model.params)} coefficients apart (the design has rank {rank}: a term does "
+            "not vary, or is a sum of others; e.g. every row at one P)"
+        )
     if n <= len(model.params):
         raise _bad(
             f"'{formula}'{' for ' + group if group else ''}: {n} rows cannot fit "

@@ -66,7 +66,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from collkit import _core
+from collkit import _core, files
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
 from collkit.placement import ORDERS, Placement, core_args
@@ -434,5 +434,5 @@ def save(
 
 def load(path: str | os.PathLike[str], format: Format | None = None) -> Schedule:
     """Read a schedule; the format comes from `format`, else the extension, else the content."""
-    data = Path(path).read_bytes()
+    data = files.read_bytes(path, "schedule file")  # regular files only: /dev/zero has no end
     return loads(data, format or format_for_path(path))

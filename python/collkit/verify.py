@@ -19,11 +19,13 @@ from collkit.algorithms import Algorithm, Schedule
 from collkit.collectives import buffer_elems
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.placement import Placement
+from collkit.schedule import printable
 
 __all__ = [
     "Diagnostic",
     "TreeComparison",
     "VerificationError",
+    "check_buffers_fit",
     "VerifyResult",
     "compare_trees",
     "verify",
@@ -113,7 +115,7 @@ def _result(raw: dict[str, Any], s: Schedule) -> VerifyResult:
         ops=raw["ops"],
         messages=raw["messages"],
         bytes=raw["bytes"],
-        algorithm=s.algorithm,
+        algorithm=printable(s.algorithm),
         P=s.P,
         count=s.count,
     )
@@ -122,22 +124,40 @@ def _result(raw: dict[str, Any], s: Schedule) -> VerifyResult:
 _VAL_BYTES = 4  # the verifier holds one 32-bit value per element of every out and scratch buffer
 
 
-def _check_fits(s: Schedule) -> None:
-    """Refuse, with the reason, a schedule whose buffers could not be held in this machine's
-    memory (sizes of a loaded file may reach 2^63: summed as Python ints, nothing wraps)."""
+_RANK_BYTES = 256  # the verifier's own state per rank (queues, cursors), and the schedule's
+
+
+def check_buffers_fit(
+    collective: str, P: int, count: int, root: int = 0, scratch_elems: float = 0.0
+) -> None:
+    """Refuse, with the estimate, a problem whose symbolic buffers could not be held in this
+    machine's memory: from P, count and root alone, so that a caller can ask before generating
+    (P = 2^20 with count 2^20 is 4 TiB of values; it was refused only after 71 s of generating).
+    Sizes are summed as Python ints and floats: nothing wraps. Values that are not a problem
+    (P < 1, a count that is not an integer) are left to the generator, which says why."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (P, count, root)):
+        return
+    if P < 1 or count < 0 or not 0 <= root < P:
+        return
     per_out = max(  # `out`, or under MPI_IN_PLACE the larger of `in` and `out`
-        buffer_elems(s.collective, buf, s.P, s.count, s.root, rank)
+        buffer_elems(collective, buf, P, count, root, rank)
         for buf in ("in", "out")
-        for rank in {s.root, (s.root + 1) % s.P}
+        for rank in {root, (root + 1) % P}
     )
-    slots = s.P * per_out + float(np.asarray(s.arrays()["scratch"]).sum(dtype=np.float64))
-    need = slots * _VAL_BYTES
+    slots = P * per_out + scratch_elems
+    need = slots * _VAL_BYTES + P * _RANK_BYTES
     have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     if need > have:
         raise InvalidArgumentError(
-            f"verifying this schedule needs {need / 2**30:.3g} GiB for its buffers ({slots:.3g} "
-            f"elements), more than this machine's {have / 2**30:.3g} GiB"
+            f"verifying P = {P}, count = {count} needs about {need / 2**30:.3g} GiB for its "
+            f"buffers ({slots:.3g} elements), more than this machine's {have / 2**30:.3g} GiB"
         )
+
+
+def _check_fits(s: Schedule) -> None:
+    """check_buffers_fit for a schedule at hand (its scratch buffers counted too)."""
+    scratch = float(np.asarray(s.arrays()["scratch"]).sum(dtype=np.float64))
+    check_buffers_fit(s.collective, s.P, s.count, s.root, scratch)
 
 
 def verify(
@@ -173,6 +193,7 @@ def verify_algorithm(
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
     if commutative is None:
         commutative = algo.needs_commutative(placement)
+    check_buffers_fit(algo.collective, P, count, root)  # before generating, not after
     return verify(
         algo.generate(P, count, elem_size, root, placement=placement),
         commutative=commutative,

@@ -7,6 +7,7 @@
 #include <istream>
 
 #include "collkit/error.hpp"
+#include "collkit/registry.hpp"
 #include "scanner.hpp"
 #include "text_detail.hpp"
 
@@ -77,6 +78,8 @@ ParsedRegion parse_region(Scanner& sc, size_t num_scratch) {
   if (stop < r.off) sc.fail_msg(b, "region stop is before its start (a negative length)");
   if (__builtin_sub_overflow(stop, r.off, &r.len))
     sc.fail_msg(b, "region length does not fit in 64 bits");
+  if (r.len > kMaxElems)  // bytes = len x elem_size must not wrap (it printed negative sizes)
+    sc.fail_msg(b, "a region of " + std::to_string(r.len) + " elements: at most 2^48");
   sc.expect("]", "']' closing the region");
   return r;
 }
@@ -484,12 +487,19 @@ class TextParser {
     while (!sc.at_end()) {
       if (!seen_after && sc.accept("after")) {
         seen_after = true;
+        // Columns counted on from the last entry's (Scanner::column counts from the line's
+        // start: per entry, that made a 10^5-entry list quadratic).
+        const std::string_view line = sc.line();
+        size_t at = 0;
+        int64_t column = 1;
         do {
           sc.skip_ws();
-          size_t b = sc.pos();
+          const size_t b = sc.pos();
+          for (; at < b && at < line.size(); ++at)
+            if ((static_cast<unsigned char>(line[at]) & 0xC0) != 0x80) ++column;
           auto d = sc.integer("an op index of this rank", 0, int64_t{kNoOp} - 1);
           tmp_.push_back(static_cast<OpId>(d));
-          deps_.push_back({sc.line_number(), sc.column(b)});
+          deps_.push_back({sc.line_number(), column});
         } while (sc.accept(","));
       } else if (!seen_stage && io::parse_stage(sc, stage)) {
         seen_stage = true;
@@ -578,6 +588,8 @@ void check_rank_fields(const ScheduleHeader& h, const RankView& v) {
       if (static_cast<int>(op.kind) > static_cast<int>(OpKind::sleep))
         bad(where(i) + "unknown op kind " + std::to_string(static_cast<int>(op.kind)));
       if (op.len < 0) bad(where(i) + "negative length " + std::to_string(op.len));
+      if (op.kind != OpKind::compute && op.kind != OpKind::sleep && op.len > kMaxElems)
+        bad(where(i) + "a region of " + std::to_string(op.len) + " elements: at most 2^48");
       bool has_buf = op.kind != OpKind::compute && op.kind != OpKind::sleep;
       bool has_src = op.kind == OpKind::reduce || op.kind == OpKind::copy;
       if (has_buf && op.buf >= nbuf)

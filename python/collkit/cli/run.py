@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collkit.cli._common import parse_p
+from collkit.cli._common import check_launchable, parse_p
 from collkit.errors import InvalidArgumentError
 from collkit.mpirun import MPI, build, find_mpi, launch_command, launch_env
 from collkit.tune.table import load
@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         program = program[1:]
     if not program:
         raise InvalidArgumentError("no program to run: collkit run -np 4 --tuning T -- ./app")
+    check_launchable([args.P])
     env: dict[str, str] = {}
     if args.tuning:
         table = load(args.tuning)  # a clear error before anything starts
@@ -100,6 +101,11 @@ def run(args: argparse.Namespace) -> int:
     if args.verbose:
         env["COLLKIT_VERBOSE"] = "1"
     if args.stats:
+        try:  # can it be written? said now, not after the program ran (its rows would be lost)
+            with open(args.stats, "a"):
+                pass
+        except OSError as e:
+            raise InvalidArgumentError(f"--stats {args.stats}: {e.strerror or e}") from None
         env["COLLKIT_STATS"] = str(Path(args.stats).resolve())
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
     library = build(mpi) / "libcollkit_pmpi.so"

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collkit import files
 from collkit.algorithms import Algorithm
 from collkit.collectives import COLLECTIVES
 from collkit.errors import CollkitError, InvalidArgumentError
@@ -184,12 +185,11 @@ def validate(d: Any) -> Table:
 def load(path: str | os.PathLike[str]) -> Table:
     """Reads and validates a table; errors name the file."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise InvalidArgumentError(f"cannot read tuning table {p}: {e.strerror}") from None
+    text = files.read_text(p, "tuning table", limit=1 << 26)  # regular files only, <= 64 MiB
     try:
         d = json.loads(text)
+    except RecursionError:
+        raise InvalidArgumentError(f"{p}: JSON nested too deep for a tuning table") from None
     except json.JSONDecodeError as e:
         raise InvalidArgumentError(f"{p}: not valid JSON: {e}") from None
     try:
