@@ -246,7 +246,9 @@ def _new_row(data: Any, values: Mapping[str, float | str], threshold: int) -> An
             f"unknown column(s) to predict at: {', '.join(sorted(unknown))} "
             f"(columns: {', '.join(COLUMNS)})"
         )
-    missing = [c for c in ("P", "size") if c not in values and not (c == "size" and "bytes" in values)]
+    missing = [
+        c for c in ("P", "size") if c not in values and not (c == "size" and "bytes" in values)
+    ]
     missing = [c for c in missing if data[c].nunique() > 1]
     if missing:  # main took the first row's P without a word
         raise _bad(

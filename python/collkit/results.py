@@ -111,9 +111,10 @@ def _int_value(k: str, v: Any) -> int:
         v = int(v)
     elif not isinstance(v, int):
         raise InvalidArgumentError(f"'{k}' must be an integer, not {type(v).__name__}")
-    if not -_MAX_INT <= v <= _MAX_INT:
-        raise InvalidArgumentError(f"'{k}' = {str(v)[:40]}... is past 2^63")
-    return v
+    n = int(v)
+    if not -_MAX_INT <= n <= _MAX_INT:
+        raise InvalidArgumentError(f"'{k}' = {str(n)[:40]}... is past 2^63")
+    return n
 
 
 def _stat_value(k: str, v: Any) -> float:
@@ -213,7 +214,9 @@ def _parse_row_line(line: str) -> Row:
         raise InvalidArgumentError(f"a line of {len(line):,} characters is not a row")
     try:
         d = json.loads(line, object_pairs_hook=unique_keys(InvalidArgumentError))
-    except (json.JSONDecodeError, RecursionError, ValueError):
+    except InvalidArgumentError:  # a key given twice: its own message
+        raise
+    except (RecursionError, ValueError):  # JSONDecodeError, an int of more than 4300 digits
         raise InvalidArgumentError("not a JSON object") from None
     if not isinstance(d, dict):
         raise InvalidArgumentError("not a JSON object")
@@ -223,9 +226,7 @@ def _parse_row_line(line: str) -> Row:
     return row_from_dict(d)
 
 
-def read_jsonl(
-    path: str | os.PathLike[str], rejected: list[Rejected] | None = None
-) -> list[Row]:
+def read_jsonl(path: str | os.PathLike[str], rejected: list[Rejected] | None = None) -> list[Row]:
     """Rows of a JSON-lines file (none if it does not exist). A line that is not a row (cut
     short by an interruption, edited, corrupt) raises InvalidArgumentError naming the file and
     line; with a `rejected` list it is added there instead and reading goes on."""
@@ -247,9 +248,7 @@ def read_jsonl(
     return rows
 
 
-def read_csv(
-    path: str | os.PathLike[str], rejected: list[Rejected] | None = None
-) -> list[Row]:
+def read_csv(path: str | os.PathLike[str], rejected: list[Rejected] | None = None) -> list[Row]:
     """Rows of a CSV file with a header line (the fields of the schema); a header naming a
     column twice is an error, a bad row as in read_jsonl."""
     p = Path(path)

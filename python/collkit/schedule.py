@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from collkit import _core
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
 
-__all__ = ["BUFFERS", "OP_KINDS", "Arrays", "RankProgram", "Schedule"]
+__all__ = ["BUFFERS", "OP_KINDS", "Arrays", "RankProgram", "Schedule", "as_schedule", "printable"]
 
 # The values of the `kind` column, in the core's OpKind order (core/include/collkit/schedule.hpp).
 OP_KINDS: tuple[str, ...] = ("send", "recv", "reduce", "copy", "compute", "sleep")
@@ -64,6 +64,17 @@ ARRAY_DTYPES: dict[str, type[np.integer[Any]]] = {
 _MAX_P = 1 << 31
 _MAX_ELEM_SIZE = (1 << 31) - 1
 _INT64_MAX = (1 << 63) - 1
+
+
+def as_schedule(value: object, what: str = "schedule") -> Schedule:
+    """`value` if it is a Schedule, else InvalidArgumentError saying what it is (not the
+    AttributeError that `.core` of a string would raise)."""
+    if not isinstance(value, Schedule):
+        raise InvalidArgumentError(
+            f"{what} must be a collkit Schedule (collkit.generate, collkit.load), not "
+            f"{type(value).__name__}"
+        )
+    return value
 
 
 def printable(text: str) -> str:
@@ -128,7 +139,9 @@ class RankProgram:
 
     def __init__(self, core: _core.RankProgram) -> None:
         if not isinstance(core, _core.RankProgram):
-            raise TypeError("RankProgram is made by collkit.generate_rank or Schedule.rank")
+            raise InvalidArgumentError(
+                "RankProgram is made by collkit.generate_rank or Schedule.rank"
+            )
         self._p = core
 
     @property
@@ -172,7 +185,9 @@ class Schedule:
 
     def __init__(self, core: _core.Schedule) -> None:
         if not isinstance(core, _core.Schedule):
-            raise TypeError("Schedule is made by collkit.generate, collkit.load or from_arrays")
+            raise InvalidArgumentError(
+                "Schedule is made by collkit.generate, collkit.load or from_arrays"
+            )
         self._s = core
 
     @classmethod
@@ -210,7 +225,9 @@ class Schedule:
             if not isinstance(key, str):
                 raise ScheduleFormatError(f"array names are strings, not {key!r}")
             dtype = ARRAY_DTYPES.get(key)
-            columns[key] = value if dtype is None else integer_column(value, f"array {key!r}", dtype)
+            columns[key] = (
+                value if dtype is None else integer_column(value, f"array {key!r}", dtype)
+            )
         core = _core.Schedule.from_arrays(
             collective, P, count, elem_size, root, algorithm, columns, rpn, order
         )

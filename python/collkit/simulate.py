@@ -26,7 +26,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -783,6 +782,7 @@ def simulate(
             count = -(-nbytes // elem_size)
         if count is None:
             count = 1
+        P, count, elem_size, root = algo._args(P, count, elem_size, root)  # types and ranges
         if timeline:
             schedule = algo.generate(P, count, elem_size, root, placement=placement)
     topo = placed_topology(topo, placement)

@@ -19,14 +19,14 @@ from collkit.algorithms import Algorithm, Schedule
 from collkit.collectives import buffer_elems
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.placement import Placement
-from collkit.schedule import printable
+from collkit.schedule import as_schedule, printable
 
 __all__ = [
     "Diagnostic",
     "TreeComparison",
     "VerificationError",
-    "check_buffers_fit",
     "VerifyResult",
+    "check_buffers_fit",
     "compare_trees",
     "verify",
     "verify_algorithm",
@@ -170,10 +170,16 @@ def verify(
     in_place: check the schedule as it runs under MPI_IN_PLACE (allreduce and reduce): `in` is
     the same memory as `out`, so reading `in` after writing `out` is caught.
     """
+    as_schedule(schedule)
+    if isinstance(max_diagnostics, bool) or not isinstance(max_diagnostics, int):
+        raise InvalidArgumentError(f"max_diagnostics must be an integer, not {max_diagnostics!r}")
     if max_diagnostics < 0:
-        raise ValueError("max_diagnostics must be >= 0")
+        raise InvalidArgumentError("max_diagnostics must be >= 0")
+    for name, flag in (("commutative", commutative), ("in_place", in_place)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise InvalidArgumentError(f"{name} must be True or False, not {flag!r}")
     _check_fits(schedule)
-    raw = _core.verify(schedule.core, commutative, max_diagnostics, in_place)
+    raw = _core.verify(schedule.core, bool(commutative), max_diagnostics, bool(in_place))
     return _result(raw, schedule)
 
 
@@ -217,5 +223,5 @@ class TreeComparison:
 def compare_trees(a: Schedule, b: Schedule) -> TreeComparison:
     """Compare the reduction trees of two allreduce (or reduce) schedules of the same P, count
     and root, element by element. Both must verify; raises InvalidArgumentError otherwise."""
-    raw = _core.compare_trees(a.core, b.core)
+    raw = _core.compare_trees(as_schedule(a, "a").core, as_schedule(b, "b").core)
     return TreeComparison(raw["same_exact"], raw["same_commutative"], raw["difference"])

@@ -64,8 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting: the same exit as while running
+        print("interrupted", file=sys.stderr)
+        return 130
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USAGE

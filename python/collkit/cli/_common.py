@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import re
@@ -369,10 +370,8 @@ def local_process_limit() -> int:
 
     limits = [MAX_LAUNCH]
     for f in ("/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"):
-        try:
+        with contextlib.suppress(OSError, ValueError, IndexError):
             limits.append(int(Path(f).read_text().split()[0]))
-        except (OSError, ValueError, IndexError):
-            pass
     soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
     if soft != resource.RLIM_INFINITY and soft > 0:
         limits.append(soft)
@@ -393,7 +392,7 @@ def check_launchable(Ps: list[int], hosts: str | None = None, flag: str = "-np")
         return
     limit = local_process_limit()
     for P in Ps:
-        if P > limit:
+        if limit < P:
             raise InvalidArgumentError(
                 f"{flag} {P}: this machine can start at most {limit} processes (kernel pid_max, "
                 "threads-max, ulimit -u); run across nodes with a host file, or lower it"

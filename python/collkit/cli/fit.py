@@ -111,8 +111,8 @@ def read_rows(paths: list[str]) -> list[Any]:
             raise InvalidArgumentError(f"no such results file: {path}")
         # A line that is not a row is said at once and left out; the fit goes on with the rest.
         rejected: list[results.Rejected] = []
-        rows += results.read_csv(p, rejected) if p.suffix == ".csv" else results.read_jsonl(
-            p, rejected
+        rows += (
+            results.read_csv(p, rejected) if p.suffix == ".csv" else results.read_jsonl(p, rejected)
         )
         for bad in rejected:
             print(f"collkit fit: {bad}: line left out", file=sys.stderr)

@@ -190,7 +190,7 @@ def load(path: str | os.PathLike[str]) -> Table:
         d = json.loads(text)
     except RecursionError:
         raise InvalidArgumentError(f"{p}: JSON nested too deep for a tuning table") from None
-    except json.JSONDecodeError as e:
+    except ValueError as e:  # JSONDecodeError, an integer of more than 4300 digits
         raise InvalidArgumentError(f"{p}: not valid JSON: {e}") from None
     try:
         return validate(d)
