@@ -90,6 +90,45 @@ def test_jsonl_and_csv_round_trip(tmp_path: Path) -> None:
     assert math.isnan(csv_rows[2].min) and csv_rows[0].median == 2.0
 
 
+def test_drift_fields_round_trip_and_old_files_still_read(tmp_path: Path) -> None:
+    row = make_row(
+        interleaved=True,
+        load_avg_1m=11.5,
+        probe_rtt_ns_before=115.0,
+        probe_rtt_ns_after=510.0,
+        suspect="native moved",
+        attempt=1,
+        round_median_us=[1.0, 2.0],
+        round_native_before_us=[1.5, math.nan],
+        round_native_after_us=[1.5, 2.5],
+        round_probe_rtt_ns_min=[110.0, math.nan],
+        round_probe_rtt_ns_max=[120.0, math.nan],
+    )
+    store = ResultStore(tmp_path / "r.jsonl")
+    store.append(row)
+    store.write_csv()
+    (back,) = read_jsonl(tmp_path / "r.jsonl")
+    assert row_to_json(back) == row_to_json(row) and back.attempt == 1 and back.interleaved
+    assert math.isnan(back.round_native_before_us[1])
+    (csv_row,) = read_csv(tmp_path / "r.csv")
+    assert csv_row.load_avg_1m == 11.5 and csv_row.suspect == "native moved"
+    assert csv_row.interleaved is True and csv_row.key() == row.key()
+    assert "round_median_us" not in CSV_FIELDS and "load_avg_1m" in CSV_FIELDS
+    # A row file written before these fields existed reads, with the fields empty; its rows
+    # were not interleaved, so a new (interleaved) measurement is not taken for it.
+    old = {k: v for k, v in json.loads(row_to_json(make_row())).items() if k in OLD_FIELDS}
+    (tmp_path / "old.jsonl").write_text(json.dumps(old) + "\n")
+    (o,) = read_jsonl(tmp_path / "old.jsonl")
+    assert not o.interleaved and o.suspect == "" and math.isnan(o.load_avg_1m)
+    assert o.round_median_us == [] and o.attempt == 0
+    assert o not in ResultStore(tmp_path / "r.jsonl")
+    assert make_row(interleaved=True).key() != o.key()
+
+
+# The row fields before issue #27 added the drift fields (they come after `samples`).
+OLD_FIELDS = FIELDS[: FIELDS.index("samples") + 1]
+
+
 def test_resume_skips_known_rows_and_survives_a_cut_line(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     store = ResultStore(path)

@@ -184,8 +184,8 @@ def test_perfetto_trace_structure(tmp_path: Path) -> None:
     )
     trace = trace_events(r)
     ev = trace["traceEvents"]
-    names = [e for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
-    assert sorted(e["tid"] for e in names) == list(range(6))
+    names = [e for e in ev if e["ph"] == "M" and e["name"] == "process_name"]
+    assert sorted(e["pid"] for e in names) == list(range(6))
     slices = [e for e in ev if e["ph"] == "X"]
     assert len(slices) == r.ops
     assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in slices)
@@ -194,14 +194,15 @@ def test_perfetto_trace_structure(tmp_path: Path) -> None:
     ends = {e["id"]: e for e in ev if e["ph"] == "f"}
     assert len(starts) == len(ends) == r.messages
     for i, s in starts.items():
-        assert ends[i]["ts"] >= s["ts"] and ends[i]["tid"] != s["tid"]
+        assert ends[i]["ts"] >= s["ts"] and ends[i]["pid"] != s["pid"]
     path = write_perfetto(r, tmp_path / "rd.json")
     assert json.loads(path.read_text()) == json.loads(json.dumps(trace))
 
 
 def test_picture_is_written(tmp_path: Path) -> None:
     r = collkit.simulate("allreduce:rd", 8, bytes=8, model="pipelined-postal", timeline=True)
-    p = plot_timeline(r, tmp_path / "rd8.png")
+    plot_timeline(r, tmp_path / "rd8.png")
+    p = tmp_path / "rd8.png"
     assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
 
 

@@ -8,14 +8,28 @@
 // per-iteration maxima, in microseconds; --raw adds the samples. --validate first checks the
 // algorithm's result against the native call on the same data.
 //
+// Blocks and rounds: a row's iterations are split over `rounds` blocks. With --interleave (what
+// `collkit bench` and `collkit tune` use), each size is measured round by round, and in each round
+// the native call is re-measured around every candidate: native, c1, native, c2, ..., native, so
+// drift hits native and candidates alike and every candidate has a native block on either side.
+// Before and after every block, a core-to-core probe (a cache-line ping-pong between the first
+// two ranks of a node through an MPI shared-memory window, the fastest round trip in ns) tells
+// whether the machine's state moved. Each block prints a "block" line (its median, quartiles and
+// the probes), each (algorithm, size) a "row" line over all its blocks.
+//
 //   collkit_bench --collective allreduce --algos rd,native --sizes 8,64,1024 [--datatype double]
 //                 [--iters 200] [--warmup 20] [--block 1] [--sync barrier|window] [--window-us N]
 //                 [--max-ms 2000] [--root 0] [--raw] [--validate] [--native-label mpich:ring]
-//                 [--interleave]
+//                 [--interleave] [--rounds 1]
 #include <mpi.h>
+#include <sched.h>
 
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -199,6 +213,160 @@ int validate(const Setup& s, const std::string& algo, Buffers& b, long long coun
   return ok;
 }
 
+// A number for JSON: NaN (no probe) is null.
+std::string json_number(double x) {
+  if (std::isnan(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", x);
+  return buf;
+}
+
+// The core-to-core probe: one cache line in an MPI-3 shared-memory window, bounced between the
+// first two ranks of each node. Rank 0 of the node writes an odd number and waits for the next
+// even one, written by rank 1; the probe is the fastest round trip of at least kMinTrips (up to
+// kTrips within kProbeSeconds, never past kProbeMaxSeconds). The fastest, not the median: on a
+// loaded machine most round trips wait for a descheduled partner, while the fastest still shows
+// where the two cores are. On a VM the same two ranks see ~115 ns or ~510 ns depending on where
+// the host places them (issue #27), and the winner of a comparison can change with it. A waiting
+// side yields the CPU now and then, so that a partner sharing its core gets to answer.
+struct Probe {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Win win = MPI_WIN_NULL;
+  long long* line = nullptr;  // null: fewer than two ranks on this node, no probe
+  int node_rank = 0;
+};
+
+constexpr int kTrips = 400;
+constexpr int kMinTrips = 8;
+constexpr double kProbeSeconds = 2e-3;
+constexpr double kProbeMaxSeconds = 20e-3;
+constexpr int kSpinsBeforeYield = 4096;
+
+Probe make_probe(MPI_Comm comm, int rank) {
+  Probe p;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &p.node);
+  int n = 1;
+  MPI_Comm_size(p.node, &n);
+  MPI_Comm_rank(p.node, &p.node_rank);
+  void* base = nullptr;
+  // No shared-memory window (an MPI without one): no probe, rather than an abort.
+  MPI_Comm_set_errhandler(p.node, MPI_ERRORS_RETURN);
+  // Every rank of the node takes part in the window; only node rank 0 gives it memory.
+  const MPI_Aint bytes = p.node_rank == 0 ? 128 : 0;
+  if (MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, p.node, &base, &p.win) != MPI_SUCCESS) {
+    p.win = MPI_WIN_NULL;
+    return p;
+  }
+  MPI_Aint size = 0;
+  int disp = 1;
+  void* at = nullptr;
+  MPI_Win_shared_query(p.win, 0, &size, &disp, &at);
+  if (n >= 2 && at != nullptr) p.line = static_cast<long long*>(at);
+  if (p.line && p.node_rank == 0) std::atomic_ref<long long>(*p.line).store(0);
+  MPI_Barrier(p.node);
+  return p;
+}
+
+void free_probe(Probe& p) {
+  if (p.win != MPI_WIN_NULL) MPI_Win_free(&p.win);
+  if (p.node != MPI_COMM_NULL) MPI_Comm_free(&p.node);
+}
+
+// Median ns per round trip on this node (NAN where there is no probe); collective over `comm`.
+double probe(const Probe& p, MPI_Comm comm) {
+  double ns = NAN;
+  MPI_Barrier(comm);
+  if (p.line && p.node_rank <= 1) {
+    std::atomic_ref<long long> f(*p.line);
+    using clock = std::chrono::steady_clock;
+    if (p.node_rank == 0) {
+      f.store(0);
+      MPI_Barrier(p.node);
+      std::vector<double> trips;
+      trips.reserve(kTrips);
+      const auto start = clock::now();
+      for (long long k = 0; k < kTrips; ++k) {
+        const auto t0 = clock::now();
+        f.store(2 * k + 1);
+        for (int spins = 0; f.load() != 2 * k + 2;)
+          if (++spins % kSpinsBeforeYield == 0) sched_yield();
+        const auto t1 = clock::now();
+        trips.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+        const double spent = std::chrono::duration<double>(t1 - start).count();
+        if ((spent > kProbeSeconds && k + 1 >= kMinTrips) || spent > kProbeMaxSeconds) break;
+      }
+      f.store(-1);  // stop
+      ns = summarize(trips).min;
+    } else {
+      MPI_Barrier(p.node);
+      long long expect = 1;
+      for (int spins = 0;;) {
+        const long long x = f.load();
+        if (x == -1) break;
+        if (x == expect) {
+          f.store(expect + 1);
+          expect += 2;
+        } else if (++spins % kSpinsBeforeYield == 0) {
+          sched_yield();
+        }
+      }
+    }
+  } else if (p.line) {
+    MPI_Barrier(p.node);
+  }
+  MPI_Barrier(comm);
+  return ns;
+}
+
+// What a (algorithm, size) measured over all its blocks, and what it needs between them.
+struct State {
+  Buffers b;
+  int valid = -2;
+  bool warmed = false;
+  Measure all;  // every block's samples
+  std::string error_message;
+  double probe_first = NAN, probe_last = NAN;
+};
+
+void print_row(const Setup& s, const std::string& collective, const std::string& name,
+               const std::string& native_label, long long bytes, const State& done,
+               long long rounds, bool interleave, bool do_validate, bool raw, bool window,
+               long long block, long long warmup) {
+  const Measure& m = done.all;
+  const long long count = bytes / s.elem;
+  const bool native = name == "native";
+  std::string label = native ? native_label : name;
+  if (!native && label.find(':') == std::string::npos) label = collective + ":" + label;
+  std::printf(
+      "{\"kind\": \"row\", \"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, "
+      "\"bytes\": %lld, \"count\": %lld, \"datatype\": \"%s\", \"block\": %lld, "
+      "\"sync\": \"%s\", \"warmup\": %lld, \"rounds\": %lld, \"interleaved\": %s, "
+      "\"probe_rtt_ns_before\": %s, \"probe_rtt_ns_after\": %s",
+      collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
+      s.type_name.c_str(), block, window ? "window" : "barrier", warmup, rounds,
+      interleave ? "true" : "false", json_number(done.probe_first).c_str(),
+      json_number(done.probe_last).c_str());
+  if (m.error != MPI_SUCCESS) {
+    std::printf(", \"error\": \"%s\"}\n", json_escape(done.error_message).c_str());
+    std::fflush(stdout);
+    return;
+  }
+  Stats st = summarize(m.samples);
+  std::printf(
+      ", \"iterations\": %zu, \"late\": %lld, \"min\": %.4f, \"q1\": %.4f, "
+      "\"median\": %.4f, \"q3\": %.4f, \"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
+      m.samples.size(), m.late, st.min, st.q1, st.median, st.q3, st.mean, st.p99, st.max);
+  if (do_validate && !native) std::printf(", \"valid\": %s", done.valid == 1 ? "true" : "false");
+  if (raw) {
+    std::printf(", \"samples\": [");
+    for (size_t i = 0; i < m.samples.size(); ++i)
+      std::printf("%s%.4f", i ? ", " : "", m.samples[i]);
+    std::printf("]");
+  }
+  std::printf("}\n");
+  std::fflush(stdout);
+}
+
 // Algorithm names split at the commas outside parentheses: "rd,rm(c4m4,e4m4)" is two names.
 std::vector<std::string> split_names(const std::string& s) {
   std::vector<std::string> out;
@@ -285,61 +453,104 @@ int main(int argc, char** argv) {
   }
   const double offset = window ? clock_offset(s) : 0.0;
 
-  // --interleave: size by size, every algorithm in turn (side-by-side comparisons see the same
-  // machine state); otherwise algorithm by algorithm.
-  std::vector<std::pair<std::string, long long>> order;
-  if (args.flag("interleave")) {
+  const long long rounds = std::max(1LL, args.num("rounds", 1));
+  const bool interleave = args.flag("interleave");
+  Probe pr = make_probe(s.comm, s.rank);
+
+  // The blocks in the order they run. --interleave: size by size, round by round, the native
+  // call (when it is among the algorithms) around every candidate: N c1 N c2 ... N. Otherwise
+  // algorithm by algorithm, size by size, its rounds back to back.
+  struct Step {
+    std::string algo;
+    long long bytes;
+    long long round;
+  };
+  std::vector<Step> order;
+  const bool has_native = std::find(algos.begin(), algos.end(), "native") != algos.end();
+  if (interleave) {
     for (long long bytes : sizes)
-      for (const std::string& a : algos) order.emplace_back(a, bytes);
+      for (long long r = 0; r < rounds; ++r) {
+        for (const std::string& a : algos) {
+          if (a == "native") continue;
+          if (has_native) order.push_back({"native", bytes, r});
+          order.push_back({a, bytes, r});
+        }
+        if (has_native) order.push_back({"native", bytes, r});
+      }
   } else {
     for (const std::string& a : algos)
-      for (long long bytes : sizes) order.emplace_back(a, bytes);
+      for (long long bytes : sizes)
+        for (long long r = 0; r < rounds; ++r) order.push_back({a, bytes, r});
   }
-  for (const auto& [a, bytes] : order) {
+  // Blocks left per (algorithm, size), or per size with --interleave: the rows are printed after
+  // the last block they wait for (interleaved: every row of a size after its last native block,
+  // so that a reader has each candidate's native blocks on both sides).
+  auto group = [&](const Step& st) {
+    return std::pair<std::string, long long>(interleave ? "" : st.algo, st.bytes);
+  };
+  std::map<std::pair<std::string, long long>, long long> left;
+  for (const Step& st : order) ++left[group(st)];
+
+  std::map<std::pair<std::string, long long>, State> states;
+  const long long block_iters = std::max(5LL, iters / rounds);
+  const double block_seconds = max_seconds / static_cast<double>(rounds);
+
+  for (const Step& stp : order) {
+    const std::string& a = stp.algo;
+    const long long bytes = stp.bytes;
     std::string algo = a;
     const bool native = a == "native";
     if (!native && a.find(':') == std::string::npos) algo = collective + ":" + a;
-    {
-      const long long count = bytes / s.elem;
-      Buffers b;
-      b.in.assign(std::max<size_t>(s.in_bytes(count), 1), 0);
-      b.out.assign(std::max<size_t>(s.out_bytes(count), 1), 0);
-      int valid = -2;
+    const long long count = bytes / s.elem;
+    State& stt = states[{a, bytes}];
+    if (!stt.warmed) {
+      stt.b.in.assign(std::max<size_t>(s.in_bytes(count), 1), 0);
+      stt.b.out.assign(std::max<size_t>(s.out_bytes(count), 1), 0);
       // The native call (forced or not) against itself proves nothing: only collkit rows are
       // checked.
-      if (do_validate && !native) valid = validate(s, algo, b, count);
-      fill(s, b);
-      Measure m =
-          measure(s, algo, b, count, iters, warmup, block, window, window_s, offset, max_seconds);
-      if (s.rank != 0) continue;
-      const std::string label = native ? native_label : algo;
-      std::printf(
-          "{\"kind\": \"row\", \"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, "
-          "\"bytes\": %lld, \"count\": %lld, \"datatype\": \"%s\", \"block\": %lld, "
-          "\"sync\": \"%s\", \"warmup\": %lld",
-          collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
-          s.type_name.c_str(), block, window ? "window" : "barrier", warmup);
+      if (do_validate && !native) stt.valid = validate(s, algo, stt.b, count);
+      fill(s, stt.b);
+    }
+    const std::string label = native ? native_label : algo;
+    if (stt.all.error == MPI_SUCCESS) {
+      const double before = probe(pr, s.comm);
+      Measure m = measure(s, algo, stt.b, count, block_iters, stt.warmed ? 2 : warmup, block,
+                          window, window_s, offset, block_seconds);
+      const double after = probe(pr, s.comm);
+      stt.warmed = true;
+      if (std::isnan(stt.probe_first)) stt.probe_first = before;
+      stt.probe_last = after;
       if (m.error != MPI_SUCCESS) {
-        std::printf(", \"error\": \"%s\"}\n", json_escape(ck_error_message()).c_str());
-        std::fflush(stdout);
-        continue;
+        stt.all.error = m.error;
+        stt.error_message = ck_error_message();
+      } else {
+        stt.all.samples.insert(stt.all.samples.end(), m.samples.begin(), m.samples.end());
+        stt.all.late += m.late;
+        if (s.rank == 0) {
+          Stats st = summarize(m.samples);
+          std::printf(
+              "{\"kind\": \"block\", \"algorithm\": \"%s\", \"bytes\": %lld, \"round\": %lld, "
+              "\"iterations\": %zu, \"q1\": %.4f, \"median\": %.4f, \"q3\": %.4f, "
+              "\"probe_rtt_ns_before\": %s, \"probe_rtt_ns_after\": %s}\n",
+              json_escape(label).c_str(), count * s.elem, stp.round, m.samples.size(), st.q1,
+              st.median, st.q3, json_number(before).c_str(), json_number(after).c_str());
+          std::fflush(stdout);
+        }
       }
-      Stats st = summarize(m.samples);
-      std::printf(
-          ", \"iterations\": %zu, \"late\": %lld, \"min\": %.4f, \"q1\": %.4f, "
-          "\"median\": %.4f, \"q3\": %.4f, \"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
-          m.samples.size(), m.late, st.min, st.q1, st.median, st.q3, st.mean, st.p99, st.max);
-      if (do_validate && !native) std::printf(", \"valid\": %s", valid == 1 ? "true" : "false");
-      if (raw) {
-        std::printf(", \"samples\": [");
-        for (size_t i = 0; i < m.samples.size(); ++i)
-          std::printf("%s%.4f", i ? ", " : "", m.samples[i]);
-        std::printf("]");
-      }
-      std::printf("}\n");
-      std::fflush(stdout);
+    }
+    if (--left[group(stp)] > 0) continue;
+    for (const std::string& name : algos) {
+      if (!interleave && name != a) continue;
+      auto it = states.find({name, bytes});
+      if (it == states.end()) continue;
+      const State done = std::move(it->second);
+      states.erase(it);
+      if (s.rank == 0)
+        print_row(s, collective, name, native_label, bytes, done, rounds, interleave, do_validate,
+                  raw, window, block, warmup);
     }
   }
+  free_probe(pr);
   MPI_Finalize();
   return 0;
 }

@@ -1,7 +1,9 @@
 #include "placement.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -122,6 +124,20 @@ Found find(MPI_Comm comm) {
   return f;
 }
 
+// COLLKIT_VERBOSE (as the interposition library reads it): rank 0 of the communicator says what
+// was found, once per communicator, so that a run across nodes shows the placement it used.
+void log_found(MPI_Comm comm, const Found& f) {
+  const char* v = std::getenv("COLLKIT_VERBOSE");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return;
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  if (rank != 0) return;
+  const std::string what = f.placement.given() ? f.placement.describe() : "none: " + f.why_not;
+  std::fprintf(stderr, "collkit: placement of %d ranks (MPI_Comm_split_type%s): %s\n", f.size,
+               std::getenv("COLLKIT_TEST_RPN") ? ", overridden by COLLKIT_TEST_RPN" : "",
+               what.c_str());
+}
+
 Found& found(MPI_Comm comm) {
   const int kv = keyval();
   Found* f = nullptr;
@@ -129,6 +145,7 @@ Found& found(MPI_Comm comm) {
   if (kv != MPI_KEYVAL_INVALID && PMPI_Comm_get_attr(comm, kv, &f, &has) == MPI_SUCCESS && has)
     return *f;
   auto made = std::make_unique<Found>(find(comm));
+  log_found(comm, *made);
   if (kv != MPI_KEYVAL_INVALID && PMPI_Comm_set_attr(comm, kv, made.get()) == MPI_SUCCESS)
     return *made.release();
   thread_local Found last;  // not cached (no keyval): found again next time, alike on all ranks

@@ -17,12 +17,17 @@ import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from collkit.algorithms import Algorithm
 from collkit.collectives import COLLECTIVES, REDUCTIONS, collective
+from collkit.drift import Block, attach_rounds, load_avg_1m, suspect_reason
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
 from collkit.mpirun import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
 from collkit.results import STAT_FIELDS, ResultStore, Row
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DATATYPES = {"double": 8, "float": 4, "int": 4, "char": 1}
 
@@ -58,6 +63,11 @@ class Campaign:
     extra_env: dict[str, str] = field(default_factory=dict)
     # Rank placements swept (core, socket, node; "" is the MPI's default); rows record it.
     placements: list[str] = field(default_factory=lambda: [""])
+    # Native and every collkit candidate alternate in blocks inside one job, `rounds` rounds,
+    # native re-measured around every candidate (collkit.drift); off: one job per algorithm.
+    interleave: bool = True
+    rounds: int = 3
+    attempt: int = 0  # > 0: a re-measurement of rows found suspect (collkit.drift)
 
     def __post_init__(self) -> None:
         for place in self.placements:
@@ -81,6 +91,8 @@ class Campaign:
             raise InvalidArgumentError("sync must be 'barrier' or 'window'")
         if self.iterations < 1 or self.warmup < 0 or self.block < 1:
             raise InvalidArgumentError("iterations and block must be >= 1, warmup >= 0")
+        if not 1 <= self.rounds <= 100:
+            raise InvalidArgumentError(f"rounds = {self.rounds} must be in 1..100")
         if collective(self.collective)["out"] == {"at_root": "none", "elsewhere": "none"}:
             self.sizes = [0]  # no data (barrier)
         self.algorithms = [self.normalize(a) for a in self.algorithms]
@@ -104,6 +116,18 @@ class Campaign:
 ProgressFn = Callable[[str, Row | None], None]
 
 
+def _jobs(c: Campaign) -> list[tuple[list[str], bool]]:
+    """The driver runs of one (P, placement): (algorithms, interleaved). Interleaved: native and
+    every collkit candidate in one job. The MPI's own algorithms are forced through the
+    environment for a whole job, so each is a job of its own, not interleaved with native."""
+    forced = [a for a in c.algorithms if a.startswith(("mpich:", "ompi:"))]
+    own = [a for a in c.algorithms if a not in forced]
+    if not c.interleave:
+        return [([a], False) for a in c.algorithms]
+    jobs = [(own, True)] if own else []
+    return jobs + [([a], False) for a in forced]
+
+
 def run_campaign(
     c: Campaign, mpi: MPI, store: ResultStore, progress: ProgressFn | None = None
 ) -> list[Row]:
@@ -113,20 +137,23 @@ def run_campaign(
     added: list[Row] = []
     for P, place in itertools.product(c.P, c.placements):
         alloc = allocation(P, c.hosts) + (f", map-by {place}" if place else "")
-        for algo in c.algorithms:
+        for algos, interleaved in _jobs(c):
             force: dict[str, str] = {}
-            driver_algo = algo
-            if algo.startswith(("mpich:", "ompi:")):
-                force = mpi.force_env(c.collective, algo)
-                driver_algo = "native"
+            driver_algos = list(algos)
+            if algos[0].startswith(("mpich:", "ompi:")):
+                force = mpi.force_env(c.collective, algos[0])
+                driver_algos = ["native"]
+            elif interleaved and "native" not in algos:
+                driver_algos = ["native", *algos]  # the reference, measured, not stored
             env, settings = launch_env(mpi, P, {**c.extra_env, **force}, hosts=c.hosts)
 
             def template(
                 size: int,
-                algo: str = algo,
+                algo: str,
                 settings: str = settings,
                 P: int = P,
                 alloc: str = alloc,
+                interleaved: bool = interleaved,
             ) -> Row:
                 return Row(
                     collective=c.collective,
@@ -141,21 +168,24 @@ def run_campaign(
                     settings=settings,
                     sync=c.sync,
                     block=c.block,
+                    interleaved=interleaved,
+                    attempt=c.attempt,
                 )
 
-            missing = [s for s in c.sizes if template(s) not in store]
+            missing = [s for s in c.sizes if any(template(s, a) not in store for a in algos)]
+            name = algos[0] if len(algos) == 1 else f"{len(algos)} algorithms interleaved"
             if not missing:
                 if progress:
-                    progress(f"P={P} {algo}: all {len(c.sizes)} sizes already measured", None)
+                    progress(f"P={P} {name}: all {len(c.sizes)} sizes already measured", None)
                 continue
             if progress:
-                progress(f"P={P} {algo}: measuring {len(missing)} sizes", None)
+                progress(f"P={P} {name}: measuring {len(missing)} sizes", None)
             args = [
                 str(bindir / "collkit_bench"),
                 "--collective",
                 c.collective,
                 "--algos",
-                driver_algo,
+                ",".join(driver_algos),
                 "--sizes",
                 ",".join(map(str, missing)),
                 "--datatype",
@@ -173,30 +203,39 @@ def run_campaign(
                 "--root",
                 str(c.root),
                 "--native-label",
-                algo,
+                algos[0] if force else "native",
+                "--rounds",
+                str(c.rounds),
             ]
+            if interleaved:
+                args.append("--interleave")
             if c.validate:
                 args.append("--validate")
             if c.raw:
                 args.append("--raw")
             cmd = launch_command(mpi, P, args, hosts=c.hosts, map_by=place)
             for row in _stream_rows(cmd, env, template):
+                if row.algorithm not in algos:
+                    continue  # the native reference of an interleaved job nobody asked for
                 if store.append(row):
                     added.append(row)
                 if progress:
-                    progress(f"P={P} {algo} {row.bytes} B", row)
+                    progress(f"P={P} {row.algorithm} {row.bytes} B", row)
     store.write_csv()
     return added
 
 
 def _stream_rows(
-    cmd: Sequence[str], env: dict[str, str], template: Callable[[int], Row]
+    cmd: Sequence[str], env: dict[str, str], template: Callable[[int, str], Row]
 ) -> Iterator[Row]:
-    """Runs the driver and yields each row the moment it prints it."""
+    """Runs the driver and yields each row the moment it prints it, with its rounds (from the
+    driver's block lines), the machine's load and, for an interleaved candidate, whether its
+    comparison with native is suspect."""
     proc = subprocess.Popen(
         list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     assert proc.stdout is not None and proc.stderr is not None
+    blocks: list[Block] = []
     try:
         for line in proc.stdout:
             line = line.strip()
@@ -206,11 +245,18 @@ def _stream_rows(
                 d = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if d.get("kind") == "block":
+                blocks.append(Block.from_json(d))
+                continue
             if d.get("kind") != "row":
                 continue
-            row = template(int(d["bytes"]))
+            row = template(int(d["bytes"]), str(d["algorithm"]))
             row.date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
             row.count = int(d["count"])
+            row.load_avg_1m = load_avg_1m()
+            for k in ("probe_rtt_ns_before", "probe_rtt_ns_after"):
+                if d.get(k) is not None:
+                    setattr(row, k, float(d[k]))
             if "error" in d:
                 row.error = str(d["error"])
             else:
@@ -220,6 +266,8 @@ def _stream_rows(
                 row.warmup = int(d["warmup"])
                 row.valid = d.get("valid")
                 row.samples = [float(x) for x in d.get("samples", [])]
+                attach_rounds(row, blocks)
+                row.suspect = suspect_reason(row) if row.algorithm != "native" else ""
             yield row
         rc = proc.wait()
         if rc != 0:
@@ -278,16 +326,13 @@ def run_multicast(
     return [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
 
 
-def plot(rows: Sequence[Row], path: str | Path, title: str = "") -> None:
-    """Median latency against size, one line per (algorithm, P), quartiles shaded."""
-    try:
-        import matplotlib
+def plot(rows: Sequence[Row], path: str | Path | None = None, title: str = "") -> Figure:
+    """Median latency against size, one line per (algorithm, P), quartiles shaded. Returns the
+    Figure (the backend is left alone); with `path` it is also written there."""
+    from collkit.plotting import new_figure, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise UnsupportedError("plotting needs matplotlib: pip install matplotlib") from e
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig = new_figure(figsize=(7, 4.5))
+    ax = fig.subplots()
     groups: dict[tuple[str, int], list[Row]] = {}
     for r in rows:
         if not r.error:
@@ -306,8 +351,9 @@ def plot(rows: Sequence[Row], path: str | Path, title: str = "") -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    if path is not None:
+        save_figure(fig, path)
+    return fig
 
 
 __all__ = ["Campaign", "CollkitError", "machine_name", "plot", "run_campaign", "run_multicast"]

@@ -389,21 +389,20 @@ def fit(
 
 
 def _grid(n: int) -> tuple[Any, Any]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from collkit.plotting import new_figure
 
     cols = min(n, 3)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    fig = new_figure(figsize=(4.2 * cols, 3.4 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, axes.flat
 
 
-def plot_residuals(fits: Sequence[FitResult], path: str | Path) -> Path:
-    """Residuals against fitted values, one panel per fit."""
+def plot_residuals(fits: Sequence[FitResult], path: str | Path | None = None) -> Any:
+    """Residuals against fitted values, one panel per fit: the Figure (also written to `path`
+    when given; the backend is left alone)."""
     fig, axes = _grid(len(fits))
     for ax, f in zip(axes, fits, strict=False):
         ax.scatter(f.fitted, f.residuals, s=8, alpha=0.7)
@@ -414,8 +413,9 @@ def plot_residuals(fits: Sequence[FitResult], path: str | Path) -> Path:
     return _save(fig, path)
 
 
-def plot_predicted(fits: Sequence[FitResult], path: str | Path) -> Path:
-    """Predicted against measured latency, one panel per fit, with the line y = x."""
+def plot_predicted(fits: Sequence[FitResult], path: str | Path | None = None) -> Any:
+    """Predicted against measured latency, one panel per fit, with the line y = x: the Figure
+    (also written to `path` when given)."""
     fig, axes = _grid(len(fits))
     for ax, f in zip(axes, fits, strict=False):
         ax.scatter(f.measured, f.fitted, s=8, alpha=0.7)
@@ -428,15 +428,14 @@ def plot_predicted(fits: Sequence[FitResult], path: str | Path) -> Path:
     return _save(fig, path)
 
 
-def _save(fig: Any, path: str | Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+def _save(fig: Any, path: str | Path | None) -> Any:
+    """The Figure, laid out, and written to `path` when given."""
     fig.tight_layout()
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    return p
+    if path is not None:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(p, dpi=110)
+    return fig
 
 
 # ---- model versus measurement (seed 002 Figs. 12, 14, 15) ------------------------------------
@@ -523,17 +522,16 @@ def _key(d: Mapping[str, Any]) -> tuple[str, str, int, int]:
         raise _bad(f"result row without collective, algorithm, P or bytes: {e}") from None
 
 
-def plot_comparison(c: Comparison, path: str | Path) -> Path:
+def plot_comparison(c: Comparison, path: str | Path | None = None) -> Any:
     """Three panels: relative difference against P (seed 002 Fig. 12), and measured against
-    predicted for the minimum (Fig. 14) and the median (Fig. 15), coloured by size."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    predicted for the minimum (Fig. 14) and the median (Fig. 15), coloured by size: the Figure
+    (also written to `path` when given)."""
+    from collkit.plotting import new_figure
 
     P = np.array([k[2] for k in c.keys], dtype=float)
     size = np.array([max(k[3], 1) for k in c.keys], dtype=float)
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.8))
+    fig = new_figure(figsize=(13.5, 3.8))
+    axes = fig.subplots(1, 3)
     order = np.argsort(P)
     # Ratios, on a log axis: measured times can be 10^4 times a prediction (oversubscription).
     axes[0].scatter(P[order], (c.measured_min / c.predicted_min)[order], s=10, label="minimum")

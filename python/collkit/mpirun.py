@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collkit import cluster
 from collkit.errors import InvalidArgumentError, UnsupportedError
 
 # Oversubscribed MPICH (more ranks than cores) busy-polls: every waiting rank spins and steals the
@@ -143,6 +144,7 @@ OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
 PROGRAMS = (
     "collkit_bench",
     "collkit_multicast",
+    "collkit_calibrate",
     "collkit_check_alltoall",
     "collkit_conformance",
     "collkit_pmpi_overhead",
@@ -375,6 +377,8 @@ def launch_command(
     mpi: MPI, np: int, program: list[str], *, hosts: str | None = None, map_by: str = ""
 ) -> list[str]:
     """The mpiexec command line for `np` ranks of `program`."""
+    if emulated := cluster.from_hostfile(hosts):  # `collkit cluster up`'s host file
+        return emulated.launch_command(mpi, np, program, map_by)
     cmd = [mpi.mpiexec, *mpi.launch_args, *placement_args(mpi, map_by)]
     oversubscribed = np > cores() and hosts is None
     if mpi.kind == "openmpi":
@@ -394,7 +398,11 @@ def launch_env(
     (it goes into the rows: settings change timings)."""
     env = dict(os.environ)
     added: dict[str, str] = {}
-    if np > cores() and hosts is None:
+    emulated = cluster.from_hostfile(hosts)  # `collkit cluster up`'s host file, or None
+    if emulated:
+        added.update({k: v for k, v in emulated.launch_env(mpi).items() if k not in env})
+    # An emulated cluster's nodes share this machine's cores: its ranks can oversubscribe them.
+    if np > cores() and (hosts is None or emulated):
         table = (
             MPICH_OVERSUBSCRIBED_ENV
             if mpi.kind == "mpich"
@@ -411,6 +419,8 @@ def launch_env(
 
 
 def allocation(np: int, hosts: str | None = None) -> str:
+    if emulated := cluster.from_hostfile(hosts):
+        return emulated.allocation(np)
     if hosts:
         return f"{np} ranks from hostfile {Path(hosts).name}"
     over = " (oversubscribed)" if np > cores() else ""

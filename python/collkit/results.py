@@ -59,6 +59,21 @@ class Row:
     valid: bool | None = None  # result checked against the MPI's own call (None: not checked)
     error: str = ""  # why there are no statistics
     samples: list[float] = field(default_factory=list)  # per-iteration times, on request
+    # Drift (docs/tuning.md, "Measuring on a drifting machine"): rows measured interleaved with
+    # the native call, in rounds, each block between two core-to-core probes.
+    interleaved: bool = False  # measured in rounds alternating with native in one job
+    load_avg_1m: float = math.nan  # os.getloadavg()[0] when the row was measured
+    probe_rtt_ns_before: float = math.nan  # core-to-core round trip before the row's first block
+    probe_rtt_ns_after: float = math.nan  # ... and after its last block
+    suspect: str = ""  # why the row's comparison with native is not trusted ("": trusted)
+    attempt: int = 0  # 0: first measurement; n: the n-th re-measurement of a suspect row
+    # Per round: this row's block median, native's block medians just before and after it, and
+    # the smallest and largest probe around those three blocks (the native row: its own blocks).
+    round_median_us: list[float] = field(default_factory=list)
+    round_native_before_us: list[float] = field(default_factory=list)
+    round_native_after_us: list[float] = field(default_factory=list)
+    round_probe_rtt_ns_min: list[float] = field(default_factory=list)
+    round_probe_rtt_ns_max: list[float] = field(default_factory=list)
 
     def key(self) -> tuple[Any, ...]:
         """What makes two rows the same measurement (a rerun skips a row with a known key)."""
@@ -75,6 +90,8 @@ class Row:
             self.settings,
             self.sync,
             self.block,
+            self.interleaved,
+            self.attempt,
         )
 
     def __post_init__(self) -> None:
@@ -87,9 +104,19 @@ class Row:
 
 
 FIELDS = tuple(f.name for f in fields(Row))
-CSV_FIELDS = tuple(f for f in FIELDS if f != "samples")
-_INT_FIELDS = {"P", "bytes", "count", "iterations", "warmup", "block"}
-_FLOAT_FIELDS = set(STAT_FIELDS)
+# Fields that hold one list of numbers: in the JSON lines only, not in the CSV.
+LIST_FIELDS = (
+    "samples",
+    "round_median_us",
+    "round_native_before_us",
+    "round_native_after_us",
+    "round_probe_rtt_ns_min",
+    "round_probe_rtt_ns_max",
+)
+CSV_FIELDS = tuple(f for f in FIELDS if f not in LIST_FIELDS)
+_INT_FIELDS = {"P", "bytes", "count", "iterations", "warmup", "block", "attempt"}
+_FLOAT_FIELDS = {*STAT_FIELDS, "load_avg_1m", "probe_rtt_ns_before", "probe_rtt_ns_after"}
+_BOOL_FIELDS = {"interleaved"}
 
 
 _MAX_INT = (1 << 63) - 1
@@ -172,10 +199,15 @@ def row_from_dict(d: dict[str, Any]) -> Row:
                 kw[k] = v == "True"
             else:
                 raise InvalidArgumentError(f"'valid' must be true, false or empty, not {v!r}")
-        elif k == "samples":
+        elif k in _BOOL_FIELDS:
+            if isinstance(v, bool) or v in ("True", "False"):
+                kw[k] = v if isinstance(v, bool) else v == "True"
+            else:
+                raise InvalidArgumentError(f"'{k}' must be true or false, not {v!r}")
+        elif k in LIST_FIELDS:
             if not isinstance(v, (list, type(None))):
-                raise InvalidArgumentError(f"'samples' must be a list, not {type(v).__name__}")
-            kw[k] = [_stat_value("samples", x) for x in (v or [])]
+                raise InvalidArgumentError(f"'{k}' must be a list, not {type(v).__name__}")
+            kw[k] = [_stat_value(k, x) for x in (v or [])]
         else:
             kw[k] = _str_value(k, v)
     return Row(**kw)
@@ -187,9 +219,11 @@ def _json_default(x: float) -> Any:
 
 def row_to_json(row: Row) -> str:
     d = asdict(row)
-    for k in STAT_FIELDS:
+    for k in _FLOAT_FIELDS:
         if math.isnan(d[k]):
             d[k] = None
+    for k in LIST_FIELDS:
+        d[k] = [None if math.isnan(x) else x for x in d[k]]
     return json.dumps(d, default=_json_default)
 
 
@@ -220,7 +254,7 @@ def _parse_row_line(line: str) -> Row:
         raise InvalidArgumentError("not a JSON object") from None
     if not isinstance(d, dict):
         raise InvalidArgumentError("not a JSON object")
-    for k in STAT_FIELDS:
+    for k in _FLOAT_FIELDS:
         if d.get(k) is None and k in d:
             d[k] = math.nan
     return row_from_dict(d)
@@ -304,7 +338,8 @@ def write_csv(path: str | os.PathLike[str], rows: Iterable[Row]) -> None:
         w.writeheader()
         for r in rows:
             d = asdict(r)
-            d.pop("samples")
+            for k in LIST_FIELDS:
+                d.pop(k)
             w.writerow(d)
 
 

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from collkit.errors import InvalidArgumentError
+from collkit.plotting import new_figure, save_figure
 from collkit.simulate import SimResult
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_timeline", "trace_events", "write_perfetto"]
 
@@ -35,38 +39,79 @@ def _recorded(result: SimResult) -> dict[str, Any]:
     return arrays
 
 
+def _tracks(result: SimResult, a: dict[str, Any]) -> tuple[list[tuple[int, str, int]], Any]:
+    """Every recorded op's track: slices on one track never overlap, so each track's slices
+    nest (Perfetto draws overlapping slices of one thread wrongly). A rank's ops go to one
+    track per kind (send, recv, reduce, ...); where ops of one kind overlap (sends issued
+    together), the kind takes as many tracks as it needs, each op the first that is free.
+    Returns the tracks as (rank, kind, lane) and each op's track index (-1: not recorded)."""
+    assert result.op_start is not None and result.op_end is not None
+    ranks, kinds = a["rank"], a["kind"]
+    start, end = result.op_start, result.op_end
+    track_of = np.full(len(kinds), -1, dtype=np.int64)
+    tracks: list[tuple[int, str, int]] = []
+    lanes: dict[tuple[int, int], list[tuple[float, int]]] = {}  # (rank, kind) -> (free at, track)
+    finite = np.isfinite(start) & np.isfinite(end)
+    order = np.lexsort((-(end - start), start))  # by start; the longer first at a tie
+    for k in order:
+        if not finite[k]:
+            continue
+        key = (int(ranks[k]), int(kinds[k]))
+        free = lanes.setdefault(key, [])
+        s, e = float(start[k]), float(end[k])
+        for i, (at, t) in enumerate(free):
+            if at <= s:
+                free[i] = (max(e, s), t)
+                track_of[k] = t
+                break
+        else:
+            track_of[k] = len(tracks)
+            tracks.append((key[0], KIND_NAMES[key[1]], len(free)))
+            free.append((max(e, s), len(tracks) - 1))
+    return tracks, track_of
+
+
 def trace_events(result: SimResult) -> dict[str, Any]:
-    """The run as a Chrome trace (Perfetto's JSON format): one thread per rank, a slice per op
-    (ts / dur in microseconds, as the format wants), a flow per message from its send to its
-    receive."""
+    """The run as a Chrome trace (Perfetto's JSON format): one process per rank, in it one
+    thread per kind of op (and more where ops of a kind overlap, so that the slices of one
+    thread never overlap), a slice per op (ts / dur in microseconds, as the format wants), a
+    flow per message from its send to its receive."""
     a = _recorded(result)
     assert result.op_start is not None and result.op_end is not None
     ranks, kinds, peers = a["rank"], a["kind"], a["peer"]
     lens, stages = a["len"], a["stage"]
     elem = result.schedule.elem_size if result.schedule is not None else 1
-    events: list[dict[str, Any]] = [
-        {
-            "ph": "M",
-            "name": "process_name",
-            "pid": 0,
-            "tid": 0,
-            "args": {"name": f"{result.algorithm} P={result.P} ({result.model.describe()})"},
-        },
-    ]
+    tracks, track_of = _tracks(result, a)
+    title = f"{result.algorithm} P={result.P} ({result.model.describe()})"
+    events: list[dict[str, Any]] = []
     for r in range(result.P):
+        events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}})
         events.append(
-            {"ph": "M", "name": "thread_name", "pid": 0, "tid": r, "args": {"name": f"rank {r}"}}
+            {"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}}
+        )
+    # Thread ids are unique over the whole trace (track index + 1); within a rank the kinds
+    # keep the order of KIND_NAMES.
+    for t, (r, kind, lane) in enumerate(tracks):
+        name = kind if lane == 0 else f"{kind} {lane + 1}"
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": r, "tid": t + 1, "args": {"name": name}}
         )
         events.append(
-            {"ph": "M", "name": "thread_sort_index", "pid": 0, "tid": r, "args": {"sort_index": r}}
+            {
+                "ph": "M",
+                "name": "thread_sort_index",
+                "pid": r,
+                "tid": t + 1,
+                "args": {"sort_index": KIND_NAMES.index(kind) * 1000 + lane},
+            }
         )
     rank_begin = result.rank_op_begin
     assert rank_begin is not None
     for k in range(len(kinds)):
+        if track_of[k] < 0:
+            continue
         kind = KIND_NAMES[int(kinds[k])]
         start, end = float(result.op_start[k]), float(result.op_end[k])
-        if not np.isfinite(start) or not np.isfinite(end):
-            continue
         r = int(ranks[k])
         args: dict[str, Any] = {"op": int(k - int(rank_begin[r])), "stage": int(stages[k])}
         name = kind
@@ -79,8 +124,8 @@ def trace_events(result: SimResult) -> dict[str, Any]:
                 "ph": "X",
                 "name": name,
                 "cat": kind,
-                "pid": 0,
-                "tid": r,
+                "pid": r,
+                "tid": int(track_of[k]) + 1,
                 "ts": start / 1e3,
                 "dur": max(end - start, 0.0) / 1e3,
                 "args": args,
@@ -100,8 +145,8 @@ def trace_events(result: SimResult) -> dict[str, Any]:
                 "id": m,
                 "name": "message",
                 "cat": "message",
-                "pid": 0,
-                "tid": int(ranks[s]),
+                "pid": int(ranks[s]),
+                "tid": int(track_of[s]) + 1,
                 "ts": float(result.msg_depart[m]) / 1e3,
             }
         )
@@ -112,8 +157,8 @@ def trace_events(result: SimResult) -> dict[str, Any]:
                 "id": m,
                 "name": "message",
                 "cat": "message",
-                "pid": 0,
-                "tid": int(ranks[rcv]),
+                "pid": int(ranks[rcv]),
+                "tid": int(track_of[rcv]) + 1,
                 "ts": t_end / 1e3,
             }
         )
@@ -124,6 +169,7 @@ def trace_events(result: SimResult) -> dict[str, Any]:
             "algorithm": result.algorithm,
             "P": result.P,
             "model": result.model.describe(),
+            "title": title,
             "makespan_ns": result.makespan,
         },
     }
@@ -137,16 +183,17 @@ def write_perfetto(result: SimResult, path: str | Path) -> Path:
 
 
 def plot_timeline(
-    result: SimResult, path: str | Path, *, title: str | None = None, max_ranks: int = 64
-) -> Path:
+    result: SimResult,
+    path: str | Path | None = None,
+    *,
+    title: str | None = None,
+    max_ranks: int = 64,
+) -> Figure:
     """A picture of the run: per-rank rows, bars for ops (a receive drawn light while it waits
     for its message), arrows for messages from departure to arrival; the critical path in black
-    outline. Written with matplotlib to `path` (png, svg or pdf; '.png' is added to a path
-    without a suffix). Returns the path written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    outline. Returns the matplotlib Figure (the backend is left alone: a notebook shows it);
+    with `path` it is also written there (png, svg or pdf; '.png' is added to a path without a
+    suffix, see collkit.plotting.save_figure)."""
     from matplotlib.patches import Patch
 
     a = _recorded(result)
@@ -159,7 +206,8 @@ def plot_timeline(
     crit = set(int(k) for k in (result.critical_path if result.critical_path is not None else []))
     unit, scale = ("us", 1e3) if result.makespan >= 2e3 else ("ns", 1.0)
     fig_h = max(2.0, 0.45 * result.P + 1.2)
-    fig, ax = plt.subplots(figsize=(11, fig_h))
+    fig = new_figure(figsize=(11, fig_h))
+    ax = fig.subplots()
     h = 0.34
     for k in range(len(kinds)):
         kind = KIND_NAMES[int(kinds[k])]
@@ -216,9 +264,6 @@ def plot_timeline(
         frameon=False,
     )
     fig.tight_layout()
-    p = Path(path)
-    if not p.suffix:
-        p = p.with_name(p.name + ".png")  # what matplotlib would write: say so
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    return p
+    if path is not None:
+        save_figure(fig, path)
+    return fig

@@ -259,18 +259,17 @@ def resolved_radix(algorithm: str | Algorithm, P: int, count: int, elem_size: in
     return int(r)
 
 
-def plot_counts(P: int, path: str, linear: bool = True) -> None:
+def plot_counts(P: int, path: str | None = None, linear: bool = True) -> Any:
     """The poster's Fig. 4: numC and total numD against r for one P (log-scaled r), with the
-    spread-out values (P-1 each) and r = ceil(sqrt P) marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    spread-out values (P-1 each) and r = ceil(sqrt P) marked. Returns the Figure (the backend
+    is left alone); with `path` it is also written there."""
+    from collkit.plotting import new_figure
 
     rs = np.arange(2, P + 1)
     num_c = [poster_num_c(P, int(r)) for r in rs]
     num_d = [poster_num_d_total(P, int(r)) for r in rs]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = new_figure(figsize=(7, 4))
+    ax = fig.subplots()
     ax.plot(rs, num_c, label="numC (steps)", color="tab:blue")
     ax.plot(rs, num_d, label="numD (blocks sent, total)", color="tab:red")
     if linear:
@@ -284,5 +283,6 @@ def plot_counts(P: int, path: str, linear: bool = True) -> None:
     ax.set_title(f"Radix-r Bruck, P = {P}: steps and blocks sent per rank")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig

@@ -24,8 +24,11 @@ COMMANDS = [
     "fit",
     "schedules",
     "bench",
+    "calibrate",
+    "validate",
     "tune",
     "run",
+    "cluster",
     "tour",
 ]
 

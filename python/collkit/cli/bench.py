@@ -13,6 +13,10 @@ The MPI is the PyPI `mpich` wheel of this Python environment by default; --mpiex
 or the MPIEXEC and MPICXX environment variables select another (a cluster's MPI: see docs/mpi.md).
 collkit's MPI programs are built for it once, into ~/.cache/collkit (COLLKIT_CACHE).
 
+Native and the collkit algorithms are measured interleaved in one job (--rounds rounds, native
+re-measured around every candidate, a core-to-core probe around every block, the load in every
+row: docs/tuning.md); --no-interleave measures them one job after another.
+
 Each row is appended to OUT.jsonl the moment it is measured (OUT.csv is written at the end);
 rerunning the same command skips rows already there, so an interrupted campaign resumes.
 Oversubscribed runs (more ranks than cores) get MPICH's throttled progress or Open MPI's
@@ -22,6 +26,7 @@ yield-when-idle unless the environment already sets them; the settings go into e
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -37,6 +42,7 @@ from collkit.cli._common import (
     table,
 )
 from collkit.collectives import COLLECTIVES, ROOTED
+from collkit.drift import rounds_won
 from collkit.errors import InvalidArgumentError
 from collkit.mpirun import MPI, build, find_mpi
 from collkit.results import ResultStore, Row
@@ -104,6 +110,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="synchronise iterations with a barrier or a start window (ReproMPI)",
     )
     p.add_argument("--max-ms", type=int, default=2000, help="time budget per row (default 2000)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds per size: the iterations split into blocks, native re-measured around "
+        "every candidate in each round (default 3)",
+    )
+    p.add_argument(
+        "--no-interleave",
+        action="store_true",
+        help="one job per algorithm, measured one after another (drift then hits them unequally)",
+    )
     p.add_argument("--no-validate", action="store_true", help="skip checking results vs native")
     p.add_argument("--raw", action="store_true", help="keep every sample in the JSON lines")
     p.add_argument(
@@ -147,12 +165,17 @@ def _print_table(rows: list[Row]) -> None:
         "max",
         "iters",
         "valid",
+        "load",
+        "probe ns",
+        "beat native",
     ):
         t.add_column(col, justify="left" if col == "algorithm" else "right", no_wrap=True)
     for r in sorted(rows, key=lambda r: (r.P, r.bytes, r.algorithm)):
         if r.error:
-            t.add_row(r.algorithm, str(r.P), str(r.bytes), f"[red]{r.error[:60]}[/red]", *[""] * 7)
+            t.add_row(r.algorithm, str(r.P), str(r.bytes), f"[red]{r.error[:60]}[/red]", *[""] * 10)
             continue
+        won = rounds_won(r) if r.interleaved and r.algorithm != "native" else []
+        beat = f"{sum(won)}/{len(won)} rounds" if won else ""
         t.add_row(
             r.algorithm,
             str(r.P),
@@ -160,8 +183,16 @@ def _print_table(rows: list[Row]) -> None:
             *(f"{getattr(r, k):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
             str(r.iterations),
             "" if r.valid is None else ("yes" if r.valid else "NO"),
+            "" if math.isnan(r.load_avg_1m) else f"{r.load_avg_1m:.1f}",
+            ""
+            if math.isnan(r.probe_rtt_ns_before)
+            else f"{r.probe_rtt_ns_before:.0f}/{r.probe_rtt_ns_after:.0f}",
+            "[yellow]suspect[/yellow]" if r.suspect else beat,
         )
     console().print(t)
+    for r in rows:
+        if r.suspect:
+            print(f"suspect: {r.algorithm} P={r.P} {r.bytes} B: {r.suspect}", file=sys.stderr)
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -270,6 +301,8 @@ def run(args: argparse.Namespace) -> int:
         root=args.root,
         hosts=args.hosts,
         placements=[x.strip() for x in args.map_by.split(",")],
+        interleave=not args.no_interleave,
+        rounds=args.rounds,
     )
     elem = DATATYPES[campaign.datatype]
     for size in campaign.sizes:  # fail before measuring anything

@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
         print(c.table())
         print(f"\n{len(c.keys)} rows matched, {c.unmatched} without a prediction")
         if args.plots:
-            print(f"wrote {F.plot_comparison(c, args.plots / 'comparison.png')}")
+            F.plot_comparison(c, args.plots / "comparison.png")
+            print(f"wrote {args.plots / 'comparison.png'}")
         return 0
     by = None if args.by is None else ([] if args.by == "none" else args.by.split(","))
     fits = F.fit(rows, args.model, stat=args.stat, threshold=args.threshold, by=by, where=where)
@@ -156,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
             )
         print()
     if args.plots:
-        print(f"wrote {F.plot_residuals(fits, args.plots / 'residuals.png')}")
-        print(f"wrote {F.plot_predicted(fits, args.plots / 'predicted.png')}")
+        for name, fn in (("residuals", F.plot_residuals), ("predicted", F.plot_predicted)):
+            fn(fits, args.plots / f"{name}.png")
+            print(f"wrote {args.plots / f'{name}.png'}")
     return 0

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collkit.cli._common import check_launchable, parse_p
+from collkit.cli._common import check_launchable, input_file, parse_p
 from collkit.errors import InvalidArgumentError
 from collkit.mpirun import MPI, build, find_mpi, launch_command, launch_env
 from collkit.tune.table import load
@@ -60,6 +60,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE.jsonl",
         help="write calls per route and their time as result rows (world rank 0)",
     )
+    p.add_argument(
+        "--hosts",
+        default=None,
+        metavar="FILE",
+        help="host file, to run across nodes (`collkit cluster up` writes one)",
+    )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
     p.add_argument(
@@ -70,9 +76,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def command(mpi: MPI, np: int, program: list[str], library: Path, env: dict[str, str]) -> list[str]:
+def command(
+    mpi: MPI,
+    np: int,
+    program: list[str],
+    library: Path,
+    env: dict[str, str],
+    hosts: str | None = None,
+) -> list[str]:
     """The launcher command line that preloads `library` and passes `env` to every rank."""
-    cmd = launch_command(mpi, np, program)
+    cmd = launch_command(mpi, np, program, hosts=hosts)
     preload = str(library)
     if os.environ.get("LD_PRELOAD"):
         preload += ":" + os.environ["LD_PRELOAD"]
@@ -82,7 +95,8 @@ def command(mpi: MPI, np: int, program: list[str], library: Path, env: dict[str,
             flags += ["-x", f"{k}={v}"]
         else:  # MPICH's hydra (and launchers that take its flag)
             flags += ["-genv", k, v]
-    return [cmd[0], *flags, *cmd[1:]]
+    at = cmd.index(mpi.mpiexec) + 1  # an emulated cluster's command starts before mpiexec
+    return [*cmd[:at], *flags, *cmd[at:]]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         program = program[1:]
     if not program:
         raise InvalidArgumentError("no program to run: collkit run -np 4 --tuning T -- ./app")
-    check_launchable([args.P])
+    check_launchable([args.P], args.hosts)
     env: dict[str, str] = {}
     if args.tuning:
         table = load(args.tuning)  # a clear error before anything starts
@@ -100,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"collkit run: {args.tuning}: {len(table.rules)} rules", file=sys.stderr)
     if args.verbose:
         env["COLLKIT_VERBOSE"] = "1"
+    if args.hosts is not None:
+        input_file(args.hosts, "--hosts")
     if args.stats:
         try:  # can it be written? said now, not after the program ran (its rows would be lost)
             with open(args.stats, "a"):
@@ -109,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
         env["COLLKIT_STATS"] = str(Path(args.stats).resolve())
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
     library = build(mpi) / "libcollkit_pmpi.so"
-    base_env, _ = launch_env(mpi, args.P)
-    cmd = command(mpi, args.P, program, library, env)
+    base_env, _ = launch_env(mpi, args.P, hosts=args.hosts)
+    cmd = command(mpi, args.P, program, library, env, args.hosts)
     if args.verbose:
         print("+ " + " ".join(cmd), file=sys.stderr)
     try:

@@ -88,6 +88,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     seen: set[str] = set()
     g = p.add_argument_group("model parameters (a time, per-byte cost or size; see above)")
+    g.add_argument(
+        "--profile",
+        metavar="FILE.json",
+        default=None,
+        help="a machine profile from `collkit calibrate`: the model's parameters and gamma, "
+        "reduce_base, copy_beta measured on that machine (flags given as well win)",
+    )
+    g.add_argument(
+        "--profile-stat",
+        choices=["min", "median"],
+        default="min",
+        help="the profile's fits from minima or medians (default min)",
+    )
     for params in [*MODELS.values(), LOCAL_PARAMS]:
         for name in params:
             if name in seen:
@@ -149,6 +162,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def profile_params(path: str, model: str, stat: str, elem_size: int) -> dict[str, Any]:
+    """The parameters of `model` from the profile at `path` (gamma of double, float or char by
+    the element size; eager fits, S from the profile)."""
+    from collkit.cli._common import input_file
+    from collkit.profile import load_profile
+
+    prof = load_profile(input_file(path, "--profile"))
+    dt = {8: "double", 4: "float", 1: "char"}.get(elem_size, "double")
+    return dict(prof.params(model, stat=stat, datatype=dt))
+
+
 def _fail(msg: str) -> int:
     print(f"collkit simulate: error: {msg}", file=sys.stderr)
     return 2
@@ -185,6 +209,11 @@ def run(args: argparse.Namespace) -> int:
     }
     allowed = set(MODELS[args.model]) | set(LOCAL_PARAMS)
     extra = sorted(set(params) - allowed)
+    if args.profile is not None and not extra:
+        params = {
+            **profile_params(args.profile, args.model, args.profile_stat, args.elem_size),
+            **params,
+        }
     if extra:
         flags = ", ".join(_flag(x) for x in extra)
         return _fail(
@@ -294,9 +323,13 @@ def run(args: argparse.Namespace) -> int:
 
             written.append(f"timeline: {write_perfetto(res, args.timeline)}")
         if args.plot:
+            import matplotlib
+
+            matplotlib.use("Agg")  # a file, never a window
+            from collkit.plotting import save_figure
             from collkit.timeline import plot_timeline
 
-            written.append(f"plot: {plot_timeline(res, args.plot)}")
+            written.append(f"plot: {save_figure(plot_timeline(res), args.plot)}")
     except OSError as e:
         return _fail(f"cannot write {e.filename}: {e.strerror}")
     if args.json:

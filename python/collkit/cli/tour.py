@@ -1,7 +1,9 @@
 """A guided tour of collkit on this machine: list the algorithms, show a schedule, prove it
 correct over a sweep of process counts, simulate it, run it on the local MPI against the
-native collective, tune allreduce and run an unmodified MPI program with the winners, and leave
-the results (tables, pictures, trace files, tuning files) in one folder.
+native collective, tune allreduce, check each chosen rule against native in one job (a rule that
+loses there is said to lose and not used) and run an unmodified MPI program with the rules that
+held, calibrate the simulator on this machine and compare its predictions with measurements, and
+leave the results (tables, pictures, trace files, tuning files) in one folder.
 
 Each step prints the command that does the same on its own, so the tour teaches the CLI.
 
@@ -14,6 +16,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import time
 from collections.abc import Callable
@@ -22,12 +25,26 @@ from pathlib import Path
 from rich.console import Console
 from rich.rule import Rule
 
+from collkit.cli import tour_cluster
 from collkit.cli._common import output_dir
+from collkit.cli.bench import parse_sizes
+from collkit.mpirun import MPI
 
 NAME = "tour"
 HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
 
-STEPS = ["algorithms", "show", "verify", "export", "simulate", "nodes", "mpi", "tune"]
+STEPS = [
+    "algorithms",
+    "show",
+    "verify",
+    "export",
+    "simulate",
+    "nodes",
+    "mpi",
+    "tune",
+    "validate",
+    "cluster",
+]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -133,6 +150,18 @@ def run(args: argparse.Namespace) -> int:
         "8. Tune, and run an unmodified program with the winners",
         lambda: _tune(console, out, quick),
     )
+    from collkit.cli.tour_validate import validate_step
+
+    step(
+        "validate",
+        "9. The simulator against this machine: calibrate its parameters, predict, measure",
+        lambda: validate_step(lambda argv: _run(console, argv), out, quick),
+    )
+    step(
+        "cluster",
+        "10. Two emulated nodes (root: network namespaces; docs/cluster.md)",
+        lambda: tour_cluster.step(console, lambda argv: _run(console, argv), out, quick),
+    )
     console.print(Rule())
     console.print(f"results are in [bold]{out}/[/bold]")
     for f in sorted(out.rglob("*")):
@@ -150,13 +179,15 @@ def _tune(console: Console, out: Path, quick: bool) -> int:
     from collkit.mpirun import find_mpi, launch_command, launch_env, source_dir
 
     tuned = out / "tune"
+    size_text = "8B..4KiB" if quick else "8B..32KiB"
     code = _run(
         console,
         [
-            "tune", "allreduce", "-np", "2", "--sizes", "8B..4KiB" if quick else "8B..32KiB",
+            "tune", "allreduce", "-np", "2", "--sizes", size_text,
             "--iters", "50", "--max-ms", "200", "--top-k", "1", "-o", str(tuned),
         ],
     )  # fmt: skip
+    sizes = parse_sizes(size_text)
     if code != 0:
         return code
     try:
@@ -174,5 +205,112 @@ def _tune(console: Console, out: Path, quick: bool) -> int:
     except (CollkitError, OSError, subprocess.CalledProcessError) as e:
         console.print(f"[red]cannot build or run the example program: {e}[/red]")
         return 1
-    table = str(tuned / "collkit-tuning.json")
-    return _run(console, ["run", "-np", "2", "--tuning", table, "--verbose", "--", str(app)])
+    try:
+        table = check_rules(console, mpi, tuned, sizes)
+    except CollkitError as e:
+        console.print(f"[red]cannot check the chosen rules against native: {e}[/red]")
+        return 1
+    console.print(
+        "[dim]The program's times below come from two separate runs (without collkit above, "
+        "with the table now): on a busy machine they can differ for reasons that are not the "
+        "algorithm; the same-job check above is what decides.[/dim]"
+    )
+    return _run(console, ["run", "-np", "2", "--tuning", str(table), "--verbose", "--", str(app)])
+
+
+def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Path:
+    """Each collkit rule of the tuned table measured again against native in one job
+    (interleaved, in rounds, collkit.drift), at the sizes it covers. A rule that does not beat
+    native in every compared round, or whose comparison is suspect, is said to lose and is
+    replaced by native in the table the program then runs with (collkit-tuning-checked.json):
+    the tour never presents a losing rule as a win."""
+    from rich.table import Table as RTable
+
+    from collkit.bench import Campaign, run_campaign
+    from collkit.drift import rounds_won
+    from collkit.results import ResultStore
+    from collkit.tune.table import load, save
+
+    table = load(tuned / "collkit-tuning.json")
+    checked = tuned / "collkit-tuning-checked.json"
+    ours = [
+        i for i, r in enumerate(table.rules) if r.algorithm != "native" and r.source == "measured"
+    ]
+    if not ours:
+        console.print(
+            "tune chose no collkit algorithm on this machine now: the program runs with the "
+            "MPI's own calls (the table routes every call to native)."
+        )
+        save(table, checked)
+        return checked
+    covered = {
+        i: [s for s in sizes if table.rules[i].bytes[0] <= s <= table.rules[i].bytes[1]]
+        for i in ours
+    }
+    check_sizes = sorted({s for ss in covered.values() for s in ss})
+    algos = sorted({table.rules[i].algorithm for i in ours})
+    console.print(
+        f"[bold cyan]$ collkit bench allreduce --algos native,{','.join(algos)} -np 2 "
+        f"--sizes {','.join(map(str, check_sizes))} --iters 50 --rounds 3[/bold cyan]   "
+        "(the chosen rules against native, interleaved in one job)"
+    )
+    (tuned / "check.jsonl").unlink(missing_ok=True)  # a fresh measurement each tour
+    store = ResultStore(tuned / "check.jsonl")
+    c = Campaign(
+        collective="allreduce",
+        algorithms=["native", *algos],
+        P=[2],
+        sizes=check_sizes,
+        iterations=50,
+        max_ms=200,
+        rounds=3,
+    )
+    rows = run_campaign(c, mpi, store)
+    t = RTable(title="the chosen rules against native in the same job")
+    for col in ("rule", "bytes", "tune said", "now", "rounds won", "verdict"):
+        t.add_column(col, justify="left" if col in ("rule", "verdict") else "right")
+    losing: set[int] = set()
+    for i in ours:
+        rule = table.rules[i]
+        for nbytes in covered[i]:
+            native = next((x for x in rows if x.algorithm == "native" and x.bytes == nbytes), None)
+            name = c.normalize(rule.algorithm)
+            row = next((x for x in rows if x.algorithm == name and x.bytes == nbytes), None)
+            if row is None or native is None or row.error:
+                verdict, now, won_s = "[red]could not be measured: not used[/red]", "", ""
+                losing.add(i)
+            else:
+                won = rounds_won(row)
+                now = f"{native.median / row.median:.2f}x"
+                won_s = f"{sum(won)}/{len(won)}"
+                if row.suspect:
+                    verdict = f"[yellow]suspect ({row.suspect}): not used[/yellow]"
+                    losing.add(i)
+                elif won and all(won):
+                    verdict = "[green]holds[/green]"
+                else:
+                    verdict = "[red]LOSES to native here: not used[/red]"
+                    losing.add(i)
+            t.add_row(
+                rule.algorithm,
+                str(nbytes),
+                f"{rule.speedup:.2f}x",
+                now,
+                won_s,
+                verdict,
+            )
+    console.print(t)
+    for i in losing:
+        r = table.rules[i]
+        r.algorithm = "native"
+        r.speedup = r.p_value = math.nan
+        r.ci95 = (math.nan, math.nan)
+    save(table, checked)
+    if losing:
+        console.print(
+            f"{len(losing)} rule(s) did not hold against native in the same job: "
+            f"{checked} routes them to native."
+        )
+    else:
+        console.print(f"every chosen rule held: {checked} is the table as tuned.")
+    return checked

@@ -8,10 +8,15 @@ call, and write it where programs will use it.
 Candidates: collkit's registry with parameter grids (every algorithm at its defaults, the model's
 top-k `rm` schedules for each P, every Bruck radix, k-nomial radices), the MPI's native call, and
 the MPI's own algorithms forced one at a time (MPICH CVARs / Open MPI coll_tuned). Each is timed
-by collkit's bench driver with its per-iteration samples kept; a candidate wins only when a
-one-sided Mann-Whitney test (p < --alpha) and the bootstrap 95% interval of its speedup over the
-native call (all above 1 + --min-gain) agree, else the native call stays. Adjacent sizes with the
-same winner merge into one range.
+by collkit's bench driver with its per-iteration samples kept, interleaved with the native call
+in --rounds rounds (native re-measured around every candidate, a core-to-core probe around every
+block, the load in every row); a candidate wins only when it beat native in every round whose
+probes agree, is not suspect (a speedup > 10x, or native moving between its blocks: re-measured at
+most twice, never written as a win), and a one-sided Mann-Whitney test (p < --alpha) and the
+bootstrap 95% interval of its speedup over the native call (all above 1 + --min-gain) agree, else
+the native call stays. The MPI's own algorithms are forced per job and so cannot be interleaved
+with native: they are measured and shown, never chosen. Adjacent sizes with the same winner merge
+into one range.
 
 Writes into -o DIR: tune.jsonl / .csv (every row, appended as measured: rerun the same command
 to resume; nothing is measured twice), collkit-tuning.json (for libcollkit_pmpi.so and `collkit
@@ -30,7 +35,7 @@ import sys
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.cli._common import check_launchable, output_dir, parse_p_list
+from collkit.cli._common import check_launchable, input_file, output_dir, parse_p_list
 from collkit.cli.bench import parse_sizes
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
@@ -85,6 +90,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iters", type=int, default=100, help="timed iterations per row (100)")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls first (10)")
     p.add_argument("--max-ms", type=int, default=500, help="time budget per row in ms (500)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="interleaved rounds per size: native around every candidate; a win must hold in "
+        "each (3)",
+    )
     p.add_argument("--alpha", type=float, default=0.01, help="significance level (0.01)")
     p.add_argument(
         "--min-gain",
@@ -104,6 +116,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="K=V",
         help="a model parameter for --simulate, e.g. L=1us (repeatable)",
+    )
+    p.add_argument(
+        "--profile",
+        default=None,
+        metavar="FILE.json",
+        help="for --simulate: the model's parameters from a machine profile (`collkit "
+        "calibrate`); --param values win",
+    )
+    p.add_argument(
+        "--hosts",
+        default=None,
+        metavar="FILE",
+        help="host file, to run across nodes (`collkit cluster up` writes one)",
     )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
@@ -139,7 +164,9 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
         "speedup",
         "95% CI",
         "p",
+        "rounds won",
         "MPI's own",
+        "note",
     ):
         t.add_column(
             col,
@@ -156,26 +183,48 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
             f"{w.speedup:.2f}" if w else "",
             f"{w.ci95[0]:.2f}..{w.ci95[1]:.2f}" if w and not math.isnan(w.ci95[0]) else "",
             f"{w.p_value:.1e}" if w and not math.isnan(w.p_value) else "",
+            f"{w.rounds_won}/{w.rounds_compared}" if w and w.interleaved else "",
             c.mpi.algorithm if c.mpi else "default",
+            _note(c),
         )
-    Console(width=140).print(t)
+    Console(width=200).print(t)
+
+
+def _note(c: Choice) -> str:
+    """Why faster-looking candidates did not win: suspect rows, rounds lost."""
+    if c.source != "measured":
+        return ""
+    sus = [x for x in c.candidates if x.suspect]
+    lost = [
+        x
+        for x in c.candidates
+        if not x.suspect and x.interleaved and x.speedup > 1 and x.rounds_won < x.rounds_compared
+    ]
+    parts = []
+    if sus:
+        parts.append(
+            f"{len(sus)} suspect: " + "; ".join(f"{x.algorithm}: {x.suspect}" for x in sus[:2])
+        )
+    if lost:
+        parts.append(
+            f"{len(lost)} faster by median but lost a round: "
+            + ", ".join(f"{x.algorithm} {x.rounds_won}/{x.rounds_compared}" for x in lost[:2])
+        )
+    return "; ".join(parts)[:200]
 
 
 def plot(choices: list[Choice], path: Path, title: str) -> None:
     """Winner by P (rows) x size (columns); hatched cells are simulated."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
     from matplotlib.patches import Rectangle
 
+    from collkit.plotting import new_figure
+
     colls = sorted({c.collective for c in choices})
-    fig, axes = plt.subplots(
-        len(colls),
-        1,
-        figsize=(9, 1.2 + 1.1 * len(colls) + 0.35 * max(len({c.P for c in choices}), 1)),
-        squeeze=False,
+    fig = new_figure(
+        figsize=(9, 1.2 + 1.1 * len(colls) + 0.35 * max(len({c.P for c in choices}), 1))
     )
+    axes = fig.subplots(len(colls), 1, squeeze=False)
     for ax, coll in zip(axes[:, 0], colls, strict=True):
         cs = [c for c in choices if c.collective == coll]
         Ps = sorted({c.P for c in cs})
@@ -184,7 +233,7 @@ def plot(choices: list[Choice], path: Path, title: str) -> None:
         if "native" in names:
             names.remove("native")
             names.insert(0, "native")
-        cmap = plt.get_cmap("tab20")
+        cmap = colormaps["tab20"]
         for c in cs:
             name = c.collkit.algorithm if c.collkit else "native"
             x, y = sizes.index(c.bytes), Ps.index(c.P)
@@ -218,7 +267,6 @@ def plot(choices: list[Choice], path: Path, title: str) -> None:
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def _fmt(n: int) -> str:
@@ -252,6 +300,8 @@ def check_simulation_fits(Ps: list[int]) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.top_k < 1 or args.iters < 5 or args.warmup < 0 or args.max_ms < 1:
         raise InvalidArgumentError("--top-k >= 1, --iters >= 5, --warmup >= 0, --max-ms >= 1")
+    if not 1 <= args.rounds <= 100:
+        raise InvalidArgumentError(f"--rounds {args.rounds} must be in 1..100")
     if not 0 < args.alpha < 1 or not 0 <= args.min_gain < math.inf:  # NaN fails both
         raise InvalidArgumentError("--alpha must be in (0, 1) and --min-gain >= 0")
     params: dict[str, str] = {}
@@ -262,6 +312,17 @@ def run(args: argparse.Namespace) -> int:
         params[k] = v
     if params and not args.simulate:
         raise InvalidArgumentError("--param is for --simulate")
+    if args.profile is not None:
+        if not args.simulate:
+            raise InvalidArgumentError("--profile is for --simulate")
+        from collkit.profile import load_profile
+
+        prof = load_profile(input_file(args.profile, "--profile"))
+        params = {**prof.param_strings(args.simulate), **params}
+    if args.hosts is not None:
+        if args.simulate:
+            raise InvalidArgumentError("--hosts is for measuring, not --simulate")
+        input_file(args.hosts, "--hosts")
     opts = TuneOptions(
         collectives=list(dict.fromkeys(args.collectives)),
         P=args.P,
@@ -272,11 +333,13 @@ def run(args: argparse.Namespace) -> int:
         max_ms=args.max_ms,
         mpi_algorithms=not args.no_mpi_algos,
         only=split_names(args.only) if args.only else None,
+        rounds=args.rounds,
+        hosts=args.hosts,
     )
     if opts.only is not None:
         check_only(opts.collectives, opts.only)
     if not args.simulate:
-        check_launchable(opts.P)
+        check_launchable(opts.P, args.hosts)
     else:
         check_simulation_fits(opts.P)
     out = output_dir(args.out, "-o")  # a folder: an existing one, or one made in an existing one

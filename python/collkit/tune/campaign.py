@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from collkit.algorithms import Algorithm, algorithms
 from collkit.analysis.recmult.model import PipelinedPostal
 from collkit.analysis.recmult.rank import rank_schedules
 from collkit.bench import DATATYPES, Campaign, machine_name, run_campaign
 from collkit.collectives import REDUCTIONS
+from collkit.drift import MAX_RETRIES
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpirun import MPI
 from collkit.results import ResultStore, Row
+from collkit.tune.select import latest
 
 # The model that ranks `rm` schedules for the campaign (seed 002's ARCHER-like ratio); only the
 # order matters here, the measurement decides.
@@ -66,6 +68,8 @@ class TuneOptions:
     max_ms: int = 500
     mpi_algorithms: bool = True  # the MPI's own algorithms, forced, are candidates too
     only: list[str] | None = None  # restrict collkit's candidates to these names
+    rounds: int = 3  # interleaved rounds per size (collkit.drift)
+    hosts: str | None = None  # host file, to run across nodes (bench's --hosts)
 
 
 def only(collective: str, names: list[str]) -> list[str]:
@@ -115,9 +119,52 @@ def measure(
                 max_ms=opts.max_ms,
                 validate=True,
                 raw=True,
+                rounds=opts.rounds,
+                hosts=opts.hosts,
             )
             run_campaign(c, mpi, store, progress)
+            remeasure_suspects(c, mpi, store, progress)
     return campaign_rows(opts, store)
+
+
+def remeasure_suspects(
+    c: Campaign,
+    mpi: MPI,
+    store: ResultStore,
+    progress: Callable[[str, Row | None], None] | None = None,
+) -> None:
+    """Re-measures, interleaved with native again, every candidate whose latest row is suspect
+    (collkit.drift), at most drift.MAX_RETRIES times; a resumed campaign reads the attempts from
+    the file and goes on where it stopped."""
+    sizes = {c.count(s) * DATATYPES[c.datatype] for s in c.sizes}
+    for attempt in range(1, MAX_RETRIES + 1):
+        mine = [
+            r
+            for r in latest(store)
+            if r.collective == c.collective
+            and r.P in c.P
+            and r.bytes in sizes
+            and r.algorithm in c.algorithms
+            and r.interleaved
+        ]
+        todo = [r for r in mine if r.suspect and r.attempt < attempt]
+        if not todo:
+            return
+        for nbytes in sorted({r.bytes for r in todo}):
+            names = sorted({r.algorithm for r in todo if r.bytes == nbytes})
+            if progress:
+                progress(
+                    f"P={c.P} {nbytes} B: re-measuring {len(names)} suspect "
+                    f"(attempt {attempt} of {MAX_RETRIES}): {', '.join(names)}",
+                    None,
+                )
+            again = replace(
+                c,
+                algorithms=["native", *names],
+                sizes=[nbytes],
+                attempt=attempt,
+            )
+            run_campaign(again, mpi, store, progress)
 
 
 def campaign_rows(opts: TuneOptions, store: ResultStore) -> list[Row]:

@@ -2,10 +2,13 @@
 
 Per (collective, P, size), every candidate's per-iteration samples are compared with the native
 call's: a one-sided Mann-Whitney U test (is the candidate faster?) and a bootstrap 95% confidence
-interval of the speedup (native median / candidate median). A candidate wins only when p < alpha
-and the whole interval lies above 1 + min_gain; the winner is the one with the largest speedup,
-else the native call stays. Simulated rows have no samples and no native row: the fastest
-simulated candidate wins, and the rule says it was simulated.
+interval of the speedup (native median / candidate median). A measured candidate wins only when
+p < alpha, the whole interval lies above 1 + min_gain, it was measured interleaved with native
+(collkit.drift), it is not suspect, and it beat native in every compared round (probes agreeing,
+at least drift.MIN_ROUNDS of them); the winner is the one with the largest speedup, else the native
+call stays. Of a row re-measured because it was suspect, the latest attempt counts. Simulated rows
+have no samples and no native row: the fastest simulated candidate wins, and the rule says it was
+simulated.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collkit.drift import MIN_ROUNDS, rounds_won
 from collkit.results import Row
 from collkit.tune.table import Rule
 
@@ -31,6 +35,10 @@ class Comparison:
     speedup: float
     p_value: float
     ci95: tuple[float, float]
+    rounds_won: int = 0  # interleaved rounds in which the candidate beat native on both sides
+    rounds_compared: int = 0  # rounds whose probes agreed
+    suspect: str = ""  # why the comparison is not trusted ("" when it is)
+    interleaved: bool = False
 
 
 def compare(
@@ -56,7 +64,40 @@ def compare(
 
 
 def is_win(c: Comparison, alpha: float, min_gain: float) -> bool:
-    return c.p_value < alpha and c.ci95[0] > 1.0 + min_gain
+    return (
+        c.interleaved
+        and not c.suspect
+        and c.rounds_compared > 0
+        and c.rounds_won == c.rounds_compared
+        and c.p_value < alpha
+        and c.ci95[0] > 1.0 + min_gain
+    )
+
+
+def compare_row(row: Row, native: Row, *, min_gain: float = 0.0) -> Comparison:
+    """`compare` of a measured candidate row with the native row, with its rounds (drift)."""
+    c = compare(row.algorithm, row.samples, native.samples)
+    won = rounds_won(row, min_gain)
+    c.rounds_won, c.rounds_compared = sum(won), len(won)
+    c.interleaved = row.interleaved
+    c.suspect = row.suspect
+    if (
+        c.interleaved
+        and not c.suspect
+        and c.rounds_compared < min(MIN_ROUNDS, len(row.round_median_us))
+    ):
+        c.suspect = f"only {c.rounds_compared} rounds with agreeing probes"
+    return c
+
+
+def latest(rows: Iterable[Row]) -> list[Row]:
+    """Of rows measured more than once (a suspect row re-measured), the latest attempt."""
+    best: dict[tuple[object, ...], Row] = {}
+    for r in rows:
+        k = r.key()[:-1]  # the key without the attempt
+        if k not in best or r.attempt >= best[k].attempt:
+            best[k] = r
+    return list(best.values())
 
 
 @dataclass
@@ -103,12 +144,19 @@ def choose(rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0) -
             win = next(c for c in comps if c.algorithm == best.algorithm)
             out.append(Choice(coll, P, nbytes, source, win, None, comps))
             continue
-        native = next((r for r in rs if r.algorithm == "native"), None)
-        if native is None:
+        natives = {
+            (r.interleaved, r.attempt): r
+            for r in sorted(rs, key=lambda r: r.date)
+            if r.algorithm == "native"
+        }
+        if not natives:
             continue
-        comps = [
-            compare(r.algorithm, r.samples, native.samples) for r in rs if r.algorithm != "native"
-        ]
+        comps = []
+        for r in latest(rs):
+            if r.algorithm == "native":
+                continue
+            native = natives.get((r.interleaved, r.attempt)) or natives[max(natives)]
+            comps.append(compare_row(r, native, min_gain=min_gain))
         wins = [c for c in comps if is_win(c, alpha, min_gain)]
         own = [c for c in wins if not c.algorithm.startswith(MPI_PREFIXES)]
         forced = [c for c in wins if c.algorithm.startswith(MPI_PREFIXES)]

@@ -22,13 +22,11 @@ def _best_integer_b(ratio: float) -> int:
 def figure_b_opt(path: str | Path, max_ratio: float = 20.0) -> Path:
     """Fig. 3: b_opt for ratios 1..max_ratio, the corrected closed form, the seed's Eq. 5 as
     printed, brute-force minima of Eq. 4 and the best integer b."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from collkit.plotting import new_figure
 
     ratios = np.linspace(1.0, max_ratio, 400)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    fig = new_figure(figsize=(6.4, 4.2), dpi=120)
+    ax = fig.subplots()
     ax.plot(ratios, [b_opt(r) for r in ratios], label=r"$e^{W((\rho-1)/e)+1}-1$ (corrected)")
     ax.plot(ratios, [b_opt_eq5(r) for r in ratios], "--", label=r"seed Eq. 5: $e^{W(\rho-1)+1}-1$")
     dots = np.arange(1.0, max_ratio + 0.01, 1.0)
@@ -43,7 +41,6 @@ def figure_b_opt(path: str | Path, max_ratio: float = 20.0) -> Path:
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out)
-    plt.close(fig)
     return out
 
 
@@ -55,17 +52,15 @@ def figure_cost_surface(
     max_N: int = 4096,
 ) -> Path:
     """Fig. 4: Eq. 4's cost (alpha_p + b alpha_r) log_{b+1} N over b and N, with b_opt."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from collkit.plotting import new_figure
 
     model = PipelinedPostal(alpha_p, alpha_r)
     b = np.linspace(1, max_b, 300)
     N = np.geomspace(2, max_N, 300)
     B, NN = np.meshgrid(b, N)
     cost = np.asarray(eq4_cost(B, NN, model)) * 1e6
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=120)
+    fig = new_figure(figsize=(6.4, 4.6), dpi=120)
+    ax = fig.subplots()
     cs = ax.contourf(B, NN, cost, levels=30, cmap="viridis")
     fig.colorbar(cs, ax=ax, label=r"modelled time ($\mu$s)")
     ax.contour(B, NN, cost, levels=12, colors="white", linewidths=0.4, alpha=0.6)
@@ -83,7 +78,6 @@ def figure_cost_surface(
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out)
-    plt.close(fig)
     return out
 
 

@@ -1,0 +1,174 @@
+"""Hold the simulator against this machine: predict with a profile, measure, compare.
+
+For each collective, P and size, every registered algorithm (or --algos) is simulated with the
+profile's parameters (fitted from minima and from medians; `collkit calibrate` writes the
+profile) and measured with the bench driver (all algorithms in one run, interleaved size by
+size, in rounds whose algorithm order rotates). It prints per case the prediction, the measured
+minimum and median and the relative error, the median |error| and the fraction of algorithm
+pairs the simulator orders as measured; it writes OUT.jsonl / OUT.csv (measured and simulated
+rows of the results schema side by side), OUT.md (the tables, with machine, date, load and
+command) and OUT.png (relative difference by size and algorithm).
+
+  collkit calibrate -o this-machine.json
+  collkit validate --profile this-machine.json -P 2 --collectives allreduce,bcast \\
+      --sizes 8,1KiB,64KiB,1MiB -o validate
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from collkit.cli._common import add_p_argument, input_file, split_names
+from collkit.collectives import COLLECTIVES
+from collkit.errors import InvalidArgumentError
+
+NAME = "validate"
+HELP = "compare the simulator's predictions (with a calibrated profile) to measurements"
+
+DEFAULT_COLLECTIVES = ("allreduce", "reduce", "bcast", "alltoall", "allgather")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from collkit.cli.bench import parse_sizes
+    from collkit.profile import SIM_MODELS
+
+    p.add_argument("--profile", required=True, metavar="FILE.json", help="machine profile")
+    p.add_argument(
+        "--collectives",
+        default=",".join(DEFAULT_COLLECTIVES),
+        help=f"comma list (default {','.join(DEFAULT_COLLECTIVES)})",
+    )
+    p.add_argument(
+        "--algos",
+        default=None,
+        help="comma list of algorithm names (default: every registered one that runs on P)",
+    )
+    add_p_argument(p, lists=True, default=[2])
+    p.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        default=[8, 1024, 16384, 131072, 1048576],
+        metavar="LIST",
+        help="bytes per rank (per block for alltoall/allgather): default 8,1KiB,16KiB,128KiB,1MiB",
+    )
+    p.add_argument("--model", default="loggops", choices=SIM_MODELS, help="model (loggops)")
+    p.add_argument("--rounds", type=int, default=3, help="measurement rounds (3)")
+    p.add_argument("--iters", type=int, default=20, help="iterations per round and case (20)")
+    p.add_argument("--hosts", default=None, help="host file, to measure across nodes")
+    p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
+    p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
+    p.add_argument(
+        "-o", "--out", default="validate", metavar="PREFIX", help="writes PREFIX.{jsonl,md,png}"
+    )
+    p.add_argument(
+        "--measured",
+        default=None,
+        metavar="ROWS.jsonl",
+        help="predict the measured rows of an earlier validation again (another --model or "
+        "profile) instead of measuring",
+    )
+    p.add_argument("--no-plot", action="store_true", help="do not draw PREFIX.png")
+
+
+def run(args: argparse.Namespace) -> int:
+    from collkit.algorithms import Algorithm
+    from collkit.cli.bench import _build
+    from collkit.mpirun import find_mpi
+    from collkit.profile import load_profile
+    from collkit.results import ResultStore
+    from collkit.validate import plot_validation, results_markdown, validate
+
+    prof = load_profile(input_file(args.profile, "--profile"))
+    if args.hosts is not None:
+        input_file(args.hosts, "--hosts")
+    colls = [c.strip() for c in args.collectives.split(",") if c.strip()]
+    for c in colls:
+        if c not in COLLECTIVES:
+            raise InvalidArgumentError(f"--collectives: unknown '{c}' (one of {COLLECTIVES})")
+    if not colls:
+        raise InvalidArgumentError("--collectives: none given")
+    if args.rounds < 1 or args.iters < 1:
+        raise InvalidArgumentError("--rounds and --iters must be >= 1")
+    if any(P < 2 for P in args.P):
+        raise InvalidArgumentError("-P: validation needs at least 2 ranks")
+    algos: dict[str, list[str]] | None = None
+    if args.algos:
+        algos = {}
+        for name in split_names(args.algos):
+            a = Algorithm(name)
+            if a.collective not in colls:
+                raise InvalidArgumentError(f"--algos: {a.canonical} is not of {', '.join(colls)}")
+            algos.setdefault(a.collective, []).append(str(a.canonical))
+    out = Path(args.out)
+    if not (out.parent if str(out.parent) else Path(".")).is_dir():
+        raise InvalidArgumentError(f"-o {args.out}: folder {out.parent} does not exist")
+    if args.measured is not None:
+        from collkit.results import read_jsonl
+        from collkit.validate import validate_rows
+
+        rows = read_jsonl(input_file(args.measured, "--measured"))
+        v = validate_rows(prof, rows, model=args.model, source=args.measured)
+        command = shlex.join(
+            [
+                "collkit",
+                "validate",
+                "--profile",
+                str(args.profile),
+                "--measured",
+                args.measured,
+                "--model",
+                args.model,
+                "-o",
+                str(args.out),
+            ]
+        )
+    else:
+        mpi = find_mpi(args.mpiexec, args.mpi_prefix)
+        _build(mpi)
+        v = validate(
+            prof,
+            mpi,
+            collectives=colls,
+            P=args.P,
+            sizes=args.sizes,
+            model=args.model,
+            algos=algos,
+            rounds=args.rounds,
+            iterations=args.iters,
+            hosts=args.hosts,
+            progress=lambda m: print(m, file=sys.stderr),
+        )
+        command = shlex.join(
+            ["collkit", "validate", "--profile", str(args.profile)]
+            + ["--collectives", ",".join(colls)]
+            + (["--algos", args.algos] if args.algos else [])
+            + ["-P", ",".join(map(str, args.P)), "--sizes", ",".join(map(str, args.sizes))]
+            + ["--model", args.model, "--rounds", str(args.rounds), "--iters", str(args.iters)]
+            + (["--hosts", args.hosts] if args.hosts else [])
+            + ["-o", str(args.out)]
+        )
+    print(v.summary())
+    jsonl = out.with_name(out.name + ".jsonl")
+    if args.measured is not None and jsonl.resolve() == Path(args.measured).resolve():
+        raise InvalidArgumentError("-o would overwrite the --measured rows: give another -o")
+    if jsonl.exists():
+        jsonl.unlink()  # a validation is one run: its rows are not merged with an older one's
+    store = ResultStore(jsonl)
+    for row in v.rows():
+        store.append(row)
+    store.write_csv()
+    md = out.with_name(out.name + ".md")
+    md.write_text(results_markdown(v, command))
+    written = [jsonl, store.csv, md]
+    if not args.no_plot and v.ok():
+        import matplotlib
+
+        matplotlib.use("Agg")  # a file, never a window
+        from collkit.plotting import save_figure
+
+        written.append(save_figure(plot_validation(v), out.with_name(out.name + ".png")))
+    print("wrote " + ", ".join(map(str, written)))
+    return 0

@@ -1,0 +1,608 @@
+"""Machine profiles: the simulator's model parameters measured on the MPI in use.
+
+`collkit calibrate` runs the measurement kernel (mpi/src/calibrate.cpp) between two ranks and
+fits, from its minima and its medians:
+
+- **LogGP / LogGOPS** after Hoefler, Lichei and Rehm, "Low-Overhead LogGP Parameter Assessment
+  for Modern Interconnection Networks" (IPDPS 2007), Netgauge's method: the send overhead
+  ``o_s + (s-1) O`` is the time MPI_Send blocks, the receive overhead ``o_r`` the time MPI_Recv
+  takes for a message already there, the gap ``g + (s-1) G`` is
+  ``(PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)``, and ``L`` what is left of the one-way time
+  ``PRTT(1,0,s) / 2`` after both overheads.
+- **postal** ``alpha + s beta``: the one-way time fitted over the sizes;
+- **pipelined postal** ``alpha_p, alpha_r``: the multicast benchmark (`collkit bench multicast`,
+  Ruefenacht, Bull, Booth 2017, §5.1), ``beta`` as in postal;
+- **gamma** and ``reduce_base`` per datatype and op from collkit's own local reductions,
+  ``copy_beta`` from memcpy;
+- the **transport threshold** ``S``: the largest size whose MPI_Send returns while the receiver
+  is still away (eager); above it the send waits for the receiver (rendezvous). The parameters
+  are fitted on each side of it separately: one line through both would fit neither.
+
+Each line is fitted by least squares on relative residuals (sizes span six decades: an absolute
+fit would let the largest size decide the intercept). Times are ns, per-byte costs ns/B.
+
+>>> p = load_profile("this-machine.json")  # doctest: +SKIP
+>>> collkit.simulate("allreduce:rd", P=2, bytes=8, model="loggops", **p.params("loggops"))
+... # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from collkit.errors import InvalidArgumentError, UnsupportedError
+from collkit.strictjson import unique_keys
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Line",
+    "Profile",
+    "calibrate",
+    "fit_profile",
+    "load_profile",
+    "machine_load",
+    "refit",
+]
+
+FORMAT = "collkit-profile"
+VERSION = 1
+STATS = ("min", "median")
+SIM_MODELS = ("postal", "pipelined-postal", "logp", "loggp", "loggops")
+DATATYPES = ("double", "float", "int", "char")
+OPS = ("sum", "prod", "max", "min")
+DEFAULT_SIZES = (1, 8, 64, 512, 4096, 16384, 65536, 262144, 1048576)
+DEFAULT_REDUCE_SIZES = (1024, 16384, 131072, 1048576)
+US = 1e3  # ns per µs: the kernel prints µs
+
+
+@dataclass(frozen=True)
+class Line:
+    """A fitted ``y = a + b x`` (x in bytes, y in ns) and how well it fits."""
+
+    a: float  # ns
+    b: float  # ns per byte
+    rms_rel_residual: float  # root mean square of (y - fit) / y over the points
+    max_rel_residual: float  # largest |y - fit| / y over the points
+    points: int
+
+    def at(self, x: float) -> float:
+        return self.a + self.b * x
+
+
+def fit_line(x: Sequence[float], y: Sequence[float]) -> Line:
+    """Least squares on relative residuals, ``a`` and ``b`` kept >= 0 (a negative latency or
+    per-byte cost is noise, not a parameter). One point gives b = 0."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(xs) == 0:
+        raise InvalidArgumentError("nothing to fit: no sizes in this regime")
+    ys = np.maximum(ys, 1e-3)
+    if len(xs) == 1 or np.ptp(xs) == 0:
+        a, b = float(np.mean(ys)), 0.0
+    else:
+        from scipy.optimize import lsq_linear  # type: ignore[import-untyped]
+
+        A = np.stack([np.ones_like(xs), xs], axis=1) / ys[:, None]
+        sol = lsq_linear(A, np.ones_like(ys), bounds=([0.0, 0.0], [np.inf, np.inf]))
+        a, b = float(sol.x[0]), float(sol.x[1])
+    rel = (ys - (a + b * xs)) / ys
+    return Line(a, b, float(np.sqrt(np.mean(rel**2))), float(np.max(np.abs(rel))), len(xs))
+
+
+@dataclass
+class Profile:
+    """A named machine profile (see the module's docstring). `models[stat][regime][model]` holds
+    the parameters of each simulator model (ns, ns/B; S in bytes) fitted from the minima or the
+    medians, for eager messages and for rendezvous ones; `local[stat]` the local costs."""
+
+    name: str
+    machine: str
+    mpi: str
+    date: str
+    pair: str  # "intra-node" or "inter-node (...)"
+    load: str = ""  # the machine's load average while it was measured
+    command: str = ""
+    threshold_bytes: float = math.inf  # S: largest eager size measured (inf: no rendezvous seen)
+    models: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
+    local: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fits: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    measurements: list[dict[str, Any]] = field(default_factory=list)
+    format: str = FORMAT
+    version: int = VERSION
+
+    def params(
+        self,
+        model: str,
+        *,
+        stat: str = "min",
+        datatype: str = "double",
+        op: str = "sum",
+        message_bytes: float | None = None,
+    ) -> dict[str, float]:
+        """Keyword parameters for `collkit.simulate(model=...)` / `Model.make`: the model's own
+        (of the regime of `message_bytes`: rendezvous above S, eager otherwise) and the local
+        costs (gamma and reduce_base of `datatype` and `op`, copy_beta)."""
+        key = model.replace("_", "-").lower()
+        if key not in SIM_MODELS:
+            raise InvalidArgumentError(f"unknown model '{model}' (known: {', '.join(SIM_MODELS)})")
+        if stat not in self.models:
+            raise InvalidArgumentError(
+                f"profile '{self.name}' has no '{stat}' fits (it has {', '.join(self.models)})"
+            )
+        regime = (
+            "rendezvous"
+            if message_bytes is not None
+            and message_bytes > self.threshold_bytes
+            and "rendezvous" in self.models[stat]
+            else "eager"
+        )
+        out = dict(self.models[stat][regime][key])
+        local = self.local[stat]
+        gam = local["gamma"].get(datatype, {}).get(op)
+        if gam is None:
+            known = ", ".join(f"{d}/{o}" for d, ops in local["gamma"].items() for o in ops)
+            raise InvalidArgumentError(
+                f"profile '{self.name}' has no gamma for {datatype}/{op} (it has {known})"
+            )
+        out["gamma"] = float(gam["gamma"])
+        out["reduce_base"] = float(gam["reduce_base"])
+        out["copy_beta"] = float(local["copy_beta"])
+        return out
+
+    def model(self, model: str, **kw: Any) -> Any:
+        """The simulator's Model for `model` with this profile's parameters (see params)."""
+        from collkit.simulate import Model
+
+        return Model.make(model, **self.params(model, **kw))
+
+    def param_strings(self, model: str, **kw: Any) -> dict[str, str]:
+        """params() as the strings the CLI's K=V options take ('1.5ns', '0.2ns/B', '4096')."""
+        from collkit.simulate import PARAM_UNITS
+
+        out = {}
+        for k, v in self.params(model, **kw).items():
+            unit = PARAM_UNITS.get(k, "ns")
+            if k == "S":
+                out[k] = "inf" if math.isinf(v) else str(int(v))
+            else:
+                out[k] = f"{v!r}{unit}"
+        return out
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["threshold_bytes"] = None if math.isinf(self.threshold_bytes) else self.threshold_bytes
+        for stat in d["models"].values():
+            for regime in stat.values():
+                for ps in regime.values():
+                    if "S" in ps and math.isinf(ps["S"]):
+                        ps["S"] = None
+        return json.dumps(d, indent=1, allow_nan=False) + "\n"
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        p = Path(path)
+        p.write_text(self.to_json())
+        return p
+
+    def summary(self) -> str:
+        """The fitted parameters, one model a line, for the terminal."""
+        lines = [
+            f"profile '{self.name}': {self.mpi}, {self.machine}, {self.pair}, {self.date}"
+            + (f", load {self.load}" if self.load else ""),
+            "transport threshold S (largest eager size): "
+            + ("none seen" if math.isinf(self.threshold_bytes) else f"{self.threshold_bytes:g} B"),
+        ]
+        for stat, regimes in self.models.items():
+            for regime, models in regimes.items():
+                fq = self.fits.get(stat, {}).get(regime, {})
+                quality = ", ".join(
+                    f"{k} {100 * fq[k]['rms_rel_residual']:.0f}%"
+                    for k in ("one_way", "gap", "o_s", "o_r")
+                    if k in fq
+                )
+                lines.append(
+                    f"{stat}, {regime}:"
+                    + (f"  (fit rms relative residual: {quality})" if quality else "")
+                )
+                for m, ps in models.items():
+                    lines.append(
+                        f"  {m:17s} " + ", ".join(f"{k}={_fmt(k, v)}" for k, v in ps.items())
+                    )
+            loc = self.local[stat]
+            g = loc["gamma"].get("double", {}).get("sum")
+            if g:
+                lines.append(
+                    f"  local             gamma(double,sum)={g['gamma']:.4g}ns/B, "
+                    f"reduce_base={g['reduce_base']:.4g}ns, copy_beta={loc['copy_beta']:.4g}ns/B"
+                )
+        return "\n".join(lines)
+
+
+def _fmt(k: str, v: float) -> str:
+    if k == "S":
+        return "inf" if math.isinf(v) else f"{v:g}B"
+    if k in ("beta", "G", "O", "gamma", "copy_beta"):
+        return f"{v:.4g}ns/B"
+    return f"{v:.4g}ns"
+
+
+def _bad(msg: str) -> InvalidArgumentError:
+    return InvalidArgumentError(msg)
+
+
+def _num(v: Any, what: str, *, allow_none: bool = False) -> float:
+    if v is None and allow_none:
+        return math.inf
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise _bad(f"profile: {what} must be a number >= 0, got {v!r}")
+    return float(v)
+
+
+def profile_from_dict(d: Any, source: str = "profile") -> Profile:
+    """A Profile from its JSON object; anything malformed is an InvalidArgumentError that says
+    what and where."""
+    from collkit.simulate import LOCAL_PARAMS, MODELS
+
+    if not isinstance(d, dict):
+        raise _bad(f"{source}: a profile is a JSON object")
+    if d.get("format") != FORMAT:
+        raise _bad(f"{source}: not a collkit profile (format is {d.get('format')!r})")
+    if d.get("version") != VERSION:
+        raise _bad(
+            f"{source}: profile version {d.get('version')!r}; this collkit reads version {VERSION}"
+        )
+    known = {f for f in Profile.__dataclass_fields__}
+    unknown = set(d) - known
+    if unknown:
+        raise _bad(f"{source}: unknown profile fields: {', '.join(sorted(unknown))}")
+    for k in ("name", "machine", "mpi", "date", "pair"):
+        if not isinstance(d.get(k), str):
+            raise _bad(f"{source}: '{k}' must be a string")
+    for k in ("load", "command"):
+        if not isinstance(d.get(k, ""), str):
+            raise _bad(f"{source}: '{k}' must be a string")
+    models = d.get("models")
+    if not isinstance(models, dict) or not models:
+        raise _bad(f"{source}: 'models' must be an object of fits by statistic (min, median)")
+    out_models: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for stat, regimes in models.items():
+        if stat not in STATS:
+            raise _bad(f"{source}: models.{stat}: the statistic must be one of {STATS}")
+        if not isinstance(regimes, dict) or "eager" not in regimes:
+            raise _bad(f"{source}: models.{stat} needs an 'eager' regime")
+        out_models[stat] = {}
+        for regime, ms in regimes.items():
+            if regime not in ("eager", "rendezvous") or not isinstance(ms, dict):
+                raise _bad(f"{source}: models.{stat}.{regime}: regime is eager or rendezvous")
+            out_models[stat][regime] = {}
+            for m, ps in ms.items():
+                if m not in MODELS:
+                    raise _bad(f"{source}: models.{stat}.{regime}: unknown model '{m}'")
+                if not isinstance(ps, dict) or set(ps) != set(MODELS[m]):
+                    raise _bad(
+                        f"{source}: models.{stat}.{regime}.{m} must give exactly "
+                        f"{', '.join(MODELS[m])}"
+                    )
+                out_models[stat][regime][m] = {
+                    k: _num(v, f"models.{stat}.{regime}.{m}.{k}", allow_none=k == "S")
+                    for k, v in ps.items()
+                }
+            missing = set(SIM_MODELS) - set(out_models[stat][regime])
+            if missing:
+                raise _bad(f"{source}: models.{stat}.{regime} lacks {', '.join(sorted(missing))}")
+    local = d.get("local")
+    if not isinstance(local, dict) or set(local) != set(out_models):
+        raise _bad(f"{source}: 'local' must have the statistics of 'models' ({list(out_models)})")
+    for stat, loc in local.items():
+        if not isinstance(loc, dict) or not isinstance(loc.get("gamma"), dict):
+            raise _bad(f"{source}: local.{stat} needs 'gamma' and 'copy_beta'")
+        _num(loc.get("copy_beta"), f"local.{stat}.copy_beta")
+        for dt, ops in loc["gamma"].items():
+            if not isinstance(ops, dict):
+                raise _bad(f"{source}: local.{stat}.gamma.{dt} must be an object of ops")
+            for op, g in ops.items():
+                if not isinstance(g, dict):
+                    raise _bad(f"{source}: local.{stat}.gamma.{dt}.{op} must be an object")
+                for k in ("gamma", "reduce_base"):
+                    _num(g.get(k), f"local.{stat}.gamma.{dt}.{op}.{k}")
+    assert set(LOCAL_PARAMS) == {"gamma", "reduce_base", "copy_beta"}
+    for k in ("fits",):
+        if not isinstance(d.get(k, {}), dict):
+            raise _bad(f"{source}: '{k}' must be an object")
+    if not isinstance(d.get("measurements", []), list):
+        raise _bad(f"{source}: 'measurements' must be a list")
+    return Profile(
+        name=d["name"],
+        machine=d["machine"],
+        mpi=d["mpi"],
+        date=d["date"],
+        pair=d["pair"],
+        load=d.get("load", ""),
+        command=d.get("command", ""),
+        threshold_bytes=_num(d.get("threshold_bytes"), "threshold_bytes", allow_none=True),
+        models=out_models,
+        local=local,
+        fits=d.get("fits", {}),
+        measurements=d.get("measurements", []),
+    )
+
+
+def load_profile(path: str | os.PathLike[str]) -> Profile:
+    """Read a profile written by `collkit calibrate` (InvalidArgumentError if it is not one)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise _bad(f"cannot read profile '{path}': {getattr(e, 'strerror', None) or e}") from None
+    try:
+        d = json.loads(text, object_pairs_hook=unique_keys(InvalidArgumentError))
+    except json.JSONDecodeError as e:
+        raise _bad(f"profile '{path}' is not JSON: {e}") from None
+    return profile_from_dict(d, f"profile '{path}'")
+
+
+def machine_load() -> str:
+    """The 1, 5 and 15 minute load averages and the core count, e.g. '7.9 6.1 4.0 on 2 cores'."""
+    try:
+        a, b, c = os.getloadavg()
+    except OSError:
+        return ""
+    return f"{a:.1f} {b:.1f} {c:.1f} on {os.cpu_count()} cores"
+
+
+def _series(records: Sequence[Mapping[str, Any]], kind: str, stat: str) -> dict[int, float]:
+    """size -> time (ns) of kernel `kind` by statistic `stat`."""
+    return {int(r["bytes"]): float(r[stat]) * US for r in records if r.get("kind") == kind}
+
+
+def fit_profile(
+    records: Sequence[Mapping[str, Any]],
+    multicast: Sequence[Mapping[str, Any]],
+    *,
+    name: str,
+    machine: str,
+    mpi: str,
+    pair: str,
+    load: str = "",
+    command: str = "",
+    date: str = "",
+) -> Profile:
+    """The profile from the kernel's records and the multicast benchmark's (see the module's
+    docstring for what is fitted from what)."""
+    meta = next((r for r in records if r.get("kind") == "meta"), {})
+    n = int(meta.get("n", 8))
+    late_ns = float(meta.get("late_us", 200)) * US
+    late = _series(records, "late", "median")
+    sizes = sorted(_series(records, "prtt1", "min"))
+    if len(sizes) < 2:
+        raise _bad("calibration needs at least two message sizes")
+    # Eager: MPI_Send returns although the receiver comes late_ns later. The first size whose
+    # send waits for it, and every size above, are rendezvous.
+    rdv = [s for s in sizes if late.get(s, 0.0) > 0.5 * late_ns]
+    threshold = math.inf
+    if rdv:
+        below = [s for s in sizes if s < rdv[0]]
+        threshold = float(below[-1]) if below else 0.0
+    eager = [s for s in sizes if s <= threshold]
+    rendez = [s for s in sizes if s > threshold]
+    models: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    local: dict[str, dict[str, Any]] = {}
+    fits: dict[str, dict[str, dict[str, Any]]] = {}
+    for stat in STATS:
+        t1 = _series(records, "prtt1", stat)
+        tn = _series(records, "prttn", stat)
+        os_ = _series(records, "o_s", stat)
+        or_ = _series(records, "o_r", stat)
+        models[stat], fits[stat] = {}, {}
+        for regime, ss in (("eager", eager), ("rendezvous", rendez)):
+            if len(ss) < 1 or (regime == "rendezvous" and not rendez):
+                continue
+            if regime == "eager" and not ss:
+                # Everything is rendezvous: fit the smallest sizes as eager all the same.
+                ss = sizes[:2]
+            x = [max(s - 1, 0) for s in ss]  # LogGP's (s-1)
+            one_way = fit_line(ss, [t1[s] / 2 for s in ss])
+            gap = fit_line(x, [max(tn[s] - t1[s], 0.0) / (n - 1) for s in ss])
+            send = fit_line(x, [os_[s] for s in ss])
+            recv = fit_line(x, [or_[s] for s in ss])
+            o = (send.a + recv.a) / 2
+            O_ = (send.b + recv.b) / 2
+            G = gap.b
+            # One-way time = o_s + L + (s-1) max(O, G) + o_r (LogGOPSim charges the larger of
+            # the per-byte costs at the receiver): L is what the overheads leave of it.
+            L = max(one_way.at(1) - send.a - recv.a, 0.0)
+            if regime == "rendezvous" and "eager" in models[stat]:
+                # A rendezvous send blocks until its data has moved: the fixed part of that is
+                # the handshake, not CPU overhead. The CPU overhead o stays the eager one, the
+                # handshake goes into L and the per-byte time into G, so that
+                # 2o + L + (s-1) max(O, G) is the measured one-way time (the simulator completes
+                # such a send with its receive, S).
+                # On shared memory the transfer is a copy by the CPUs at both ends: the
+                # per-byte time of the blocking calls stays CPU time (O), so a rank that sends
+                # and receives at once pays for both copies.
+                o = models[stat]["eager"]["loggops"]["o"]
+                G = one_way.b
+                L = max(one_way.at(1) - 2 * o, 0.0)
+            # Rendezvous fits keep S: the simulator then completes the large sends as
+            # rendezvous sends (when their receive completes) with the rendezvous parameters.
+            S = threshold
+            mc = _multicast_fit(multicast, stat)
+            models[stat][regime] = {
+                "postal": {"alpha": one_way.a, "beta": one_way.b},
+                # The multicast benchmark times the issuing of b sends: its slope is alpha_r,
+                # but its intercept is not the latency. One message arrives alpha_p + alpha_r
+                # + n beta after it is sent: alpha_p is the one-way time's rest.
+                "pipelined-postal": {
+                    "alpha_p": max(one_way.a - (mc[1] if mc else gap.a), 0.0),
+                    "alpha_r": mc[1] if mc else gap.a,
+                    "beta": one_way.b,
+                },
+                "logp": {"L": L, "o": o, "g": gap.a},
+                "loggp": {"L": L, "o": o, "g": gap.a, "G": G},
+                "loggops": {"L": L, "o": o, "g": gap.a, "G": G, "O": O_, "S": S},
+            }
+            fits[stat][regime] = {
+                "sizes": ss,
+                "one_way": asdict(one_way),
+                "gap": asdict(gap),
+                "o_s": asdict(send),
+                "o_r": asdict(recv),
+            }
+        gamma: dict[str, dict[str, dict[str, float]]] = {}
+        for r in records:
+            if r.get("kind") != "reduce":
+                continue
+            gamma.setdefault(str(r["datatype"]), {}).setdefault(str(r["op"]), {})
+        for dt, ops in gamma.items():
+            for op in ops:
+                pts = {
+                    int(r["bytes"]): float(r[stat]) * US
+                    for r in records
+                    if r.get("kind") == "reduce" and r["datatype"] == dt and r["op"] == op
+                }
+                line = fit_line(sorted(pts), [pts[s] for s in sorted(pts)])
+                ops[op] = {
+                    "gamma": line.b,
+                    "reduce_base": line.a,
+                    "rms_rel_residual": line.rms_rel_residual,
+                }
+        cp = _series(records, "copy", stat)
+        copy = fit_line(sorted(cp), [cp[s] for s in sorted(cp)]) if cp else None
+        local[stat] = {
+            "gamma": gamma,
+            "copy_beta": copy.b if copy else 0.0,
+            "copy_fit": asdict(copy) if copy else None,
+        }
+    if not date:
+        date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return Profile(
+        name=name,
+        machine=machine,
+        mpi=mpi,
+        date=date,
+        pair=pair,
+        load=load,
+        command=command,
+        threshold_bytes=threshold,
+        models=models,
+        local=local,
+        fits=fits,
+        measurements=[dict(r) for r in records] + [dict(r) for r in multicast],
+    )
+
+
+def refit(p: Profile) -> Profile:
+    """The profile fitted again from its own measurements (after a change of the fitting; the
+    machine, MPI, date, load and command stay those of the measurement)."""
+    kernel = [m for m in p.measurements if m.get("kind") not in ("multicast", "fit")]
+    multicast = [m for m in p.measurements if m.get("kind") in ("multicast", "fit")]
+    return fit_profile(
+        kernel,
+        multicast,
+        name=p.name,
+        machine=p.machine,
+        mpi=p.mpi,
+        pair=p.pair,
+        load=p.load,
+        command=p.command,
+        date=p.date,
+    )
+
+
+def _multicast_fit(records: Sequence[Mapping[str, Any]], stat: str) -> tuple[float, float] | None:
+    """(alpha_p, alpha_r) in ns from the multicast benchmark's non-blocking fit (collkit's
+    executor sends with MPI_Isend)."""
+    for r in records:
+        if r.get("kind") == "fit" and r.get("mode") == "nonblocking":
+            return (
+                max(float(r[f"alpha_p_{stat}"]), 0.0) * US,
+                max(float(r[f"alpha_r_{stat}"]), 0.0) * US,
+            )
+    return None
+
+
+def run_kernel(
+    mpi: Any,
+    *,
+    hosts: str | None = None,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    reduce_sizes: Sequence[int] = DEFAULT_REDUCE_SIZES,
+    iterations: int = 30,
+    rounds: int = 3,
+    n: int = 8,
+) -> list[dict[str, Any]]:
+    """Runs collkit_calibrate on two ranks (one per host with `hosts`) and returns its records."""
+    from collkit.mpirun import build, launch_command, launch_env
+
+    bindir = build(mpi)
+    env, _ = launch_env(mpi, 2, hosts=hosts)
+    args = [
+        str(bindir / "collkit_calibrate"),
+        "--sizes",
+        ",".join(map(str, sizes)),
+        "--reduce-sizes",
+        ",".join(map(str, reduce_sizes)),
+        "--iters",
+        str(iterations),
+        "--rounds",
+        str(rounds),
+        "--n",
+        str(n),
+    ]
+    cmd = launch_command(mpi, 2, args, hosts=hosts, map_by="node" if hosts else "")
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise UnsupportedError(
+            f"collkit_calibrate failed (exit {r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}"
+        )
+    return [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+
+
+def calibrate(
+    mpi: Any,
+    *,
+    name: str,
+    hosts: str | None = None,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    reduce_sizes: Sequence[int] = DEFAULT_REDUCE_SIZES,
+    iterations: int = 30,
+    rounds: int = 3,
+    command: str = "",
+) -> Profile:
+    """Measure and fit a profile of `mpi` (collkit.mpirun.MPI) between two ranks: on this node,
+    or on the first two hosts of the host file `hosts`."""
+    from collkit.bench import machine_name, run_multicast
+
+    if any(s < 1 for s in sizes) or len(set(sizes)) < 2:
+        raise _bad("calibration sizes must be at least two distinct sizes >= 1 B")
+    if iterations < 1 or rounds < 1:
+        raise _bad("iterations and rounds must be >= 1")
+    load_before = machine_load()
+    recs = run_kernel(
+        mpi,
+        hosts=hosts,
+        sizes=sorted(set(sizes)),
+        reduce_sizes=sorted(set(reduce_sizes)),
+        iterations=iterations,
+        rounds=rounds,
+    )
+    multicast = [] if hosts else run_multicast(mpi, 2, iterations=max(iterations * 10, 100))
+    return fit_profile(
+        recs,
+        multicast,
+        name=name,
+        machine=machine_name(),
+        mpi=mpi.version,
+        pair=f"inter-node (hosts from {Path(hosts).name})" if hosts else "intra-node",
+        load=f"{load_before} before, {machine_load()} after",
+        command=command,
+    )
