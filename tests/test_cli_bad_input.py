@@ -769,3 +769,27 @@ def test_control_characters_in_a_file_name_are_not_printed_raw(
     assert code == 0 and "\x1b" not in out and "a\\x1b[2Jb\\x0afake" in out, out
     code, out = cli(capsys, "simulate", "--file", str(f))
     assert code == 0 and "\x1b" not in out and "a\\x1b[2Jb\\x0afake" in out, out
+
+
+def test_fit_refuses_a_fit_the_rows_cannot_make(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # main: every row at one P gave a "fit" with t = 4.24 (P and the intercept are one column)
+    rows = [
+        json.dumps({"collective": "bcast", "algorithm": "b", "P": 8, "bytes": b, "median": m})
+        for b, m in ((8, 1.0), (16, 1.5), (32, 1.2), (64, 2.0))
+    ]
+    f = _rows_file(tmp_path / "r.jsonl", rows)
+    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P + size")
+    assert code == 2 and "cannot tell its 3 coefficients apart" in out, out
+
+
+def test_fit_predict_needs_the_values_the_rows_vary_in(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # main: --predict size=8 without P used the first row's P without a word
+    f = _rows_file(tmp_path / "r.jsonl", [_row(P, 1.0 + P) for P in (2, 4, 8, 16)])
+    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P", "--predict", "size=8")
+    assert code == 2 and "give P to predict at" in out, out
+    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P", "--predict", "P=32")
+    assert code == 0 and "prediction at P=32" in out, out
