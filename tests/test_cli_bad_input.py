@@ -793,3 +793,35 @@ def test_fit_predict_needs_the_values_the_rows_vary_in(
     assert code == 2 and "give P to predict at" in out, out
     code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P", "--predict", "P=32")
     assert code == 0 and "prediction at P=32" in out, out
+
+
+_RD4 = collkit.generate("allreduce:rd", P=4, count=2)
+API_MISUSES: dict[str, Any] = {
+    "verify(str)": lambda: collkit.verify("allreduce:rd"),
+    "verify(None)": lambda: collkit.verify(None),
+    "verify(commutative='no')": lambda: collkit.verify(_RD4, commutative="no"),
+    "verify(max_diagnostics='x')": lambda: collkit.verify(_RD4, max_diagnostics="x"),
+    "simulate(None)": lambda: collkit.simulate(None, 4),
+    "simulate(P='4')": lambda: collkit.simulate("allreduce:rd", "4"),
+    "simulate(count=2.5)": lambda: collkit.simulate("allreduce:rd", 4, count=2.5),
+    "to_text(5)": lambda: io.to_text(5),
+    "to_json(None)": lambda: io.to_json(None),
+    "to_goal(5)": lambda: io.to_goal(5),
+    "from_text(5)": lambda: io.from_text(5),
+    "from_json(5)": lambda: io.from_json(5),
+    "loads(5)": lambda: io.loads(5),
+    "save(s, 5)": lambda: io.save(_RD4, 5),
+    "save(5, path)": lambda: io.save(5, "/nonexistent/x.txt"),
+    "load(5)": lambda: collkit.load(5),
+    "Algorithm(None)": lambda: collkit.Algorithm(None),
+    "cost(P='4')": lambda: collkit.Algorithm("allreduce:rd").cost("4", 8),
+    "Schedule(5)": lambda: collkit.Schedule(5),
+    "compare_trees(s, 5)": lambda: collkit.compare_trees(_RD4, 5),
+}
+
+
+@pytest.mark.parametrize("call", sorted(API_MISUSES))
+def test_python_api_misuse_raises_collkits_own_error(call: str) -> None:
+    # main: the binding's "incompatible function arguments" TypeError or an AttributeError
+    with pytest.raises(CollkitError):
+        API_MISUSES[call]()

@@ -68,7 +68,7 @@ import numpy as np
 
 from collkit import _core, files
 from collkit.collectives import COLLECTIVES
-from collkit.errors import InvalidArgumentError, ScheduleFormatError
+from collkit.errors import ArgumentTypeError, InvalidArgumentError, ScheduleFormatError
 from collkit.placement import ORDERS, Placement, core_args
 from collkit.schedule import RankProgram, Schedule, as_schedule
 from collkit.strictjson import unique_keys
@@ -126,7 +126,7 @@ def _utf8(text: str | bytes | bytearray, what: str) -> bytes:
             raise ScheduleFormatError(f"{what} is not valid UTF-8: {e}") from None
         return data
     if not isinstance(text, str):
-        raise InvalidArgumentError(f"{what} must be str or bytes, not {type(text).__name__}")
+        raise ArgumentTypeError(f"{what} must be str or bytes, not {type(text).__name__}")
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as e:
@@ -192,7 +192,7 @@ def rank_to_text(
         if rank is None:
             raise InvalidArgumentError("rank_to_text(schedule, rank): give the rank to show")
         return str(_core.rank_to_text(schedule_or_program.core, rank))
-    raise InvalidArgumentError(
+    raise ArgumentTypeError(
         f"expected a Schedule or RankProgram, not {type(schedule_or_program).__name__}"
     )
 

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from collkit import _core
-from collkit.errors import InvalidArgumentError, ScheduleFormatError
+from collkit.errors import ArgumentTypeError, InvalidArgumentError, ScheduleFormatError
 
 __all__ = ["BUFFERS", "OP_KINDS", "Arrays", "RankProgram", "Schedule", "as_schedule", "printable"]
 
@@ -70,7 +70,7 @@ def as_schedule(value: object, what: str = "schedule") -> Schedule:
     """`value` if it is a Schedule, else InvalidArgumentError saying what it is (not the
     AttributeError that `.core` of a string would raise)."""
     if not isinstance(value, Schedule):
-        raise InvalidArgumentError(
+        raise ArgumentTypeError(
             f"{what} must be a collkit Schedule (collkit.generate, collkit.load), not "
             f"{type(value).__name__}"
         )
@@ -139,9 +139,7 @@ class RankProgram:
 
     def __init__(self, core: _core.RankProgram) -> None:
         if not isinstance(core, _core.RankProgram):
-            raise InvalidArgumentError(
-                "RankProgram is made by collkit.generate_rank or Schedule.rank"
-            )
+            raise ArgumentTypeError("RankProgram is made by collkit.generate_rank or Schedule.rank")
         self._p = core
 
     @property
@@ -185,7 +183,7 @@ class Schedule:
 
     def __init__(self, core: _core.Schedule) -> None:
         if not isinstance(core, _core.Schedule):
-            raise InvalidArgumentError(
+            raise ArgumentTypeError(
                 "Schedule is made by collkit.generate, collkit.load or from_arrays"
             )
         self._s = core
