@@ -422,7 +422,14 @@ def input_file(path: str, what: str = "--file") -> Path:
 
 # The attributes that name files a command reads, and those it writes (every command declares
 # its files under these names), so that one check refuses an output that is one of the inputs.
-INPUT_ATTRS = {"file": "--file", "source": "--from", "tuning": "--tuning", "hosts": "--hosts"}
+INPUT_ATTRS = {
+    "file": "--file",
+    "source": "--from",
+    "tuning": "--tuning",
+    "hosts": "--hosts",
+    "profile": "--profile",
+    "measured": "--measured",
+}
 OUTPUT_ATTRS = {
     "output": "-o",
     "out": "-o",
