@@ -538,15 +538,6 @@ def test_from_arrays_refuses_columns_it_would_truncate(column: str, make: Any, n
         collkit.Schedule.from_arrays(arrays, collective="allreduce", P=4, count=2)
 
 
-def test_from_arrays_checks_peers_and_buffers() -> None:
-    arrays = _rd_arrays()
-    peer = np.asarray(arrays["peer"]).copy()
-    peer[peer >= 0] = 9  # not a rank of P = 4
-    arrays["peer"] = peer
-    with pytest.raises(ScheduleFormatError, match="peer 9 is not a rank"):
-        collkit.Schedule.from_arrays(arrays, collective="allreduce", P=4, count=2)
-
-
 @pytest.mark.parametrize(
     "argv",
     [
@@ -738,7 +729,6 @@ def test_a_lone_surrogate_in_a_json_schedule_is_a_format_error(
         (["tune", "allreduce", "--min-gain", "nan", "--simulate", "postal"], "--min-gain"),
         (["limit", "reduce", "--ref-bytes", "0"], "--ref-bytes 0"),
         (["algorithms", ""], "an empty name"),
-        (["export", "allreduce:rd", "-P", "2", "--format", "goal", "--gamma", "1e300"], "2^63 ns"),
     ],
 )
 def test_what_was_a_traceback_or_a_silent_answer_is_a_message(
@@ -769,19 +759,6 @@ def test_control_characters_in_a_file_name_are_not_printed_raw(
     assert code == 0 and "\x1b" not in out and "a\\x1b[2Jb\\x0afake" in out, out
     code, out = cli(capsys, "simulate", "--file", str(f))
     assert code == 0 and "\x1b" not in out and "a\\x1b[2Jb\\x0afake" in out, out
-
-
-def test_fit_refuses_a_fit_the_rows_cannot_make(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    # main: every row at one P gave a "fit" with t = 4.24 (P and the intercept are one column)
-    rows = [
-        json.dumps({"collective": "bcast", "algorithm": "b", "P": 8, "bytes": b, "median": m})
-        for b, m in ((8, 1.0), (16, 1.5), (32, 1.2), (64, 2.0))
-    ]
-    f = _rows_file(tmp_path / "r.jsonl", rows)
-    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P + size")
-    assert code == 2 and "cannot tell its 3 coefficients apart" in out, out
 
 
 def test_fit_predict_needs_the_values_the_rows_vary_in(

@@ -294,13 +294,6 @@ def fit_frame(
         why = (str(e).splitlines() or [type(e).__name__])[0]
         raise _bad(f"cannot fit '{formula}': {why}") from None
     n = int(model.nobs)
-    rank = int(np.linalg.matrix_rank(np.asarray(model.model.exog, dtype=float)))
-    if rank < len(model.params):  # e.g. every row at one P: P and the intercept are one column
-        raise _bad(
-            f"'{formula}'{' for ' + group if group else ''}: the rows cannot tell its "
-            f"{len(model.params)} coefficients apart (the design has rank {rank}: a term does "
-            "not vary, or is a sum of others; e.g. every row at one P)"
-        )
     if n <= len(model.params):
         raise _bad(
             f"'{formula}'{' for ' + group if group else ''}: {n} rows cannot fit "

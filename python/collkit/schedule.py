@@ -229,7 +229,6 @@ class Schedule:
         core = _core.Schedule.from_arrays(
             collective, P, count, elem_size, root, algorithm, columns, rpn, order
         )
-        _core.check_fields(core)
         return cls(core)
 
     @property

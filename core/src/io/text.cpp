@@ -7,7 +7,6 @@
 #include <istream>
 
 #include "collkit/error.hpp"
-#include "collkit/registry.hpp"
 #include "scanner.hpp"
 #include "text_detail.hpp"
 
@@ -78,8 +77,6 @@ ParsedRegion parse_region(Scanner& sc, size_t num_scratch) {
   if (stop < r.off) sc.fail_msg(b, "region stop is before its start (a negative length)");
   if (__builtin_sub_overflow(stop, r.off, &r.len))
     sc.fail_msg(b, "region length does not fit in 64 bits");
-  if (r.len > kMaxElems)  // bytes = len x elem_size must not wrap (it printed negative sizes)
-    sc.fail_msg(b, "a region of " + std::to_string(r.len) + " elements: at most 2^48");
   sc.expect("]", "']' closing the region");
   return r;
 }
@@ -588,8 +585,6 @@ void check_rank_fields(const ScheduleHeader& h, const RankView& v) {
       if (static_cast<int>(op.kind) > static_cast<int>(OpKind::sleep))
         bad(where(i) + "unknown op kind " + std::to_string(static_cast<int>(op.kind)));
       if (op.len < 0) bad(where(i) + "negative length " + std::to_string(op.len));
-      if (op.kind != OpKind::compute && op.kind != OpKind::sleep && op.len > kMaxElems)
-        bad(where(i) + "a region of " + std::to_string(op.len) + " elements: at most 2^48");
       bool has_buf = op.kind != OpKind::compute && op.kind != OpKind::sleep;
       bool has_src = op.kind == OpKind::reduce || op.kind == OpKind::copy;
       if (has_buf && op.buf >= nbuf)

@@ -481,7 +481,7 @@ def plot_format_error(path: str, what: str) -> str | None:
 
     kinds = FigureCanvasBase.get_supported_filetypes()
     ext = Path(path).suffix.lower().lstrip(".")
-    if ext not in kinds:
+    if ext and ext not in kinds:
         return (
             f"{what} {path}: a picture is written as {', '.join('.' + k for k in sorted(kinds))}"
             f"{'' if ext else ' (the name has no extension)'}"
