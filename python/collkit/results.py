@@ -145,7 +145,7 @@ def _int_value(k: str, v: Any) -> int:
 
 
 def _stat_value(k: str, v: Any) -> float:
-    """A statistic in microseconds: a finite number >= 0, or empty / null for none (NaN)."""
+    """A statistic in microseconds: a finite number, or empty / null for none (NaN)."""
     if v in ("", None):
         return math.nan
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
@@ -158,8 +158,6 @@ def _stat_value(k: str, v: Any) -> float:
         return x
     if math.isinf(x):
         raise InvalidArgumentError(f"'{k}' is {x}: a time must be finite")
-    if x < 0:
-        raise InvalidArgumentError(f"'{k}' = {x} is negative: a time cannot be")
     return x
 
 
