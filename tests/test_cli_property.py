@@ -89,6 +89,9 @@ VALUES = [
     # paths: good files, missing, a folder, unwritable, nested missing folders
     "sched.txt", "sched.json", "sched.goal", "rows.jsonl", "hosts", "random.bin", "missing.txt",
     ".", "/proc/collkit-out", "no/such/folder/out.png", "out.png", "out.json", "-",
+    # issue 19: past the launcher, tiny segments, devices, a deep file, huge costs
+    "2147483648", "2^31", "bcast:pipeline(seg=1B)", "allreduce:ring(seg=1B)", "2^40", "1TiB",
+    "file(/dev/zero)", "/dev/zero", "/dev/full", "deep.json", "1e300", "rows.jsonl.rejected",
 ]  # fmt: skip
 
 
@@ -107,6 +110,7 @@ def _write_files(random_bytes: bytes, mutate_at: int, junk: str) -> None:
             text = text[:i] + junk + text[i:]
         (WORK / name).write_text(text)
     (WORK / "random.bin").write_bytes(random_bytes)
+    (WORK / "deep.json").write_text("[" * 100_000)
 
 
 class Hung(Exception):

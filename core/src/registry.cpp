@@ -291,6 +291,17 @@ void Algorithm::check_limits(int64_t P, int64_t count, int64_t elem_size, int64_
          who() +
              "is node-aware: it needs the placement of ranks on nodes (--rpn N, and "
              "--order contiguous|round_robin)");
+  if (params_.has("seg") && P > 1 && elem_size >= 1) {  // estimate before generating
+    const int64_t seg_bytes = params_.integer("seg");
+    const int64_t seg = seg_bytes <= 0 ? count : std::max<int64_t>(1, seg_bytes / elem_size);
+    const int64_t segments = seg <= 0 ? 0 : count / seg + (count % seg != 0);
+    if (segments > kMaxSegments)
+      fail(ErrorKind::invalid_argument,
+           who() + "count " + std::to_string(count) + " in segments of " + std::to_string(seg) +
+               " elements is " + std::to_string(segments) +
+               " segments, at least as many ops on every rank (more than 2^26: minutes and " +
+               "gigabytes per rank); raise seg or lower the count");
+  }
 }
 
 std::string Algorithm::refusal(const CallShape& call, CallCheck check) const {

@@ -64,7 +64,11 @@ class Algorithm:
         if isinstance(name, Algorithm):
             self._algo: _core.Algorithm = name._algo
             return
-        if isinstance(name, str) and len(name) > 10_000:
+        if not isinstance(name, str):
+            raise AlgorithmNameError(
+                f"an algorithm name is a str such as 'allreduce:rd', not {type(name).__name__}"
+            )
+        if len(name) > 10_000:
             raise AlgorithmNameError(f"a {len(name)}-character algorithm name is not a name")
         self._algo = _core.Algorithm(name)
 
@@ -94,7 +98,10 @@ class Algorithm:
         collectives.PER_BLOCK) as coefficients {alpha: messages, beta: bytes sent, gamma: bytes
         reduced}; raises UnsupportedError if the algorithm registers none. Node-aware algorithms
         read the placement (none: one node of P ranks)."""
-        cost: dict[str, float] = self._algo.cost(P, bytes, *core_args(placement))
+        P = _int(P, "P", 1, 1 << 31)
+        if isinstance(bytes, bool) or not isinstance(bytes, (int, float)) or not bytes >= 0:
+            raise InvalidArgumentError(f"bytes must be a number >= 0, got {bytes!r}")
+        cost: dict[str, float] = self._algo.cost(P, float(bytes), *core_args(placement))
         return cost
 
     @property

@@ -246,6 +246,15 @@ def _new_row(data: Any, values: Mapping[str, float | str], threshold: int) -> An
             f"unknown column(s) to predict at: {', '.join(sorted(unknown))} "
             f"(columns: {', '.join(COLUMNS)})"
         )
+    missing = [
+        c for c in ("P", "size") if c not in values and not (c == "size" and "bytes" in values)
+    ]
+    missing = [c for c in missing if data[c].nunique() > 1]
+    if missing:  # main took the first row's P without a word
+        raise _bad(
+            f"give {' and '.join(missing)} to predict at (the rows have more than one value "
+            f"of {' and '.join(missing)}): e.g. P=4096,size=8"
+        )
     rec: dict[str, Any] = {c: data[c].iloc[0] for c in COLUMNS}  # defaults: the fitted group
     for k, v in values.items():
         rec[k] = v

@@ -66,11 +66,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from collkit import _core
+from collkit import _core, files
 from collkit.collectives import COLLECTIVES
-from collkit.errors import InvalidArgumentError, ScheduleFormatError
+from collkit.errors import ArgumentTypeError, InvalidArgumentError, ScheduleFormatError
 from collkit.placement import ORDERS, Placement, core_args
-from collkit.schedule import RankProgram, Schedule
+from collkit.schedule import RankProgram, Schedule, as_schedule
 from collkit.strictjson import unique_keys
 
 __all__ = [
@@ -126,7 +126,7 @@ def _utf8(text: str | bytes | bytearray, what: str) -> bytes:
             raise ScheduleFormatError(f"{what} is not valid UTF-8: {e}") from None
         return data
     if not isinstance(text, str):
-        raise TypeError(f"{what} must be str or bytes, not {type(text).__name__}")
+        raise ArgumentTypeError(f"{what} must be str or bytes, not {type(text).__name__}")
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as e:
@@ -138,7 +138,7 @@ def _utf8(text: str | bytes | bytearray, what: str) -> bytes:
 
 def to_text(schedule: Schedule) -> str:
     """The text form: readable, diffable, and exact (``from_text(to_text(s)) == s``)."""
-    return str(_core.to_text(schedule.core))
+    return str(_core.to_text(as_schedule(schedule).core))
 
 
 def from_text(text: str | bytes) -> Schedule:
@@ -192,7 +192,9 @@ def rank_to_text(
         if rank is None:
             raise InvalidArgumentError("rank_to_text(schedule, rank): give the rank to show")
         return str(_core.rank_to_text(schedule_or_program.core, rank))
-    raise TypeError(f"expected a Schedule or RankProgram, not {type(schedule_or_program).__name__}")
+    raise ArgumentTypeError(
+        f"expected a Schedule or RankProgram, not {type(schedule_or_program).__name__}"
+    )
 
 
 # ---- GOAL -------------------------------------------------------------------------------------
@@ -206,9 +208,10 @@ def to_goal(
     ``from_goal(to_goal(s)) == s``."""
     costs = {"reduce_ns_per_byte": reduce_ns_per_byte, "copy_ns_per_byte": copy_ns_per_byte}
     for name, v in costs.items():
-        if not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
+        if isinstance(v, bool) or not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
             raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {v!r}")
-    return str(_core.to_goal(schedule.core, float(reduce_ns_per_byte), float(copy_ns_per_byte)))
+    core = as_schedule(schedule).core
+    return str(_core.to_goal(core, float(reduce_ns_per_byte), float(copy_ns_per_byte)))
 
 
 def from_goal(text: str | bytes) -> Schedule:
@@ -238,7 +241,7 @@ def _placement_field(doc: dict[str, Any]) -> tuple[int, str]:
 def to_json(schedule: Schedule) -> str:
     """JSON as the module docstring describes: one key per line, arrays on one line each (the
     core's writer, which ``collkit export`` streams to a file or stdout)."""
-    return str(_core.to_json(schedule.core))
+    return str(_core.to_json(as_schedule(schedule).core))
 
 
 def _reject_constant(name: str) -> Any:
@@ -398,6 +401,7 @@ def sniff_format(text: str) -> Format:
 
 def dumps(schedule: Schedule, format: Format = "text", **goal_options: float) -> str:
     """The schedule in one of FORMATS; goal_options go to to_goal."""
+    as_schedule(schedule)
     if format == "text":
         return to_text(schedule)
     if format == "json":
@@ -428,11 +432,15 @@ def save(
     **goal_options: float,
 ) -> None:
     """Write a schedule; the format comes from `format`, else the extension, else text."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"path must be a str or os.PathLike, not {type(path).__name__}")
     fmt = format or format_for_path(path) or "text"
     Path(path).write_text(dumps(schedule, fmt, **goal_options), encoding="utf-8")
 
 
 def load(path: str | os.PathLike[str], format: Format | None = None) -> Schedule:
     """Read a schedule; the format comes from `format`, else the extension, else the content."""
-    data = Path(path).read_bytes()
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+    data = files.read_bytes(path, "schedule file")  # regular files only: /dev/zero has no end
     return loads(data, format or format_for_path(path))

@@ -13,11 +13,14 @@ import csv
 import json
 import math
 import os
+import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from collkit import files
 from collkit.errors import InvalidArgumentError
 from collkit.strictjson import unique_keys
 
@@ -120,31 +123,95 @@ _FLOAT_FIELDS = {*STAT_FIELDS, "load_avg_1m", "probe_rtt_ns_before", "probe_rtt_
 _BOOL_FIELDS = {"interleaved"}
 
 
+_MAX_INT = (1 << 63) - 1
+_CSV_INT = re.compile(r"^\s*[+-]?\d{1,19}\s*$")
+
+
+def _int_value(k: str, v: Any) -> int:
+    """An integer field: a JSON integer, a float that is one (64.0), or CSV digits; never a
+    bool (true is not 1), a fraction (64.9 is not 64), Infinity or a number past 2^63."""
+    if isinstance(v, bool):
+        raise InvalidArgumentError(f"'{k}' must be an integer, not {str(v).lower()}")
+    if isinstance(v, float):
+        if not math.isfinite(v) or not v.is_integer():
+            raise InvalidArgumentError(f"'{k}' must be an integer, not {v}")
+        v = int(v)
+    elif isinstance(v, str):
+        if not _CSV_INT.match(v):
+            raise InvalidArgumentError(f"'{k}' must be an integer, not {v[:40]!r}")
+        v = int(v)
+    elif not isinstance(v, int):
+        raise InvalidArgumentError(f"'{k}' must be an integer, not {type(v).__name__}")
+    n = int(v)
+    if not -_MAX_INT <= n <= _MAX_INT:
+        raise InvalidArgumentError(f"'{k}' = {str(n)[:40]}... is past 2^63")
+    return n
+
+
+def _stat_value(k: str, v: Any) -> float:
+    """A statistic in microseconds: a finite number, or empty / null for none (NaN)."""
+    if v in ("", None):
+        return math.nan
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise InvalidArgumentError(f"'{k}' must be a number, not {type(v).__name__}")
+    try:
+        x = float(v)
+    except (ValueError, OverflowError):
+        raise InvalidArgumentError(f"'{k}' must be a number, not {str(v)[:40]!r}") from None
+    if math.isnan(x):
+        return x
+    if math.isinf(x):
+        raise InvalidArgumentError(f"'{k}' is {x}: a time must be finite")
+    return x
+
+
+def _str_value(k: str, v: Any) -> str:
+    """A text field: no control characters (an ANSI escape or a newline in a name printed to a
+    terminal could fake output lines)."""
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise InvalidArgumentError(f"'{k}' must be a string, not {type(v).__name__}")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in v):
+        raise InvalidArgumentError(f"'{k}' holds a control character: {v[:40]!r}")
+    return v
+
+
 def row_from_dict(d: dict[str, Any]) -> Row:
-    """A Row from a dict of the schema's names: unknown names are errors, missing ones default."""
+    """A Row from a dict of the schema's names: unknown names are errors, missing ones default;
+    each value is checked against its field's type (see _int_value, _stat_value)."""
+    if None in d:  # csv.DictReader puts a row's extra columns under None
+        raise InvalidArgumentError("a row with more columns than the header")
     unknown = set(d) - set(FIELDS)
     if unknown:
-        raise InvalidArgumentError(f"unknown result fields: {', '.join(sorted(unknown))}")
+        raise InvalidArgumentError(f"unknown result fields: {', '.join(sorted(map(str, unknown)))}")
     for name in ("collective", "algorithm", "P", "bytes"):
         if name not in d:
             raise InvalidArgumentError(f"result row without '{name}'")
     kw: dict[str, Any] = {}
-    try:
-        for k, v in d.items():
-            if k in _INT_FIELDS:
-                kw[k] = int(v)
-            elif k in _FLOAT_FIELDS:
-                kw[k] = math.nan if v in ("", None) else float(v)
-            elif k == "valid":
-                kw[k] = None if v in ("", None) else (v if isinstance(v, bool) else v == "True")
-            elif k in _BOOL_FIELDS:
-                kw[k] = v if isinstance(v, bool) else v == "True"
-            elif k in LIST_FIELDS:
-                kw[k] = [math.nan if x is None else float(x) for x in (v or [])]
+    for k, v in d.items():
+        if k in _INT_FIELDS:
+            kw[k] = _int_value(k, v)
+        elif k in _FLOAT_FIELDS:
+            kw[k] = _stat_value(k, v)
+        elif k == "valid":
+            if v in ("", None) or isinstance(v, bool):
+                kw[k] = None if v in ("", None) else v
+            elif v in ("True", "False"):
+                kw[k] = v == "True"
             else:
-                kw[k] = "" if v is None else str(v)
-    except (TypeError, ValueError) as e:
-        raise InvalidArgumentError(f"bad value in result row: {e}") from None
+                raise InvalidArgumentError(f"'valid' must be true, false or empty, not {v!r}")
+        elif k in _BOOL_FIELDS:
+            if isinstance(v, bool) or v in ("True", "False"):
+                kw[k] = v if isinstance(v, bool) else v == "True"
+            else:
+                raise InvalidArgumentError(f"'{k}' must be true or false, not {v!r}")
+        elif k in LIST_FIELDS:
+            if not isinstance(v, (list, type(None))):
+                raise InvalidArgumentError(f"'{k}' must be a list, not {type(v).__name__}")
+            kw[k] = [_stat_value(k, x) for x in (v or [])]
+        else:
+            kw[k] = _str_value(k, v)
     return Row(**kw)
 
 
@@ -162,40 +229,109 @@ def row_to_json(row: Row) -> str:
     return json.dumps(d, default=_json_default)
 
 
-def read_jsonl(path: str | os.PathLike[str], strict: bool = False) -> list[Row]:
-    """Rows of a JSON-lines file. A last line cut short by an interruption is skipped (an error
-    with strict=True, for readers that do not resume: fit)."""
+@dataclass(frozen=True)
+class Rejected:
+    """A line of a row file that is not a row: where, why, and the line as it was."""
+
+    path: str
+    line: int
+    reason: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+_MAX_ROW_LINE = 1 << 24  # 16 MiB: a row with every raw sample is far less
+
+
+def _parse_row_line(line: str) -> Row:
+    if len(line) > _MAX_ROW_LINE:
+        raise InvalidArgumentError(f"a line of {len(line):,} characters is not a row")
+    try:
+        d = json.loads(line, object_pairs_hook=unique_keys(InvalidArgumentError))
+    except InvalidArgumentError:  # a key given twice: its own message
+        raise
+    except (RecursionError, ValueError):  # JSONDecodeError, an int of more than 4300 digits
+        raise InvalidArgumentError("not a JSON object") from None
+    if not isinstance(d, dict):
+        raise InvalidArgumentError("not a JSON object")
+    for k in _FLOAT_FIELDS:
+        if d.get(k) is None and k in d:
+            d[k] = math.nan
+    return row_from_dict(d)
+
+
+def read_jsonl(path: str | os.PathLike[str], rejected: list[Rejected] | None = None) -> list[Row]:
+    """Rows of a JSON-lines file (none if it does not exist). A line that is not a row (cut
+    short by an interruption, edited, corrupt) raises InvalidArgumentError naming the file and
+    line; with a `rejected` list it is added there instead and reading goes on."""
     rows: list[Row] = []
     p = Path(path)
     if not p.exists():
         return rows
-    lines = p.read_text().splitlines()
-    for i, line in enumerate(lines):
+    text = files.read_text(p, "results file")
+    for i, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
         try:
-            d = json.loads(line, object_pairs_hook=unique_keys(InvalidArgumentError))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1 and not strict:
-                break  # the write that was interrupted
-            raise InvalidArgumentError(
-                f"{p}:{i + 1}: not a JSON object"
-                + (" (the last line: cut short by an interruption?)" if i == len(lines) - 1 else "")
-            ) from None
+            rows.append(_parse_row_line(line))
         except InvalidArgumentError as e:
-            raise InvalidArgumentError(f"{p}:{i + 1}: {e}") from None
-        if not isinstance(d, dict):
-            raise InvalidArgumentError(f"{p}:{i + 1}: not a JSON object")
-        for k in _FLOAT_FIELDS:
-            if d.get(k) is None and k in d:
-                d[k] = math.nan
-        rows.append(row_from_dict(d))
+            bad = Rejected(str(p), i + 1, str(e), line)
+            if rejected is None:
+                raise InvalidArgumentError(str(bad)) from None
+            rejected.append(bad)
     return rows
 
 
-def read_csv(path: str | os.PathLike[str]) -> list[Row]:
-    with open(path, newline="") as f:
-        return [row_from_dict(dict(r)) for r in csv.DictReader(f)]
+def read_csv(path: str | os.PathLike[str], rejected: list[Rejected] | None = None) -> list[Row]:
+    """Rows of a CSV file with a header line (the fields of the schema); a header naming a
+    column twice is an error, a bad row as in read_jsonl."""
+    p = Path(path)
+    text = files.read_text(p, "results file")
+    old = csv.field_size_limit()
+    csv.field_size_limit(_MAX_ROW_LINE)
+    try:
+        reader = csv.reader(text.splitlines())
+        try:
+            header = next(reader, None)
+        except csv.Error as e:
+            raise InvalidArgumentError(f"{p}:1: not a CSV header: {e}") from None
+        if header is None:
+            return []
+        dup = sorted({h for h in header if header.count(h) > 1})
+        if dup:
+            raise InvalidArgumentError(f"{p}:1: the header names {', '.join(dup)} twice")
+        rows: list[Row] = []
+        line = 1
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as e:
+                bad = Rejected(str(p), reader.line_num, f"not a CSV row: {e}", "")
+                if rejected is None:
+                    raise InvalidArgumentError(str(bad)) from None
+                rejected.append(bad)
+                continue
+            line = reader.line_num
+            if not values:
+                continue
+            try:
+                if len(values) != len(header):
+                    raise InvalidArgumentError(
+                        f"{len(values)} columns, the header has {len(header)}"
+                    )
+                rows.append(row_from_dict(dict(zip(header, values, strict=True))))
+            except InvalidArgumentError as e:
+                bad = Rejected(str(p), line, str(e), ",".join(values))
+                if rejected is None:
+                    raise InvalidArgumentError(str(bad)) from None
+                rejected.append(bad)
+        return rows
+    finally:
+        csv.field_size_limit(old)
 
 
 def write_csv(path: str | os.PathLike[str], rows: Iterable[Row]) -> None:
@@ -218,13 +354,47 @@ class ResultStore:
         if self.jsonl.suffix != ".jsonl":
             raise InvalidArgumentError(f"results file '{jsonl}' must end in .jsonl")
         self.csv = self.jsonl.with_suffix(".csv")
-        self.rows = read_jsonl(self.jsonl)
+        self.rejected_path = self.jsonl.with_name(self.jsonl.name + ".rejected")
+        rejected: list[Rejected] = []
+        self.rows = read_jsonl(self.jsonl, rejected)
         self._keys = {r.key() for r in self.rows}
-        # Drop a half-written last line so appends start on a fresh line.
-        if self.jsonl.exists():
-            text = self.jsonl.read_text()
-            if text and not text.endswith("\n"):
-                self.jsonl.write_text(text[: text.rfind("\n") + 1])
+        try:
+            self.jsonl.parent.mkdir(parents=True, exist_ok=True)
+            if rejected:
+                self._set_aside(rejected)
+            elif self.jsonl.exists():  # a last line without its end: appends start afresh
+                text = self.jsonl.read_text()
+                if text and not text.endswith("\n"):
+                    with open(self.jsonl, "a") as f:
+                        f.write("\n")
+            else:
+                with open(self.jsonl, "a"):  # can it be written? say so before any work
+                    pass
+        except OSError as e:
+            raise InvalidArgumentError(
+                f"results file {self.jsonl}: cannot write it: {e.strerror or e}"
+            ) from None
+
+    def _set_aside(self, rejected: list[Rejected]) -> None:
+        """Move the lines that are not rows to NAME.jsonl.rejected (appended, as they were) and
+        rewrite NAME.jsonl with the rows alone, so a rerun resumes after them; each is said."""
+        with open(self.rejected_path, "a") as f:
+            for bad in rejected:
+                f.write(bad.text + "\n")
+        bad_lines = {bad.line for bad in rejected}
+        kept = [
+            line
+            for i, line in enumerate(self.jsonl.read_text().splitlines(), 1)
+            if i not in bad_lines and line.strip()
+        ]
+        tmp = self.jsonl.with_name(self.jsonl.name + ".tmp")
+        tmp.write_text("".join(line + "\n" for line in kept))
+        os.replace(tmp, self.jsonl)
+        for bad in rejected:
+            print(
+                f"collkit: {bad}; the line is set aside in {self.rejected_path}",
+                file=sys.stderr,
+            )
 
     def __contains__(self, row: Row) -> bool:
         return row.key() in self._keys
@@ -239,7 +409,6 @@ class ResultStore:
         """Adds the row unless one with its key is there; returns whether it was added."""
         if row.key() in self._keys:
             return False
-        self.jsonl.parent.mkdir(parents=True, exist_ok=True)
         with open(self.jsonl, "a") as f:
             f.write(row_to_json(row) + "\n")
             f.flush()

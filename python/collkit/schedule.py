@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 from numpy.typing import NDArray
 
 from collkit import _core
-from collkit.errors import InvalidArgumentError
+from collkit.errors import ArgumentTypeError, InvalidArgumentError, ScheduleFormatError
 
-__all__ = ["BUFFERS", "OP_KINDS", "Arrays", "RankProgram", "Schedule"]
+__all__ = ["BUFFERS", "OP_KINDS", "Arrays", "RankProgram", "Schedule", "as_schedule", "printable"]
 
 # The values of the `kind` column, in the core's OpKind order (core/include/collkit/schedule.hpp).
 OP_KINDS: tuple[str, ...] = ("send", "recv", "reduce", "copy", "compute", "sleep")
@@ -40,6 +41,95 @@ BUFFERS: tuple[str, ...] = ("in", "out")
 # scratch[scratch_begin[r] : scratch_begin[r + 1]] elements.
 Arrays = dict[str, NDArray[Any]]
 
+# The dtype of each column (Schedule.arrays() holds them so); from_arrays takes any integer
+# dtype whose values fit, and refuses floats, bools and values that would wrap.
+ARRAY_DTYPES: dict[str, type[np.integer[Any]]] = {
+    "rank": np.int64,
+    "kind": np.uint8,
+    "peer": np.int32,
+    "buf": np.uint8,
+    "off": np.int64,
+    "src": np.uint8,
+    "src_off": np.int64,
+    "len": np.int64,
+    "side": np.uint8,
+    "cpu": np.uint8,
+    "nic": np.uint8,
+    "stage": np.uint16,
+    "dep_begin": np.int64,
+    "deps": np.uint32,
+    "scratch_begin": np.int64,
+    "scratch": np.int64,
+}
+_MAX_P = 1 << 31
+_MAX_ELEM_SIZE = (1 << 31) - 1
+_INT64_MAX = (1 << 63) - 1
+
+
+def as_schedule(value: object, what: str = "schedule") -> Schedule:
+    """`value` if it is a Schedule, else InvalidArgumentError saying what it is (not the
+    AttributeError that `.core` of a string would raise)."""
+    if not isinstance(value, Schedule):
+        raise ArgumentTypeError(
+            f"{what} must be a collkit Schedule (collkit.generate, collkit.load), not "
+            f"{type(value).__name__}"
+        )
+    return value
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters written as \\xHH: a name read from a file, printed
+    to a terminal, cannot move the cursor, change colours or fake an output line."""
+    return "".join(
+        f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text
+    )
+
+
+def integer_column(value: object, name: str, dtype: type[np.integer[Any]]) -> NDArray[Any]:
+    """`value` as a one-dimensional array of `dtype`: integers only (a float, bool or object
+    array is refused, not truncated), each value in the dtype's range (none wraps)."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError, OverflowError):
+        raise ScheduleFormatError(f"{name} must be a flat array of integers") from None
+    if arr.ndim != 1:
+        raise ScheduleFormatError(f"{name} must be one-dimensional, not of shape {arr.shape}")
+    if arr.size == 0:
+        return np.zeros(0, dtype=dtype)
+    if arr.dtype.kind not in "iu":
+        raise ScheduleFormatError(
+            f"{name} must hold integers, not {arr.dtype.name} (a float or bool array is "
+            "refused rather than truncated)"
+        )
+    info = np.iinfo(dtype)
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < info.min or hi > info.max:
+        bad = lo if lo < info.min else hi
+        raise ScheduleFormatError(
+            f"{name} holds {bad}, outside the range of {np.dtype(dtype).name} "
+            f"[{info.min}, {info.max}]"
+        )
+    return np.ascontiguousarray(arr.astype(dtype, copy=False))
+
+
+def _header_int(value: object, name: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(f"{name} must be an integer, not {type(value).__name__}")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise InvalidArgumentError(f"{name} = {v} is not in [{lo}, {hi}]")
+    return v
+
+
+def _utf8_str(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{name} must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ScheduleFormatError(f"{name} {value[:40]!r} is not valid Unicode text") from None
+    return value
+
 
 class RankProgram:
     """One rank's program: its ops (a DAG over this rank's buffers) and scratch buffer sizes.
@@ -49,7 +139,7 @@ class RankProgram:
 
     def __init__(self, core: _core.RankProgram) -> None:
         if not isinstance(core, _core.RankProgram):
-            raise TypeError("RankProgram is made by collkit.generate_rank or Schedule.rank")
+            raise ArgumentTypeError("RankProgram is made by collkit.generate_rank or Schedule.rank")
         self._p = core
 
     @property
@@ -93,7 +183,9 @@ class Schedule:
 
     def __init__(self, core: _core.Schedule) -> None:
         if not isinstance(core, _core.Schedule):
-            raise TypeError("Schedule is made by collkit.generate, collkit.load or from_arrays")
+            raise ArgumentTypeError(
+                "Schedule is made by collkit.generate, collkit.load or from_arrays"
+            )
         self._s = core
 
     @classmethod
@@ -112,9 +204,30 @@ class Schedule:
     ) -> Schedule:
         """A schedule from columns as arrays() returns them; every field is checked (a bad one
         raises ScheduleFormatError / InvalidArgumentError naming it). `rpn` / `order`: the
-        placement of ranks on nodes (rpn 0: none)."""
+        placement of ranks on nodes (rpn 0: none). Columns must be integer arrays (a float,
+        NaN or bool array is refused, never truncated); root must be a rank of P."""
+        if not isinstance(arrays, dict):
+            raise InvalidArgumentError(
+                f"arrays must be a dict of columns, not {type(arrays).__name__}"
+            )
+        collective = _utf8_str(collective, "collective")
+        algorithm = _utf8_str(algorithm, "algorithm")
+        order = _utf8_str(order, "order")
+        P = _header_int(P, "P", 1, _MAX_P)
+        count = _header_int(count, "count", 0, _INT64_MAX)
+        elem_size = _header_int(elem_size, "elem_size", 1, _MAX_ELEM_SIZE)
+        root = _header_int(root, "root", 0, P - 1)
+        rpn = _header_int(rpn, "rpn", 0, _MAX_P)
+        columns: dict[str, Any] = {}
+        for key, value in arrays.items():
+            if not isinstance(key, str):
+                raise ScheduleFormatError(f"array names are strings, not {key!r}")
+            dtype = ARRAY_DTYPES.get(key)
+            columns[key] = (
+                value if dtype is None else integer_column(value, f"array {key!r}", dtype)
+            )
         core = _core.Schedule.from_arrays(
-            collective, P, count, elem_size, root, algorithm, dict(arrays), rpn, order
+            collective, P, count, elem_size, root, algorithm, columns, rpn, order
         )
         return cls(core)
 

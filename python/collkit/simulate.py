@@ -26,7 +26,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,10 +34,10 @@ import numpy.typing as npt
 from collkit import _core, units
 from collkit.algorithms import Algorithm
 from collkit.collectives import count_unit
-from collkit.errors import InvalidArgumentError
+from collkit.errors import InvalidArgumentError, ScheduleFormatError
 from collkit.placement import Placement, core_args
 from collkit.results import Row
-from collkit.schedule import Schedule
+from collkit.schedule import Schedule, printable
 
 __all__ = [
     "MODELS",
@@ -232,10 +231,9 @@ def parse_distribution(spec: str | Distribution | None, what: str = "noise") -> 
 
 def _read_file(path: str, what: str) -> Distribution:
     """Detour durations drawn per op, or a LogGOPSim noise trace to replay in time."""
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise _bad(f"{what}: cannot read samples from '{path}': {e}") from None
+    from collkit import files
+
+    text = files.read_text(path, f"{what} file", limit=1 << 30)  # a regular file, <= 1 GiB
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
 
     def pair(line: str) -> bool:  # "<start>\t<duration>", bare numbers
@@ -632,6 +630,9 @@ def simulate_file(
     m = model if isinstance(model, Model) else Model.make(model, **params)
     if isinstance(model, Model) and params:
         raise _bad("pass model parameters either in a Model or as keywords, not both")
+    from collkit import files
+
+    files.check_regular(path, "schedule file")  # /dev/zero or a FIFO would be read forever
     fmt = io.format_for_path(path)
     if fmt is None:
         with open(path, "rb") as f:
@@ -651,12 +652,15 @@ def simulate_file(
     noise_d, skew_d = parse_distribution(noise, "noise"), parse_distribution(skew, "skew")
     topo = parse_topology(topology)
     opts = _options(m, noise_d, skew_d, topo, trials, seed, False)
-    d = _core.simulate_file(os.fspath(path), fmt, opts)
+    try:
+        d = _core.simulate_file(os.fspath(path), fmt, opts)
+    except UnicodeDecodeError as e:  # a name in the file that is not UTF-8
+        raise ScheduleFormatError(f"{os.fspath(path)}: text that is not UTF-8: {e}") from None
     if d["rpn"]:  # the file's placement gave the topology its nodes (the core checked they agree)
         topo = placed_topology(topo, Placement(int(d["rpn"]), str(d["order"])))
     return _result(
         d,
-        algorithm=str(d["algorithm"]) or "(schedule)",
+        algorithm=printable(str(d["algorithm"])) or "(schedule)",
         P=int(d["P"]),
         count=int(d["count"]),
         elem_size=int(d["elem_size"]),
@@ -778,6 +782,7 @@ def simulate(
             count = -(-nbytes // elem_size)
         if count is None:
             count = 1
+        P, count, elem_size, root = algo._args(P, count, elem_size, root)  # types and ranges
         if timeline:
             schedule = algo.generate(P, count, elem_size, root, placement=placement)
     topo = placed_topology(topo, placement)

@@ -83,7 +83,10 @@ def _number(
             )
         v = float(m.group(1)) * scale[m.group(2) or bare]
     else:
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:  # an int past the largest float (10**400)
+            raise InvalidArgumentError(f"{what}: {str(value)[:20]}... is too large") from None
     if not math.isfinite(v) or v < 0:
         raise InvalidArgumentError(f"{what}: must be a finite {kind[2:]} >= 0, got {value!r}")
     return v + 0.0  # no -0.0

@@ -19,12 +19,14 @@ from collkit.algorithms import Algorithm, Schedule
 from collkit.collectives import buffer_elems
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.placement import Placement
+from collkit.schedule import as_schedule, printable
 
 __all__ = [
     "Diagnostic",
     "TreeComparison",
     "VerificationError",
     "VerifyResult",
+    "check_buffers_fit",
     "compare_trees",
     "verify",
     "verify_algorithm",
@@ -113,7 +115,7 @@ def _result(raw: dict[str, Any], s: Schedule) -> VerifyResult:
         ops=raw["ops"],
         messages=raw["messages"],
         bytes=raw["bytes"],
-        algorithm=s.algorithm,
+        algorithm=printable(s.algorithm),
         P=s.P,
         count=s.count,
     )
@@ -122,22 +124,40 @@ def _result(raw: dict[str, Any], s: Schedule) -> VerifyResult:
 _VAL_BYTES = 4  # the verifier holds one 32-bit value per element of every out and scratch buffer
 
 
-def _check_fits(s: Schedule) -> None:
-    """Refuse, with the reason, a schedule whose buffers could not be held in this machine's
-    memory (sizes of a loaded file may reach 2^63: summed as Python ints, nothing wraps)."""
+_RANK_BYTES = 256  # the verifier's own state per rank (queues, cursors), and the schedule's
+
+
+def check_buffers_fit(
+    collective: str, P: int, count: int, root: int = 0, scratch_elems: float = 0.0
+) -> None:
+    """Refuse, with the estimate, a problem whose symbolic buffers could not be held in this
+    machine's memory: from P, count and root alone, so that a caller can ask before generating
+    (P = 2^20 with count 2^20 is 4 TiB of values; it was refused only after 71 s of generating).
+    Sizes are summed as Python ints and floats: nothing wraps. Values that are not a problem
+    (P < 1, a count that is not an integer) are left to the generator, which says why."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (P, count, root)):
+        return
+    if P < 1 or count < 0 or not 0 <= root < P:
+        return
     per_out = max(  # `out`, or under MPI_IN_PLACE the larger of `in` and `out`
-        buffer_elems(s.collective, buf, s.P, s.count, s.root, rank)
+        buffer_elems(collective, buf, P, count, root, rank)
         for buf in ("in", "out")
-        for rank in {s.root, (s.root + 1) % s.P}
+        for rank in {root, (root + 1) % P}
     )
-    slots = s.P * per_out + float(np.asarray(s.arrays()["scratch"]).sum(dtype=np.float64))
-    need = slots * _VAL_BYTES
+    slots = P * per_out + scratch_elems
+    need = slots * _VAL_BYTES + P * _RANK_BYTES
     have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     if need > have:
         raise InvalidArgumentError(
-            f"verifying this schedule needs {need / 2**30:.3g} GiB for its buffers ({slots:.3g} "
-            f"elements), more than this machine's {have / 2**30:.3g} GiB"
+            f"verifying P = {P}, count = {count} needs about {need / 2**30:.3g} GiB for its "
+            f"buffers ({slots:.3g} elements), more than this machine's {have / 2**30:.3g} GiB"
         )
+
+
+def _check_fits(s: Schedule) -> None:
+    """check_buffers_fit for a schedule at hand (its scratch buffers counted too)."""
+    scratch = float(np.asarray(s.arrays()["scratch"]).sum(dtype=np.float64))
+    check_buffers_fit(s.collective, s.P, s.count, s.root, scratch)
 
 
 def verify(
@@ -150,10 +170,16 @@ def verify(
     in_place: check the schedule as it runs under MPI_IN_PLACE (allreduce and reduce): `in` is
     the same memory as `out`, so reading `in` after writing `out` is caught.
     """
+    as_schedule(schedule)
+    if isinstance(max_diagnostics, bool) or not isinstance(max_diagnostics, int):
+        raise InvalidArgumentError(f"max_diagnostics must be an integer, not {max_diagnostics!r}")
     if max_diagnostics < 0:
-        raise ValueError("max_diagnostics must be >= 0")
+        raise InvalidArgumentError("max_diagnostics must be >= 0")
+    for name, flag in (("commutative", commutative), ("in_place", in_place)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise InvalidArgumentError(f"{name} must be True or False, not {flag!r}")
     _check_fits(schedule)
-    raw = _core.verify(schedule.core, commutative, max_diagnostics, in_place)
+    raw = _core.verify(schedule.core, bool(commutative), max_diagnostics, bool(in_place))
     return _result(raw, schedule)
 
 
@@ -173,6 +199,7 @@ def verify_algorithm(
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
     if commutative is None:
         commutative = algo.needs_commutative(placement)
+    check_buffers_fit(algo.collective, P, count, root)  # before generating, not after
     return verify(
         algo.generate(P, count, elem_size, root, placement=placement),
         commutative=commutative,
@@ -196,5 +223,5 @@ class TreeComparison:
 def compare_trees(a: Schedule, b: Schedule) -> TreeComparison:
     """Compare the reduction trees of two allreduce (or reduce) schedules of the same P, count
     and root, element by element. Both must verify; raises InvalidArgumentError otherwise."""
-    raw = _core.compare_trees(a.core, b.core)
+    raw = _core.compare_trees(as_schedule(a, "a").core, as_schedule(b, "b").core)
     return TreeComparison(raw["same_exact"], raw["same_commutative"], raw["difference"])

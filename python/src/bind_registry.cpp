@@ -292,6 +292,10 @@ void bind_registry(nb::module_& m) {
             for (int64_t r = 0; r < P; ++r) {
               b.generate_rank(r, p);
               ops += p.ops.size();
+              if ((r & 4095) == 4095) {  // Ctrl-C: P = 2^31 takes minutes
+                nb::gil_scoped_acquire lock;
+                if (PyErr_CheckSignals() != 0) throw nb::python_error();
+              }
             }
             return ops;
           },

@@ -74,6 +74,17 @@ TopoKind topo_kind(const std::string& kind) {
   fail(ErrorKind::invalid_argument, "unknown topology '" + kind + "'");
 }
 
+// The options with a poll of Python's signals (every 2^16 events, the GIL taken for it): Ctrl-C
+// stops a long simulation at once, as KeyboardInterrupt, instead of when the engine finishes.
+SimOptions interruptible(const SimOptions& o) {
+  SimOptions out = o;
+  out.interrupted = [] {
+    nb::gil_scoped_acquire lock;
+    return PyErr_CheckSignals() != 0;
+  };
+  return out;
+}
+
 nb::dict result_dict(SimResult&& r) {
   nb::dict d;
   d["P"] = r.P;
@@ -181,18 +192,23 @@ void bind_sim(nb::module_& m) {
   m.def(
       "simulate",
       [](nb::object source, int64_t P, int64_t count, int32_t elem_size, int64_t root,
-         const SimOptions& o, int64_t rpn, const std::string& order) {
+         const SimOptions& opts, int64_t rpn, const std::string& order) {
+        SimOptions o = interruptible(opts);
         SimResult r;
-        if (nb::isinstance<Schedule>(source)) {
-          const Schedule& s = nb::cast<const Schedule&>(source);
-          nb::gil_scoped_release release;
-          r = simulate(s, o);
-        } else {
-          const Algorithm& a = nb::cast<const Algorithm&>(source);
-          Bound b =
-              a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)});
-          nb::gil_scoped_release release;
-          r = simulate(b, o);
+        try {
+          if (nb::isinstance<Schedule>(source)) {
+            const Schedule& s = nb::cast<const Schedule&>(source);
+            nb::gil_scoped_release release;
+            r = simulate(s, o);
+          } else {
+            const Algorithm& a = nb::cast<const Algorithm&>(source);
+            Bound b =
+                a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)});
+            nb::gil_scoped_release release;
+            r = simulate(b, o);
+          }
+        } catch (const SimInterrupted&) {
+          throw nb::python_error();  // the KeyboardInterrupt PyErr_CheckSignals raised
         }
         return result_dict(std::move(r));
       },
@@ -203,7 +219,8 @@ void bind_sim(nb::module_& m) {
 
   m.def(
       "simulate_file",
-      [](const std::string& path, const std::string& format, const SimOptions& o) {
+      [](const std::string& path, const std::string& format, const SimOptions& opts) {
+        SimOptions o = interruptible(opts);
         if (format != "text" && format != "goal" && format != "json")
           fail(ErrorKind::invalid_argument, "streams text, goal or json, not '" + format + "'");
         auto stream = format == "text" ? read_text : read_goal;
@@ -219,7 +236,7 @@ void bind_sim(nb::module_& m) {
           fail(ErrorKind::invalid_argument, "cannot read " + path + ": " + std::strerror(errno));
         ScheduleHeader header;
         SimResult r;
-        {
+        try {
           nb::gil_scoped_release release;
           r = simulate_stream(
               [&](const auto& on_header, const auto& on_rank) {
@@ -232,6 +249,8 @@ void bind_sim(nb::module_& m) {
                     on_rank);
               },
               o);
+        } catch (const SimInterrupted&) {
+          throw nb::python_error();
         }
         nb::dict d = result_dict(std::move(r));
         d["collective"] = std::string(to_string(header.collective));

@@ -234,5 +234,9 @@ constexpr int64_t kMaxP = int64_t{1} << 31;
 constexpr int64_t kMaxElems = int64_t{1} << 48;
 // Largest element a generator takes (an MPI datatype may be larger: the call is then declined).
 constexpr int64_t kMaxElemSize = int64_t{1} << 20;
+// The most segments a segmented algorithm (a `seg` parameter) may cut one rank's message into:
+// each is at least one op on every rank but the root, so more would take minutes and gigabytes
+// per rank before anything could say so (2^26 ops of one rank: about 3 GiB).
+constexpr int64_t kMaxSegments = int64_t{1} << 26;
 
 }  // namespace collkit

@@ -57,6 +57,16 @@ class Reader {
     get();
     return true;
   }
+  unsigned hex4() {
+    unsigned v = 0;
+    for (int k = 0; k < 4; ++k) {
+      int h = get();
+      v = v * 16 + static_cast<unsigned>(std::isxdigit(h)
+                                             ? (std::isdigit(h) ? h - '0' : (h | 32) - 'a' + 10)
+                                             : bad_escape());
+    }
+    return v;
+  }
   std::string string() {  // ASCII escapes and \uXXXX below 0x80 are enough for the keys used
     expect('"', "a string");
     std::string out;
@@ -65,18 +75,24 @@ class Reader {
       if (c == '\\') {
         int e = get();
         if (e == 'u') {
-          unsigned v = 0;
-          for (int k = 0; k < 4; ++k) {
-            int h = get();
-            v = v * 16 + static_cast<unsigned>(
-                             std::isxdigit(h) ? (std::isdigit(h) ? h - '0' : (h | 32) - 'a' + 10)
-                                              : bad_escape());
+          unsigned v = hex4();
+          if (v >= 0xd800 && v < 0xdc00) {  // a high surrogate: its low half must follow
+            if (get() != '\\' || get() != 'u') bad("JSON: a lone surrogate in a \\u escape");
+            unsigned lo = hex4();
+            if (lo < 0xdc00 || lo >= 0xe000) bad("JSON: a lone surrogate in a \\u escape");
+            v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+          } else if (v >= 0xdc00 && v < 0xe000) {
+            bad("JSON: a lone surrogate in a \\u escape");
           }
-          if (v >= 0x80) {  // UTF-8 of a BMP code point (surrogates are kept as they are)
+          if (v >= 0x80) {  // UTF-8 of the code point
             if (v < 0x800) {
               out.push_back(static_cast<char>(0xc0 | v >> 6));
-            } else {
+            } else if (v < 0x10000) {
               out.push_back(static_cast<char>(0xe0 | v >> 12));
+              out.push_back(static_cast<char>(0x80 | (v >> 6 & 0x3f)));
+            } else {
+              out.push_back(static_cast<char>(0xf0 | v >> 18));
+              out.push_back(static_cast<char>(0x80 | (v >> 12 & 0x3f)));
               out.push_back(static_cast<char>(0x80 | (v >> 6 & 0x3f)));
             }
             out.push_back(static_cast<char>(0x80 | (v & 0x3f)));

@@ -484,12 +484,19 @@ class TextParser {
     while (!sc.at_end()) {
       if (!seen_after && sc.accept("after")) {
         seen_after = true;
+        // Columns counted on from the last entry's (Scanner::column counts from the line's
+        // start: per entry, that made a 10^5-entry list quadratic).
+        const std::string_view line = sc.line();
+        size_t at = 0;
+        int64_t column = 1;
         do {
           sc.skip_ws();
-          size_t b = sc.pos();
+          const size_t b = sc.pos();
+          for (; at < b && at < line.size(); ++at)
+            if ((static_cast<unsigned char>(line[at]) & 0xC0) != 0x80) ++column;
           auto d = sc.integer("an op index of this rank", 0, int64_t{kNoOp} - 1);
           tmp_.push_back(static_cast<OpId>(d));
-          deps_.push_back({sc.line_number(), sc.column(b)});
+          deps_.push_back({sc.line_number(), column});
         } while (sc.accept(","));
       } else if (!seen_stage && io::parse_stage(sc, stage)) {
         seen_stage = true;

@@ -616,12 +616,15 @@ class Engine {
           break;
       }
       drain();
+      if ((++polls_ & 0xffff) == 0 && opt_.interrupted && opt_.interrupted())
+        throw SimInterrupted{};
     }
     if (done_ != total_ops_) stalled();
   }
 
   // Events due at the same time are handled rank after rank: start loading the state of the
   // events a few places ahead so that the memory latency overlaps the work in between.
+  uint32_t polls_ = 0;  // events since the run started, for SimOptions::interrupted
   void prefetch_ahead() const {
     if (const Event* f = queue_.peek(8)) {
       __builtin_prefetch(&rank_[f->rank]);

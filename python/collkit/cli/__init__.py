@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
+from collkit.cli._common import refuse_output_over_input
 from collkit.errors import CollkitError
 
 # Subcommand modules, in the order `collkit --help` lists them. Each has:
@@ -30,7 +32,17 @@ COMMANDS = [
     "tour",
 ]
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PIPE = 0, 1, 2, 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the flush at exit does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (pytest's capture)
+        pass
 
 
 def version() -> str:
@@ -70,16 +82,22 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # A command named first is parsed by its own parser alone: a run imports only its module
-    # (and what it needs), not every command's (rich, the tuner, ...).
-    parser = build_parser([argv[0]] if argv and argv[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
+    try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        # A command named first is parsed by its own parser alone: a run imports only its
+        # module (and what it needs), not every command's (rich, the tuner, ...).
+        parser = build_parser([argv[0]] if argv and argv[0] in COMMANDS else None)
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting: the same exit as while running
+        print("interrupted", file=sys.stderr)
+        return 130
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USAGE
     try:
+        refuse_output_over_input(args)
         code: int = args._run(args)
+        sys.stdout.flush()  # a write error shows here, not at exit as a traceback
         return code
     except CollkitError as e:
         print(f"collkit {args.command}: error: {e}", file=sys.stderr)
@@ -94,7 +112,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return EXIT_OK
+        # The reader went away (`collkit verify ... | head`): what was left is lost, so not
+        # 0 (all well) nor 1 (a check failed) but 141, as a process killed by SIGPIPE.
+        _silence_stdout()
+        return EXIT_PIPE
+    except OSError as e:  # a file or stdout that could not be read or written: /dev/full, EIO
+        _silence_stdout()
+        where = e.filename if e.filename else "stdout"
+        print(f"collkit {args.command}: error: {where}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

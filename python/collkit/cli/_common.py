@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -343,12 +345,79 @@ def add_size_arguments(
     )
 
 
+def refuse_problem_options(args: argparse.Namespace, source: str) -> None:
+    """An error naming the problem options given with a schedule file (`source`: --file or
+    --from): the file says its own P, count, element size, root and placement, and an option
+    that cannot apply is refused, never dropped without a word."""
+    given = [
+        flag
+        for attr, flag in (
+            ("count", "--count"),
+            ("bytes", "--bytes"),
+            ("elem_size", "--elem-size"),
+            ("root", "--root"),
+            ("rpn", "--rpn"),
+            ("order", "--order"),
+        )
+        if getattr(args, attr, None) is not None
+    ]
+    if given:
+        raise InvalidArgumentError(
+            f"{source} brings its own problem: leave out {', '.join(given)} (the file says its "
+            "P, count, element size, root and placement)"
+        )
+
+
 def counts_of(args: argparse.Namespace) -> list[int]:
     """The --count values (a list even for one), DEFAULT_COUNT when none was given."""
     c = args.count
     if c is None:
         return [DEFAULT_COUNT]
     return list(c) if isinstance(c, list) else [c]
+
+
+# MPICH's hydra and Open MPI's mpirun read -n into a 32-bit int: 2^31 wraps (hydra then starts
+# one process, Open MPI reads -2147483648) and 2^32 + 1 starts one. Neither starts 2^31 - 1.
+MAX_LAUNCH = (1 << 31) - 1
+# Environment that tells the launcher of other hosts (a host file or a batch allocation): then
+# this machine's process limit does not bound P.
+_HOSTS_ENV = ("HYDRA_HOST_FILE", "OMPI_MCA_orte_default_hostfile", "PBS_NODEFILE", "SLURM_JOB_ID")
+
+
+def local_process_limit() -> int:
+    """The most processes this machine could start for one launch: the kernel's pid_max and
+    threads-max and this user's RLIMIT_NPROC, whichever is least."""
+    import resource
+
+    limits = [MAX_LAUNCH]
+    for f in ("/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            limits.append(int(Path(f).read_text().split()[0]))
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY and soft > 0:
+        limits.append(soft)
+    return min(limits)
+
+
+def check_launchable(Ps: list[int], hosts: str | None = None, flag: str = "-np") -> None:
+    """An error, before anything starts, for a process count the MPI launcher cannot start:
+    above 2^31 - 1 (the launchers' int wraps: 2^31 ran one rank and stored it as P = 2^31), or,
+    on this machine alone (no host file), above the processes the kernel lets it start."""
+    for P in Ps:
+        if P > MAX_LAUNCH:
+            raise InvalidArgumentError(
+                f"{flag} {P}: MPI launchers take at most 2^31 - 1 = {MAX_LAUNCH} processes "
+                "(mpiexec would wrap the number and start one)"
+            )
+    if hosts is not None or any(os.environ.get(k) for k in _HOSTS_ENV):
+        return
+    limit = local_process_limit()
+    for P in Ps:
+        if limit < P:
+            raise InvalidArgumentError(
+                f"{flag} {P}: this machine can start at most {limit} processes (kernel pid_max, "
+                "threads-max, ulimit -u); run across nodes with a host file, or lower it"
+            )
 
 
 def check_root(root: int, P: int) -> int:
@@ -370,6 +439,75 @@ def input_file(path: str, what: str = "--file") -> Path:
     if not os.access(f, os.R_OK):
         raise InvalidArgumentError(f"{what}: {path} is not readable")
     return f
+
+
+# The attributes that name files a command reads, and those it writes (every command declares
+# its files under these names), so that one check refuses an output that is one of the inputs.
+INPUT_ATTRS = {
+    "file": "--file",
+    "source": "--from",
+    "tuning": "--tuning",
+    "hosts": "--hosts",
+    "profile": "--profile",
+    "measured": "--measured",
+}
+OUTPUT_ATTRS = {
+    "output": "-o",
+    "out": "-o",
+    "timeline": "--timeline",
+    "plot": "--plot",
+    "stats": "--stats",
+}
+_NOISE_FILE = re.compile(r"^\s*file\(\s*([^,)]+?)\s*(?:,[^)]*)?\)\s*$")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False  # one of them does not exist (yet): not the same file
+
+
+def refuse_output_over_input(args: argparse.Namespace) -> None:
+    """An error if a file the command writes is one of the files it reads (the same file by
+    device and inode, whatever the path says): writing it would destroy the input."""
+    inputs: list[tuple[str, str]] = []
+    for attr, flag in INPUT_ATTRS.items():
+        v = getattr(args, attr, None)
+        if isinstance(v, (str, os.PathLike)):
+            inputs.append((flag, os.fspath(v)))
+    for v in getattr(args, "rows", None) or []:
+        if isinstance(v, str):
+            inputs.append(("ROWS", v))
+    noise = getattr(args, "noise", None)
+    m = _NOISE_FILE.match(noise) if isinstance(noise, str) else None
+    if m:
+        inputs.append(("--noise", m.group(1)))
+    for attr, oflag in OUTPUT_ATTRS.items():
+        out = getattr(args, attr, None)
+        if not isinstance(out, (str, os.PathLike)) or os.fspath(out) in ("", "-"):
+            continue
+        for iflag, path in inputs:
+            if _same_file(os.fspath(out), path):
+                raise InvalidArgumentError(
+                    f"{oflag} {os.fspath(out)} is the file {iflag} reads ({path}): writing it "
+                    "would destroy the input; give another output path"
+                )
+
+
+def plot_format_error(path: str, what: str) -> str | None:
+    """Why matplotlib could not write a picture at `path` (an extension it has no writer for),
+    or None: said before the work, not after it."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    ext = Path(path).suffix.lower().lstrip(".")
+    if ext and ext not in kinds:
+        return (
+            f"{what} {path}: a picture is written as {', '.join('.' + k for k in sorted(kinds))}"
+            f"{'' if ext else ' (the name has no extension)'}"
+        )
+    return None
 
 
 def output_dir(text: str, what: str) -> Path:
@@ -404,6 +542,13 @@ def console() -> Console:
     terminal, plain text as wide as it needs (a pipe gets whole names, not 80-column folds)."""
     from rich.console import Console
 
+    class _Console(Console):
+        """rich's Console, but a reader that goes away (`| head`) is BrokenPipeError for main()
+        to answer (exit 141), not rich's SystemExit(1), which reads as "verification failed"."""
+
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
     if sys.stdout.isatty():
-        return Console(highlight=False)
-    return Console(highlight=False, width=100_000, no_color=True, soft_wrap=True)
+        return _Console(highlight=False)
+    return _Console(highlight=False, width=100_000, no_color=True, soft_wrap=True)

@@ -17,6 +17,7 @@ from collkit.algorithms import Algorithm, algorithms
 from collkit.cli._common import console
 from collkit.cli._common import table as new_table
 from collkit.collectives import COLLECTIVES, collectives
+from collkit.errors import InvalidArgumentError
 
 NAME = "algorithms"
 HELP = "list algorithms with their parameters and documentation"
@@ -125,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
         print(markdown(), end="")
         return 0
     which: str | None = args.which
+    if which is not None and not which.strip():  # '' listed nothing and exited 0
+        raise InvalidArgumentError(
+            f"an empty name: give a collective ({', '.join(COLLECTIVES)}) or an algorithm name"
+        )
     if which and ":" in which:
         spec = Algorithm(which).spec
         if args.json:

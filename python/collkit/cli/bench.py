@@ -37,6 +37,7 @@ from collkit.algorithms import parse_row_name
 from collkit.bench import DATATYPES, Campaign, plot, run_campaign, run_multicast
 from collkit.cli._common import (
     add_p_argument,
+    check_launchable,
     console,
     input_file,
     parse_bytes,
@@ -202,6 +203,7 @@ def _check(args: argparse.Namespace) -> None:
     """What the MPI would otherwise abort on, said before it starts."""
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
+    check_launchable(args.P, args.hosts)
     if args.collective in ROOTED:
         for P in args.P:
             if args.root >= P:

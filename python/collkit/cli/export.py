@@ -21,7 +21,14 @@ import sys
 from pathlib import Path
 
 from collkit import _core, io
-from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, parse_per_byte, placement_of
+from collkit.cli._common import (
+    DEFAULT_COUNT,
+    add_problem_arguments,
+    input_file,
+    parse_per_byte,
+    placement_of,
+    refuse_problem_options,
+)
 from collkit.placement import core_args
 from collkit.simulate import memory_estimate
 
@@ -33,6 +40,7 @@ EXIT_OK, EXIT_USAGE = 0, 2
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_problem_arguments(p, optional="omit with --from")
+    p.set_defaults(root=None, elem_size=None)  # None: not given (refused with --from)
     p.add_argument(
         "--from",
         dest="source",
@@ -106,14 +114,14 @@ def run(args: argparse.Namespace) -> int:
     if args.source is not None:
         if args.algorithm is not None or args.P is not None:
             return _usage("give either ALGO -P N or --from FILE, not both")
-        try:
-            schedule = io.load(args.source)
-        except OSError as e:
-            return _usage(f"cannot read {args.source}: {e.strerror or e}")
+        refuse_problem_options(args, "--from")
+        schedule = io.load(str(input_file(args.source, "--from")))
     else:
         if args.algorithm is None or args.P is None:
             return _usage("give ALGO and -P N (or --from FILE to convert a saved schedule)")
         count = DEFAULT_COUNT if args.count is None else args.count
+        args.elem_size = 8 if args.elem_size is None else args.elem_size
+        args.root = 0 if args.root is None else args.root
         placement = placement_of(args)
         fmt = args.format or (args.output and io.format_for_path(args.output)) or "text"
         # Streamed rank by rank, to the file or to stdout, in every format: memory of one

@@ -20,6 +20,7 @@ examples:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -108,12 +109,13 @@ def read_rows(paths: list[str]) -> list[Any]:
         p = Path(path)
         if not p.is_file():
             raise InvalidArgumentError(f"no such results file: {path}")
-        try:
-            rows += (
-                results.read_csv(p) if p.suffix == ".csv" else results.read_jsonl(p, strict=True)
-            )
-        except (OSError, UnicodeDecodeError) as e:
-            raise InvalidArgumentError(f"cannot read {path}: {e}") from None
+        # A line that is not a row is said at once and left out; the fit goes on with the rest.
+        rejected: list[results.Rejected] = []
+        rows += (
+            results.read_csv(p, rejected) if p.suffix == ".csv" else results.read_jsonl(p, rejected)
+        )
+        for bad in rejected:
+            print(f"collkit fit: {bad}: line left out", file=sys.stderr)
     return rows
 
 

@@ -80,6 +80,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.ref_bytes < args.elem_size:  # 0 B has no bandwidth: the ratio printed as inf
+        raise InvalidArgumentError(
+            f"--ref-bytes {args.ref_bytes}: bandwidths are given at a size of at least one "
+            f"{args.elem_size}-byte element"
+        )
     old_default, new_default = DEFAULTS[args.collective]
     old: Algorithm = args.old or Algorithm(old_default)
     news: list[Algorithm] = args.new or [Algorithm(n) for n in new_default]

@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collkit.cli._common import input_file, parse_p
+from collkit.cli._common import check_launchable, input_file, parse_p
 from collkit.errors import InvalidArgumentError
 from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
 from collkit.tune.table import load
@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         program = program[1:]
     if not program:
         raise InvalidArgumentError("no program to run: collkit run -np 4 --tuning T -- ./app")
+    check_launchable([args.P], args.hosts)
     env: dict[str, str] = {}
     if args.tuning:
         table = load(args.tuning)  # a clear error before anything starts
@@ -117,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
     if args.stats:
+        try:  # can it be written? said now, not after the program ran (its rows would be lost)
+            with open(args.stats, "a"):
+                pass
+        except OSError as e:
+            raise InvalidArgumentError(f"--stats {args.stats}: {e.strerror or e}") from None
         env["COLLKIT_STATS"] = str(Path(args.stats).resolve())
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
     print(f"collkit run: MPI: {mpi.describe()}", file=sys.stderr)

@@ -48,7 +48,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collkit.cli._common import DEFAULT_COUNT, add_problem_arguments, check_root, placement_of
+from collkit.cli._common import (
+    DEFAULT_COUNT,
+    add_problem_arguments,
+    check_root,
+    placement_of,
+    plot_format_error,
+)
 from collkit.errors import CollkitError
 from collkit.results import row_to_json
 from collkit.simulate import (
@@ -313,6 +319,8 @@ def run(args: argparse.Namespace) -> int:
     for path, what in ((args.timeline, "--timeline"), (args.plot, "--plot")):
         if path is not None and (why := _writable(path, what)):
             return _fail(why)
+    if args.plot is not None and (why := plot_format_error(args.plot, "--plot")):
+        return _fail(why)
 
     source: Any
     placement = None

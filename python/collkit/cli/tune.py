@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.cli._common import input_file, parse_p_list
+from collkit.cli._common import check_launchable, input_file, output_dir, parse_p_list
 from collkit.cli.bench import parse_sizes
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
@@ -276,12 +276,33 @@ def _fmt(n: int) -> str:
     return f"{n}B"
 
 
+# The simulator's state per rank, whatever the algorithm (collkit.simulate.memory_estimate):
+# a lower bound of what simulating P ranks takes.
+_SIM_BYTES_PER_RANK = 48 + 4 + 8 + 64
+
+
+def check_simulation_fits(Ps: list[int]) -> None:
+    """Refuse, with the estimate, a P whose simulation could not fit in the memory available
+    (-np 2^31 grew to 24 GB and was killed): said before any candidate is simulated."""
+    from collkit.cli.simulate import _available_memory
+
+    avail = _available_memory()
+    for P in Ps:
+        need = P * _SIM_BYTES_PER_RANK
+        if avail is not None and need > avail:
+            raise InvalidArgumentError(
+                f"-np {P}: simulating it needs at least {need / 2**30:.1f} GiB "
+                f"({_SIM_BYTES_PER_RANK} B per rank), more than the {avail / 2**30:.1f} GiB "
+                "available: lower -np"
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.top_k < 1 or args.iters < 5 or args.warmup < 0 or args.max_ms < 1:
         raise InvalidArgumentError("--top-k >= 1, --iters >= 5, --warmup >= 0, --max-ms >= 1")
     if not 1 <= args.rounds <= 100:
         raise InvalidArgumentError(f"--rounds {args.rounds} must be in 1..100")
-    if not 0 < args.alpha < 1 or args.min_gain < 0:
+    if not 0 < args.alpha < 1 or not 0 <= args.min_gain < math.inf:  # NaN fails both
         raise InvalidArgumentError("--alpha must be in (0, 1) and --min-gain >= 0")
     params: dict[str, str] = {}
     for kv in args.param:
@@ -317,8 +338,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if opts.only is not None:
         check_only(opts.collectives, opts.only)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if not args.simulate:
+        check_launchable(opts.P, args.hosts)
+    else:
+        check_simulation_fits(opts.P)
+    out = output_dir(args.out, "-o")  # a folder: an existing one, or one made in an existing one
     store = ResultStore(out / "tune.jsonl")
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 

@@ -26,11 +26,12 @@ from collkit.cli._common import (
     counts_of,
     input_file,
     placement_of,
+    refuse_problem_options,
 )
 from collkit.cli._common import table as new_table
 from collkit.collectives import IN_PLACE_COLLECTIVES, ROOTED
 from collkit.errors import InvalidArgumentError, UnsupportedError
-from collkit.verify import VerifyResult, verify
+from collkit.verify import VerifyResult, check_buffers_fit, verify
 
 NAME = "verify"
 HELP = "prove an algorithm correct over a sweep of P (or verify a schedule file)"
@@ -43,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         optional="omit with --file",
         root_help=f"root of {' / '.join(ROOTED)} (default: every root for P <= 16, else 0 and P-1)",
     )
-    p.set_defaults(root=None)
+    p.set_defaults(root=None, elem_size=None)  # None: not given (refused with --file)
     op = p.add_mutually_exclusive_group()
     op.add_argument(
         "--commutative",
@@ -87,9 +88,13 @@ def run(args: argparse.Namespace) -> int:
 
         if args.algorithm is not None or args.P is not None:
             raise InvalidArgumentError("give either ALGO -P LIST or --file PATH, not both")
+        refuse_problem_options(args, "--file")
         s = io.load(str(input_file(args.file)))
         commutative = True if args.commutative is None else args.commutative
+        # The same checks as collkit.verify(s, in_place=...): the plain run, then MPI_IN_PLACE.
         r = verify(s, commutative=commutative)
+        if r.ok and args.in_place:
+            r = verify(s, commutative=commutative, in_place=True)
         out.print(r.summary(), markup=False)
         return 0 if r.ok else 1
     if args.algorithm is None or args.P is None:
@@ -124,8 +129,9 @@ def run(args: argparse.Namespace) -> int:
         for P, count, root in cases:
             prog.update(task, description=f"{algo.canonical} P={P} count={count}")
             t0 = time.perf_counter()
+            check_buffers_fit(algo.collective, P, count, root)  # before generating, not after
             try:
-                s = algo.generate(P, count, args.elem_size, root, placement=placement)
+                s = algo.generate(P, count, args.elem_size or 8, root, placement=placement)
             except UnsupportedError as e:
                 skipped.setdefault(str(e).split(": ", 1)[-1], []).append(P)
                 prog.advance(task)

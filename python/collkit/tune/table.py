@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collkit import _core
+from collkit import _core, files
 from collkit.errors import InvalidArgumentError
 
 FORMAT = "collkit-tuning"
@@ -139,11 +139,9 @@ def validate(d: Any) -> Table:
 def load(path: str | os.PathLike[str]) -> Table:
     """Reads and checks a table; errors name the file."""
     p = Path(path)
-    try:
-        with p.open("rb") as f:
-            text = f.read(_core.TUNING_MAX_BYTES + 1)  # the reader refuses more
-    except OSError as e:
-        raise InvalidArgumentError(f"cannot read tuning table {p}: {e.strerror}") from None
+    # Regular files only, bounded (a device or FIFO never ends); the reader refuses a table
+    # over its own limit with its own message.
+    text = files.read_bytes(p, "tuning table", limit=max(1 << 26, _core.TUNING_MAX_BYTES + 1))
     try:
         return parse(text)
     except InvalidArgumentError as e:

@@ -57,7 +57,12 @@ struct SimOptions {
   int64_t trials = 1;
   uint64_t seed = 0;
   bool record = false;  // keep per-op start / end, messages and the critical path (trial 0)
+  // Polled every 2^16 events: true stops the run with SimInterrupted (Ctrl-C from Python).
+  std::function<bool()> interrupted;
 };
+
+// Thrown by simulate() when SimOptions::interrupted said stop.
+struct SimInterrupted {};
 
 struct SimResult {
   int64_t P = 0;
