@@ -1,4 +1,4 @@
-"""All-to-all (seed 003): the radix-r Bruck against the spread-out and pairwise algorithms.
+"""All-to-all ([Fan 2022]): the radix-r Bruck against the spread-out and pairwise algorithms.
 
 One run records, with the machine and the date, in benchmarks/results/alltoall.md:
 

@@ -10,9 +10,9 @@ The model (postal, with a topology; the parameters and where they come from):
 - alpha = 220 ns: an 8-byte message within a node, the median of this machine's one-message
   multicast over shared memory (MPICH, benchmarks/results/multicast-mpich-P2.jsonl, b = 1).
   Messages within a node pay nothing more (intra = 0) and share no link.
-- between nodes, a dragonfly like ARCHER's (seed 002's machine; the shape of
+- between nodes, a dragonfly like ARCHER's ([Ruefenacht 2017]'s machine; the shape of
   benchmarks/congestion_table2.py): 4 nodes per router, 16 routers per group, 300 ns per hop,
-  500 ns per global link. A message between nodes then costs 0.8 to 1.9 us, around seed 002
+  500 ns per global link. A message between nodes then costs 0.8 to 1.9 us, around [Ruefenacht 2017]
   Table 1's alpha_p = 1.34 us on the Cray Aries. Every link, the node's NIC included, carries one
   message at a time at 0.1 ns/B (10 GB/s, as in congestion_table2.py): the ranks of a node share
   their NIC.
@@ -61,7 +61,7 @@ CASES: list[tuple[str, int, list[int], list[str], list[str]]] = [
         ["allreduce:rd", "allreduce:rabenseifner"],
         [
             "allreduce:hier",
-            "allreduce:hier(intra=allreduce:rd)",  # seed 002: the on-node stage first
+            "allreduce:hier(intra=allreduce:rd)",  # [Ruefenacht 2017]: the on-node stage first
         ],
     ),
     (

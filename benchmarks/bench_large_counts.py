@@ -2,7 +2,7 @@
 allreduce:rabenseifner / allreduce:ring against allreduce:rd, from 8 B to 16 MiB per rank, measured
 on this machine's MPI (collkit bench, results checked against the MPI's own call), simulated at
 P = 16..1024 and by the alpha-beta-gamma closed forms; the count limit per P in the shape of
-seed 001's table.
+[Rabenseifner]'s table.
 
     .venv/bin/python benchmarks/bench_large_counts.py                 # the recorded run
     .venv/bin/python benchmarks/bench_large_counts.py --quick         # a few sizes, P = 2

@@ -21,7 +21,7 @@ import collkit
 from collkit.analysis import recmult
 from collkit.analysis.recmult import PipelinedPostal
 
-MODEL = PipelinedPostal(alpha_p=1.34e-6, alpha_r=0.34e-6)  # seed 002 Table 1, minimum
+MODEL = PipelinedPostal(alpha_p=1.34e-6, alpha_r=0.34e-6)  # [Ruefenacht 2017] Table 1, minimum
 NBYTES = 8
 
 

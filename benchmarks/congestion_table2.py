@@ -21,7 +21,7 @@ from pathlib import Path
 
 import collkit
 
-# P, schedule, measured min RD / RM (us), measured median RD / RM (us): seed 002 Table 2.
+# P, schedule, measured min RD / RM (us), measured median RD / RM (us): [Ruefenacht 2017] Table 2.
 TABLE2 = [
     (4, "a4", 2.36, 1.87, 4.55, 3.65),
     (6, "a6", 4.76, 2.87, 8.72, 5.75),

@@ -1,6 +1,8 @@
 """Seed 004 on this machine: a bcast / reduce campaign (linear, pipeline, binary, binomial and the
-MPI's native call) over P and message sizes, seed 004's linear models fitted to it, the same fit on
-simulated rows up to P = 4096, and the measured rows against the simulated ones (seed 002 Figs.
+MPI's native call) over P and message sizes, [Latency models]'s linear models fitted to it, the
+same fit on
+simulated rows up to P = 4096, and the measured rows against the simulated ones ([Ruefenacht 2017]
+Figs.
 12, 14, 15).
 
     python benchmarks/rooted_campaign.py measure    # collkit bench; appends, resumes

@@ -1,4 +1,4 @@
-"""All-to-all: spread-out, pairwise, radix-r Bruck and modified Bruck (seed 003).
+"""All-to-all: spread-out, pairwise, radix-r Bruck and modified Bruck ([Fan 2022]).
 
 Default run: every P <= 128 with sampled radixes (2, 3, 4, ceil sqrt P, P/2, P-1, P and two
 random ones), a few P up to 700, and the poster's numC / numD against the generated schedules for
@@ -336,7 +336,7 @@ def test_simulated_messages_and_bytes_are_numc_and_numd(name: str) -> None:
 @needs_simulator
 def test_simulated_tradeoff_of_the_poster() -> None:
     """Latency-bound (tiny blocks): r = 2 beats the spread-out; bandwidth-bound (large blocks):
-    the spread-out beats r = 2 (seed 003's trade-off), under LogGP."""
+    the spread-out beats r = 2 ([Fan 2022]'s trade-off), under LogGP."""
     P = 64
 
     def t(name: str, N: int) -> float:

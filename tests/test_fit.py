@@ -1,4 +1,5 @@
-"""collkit.fit: seed 004's linear models, any formula, predictions with intervals, pictures, and
+"""collkit.fit: [Latency models]'s linear models, any formula, predictions with intervals,
+pictures, and
 measured-versus-predicted comparisons, on rows whose true coefficients are known."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from collkit.simulate import simulate_file
 HIER = [
     "allreduce:hier",  # reduce:binomial, allreduce:rd, bcast:binomial
     "allreduce:hier(intra=reduce:knomial(k=3),inter=allreduce:ring,bcast=bcast:knomial(k=3))",
-    "allreduce:hier(intra=allreduce:rd,inter=allreduce:rd)",  # seed 002's on-node stage
+    "allreduce:hier(intra=allreduce:rd,inter=allreduce:rd)",  # [Ruefenacht 2017]'s on-node stage
     "allreduce:hier(inter=allreduce:hier(inter=allreduce:rabenseifner))",  # nested
 ]
 BRUCK_LOCAL = ["alltoall:bruck_local", "alltoall:bruck_local(r=3)", "alltoall:bruck_local(r=auto)"]

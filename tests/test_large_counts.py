@@ -1,5 +1,5 @@
 """Large-count algorithms (issue 6): Rabenseifner's reduce and allreduce, the ring allreduce, and
-switching between small- and large-count protocols without changing a bit (seed 001).
+switching between small- and large-count protocols without changing a bit ([Rabenseifner]).
 
 Every P <= 128 and sampled P up to 4096, odd counts (counts below, at and above P, so that some
 blocks are empty and the others differ in length), through the verifier and compare_trees."""
@@ -63,7 +63,8 @@ def test_pairs_with_counts_above_P_at_large_P() -> None:
 
 
 def test_seed_001_tree_for_13_ranks() -> None:
-    # The tree seed 001 writes for 13 ranks is built by rd; rabenseifner builds the same for every
+    # The tree [Rabenseifner] writes for 13 ranks is built by rd; rabenseifner builds the same for
+    # every
     # element, whichever block (and so whichever halving partners) the element falls in.
     for count in (1, 13, 27):
         cmp = collkit.compare_trees(
@@ -153,7 +154,9 @@ def test_ring_segments_cut_messages() -> None:
 
 
 def _rd_pattern_from_seed_002(P: int, rank: int) -> list[tuple[int, int]]:
-    """(kind, peer) of every message op of `rank` in seed 002's Algorithm 1, written anew."""
+    """(kind, peer) of every message op of `rank` in [Ruefenacht 2017]'s Algorithm 1, written
+    anew.
+    """
     pof2 = 1 << (P.bit_length() - 1)
     rem = P - pof2
     ops: list[tuple[int, int]] = []

@@ -1,4 +1,5 @@
-"""The count limit of seed 001 by the alpha-beta-gamma closed forms, checked against the schedules
+"""The count limit of [Rabenseifner] by the alpha-beta-gamma closed forms, checked against the
+schedules
 themselves and against the forms' own algebra; its table and CLI; hostile input."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import collkit
 from collkit.analysis import recmult
 
-SEED_EXAMPLES = [  # seed 002: §4.2, §6.2-6.3, Figs. 17-22
+SEED_EXAMPLES = [  # [Ruefenacht 2017]: §4.2, §6.2-6.3, Figs. 17-22
     ("a8,a4", 32, "factored"),
     ("a3,a2", 6, "factored"),
     ("a2,a2,a2", 8, "factored"),
@@ -20,7 +20,7 @@ SEED_EXAMPLES = [  # seed 002: §4.2, §6.2-6.3, Figs. 17-22
     ("m3g2a2,n3g2a2", 7, "merged"),
 ]
 
-TABLE2 = [  # seed 002 Table 2: process count and the best schedule measured on ARCHER
+TABLE2 = [  # [Ruefenacht 2017] Table 2: process count and the best schedule measured on ARCHER
     (4, "a4"),
     (6, "a6"),
     (8, "a2,a4"),

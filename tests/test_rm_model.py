@@ -1,4 +1,5 @@
-"""The pipelining postal model of seed 002, b_opt against a brute-force minimisation of Eq. 4,
+"""The pipelining postal model of [Ruefenacht 2017], b_opt against a brute-force minimisation of
+Eq. 4,
 and the search for large N against exhaustive enumeration."""
 
 from __future__ import annotations

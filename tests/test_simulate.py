@@ -1,4 +1,5 @@
-"""The simulator: closed forms of seed 002, hand-computed tiny cases for every model, noise,
+"""The simulator: closed forms of [Ruefenacht 2017], hand-computed tiny cases for every model,
+noise,
 skew, topology, the critical path and bad input."""
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def ping(n: int = 80) -> collkit.Schedule:
     return ops.build()
 
 
-# --- closed forms (seed 002 Eq. 1 and 2) -------------------------------------------------------
+# --- closed forms ([Ruefenacht 2017] Eq. 1 and 2)
+# -------------------------------------------------------
 
 
 @pytest.mark.parametrize("P", [2**k for k in range(1, 11)])

@@ -1,6 +1,6 @@
-// Simulator checks under AddressSanitizer + UBSan: the closed form of seed 002 Eq. 1, a schedule
-// and its generator simulate alike, every model with noise, skew, topology and recording, and
-// random hostile schedules end in a result or a collkit::Error, never anything else.
+// Simulator checks under AddressSanitizer + UBSan: the closed form of [Ruefenacht 2017] Eq. 1, a
+// schedule and its generator simulate alike, every model with noise, skew, topology and recording,
+// and random hostile schedules end in a result or a collkit::Error, never anything else.
 #include <cmath>
 #include <random>
 #include <vector>

@@ -1,4 +1,4 @@
-// collkit_multicast: the multicast benchmark of seed 002 §5.1. Rank 0 issues b messages of
+// collkit_multicast: the multicast benchmark of [Ruefenacht 2017] §5.1. Rank 0 issues b messages of
 // `bytes` bytes (b = 1..max-b) to b peers, with blocking MPI_Send or non-blocking MPI_Isend, and
 // times only the issuing: the clock is read directly before the first send starts and after the
 // last one returns (for MPI_Isend the Waitall comes after the clock). The pipelining postal model

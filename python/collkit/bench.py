@@ -301,7 +301,9 @@ def run_multicast(
     bytes_: int = 8,
     fit_max_b: int = 8,
 ) -> list[dict[str, object]]:
-    """The multicast benchmark of seed 002 §5.1: JSON records per (mode, b), then the fits."""
+    """The multicast benchmark of [Ruefenacht 2017] §5.1: JSON records per (mode, b), then the
+    fits.
+    """
     if P < 2:
         raise InvalidArgumentError("the multicast benchmark needs P >= 2")
     bindir = build(mpi, ["collkit_multicast"])

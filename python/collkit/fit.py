@@ -1,4 +1,4 @@
-"""Linear models of latency fitted to result rows, measured or simulated alike (seed 004).
+"""Linear models of latency fitted to result rows, measured or simulated alike ([Latency models]).
 
 Rows follow collkit's one row schema (:mod:`collkit.results`): collective, algorithm, P, bytes,
 allocation and the statistics (microseconds). A fit turns them into a table with the columns a
@@ -7,8 +7,8 @@ formula may name:
 ==============  ==============================================================================
 ``latency``     the chosen statistic (``median`` unless told), microseconds
 ``P``           process count;  ``log2P``: log2(P)
-``big``         1.0 where P > threshold (seed 004's ``[P > 128]``), else 0.0
-``size``        bytes per rank (seed 004's Message_Size);  ``bytes`` is the same
+``big``         1.0 where P > threshold ([Latency models]'s ``[P > 128]``), else 0.0
+``size``        bytes per rank ([Latency models]'s Message_Size);  ``bytes`` is the same
 ``algorithm``   short name, e.g. ``pipeline`` (``bcast:pipeline(seg=8KiB)`` -> ``pipeline``)
 ``allocation``  how ranks were placed: ``core``, ``socket``, ``node``, or the row's text
 ``binding``     ``core``, ``socket``, ... where the row's settings bind ranks (HYDRA_BINDING)
@@ -16,7 +16,7 @@ formula may name:
 ``collective``, ``name`` (the full algorithm name), ``source``, ``mpi``, ``machine``
 ==============  ==============================================================================
 
-Two of seed 004's forms are named models:
+Two of [Latency models]'s forms are named models:
 
 - ``seed-p``: ``latency ~ 0 + P + big + P:big`` fitted separately per group (its per-algorithm
   tables); where no row has P above the threshold the ``big`` terms are dropped, as in the
@@ -172,7 +172,7 @@ class Coefficient:
 
 @dataclass
 class FitResult:
-    """One fitted linear model: coefficients as in seed 004's tables, R², and the data."""
+    """One fitted linear model: coefficients as in [Latency models]'s tables, R², and the data."""
 
     formula: str
     group: str  # "" for a fit of all rows
@@ -431,7 +431,7 @@ def _save(fig: Any, path: str | Path | None) -> Any:
     return fig
 
 
-# ---- model versus measurement (seed 002 Figs. 12, 14, 15) ------------------------------------
+# ---- model versus measurement ([Ruefenacht 2017] Figs. 12, 14, 15)
 
 
 @dataclass
@@ -516,7 +516,7 @@ def _key(d: Mapping[str, Any]) -> tuple[str, str, int, int]:
 
 
 def plot_comparison(c: Comparison, path: str | Path | None = None) -> Any:
-    """Three panels: relative difference against P (seed 002 Fig. 12), and measured against
+    """Three panels: relative difference against P ([Ruefenacht 2017] Fig. 12), and measured against
     predicted for the minimum (Fig. 14) and the median (Fig. 15), coloured by size: the Figure
     (also written to `path` when given)."""
     from collkit.plotting import new_figure

@@ -11,7 +11,8 @@ strings with units: ``"1.34us"``, ``"500ns"``, ``"2ms"``; per-byte costs accept 
 
 Models (see docs/simulator.md for the exact semantics):
 
-- ``postal``: ``alpha + n*beta`` per message, one message in flight per rank (seed 002 Eq. 1).
+- ``postal``: ``alpha + n*beta`` per message, one message in flight per rank ([Ruefenacht 2017] Eq.
+1).
 - ``pipelined-postal``: ``alpha_p + b*(alpha_r + n*beta)`` for b sends issued together (Eq. 3).
 - ``logp``, ``loggp``, ``loggops``: ``L, o, g, G, O, S`` with the semantics of LogGOPSim.
 

@@ -1,4 +1,5 @@
-"""Timelines of a simulated run: Perfetto / Chrome trace JSON and a picture in the style of seed 002
+"""Timelines of a simulated run: Perfetto / Chrome trace JSON and a picture in the style of
+[Ruefenacht 2017]
 Figs. 18-23 (one row per rank; sends, receives and computations as bars; messages as arrows).
 
 Both need a result recorded with ``simulate(..., timeline=True)``.

@@ -209,7 +209,7 @@ def verify_algorithm(
 
 @dataclass(frozen=True)
 class TreeComparison:
-    """Whether two schedules reduce every element with the same tree (seed 001's requirement
+    """Whether two schedules reduce every element with the same tree ([Rabenseifner]'s requirement
     for switching protocols at a count limit without changing a bit of the result)."""
 
     same_exact: bool

@@ -1,5 +1,5 @@
 // The radix-r Bruck all-to-all, counted: its steps, the blocks each step sends (numC / numD of
-// seed 003) and the choice of r by the alpha-beta model. Shared by alltoall:bruck,
+// [Fan 2022]) and the choice of r by the alpha-beta model. Shared by alltoall:bruck,
 // alltoall:bruck_modified and the Python bindings, so that the counts and the schedules come from
 // one definition of the step sequence.
 #pragma once

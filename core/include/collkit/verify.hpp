@@ -71,7 +71,7 @@ VerifyResult verify(const Schedule& s, const VerifyOptions& opts = {});
 
 // Whether two schedules of the same reduction (allreduce or reduce, same P, count and root)
 // compute every result element with the same reduction tree, so that switching between them
-// (e.g. at a count limit, seed 001) does not change a bit of the result.
+// (e.g. at a count limit, [Rabenseifner]) does not change a bit of the result.
 struct TreeComparison {
   bool same_exact = false;        // identical trees, operand order included
   bool same_commutative = false;  // identical up to swapped operands

@@ -1,9 +1,9 @@
 """Analysis of algorithm families, reading costs and parameter grids from the registry.
 
-- `limits`: the count limit of seed 001 between a small- and a large-count protocol, from the
+- `limits`: the count limit of [Rabenseifner] between a small- and a large-count protocol, from the
   closed-form costs the algorithms register (`Algorithm.cost`) or any other time source;
-- `bruck`: the radix-r Bruck all-to-all counted (numC / numD of seed 003) and its radix choice;
-- `recmult`: recursive multiplying allreduce (seed 002): stage languages, the postal model,
+- `bruck`: the radix-r Bruck all-to-all counted (numC / numD of [Fan 2022]) and its radix choice;
+- `recmult`: recursive multiplying allreduce ([Ruefenacht 2017]): stage languages, the postal model,
   exhaustive enumeration and search, timelines.
 """
 

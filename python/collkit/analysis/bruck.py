@@ -1,4 +1,4 @@
-"""The radix-r Bruck all-to-all, counted (seed 003): numC, numD and the choice of r.
+"""The radix-r Bruck all-to-all, counted ([Fan 2022]): numC, numD and the choice of r.
 
 Three sources of the same numbers, so that each checks the others:
 

@@ -1,4 +1,5 @@
-"""The count limit of seed 001: from which count on a large-count protocol (Rabenseifner's reduce
+"""The count limit of [Rabenseifner]: from which count on a large-count protocol (Rabenseifner's
+reduce
 or allreduce, the ring) beats the small-count one, per P, and the bandwidths on both sides.
 
 Times come from a *source*: the alpha-beta-gamma closed forms here (`model_time`), or any
@@ -33,7 +34,7 @@ __all__ = [
     "modeled",
 ]
 
-# The communicator sizes of seed 001's measurements.
+# The communicator sizes of [Rabenseifner]'s measurements.
 SEED_001_P = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256]
 
 

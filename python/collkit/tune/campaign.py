@@ -22,7 +22,8 @@ from collkit.mpi import MPI
 from collkit.results import ResultStore, Row
 from collkit.tune.select import latest
 
-# The model that ranks `rm` schedules for the campaign (seed 002's ARCHER-like ratio); only the
+# The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
+# only the
 # order matters here, the measurement decides.
 RANK_MODEL = PipelinedPostal(alpha_p=1.5e-6, alpha_r=0.4e-6, beta=1e-10)
 

@@ -1,6 +1,6 @@
-// The schedule language of recursive multiplying (seed 002 §4.2): a list of stages that says how
-// P ranks reduce. One parser, used by the generator (allreduce:rm) and, through the bindings, by
-// the Python enumeration and models.
+// The schedule language of recursive multiplying ([Ruefenacht 2017] §4.2): a list of stages that
+// says how P ranks reduce. One parser, used by the generator (allreduce:rm) and, through the
+// bindings, by the Python enumeration and models.
 //
 //   aB       factor stage: every active rank exchanges with the B-1 other ranks of its group
 //            (one face of the hypercuboid) and combines the B values in group order.

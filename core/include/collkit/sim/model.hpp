@@ -2,10 +2,10 @@
 // Every time is in nanoseconds, every size in bytes; n below is a message's size in bytes.
 //
 //   postal            alpha + n beta per message; a rank's send port carries one message at a
-//                     time, busy until the message has arrived (seed 002 Eq. 1).
+//                     time, busy until the message has arrived ([Ruefenacht 2017] Eq. 1).
 //   pipelined_postal  alpha_p + b (alpha_r + n beta) for b sends issued together: the send port is
 //                     busy alpha_r + n beta per message, after which the message still needs
-//                     alpha_p to arrive, overlapping the next sends (seed 002 Eq. 3).
+//                     alpha_p to arrive, overlapping the next sends ([Ruefenacht 2017] Eq. 3).
 //   logp / loggp /    L, o, g, G, O, S as in LogGOPSim (Hoefler, Schneider, Lumsdaine, HPDC 2010):
 //   loggops           sender CPU o + (n-1) O, send gap g + (n-1) G, first byte arrives o + L after
 //                     the send starts, receiver CPU o + max((n-1) O, (n-1) G), receive gap

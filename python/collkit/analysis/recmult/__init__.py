@@ -1,4 +1,5 @@
-"""Recursive multiplying (seed 002): its schedule language, the enumeration of every schedule for
+"""Recursive multiplying ([Ruefenacht 2017]): its schedule language, the enumeration of every
+schedule for
 a process count, the pipelining postal model, b_opt, and a search that finds the model-optimal
 schedule for N up to 10^6.
 

@@ -1,4 +1,5 @@
-"""Every valid recursive multiplying schedule for N ranks (seed 002 §6.1: factored, split and
+"""Every valid recursive multiplying schedule for N ranks ([Ruefenacht 2017] §6.1: factored, split
+and
 merged schedules), with a maximum fan-out.
 
 Fan-out is the most messages one rank sends in one stage: aB: B-1; cTmB: 1; eTmB: B-1;

@@ -1,4 +1,4 @@
-"""The pipelining postal model of seed 002 §3 and the optimal fan-out b_opt.
+"""The pipelining postal model of [Ruefenacht 2017] §3 and the optimal fan-out b_opt.
 
 A stage in which a rank issues b overlapping sends of n bytes costs (Eq. 3)
 
@@ -44,7 +44,9 @@ def parse_time(text: str) -> float:
 
 @dataclass(frozen=True)
 class PipelinedPostal:
-    """Pipelining postal model parameters (seed 002 Eq. 3), in seconds (beta, gamma: per byte)."""
+    """Pipelining postal model parameters ([Ruefenacht 2017] Eq. 3), in seconds (beta, gamma: per
+    byte).
+    """
 
     alpha_p: float
     alpha_r: float

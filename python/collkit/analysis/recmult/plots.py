@@ -1,4 +1,5 @@
-"""Pictures of the recursive multiplying model: b_opt against alpha_p/alpha_r (seed 002 Fig. 3)
+"""Pictures of the recursive multiplying model: b_opt against alpha_p/alpha_r ([Ruefenacht 2017]
+Fig. 3)
 and the Eq. 4 cost surface over b and N (Fig. 4).
 
     python -m collkit.analysis.recmult.plots docs/img
@@ -35,7 +36,7 @@ def figure_b_opt(path: str | Path, max_ratio: float = 20.0) -> Path:
     ax.step(dots, m, where="mid", color="0.4", lw=1, label="best integer b")
     ax.set_xlabel(r"$\rho = \alpha_p / \alpha_r$")
     ax.set_ylabel(r"$b_{opt}$")
-    ax.set_title("Optimal fan-out of recursive multiplying (cf. seed 002 Fig. 3)")
+    ax.set_title("Optimal fan-out of recursive multiplying (cf. [Ruefenacht 2017] Fig. 3)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -71,7 +72,7 @@ def figure_cost_surface(
     ax.set_ylabel("N (processes)")
     ax.set_title(
         rf"Eq. 4 cost, $\alpha_p$ = {alpha_p * 1e6:g} $\mu$s, "
-        rf"$\alpha_r$ = {alpha_r * 1e6:g} $\mu$s (cf. seed 002 Fig. 4)",
+        rf"$\alpha_r$ = {alpha_r * 1e6:g} $\mu$s (cf. [Ruefenacht 2017] Fig. 4)",
         fontsize=10,
     )
     ax.legend(loc="upper right", fontsize=8)

@@ -34,7 +34,8 @@ def rank_schedules(
     # computed once and shared by every shell around it.
     inner: dict[int, list[tuple[float, bool, str, int]]] = {}
     # Sort key: cost (rounded to 1e-15 s: the same bases summed in another order may differ in
-    # the last bit), fewer stages, descending bases (seed 000: the best order on ARCHER), name.
+    # the last bit), fewer stages, descending bases ([Ruefenacht poster]: the best order on
+    # ARCHER), name.
     rows: list[tuple[float, int, bool, str, float, str]] = []
     for family, head, mid, tail in shells(N, max_fanout, families):
         if mid not in inner:

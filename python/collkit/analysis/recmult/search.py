@@ -1,4 +1,5 @@
-"""Finding the model-optimal schedule for large N (seed 002 §8: "evaluating schedules using an
+"""Finding the model-optimal schedule for large N ([Ruefenacht 2017] §8: "evaluating schedules
+using an
 efficient heuristic would be required for large-scale computers").
 
 Enumeration is infeasible past a few thousand ranks (N = 1024 alone has ~61,000 schedules), but
@@ -12,7 +13,8 @@ m <= N at once with numpy, then
 
 under the same fan-out limit as the enumeration. The result is the exhaustive optimum under the
 model (tests/test_rm_search.py checks it against enumeration for every N <= 256); the
-factors are written in descending order, the order seed 000 found best on ARCHER. What it cannot
+factors are written in descending order, the order [Ruefenacht poster] found best on ARCHER. What
+it cannot
 know is what the model leaves out (skew, congestion): rank its neighbours by simulation.
 """
 

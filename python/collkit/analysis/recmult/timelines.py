@@ -1,4 +1,4 @@
-"""Simulated timelines of the seed's recursive multiplying examples (seed 002 §6.2-6.3,
+"""Simulated timelines of the recursive multiplying examples ([Ruefenacht 2017] §6.2-6.3,
 Figs. 18-22): a2,a2,a2 and a8 at N = 8; c6m2,a2,a2,e6m2, m1g2a3,n1g3a2 and m3g2a2,n3g2a2 at
 N = 7, in the pipelining postal model with the seed's settings (latency alpha_p = 500 ns,
 pipeline latency alpha_r = 100 ns, 0.4 ns per byte, 10 ns per reduction, 8 bytes).
