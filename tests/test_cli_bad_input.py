@@ -270,7 +270,7 @@ def test_bench_says_it_is_building(
     from collkit.cli import bench as bench_cli
     from collkit.mpi import find_mpi
 
-    monkeypatch.setattr(bench_cli, "build", lambda mpi: time.sleep(1.5))
+    monkeypatch.setattr(bench_cli, "build", lambda *a, **k: time.sleep(1.5))
     bench_cli._build(find_mpi())
     err = capsys.readouterr().err
     assert "building collkit's MPI programs" in err and "built in" in err
