@@ -179,6 +179,7 @@ def test_missing_cmake_is_exit_2_with_a_message(
 ) -> None:
     fake = _fake_mpi(tmp_path / "mpich" / "bin", MPICH_VERSION)
     monkeypatch.setenv("COLLKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)  # bench's default output folder lands here, not in the checkout
     monkeypatch.setattr(mpibuild.sys, "executable", str(tmp_path / "nowhere" / "python"))
     monkeypatch.setenv("PATH", str(fake.parent))  # an mpiexec, no cmake
     code = main(["bench", "allreduce", "--mpiexec", str(fake), "-P", "2", "--sizes", "8"])
@@ -195,6 +196,7 @@ def test_missing_compiler_is_exit_2_with_a_message(
     fake = _fake_mpi(tmp_path / "mpich" / "bin", MPICH_VERSION)
     (fake.parent / "mpicxx").write_text("#!/bin/sh\necho 'g++: not found' >&2\nexit 127\n")
     monkeypatch.setenv("COLLKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
     code = main(["bench", "allreduce", "--mpiexec", str(fake), "-P", "2", "--sizes", "8"])
     err = capsys.readouterr().err
     assert code == 2 and "does not run (is a C++ compiler" in err and "g++: not found" in err
