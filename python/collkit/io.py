@@ -70,7 +70,7 @@ from collkit import _core, files
 from collkit.collectives import COLLECTIVES
 from collkit.errors import ArgumentTypeError, InvalidArgumentError, ScheduleFormatError
 from collkit.placement import ORDERS, Placement, core_args
-from collkit.schedule import RankProgram, Schedule, as_schedule
+from collkit.schedule import ARRAY_DTYPES, RankProgram, Schedule, as_schedule
 from collkit.strictjson import unique_keys
 
 __all__ = [
@@ -99,21 +99,13 @@ JSON_FORMAT = "collkit-schedule"
 JSON_VERSION = 1
 OP_KINDS = ["send", "recv", "reduce", "copy", "compute", "sleep"]
 REDUCE_SIDES = ["src_first", "dst_first"]
-# Per-op columns and their dtypes, as Schedule.arrays() holds them.
+# Per-op columns and their dtypes: schedule.ARRAY_DTYPES, the one list; GOAL's cpu N / nic N are
+# optional here, written only when some op sets them.
+_UNIT_FIELDS: dict[str, type[np.integer[Any]]] = {k: ARRAY_DTYPES[k] for k in ("cpu", "nic")}
+_PER_OP = list(ARRAY_DTYPES)[: list(ARRAY_DTYPES).index("stage") + 1]  # then the DAG and scratch
 _OP_FIELDS: dict[str, type[np.integer[Any]]] = {
-    "rank": np.int64,
-    "kind": np.uint8,
-    "peer": np.int32,
-    "buf": np.uint8,
-    "off": np.int64,
-    "src": np.uint8,
-    "src_off": np.int64,
-    "len": np.int64,
-    "side": np.uint8,
-    "stage": np.uint16,
+    k: ARRAY_DTYPES[k] for k in _PER_OP if k not in _UNIT_FIELDS
 }
-# Optional per-op columns (GOAL's cpu N / nic N), written only when some op sets them.
-_UNIT_FIELDS: dict[str, type[np.integer[Any]]] = {"cpu": np.uint8, "nic": np.uint8}
 _INT64_MAX = 2**63 - 1
 
 
