@@ -46,6 +46,7 @@ from pathlib import Path
 from collkit.bench import machine_name
 from collkit.cli.bench import parse_sizes
 from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
+from collkit.mpi.find import wheel_mpiexec
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -94,7 +95,11 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
 
 def find(kind: str) -> MPI:
     if kind == "mpich":
-        return find_mpi()
+        # The PyPI wheel's MPICH, not the first mpiexec on PATH (Debian's Open MPI once installed).
+        wheel = wheel_mpiexec()
+        if wheel is None:
+            sys.exit("the PyPI mpich wheel is not installed in this Python (pip install mpich)")
+        return find_mpi(str(wheel))
     import shutil
 
     mpirun, cxx = shutil.which("mpirun.openmpi"), shutil.which("mpicxx.openmpi")
