@@ -439,6 +439,7 @@ def test_fit_says_which_lines_it_left_out_and_fits_the_rest(
         ('"P": Infinity', "'P' must be an integer, not inf"),
         ('"P": ' + "9" * 400, "past 2^63"),
         ('"median": Infinity', "must be finite"),
+        ('"median": -3.5', "'median' is -3.5: a time (or a load) cannot be negative"),
         ('"algorithm": "x\\u001b[2Jy"', "control character"),
         ('"algorithm": 5', "must be a string"),
     ],
@@ -759,6 +760,31 @@ def test_control_characters_in_a_file_name_are_not_printed_raw(
     assert code == 0 and "\x1b" not in out and "a\\x1b[2Jb\\x0afake" in out, out
     code, out = cli(capsys, "simulate", "--file", str(f))
     assert code == 0 and "\x1b" not in out and "a\\x1b[2Jb\\x0afake" in out, out
+
+
+def test_fit_refuses_a_fit_the_rows_cannot_make(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # main: every row at one P gave a "fit" with t = 4.24 (P and the intercept are one column)
+    rows = [
+        json.dumps({"collective": "bcast", "algorithm": "b", "P": 8, "bytes": b, "median": m})
+        for b, m in ((8, 1.0), (16, 1.5), (32, 1.2), (64, 2.0))
+    ]
+    f = _rows_file(tmp_path / "r.jsonl", rows)
+    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P + size")
+    assert code == 2 and "cannot tell its 3 coefficients apart" in out, out
+    assert "P is 8 in every row" in out and "1 distinct P (8) and 4 distinct size" in out, out
+    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ size")
+    assert code == 0 and "| size |" in out, out
+
+
+def test_fit_refuses_a_negative_prediction(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # main: the prediction past the rows was printed as a latency of -18 us
+    f = _rows_file(tmp_path / "r.jsonl", [_row(P, 40.0 - P) for P in (2, 4, 8, 16)])
+    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P", "--predict", "P=64")
+    assert code == 2 and "predicts a negative latency" in out and "P 2..16" in out, out
 
 
 def test_fit_predict_needs_the_values_the_rows_vary_in(
