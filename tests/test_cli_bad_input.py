@@ -103,9 +103,11 @@ def test_verify_file_that_is_not_a_readable_file(
 @pytest.mark.parametrize(
     ("edit", "needle"),
     [
-        (("rank 0 scratch 2", "rank 0 scratch 4611686018427387904"), "GiB for its buffers"),
+        # past the one limit (2^48 elements, 2^63 bytes): refused as it is read
+        (("rank 0 scratch 2", "rank 0 scratch 4611686018427387904"), "at most 2^48 elements"),
         (("rank 0 scratch 2", "rank 0 scratch 281474976710656"), "GiB for its buffers"),
-        (("count 2", "count 4611686018427387904"), "GiB for its buffers"),
+        (("count 2", "count 4611686018427387904"), "at most 2^48 elements"),
+        (("count 2", "count 281474976710656"), "GiB for its buffers"),
     ],
 )
 def test_verify_file_with_huge_buffers_is_refused_before_allocating(
@@ -119,6 +121,21 @@ def test_verify_file_with_huge_buffers_is_refused_before_allocating(
     f.write_text(schedule_text.replace(*edit))
     code, out = cli(capsys, "verify", "--file", str(f))
     assert code == 2 and needle in out, out
+
+
+@pytest.mark.parametrize("command", ["simulate", "verify", "export"])
+def test_a_region_past_2_48_elements_is_refused_as_it_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, schedule_text: str, command: str
+) -> None:
+    # main: `send in[0:2^60]` was read and simulated: "bytes sent -9223372036854775808"
+    head, _, rank1 = schedule_text.partition("rank 1")
+    f = tmp_path / "huge.txt"
+    f.write_text(head.replace("send out[0:2]", f"send in[0:{2**60}]", 1) + "rank 1" + rank1)
+    assert f"in[0:{2**60}]" in f.read_text()
+    code, out = cli(capsys, command, "--from" if command == "export" else "--file", str(f))
+    assert code == 2, out
+    assert "a region of 1152921504606846976 elements of 8 B" in out, out
+    assert "at most 2^48 elements and 2^63 bytes" in out and "-9223372036854775808" not in out
 
 
 def test_verify_file_with_a_100kb_algorithm_name_is_quick(

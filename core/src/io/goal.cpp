@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "collkit/error.hpp"
+#include "collkit/registry.hpp"
 #include "collkit/text.hpp"
 #include "scanner.hpp"
 #include "text_detail.hpp"
@@ -316,7 +317,11 @@ class GoalParser {
       while (!sc.at_end()) {
         if (r.scratch.size() >= static_cast<size_t>(kMaxScratch))
           sc.fail_msg(sc.pos(), "more than " + std::to_string(kMaxScratch) + " scratch buffers");
+        sc.skip_ws();
+        const size_t sb = sc.pos();
         r.scratch.push_back(sc.integer("a scratch buffer size in elements", 0, INT64_MAX));
+        if (!buffer_fits(r.scratch.back(), hr_.h.elem_size))
+          sc.fail_msg(sb, io::too_large("a scratch buffer", r.scratch.back(), hr_.h.elem_size));
       }
       return;
     }
@@ -325,7 +330,7 @@ class GoalParser {
     sc.integer("op index " + std::to_string(i) + " (the index of the GOAL op that follows)", i, i);
     sc.expect(":", "':' after the op index");
     PendingOp p;
-    p.op = io::parse_op_body(sc, hr_.h.P, r.scratch.size());
+    p.op = io::parse_op_body(sc, hr_.h.P, r.scratch.size(), hr_.h.elem_size);
     p.stage = 0;
     io::parse_stage(sc, p.stage);
     sc.expect_end();
@@ -406,7 +411,8 @@ class GoalParser {
         op.value = 0;
         sc.set_pos(e);
       } else {
-        op.value = sc.integer("a size in bytes, as in 1024b", 0, INT64_MAX, false);
+        // a buffer holds at most 2^48 elements (buffer_fits), here of one byte each
+        op.value = sc.integer("a size in bytes, as in 1024b,", 0, kMaxElems, false);
       }
       sc.expect("b", "'b' after the size, as in 1024b");
       sc.expect(op.kind == GoalKind::send ? "to" : "from", op.kind == GoalKind::send
