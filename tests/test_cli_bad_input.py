@@ -760,6 +760,34 @@ def test_what_was_a_traceback_or_a_silent_answer_is_a_message(
     assert code == 2 and needle in out and "Traceback" not in out, out
 
 
+@pytest.mark.parametrize("to_file", [False, True])
+@pytest.mark.parametrize(
+    "cost", [["--gamma", "1e300"], ["--copy-beta", "1e300"], ["--gamma", "2e18"]]
+)
+def test_a_goal_calc_past_2_63_ns_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cost: list[str], to_file: bool
+) -> None:
+    # main: `export --gamma 1e300 --format goal` wrote `calc 9223372036854775807` without a word
+    out_file = tmp_path / "rd.goal"
+    argv = ["export", "allreduce:rd", "-P", "2", "--count", "2", "--format", "goal", *cost]
+    # (rd at P = 2 copies `in` to `out` first, then reduces: a calc of each)
+    code, out = cli(capsys, *argv, *(["-o", str(out_file)] if to_file else []))
+    assert code == 2 and "would be past 2^63 ns" in out, out
+    assert ("--gamma" if cost[0] == "--gamma" else "--copy-beta") in out, out
+    assert not out_file.exists()  # no half-written file left
+    # just under the limit: written exactly (16 B x 5e17 ns/B = 8e18 ns)
+    ok = ["export", "allreduce:rd", "-P", "2", "--count", "2", "--format", "goal"]
+    code, out = cli(capsys, *ok, cost[0], "5e17")
+    assert code == 0 and "calc 8000000000000000000" in out, out
+
+
+def test_goal_calc_refusal_in_python() -> None:
+    s = collkit.generate("allreduce:rd", P=2, count=2)
+    with pytest.raises(InvalidArgumentError, match="past 2\\^63 ns"):
+        io.to_goal(s, reduce_ns_per_byte=1e300)
+    assert "calc 16000" in io.to_goal(s, reduce_ns_per_byte=1000.0)
+
+
 def test_parse_time_of_a_huge_int() -> None:
     from collkit import units
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <istream>
 #include <optional>
@@ -34,10 +35,20 @@ void write_product(std::string& out, int64_t a, int64_t b) {
   io::write_wide_int(out, static_cast<io::wide_int>(a) * b);
 }
 
-int64_t calc_cost(int64_t len, int32_t elem_size, double ns_per_byte) {
+// The calc time of a reduce or copy of `len` elements. A time past 2^63 ns (292 years) is
+// refused, not capped: a capped calc would be a wrong time in the file, said nowhere.
+int64_t calc_cost(int64_t len, int32_t elem_size, double ns_per_byte, const char* what,
+                  const char* option) {
   double v = std::round(static_cast<double>(len) * elem_size * ns_per_byte);
   if (!(v > 0)) return 0;
-  if (v >= 9.2e18) return INT64_MAX;
+  if (v >= 0x1p63) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "the GOAL calc of a %s of %lld x %d B at %g ns/B would be past 2^63 ns (292 "
+                  "years): lower %s",
+                  what, static_cast<long long>(len), elem_size, ns_per_byte, option);
+    fail(ErrorKind::invalid_argument, msg);
+  }
   return static_cast<int64_t>(v);
 }
 
@@ -130,8 +141,10 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
       } else {
         out += "calc ";
         int64_t cost =
-            op.kind == OpKind::reduce ? calc_cost(op.len, h.elem_size, o.reduce_ns_per_byte)
-            : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte)
+            op.kind == OpKind::reduce ? calc_cost(op.len, h.elem_size, o.reduce_ns_per_byte,
+                                                  "reduce", "--gamma (reduce_ns_per_byte)")
+            : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte, "copy",
+                                                  "--copy-beta (copy_ns_per_byte)")
                                       : op.len;
         io::write_int(out, cost);
       }
