@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -786,6 +787,14 @@ def test_goal_calc_refusal_in_python() -> None:
     with pytest.raises(InvalidArgumentError, match="past 2\\^63 ns"):
         io.to_goal(s, reduce_ns_per_byte=1e300)
     assert "calc 16000" in io.to_goal(s, reduce_ns_per_byte=1000.0)
+
+
+def test_a_verify_sweep_is_refused_before_its_first_P(capsys: pytest.CaptureFixture[str]) -> None:
+    # main: P = 1..2^31 with count 0 verified P = 1, 2, 4, ... for minutes before the refusal
+    t0 = time.perf_counter()
+    code, out = cli(capsys, "verify", "allreduce:rd", "-P", "1..2^31:pow2", "--count", "0")
+    assert code == 2 and re.search(r"verifying P = \d+, count = 0 needs about", out), out
+    assert time.perf_counter() - t0 < 20, "refused before generating anything"
 
 
 def test_parse_time_of_a_huge_int() -> None:
