@@ -6,7 +6,7 @@
 // blocks `in` and `out` hold on this rank, whose output is specified, whether it is a reduction
 // (planned over the datatype's elements) or a copy (planned over the packed bytes of the type
 // signature). Only the MPI signature (which arguments are which side, the PMPI_ call) is said per
-// collective, in the ck_* functions at the end.
+// collective, in the one table of calls (call_table.hpp) that generates the ck_* functions.
 //
 // MPI_IN_PLACE: where the spec has an in-place rule (allreduce, reduce's root, ...), `in` aliases
 // the part of `out` it names, and a copy of a region onto itself is skipped; the verifier proves
@@ -26,6 +26,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "call_table.hpp"
 #include "collkit.h"
 #include "collkit/collective.hpp"
 #include "collkit/error.hpp"
@@ -242,9 +243,20 @@ struct Side {
   MPI_Datatype type = MPI_DATATYPE_NULL;
 };
 
-struct Call;
-// The MPI's own collective (PMPI_), with its C signature: the one thing that differs per call.
-using NativeCall = int (*)(const Call&, int send_count, int recv_count);
+// The MPI's own collective (PMPI_), called with the arguments the user passed: a reference to
+// the generated ck_* function's lambda (call_table.hpp), alive for the call.
+class NativeCall {
+ public:
+  NativeCall() = default;
+  template <class F>
+  explicit NativeCall(const F& f)
+      : f_(&f), call_([](const void* g) { return (*static_cast<const F*>(g))(); }) {}
+  int operator()() const { return call_(f_); }
+
+ private:
+  const void* f_ = nullptr;
+  int (*call_)(const void*) = nullptr;
+};
 
 // One call of the C API, with MPI's arguments.
 struct Call {
@@ -254,7 +266,7 @@ struct Call {
   int root = 0;             // rooted collectives
   MPI_Comm comm = MPI_COMM_NULL;
   const char* name = nullptr;
-  NativeCall native = nullptr;
+  NativeCall native;
 };
 
 // PMPI_: when collkit is itself the MPI_* collective (the interposition library), the native call
@@ -262,7 +274,7 @@ struct Call {
 int run_native(const Call& c) {
   if (c.recv.count > INT_MAX || c.send.count > INT_MAX)
     return report(ErrorKind::unsupported, "native: count past 2^31 - 1 needs MPI-4 large counts");
-  return c.native(c, static_cast<int>(c.send.count), static_cast<int>(c.recv.count));
+  return c.native();
 }
 
 // What one call runs: the IR's problem (count per block and element size; the root is the call's)
@@ -627,145 +639,33 @@ int run(const Call& c) {
 
 using collkit::Collective;
 using collkit::mpi::Call;
+using collkit::mpi::NativeCall;
 using collkit::mpi::run;
 using collkit::mpi::Side;
 
 namespace {
-void* mut(const void* p) {
-  return const_cast<void*>(p);
+// One side of a call from the table's (buffer, count, datatype), or none.
+Side side(const void* buf, MPI_Count count, MPI_Datatype type) {
+  return {const_cast<void*>(buf), count, type};
+}
+Side side() {
+  return {};
 }
 }  // namespace
 
-// Each function states its MPI signature once: which arguments are the send and receive sides,
-// and the MPI's own call (PMPI_) for "native". Everything else follows from the spec.
+// Each ck_* from its line of the table (call_table.hpp): which arguments are the send and
+// receive sides, the op, the root, and the MPI's own call (PMPI_) for "native". Everything else
+// follows from the spec. The native call passes the counts on as int: run_native refuses larger.
 extern "C" {
 
-int ck_allreduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-                 MPI_Op op, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::allreduce,
-              {mut(sendbuf), count, datatype},
-              {recvbuf, count, datatype},
-              op,
-              0,
-              comm,
-              algorithm,
-              [](const Call& c, int, int n) {
-                return PMPI_Allreduce(c.send.buf, c.recv.buf, n, c.recv.type, c.op, c.comm);
-              }});
-}
-
-int ck_reduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
-              int root, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::reduce,
-              {mut(sendbuf), count, datatype},
-              {recvbuf, count, datatype},
-              op,
-              root,
-              comm,
-              algorithm,
-              [](const Call& c, int, int n) {
-                return PMPI_Reduce(c.send.buf, c.recv.buf, n, c.recv.type, c.op, c.root, c.comm);
-              }});
-}
-
-int ck_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
-             const char* algorithm) {
-  return run({Collective::bcast,
-              {},
-              {buffer, count, datatype},
-              MPI_OP_NULL,
-              root,
-              comm,
-              algorithm,
-              [](const Call& c, int, int n) {
-                return PMPI_Bcast(c.recv.buf, n, c.recv.type, c.root, c.comm);
-              }});
-}
-
-int ck_alltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-                MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::alltoall,
-              {mut(sendbuf), sendcount, sendtype},
-              {recvbuf, recvcount, recvtype},
-              MPI_OP_NULL,
-              0,
-              comm,
-              algorithm,
-              [](const Call& c, int sn, int rn) {
-                return PMPI_Alltoall(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
-                                     c.comm);
-              }});
-}
-
-int ck_allgather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::allgather,
-              {mut(sendbuf), sendcount, sendtype},
-              {recvbuf, recvcount, recvtype},
-              MPI_OP_NULL,
-              0,
-              comm,
-              algorithm,
-              [](const Call& c, int sn, int rn) {
-                return PMPI_Allgather(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
-                                      c.comm);
-              }});
-}
-
-int ck_reduce_scatter_block(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
-                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                            const char* algorithm) {
-  return run({Collective::reduce_scatter_block,
-              {mut(sendbuf), recvcount, datatype},
-              {recvbuf, recvcount, datatype},
-              op,
-              0,
-              comm,
-              algorithm,
-              [](const Call& c, int, int n) {
-                return PMPI_Reduce_scatter_block(c.send.buf, c.recv.buf, n, c.recv.type, c.op,
-                                                 c.comm);
-              }});
-}
-
-int ck_gather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-              MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-              const char* algorithm) {
-  return run({Collective::gather,
-              {mut(sendbuf), sendcount, sendtype},
-              {recvbuf, recvcount, recvtype},
-              MPI_OP_NULL,
-              root,
-              comm,
-              algorithm,
-              [](const Call& c, int sn, int rn) {
-                return PMPI_Gather(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type, c.root,
-                                   c.comm);
-              }});
-}
-
-int ck_scatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-               const char* algorithm) {
-  return run({Collective::scatter,
-              {mut(sendbuf), sendcount, sendtype},
-              {recvbuf, recvcount, recvtype},
-              MPI_OP_NULL,
-              root,
-              comm,
-              algorithm,
-              [](const Call& c, int sn, int rn) {
-                return PMPI_Scatter(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
-                                    c.root, c.comm);
-              }});
-}
-
-int ck_barrier(MPI_Comm comm, const char* algorithm) {
-  return run(
-      {Collective::barrier, {}, {}, MPI_OP_NULL, 0, comm, algorithm, [](const Call& c, int, int) {
-         return PMPI_Barrier(c.comm);
-       }});
-}
+#define CK_DEFINE(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
+  int ck_##name(CK_UNPAREN params, const char* algorithm) {                            \
+    const auto native = [&] { return PMPI_##Name(CK_UNPAREN args); };                  \
+    return run({Collective::name, side send, side recv, op_, root_, comm, algorithm,   \
+                NativeCall(native)});                                                  \
+  }
+CK_COLLECTIVES(CK_DEFINE, MPI_Count)
+#undef CK_DEFINE
 
 int ck_declined(int rc) {
   const auto& c = collkit::mpi::error_codes();
