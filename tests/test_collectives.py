@@ -168,14 +168,21 @@ def test_the_mpi_call_table_has_every_collective_once() -> None:
 
 def header_mismatches(header: str) -> list[str]:
     """Where the C header text `header` fails to declare a collective of the table as ck_<name>
-    with the table's parameters (counts as MPI_Count) and the algorithm name last."""
+    (and its non-blocking form ck_i<name>, the request before the name) with the table's
+    parameters (counts as MPI_Count) and the algorithm name last."""
     flat = re.sub(r"/\*.*?\*/", " ", " ".join(header.split()))
     wrong = []
     for name, args in call_table().items():
-        m = re.search(rf"int ck_{name}\(([^)]*)\);", flat)
         want = [("MPI_Count" if t == "Count" else t, n) for t, n in _params(args[3].strip("()"))]
-        if not m or _params(m.group(1)) != [*want, ("const char*", "algorithm")]:
-            wrong.append(name)
+        name_last = ("const char*", "algorithm")
+        forms = {
+            name: [*want, name_last],
+            f"i{name}": [*want, ("MPI_Request*", "request"), name_last],
+        }
+        for fn, params in forms.items():
+            m = re.search(rf"int ck_{fn}\(([^)]*)\);", flat)
+            if not m or _params(m.group(1)) != params:
+                wrong.append(fn)
     return wrong
 
 
@@ -194,3 +201,4 @@ def test_collkit_h_declares_every_collective_of_the_table() -> None:
         )
     ) == ["reduce"]
     assert header_mismatches(header.replace("int ck_barrier(", "int ck_barrier_(")) == ["barrier"]
+    assert header_mismatches(header.replace("int ck_ibcast(", "int ck_ibcast_(")) == ["ibcast"]

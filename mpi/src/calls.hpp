@@ -68,4 +68,28 @@ inline int call_mpi(Collective c, const CallArgs& a, bool profiling = false) {
   return MPI_ERR_INTERN;
 }
 
+// The non-blocking forms of the two calls above: ck_i<coll>, and MPI_I<coll> (PMPI_I<coll>).
+inline int call_collkit_nb(Collective c, const CallArgs& a, const char* algorithm,
+                           MPI_Request* request) {
+  CK_BIND_CALL_ARGS(a, MPI_Count);
+#define CK_CASE(name, Name, counted, params, args, send, recv, op, root, in_place) \
+  case Collective::name:                                                           \
+    return ck_i##name(CK_UNPAREN args, request, algorithm);
+  switch (c) { CK_COLLECTIVES(CK_CASE, MPI_Count) }
+#undef CK_CASE
+  return MPI_ERR_INTERN;
+}
+
+inline int call_mpi_nb(Collective c, const CallArgs& a, MPI_Request* request,
+                       bool profiling = false) {
+  CK_BIND_CALL_ARGS(a, int);
+#define CK_CASE(name, Name, counted, params, args, send, recv, op, root, in_place) \
+  case Collective::name:                                                           \
+    return profiling ? PMPI_I##name(CK_UNPAREN args, request)                      \
+                     : MPI_I##name(CK_UNPAREN args, request);
+  switch (c) { CK_COLLECTIVES(CK_CASE, int) }
+#undef CK_CASE
+  return MPI_ERR_INTERN;
+}
+
 }  // namespace collkit::mpi

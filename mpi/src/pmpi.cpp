@@ -44,6 +44,7 @@
 #include "collkit/registry.hpp"
 #include "collkit/tuning.hpp"
 #include "collkit_pmpi.h"
+#include "nbc.hpp"
 
 namespace {
 
@@ -285,6 +286,7 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, const std::s
 template <typename Collkit, typename Native>
 int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_Op op, int root,
           Collkit&& collkit, Native&& native) {
+  collkit::mpi::progress_nonblocking();  // every routed call moves collkit's runs in flight
   State& s = state();
   if (!s.covered[static_cast<int>(c)] && !s.timing) return native();  // the fast fall-through
   const Decision d = decide(s, c, comm, send, recv, op, root);
@@ -386,6 +388,20 @@ Side side() {
 CK_COLLECTIVES(CK_ROUTED, Count)
 #undef CK_ROUTED
 
+// The non-blocking forms, MPI_I<coll> (and MPI 4's MPI_I<coll>_c), from the same lines, routed by
+// the same table and decline rules: collkit's ck_i<coll> (its request is a generalized request,
+// progressed as nbc.hpp says), or the MPI's own PMPI_I<coll>.
+#define CK_ROUTED_I(name, Name, counted, params, args, send, recv, op_, root_, in_place)        \
+  template <class Count, auto Native>                                                           \
+  int i##name(CK_UNPAREN params, MPI_Request* request) {                                        \
+    return route(                                                                               \
+        Collective::name, comm, side send, side recv, op_, root_,                               \
+        [&](const char* algorithm) { return ck_i##name(CK_UNPAREN args, request, algorithm); }, \
+        [&] { return Native(CK_UNPAREN args, request); });                                      \
+  }
+CK_COLLECTIVES(CK_ROUTED_I, Count)
+#undef CK_ROUTED_I
+
 }  // namespace
 
 extern "C" {
@@ -397,7 +413,22 @@ extern "C" {
 CK_COLLECTIVES(CK_MPI_X, int)
 #undef CK_MPI_X
 
+#define CK_MPI_IX(name, Name, counted, params, args, ...)        \
+  int MPI_I##name(CK_UNPAREN params, MPI_Request* request) {     \
+    return i##name<int, PMPI_I##name>(CK_UNPAREN args, request); \
+  }
+CK_COLLECTIVES(CK_MPI_IX, int)
+#undef CK_MPI_IX
+
 #if MPI_VERSION >= 4
+#define CK_MPI_IX_C(name, Name, counted, params, args, ...)                    \
+  CK_IF_COUNTED(                                                               \
+      counted, int MPI_I##name##_c(CK_UNPAREN params, MPI_Request* request) {  \
+        return i##name<MPI_Count, PMPI_I##name##_c>(CK_UNPAREN args, request); \
+      })
+CK_COLLECTIVES(CK_MPI_IX_C, MPI_Count)
+#undef CK_MPI_IX_C
+
 #define CK_MPI_X_C(name, Name, counted, params, args, ...)        \
   CK_IF_COUNTED(                                                  \
       counted, int MPI_##Name##_c(CK_UNPAREN params) {            \
