@@ -44,10 +44,17 @@ def quick(P: int) -> list[str]:
     return [n for n in QUICK if runs_at({"name": n}, P)]
 
 
+# Open MPI 4.1's own MPI_Ialltoall (libnbc) hangs when the ranks describe one type signature with
+# different derived datatypes, as the standard allows (seen at P = 2, count 1: one rank never
+# completes its request); there the reference is its blocking MPI_Alltoall.
+BLOCKING_REFERENCE = {"openmpi": "alltoall"}
+
+
 def check_nb(mpi: MPI, bindir: Path, P: int, names: list[str], program: str, seed: int) -> str:
     env: dict[str, str] = {}
     for name in names:
         env.update(REFERENCE_ENV.get((mpi.kind, name.partition(":")[0]), {}))
+    blocking = BLOCKING_REFERENCE.get(mpi.kind, "")
     r = run_program(
         mpi,
         bindir,
@@ -60,6 +67,7 @@ def check_nb(mpi: MPI, bindir: Path, P: int, names: list[str], program: str, see
         COUNTS,
         "--seed",
         str(seed),
+        *(["--blocking-reference", blocking] if blocking else []),
         env=env,
         timeout=600,
     )
