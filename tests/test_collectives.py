@@ -93,14 +93,112 @@ def test_no_other_file_lists_the_collectives() -> None:
         assert not listing.search(path.read_text()), f"{path} lists collectives"
     switch = re.compile(r"Collective::(allreduce|reduce|bcast|alltoall|barrier)")
     spec_file = ROOT / "core" / "src" / "collective.cpp"
-    for sub in ("core/src", "core/include", "python/src"):
+    # The MPI side too: its one table of calls (call_table.hpp) generates every switch there.
+    for sub in ("core/src", "core/include", "python/src", "mpi/src", "mpi/tests"):
         for path in ROOT.joinpath(sub).rglob("*.[ch]pp"):
             if path == spec_file or path.name == "collective.hpp":
                 continue
             # A default member initializer names one collective without choosing between them.
             text = path.read_text().replace("collective = Collective::allreduce;", "")
             hits = switch.findall(text)
-            # GOAL files carry no collective: an imported plain GOAL schedule is a barrier.
-            allowed = {"barrier"} if path.name == "goal.cpp" else set()
+            # GOAL files carry no collective: an imported plain GOAL schedule is a barrier; the
+            # conformance check times one barrier call of its own.
+            allowed = {"barrier"} if path.name in ("goal.cpp", "conformance.cpp") else set()
             assert set(hits) <= allowed, f"{path} switches on the collective: {hits}"
     assert tuple(c["name"] for c in collectives() if c["rooted"]) == ROOTED
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at its commas outside parentheses, each part stripped."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+    parts.append(cur.strip())
+    return parts
+
+
+def _params(text: str) -> list[tuple[str, str]]:
+    """A C parameter list as (type, name) pairs, spaces normalised."""
+    out = []
+    for p in _split_top(text):
+        m = re.fullmatch(r"(.*?[\s*])(\w+)", " ".join(p.split()))
+        assert m, p
+        out.append((m.group(1).replace(" *", "*").strip(), m.group(2)))
+    return out
+
+
+def call_table() -> dict[str, list[str]]:
+    """The lines of the MPI side's one table of calls (mpi/src/call_table.hpp), by collective:
+    its macro arguments (name, Name, counted, params, args, send, recv, op, root, in_place)."""
+    text = (ROOT / "mpi" / "src" / "call_table.hpp").read_text().replace("\\\n", "\n")
+    body = text[text.index("#define CK_COLLECTIVES(X, Count)") :]
+    body = body[: body.index("\n\n")]
+    lines: dict[str, list[str]] = {}
+    at = 0
+    while (start := body.find("X(", at)) >= 0:
+        depth, end = 0, start + 1
+        for end in range(start + 1, len(body)):
+            depth += (body[end] == "(") - (body[end] == ")")
+            if depth == 0:
+                break
+        args = _split_top(body[start + 2 : end])
+        lines[args[0]] = args
+        at = end
+    return lines
+
+
+def test_the_mpi_call_table_has_every_collective_once() -> None:
+    """The C API, the interposition library and the programs' switches are generated from one
+    table: a line for each collective of the core, in the core's order."""
+    table = call_table()
+    assert tuple(table) == COLLECTIVES
+    for name, args in table.items():
+        assert len(args) == 10, (name, args)
+        mpi = collective(name)["mpi"]
+        assert f"MPI_{args[1]}" == mpi, (name, args[1], mpi)
+        params = _params(args[3].strip("()"))
+        assert [n for _, n in params] == _split_top(args[4].strip("()")), name
+        assert args[2] == ("1" if any(t == "Count" for t, _ in params) else "0"), name
+
+
+def header_mismatches(header: str) -> list[str]:
+    """Where the C header text `header` fails to declare a collective of the table as ck_<name>
+    (and its non-blocking form ck_i<name>, the request before the name) with the table's
+    parameters (counts as MPI_Count) and the algorithm name last."""
+    flat = re.sub(r"/\*.*?\*/", " ", " ".join(header.split()))
+    wrong = []
+    for name, args in call_table().items():
+        want = [("MPI_Count" if t == "Count" else t, n) for t, n in _params(args[3].strip("()"))]
+        name_last = ("const char*", "algorithm")
+        forms = {
+            name: [*want, name_last],
+            f"i{name}": [*want, ("MPI_Request*", "request"), name_last],
+        }
+        for fn, params in forms.items():
+            m = re.search(rf"int ck_{fn}\(([^)]*)\);", flat)
+            if not m or _params(m.group(1)) != params:
+                wrong.append(fn)
+    return wrong
+
+
+def test_collkit_h_declares_every_collective_of_the_table() -> None:
+    """collkit.h is written for its readers, and checked against the table."""
+    header = (ROOT / "mpi" / "include" / "collkit.h").read_text()
+    assert header_mismatches(header) == []
+    # The check sees a changed parameter type, a renamed parameter and a missing declaration.
+    assert header_mismatches(
+        header.replace("MPI_Count count, MPI_Datatype", "int count, MPI_Datatype", 1)
+    ) == ["allreduce"]
+    assert header_mismatches(
+        header.replace(
+            "int root, MPI_Comm comm, const char* algorithm);\nint ck_bcast",
+            "int rt, MPI_Comm comm, const char* algorithm);\nint ck_bcast",
+        )
+    ) == ["reduce"]
+    assert header_mismatches(header.replace("int ck_barrier(", "int ck_barrier_(")) == ["barrier"]
+    assert header_mismatches(header.replace("int ck_ibcast(", "int ck_ibcast_(")) == ["ibcast"]

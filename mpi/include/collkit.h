@@ -59,6 +59,45 @@ int ck_scatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, 
                MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                const char* algorithm);
 
+/* Non-blocking forms: the arguments of the blocking call, then the request, then the name
+ * (MPI_Iallreduce's signature with the name last). *request is a real MPI_Request (a generalized
+ * request): MPI_Wait, MPI_Test, MPI_Waitall, MPI_Waitany, MPI_Testsome ... complete it, alone or
+ * in arrays mixed with the program's other requests. The buffers must not be touched until then.
+ * Calls on one communicator are matched in call order, blocking and non-blocking alike, and any
+ * number may be in flight (each has its own tags; a call and the 64th after it must not both
+ * still be moving messages).
+ *
+ * Progress: collkit moves its runs whenever the program enters MPI through a call collkit sees:
+ * the completion calls (MPI_Wait*, MPI_Test*, MPI_Request_get_status, which this library defines
+ * over PMPI_), every ck_* call and, with the interposition library, every collective it routes.
+ * A rank that computes without entering MPI, or blocks in another MPI call (MPI_Recv, MPI_Probe),
+ * moves no collkit run meanwhile: test its request now and then, as one would for most MPIs'
+ * own non-blocking collectives without an asynchronous progress thread. The first non-blocking
+ * call on a communicator duplicates it (a blocking step, taken by every rank at the same call).
+ * On an error or a decline at the start, *request is MPI_REQUEST_NULL. */
+int ck_iallreduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm, MPI_Request* request, const char* algorithm);
+int ck_ireduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+               MPI_Op op, int root, MPI_Comm comm, MPI_Request* request, const char* algorithm);
+int ck_ibcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
+              MPI_Request* request, const char* algorithm);
+int ck_ialltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request,
+                 const char* algorithm);
+int ck_ibarrier(MPI_Comm comm, MPI_Request* request, const char* algorithm);
+int ck_iallgather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request,
+                  const char* algorithm);
+int ck_ireduce_scatter_block(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request,
+                             const char* algorithm);
+int ck_igather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+               MPI_Request* request, const char* algorithm);
+int ck_iscatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                MPI_Request* request, const char* algorithm);
+
 /* 1 when `rc`, returned by a ck_* call, means that collkit declined the call before any
  * communication, and that every rank of the communicator declined it alike: the decision reads only
  * what MPI makes equal on all ranks (the communicator, count x type-signature size, the op, the

@@ -1,11 +1,12 @@
 // The MPI signature of each collective, said once for the programs that make the same call
 // through collkit's C API and through the MPI itself (the benchmark driver, the conformance
-// check): which arguments a call takes, and where MPI_IN_PLACE may go. Buffer sizes, roots and
-// reductions are the collective's CollectiveSpec (collective.hpp); only what differs per C
-// function is here.
+// check): which arguments a call takes, and where MPI_IN_PLACE may go, from the one table of
+// calls (call_table.hpp). Buffer sizes, roots and reductions are the collective's CollectiveSpec
+// (collective.hpp).
 #pragma once
 #include <mpi.h>
 
+#include "call_table.hpp"
 #include "collkit.h"
 #include "collkit/collective.hpp"
 
@@ -32,84 +33,62 @@ struct InPlace {
   bool as_recvbuf = false;  // MPI_Scatter's root passes it as recvbuf, every other call as sendbuf
 };
 
+// The switches below are generated from the one table of calls (call_table.hpp).
 inline InPlace mpi_in_place(Collective c) {
-  switch (c) {
-    case Collective::allreduce:
-    case Collective::alltoall:
-    case Collective::allgather:
-    case Collective::reduce_scatter_block:
-      return {Ranks::every_rank, false};
-    case Collective::reduce:
-    case Collective::gather:
-      return {Ranks::root, false};
-    case Collective::scatter:
-      return {Ranks::root, true};
-    case Collective::bcast:
-    case Collective::barrier:
-      return {};
-  }
+#define CK_IN_PLACE_(ranks, as_recvbuf) {Ranks::ranks, as_recvbuf}
+#define CK_CASE(name, Name, counted, params, args, send, recv, op, root, in_place) \
+  case Collective::name:                                                           \
+    return InPlace CK_IN_PLACE_ in_place;
+  switch (c) { CK_COLLECTIVES(CK_CASE, MPI_Count) }
+#undef CK_CASE
+#undef CK_IN_PLACE_
   return {};
 }
 
 // The call through collkit's C API, by algorithm name.
 inline int call_collkit(Collective c, const CallArgs& a, const char* algorithm) {
-  switch (c) {
-    case Collective::allreduce:
-      return ck_allreduce(a.sendbuf, a.recvbuf, a.recvcount, a.recvtype, a.op, a.comm, algorithm);
-    case Collective::reduce:
-      return ck_reduce(a.sendbuf, a.recvbuf, a.recvcount, a.recvtype, a.op, a.root, a.comm,
-                       algorithm);
-    case Collective::bcast:
-      return ck_bcast(a.recvbuf, a.recvcount, a.recvtype, a.root, a.comm, algorithm);
-    case Collective::alltoall:
-      return ck_alltoall(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype,
-                         a.comm, algorithm);
-    case Collective::barrier:
-      return ck_barrier(a.comm, algorithm);
-    case Collective::allgather:
-      return ck_allgather(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype,
-                          a.comm, algorithm);
-    case Collective::reduce_scatter_block:
-      return ck_reduce_scatter_block(a.sendbuf, a.recvbuf, a.recvcount, a.recvtype, a.op, a.comm,
-                                     algorithm);
-    case Collective::gather:
-      return ck_gather(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype,
-                       a.root, a.comm, algorithm);
-    case Collective::scatter:
-      return ck_scatter(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype,
-                        a.root, a.comm, algorithm);
-  }
+  CK_BIND_CALL_ARGS(a, MPI_Count);
+#define CK_CASE(name, Name, counted, params, args, send, recv, op, root, in_place) \
+  case Collective::name:                                                           \
+    return ck_##name(CK_UNPAREN args, algorithm);
+  switch (c) { CK_COLLECTIVES(CK_CASE, MPI_Count) }
+#undef CK_CASE
   return MPI_ERR_INTERN;
 }
 
 // The MPI call (int counts: the callers keep counts small): MPI_X, or with `profiling` PMPI_X,
 // the MPI's own collective even where an interposition library (libcollkit_pmpi) is MPI_X.
 inline int call_mpi(Collective c, const CallArgs& a, bool profiling = false) {
-  const int sn = static_cast<int>(a.sendcount), rn = static_cast<int>(a.recvcount);
-#define CK_MPI(f, ...) (profiling ? P##f(__VA_ARGS__) : f(__VA_ARGS__))
-  switch (c) {
-    case Collective::allreduce:
-      return CK_MPI(MPI_Allreduce, a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.comm);
-    case Collective::reduce:
-      return CK_MPI(MPI_Reduce, a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.root, a.comm);
-    case Collective::bcast:
-      return CK_MPI(MPI_Bcast, a.recvbuf, rn, a.recvtype, a.root, a.comm);
-    case Collective::alltoall:
-      return CK_MPI(MPI_Alltoall, a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.comm);
-    case Collective::barrier:
-      return CK_MPI(MPI_Barrier, a.comm);
-    case Collective::allgather:
-      return CK_MPI(MPI_Allgather, a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.comm);
-    case Collective::reduce_scatter_block:
-      return CK_MPI(MPI_Reduce_scatter_block, a.sendbuf, a.recvbuf, rn, a.recvtype, a.op, a.comm);
-    case Collective::gather:
-      return CK_MPI(MPI_Gather, a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.root,
-                    a.comm);
-    case Collective::scatter:
-      return CK_MPI(MPI_Scatter, a.sendbuf, sn, a.sendtype, a.recvbuf, rn, a.recvtype, a.root,
-                    a.comm);
-  }
-#undef CK_MPI
+  CK_BIND_CALL_ARGS(a, int);
+#define CK_CASE(name, Name, counted, params, args, send, recv, op, root, in_place) \
+  case Collective::name:                                                           \
+    return profiling ? PMPI_##Name(CK_UNPAREN args) : MPI_##Name(CK_UNPAREN args);
+  switch (c) { CK_COLLECTIVES(CK_CASE, int) }
+#undef CK_CASE
+  return MPI_ERR_INTERN;
+}
+
+// The non-blocking forms of the two calls above: ck_i<coll>, and MPI_I<coll> (PMPI_I<coll>).
+inline int call_collkit_nb(Collective c, const CallArgs& a, const char* algorithm,
+                           MPI_Request* request) {
+  CK_BIND_CALL_ARGS(a, MPI_Count);
+#define CK_CASE(name, Name, counted, params, args, send, recv, op, root, in_place) \
+  case Collective::name:                                                           \
+    return ck_i##name(CK_UNPAREN args, request, algorithm);
+  switch (c) { CK_COLLECTIVES(CK_CASE, MPI_Count) }
+#undef CK_CASE
+  return MPI_ERR_INTERN;
+}
+
+inline int call_mpi_nb(Collective c, const CallArgs& a, MPI_Request* request,
+                       bool profiling = false) {
+  CK_BIND_CALL_ARGS(a, int);
+#define CK_CASE(name, Name, counted, params, args, send, recv, op, root, in_place) \
+  case Collective::name:                                                           \
+    return profiling ? PMPI_I##name(CK_UNPAREN args, request)                      \
+                     : MPI_I##name(CK_UNPAREN args, request);
+  switch (c) { CK_COLLECTIVES(CK_CASE, int) }
+#undef CK_CASE
   return MPI_ERR_INTERN;
 }
 

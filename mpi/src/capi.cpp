@@ -6,7 +6,7 @@
 // blocks `in` and `out` hold on this rank, whose output is specified, whether it is a reduction
 // (planned over the datatype's elements) or a copy (planned over the packed bytes of the type
 // signature). Only the MPI signature (which arguments are which side, the PMPI_ call) is said per
-// collective, in the ck_* functions at the end.
+// collective, in the one table of calls (call_table.hpp) that generates the ck_* functions.
 //
 // MPI_IN_PLACE: where the spec has an in-place rule (allreduce, reduce's root, ...), `in` aliases
 // the part of `out` it names, and a copy of a region onto itself is skipped; the verifier proves
@@ -26,12 +26,14 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "call_table.hpp"
 #include "collkit.h"
 #include "collkit/collective.hpp"
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
 #include "executor.hpp"
 #include "layout.hpp"
+#include "nbc.hpp"
 #include "placement.hpp"
 #include "plan.hpp"
 
@@ -113,13 +115,15 @@ struct PlanKeyHash {
 struct CommState {
   MPI_Comm dup = MPI_COMM_NULL;
   int rank = 0, size = 1, tag_ub = 32767;
-  std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+  std::unordered_map<PlanKey, std::shared_ptr<Plan>, PlanKeyHash> plans;
   std::unordered_map<PlanKey, std::string, PlanKeyHash> refused;  // the registry's full answer
   PlanKey last_key;  // the plan of the previous call: the common case of a loop
   Plan* last = nullptr;
-  RunState run;
-  Arena packed_in, packed_out;  // the packed bytes of datatypes with gaps
-  Arena staged_in, staged_out;  // reductions on MPI_BOTTOM: copies at real addresses
+  Workspace work;  // the blocking calls' (each non-blocking run has its own)
+  // Non-blocking runs (nbc.hpp): a second private duplicate, made by the first such call, freed
+  // when the communicator and the last run on it are gone; each call's tags are its own.
+  std::shared_ptr<MPI_Comm> nb_comm;
+  uint64_t nb_calls = 0;
   // One collective at a time per communicator, as MPI requires anyway; taken only when the MPI
   // runs with MPI_THREAD_MULTIPLE (an uncontended lock is a quarter of a call's own cost).
   std::mutex lock;
@@ -242,9 +246,20 @@ struct Side {
   MPI_Datatype type = MPI_DATATYPE_NULL;
 };
 
-struct Call;
-// The MPI's own collective (PMPI_), with its C signature: the one thing that differs per call.
-using NativeCall = int (*)(const Call&, int send_count, int recv_count);
+// The MPI's own collective (PMPI_), called with the arguments the user passed: a reference to
+// the generated ck_* function's lambda (call_table.hpp), alive for the call.
+class NativeCall {
+ public:
+  NativeCall() = default;
+  template <class F>
+  explicit NativeCall(const F& f)
+      : f_(&f), call_([](const void* g) { return (*static_cast<const F*>(g))(); }) {}
+  int operator()() const { return call_(f_); }
+
+ private:
+  const void* f_ = nullptr;
+  int (*call_)(const void*) = nullptr;
+};
 
 // One call of the C API, with MPI's arguments.
 struct Call {
@@ -254,7 +269,7 @@ struct Call {
   int root = 0;             // rooted collectives
   MPI_Comm comm = MPI_COMM_NULL;
   const char* name = nullptr;
-  NativeCall native = nullptr;
+  NativeCall native;
 };
 
 // PMPI_: when collkit is itself the MPI_* collective (the interposition library), the native call
@@ -262,7 +277,7 @@ struct Call {
 int run_native(const Call& c) {
   if (c.recv.count > INT_MAX || c.send.count > INT_MAX)
     return report(ErrorKind::unsupported, "native: count past 2^31 - 1 needs MPI-4 large counts");
-  return c.native(c, static_cast<int>(c.send.count), static_cast<int>(c.recv.count));
+  return c.native();
 }
 
 // What one call runs: the IR's problem (count per block and element size; the root is the call's)
@@ -318,8 +333,8 @@ const Side& one_buffer_side(const Call& c) {
 // A reduction: the standard makes count, datatype and op equal on all ranks, so the IR's
 // elements are the datatype's elements, used where they lie (any layout, MPI_BOTTOM included);
 // the element size the generator sees (for segment sizes) is the signature's size, not the extent.
-int prepare_elements(const CollectiveSpec& spec, const Call& c, CommState& s, const Roles& r,
-                     Prepared& p) {
+int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommState& s, Workspace& w,
+                     const Roles& r, Prepared& p) {
   RunArgs& a = p.args;
   if (c.recv.type == MPI_DATATYPE_NULL)
     return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
@@ -352,8 +367,8 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, CommState& s, co
     void* base = user;
     if (base == nullptr && elems > 0) {
       // MPI_BOTTOM: the whole buffer staged at real addresses, the output copied back.
-      std::byte* staged = temp(s.staged_out, elems);
-      if (int rc = copy_elements(user, staged, elems, t, s.run.pack); rc != MPI_SUCCESS)
+      std::byte* staged = temp(w.staged_out, elems);
+      if (int rc = copy_elements(user, staged, elems, t, w.run.pack); rc != MPI_SUCCESS)
         return report_mpi(rc, "staging MPI_BOTTOM");
       p.copy_back = true;
       p.user_out = element(user, out_at, t);
@@ -366,13 +381,13 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, CommState& s, co
   }
 
   // `out`: the user's buffer, or work space of the datatype's layout (off a reduce's root).
-  a.out = r.out_is_user ? c.recv.buf : (out_elems > 0 ? temp(s.run.stand_in, out_elems) : nullptr);
+  a.out = r.out_is_user ? c.recv.buf : (out_elems > 0 ? temp(w.run.stand_in, out_elems) : nullptr);
   // MPI_BOTTOM (absolute addresses): MPICH's MPI_Reduce_local refuses a null buffer, so the plan
   // runs on a copy in the same layout at real addresses, copied back after.
   if (r.out_is_user && a.out == nullptr && out_elems > 0) {
-    std::byte* staged = temp(s.staged_out, out_elems);
+    std::byte* staged = temp(w.staged_out, out_elems);
     if (r.out_holds_input)
-      if (int rc = copy_elements(a.out, staged, out_elems, t, s.run.pack); rc != MPI_SUCCESS)
+      if (int rc = copy_elements(a.out, staged, out_elems, t, w.run.pack); rc != MPI_SUCCESS)
         return report_mpi(rc, "staging MPI_BOTTOM");
     p.copy_back = true;
     p.user_out = c.recv.buf;
@@ -383,15 +398,15 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, CommState& s, co
   if (r.in_blocks == 0) {
     a.in = nullptr;
   } else if (r.copy_input) {
-    std::byte* copy = temp(s.staged_in, in_elems);
-    if (int rc = copy_elements(c.recv.buf, copy, in_elems, t, s.run.pack); rc != MPI_SUCCESS)
+    std::byte* copy = temp(w.staged_in, in_elems);
+    if (int rc = copy_elements(c.recv.buf, copy, in_elems, t, w.run.pack); rc != MPI_SUCCESS)
       return report_mpi(rc, "copying the MPI_IN_PLACE input");
     a.in = copy;
   } else {
     a.in = c.send.buf;
     if (a.in == nullptr && in_elems > 0) {
-      std::byte* copy = temp(s.staged_in, in_elems);
-      if (int rc = copy_elements(a.in, copy, in_elems, t, s.run.pack); rc != MPI_SUCCESS)
+      std::byte* copy = temp(w.staged_in, in_elems);
+      if (int rc = copy_elements(a.in, copy, in_elems, t, w.run.pack); rc != MPI_SUCCESS)
         return report_mpi(rc, "staging MPI_BOTTOM");
       a.in = copy;
     }
@@ -402,8 +417,8 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, CommState& s, co
 // Copies: only the type signatures must match across ranks, so the IR runs on the packed bytes
 // of the signature (the same count on every rank, however each rank describes its datatype),
 // reading and writing the user's buffers in place where their bytes are dense.
-int prepare_bytes(const CollectiveSpec& spec, const Call& c, CommState& s, const Roles& r,
-                  Prepared& p) {
+int prepare_bytes(const CollectiveSpec& spec, const Call& c, const CommState& s, Workspace& w,
+                  const Roles& r, Prepared& p) {
   RunArgs& a = p.args;
   a.type = TypeInfo::bytes();
   auto side_info = [](const Side& side, TypeInfo& info) {
@@ -419,7 +434,7 @@ int prepare_bytes(const CollectiveSpec& spec, const Call& c, CommState& s, const
   // `out` (or the one in-place buffer) in packed bytes, unpacked into the user's buffer after.
   auto packed_out = [&](const Side& side, const TypeInfo& info, int64_t elems, int64_t bytes,
                         bool holds_input, bool changes) -> std::byte* {
-    std::byte* tmp = s.packed_out.get(static_cast<size_t>(bytes) + 1);
+    std::byte* tmp = w.packed_out.get(static_cast<size_t>(bytes) + 1);
     if (holds_input)
       if (int rc = pack(side.buf, elems, info, tmp); rc != MPI_SUCCESS) return nullptr;
     if (changes) {
@@ -477,7 +492,7 @@ int prepare_bytes(const CollectiveSpec& spec, const Call& c, CommState& s, const
   // bcast root's data packed first; its buffer does not change).
   const int64_t recv_elems = c.recv.count * r.out_blocks;  // of recvtype in the user's buffer
   if (!r.out_is_user) {
-    a.out = total_out > 0 ? s.run.stand_in.get(static_cast<size_t>(total_out) + 1) : nullptr;
+    a.out = total_out > 0 ? w.run.stand_in.get(static_cast<size_t>(total_out) + 1) : nullptr;
   } else if (rt.dense_run(recv_elems)) {
     a.out = offset(c.recv.buf, rt.true_lb);
   } else {
@@ -489,7 +504,7 @@ int prepare_bytes(const CollectiveSpec& spec, const Call& c, CommState& s, const
   if (r.in_blocks == 0) {
     a.in = nullptr;
   } else if (r.copy_input) {
-    std::byte* copy = s.packed_in.get(static_cast<size_t>(total_in) + 1);
+    std::byte* copy = w.packed_in.get(static_cast<size_t>(total_in) + 1);
     const int64_t elems = c.recv.count * r.in_blocks;
     if (rt.dense_run(elems)) {
       std::memcpy(copy, offset(c.recv.buf, rt.true_lb), static_cast<size_t>(total_in));
@@ -502,7 +517,7 @@ int prepare_bytes(const CollectiveSpec& spec, const Call& c, CommState& s, const
     if (st.dense_run(send_elems)) {
       a.in = offset(c.send.buf, st.true_lb);
     } else {
-      std::byte* tmp = s.packed_in.get(static_cast<size_t>(total_in) + 1);
+      std::byte* tmp = w.packed_in.get(static_cast<size_t>(total_in) + 1);
       if (int rc = pack(c.send.buf, send_elems, st, tmp); rc != MPI_SUCCESS)
         return report_mpi(rc, "MPI_Pack");
       a.in = tmp;
@@ -538,15 +553,58 @@ Plan* find_plan(CommState& s, const Algorithm& algo, const PlanKey& key, const C
                             shape.placement);
     RankProgram prog;
     bound.generate_rank(s.rank, prog);
-    it = s.plans.emplace(key, std::make_unique<Plan>(make_plan(bound.header(), prog))).first;
+    it = s.plans.emplace(key, std::make_shared<Plan>(make_plan(bound.header(), prog))).first;
   }
   s.last = it->second.get();
   s.last_key = key;
   return s.last;
 }
 
-int run(const Call& c) {
+// What is left after the plan has run: the packed bytes back into the user's datatype, a staged
+// MPI_BOTTOM reduction back to its addresses.
+int finish(const Prepared& p, RunState& run) {
+  if (p.copy_back) {
+    const int rc = copy_elements(p.args.out, p.user_out, p.copy_back_count, p.args.type, run.pack);
+    if (rc != MPI_SUCCESS) return report_mpi(rc, "copying back to MPI_BOTTOM");
+  }
+  if (p.unpack_after) {
+    const int rc = unpack(static_cast<const std::byte*>(p.unpack_from), p.unpack_to, p.unpack_count,
+                          p.unpack_type);
+    if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Unpack");
+  }
+  return MPI_SUCCESS;
+}
+
+// Non-blocking calls in flight on one communicator at once, each in its own range of tags (the
+// calls are matched in call order, as MPI requires); more may be started, but a call and the one
+// kNbSlots later must not both still have messages in flight.
+constexpr int kNbSlots = 64;
+
+// The non-blocking runs' communicator, made by the first non-blocking call on `comm` (a blocking
+// MPI_Comm_dup, on every rank alike), freed once `comm` and every run on it are gone.
+int nb_comm(CommState& s, MPI_Comm& out) {
+  if (!s.nb_comm) {
+    MPI_Comm dup = MPI_COMM_NULL;
+    if (int rc = MPI_Comm_dup(s.dup, &dup); rc != MPI_SUCCESS)
+      return report_mpi(rc, "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    s.nb_comm = std::shared_ptr<MPI_Comm>(new MPI_Comm(dup), [](MPI_Comm* c) {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Comm_free(c);
+      delete c;
+    });
+  }
+  out = *s.nb_comm;
+  return MPI_SUCCESS;
+}
+
+// One call of the C API: blocking, or with `request` non-blocking (the run goes on after the
+// return, progressed as nbc.hpp says, and completes *request).
+int run(const Call& c, MPI_Request* request = nullptr) {
+  progress_nonblocking();  // every call moves the non-blocking runs in flight
   if (c.name == nullptr) return report(ErrorKind::name, "algorithm name is NULL");
+  if (request != nullptr) *request = MPI_REQUEST_NULL;
   const Algorithm* found = nullptr;
   try {
     found = algorithm(c.collective, c.name);
@@ -570,6 +628,9 @@ int run(const Call& c) {
                                                      " is not a rank of a communicator of size " +
                                                      std::to_string(s->size));
     const Roles roles = roles_of(spec, c, s->size, s->rank);
+    // A non-blocking run owns its memory; blocking calls reuse the communicator's.
+    std::unique_ptr<NbRun> nb = request != nullptr ? std::make_unique<NbRun>() : nullptr;
+    Workspace& work = nb ? nb->work : s->work;
 
     Prepared p;
     int rc = MPI_SUCCESS;
@@ -579,9 +640,9 @@ int run(const Call& c) {
       if (c.recv.count < 0)
         return report(ErrorKind::invalid_argument,
                       "count " + std::to_string(c.recv.count) + " is negative");
-      rc = prepare_elements(spec, c, *s, roles, p);
+      rc = prepare_elements(spec, c, *s, work, roles, p);
     } else {
-      rc = prepare_bytes(spec, c, *s, roles, p);
+      rc = prepare_bytes(spec, c, *s, work, roles, p);
     }
     if (rc != MPI_SUCCESS) return rc;
     Placement placement;  // node-aware algorithms only: the communicator's (placement.hpp)
@@ -601,17 +662,20 @@ int run(const Call& c) {
     std::string why;
     Plan* plan = find_plan(*s, algo, key, shape, why);
     if (plan == nullptr) return decline(why);
-    rc = run_plan(*plan, a, s->run);
-    if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());
-    if (p.copy_back) {
-      rc = copy_elements(a.out, p.user_out, p.copy_back_count, a.type, s->run.pack);
-      if (rc != MPI_SUCCESS) return report_mpi(rc, "copying back to MPI_BOTTOM");
+    if (!nb) {
+      rc = run_plan(*plan, a, s->work.run);
+      if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());
+      return finish(p, s->work.run);
     }
-    if (p.unpack_after) {
-      rc = unpack(static_cast<const std::byte*>(p.unpack_from), p.unpack_to, p.unpack_count,
-                  p.unpack_type);
-      if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Unpack");
-    }
+    if (rc = nb_comm(*s, a.comm); rc != MPI_SUCCESS) return rc;
+    nb->plan = s->plans.at(key);
+    nb->args = a;
+    nb->tag_span = static_cast<int>((int64_t{s->tag_ub} + 1) / kNbSlots);
+    nb->tag_base = static_cast<int>(s->nb_calls++ % kNbSlots) * nb->tag_span;
+    NbRun& r = *nb;
+    r.after = [&r, p] { return finish(p, r.work.run); };
+    rc = start_nonblocking(std::move(nb), request);
+    if (rc != MPI_SUCCESS) return report_mpi(rc, ("starting " + algo.canonical()).c_str());
     return MPI_SUCCESS;
   } catch (const Error& e) {
     return report(e.kind(), e.what());
@@ -627,145 +691,45 @@ int run(const Call& c) {
 
 using collkit::Collective;
 using collkit::mpi::Call;
+using collkit::mpi::NativeCall;
 using collkit::mpi::run;
 using collkit::mpi::Side;
 
 namespace {
-void* mut(const void* p) {
-  return const_cast<void*>(p);
+// One side of a call from the table's (buffer, count, datatype), or none.
+Side side(const void* buf, MPI_Count count, MPI_Datatype type) {
+  return {const_cast<void*>(buf), count, type};
+}
+Side side() {
+  return {};
 }
 }  // namespace
 
-// Each function states its MPI signature once: which arguments are the send and receive sides,
-// and the MPI's own call (PMPI_) for "native". Everything else follows from the spec.
+// Each ck_* from its line of the table (call_table.hpp): which arguments are the send and
+// receive sides, the op, the root, and the MPI's own call (PMPI_) for "native". Everything else
+// follows from the spec. The native call passes the counts on as int: run_native refuses larger.
 extern "C" {
 
-int ck_allreduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-                 MPI_Op op, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::allreduce,
-              {mut(sendbuf), count, datatype},
-              {recvbuf, count, datatype},
-              op,
-              0,
-              comm,
-              algorithm,
-              [](const Call& c, int, int n) {
-                return PMPI_Allreduce(c.send.buf, c.recv.buf, n, c.recv.type, c.op, c.comm);
-              }});
-}
+#define CK_DEFINE(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
+  int ck_##name(CK_UNPAREN params, const char* algorithm) {                            \
+    const auto native = [&] { return PMPI_##Name(CK_UNPAREN args); };                  \
+    return run({Collective::name, side send, side recv, op_, root_, comm, algorithm,   \
+                NativeCall(native)});                                                  \
+  }
+CK_COLLECTIVES(CK_DEFINE, MPI_Count)
+#undef CK_DEFINE
 
-int ck_reduce(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
-              int root, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::reduce,
-              {mut(sendbuf), count, datatype},
-              {recvbuf, count, datatype},
-              op,
-              root,
-              comm,
-              algorithm,
-              [](const Call& c, int, int n) {
-                return PMPI_Reduce(c.send.buf, c.recv.buf, n, c.recv.type, c.op, c.root, c.comm);
-              }});
-}
-
-int ck_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
-             const char* algorithm) {
-  return run({Collective::bcast,
-              {},
-              {buffer, count, datatype},
-              MPI_OP_NULL,
-              root,
-              comm,
-              algorithm,
-              [](const Call& c, int, int n) {
-                return PMPI_Bcast(c.recv.buf, n, c.recv.type, c.root, c.comm);
-              }});
-}
-
-int ck_alltoall(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-                MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::alltoall,
-              {mut(sendbuf), sendcount, sendtype},
-              {recvbuf, recvcount, recvtype},
-              MPI_OP_NULL,
-              0,
-              comm,
-              algorithm,
-              [](const Call& c, int sn, int rn) {
-                return PMPI_Alltoall(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
-                                     c.comm);
-              }});
-}
-
-int ck_allgather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, const char* algorithm) {
-  return run({Collective::allgather,
-              {mut(sendbuf), sendcount, sendtype},
-              {recvbuf, recvcount, recvtype},
-              MPI_OP_NULL,
-              0,
-              comm,
-              algorithm,
-              [](const Call& c, int sn, int rn) {
-                return PMPI_Allgather(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
-                                      c.comm);
-              }});
-}
-
-int ck_reduce_scatter_block(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
-                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                            const char* algorithm) {
-  return run({Collective::reduce_scatter_block,
-              {mut(sendbuf), recvcount, datatype},
-              {recvbuf, recvcount, datatype},
-              op,
-              0,
-              comm,
-              algorithm,
-              [](const Call& c, int, int n) {
-                return PMPI_Reduce_scatter_block(c.send.buf, c.recv.buf, n, c.recv.type, c.op,
-                                                 c.comm);
-              }});
-}
-
-int ck_gather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-              MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-              const char* algorithm) {
-  return run({Collective::gather,
-              {mut(sendbuf), sendcount, sendtype},
-              {recvbuf, recvcount, recvtype},
-              MPI_OP_NULL,
-              root,
-              comm,
-              algorithm,
-              [](const Call& c, int sn, int rn) {
-                return PMPI_Gather(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type, c.root,
-                                   c.comm);
-              }});
-}
-
-int ck_scatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-               const char* algorithm) {
-  return run({Collective::scatter,
-              {mut(sendbuf), sendcount, sendtype},
-              {recvbuf, recvcount, recvtype},
-              MPI_OP_NULL,
-              root,
-              comm,
-              algorithm,
-              [](const Call& c, int sn, int rn) {
-                return PMPI_Scatter(c.send.buf, sn, c.send.type, c.recv.buf, rn, c.recv.type,
-                                    c.root, c.comm);
-              }});
-}
-
-int ck_barrier(MPI_Comm comm, const char* algorithm) {
-  return run(
-      {Collective::barrier, {}, {}, MPI_OP_NULL, 0, comm, algorithm, [](const Call& c, int, int) {
-         return PMPI_Barrier(c.comm);
-       }});
-}
+// The non-blocking ck_i* from the same lines: the run goes on after the return (nbc.hpp), and
+// "native" is the MPI's own non-blocking call, PMPI_I<Name>.
+#define CK_DEFINE_I(name, Name, counted, params, args, send, recv, op_, root_, in_place)           \
+  int ck_i##name(CK_UNPAREN params, MPI_Request* request, const char* algorithm) {                 \
+    const auto native = [&] { return PMPI_I##name(CK_UNPAREN args, request); };                    \
+    return run(                                                                                    \
+        {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
+        request);                                                                                  \
+  }
+CK_COLLECTIVES(CK_DEFINE_I, MPI_Count)
+#undef CK_DEFINE_I
 
 int ck_declined(int rc) {
   const auto& c = collkit::mpi::error_codes();
@@ -783,7 +747,7 @@ const char* ck_transport(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL || key.rc != MPI_SUCCESS ||
       MPI_Comm_get_attr(comm, key.keyval, &s, &found) != MPI_SUCCESS || !found)
     return "";
-  return s->run.transport.c_str();
+  return s->work.run.transport.c_str();
 }
 
 }  // extern "C"

@@ -2,7 +2,8 @@
 // tuning table. LD_PRELOAD it (or link it before the MPI) and set COLLKIT_TUNING=table.json:
 // MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall, MPI_Barrier, MPI_Allgather,
 // MPI_Reduce_scatter_block, MPI_Gather and MPI_Scatter (and the MPI-4 `_c` forms) go to the table's
-// algorithm for (communicator size, bytes); everything else goes to PMPI_. What a collective
+// algorithm for (communicator size, bytes); everything else goes to PMPI_. The wrappers are
+// generated from the one table of calls (call_table.hpp). What a collective
 // reads (root, op, which side's count is significant on a rank) comes from its CollectiveSpec.
 //
 // Every rank must take the same decision, so it reads only what MPI makes equal on all ranks of
@@ -36,12 +37,14 @@
 #include <tuple>
 #include <vector>
 
+#include "call_table.hpp"
 #include "collkit.h"
 #include "collkit/collective.hpp"
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
 #include "collkit/tuning.hpp"
 #include "collkit_pmpi.h"
+#include "nbc.hpp"
 
 namespace {
 
@@ -283,6 +286,7 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, const std::s
 template <typename Collkit, typename Native>
 int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_Op op, int root,
           Collkit&& collkit, Native&& native) {
+  collkit::mpi::progress_nonblocking();  // every routed call moves collkit's runs in flight
   State& s = state();
   if (!s.covered[static_cast<int>(c)] && !s.timing) return native();  // the fast fall-through
   const Decision d = decide(s, c, comm, send, recv, op, root);
@@ -361,199 +365,77 @@ void finish(State& s) {
   std::fclose(f);
 }
 
-// Each routed call once, for both count types: MPI_X (int) and MPI 4's MPI_X_c (MPI_Count) differ
-// only in the type of their counts and in the PMPI_ function that is the MPI's own call.
-template <class Count, auto Native>
-int allreduce(const void* sendbuf, void* recvbuf, Count count, MPI_Datatype datatype, MPI_Op op,
-              MPI_Comm comm) {
-  return route(
-      Collective::allreduce, comm, {count, datatype}, {count, datatype}, op, 0,
-      [&](const char* a) { return ck_allreduce(sendbuf, recvbuf, count, datatype, op, comm, a); },
-      [&] { return Native(sendbuf, recvbuf, count, datatype, op, comm); });
+// One side of a call from the table's (buffer, count, datatype), or none.
+Side side(const void* buf, MPI_Count count, MPI_Datatype type) {
+  return {count, type, buf == MPI_IN_PLACE};
+}
+Side side() {
+  return {};
 }
 
-template <class Count, auto Native>
-int reduce(const void* sendbuf, void* recvbuf, Count count, MPI_Datatype datatype, MPI_Op op,
-           int root, MPI_Comm comm) {
-  return route(
-      Collective::reduce, comm, {count, datatype}, {count, datatype}, op, root,
-      [&](const char* a) {
-        return ck_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, a);
-      },
-      [&] { return Native(sendbuf, recvbuf, count, datatype, op, root, comm); });
-}
+// Each routed call once, from its line of the table (call_table.hpp), for both count types:
+// MPI_X (int) and MPI 4's MPI_X_c (MPI_Count) differ only in the type of their counts and in the
+// PMPI_ function that is the MPI's own call. The scatter root may pass MPI_IN_PLACE as recvbuf:
+// then its send side says the block's size (decide reads the receive side's in_place).
+#define CK_ROUTED(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
+  template <class Count, auto Native>                                                  \
+  int name(CK_UNPAREN params) {                                                        \
+    return route(                                                                      \
+        Collective::name, comm, side send, side recv, op_, root_,                      \
+        [&](const char* algorithm) { return ck_##name(CK_UNPAREN args, algorithm); },  \
+        [&] { return Native(CK_UNPAREN args); });                                      \
+  }
+CK_COLLECTIVES(CK_ROUTED, Count)
+#undef CK_ROUTED
 
-template <class Count, auto Native>
-int bcast(void* buffer, Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  return route(
-      Collective::bcast, comm, {}, {count, datatype}, MPI_OP_NULL, root,
-      [&](const char* a) { return ck_bcast(buffer, count, datatype, root, comm, a); },
-      [&] { return Native(buffer, count, datatype, root, comm); });
-}
-
-template <class Count, auto Native>
-int alltoall(const void* sendbuf, Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-             Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return route(
-      Collective::alltoall, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
-      {recvcount, recvtype}, MPI_OP_NULL, 0,
-      [&](const char* a) {
-        return ck_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
-      },
-      [&] { return Native(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
-}
-
-template <class Count, auto Native>
-int allgather(const void* sendbuf, Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-              Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return route(
-      Collective::allgather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
-      {recvcount, recvtype}, MPI_OP_NULL, 0,
-      [&](const char* a) {
-        return ck_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, a);
-      },
-      [&] { return Native(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
-}
-
-template <class Count, auto Native>
-int reduce_scatter_block(const void* sendbuf, void* recvbuf, Count recvcount, MPI_Datatype datatype,
-                         MPI_Op op, MPI_Comm comm) {
-  return route(
-      Collective::reduce_scatter_block, comm, {recvcount, datatype}, {recvcount, datatype}, op, 0,
-      [&](const char* a) {
-        return ck_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, a);
-      },
-      [&] { return Native(sendbuf, recvbuf, recvcount, datatype, op, comm); });
-}
-
-template <class Count, auto Native>
-int gather(const void* sendbuf, Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-           Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return route(
-      Collective::gather, comm, {sendcount, sendtype, sendbuf == MPI_IN_PLACE},
-      {recvcount, recvtype}, MPI_OP_NULL, root,
-      [&](const char* a) {
-        return ck_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, a);
-      },
-      [&] {
-        return Native(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-      });
-}
-
-template <class Count, auto Native>
-int scatter(const void* sendbuf, Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-            Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  // The root may pass MPI_IN_PLACE as recvbuf: then its send side says the block's size.
-  return route(
-      Collective::scatter, comm, {sendcount, sendtype},
-      {recvcount, recvtype, recvbuf == MPI_IN_PLACE}, MPI_OP_NULL, root,
-      [&](const char* a) {
-        return ck_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                          a);
-      },
-      [&] {
-        return Native(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-      });
-}
+// The non-blocking forms, MPI_I<coll> (and MPI 4's MPI_I<coll>_c), from the same lines, routed by
+// the same table and decline rules: collkit's ck_i<coll> (its request is a generalized request,
+// progressed as nbc.hpp says), or the MPI's own PMPI_I<coll>.
+#define CK_ROUTED_I(name, Name, counted, params, args, send, recv, op_, root_, in_place)        \
+  template <class Count, auto Native>                                                           \
+  int i##name(CK_UNPAREN params, MPI_Request* request) {                                        \
+    return route(                                                                               \
+        Collective::name, comm, side send, side recv, op_, root_,                               \
+        [&](const char* algorithm) { return ck_i##name(CK_UNPAREN args, request, algorithm); }, \
+        [&] { return Native(CK_UNPAREN args, request); });                                      \
+  }
+CK_COLLECTIVES(CK_ROUTED_I, Count)
+#undef CK_ROUTED_I
 
 }  // namespace
 
 extern "C" {
 
-int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                  MPI_Comm comm) {
-  return allreduce<int, PMPI_Allreduce>(sendbuf, recvbuf, count, datatype, op, comm);
-}
+#define CK_MPI_X(name, Name, counted, params, args, ...) \
+  int MPI_##Name(CK_UNPAREN params) {                    \
+    return name<int, PMPI_##Name>(CK_UNPAREN args);      \
+  }
+CK_COLLECTIVES(CK_MPI_X, int)
+#undef CK_MPI_X
 
-int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               int root, MPI_Comm comm) {
-  return reduce<int, PMPI_Reduce>(sendbuf, recvbuf, count, datatype, op, root, comm);
-}
-
-int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  return bcast<int, PMPI_Bcast>(buffer, count, datatype, root, comm);
-}
-
-int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return alltoall<int, PMPI_Alltoall>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                      comm);
-}
-
-int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgather<int, PMPI_Allgather>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                        comm);
-}
-
-int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
-                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return reduce_scatter_block<int, PMPI_Reduce_scatter_block>(sendbuf, recvbuf, recvcount, datatype,
-                                                              op, comm);
-}
-
-int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return gather<int, PMPI_Gather>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                                  comm);
-}
-
-int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return scatter<int, PMPI_Scatter>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                    root, comm);
-}
-
-int MPI_Barrier(MPI_Comm comm) {
-  return route(
-      Collective::barrier, comm, {}, {}, MPI_OP_NULL, 0,
-      [&](const char* a) { return ck_barrier(comm, a); }, [&] { return PMPI_Barrier(comm); });
-}
+#define CK_MPI_IX(name, Name, counted, params, args, ...)        \
+  int MPI_I##name(CK_UNPAREN params, MPI_Request* request) {     \
+    return i##name<int, PMPI_I##name>(CK_UNPAREN args, request); \
+  }
+CK_COLLECTIVES(CK_MPI_IX, int)
+#undef CK_MPI_IX
 
 #if MPI_VERSION >= 4
-int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-                    MPI_Op op, MPI_Comm comm) {
-  return allreduce<MPI_Count, PMPI_Allreduce_c>(sendbuf, recvbuf, count, datatype, op, comm);
-}
+#define CK_MPI_IX_C(name, Name, counted, params, args, ...)                    \
+  CK_IF_COUNTED(                                                               \
+      counted, int MPI_I##name##_c(CK_UNPAREN params, MPI_Request* request) {  \
+        return i##name<MPI_Count, PMPI_I##name##_c>(CK_UNPAREN args, request); \
+      })
+CK_COLLECTIVES(CK_MPI_IX_C, MPI_Count)
+#undef CK_MPI_IX_C
 
-int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-                 MPI_Op op, int root, MPI_Comm comm) {
-  return reduce<MPI_Count, PMPI_Reduce_c>(sendbuf, recvbuf, count, datatype, op, root, comm);
-}
-
-int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  return bcast<MPI_Count, PMPI_Bcast_c>(buffer, count, datatype, root, comm);
-}
-
-int MPI_Alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-                   MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return alltoall<MPI_Count, PMPI_Alltoall_c>(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                              recvtype, comm);
-}
-
-int MPI_Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-                    MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgather<MPI_Count, PMPI_Allgather_c>(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                                recvtype, comm);
-}
-
-int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
-                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return reduce_scatter_block<MPI_Count, PMPI_Reduce_scatter_block_c>(sendbuf, recvbuf, recvcount,
-                                                                      datatype, op, comm);
-}
-
-int MPI_Gather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-                 MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return gather<MPI_Count, PMPI_Gather_c>(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                          recvtype, root, comm);
-}
-
-int MPI_Scatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
-                  MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return scatter<MPI_Count, PMPI_Scatter_c>(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                            recvtype, root, comm);
-}
+#define CK_MPI_X_C(name, Name, counted, params, args, ...)        \
+  CK_IF_COUNTED(                                                  \
+      counted, int MPI_##Name##_c(CK_UNPAREN params) {            \
+        return name<MPI_Count, PMPI_##Name##_c>(CK_UNPAREN args); \
+      })
+CK_COLLECTIVES(CK_MPI_X_C, MPI_Count)
+#undef CK_MPI_X_C
 #endif
 
 int collkit_pmpi_check_table(const char* path, char* message, int length) {

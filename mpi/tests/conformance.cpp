@@ -4,7 +4,8 @@
 // anything failed.
 //
 //   collkit_conformance --algos "allreduce:rd;bcast:pipeline(seg=16);..." [--level quick|full]
-//                       [--counts 0,1,P-1,13,1000] [--seed 1] [--errors]
+//                       [--counts 0,1,P-1,13,1000] [--seed 1] [--errors] [--nonblocking]
+//                       [--blocking-reference alltoall,...]
 //
 // What one case is: an algorithm x a communicator (world, dup, split in halves, reversed) x a
 // root (every root of a rooted collective) x a count x a datatype x (reductions) an op x
@@ -37,6 +38,11 @@
 // library declines it alike on every rank and the MPI's own call runs: the results must still
 // be equal. A line "ROUTE algorithm ran=N declined=M" per algorithm (world rank 0's calls) says
 // which happened.
+//
+// --nonblocking checks the non-blocking forms the same way (ck_i<coll>, or MPI_I<coll> through the
+// interposition library, against the MPI's own MPI_I<coll>), each call overlapped with random
+// compute, point-to-point traffic and a second collective in flight on the same communicator,
+// and completed by a random mix of MPI_Wait / MPI_Test / MPI_Waitall / MPI_Waitany / MPI_Testall.
 #include <mpi.h>
 
 #include <algorithm>
@@ -84,16 +90,113 @@ constexpr bool kViaPmpi = true;
 constexpr bool kViaPmpi = false;
 #endif
 
+// --nonblocking: every call under test is the non-blocking form (ck_i<coll>, or MPI_I<coll>
+// through the interposition library), overlapped with random work before it is completed, and the
+// reference is the MPI's own non-blocking call.
+bool g_nonblocking = false;
+uint64_t g_seed = 1, g_calls = 0;  // g_calls: the same on every rank (all make the same calls)
+
+void busy(std::chrono::microseconds d) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// What a non-blocking call overlaps with, chosen alike on every rank of `comm` (the generator is
+// seeded by the call's number): compute, point-to-point traffic with both neighbours on the same
+// communicator, a second collkit collective in flight on it (an allreduce whose sum is checked),
+// and then a completion call: MPI_Wait, an MPI_Test loop, MPI_Waitall / MPI_Waitany / an
+// MPI_Testall loop / MPI_Testsome loop over the mixed array. The first error code is returned.
+int overlap_and_complete(MPI_Comm comm, MPI_Request call, const std::string& algo) {
+  std::mt19937_64 pick(g_seed * 7919 + g_calls);
+  int P = 1, rank = 0;
+  MPI_Comm_size(comm, &P);
+  MPI_Comm_rank(comm, &rank);
+  std::vector<MPI_Request> reqs = {call};
+  int sent = rank * 1000 + 7, got = -1, mine = rank + 1, sum = -1;
+  const bool p2p = pick() % 2 == 0, second = pick() % 3 == 0;
+  const unsigned compute_us = static_cast<unsigned>(pick() % 4) * 50;
+  if (p2p) {
+    MPI_Request r[2];
+    MPI_Irecv(&got, 1, MPI_INT, (rank + P - 1) % P, 4242, comm, &r[0]);
+    MPI_Isend(&sent, 1, MPI_INT, (rank + 1) % P, 4242, comm, &r[1]);
+    reqs.insert(reqs.end(), r, r + 2);
+  }
+  if (second) {
+    MPI_Request r;
+    int rc = kViaPmpi ? MPI_Iallreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, comm, &r)
+                      : ck_iallreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, comm, &r, "allreduce:rd");
+    if (rc != MPI_SUCCESS) return rc;
+    reqs.push_back(r);
+  }
+  busy(std::chrono::microseconds(compute_us));
+  int rc = MPI_SUCCESS, flag = 0;
+  const int n = static_cast<int>(reqs.size());
+  switch (pick() % 5) {
+    case 0:
+      for (MPI_Request& r : reqs)
+        if (int e = MPI_Wait(&r, MPI_STATUS_IGNORE); e != MPI_SUCCESS && rc == MPI_SUCCESS) rc = e;
+      break;
+    case 1:
+      for (MPI_Request& r : reqs) do {
+          rc = MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+        } while (rc == MPI_SUCCESS && !flag);
+      break;
+    case 2:
+      rc = MPI_Waitall(n, reqs.data(), MPI_STATUSES_IGNORE);
+      break;
+    case 3:
+      for (int k = 0; k < n && rc == MPI_SUCCESS; ++k) {
+        int index = MPI_UNDEFINED;
+        rc = MPI_Waitany(n, reqs.data(), &index, MPI_STATUS_IGNORE);
+      }
+      break;
+    default:
+      do {
+        rc = MPI_Testall(n, reqs.data(), &flag, MPI_STATUSES_IGNORE);
+      } while (rc == MPI_SUCCESS && !flag);
+      break;
+  }
+  if (rc != MPI_SUCCESS) return rc;
+  if (p2p && got != ((rank + P - 1) % P) * 1000 + 7)
+    std::fprintf(stderr, "world rank %d: %s: point-to-point beside it got %d\n", g_world_rank,
+                 algo.c_str(), got);
+  if (p2p && got != ((rank + P - 1) % P) * 1000 + 7) return MPI_ERR_OTHER;
+  if (second && sum != P * (P + 1) / 2) {
+    std::fprintf(stderr, "world rank %d: %s: the allreduce beside it gave %d\n", g_world_rank,
+                 algo.c_str(), sum);
+    return MPI_ERR_OTHER;
+  }
+  return MPI_SUCCESS;
+}
+
 // The call under test: collkit's C API by name, or (built against the interposition library)
 // the MPI call that the library routes by its table.
 int collkit_call(Collective c, const CallArgs& a, const std::string& algo) {
-  if constexpr (kViaPmpi) return call_mpi(c, a);
-  return call_collkit(c, a, algo.c_str());
+  ++g_calls;
+  if (!g_nonblocking) {
+    if constexpr (kViaPmpi) return call_mpi(c, a);
+    return call_collkit(c, a, algo.c_str());
+  }
+  MPI_Request r = MPI_REQUEST_NULL;
+  const int rc = kViaPmpi ? collkit::mpi::call_mpi_nb(c, a, &r)
+                          : collkit::mpi::call_collkit_nb(c, a, algo.c_str(), &r);
+  if (rc != MPI_SUCCESS) return rc;
+  return overlap_and_complete(a.comm, r, algo);
 }
 
-// The reference: the MPI's own call.
+// --blocking-reference alltoall,...: the collectives whose non-blocking reference is the MPI's
+// blocking call (where the MPI's own non-blocking one is wrong: tests/test_mpi_nonblocking.py).
+std::vector<std::string> g_blocking_reference;
+
+// The reference: the MPI's own call (with --nonblocking its non-blocking one, then MPI_Wait).
 int reference_call(Collective c, const CallArgs& a) {
-  return call_mpi(c, a, kViaPmpi);
+  if (!g_nonblocking || std::find(g_blocking_reference.begin(), g_blocking_reference.end(),
+                                  std::string(to_string(c))) != g_blocking_reference.end())
+    return call_mpi(c, a, kViaPmpi);
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (int rc = collkit::mpi::call_mpi_nb(c, a, &r, kViaPmpi); rc != MPI_SUCCESS) return rc;
+  return MPI_Wait(&r, MPI_STATUS_IGNORE);
 }
 
 void fail(const std::string& what) {
@@ -947,6 +1050,57 @@ void check_errors(MPI_Comm comm) {
   }
 }
 
+// --nonblocking: the start returns before the call can complete. Rank 0 starts the call, then
+// sends rank 1 a message that rank 1 waits for before it starts its own: a start that blocked
+// until the collective completed would wait for rank 1 forever (caught by a deadline here).
+void check_start_does_not_block(const std::string& algo) {
+  int P = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (P < 2) return;
+  const Collective coll = collective_from_string(algo.substr(0, algo.find(':')));
+  std::vector<int> in(static_cast<size_t>(P), rank + 1), out(static_cast<size_t>(P), 0);
+  CallArgs a;
+  a.sendbuf = in.data();
+  a.recvbuf = out.data();
+  a.sendcount = a.recvcount = 1;
+  a.sendtype = a.recvtype = MPI_INT;
+  a.op = MPI_SUM;
+  a.comm = MPI_COMM_WORLD;
+  int token = 42, rc = MPI_SUCCESS;
+  std::string why;
+  MPI_Request r = MPI_REQUEST_NULL;
+  auto start = [&] {
+    ++g_calls;
+    return kViaPmpi ? collkit::mpi::call_mpi_nb(coll, a, &r)
+                    : collkit::mpi::call_collkit_nb(coll, a, algo.c_str(), &r);
+  };
+  if (rank == 0) {
+    rc = start();
+    MPI_Send(&token, 1, MPI_INT, 1, 77, MPI_COMM_WORLD);
+  } else if (rank == 1) {
+    MPI_Request t;
+    int got = 0, flag = 0;
+    MPI_Irecv(&got, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, &t);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!flag && std::chrono::steady_clock::now() < deadline)
+      MPI_Test(&t, &flag, MPI_STATUS_IGNORE);
+    if (!flag) {
+      std::printf("FAIL %s: rank 0's non-blocking start did not return before rank 1 started\n",
+                  algo.c_str());
+      std::fflush(stdout);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    rc = start();
+  } else {
+    rc = start();
+  }
+  if (rc == MPI_SUCCESS) rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS && !ck_declined(rc)) why = "error: " + describe_error(rc);
+  settle(MPI_COMM_WORLD, "world P=" + std::to_string(P) + " " + algo + " start does not block",
+         why);
+}
+
 #ifdef COLLKIT_VIA_PMPI
 // Points the interposition library at a table of one rule: `algo` for every call of its
 // collective at P <= 64 (the library's reader checks it, as it checks COLLKIT_TUNING).
@@ -982,6 +1136,10 @@ int main(int argc, char** argv) {
   int P;
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   g_full = args.get("level", "quick") == "full";
+  g_nonblocking = args.flag("nonblocking");
+  for (const auto& c : split(args.get("blocking-reference", ""), ','))
+    if (!c.empty()) g_blocking_reference.push_back(c);
+  g_seed = static_cast<uint64_t>(args.num("seed", 1));
   {
     std::vector<unsigned char> a(64, 200), b(64, 200);
     MPI_Reduce_local(a.data(), b.data(), 64, MPI_UNSIGNED_CHAR, MPI_SUM);
@@ -1082,6 +1240,7 @@ int main(int argc, char** argv) {
           for (int root : some_roots) check_reduction_bottom(coll, cc, algo, count, root, rng);
       }
     }
+    if (g_nonblocking) check_start_does_not_block(algo);
 #ifdef COLLKIT_VIA_PMPI
     long long ran = 0, declined = 0;
     collkit_pmpi_counts(&ran, &declined);

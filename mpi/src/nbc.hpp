@@ -1,0 +1,65 @@
+// Non-blocking runs of a plan (ck_i<coll>, MPI_I<coll> through the interposition library): the
+// plan's ops started as their inputs are ready, with MPI_Isend / MPI_Irecv only (no blocking fast
+// path, no shared-memory slots), each run on its own state so that any number are in flight on a
+// communicator at once. The user holds a generalized request (MPI_Grequest_start), completed by
+// collkit when the run's last op completes.
+//
+// Progress: MPI does not call back into a generalized request, so collkit moves its runs whenever
+// the program enters one of the calls collkit sees: the completion calls (MPI_Wait, MPI_Test and
+// their -all / -any / -some forms, MPI_Request_get_status, defined in this library over PMPI_),
+// every ck_* call, and with the interposition library every collective it routes. A program that
+// computes without entering MPI gets no progress until it does (as with most MPIs' own
+// non-blocking collectives without an asynchronous progress thread); a rank that blocks in another
+// MPI call (MPI_Recv, MPI_Probe) moves no collkit run meanwhile.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "executor.hpp"
+#include "plan.hpp"
+
+namespace collkit::mpi {
+
+// The memory one running call owns: the executor's state and the temporaries of the C API
+// (packed datatypes with gaps, staged MPI_BOTTOM reductions, an in-place input's copy).
+struct Workspace {
+  RunState run;
+  Arena packed_in, packed_out, staged_in, staged_out;
+};
+
+// One non-blocking run: the caller fills plan, args (with args.comm the communicator reserved for
+// non-blocking runs), tag_base / tag_span, work and after, then hands it to start_nonblocking.
+struct NbRun {
+  std::shared_ptr<Plan> plan;
+  RunArgs args;
+  int tag_base = 0;  // the call's own tags: tag_base + seq % tag_span
+  int tag_span = 1;
+  Workspace work;
+  std::function<int()> after;  // once every op is done (copy back, unpack): an MPI error code
+
+  // The run's own progress (a plan may be in flight several times at once).
+  std::vector<uint32_t> remaining, pending, ready;
+  size_t ready_head = 0, completed = 0;
+  std::vector<MPI_Request> reqs;
+  std::vector<uint32_t> req_op;
+  std::vector<int> done_idx;
+  std::vector<std::byte*> bufs;
+  int error = MPI_SUCCESS;
+  MPI_Request request = MPI_REQUEST_NULL;  // the user's generalized request
+};
+
+// Starts `run` and gives the user its request; MPI_SUCCESS or the MPI error code of the start.
+int start_nonblocking(std::unique_ptr<NbRun> run, MPI_Request* request);
+
+// Moves every run in flight as far as it goes without blocking; completes the requests of those
+// that finish. Safe to call from any thread and re-entrantly (a nested call returns at once).
+void progress_nonblocking();
+
+// Whether any run is in flight (one relaxed atomic load: the completion calls' fast path).
+bool nonblocking_active();
+
+}  // namespace collkit::mpi
