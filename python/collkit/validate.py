@@ -88,6 +88,7 @@ class Validation:
     date: str
     load: str
     allocation: dict[int, str] = field(default_factory=dict)
+    executor: bool = False  # the prediction used the executor's fits (per-call, per-op costs)
 
     def ok(self) -> list[Case]:
         return [c for c in self.cases if not c.error and c.measured_min > 0]
@@ -140,7 +141,8 @@ class Validation:
             s = Row(
                 **base,  # type: ignore[arg-type]
                 source="simulated",
-                mpi=f"simulated: {self.model}, profile {self.profile.name} ({self.profile.mpi})",
+                mpi=f"simulated: {self.model}{' + executor' if self.executor else ''}, "
+                f"profile {self.profile.name} ({self.profile.mpi})",
                 settings=f"regime={c.regime}",
                 iterations=1,
             )
@@ -232,21 +234,34 @@ def largest_message(algorithm: str, P: int, count: int, elem: int) -> int:
 
 
 def predict(
-    profile: Profile, model: str, algorithm: str, P: int, nbytes: int, collective: str
+    profile: Profile,
+    model: str,
+    algorithm: str,
+    P: int,
+    nbytes: int,
+    collective: str,
+    *,
+    executor: bool = True,
 ) -> tuple[float, float, str]:
-    """(from minima, from medians, regime) predicted makespans in µs."""
+    """(from minima, from medians, regime) predicted times of one call in µs: the simulated
+    makespan, plus with `executor` (and a profile that has them) the executor's per-call cost
+    and its fitted parameters (collkit.calibrate_executor)."""
     from collkit.simulate import simulate
 
     dt = "double" if collective in REDUCTIONS else "char"
     elem = DATATYPE_BYTES[dt]
     count = nbytes // elem
     big = largest_message(algorithm, P, count, elem)
-    regime = "rendezvous" if big > profile.threshold_bytes else "eager"
+    thr = profile.threshold_bytes
+    if executor and profile.executor:
+        thr = next(iter(profile.executor.values()))["threshold_bytes"]
+    regime = "rendezvous" if big > thr else "eager"
     out = []
     for stat in ("min", "median"):
-        m = profile.model(model, stat=stat, datatype=dt, op="sum", message_bytes=big)
+        kw = dict(stat=stat, message_bytes=big, executor=executor)
+        m = profile.model(model, datatype=dt, op="sum", **kw)
         r = simulate(algorithm, P, count=count, elem_size=elem, model=m)
-        out.append(r.makespan / 1e3)
+        out.append((r.makespan + profile.call_ns(model, **kw)) / 1e3)  # type: ignore[arg-type]
     return out[0], out[1], regime
 
 
@@ -332,8 +347,10 @@ def validate(
     iterations: int = 20,
     hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
+    executor: bool = True,
 ) -> Validation:
-    """Predict and measure every case (see the module's docstring)."""
+    """Predict and measure every case (see the module's docstring); `executor`: with the
+    profile's executor fits when it has them (Profile.params)."""
     from collkit.bench import machine_name
     from collkit.mpi import allocation
     from collkit.profile import machine_load
@@ -364,7 +381,7 @@ def validate(
             c = Case(coll, name, p, s)
             try:
                 c.predicted_min, c.predicted_median, c.regime = predict(
-                    profile, model, name, p, s, coll
+                    profile, model, name, p, s, coll, executor=executor
                 )
             except CollkitError as e:
                 c.error = f"simulation: {e}"
@@ -384,11 +401,17 @@ def validate(
         date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         load=f"{load0} before, {machine_load()} after",
         allocation={p: allocation(p, hosts) for p in P},
+        executor=executor and bool(profile.executor),
     )
 
 
 def validate_rows(
-    profile: Profile, rows: Sequence[Row], *, model: str = "loggops", source: str = ""
+    profile: Profile,
+    rows: Sequence[Row],
+    *,
+    model: str = "loggops",
+    source: str = "",
+    executor: bool = True,
 ) -> Validation:
     """The measured rows of an earlier validation (or any measured rows of collkit's
     algorithms) predicted again, with this profile and model: another model or fit compared on
@@ -402,7 +425,7 @@ def validate_rows(
         c.measured_min, c.measured_median, c.samples = r.min, r.median, r.iterations
         try:
             c.predicted_min, c.predicted_median, c.regime = predict(
-                profile, model, r.algorithm, r.P, r.bytes, r.collective
+                profile, model, r.algorithm, r.P, r.bytes, r.collective, executor=executor
             )
         except CollkitError as e:
             c.error = f"simulation: {e}"
@@ -417,6 +440,7 @@ def validate_rows(
         date=first.date,
         load=f"as measured in {source}" if source else "",
         allocation={r.P: r.allocation for r in measured},
+        executor=executor and bool(profile.executor),
     )
 
 
@@ -477,7 +501,8 @@ def plot_validation(v: Validation, *, title: str = "") -> Figure:
 def results_markdown(v: Validation, command: str) -> str:
     """The result file's text: what, where, when, under which load, the command, the tables."""
     head = [
-        f"# collkit validate: {v.model} with profile '{v.profile.name}' against {v.mpi}",
+        f"# collkit validate: {v.model}{' + executor' if v.executor else ''} with profile "
+        f"'{v.profile.name}' against {v.mpi}",
         "",
         f"- machine: {v.machine}",
         f"- date: {v.date}",

@@ -73,6 +73,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "profile) instead of measuring",
     )
     p.add_argument("--no-plot", action="store_true", help="do not draw PREFIX.png")
+    p.add_argument(
+        "--no-executor",
+        action="store_true",
+        help="predict with the kernel's MPI parameters alone, without the profile's executor "
+        "fits (per-call and per-op costs of collkit's executor)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
         from collkit.validate import validate_rows
 
         rows = read_jsonl(input_file(args.measured, "--measured"))
-        v = validate_rows(prof, rows, model=args.model, source=args.measured)
+        v = validate_rows(
+            prof, rows, model=args.model, source=args.measured, executor=not args.no_executor
+        )
         command = shlex.join(
             [
                 "collkit",
@@ -130,9 +138,9 @@ def run(args: argparse.Namespace) -> int:
                 args.measured,
                 "--model",
                 args.model,
-                "-o",
-                str(args.out),
             ]
+            + (["--no-executor"] if args.no_executor else [])
+            + ["-o", str(args.out)]
         )
     else:
         mpi = find_mpi(args.mpiexec, args.mpi_prefix)
@@ -149,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
             iterations=args.iters,
             hosts=args.hosts,
             progress=lambda m: print(m, file=sys.stderr),
+            executor=not args.no_executor,
         )
         command = shlex.join(
             ["collkit", "validate", "--profile", str(args.profile)]
@@ -157,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
             + ["-P", ",".join(map(str, args.P)), "--sizes", ",".join(map(str, args.sizes))]
             + ["--model", args.model, "--rounds", str(args.rounds), "--iters", str(args.iters)]
             + (["--hosts", args.hosts] if args.hosts else [])
+            + (["--no-executor"] if args.no_executor else [])
             + ["-o", str(args.out)]
         )
     print(v.summary())
