@@ -208,7 +208,10 @@ def test_validate_measured_before_and_after(
     for extra in ([], ["--no-executor"]):
         out = tmp_path / ("v" + "".join(extra))
         argv = ["validate", "--profile", str(prof), "--measured", str(tmp_path / "m.jsonl")]
-        assert cli.main([*argv, *extra, "-o", str(out), "--no-plot"]) == 0
+        assert cli.main([*argv, *extra, "-o", str(out)]) == 0
         md = out.with_name(out.name + ".md").read_text()
         assert ("+ executor" in md) == (not extra)
+        assert ("without the executor's costs" in md) == (not extra)
+        png = out.with_name(out.name + "-predicted.png")
+        assert png.read_bytes()[:4] == b"\x89PNG"
     capsys.readouterr()

@@ -11,6 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from collkit import cli
+from collkit.errors import InvalidArgumentError
 from collkit.results import read_jsonl
 from collkit.validate import Case, Validation, plot_validation, registry_algorithms
 from test_profile import make
@@ -76,6 +77,27 @@ def test_plot_is_a_figure_and_leaves_the_backend(monkeypatch: pytest.MonkeyPatch
     assert isinstance(fig, Figure) and calls == []
     ys = fig.axes[0].lines[0].get_ydata()
     assert list(ys) == pytest.approx([10.0, -10.0])
+
+
+def test_predicted_vs_measured_puts_each_case_at_its_two_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from collkit.validate import plot_predicted_vs_measured
+
+    calls: list[object] = []
+    monkeypatch.setattr(matplotlib, "use", lambda *a, **k: calls.append(a))
+    before = _validation([_case("rd", 8, 1.0, 2.0), _case("ring", 8, 3.0, 1.5)])
+    after = _validation([_case("rd", 8, 1.9, 2.0), _case("ring", 8, 1.6, 1.5)])
+    fig = plot_predicted_vs_measured(before, after, labels=["kernel", "executor"])
+    assert isinstance(fig, Figure) and calls == [] and len(fig.axes) == 2
+    ax = fig.axes[1]
+    # After the band and the diagonal, one marker per case at (measured, predicted).
+    pts = [(ln.get_xdata()[0], ln.get_ydata()[0]) for ln in ax.lines[1:]]
+    assert pts == [(2.0, 1.9), (1.5, 1.6)]
+    assert "pairs ordered 1/1" in ax.get_title() and "executor" in ax.get_title()
+    assert "pairs ordered 0/1" in fig.axes[0].get_title()
+    with pytest.raises(InvalidArgumentError, match="one label per validation"):
+        plot_predicted_vs_measured(before, labels=["a", "b"])
 
 
 def test_registry_algorithms_run_on_P() -> None:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Case",
     "Validation",
+    "plot_predicted_vs_measured",
     "plot_validation",
     "registry_algorithms",
     "validate",
@@ -496,6 +497,86 @@ def plot_validation(v: Validation, *, title: str = "") -> Figure:
     )
     fig.tight_layout()
     return fig
+
+
+def plot_predicted_vs_measured(
+    *validations: Validation, labels: Sequence[str] = (), stat: str = "min"
+) -> Figure:
+    """Predicted against measured time per case, log-log, one panel per validation (e.g. the
+    kernel's parameters alone, then with the executor's costs): points on the diagonal are
+    predicted exactly, the band is +-10 %; colour is the collective, marker the size. Each
+    panel's title gives the median |error| and the pairs ordered as measured. Returns the
+    Figure; the backend is left alone."""
+    from matplotlib import colormaps
+    from matplotlib.lines import Line2D
+
+    from collkit.plotting import new_figure
+
+    if not validations:
+        raise InvalidArgumentError("nothing to plot: no validation given")
+    if labels and len(labels) != len(validations):
+        raise InvalidArgumentError("one label per validation")
+    oks = [v.ok() for v in validations]
+    if not any(oks):
+        raise InvalidArgumentError("nothing to plot: no case was both predicted and measured")
+    colls = sorted({c.collective for ok in oks for c in ok})
+    sizes = sorted({c.bytes for ok in oks for c in ok})
+    markers = "os^Dv<>ph*"
+    fig = new_figure(figsize=(4.8 * len(validations), 4.8))
+    axes = fig.subplots(1, len(validations), squeeze=False)[0]
+    xs_all = [
+        getattr(c, f"{k}_{stat}") for ok in oks for c in ok for k in ("measured", "predicted")
+    ]
+    lo, hi = min(xs_all) / 1.5, max(xs_all) * 1.5
+    for i, (ax, v, ok) in enumerate(zip(axes, validations, oks, strict=True)):
+        ax.fill_between([lo, hi], [lo / 1.1, hi / 1.1], [lo * 1.1, hi * 1.1], color="0.85")
+        ax.plot([lo, hi], [lo, hi], color="black", lw=0.7)
+        for c in ok:
+            ax.plot(
+                getattr(c, f"measured_{stat}"),
+                getattr(c, f"predicted_{stat}"),
+                markers[sizes.index(c.bytes) % len(markers)],
+                color=colormaps["tab10"](colls.index(c.collective) % 10),
+                ms=4,
+                alpha=0.8,
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_aspect("equal")
+        ax.grid(True, which="both", alpha=0.25)
+        ax.set_xlabel(f"measured {stat}, µs", fontsize=8)
+        ax.set_ylabel(f"predicted ({stat} fits), µs", fontsize=8)
+        ax.tick_params(labelsize=7)
+        good, total, _ = v.pairs(stat)
+        label = labels[i] if labels else f"{v.model}{' + executor' if v.executor else ''}"
+        ax.set_title(
+            f"{label}\nmedian |error| {100 * v.median_abs_error(stat):.0f} %, "
+            f"pairs ordered {good}/{total} ({_pct(good, total)})",
+            fontsize=9,
+        )
+    handles = [
+        Line2D([], [], ls="", marker="o", color=colormaps["tab10"](k % 10), label=c)
+        for k, c in enumerate(colls)
+    ] + [
+        Line2D([], [], ls="", marker=markers[k % len(markers)], color="0.3", label=_size(s))
+        for k, s in enumerate(sizes)
+    ]
+    axes[-1].legend(
+        handles=handles, fontsize=7, loc="upper left", title="grey band: +-10 %", title_fontsize=7
+    )
+    v0 = validations[0]
+    fig.suptitle(f"predicted vs measured: {v0.mpi}, {v0.machine}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _size(n: int) -> str:
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k and n % k == 0:
+            return f"{n // k} {unit}"
+    return f"{n} B"
 
 
 def results_markdown(v: Validation, command: str) -> str:
