@@ -150,7 +150,19 @@ def test_calibrate_and_validate_on_mpich(
 ) -> None:
     prof = tmp_path / "here.json"
     code = cli.main(
-        ["calibrate", "-o", str(prof), "--sizes", "8,65536", "--iters", "3", "--rounds", "1"]
+        [
+            "calibrate",
+            "-o",
+            str(prof),
+            "--sizes",
+            "8,65536",
+            "--executor-sizes",
+            "64,32768",
+            "--iters",
+            "3",
+            "--rounds",
+            "1",
+        ]
     )
     assert code == 0
     d = json.loads(prof.read_text())
@@ -158,7 +170,17 @@ def test_calibrate_and_validate_on_mpich(
     lg = d["models"]["min"]["eager"]["loggops"]
     assert lg["o"] > 0 and lg["L"] >= 0
     assert d["local"]["min"]["gamma"]["double"]["sum"]["gamma"] > 0
-    assert {m["kind"] for m in d["measurements"]} >= {"prtt1", "prttn", "o_s", "o_r", "late"}
+    assert {m["kind"] for m in d["measurements"]} >= {
+        "prtt1",
+        "prttn",
+        "o_s",
+        "o_r",
+        "late",
+        "executor",
+    }
+    ex = d["executor"]["min"]
+    assert ex["regimes"]["eager"]["loggops"]["call"] >= 0
+    assert ex["sizes"] == [64, 32768]
     out = tmp_path / "v"
     code = cli.main(
         [

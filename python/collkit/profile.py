@@ -709,6 +709,7 @@ def calibrate(
     rounds: int = 3,
     command: str = "",
     executor: bool = True,
+    executor_sizes: Sequence[int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Profile:
     """Measure and fit a profile of `mpi` (collkit.mpi.MPI) between two ranks: on this node,
@@ -731,10 +732,15 @@ def calibrate(
     )
     multicast = [] if hosts else run_multicast(mpi, 2, iterations=max(iterations * 10, 100))
     if executor:
-        from collkit.calibrate_executor import measure_executor
+        from collkit.calibrate_executor import CALIBRATION_SIZES, measure_executor
 
         recs += measure_executor(
-            mpi, hosts=hosts, rounds=rounds, iterations=iterations, progress=progress
+            mpi,
+            hosts=hosts,
+            sizes=executor_sizes or CALIBRATION_SIZES,
+            rounds=rounds,
+            iterations=iterations,
+            progress=progress,
         )
     return fit_profile(
         recs,

@@ -52,6 +52,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="few sizes and samples (for the tour)")
     p.add_argument("--hosts", default=None, help="host file: measure between its first two hosts")
     p.add_argument(
+        "--executor-sizes",
+        type=parse_sizes,
+        default=None,
+        metavar="LIST",
+        help="sizes of the executor's calibration schedules (default 64,512,4KiB,12KiB,32KiB,"
+        "256KiB,512KiB: none of validate's)",
+    )
+    p.add_argument(
         "--no-executor",
         action="store_true",
         help="leave out the executor's calibration (small collkit schedules through the bench "
@@ -79,9 +87,13 @@ def run(args: argparse.Namespace) -> int:
     if any(s < 1 for s in sizes) or len(set(sizes)) < 2:
         raise InvalidArgumentError("--sizes: at least two distinct sizes of 1 B or more")
     iters, rounds = args.iters, args.rounds
+    executor_sizes = args.executor_sizes
+    if executor_sizes is not None and (any(s < 1 for s in executor_sizes) or not executor_sizes):
+        raise InvalidArgumentError("--executor-sizes: sizes of 1 B or more")
     if args.quick:
         sizes = args.sizes or [8, 1024, 65536, 1048576]
         iters, rounds = min(iters, 10), min(rounds, 2)
+        executor_sizes = executor_sizes or [64, 4096, 32768, 262144]
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
     _build(mpi)
     name = args.name or machine_name().split(" ")[0]
@@ -98,12 +110,14 @@ def run(args: argparse.Namespace) -> int:
         iterations=iters,
         rounds=rounds,
         executor=not args.no_executor,
+        executor_sizes=executor_sizes,
         progress=lambda m: print(m, file=sys.stderr),
         command=shlex.join(
             ["collkit", "calibrate", "-o", str(out), "--name", name]
             + ["--sizes", ",".join(map(str, sizes)), "--iters", str(iters), "--rounds", str(rounds)]
             + (["--hosts", args.hosts] if args.hosts else [])
             + (["--no-executor"] if args.no_executor else [])
+            + (["--executor-sizes", ",".join(map(str, executor_sizes))] if executor_sizes else [])
         ),
     )
     print(prof.summary())
