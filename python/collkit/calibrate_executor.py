@@ -124,6 +124,7 @@ def measure_executor(
     iterations: int = 20,
     hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
+    sync: str = "barrier",
 ) -> list[dict[str, Any]]:
     """The calibration set measured with the bench driver (interleaved rounds, as validate
     measures): one record per (algorithm, bytes), times in µs as the kernel writes them."""
@@ -146,6 +147,7 @@ def measure_executor(
             iterations=iterations,
             hosts=hosts,
             progress=progress,
+            sync=sync,
         )
         for name in names:
             for s in szs:
@@ -162,9 +164,16 @@ def measure_executor(
                         "median": float(np.median(xs)),
                         "samples": len(xs),
                         "largest_message": largest_message(name, P, s // elem, elem),
+                        "sync": sync,
                     }
                 )
     return out
+
+
+def records_sync(records: Sequence[Mapping[str, Any]]) -> str:
+    """How the calibration's iterations started (measure's sync), '' if not said."""
+    got = {str(r.get("sync", "")) for r in records if r.get("kind") == "executor"}
+    return got.pop() if len(got) == 1 else ", ".join(sorted(got))
 
 
 def cases_from_records(records: Sequence[Mapping[str, Any]]) -> list[ExecutorCase]:
@@ -307,6 +316,7 @@ def fit_executor(
                     )
                 }
         out[stat] = {
+            "sync": str(records_sync(records)),
             "threshold_bytes": threshold,
             "transport": transport,
             "algorithms": sorted({c.algorithm for c in cases}),

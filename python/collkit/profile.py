@@ -279,7 +279,8 @@ class Profile:
         for stat, ex in self.executor.items():
             thr = ex["threshold_bytes"]
             lines.append(
-                f"executor, {stat} ({ex['transport']}; regimes split at "
+                f"executor, {stat} ({ex['transport']}; sync {ex.get('sync') or '?'}; "
+                "regimes split at "
                 + ("inf" if math.isinf(thr) else f"{thr:g} B")
                 + f"; fitted to {', '.join(ex['algorithms'])}):"
             )
@@ -426,8 +427,9 @@ def _executor_from_dict(ex: Any, source: str, models: Mapping[str, Any]) -> dict
             raise _bad(f"{where}: no such statistic in 'models' ({', '.join(models)})")
         if not isinstance(e, dict) or not isinstance(e.get("regimes"), dict) or not e["regimes"]:
             raise _bad(f"{where} needs 'threshold_bytes', 'transport' and 'regimes'")
-        if not isinstance(e.get("transport", ""), str):
-            raise _bad(f"{where}.transport must be a string")
+        for k in ("transport", "sync"):
+            if not isinstance(e.get(k, ""), str):
+                raise _bad(f"{where}.{k} must be a string")
         regimes: dict[str, Any] = {}
         for regime, fits in e["regimes"].items():
             if regime not in ("eager", "rendezvous") or not isinstance(fits, dict):
@@ -710,6 +712,7 @@ def calibrate(
     command: str = "",
     executor: bool = True,
     executor_sizes: Sequence[int] | None = None,
+    sync: str = "barrier",
     progress: Callable[[str], None] | None = None,
 ) -> Profile:
     """Measure and fit a profile of `mpi` (collkit.mpi.MPI) between two ranks: on this node,
@@ -741,6 +744,7 @@ def calibrate(
             rounds=rounds,
             iterations=iterations,
             progress=progress,
+            sync=sync,
         )
     return fit_profile(
         recs,

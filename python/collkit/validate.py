@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 DATATYPE_BYTES = {"double": 8, "char": 1}
+SYNCS = ("barrier", "window")
 # Two measured times closer than this (relative) are a tie: no order to get right or wrong.
 TIE = 0.05
 
@@ -90,6 +91,7 @@ class Validation:
     load: str
     allocation: dict[int, str] = field(default_factory=dict)
     executor: bool = False  # the prediction used the executor's fits (per-call, per-op costs)
+    sync: str = ""  # how the measured iterations started (measure's sync)
 
     def ok(self) -> list[Case]:
         return [c for c in self.cases if not c.error and c.measured_min > 0]
@@ -135,7 +137,13 @@ class Validation:
                 allocation=self.allocation.get(c.P, ""),
                 date=self.date,
             )
-            m = Row(**base, source="measured", mpi=self.mpi, iterations=c.samples)  # type: ignore[arg-type]
+            m = Row(
+                **base,  # type: ignore[arg-type]
+                source="measured",
+                mpi=self.mpi,
+                iterations=c.samples,
+                settings=f"sync={self.sync}" if self.sync else "",
+            )
             m.min, m.median = c.measured_min, c.measured_median
             if c.error:
                 m.error = c.error
@@ -278,10 +286,16 @@ def measure(
     warmup: int = 5,
     hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
+    sync: str = "barrier",
 ) -> dict[tuple[str, int], list[float]]:
     """Per (algorithm, bytes) the per-iteration times (µs, maximum over ranks) of all rounds:
     each round one run of the bench driver with every algorithm, size by size interleaved, the
-    algorithm order rotated from round to round."""
+    algorithm order rotated from round to round. `sync`: how the ranks start each iteration,
+    after an MPI_Barrier ("barrier": the ranks leave it at different times) or at one instant
+    on clocks aligned to rank 0 ("window", as ReproMPI; iterations a rank starts late are
+    dropped): the simulator starts every rank at 0, as the window does."""
+    if sync not in SYNCS:
+        raise InvalidArgumentError(f"sync must be one of {', '.join(SYNCS)}, got {sync!r}")
     from collkit.mpi import build, launch_command, launch_env
 
     bindir = build(mpi)
@@ -311,6 +325,8 @@ def measure(
             "1000",
             "--interleave",
             "--raw",
+            "--sync",
+            sync,
         ]
         if rnd == 0:
             args.append("--validate")
@@ -349,6 +365,7 @@ def validate(
     hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
     executor: bool = True,
+    sync: str = "barrier",
 ) -> Validation:
     """Predict and measure every case (see the module's docstring); `executor`: with the
     profile's executor fits when it has them (Profile.params)."""
@@ -377,6 +394,7 @@ def validate(
             iterations=iterations,
             hosts=hosts,
             progress=progress,
+            sync=sync,
         )
         for name, s in itertools.product(names, szs):
             c = Case(coll, name, p, s)
@@ -403,6 +421,7 @@ def validate(
         load=f"{load0} before, {machine_load()} after",
         allocation={p: allocation(p, hosts) for p in P},
         executor=executor and bool(profile.executor),
+        sync=sync,
     )
 
 
@@ -588,6 +607,14 @@ def results_markdown(v: Validation, command: str) -> str:
         f"- machine: {v.machine}",
         f"- date: {v.date}",
         f"- load (1/5/15 min): {v.load}",
+        f"- iterations started: {v.sync or 'as in the rows'}"
+        + (
+            " (each after an MPI_Barrier)"
+            if v.sync == "barrier"
+            else " (at one instant on aligned clocks; late starts dropped)"
+            if v.sync == "window"
+            else ""
+        ),
         "- allocation: " + "; ".join(f"P={p}: {a}" for p, a in sorted(v.allocation.items())),
         f"- profile: {v.profile.name}, {v.profile.mpi}, {v.profile.pair}, {v.profile.date}, "
         f"load {v.profile.load}; S = {v.profile.threshold_bytes:g} B",

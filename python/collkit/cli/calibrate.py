@@ -52,6 +52,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="few sizes and samples (for the tour)")
     p.add_argument("--hosts", default=None, help="host file: measure between its first two hosts")
     p.add_argument(
+        "--sync",
+        choices=("barrier", "window"),
+        default="barrier",
+        help="how measured iterations start: after an MPI_Barrier (barrier, the default) or at "
+        "one instant on aligned clocks (window, as the simulator starts every rank at 0; "
+        "iterations a rank starts late are dropped)",
+    )
+    p.add_argument(
         "--executor-sizes",
         type=parse_sizes,
         default=None,
@@ -111,12 +119,14 @@ def run(args: argparse.Namespace) -> int:
         rounds=rounds,
         executor=not args.no_executor,
         executor_sizes=executor_sizes,
+        sync=args.sync,
         progress=lambda m: print(m, file=sys.stderr),
         command=shlex.join(
             ["collkit", "calibrate", "-o", str(out), "--name", name]
             + ["--sizes", ",".join(map(str, sizes)), "--iters", str(iters), "--rounds", str(rounds)]
             + (["--hosts", args.hosts] if args.hosts else [])
             + (["--no-executor"] if args.no_executor else [])
+            + ["--sync", args.sync]
             + (["--executor-sizes", ",".join(map(str, executor_sizes))] if executor_sizes else [])
         ),
     )

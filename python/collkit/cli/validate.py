@@ -74,6 +74,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="predict the measured rows of an earlier validation again (another --model or "
         "profile) instead of measuring",
     )
+    p.add_argument(
+        "--sync",
+        choices=("barrier", "window"),
+        default="barrier",
+        help="how measured iterations start: after an MPI_Barrier (barrier, the default) or at "
+        "one instant on aligned clocks (window, as the simulator starts every rank at 0; "
+        "iterations a rank starts late are dropped)",
+    )
     p.add_argument("--no-plot", action="store_true", help="do not draw PREFIX.png")
     p.add_argument(
         "--no-executor",
@@ -159,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
             hosts=args.hosts,
             progress=lambda m: print(m, file=sys.stderr),
             executor=not args.no_executor,
+            sync=args.sync,
         )
         command = shlex.join(
             ["collkit", "validate", "--profile", str(args.profile)]
@@ -166,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
             + (["--algos", args.algos] if args.algos else [])
             + ["-P", ",".join(map(str, args.P)), "--sizes", ",".join(map(str, args.sizes))]
             + ["--model", args.model, "--rounds", str(args.rounds), "--iters", str(args.iters)]
+            + ["--sync", args.sync]
             + (["--hosts", args.hosts] if args.hosts else [])
             + (["--no-executor"] if args.no_executor else [])
             + ["-o", str(args.out)]
