@@ -181,7 +181,7 @@ class Validation:
         return "\n".join(lines)
 
     def summary(self) -> str:
-        """Median |error| and pair order, overall and per (collective, P)."""
+        """Median |error| and pair order per (collective, P), per (size, P) and per P."""
         lines = [
             "| cases | P | median abs error (min) | median abs error (median) | "
             "pairs ordered as measured (min) | (median) |",
@@ -202,6 +202,10 @@ class Validation:
             sorted(ok, key=lambda c: (c.P, c.collective)), key=lambda c: (c.collective, c.P)
         ):
             lines.append(line(coll, str(P), list(cs)))
+        for (nbytes, P), cs in itertools.groupby(
+            sorted(ok, key=lambda c: (c.P, c.bytes)), key=lambda c: (c.bytes, c.P)
+        ):
+            lines.append(line(f"{nbytes} B", str(P), list(cs)))
         for P in sorted({c.P for c in ok}):
             lines.append(line("**all**", str(P), [c for c in ok if c.P == P]))
         return "\n".join(lines)
