@@ -17,23 +17,28 @@ from collkit.calibrate_executor import (
     CALIBRATION_ALGOS,
     DATATYPE_BYTES,
     datatype_of,
+    elapsed,
     executor_threshold,
     fit_executor,
+    late_start,
 )
 from collkit.errors import InvalidArgumentError
 from collkit.profile import load_profile, profile_from_dict
+from collkit.simulate import Model
 from collkit.validate import largest_message, predict
 from test_profile import make
 
 CALL = 900.0  # ns per call
 EXTRA_O = 400.0  # the executor's cost per send / receive op on top of MPI's o
 EXTRA_REDUCE = 250.0  # ... per reduction op
+SKEW = 400.0  # rank 1 leaves the bench's MPI_Barrier this much after rank 0
 SIZES = (64, 512, 4096, 12288, 32768, 262144)
 
 
 def _synthetic_records(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Calibration records that follow the kernel's LogGOPS with the executor's costs added:
-    `o` larger by EXTRA_O, `reduce_base` by EXTRA_REDUCE, every call CALL more."""
+    `o` larger by EXTRA_O, `reduce_base` by EXTRA_REDUCE, every call CALL more, measured after
+    a barrier that rank 1 leaves SKEW after rank 0."""
     monkeypatch.delenv("COLLKIT_SHM", raising=False)
     monkeypatch.delenv("COLLKIT_SHM_MAX", raising=False)
     p = make()
@@ -49,9 +54,8 @@ def _synthetic_records(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
                 params["S"] = float("inf")
             params["o"] += EXTRA_O
             params["reduce_base"] += EXTRA_REDUCE
-            t = collkit.simulate(
-                algo, 2, count=s // elem, elem_size=elem, model="loggops", **params
-            ).makespan
+            sched = collkit.generate(algo, 2, count=s // elem, elem_size=elem)
+            t = elapsed(sched, Model.make("loggops", **params), SKEW)
             us = (t + CALL) / 1e3
             out.append(
                 {
@@ -80,13 +84,13 @@ def test_the_fit_finds_the_executors_costs(monkeypatch: pytest.MonkeyPatch) -> N
     q = eager["fit"]["loggops"]
     assert q["rms_rel_residual_before"] > 0.3
     assert q["rms_rel_residual"] < 0.02
-    # ... and find the per-call and per-op costs put in (at P = 2 only 2o + L, a message's
-    # cost, is identifiable: o and L trade).
+    # ... and find the per-call and per-op costs and the barrier's skew put in (at P = 2 every
+    # case has one L on its path: L and the per-call cost trade, their sum does not).
     kernel = p.params("loggops", executor=False)
     lg = eager["loggops"]
-    assert lg["call"] == pytest.approx(CALL, rel=0.25)
-    per_message = 2 * (lg["o"] - kernel["o"]) + lg["L"] - kernel["L"]
-    assert per_message == pytest.approx(2 * EXTRA_O, rel=0.25)
+    assert lg["call"] + lg["L"] == pytest.approx(CALL + kernel["L"], rel=0.1)
+    assert lg["barrier_skew"] == pytest.approx(SKEW, rel=0.1)
+    assert lg["o"] - kernel["o"] == pytest.approx(EXTRA_O, rel=0.1)
     assert lg["reduce_base"] - kernel["reduce_base"] == pytest.approx(EXTRA_REDUCE, rel=0.25)
     assert e["regimes"]["rendezvous"]["fit"]["loggops"]["rms_rel_residual"] < 0.05
 
@@ -132,10 +136,27 @@ def test_profile_keeps_the_executor_and_predictions_use_it(
     # validate's prediction: the makespan with the fitted parameters plus the call.
     mn, _, regime = predict(q, "loggops", "allreduce:rd", 2, 1024, "allreduce")
     assert regime == "eager"
-    sim = collkit.simulate("allreduce:rd", 2, bytes=1024, model="loggops", **with_ex).makespan
+    skew = q.barrier_skew_ns("loggops", message_bytes=1024)
+    assert skew > 0
+    sched = collkit.generate("allreduce:rd", 2, count=128, elem_size=8)
+    sim = elapsed(sched, Model.make("loggops", **with_ex), skew)
     assert mn == pytest.approx((sim + q.call_ns("loggops", message_bytes=1024)) / 1e3)
+    # In windows every rank starts at once: no skew.
+    win, _, _ = predict(q, "loggops", "allreduce:rd", 2, 1024, "allreduce", sync="window")
+    assert win < mn
     old, _, _ = predict(q, "loggops", "allreduce:rd", 2, 1024, "allreduce", executor=False)
     assert old < mn
+
+
+def test_a_late_start_delays_the_ranks_but_0() -> None:
+    m = Model.make("loggops", L=500, o=100, g=100)
+    one = collkit.generate("bcast:binomial", 2, count=8, elem_size=1)
+    exchange = collkit.generate("allreduce:rd", 2, count=1, elem_size=8)
+    # A message to a rank that starts late finds it waiting less; an exchange waits longer.
+    assert elapsed(one, m, 300) == pytest.approx(elapsed(one, m) - 300)
+    assert elapsed(exchange, m, 300) == pytest.approx(elapsed(exchange, m) + 300)
+    late, starts = late_start(exchange, 300)
+    assert list(starts) == [0, 300] and late.total_ops == exchange.total_ops + 1
 
 
 def test_version_1_profiles_are_read() -> None:

@@ -201,42 +201,109 @@ def _schedules(cases: Sequence[ExecutorCase]) -> list[Any]:
     return out
 
 
+def late_start(schedule: Any, delay_ns: float) -> tuple[Any, np.ndarray]:
+    """`schedule` with every rank but 0 starting `delay_ns` late (a sleep op first that all its
+    first ops wait on), and the start of each rank (ns): how the ranks leave an MPI_Barrier."""
+    from collkit.schedule import Schedule
+
+    d = round(delay_ns)
+    starts = np.array([0.0] + [float(d)] * (schedule.P - 1))
+    if d <= 0 or schedule.P < 2:
+        return schedule, np.zeros(schedule.P)
+    a = schedule.arrays()
+    n = len(a["rank"])
+    cols = [k for k in a if k not in ("dep_begin", "deps", "scratch_begin", "scratch")]
+    out: dict[str, list[int]] = {k: [] for k in cols}
+    dep_begin: list[int] = [0]
+    deps: list[int] = []
+    first = np.searchsorted(a["rank"], np.arange(schedule.P + 1))
+    for r in range(schedule.P):
+        shift = 1 if r > 0 else 0
+        if shift:
+            for k in cols:
+                out[k].append({"rank": r, "kind": 5, "peer": -1, "len": d}.get(k, 0))
+            dep_begin.append(len(deps))
+        for i in range(first[r], first[r + 1]):
+            for k in cols:
+                out[k].append(int(a[k][i]))
+            mine = a["deps"][a["dep_begin"][i] : a["dep_begin"][i + 1]]
+            deps.extend([int(x) + shift for x in mine] if len(mine) or not shift else [0])
+            dep_begin.append(len(deps))
+    assert len(out["rank"]) == n + schedule.P - 1
+    cols_np: dict[str, Any] = {k: np.array(v) for k, v in out.items()}
+    cols_np["dep_begin"] = np.array(dep_begin)
+    cols_np["deps"] = np.array(deps)
+    cols_np["scratch_begin"] = a["scratch_begin"]
+    cols_np["scratch"] = a["scratch"]
+    late = Schedule.from_arrays(
+        cols_np,
+        collective=schedule.collective,
+        P=schedule.P,
+        count=schedule.count,
+        elem_size=schedule.elem_size,
+        root=schedule.root,
+        algorithm=schedule.algorithm,
+    )
+    return late, starts
+
+
+def elapsed(schedule: Any, model: Any, barrier_skew: float = 0.0) -> float:
+    """What the bench driver measures of one call (ns): the largest time from a rank's own
+    start to its finish, the ranks but 0 starting `barrier_skew` late (0: all at once)."""
+    from collkit.simulate import simulate
+
+    if barrier_skew <= 0:
+        return float(simulate(schedule, model=model).makespan)
+    late, starts = late_start(schedule, barrier_skew)
+    r = simulate(late, model=model)
+    return float(np.max(np.asarray(r.finish, dtype=float) - starts))
+
+
 def fit_regime(
     model: str,
     cases: Sequence[ExecutorCase],
     start: Mapping[str, float],
     stat: str,
+    *,
+    barrier: bool = False,
 ) -> dict[str, Any]:
     """Least squares (scipy) of the model's free parameters, reduce_base and the per-call cost
     to the cases' measured `stat` (relative residuals, soft L1 loss against the odd sample a
     loaded machine gives); `start` holds the model's parameters, gamma, reduce_base and
-    copy_beta from the kernel. Returns the fitted parameters (start's fixed ones included),
-    "call" (ns) and the fit's quality."""
+    copy_beta from the kernel. With `barrier` (iterations measured after an MPI_Barrier) also
+    the barrier's exit skew: ranks but 0 start that much later (see elapsed). Returns the
+    fitted parameters (start's fixed ones included), "call" and "barrier_skew" (ns) and the
+    fit's quality."""
     from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
-    from collkit.simulate import Model, simulate
+    from collkit.simulate import Model
 
     if not cases:
         raise InvalidArgumentError("no calibration cases in this regime")
     free = [*FREE_PARAMS[model], "reduce_base"]
     scheds = _schedules(cases)
     y = np.array([getattr(c, stat) for c in cases], dtype=float)
+    k_skew, k_call = len(free), len(free) + 1
 
     def predict(x: np.ndarray) -> np.ndarray:
         ps = dict(start)
-        ps.update({k: float(v) for k, v in zip(free, x[:-1], strict=True)})
+        ps.update({k: float(v) for k, v in zip(free, x[:k_skew], strict=True)})
         m = Model.make(model, **ps)
-        t = np.array([simulate(s, model=m).makespan for s in scheds], dtype=float)
-        return t + float(x[-1])
+        skew = float(x[k_skew]) if barrier else 0.0
+        t = np.array([elapsed(s, m, skew) for s in scheds], dtype=float)
+        return t + float(x[k_call])
 
-    x0 = np.array([float(start[k]) for k in free] + [0.0])
-    base = predict(x0)
-    x0[-1] = max(float(np.median(y - base)), 0.0)
+    x0 = np.array([float(start[k]) for k in free] + [300.0 if barrier else 0.0, 0.0])
+    base = predict(np.array([*x0[:k_skew], 0.0, 0.0]))
+    x0[k_call] = max(float(np.median(y - predict(x0))), 0.0)
     # The makespan is piecewise linear in the parameters: derivatives by small relative steps
-    # (1e-3), and a scale per kind of parameter (per-byte costs are ~1e4 times smaller).
+    # (1e-3; 5e-2 for the skew, which the schedule holds in whole ns), and a scale per kind of
+    # parameter (per-byte costs are ~1e4 times smaller).
     scale = np.array(
-        [0.01 if k in ("beta", "G", "O") else 100.0 for k in free] + [100.0], dtype=float
+        [0.01 if k in ("beta", "G", "O") else 100.0 for k in free] + [100.0, 100.0], dtype=float
     )
+    step = np.full_like(x0, 1e-3)
+    step[k_skew] = 5e-2
 
     def resid(x: np.ndarray) -> np.ndarray:
         r: np.ndarray = (predict(x) - y) / y
@@ -247,17 +314,18 @@ def fit_regime(
         x0,
         bounds=(np.zeros_like(x0), np.full_like(x0, np.inf)),
         x_scale=scale,
-        diff_step=1e-3,
+        diff_step=step,
         loss="soft_l1",
         f_scale=0.05,
         max_nfev=200,
     )
     rel = resid(sol.x)
     params = dict(start)
-    params.update({k: float(v) for k, v in zip(free, sol.x[:-1], strict=True)})
+    params.update({k: float(v) for k, v in zip(free, sol.x[:k_skew], strict=True)})
     return {
         "params": params,
-        "call": float(sol.x[-1]),
+        "call": float(sol.x[k_call]),
+        "barrier_skew": float(sol.x[k_skew]) if barrier else 0.0,
         "rms_rel_residual": float(np.sqrt(np.mean(rel**2))),
         "max_rel_residual": float(np.max(np.abs(rel))),
         "rms_rel_residual_before": float(np.sqrt(np.mean(((base - y) / y) ** 2))),
@@ -279,6 +347,7 @@ def fit_executor(
     if not cases:
         raise InvalidArgumentError("no executor measurements to fit")
     threshold, transport = executor_threshold(profile.threshold_bytes, on_one_node=on_one_node)
+    sync = records_sync(records) or "barrier"  # the bench's default
     out: dict[str, Any] = {}
     for stat in profile.models:
         regimes: dict[str, dict[str, Any]] = {}
@@ -301,10 +370,11 @@ def fit_executor(
                     # Through the slots a send never waits for its receiver (eager); through
                     # MPI, MPI's threshold holds.
                     start["S"] = math.inf if regime == "eager" and threshold > 0 else start["S"]
-                f = fit_regime(model, mine, start, stat)
+                f = fit_regime(model, mine, start, stat, barrier=sync != "window")
                 regimes[regime][model] = {
                     **{k: v for k, v in f["params"].items() if k not in ("gamma", "copy_beta")},
                     "call": f["call"],
+                    "barrier_skew": f["barrier_skew"],
                 }
                 regimes[regime].setdefault("fit", {})[model] = {
                     k: f[k]
@@ -316,7 +386,7 @@ def fit_executor(
                     )
                 }
         out[stat] = {
-            "sync": str(records_sync(records)),
+            "sync": sync,
             "threshold_bytes": threshold,
             "transport": transport,
             "algorithms": sorted({c.algorithm for c in cases}),

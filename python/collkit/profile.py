@@ -57,6 +57,8 @@ __all__ = [
 
 FORMAT = "collkit-profile"
 VERSION = 2
+# Terms of an executor fit that are not simulator parameters (Profile.call_ns, barrier_skew_ns).
+EXECUTOR_TERMS = ("call", "barrier_skew")
 READ_VERSIONS = (1, 2)  # 2 added the optional `executor` section (collkit.calibrate_executor)
 STATS = ("min", "median")
 SIM_MODELS = ("postal", "pipelined-postal", "logp", "loggp", "loggops")
@@ -170,7 +172,7 @@ class Profile:
         out["copy_beta"] = float(local["copy_beta"])
         ex = self._executor_fit(key, stat, message_bytes) if executor else None
         if ex is not None:
-            out.update({k: float(v) for k, v in ex.items() if k != "call"})
+            out.update({k: float(v) for k, v in ex.items() if k not in EXECUTOR_TERMS})
         return out
 
     def _executor_fit(
@@ -203,6 +205,22 @@ class Profile:
         key = model.replace("_", "-").lower()
         ex = self._executor_fit(key, stat, message_bytes) if executor else None
         return float(ex["call"]) if ex is not None else 0.0
+
+    def barrier_skew_ns(
+        self,
+        model: str,
+        *,
+        stat: str = "min",
+        message_bytes: float | None = None,
+        executor: bool = True,
+    ) -> float:
+        """How much later than rank 0 the other ranks leave the MPI_Barrier that starts each
+        measured iteration (ns), fitted with the executor's costs (0 without them, or when
+        the calibration started its iterations in windows): the measurement's, not the
+        collective's (collkit.calibrate_executor.elapsed)."""
+        key = model.replace("_", "-").lower()
+        ex = self._executor_fit(key, stat, message_bytes) if executor else None
+        return float(ex.get("barrier_skew", 0.0)) if ex is not None else 0.0
 
     def model(self, model: str, **kw: Any) -> Any:
         """The simulator's Model for `model` with this profile's parameters (see params)."""
@@ -441,7 +459,7 @@ def _executor_from_dict(ex: Any, source: str, models: Mapping[str, Any]) -> dict
                         raise _bad(f"{where}.regimes.{regime}.fit must be an object")
                     regimes[regime][m] = ps
                     continue
-                want = set(MODELS.get(m, {})) | {"reduce_base", "call"}
+                want = set(MODELS.get(m, {})) | {"reduce_base", *EXECUTOR_TERMS}
                 if m not in MODELS or not isinstance(ps, dict) or set(ps) != want:
                     raise _bad(
                         f"{where}.regimes.{regime}.{m}: a model of the simulator giving exactly "

@@ -255,11 +255,14 @@ def predict(
     collective: str,
     *,
     executor: bool = True,
+    sync: str = "barrier",
 ) -> tuple[float, float, str]:
     """(from minima, from medians, regime) predicted times of one call in µs: the simulated
     makespan, plus with `executor` (and a profile that has them) the executor's per-call cost
-    and its fitted parameters (collkit.calibrate_executor)."""
-    from collkit.simulate import simulate
+    and its fitted parameters (collkit.calibrate_executor); a measurement whose iterations
+    start after an MPI_Barrier (`sync`) is predicted with the barrier's fitted exit skew."""
+    from collkit.algorithms import Algorithm
+    from collkit.calibrate_executor import elapsed
 
     dt = "double" if collective in REDUCTIONS else "char"
     elem = DATATYPE_BYTES[dt]
@@ -273,8 +276,10 @@ def predict(
     for stat in ("min", "median"):
         kw = dict(stat=stat, message_bytes=big, executor=executor)
         m = profile.model(model, datatype=dt, op="sum", **kw)
-        r = simulate(algorithm, P, count=count, elem_size=elem, model=m)
-        out.append((r.makespan + profile.call_ns(model, **kw)) / 1e3)  # type: ignore[arg-type]
+        sched = Algorithm(algorithm).generate(P, count=count, elem_size=elem)
+        skew = profile.barrier_skew_ns(model, **kw) if sync == "barrier" else 0.0  # type: ignore[arg-type]
+        t = elapsed(sched, m, skew) + profile.call_ns(model, **kw)  # type: ignore[arg-type]
+        out.append(t / 1e3)
     return out[0], out[1], regime
 
 
@@ -404,7 +409,7 @@ def validate(
             c = Case(coll, name, p, s)
             try:
                 c.predicted_min, c.predicted_median, c.regime = predict(
-                    profile, model, name, p, s, coll, executor=executor
+                    profile, model, name, p, s, coll, executor=executor, sync=sync
                 )
             except CollkitError as e:
                 c.error = f"simulation: {e}"
@@ -448,8 +453,16 @@ def validate_rows(
         c = Case(r.collective, r.algorithm, r.P, r.bytes)
         c.measured_min, c.measured_median, c.samples = r.min, r.median, r.iterations
         try:
+            sync = "window" if "sync=window" in (r.settings or "") else "barrier"
             c.predicted_min, c.predicted_median, c.regime = predict(
-                profile, model, r.algorithm, r.P, r.bytes, r.collective, executor=executor
+                profile,
+                model,
+                r.algorithm,
+                r.P,
+                r.bytes,
+                r.collective,
+                executor=executor,
+                sync=sync,
             )
         except CollkitError as e:
             c.error = f"simulation: {e}"
