@@ -338,11 +338,13 @@ def fit_executor(
     records: Sequence[Mapping[str, Any]],
     *,
     on_one_node: bool = True,
-    models: Sequence[str] = tuple(FREE_PARAMS),
+    models: Sequence[str] = ("postal", "loggops"),
 ) -> dict[str, Any]:
     """The profile's `executor` section from the calibration set's records (see the module's
     docstring): per statistic the regime threshold and per regime and model the fitted
-    parameters, the per-call cost and the fit's quality."""
+    parameters, the per-call cost and the fit's quality. `models`: postal and LogGOPS by
+    default (each fit simulates every case some hundred times); the others keep the kernel's
+    parameters (Profile.params)."""
     cases = cases_from_records(records)
     if not cases:
         raise InvalidArgumentError("no executor measurements to fit")
