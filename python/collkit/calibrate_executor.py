@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from collkit.errors import InvalidArgumentError
+from collkit.validate import DATATYPE_BYTES, datatype_of
 
 if TYPE_CHECKING:
     from collkit.mpi import MPI
@@ -77,7 +78,6 @@ FREE_PARAMS: dict[str, tuple[str, ...]] = {
     "loggops": ("L", "o", "g", "G", "O"),
 }
 SHM_DEFAULT_MAX = 16384  # mpi/src/shm.cpp's kDefaultSlotBytes
-DATATYPE_BYTES = {"double": 8, "char": 1}
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,6 @@ class ExecutorCase:
     @property
     def collective(self) -> str:
         return self.algorithm.split(":", 1)[0]
-
-
-def datatype_of(collective: str) -> str:
-    from collkit.collectives import REDUCTIONS
-
-    return "double" if collective in REDUCTIONS else "char"
 
 
 def executor_threshold(kernel_threshold: float, *, on_one_node: bool = True) -> tuple[float, str]:

@@ -202,9 +202,7 @@ class Profile:
         """The executor's cost of one collective call (ns) fitted with `model` (0 when the
         profile has no executor fits or `executor` is False): what to add to a simulated
         makespan to predict a measured call of collkit."""
-        key = model.replace("_", "-").lower()
-        ex = self._executor_fit(key, stat, message_bytes) if executor else None
-        return float(ex["call"]) if ex is not None else 0.0
+        return self._executor_term("call", model, stat, message_bytes, executor)
 
     def barrier_skew_ns(
         self,
@@ -218,9 +216,14 @@ class Profile:
         measured iteration (ns), fitted with the executor's costs (0 without them, or when
         the calibration started its iterations in windows): the measurement's, not the
         collective's (collkit.calibrate_executor.elapsed)."""
+        return self._executor_term("barrier_skew", model, stat, message_bytes, executor)
+
+    def _executor_term(
+        self, term: str, model: str, stat: str, message_bytes: float | None, executor: bool
+    ) -> float:
         key = model.replace("_", "-").lower()
         ex = self._executor_fit(key, stat, message_bytes) if executor else None
-        return float(ex.get("barrier_skew", 0.0)) if ex is not None else 0.0
+        return float(ex.get(term, 0.0)) if ex is not None else 0.0
 
     def model(self, model: str, **kw: Any) -> Any:
         """The simulator's Model for `model` with this profile's parameters (see params)."""

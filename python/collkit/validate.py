@@ -48,6 +48,14 @@ __all__ = [
 ]
 
 DATATYPE_BYTES = {"double": 8, "char": 1}
+
+
+def datatype_of(collective: str) -> str:
+    """The datatype a validation measures `collective` with: double for reductions, else
+    char."""
+    return "double" if collective in REDUCTIONS else "char"
+
+
 SYNCS = ("barrier", "window")
 # Two measured times closer than this (relative) are a tie: no order to get right or wrong.
 TIE = 0.05
@@ -124,7 +132,7 @@ class Validation:
         """Measured and simulated rows of THE results schema, side by side."""
         out: list[Row] = []
         for c in self.cases:
-            dt = "double" if c.collective in REDUCTIONS else "char"
+            dt = datatype_of(c.collective)
             elem = DATATYPE_BYTES[dt]
             base = dict(
                 collective=c.collective,
@@ -264,7 +272,7 @@ def predict(
     from collkit.algorithms import Algorithm
     from collkit.calibrate_executor import elapsed
 
-    dt = "double" if collective in REDUCTIONS else "char"
+    dt = datatype_of(collective)
     elem = DATATYPE_BYTES[dt]
     count = nbytes // elem
     big = largest_message(algorithm, P, count, elem)
@@ -309,7 +317,7 @@ def measure(
 
     bindir = build(mpi)
     env, _ = launch_env(mpi, P, hosts=hosts)
-    dt = "double" if collective in REDUCTIONS else "char"
+    dt = datatype_of(collective)
     samples: dict[tuple[str, int], list[float]] = {}
     for rnd in range(rounds):
         k = rnd % len(algos)
@@ -390,7 +398,7 @@ def validate(
         names = (algos or {}).get(coll) or registry_algorithms(coll, p)
         if not names:
             continue
-        dt = "double" if coll in REDUCTIONS else "char"
+        dt = datatype_of(coll)
         elem = DATATYPE_BYTES[dt]
         szs = sorted({max(elem, s - s % elem) for s in sizes})
         measured = measure(
