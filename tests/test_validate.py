@@ -11,6 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from collkit import cli
+from collkit.errors import InvalidArgumentError
 from collkit.results import read_jsonl
 from collkit.validate import Case, Validation, plot_validation, registry_algorithms
 from test_profile import make
@@ -78,6 +79,27 @@ def test_plot_is_a_figure_and_leaves_the_backend(monkeypatch: pytest.MonkeyPatch
     assert list(ys) == pytest.approx([10.0, -10.0])
 
 
+def test_predicted_vs_measured_puts_each_case_at_its_two_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from collkit.validate import plot_predicted_vs_measured
+
+    calls: list[object] = []
+    monkeypatch.setattr(matplotlib, "use", lambda *a, **k: calls.append(a))
+    before = _validation([_case("rd", 8, 1.0, 2.0), _case("ring", 8, 3.0, 1.5)])
+    after = _validation([_case("rd", 8, 1.9, 2.0), _case("ring", 8, 1.6, 1.5)])
+    fig = plot_predicted_vs_measured(before, after, labels=["kernel", "executor"])
+    assert isinstance(fig, Figure) and calls == [] and len(fig.axes) == 2
+    ax = fig.axes[1]
+    # After the band and the diagonal, one marker per case at (measured, predicted).
+    pts = [(ln.get_xdata()[0], ln.get_ydata()[0]) for ln in ax.lines[1:]]
+    assert pts == [(2.0, 1.9), (1.5, 1.6)]
+    assert "pairs ordered 1/1" in ax.get_title() and "executor" in ax.get_title()
+    assert "pairs ordered 0/1" in fig.axes[0].get_title()
+    with pytest.raises(InvalidArgumentError, match="one label per validation"):
+        plot_predicted_vs_measured(before, labels=["a", "b"])
+
+
 def test_registry_algorithms_run_on_P() -> None:
     two = registry_algorithms("allreduce", 2)
     assert "allreduce:rd" in two and "allreduce:ring" in two
@@ -128,7 +150,19 @@ def test_calibrate_and_validate_on_mpich(
 ) -> None:
     prof = tmp_path / "here.json"
     code = cli.main(
-        ["calibrate", "-o", str(prof), "--sizes", "8,65536", "--iters", "3", "--rounds", "1"]
+        [
+            "calibrate",
+            "-o",
+            str(prof),
+            "--sizes",
+            "8,65536",
+            "--executor-sizes",
+            "64,32768",
+            "--iters",
+            "3",
+            "--rounds",
+            "1",
+        ]
     )
     assert code == 0
     d = json.loads(prof.read_text())
@@ -136,7 +170,17 @@ def test_calibrate_and_validate_on_mpich(
     lg = d["models"]["min"]["eager"]["loggops"]
     assert lg["o"] > 0 and lg["L"] >= 0
     assert d["local"]["min"]["gamma"]["double"]["sum"]["gamma"] > 0
-    assert {m["kind"] for m in d["measurements"]} >= {"prtt1", "prttn", "o_s", "o_r", "late"}
+    assert {m["kind"] for m in d["measurements"]} >= {
+        "prtt1",
+        "prttn",
+        "o_s",
+        "o_r",
+        "late",
+        "executor",
+    }
+    ex = d["executor"]["min"]
+    assert ex["regimes"]["eager"]["loggops"]["call"] >= 0
+    assert ex["sizes"] == [64, 32768]
     out = tmp_path / "v"
     code = cli.main(
         [

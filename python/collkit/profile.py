@@ -33,7 +33,7 @@ import json
 import math
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,10 @@ __all__ = [
 ]
 
 FORMAT = "collkit-profile"
-VERSION = 1
+VERSION = 2
+# Terms of an executor fit that are not simulator parameters (Profile.call_ns, barrier_skew_ns).
+EXECUTOR_TERMS = ("call", "barrier_skew")
+READ_VERSIONS = (1, 2)  # 2 added the optional `executor` section (collkit.calibrate_executor)
 STATS = ("min", "median")
 SIM_MODELS = ("postal", "pipelined-postal", "logp", "loggp", "loggops")
 DATATYPES = ("double", "float", "int", "char")
@@ -117,6 +120,9 @@ class Profile:
     local: dict[str, dict[str, Any]] = field(default_factory=dict)
     fits: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     measurements: list[dict[str, Any]] = field(default_factory=list)
+    # collkit's executor calibrated (collkit.calibrate_executor): per statistic its regime
+    # threshold and per regime and model the fitted parameters and the per-call cost "call".
+    executor: dict[str, Any] = field(default_factory=dict)
     format: str = FORMAT
     version: int = VERSION
 
@@ -128,10 +134,17 @@ class Profile:
         datatype: str = "double",
         op: str = "sum",
         message_bytes: float | None = None,
+        executor: bool = True,
     ) -> dict[str, float]:
         """Keyword parameters for `collkit.simulate(model=...)` / `Model.make`: the model's own
         (of the regime of `message_bytes`: rendezvous above S, eager otherwise) and the local
-        costs (gamma and reduce_base of `datatype` and `op`, copy_beta)."""
+        costs (gamma and reduce_base of `datatype` and `op`, copy_beta).
+
+        With `executor` (the default) and a profile that has them, the parameters fitted to
+        collkit's executor (collkit.calibrate_executor) replace the kernel's: the network
+        parameters and reduce_base of the executor's regime of `message_bytes`; gamma and
+        copy_beta stay the kernel's. The per-call cost is not a simulator parameter: see
+        call_ns."""
         key = model.replace("_", "-").lower()
         if key not in SIM_MODELS:
             raise InvalidArgumentError(f"unknown model '{model}' (known: {', '.join(SIM_MODELS)})")
@@ -157,7 +170,60 @@ class Profile:
         out["gamma"] = float(gam["gamma"])
         out["reduce_base"] = float(gam["reduce_base"])
         out["copy_beta"] = float(local["copy_beta"])
+        ex = self._executor_fit(key, stat, message_bytes) if executor else None
+        if ex is not None:
+            out.update({k: float(v) for k, v in ex.items() if k not in EXECUTOR_TERMS})
         return out
+
+    def _executor_fit(
+        self, key: str, stat: str, message_bytes: float | None
+    ) -> dict[str, float] | None:
+        ex = self.executor.get(stat)
+        if not ex:
+            return None
+        thr = ex["threshold_bytes"]
+        regime = (
+            "rendezvous"
+            if message_bytes is not None and message_bytes > thr and "rendezvous" in ex["regimes"]
+            else "eager"
+        )
+        fits = ex["regimes"].get(regime) or next(iter(ex["regimes"].values()))
+        got = fits.get(key)
+        return dict(got) if got is not None else None
+
+    def call_ns(
+        self,
+        model: str,
+        *,
+        stat: str = "min",
+        message_bytes: float | None = None,
+        executor: bool = True,
+    ) -> float:
+        """The executor's cost of one collective call (ns) fitted with `model` (0 when the
+        profile has no executor fits or `executor` is False): what to add to a simulated
+        makespan to predict a measured call of collkit."""
+        return self._executor_term("call", model, stat, message_bytes, executor)
+
+    def barrier_skew_ns(
+        self,
+        model: str,
+        *,
+        stat: str = "min",
+        message_bytes: float | None = None,
+        executor: bool = True,
+    ) -> float:
+        """How much later than rank 0 the other ranks leave the MPI_Barrier that starts each
+        measured iteration (ns), fitted with the executor's costs (0 without them, or when
+        the calibration started its iterations in windows): the measurement's, not the
+        collective's (collkit.calibrate_executor.elapsed)."""
+        return self._executor_term("barrier_skew", model, stat, message_bytes, executor)
+
+    def _executor_term(
+        self, term: str, model: str, stat: str, message_bytes: float | None, executor: bool
+    ) -> float:
+        key = model.replace("_", "-").lower()
+        ex = self._executor_fit(key, stat, message_bytes) if executor else None
+        return float(ex.get(term, 0.0)) if ex is not None else 0.0
 
     def model(self, model: str, **kw: Any) -> Any:
         """The simulator's Model for `model` with this profile's parameters (see params)."""
@@ -185,6 +251,13 @@ class Profile:
             for regime in stat.values():
                 for ps in regime.values():
                     if "S" in ps and math.isinf(ps["S"]):
+                        ps["S"] = None
+        for ex in d["executor"].values():
+            if math.isinf(ex["threshold_bytes"]):
+                ex["threshold_bytes"] = None
+            for fits in ex["regimes"].values():
+                for m, ps in fits.items():
+                    if m != "fit" and "S" in ps and math.isinf(ps["S"]):
                         ps["S"] = None
         return json.dumps(d, indent=1, allow_nan=False) + "\n"
 
@@ -224,6 +297,29 @@ class Profile:
                     f"  local             gamma(double,sum)={g['gamma']:.4g}ns/B, "
                     f"reduce_base={g['reduce_base']:.4g}ns, copy_beta={loc['copy_beta']:.4g}ns/B"
                 )
+        for stat, ex in self.executor.items():
+            thr = ex["threshold_bytes"]
+            lines.append(
+                f"executor, {stat} ({ex['transport']}; sync {ex.get('sync') or '?'}; "
+                "regimes split at "
+                + ("inf" if math.isinf(thr) else f"{thr:g} B")
+                + f"; fitted to {', '.join(ex['algorithms'])}):"
+            )
+            for regime, fits in ex["regimes"].items():
+                for m, ps in fits.items():
+                    if m == "fit":
+                        continue
+                    q = fits.get("fit", {}).get(m, {})
+                    lines.append(
+                        f"  {regime:10s} {m:17s} "
+                        + ", ".join(f"{k}={_fmt(k, v)}" for k, v in ps.items())
+                        + (
+                            f"  (rms relative residual {100 * q['rms_rel_residual']:.0f}%, "
+                            f"kernel's parameters {100 * q['rms_rel_residual_before']:.0f}%)"
+                            if q
+                            else ""
+                        )
+                    )
         return "\n".join(lines)
 
 
@@ -256,9 +352,10 @@ def profile_from_dict(d: Any, source: str = "profile") -> Profile:
         raise _bad(f"{source}: a profile is a JSON object")
     if d.get("format") != FORMAT:
         raise _bad(f"{source}: not a collkit profile (format is {d.get('format')!r})")
-    if d.get("version") != VERSION:
+    if d.get("version") not in READ_VERSIONS:
         raise _bad(
-            f"{source}: profile version {d.get('version')!r}; this collkit reads version {VERSION}"
+            f"{source}: profile version {d.get('version')!r}; this collkit reads versions "
+            + ", ".join(map(str, READ_VERSIONS))
         )
     known = {f for f in Profile.__dataclass_fields__}
     unknown = set(d) - known
@@ -320,6 +417,7 @@ def profile_from_dict(d: Any, source: str = "profile") -> Profile:
             raise _bad(f"{source}: '{k}' must be an object")
     if not isinstance(d.get("measurements", []), list):
         raise _bad(f"{source}: 'measurements' must be a list")
+    executor = _executor_from_dict(d.get("executor", {}), source, out_models)
     return Profile(
         name=d["name"],
         machine=d["machine"],
@@ -333,7 +431,58 @@ def profile_from_dict(d: Any, source: str = "profile") -> Profile:
         local=local,
         fits=d.get("fits", {}),
         measurements=d.get("measurements", []),
+        executor=executor,
     )
+
+
+def _executor_from_dict(ex: Any, source: str, models: Mapping[str, Any]) -> dict[str, Any]:
+    """The `executor` section checked (see Profile.executor), infinities restored."""
+    from collkit.simulate import MODELS
+
+    if not isinstance(ex, dict):
+        raise _bad(f"{source}: 'executor' must be an object of fits by statistic")
+    out: dict[str, Any] = {}
+    for stat, e in ex.items():
+        where = f"{source}: executor.{stat}"
+        if stat not in models:
+            raise _bad(f"{where}: no such statistic in 'models' ({', '.join(models)})")
+        if not isinstance(e, dict) or not isinstance(e.get("regimes"), dict) or not e["regimes"]:
+            raise _bad(f"{where} needs 'threshold_bytes', 'transport' and 'regimes'")
+        for k in ("transport", "sync"):
+            if not isinstance(e.get(k, ""), str):
+                raise _bad(f"{where}.{k} must be a string")
+        regimes: dict[str, Any] = {}
+        for regime, fits in e["regimes"].items():
+            if regime not in ("eager", "rendezvous") or not isinstance(fits, dict):
+                raise _bad(f"{where}.regimes.{regime}: regime is eager or rendezvous")
+            regimes[regime] = {}
+            for m, ps in fits.items():
+                if m == "fit":
+                    if not isinstance(ps, dict):
+                        raise _bad(f"{where}.regimes.{regime}.fit must be an object")
+                    regimes[regime][m] = ps
+                    continue
+                want = set(MODELS.get(m, {})) | {"reduce_base", *EXECUTOR_TERMS}
+                if m not in MODELS or not isinstance(ps, dict) or set(ps) != want:
+                    raise _bad(
+                        f"{where}.regimes.{regime}.{m}: a model of the simulator giving exactly "
+                        + ", ".join(sorted(want))
+                    )
+                regimes[regime][m] = {
+                    k: _num(v, f"executor.{stat}.{regime}.{m}.{k}", allow_none=k == "S")
+                    for k, v in ps.items()
+                }
+        out[stat] = {
+            **e,
+            "threshold_bytes": _num(
+                e.get("threshold_bytes"), f"executor.{stat}.threshold_bytes", allow_none=True
+            ),
+            "transport": e.get("transport", ""),
+            "algorithms": list(e.get("algorithms", [])),
+            "sizes": list(e.get("sizes", [])),
+            "regimes": regimes,
+        }
+    return out
 
 
 def load_profile(path: str | os.PathLike[str]) -> Profile:
@@ -484,7 +633,7 @@ def fit_profile(
         }
     if not date:
         date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    return Profile(
+    prof = Profile(
         name=name,
         machine=machine,
         mpi=mpi,
@@ -498,6 +647,11 @@ def fit_profile(
         fits=fits,
         measurements=[dict(r) for r in records] + [dict(r) for r in multicast],
     )
+    if any(r.get("kind") == "executor" for r in records):
+        from collkit.calibrate_executor import fit_executor
+
+        prof.executor = fit_executor(prof, records, on_one_node=pair == "intra-node")
+    return prof
 
 
 def refit(p: Profile) -> Profile:
@@ -577,9 +731,14 @@ def calibrate(
     iterations: int = 30,
     rounds: int = 3,
     command: str = "",
+    executor: bool = True,
+    executor_sizes: Sequence[int] | None = None,
+    sync: str = "barrier",
+    progress: Callable[[str], None] | None = None,
 ) -> Profile:
     """Measure and fit a profile of `mpi` (collkit.mpi.MPI) between two ranks: on this node,
-    or on the first two hosts of the host file `hosts`."""
+    or on the first two hosts of the host file `hosts`; with `executor`, collkit's executor
+    too (collkit.calibrate_executor: its per-call and per-op costs)."""
     from collkit.bench import machine_name, run_multicast
 
     if any(s < 1 for s in sizes) or len(set(sizes)) < 2:
@@ -596,6 +755,18 @@ def calibrate(
         rounds=rounds,
     )
     multicast = [] if hosts else run_multicast(mpi, 2, iterations=max(iterations * 10, 100))
+    if executor:
+        from collkit.calibrate_executor import CALIBRATION_SIZES, measure_executor
+
+        recs += measure_executor(
+            mpi,
+            hosts=hosts,
+            sizes=executor_sizes or CALIBRATION_SIZES,
+            rounds=rounds,
+            iterations=iterations,
+            progress=progress,
+            sync=sync,
+        )
     return fit_profile(
         recs,
         multicast,

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Case",
     "Validation",
+    "plot_predicted_vs_measured",
     "plot_validation",
     "registry_algorithms",
     "validate",
@@ -47,6 +48,15 @@ __all__ = [
 ]
 
 DATATYPE_BYTES = {"double": 8, "char": 1}
+
+
+def datatype_of(collective: str) -> str:
+    """The datatype a validation measures `collective` with: double for reductions, else
+    char."""
+    return "double" if collective in REDUCTIONS else "char"
+
+
+SYNCS = ("barrier", "window")
 # Two measured times closer than this (relative) are a tie: no order to get right or wrong.
 TIE = 0.05
 
@@ -88,6 +98,8 @@ class Validation:
     date: str
     load: str
     allocation: dict[int, str] = field(default_factory=dict)
+    executor: bool = False  # the prediction used the executor's fits (per-call, per-op costs)
+    sync: str = ""  # how the measured iterations started (measure's sync)
 
     def ok(self) -> list[Case]:
         return [c for c in self.cases if not c.error and c.measured_min > 0]
@@ -120,7 +132,7 @@ class Validation:
         """Measured and simulated rows of THE results schema, side by side."""
         out: list[Row] = []
         for c in self.cases:
-            dt = "double" if c.collective in REDUCTIONS else "char"
+            dt = datatype_of(c.collective)
             elem = DATATYPE_BYTES[dt]
             base = dict(
                 collective=c.collective,
@@ -133,14 +145,21 @@ class Validation:
                 allocation=self.allocation.get(c.P, ""),
                 date=self.date,
             )
-            m = Row(**base, source="measured", mpi=self.mpi, iterations=c.samples)  # type: ignore[arg-type]
+            m = Row(
+                **base,  # type: ignore[arg-type]
+                source="measured",
+                mpi=self.mpi,
+                iterations=c.samples,
+                settings=f"sync={self.sync}" if self.sync else "",
+            )
             m.min, m.median = c.measured_min, c.measured_median
             if c.error:
                 m.error = c.error
             s = Row(
                 **base,  # type: ignore[arg-type]
                 source="simulated",
-                mpi=f"simulated: {self.model}, profile {self.profile.name} ({self.profile.mpi})",
+                mpi=f"simulated: {self.model}{' + executor' if self.executor else ''}, "
+                f"profile {self.profile.name} ({self.profile.mpi})",
                 settings=f"regime={c.regime}",
                 iterations=1,
             )
@@ -170,7 +189,7 @@ class Validation:
         return "\n".join(lines)
 
     def summary(self) -> str:
-        """Median |error| and pair order, overall and per (collective, P)."""
+        """Median |error| and pair order per (collective, P), per (size, P) and per P."""
         lines = [
             "| cases | P | median abs error (min) | median abs error (median) | "
             "pairs ordered as measured (min) | (median) |",
@@ -191,6 +210,10 @@ class Validation:
             sorted(ok, key=lambda c: (c.P, c.collective)), key=lambda c: (c.collective, c.P)
         ):
             lines.append(line(coll, str(P), list(cs)))
+        for (nbytes, P), cs in itertools.groupby(
+            sorted(ok, key=lambda c: (c.P, c.bytes)), key=lambda c: (c.bytes, c.P)
+        ):
+            lines.append(line(f"{nbytes} B", str(P), list(cs)))
         for P in sorted({c.P for c in ok}):
             lines.append(line("**all**", str(P), [c for c in ok if c.P == P]))
         return "\n".join(lines)
@@ -232,21 +255,39 @@ def largest_message(algorithm: str, P: int, count: int, elem: int) -> int:
 
 
 def predict(
-    profile: Profile, model: str, algorithm: str, P: int, nbytes: int, collective: str
+    profile: Profile,
+    model: str,
+    algorithm: str,
+    P: int,
+    nbytes: int,
+    collective: str,
+    *,
+    executor: bool = True,
+    sync: str = "barrier",
 ) -> tuple[float, float, str]:
-    """(from minima, from medians, regime) predicted makespans in µs."""
-    from collkit.simulate import simulate
+    """(from minima, from medians, regime) predicted times of one call in µs: the simulated
+    makespan, plus with `executor` (and a profile that has them) the executor's per-call cost
+    and its fitted parameters (collkit.calibrate_executor); a measurement whose iterations
+    start after an MPI_Barrier (`sync`) is predicted with the barrier's fitted exit skew."""
+    from collkit.algorithms import Algorithm
+    from collkit.calibrate_executor import elapsed
 
-    dt = "double" if collective in REDUCTIONS else "char"
+    dt = datatype_of(collective)
     elem = DATATYPE_BYTES[dt]
     count = nbytes // elem
     big = largest_message(algorithm, P, count, elem)
-    regime = "rendezvous" if big > profile.threshold_bytes else "eager"
+    thr = profile.threshold_bytes
+    if executor and profile.executor:
+        thr = next(iter(profile.executor.values()))["threshold_bytes"]
+    regime = "rendezvous" if big > thr else "eager"
     out = []
     for stat in ("min", "median"):
-        m = profile.model(model, stat=stat, datatype=dt, op="sum", message_bytes=big)
-        r = simulate(algorithm, P, count=count, elem_size=elem, model=m)
-        out.append(r.makespan / 1e3)
+        kw = dict(stat=stat, message_bytes=big, executor=executor)
+        m = profile.model(model, datatype=dt, op="sum", **kw)
+        sched = Algorithm(algorithm).generate(P, count=count, elem_size=elem)
+        skew = profile.barrier_skew_ns(model, **kw) if sync == "barrier" else 0.0  # type: ignore[arg-type]
+        t = elapsed(sched, m, skew) + profile.call_ns(model, **kw)  # type: ignore[arg-type]
+        out.append(t / 1e3)
     return out[0], out[1], regime
 
 
@@ -262,15 +303,21 @@ def measure(
     warmup: int = 5,
     hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
+    sync: str = "barrier",
 ) -> dict[tuple[str, int], list[float]]:
     """Per (algorithm, bytes) the per-iteration times (µs, maximum over ranks) of all rounds:
     each round one run of the bench driver with every algorithm, size by size interleaved, the
-    algorithm order rotated from round to round."""
+    algorithm order rotated from round to round. `sync`: how the ranks start each iteration,
+    after an MPI_Barrier ("barrier": the ranks leave it at different times) or at one instant
+    on clocks aligned to rank 0 ("window", as ReproMPI; iterations a rank starts late are
+    dropped): the simulator starts every rank at 0, as the window does."""
+    if sync not in SYNCS:
+        raise InvalidArgumentError(f"sync must be one of {', '.join(SYNCS)}, got {sync!r}")
     from collkit.mpi import build, launch_command, launch_env
 
     bindir = build(mpi)
     env, _ = launch_env(mpi, P, hosts=hosts)
-    dt = "double" if collective in REDUCTIONS else "char"
+    dt = datatype_of(collective)
     samples: dict[tuple[str, int], list[float]] = {}
     for rnd in range(rounds):
         k = rnd % len(algos)
@@ -295,6 +342,8 @@ def measure(
             "1000",
             "--interleave",
             "--raw",
+            "--sync",
+            sync,
         ]
         if rnd == 0:
             args.append("--validate")
@@ -332,8 +381,11 @@ def validate(
     iterations: int = 20,
     hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
+    executor: bool = True,
+    sync: str = "barrier",
 ) -> Validation:
-    """Predict and measure every case (see the module's docstring)."""
+    """Predict and measure every case (see the module's docstring); `executor`: with the
+    profile's executor fits when it has them (Profile.params)."""
     from collkit.bench import machine_name
     from collkit.mpi import allocation
     from collkit.profile import machine_load
@@ -346,7 +398,7 @@ def validate(
         names = (algos or {}).get(coll) or registry_algorithms(coll, p)
         if not names:
             continue
-        dt = "double" if coll in REDUCTIONS else "char"
+        dt = datatype_of(coll)
         elem = DATATYPE_BYTES[dt]
         szs = sorted({max(elem, s - s % elem) for s in sizes})
         measured = measure(
@@ -359,12 +411,13 @@ def validate(
             iterations=iterations,
             hosts=hosts,
             progress=progress,
+            sync=sync,
         )
         for name, s in itertools.product(names, szs):
             c = Case(coll, name, p, s)
             try:
                 c.predicted_min, c.predicted_median, c.regime = predict(
-                    profile, model, name, p, s, coll
+                    profile, model, name, p, s, coll, executor=executor, sync=sync
                 )
             except CollkitError as e:
                 c.error = f"simulation: {e}"
@@ -384,11 +437,18 @@ def validate(
         date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         load=f"{load0} before, {machine_load()} after",
         allocation={p: allocation(p, hosts) for p in P},
+        executor=executor and bool(profile.executor),
+        sync=sync,
     )
 
 
 def validate_rows(
-    profile: Profile, rows: Sequence[Row], *, model: str = "loggops", source: str = ""
+    profile: Profile,
+    rows: Sequence[Row],
+    *,
+    model: str = "loggops",
+    source: str = "",
+    executor: bool = True,
 ) -> Validation:
     """The measured rows of an earlier validation (or any measured rows of collkit's
     algorithms) predicted again, with this profile and model: another model or fit compared on
@@ -401,8 +461,16 @@ def validate_rows(
         c = Case(r.collective, r.algorithm, r.P, r.bytes)
         c.measured_min, c.measured_median, c.samples = r.min, r.median, r.iterations
         try:
+            sync = "window" if "sync=window" in (r.settings or "") else "barrier"
             c.predicted_min, c.predicted_median, c.regime = predict(
-                profile, model, r.algorithm, r.P, r.bytes, r.collective
+                profile,
+                model,
+                r.algorithm,
+                r.P,
+                r.bytes,
+                r.collective,
+                executor=executor,
+                sync=sync,
             )
         except CollkitError as e:
             c.error = f"simulation: {e}"
@@ -417,6 +485,7 @@ def validate_rows(
         date=first.date,
         load=f"as measured in {source}" if source else "",
         allocation={r.P: r.allocation for r in measured},
+        executor=executor and bool(profile.executor),
     )
 
 
@@ -474,14 +543,103 @@ def plot_validation(v: Validation, *, title: str = "") -> Figure:
     return fig
 
 
+def plot_predicted_vs_measured(
+    *validations: Validation, labels: Sequence[str] = (), stat: str = "min"
+) -> Figure:
+    """Predicted against measured time per case, log-log, one panel per validation (e.g. the
+    kernel's parameters alone, then with the executor's costs): points on the diagonal are
+    predicted exactly, the band is +-10 %; colour is the collective, marker the size. Each
+    panel's title gives the median |error| and the pairs ordered as measured. Returns the
+    Figure; the backend is left alone."""
+    from matplotlib import colormaps
+    from matplotlib.lines import Line2D
+
+    from collkit.plotting import new_figure
+
+    if not validations:
+        raise InvalidArgumentError("nothing to plot: no validation given")
+    if labels and len(labels) != len(validations):
+        raise InvalidArgumentError("one label per validation")
+    oks = [v.ok() for v in validations]
+    if not any(oks):
+        raise InvalidArgumentError("nothing to plot: no case was both predicted and measured")
+    colls = sorted({c.collective for ok in oks for c in ok})
+    sizes = sorted({c.bytes for ok in oks for c in ok})
+    markers = "os^Dv<>ph*"
+    fig = new_figure(figsize=(4.8 * len(validations), 4.8))
+    axes = fig.subplots(1, len(validations), squeeze=False)[0]
+    xs_all = [
+        getattr(c, f"{k}_{stat}") for ok in oks for c in ok for k in ("measured", "predicted")
+    ]
+    lo, hi = min(xs_all) / 1.5, max(xs_all) * 1.5
+    for i, (ax, v, ok) in enumerate(zip(axes, validations, oks, strict=True)):
+        ax.fill_between([lo, hi], [lo / 1.1, hi / 1.1], [lo * 1.1, hi * 1.1], color="0.85")
+        ax.plot([lo, hi], [lo, hi], color="black", lw=0.7)
+        for c in ok:
+            ax.plot(
+                getattr(c, f"measured_{stat}"),
+                getattr(c, f"predicted_{stat}"),
+                markers[sizes.index(c.bytes) % len(markers)],
+                color=colormaps["tab10"](colls.index(c.collective) % 10),
+                ms=4,
+                alpha=0.8,
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_aspect("equal")
+        ax.grid(True, which="both", alpha=0.25)
+        ax.set_xlabel(f"measured {stat}, µs", fontsize=8)
+        ax.set_ylabel(f"predicted ({stat} fits), µs", fontsize=8)
+        ax.tick_params(labelsize=7)
+        good, total, _ = v.pairs(stat)
+        label = labels[i] if labels else f"{v.model}{' + executor' if v.executor else ''}"
+        ax.set_title(
+            f"{label}\nmedian |error| {100 * v.median_abs_error(stat):.0f} %, "
+            f"pairs ordered {good}/{total} ({_pct(good, total)})",
+            fontsize=9,
+        )
+    handles = [
+        Line2D([], [], ls="", marker="o", color=colormaps["tab10"](k % 10), label=c)
+        for k, c in enumerate(colls)
+    ] + [
+        Line2D([], [], ls="", marker=markers[k % len(markers)], color="0.3", label=_size(s))
+        for k, s in enumerate(sizes)
+    ]
+    axes[-1].legend(
+        handles=handles, fontsize=7, loc="upper left", title="grey band: +-10 %", title_fontsize=7
+    )
+    v0 = validations[0]
+    fig.suptitle(f"predicted vs measured: {v0.mpi}, {v0.machine}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _size(n: int) -> str:
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k and n % k == 0:
+            return f"{n // k} {unit}"
+    return f"{n} B"
+
+
 def results_markdown(v: Validation, command: str) -> str:
     """The result file's text: what, where, when, under which load, the command, the tables."""
     head = [
-        f"# collkit validate: {v.model} with profile '{v.profile.name}' against {v.mpi}",
+        f"# collkit validate: {v.model}{' + executor' if v.executor else ''} with profile "
+        f"'{v.profile.name}' against {v.mpi}",
         "",
         f"- machine: {v.machine}",
         f"- date: {v.date}",
         f"- load (1/5/15 min): {v.load}",
+        f"- iterations started: {v.sync or 'as in the rows'}"
+        + (
+            " (each after an MPI_Barrier)"
+            if v.sync == "barrier"
+            else " (at one instant on aligned clocks; late starts dropped)"
+            if v.sync == "window"
+            else ""
+        ),
         "- allocation: " + "; ".join(f"P={p}: {a}" for p, a in sorted(v.allocation.items())),
         f"- profile: {v.profile.name}, {v.profile.mpi}, {v.profile.pair}, {v.profile.date}, "
         f"load {v.profile.load}; S = {v.profile.threshold_bytes:g} B",

@@ -5,9 +5,11 @@ size by size with every kernel in turn: ping-pong and back-to-back sends at grow
 time MPI_Send and MPI_Recv block (LogGP by Netgauge's method: Hoefler, Lichei, Rehm, IPDPS
 2007), whether a send waits for a late receiver (the eager / rendezvous threshold S), the
 multicast benchmark (alpha_p, alpha_r; Ruefenacht, Bull, Booth 2017, §5.1), collkit's local
-reductions per datatype and op (gamma) and memcpy (copy_beta). It fits the postal, pipelined
-postal, LogP, LogGP and LogGOPS parameters from the minima and the medians, on each side of S,
-and writes them with the machine, MPI, date, load and the quality of every fit:
+reductions per datatype and op (gamma) and memcpy (copy_beta), and a few small collkit
+schedules through the executor (its per-call and per-op costs; --no-executor leaves them out).
+It fits the postal, pipelined postal, LogP, LogGP and LogGOPS parameters from the minima and
+the medians, on each side of S, and the executor's costs, and writes them with the machine,
+MPI, date, load and the quality of every fit:
 
   collkit calibrate -o this-machine.json
   collkit simulate allreduce:ring -P 2 --bytes 1MiB --model loggops --profile this-machine.json
@@ -49,6 +51,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=3, help="rounds over all sizes (3)")
     p.add_argument("--quick", action="store_true", help="few sizes and samples (for the tour)")
     p.add_argument("--hosts", default=None, help="host file: measure between its first two hosts")
+    p.add_argument(
+        "--sync",
+        choices=("barrier", "window"),
+        default="barrier",
+        help="how measured iterations start: after an MPI_Barrier (barrier, the default) or at "
+        "one instant on aligned clocks (window, as the simulator starts every rank at 0; "
+        "iterations a rank starts late are dropped)",
+    )
+    p.add_argument(
+        "--executor-sizes",
+        type=parse_sizes,
+        default=None,
+        metavar="LIST",
+        help="sizes of the executor's calibration schedules (default 64,512,4KiB,12KiB,32KiB,"
+        "256KiB,512KiB: none of validate's)",
+    )
+    p.add_argument(
+        "--no-executor",
+        action="store_true",
+        help="leave out the executor's calibration (small collkit schedules through the bench "
+        "driver, fitting its per-call and per-op costs)",
+    )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
 
@@ -71,9 +95,13 @@ def run(args: argparse.Namespace) -> int:
     if any(s < 1 for s in sizes) or len(set(sizes)) < 2:
         raise InvalidArgumentError("--sizes: at least two distinct sizes of 1 B or more")
     iters, rounds = args.iters, args.rounds
+    executor_sizes = args.executor_sizes
+    if executor_sizes is not None and (any(s < 1 for s in executor_sizes) or not executor_sizes):
+        raise InvalidArgumentError("--executor-sizes: sizes of 1 B or more")
     if args.quick:
         sizes = args.sizes or [8, 1024, 65536, 1048576]
         iters, rounds = min(iters, 10), min(rounds, 2)
+        executor_sizes = executor_sizes or [64, 4096, 32768, 262144]
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
     _build(mpi)
     name = args.name or machine_name().split(" ")[0]
@@ -89,10 +117,17 @@ def run(args: argparse.Namespace) -> int:
         sizes=sizes,
         iterations=iters,
         rounds=rounds,
+        executor=not args.no_executor,
+        executor_sizes=executor_sizes,
+        sync=args.sync,
+        progress=lambda m: print(m, file=sys.stderr),
         command=shlex.join(
             ["collkit", "calibrate", "-o", str(out), "--name", name]
             + ["--sizes", ",".join(map(str, sizes)), "--iters", str(iters), "--rounds", str(rounds)]
             + (["--hosts", args.hosts] if args.hosts else [])
+            + (["--no-executor"] if args.no_executor else [])
+            + ["--sync", args.sync]
+            + (["--executor-sizes", ",".join(map(str, executor_sizes))] if executor_sizes else [])
         ),
     )
     print(prof.summary())

@@ -7,7 +7,9 @@ size, in rounds whose algorithm order rotates). It prints per case the predictio
 minimum and median and the relative error, the median |error| and the fraction of algorithm
 pairs the simulator orders as measured; it writes OUT.jsonl / OUT.csv (measured and simulated
 rows of the results schema side by side), OUT.md (the tables, with machine, date, load and
-command) and OUT.png (relative difference by size and algorithm).
+command; with a profile that has the executor's costs, also the same measurement predicted
+without them), OUT.png (relative difference by size and algorithm) and OUT-predicted.png
+(predicted against measured, without and with the executor's costs).
 
   collkit calibrate -o this-machine.json
   collkit validate --profile this-machine.json -P 2 --collectives allreduce,bcast \\
@@ -72,7 +74,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="predict the measured rows of an earlier validation again (another --model or "
         "profile) instead of measuring",
     )
+    p.add_argument(
+        "--sync",
+        choices=("barrier", "window"),
+        default="barrier",
+        help="how measured iterations start: after an MPI_Barrier (barrier, the default) or at "
+        "one instant on aligned clocks (window, as the simulator starts every rank at 0; "
+        "iterations a rank starts late are dropped)",
+    )
     p.add_argument("--no-plot", action="store_true", help="do not draw PREFIX.png")
+    p.add_argument(
+        "--no-executor",
+        action="store_true",
+        help="predict with the kernel's MPI parameters alone, without the profile's executor "
+        "fits (per-call and per-op costs of collkit's executor)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from collkit.mpi import find_mpi
     from collkit.profile import load_profile
     from collkit.results import ResultStore
-    from collkit.validate import plot_validation, results_markdown, validate
+    from collkit.validate import plot_validation, results_markdown, validate, validate_rows
 
     prof = load_profile(input_file(args.profile, "--profile"))
     if args.hosts is not None:
@@ -116,10 +132,11 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(f"-o {args.out}: folder {out.parent} does not exist")
     if args.measured is not None:
         from collkit.results import read_jsonl
-        from collkit.validate import validate_rows
 
         rows = read_jsonl(input_file(args.measured, "--measured"))
-        v = validate_rows(prof, rows, model=args.model, source=args.measured)
+        v = validate_rows(
+            prof, rows, model=args.model, source=args.measured, executor=not args.no_executor
+        )
         command = shlex.join(
             [
                 "collkit",
@@ -130,9 +147,9 @@ def run(args: argparse.Namespace) -> int:
                 args.measured,
                 "--model",
                 args.model,
-                "-o",
-                str(args.out),
             ]
+            + (["--no-executor"] if args.no_executor else [])
+            + ["-o", str(args.out)]
         )
     else:
         mpi = find_mpi(args.mpiexec, args.mpi_prefix)
@@ -149,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
             iterations=args.iters,
             hosts=args.hosts,
             progress=lambda m: print(m, file=sys.stderr),
+            executor=not args.no_executor,
+            sync=args.sync,
         )
         command = shlex.join(
             ["collkit", "validate", "--profile", str(args.profile)]
@@ -156,7 +175,9 @@ def run(args: argparse.Namespace) -> int:
             + (["--algos", args.algos] if args.algos else [])
             + ["-P", ",".join(map(str, args.P)), "--sizes", ",".join(map(str, args.sizes))]
             + ["--model", args.model, "--rounds", str(args.rounds), "--iters", str(args.iters)]
+            + ["--sync", args.sync]
             + (["--hosts", args.hosts] if args.hosts else [])
+            + (["--no-executor"] if args.no_executor else [])
             + ["-o", str(args.out)]
         )
     print(v.summary())
@@ -170,14 +191,37 @@ def run(args: argparse.Namespace) -> int:
         store.append(row)
     store.write_csv()
     md = out.with_name(out.name + ".md")
-    md.write_text(results_markdown(v, command))
+    text = results_markdown(v, command)
+    before = None
+    if v.executor and v.ok():
+        # The same measurement predicted with the kernel's MPI parameters alone: what the
+        # executor's calibrated costs change.
+        before = validate_rows(prof, v.rows(), model=args.model, executor=False)
+        text += (
+            "\n## The same measurement predicted without the executor's costs "
+            "(--no-executor)\n\n" + before.summary() + "\n"
+        )
+    md.write_text(text)
     written = [jsonl, store.csv, md]
     if not args.no_plot and v.ok():
         import matplotlib
 
         matplotlib.use("Agg")  # a file, never a window
         from collkit.plotting import save_figure
+        from collkit.validate import plot_predicted_vs_measured
 
         written.append(save_figure(plot_validation(v), out.with_name(out.name + ".png")))
+        pair = (before, v) if before is not None else (v,)
+        labels = (
+            [f"{args.model}, MPI's parameters alone", f"{args.model} + executor's costs"]
+            if before is not None
+            else []
+        )
+        written.append(
+            save_figure(
+                plot_predicted_vs_measured(*pair, labels=labels),
+                out.with_name(out.name + "-predicted.png"),
+            )
+        )
     print("wrote " + ", ".join(map(str, written)))
     return 0

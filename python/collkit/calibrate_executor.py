@@ -1,0 +1,392 @@
+"""collkit's executor calibrated: its own cost per call and per operation, on this machine.
+
+The kernel of `collkit calibrate` (collkit.profile) measures MPI's point-to-point. collkit's
+schedules do not run on it alone: the executor looks up its plan, posts and tests requests (or
+writes and polls its own shared-memory slots, up to COLLKIT_SHM_MAX bytes on one node), dispatches
+every local copy and reduction, and that costs time per call and per operation that no LogGOPS
+parameter of MPI's point-to-point contains. Nor do MPI's ping-pong and back-to-back sends say
+whether the two directions of an exchange overlap: on shared memory both ends copy, so a rank
+that sends and receives at once pays for both copies, which the CPU-per-byte ``O`` charges and
+the wire-per-byte ``G`` does not.
+
+So calibrate also runs a few small schedules through the executor with the bench driver (the
+calibration set: one message, one message and a reduction, an exchange with and without a
+reduction, at sizes the validation does not use) and fits, with scipy's least squares on
+relative residuals, the simulator's own parameters to them:
+
+- the model's network parameters (LogGOPS: L, o, g, G, O; postal: alpha, beta; ...) with the
+  kernel's fits as the starting point: ``o`` then holds MPI's overhead per message plus the
+  executor's per send / receive operation, ``O`` against ``G`` how far the two directions of an
+  exchange overlap;
+- ``reduce_base``: the executor's cost per reduction operation (dispatch included);
+- ``call``: the cost of one collective call (plan lookup, the start and the end of the progress
+  loop), added to the simulated makespan: the simulator has no per-call term and needs none (a
+  constant moves no algorithm against another).
+
+Parameters that no calibration case depends on keep the kernel's values; ``gamma`` and
+``copy_beta`` stay the kernel's (measured on collkit's own reduction and memcpy). Each regime
+(through the executor's shared-memory slots, or through MPI above COLLKIT_SHM_MAX; eager /
+rendezvous without shared memory) is fitted on its own cases: a case belongs to the regime of its
+largest message.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from collkit.errors import InvalidArgumentError
+from collkit.validate import DATATYPE_BYTES, datatype_of
+
+if TYPE_CHECKING:
+    from collkit.mpi import MPI
+    from collkit.profile import Profile
+
+__all__ = [
+    "CALIBRATION_ALGOS",
+    "CALIBRATION_SIZES",
+    "FREE_PARAMS",
+    "ExecutorCase",
+    "executor_threshold",
+    "fit_executor",
+    "measure_executor",
+]
+
+# One message (bcast), one message and a reduction (reduce), an exchange with a reduction
+# (allreduce:rd), two exchanges and a reduction (allreduce:ring at P = 2: the per-op cost apart
+# from the per-call one), an exchange without reduction (allgather:ring).
+CALIBRATION_ALGOS = (
+    "bcast:binomial",
+    "reduce:binomial",
+    "allreduce:rd",
+    "allreduce:ring",
+    "allgather:ring",
+)
+# Bytes per rank (per block for allgather): none of them is a size of the validation's default.
+CALIBRATION_SIZES = (64, 512, 4096, 12288, 32768, 262144, 524288)
+# The parameters fitted per model (S is the transport's, never fitted).
+FREE_PARAMS: dict[str, tuple[str, ...]] = {
+    "postal": ("alpha", "beta"),
+    "pipelined-postal": ("alpha_p", "alpha_r", "beta"),
+    "logp": ("L", "o", "g"),
+    "loggp": ("L", "o", "g", "G"),
+    "loggops": ("L", "o", "g", "G", "O"),
+}
+SHM_DEFAULT_MAX = 16384  # mpi/src/shm.cpp's kDefaultSlotBytes
+
+
+@dataclass(frozen=True)
+class ExecutorCase:
+    """One calibration measurement: an algorithm at `bytes` on P ranks, its measured times
+    (ns) and the largest message it sends (the regime)."""
+
+    algorithm: str
+    P: int
+    bytes: int
+    min: float
+    median: float
+    largest_message: int
+
+    @property
+    def collective(self) -> str:
+        return self.algorithm.split(":", 1)[0]
+
+
+def executor_threshold(kernel_threshold: float, *, on_one_node: bool = True) -> tuple[float, str]:
+    """(bytes, what): the largest message of the executor's small-message regime. On one node
+    with its shared-memory transport on, messages up to COLLKIT_SHM_MAX go through its slots,
+    larger ones through MPI; otherwise MPI's eager / rendezvous threshold S decides."""
+    if on_one_node and os.environ.get("COLLKIT_SHM", "1") != "0":
+        v = os.environ.get("COLLKIT_SHM_MAX", "")
+        mx = int(v) if v.isdigit() else SHM_DEFAULT_MAX
+        return float(mx), f"collkit's shared-memory slots up to {mx} B, MPI above"
+    return kernel_threshold, "MPI eager up to S, rendezvous above"
+
+
+def measure_executor(
+    mpi: MPI,
+    *,
+    P: int = 2,
+    algorithms: Sequence[str] = CALIBRATION_ALGOS,
+    sizes: Sequence[int] = CALIBRATION_SIZES,
+    rounds: int = 3,
+    iterations: int = 20,
+    hosts: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    sync: str = "barrier",
+) -> list[dict[str, Any]]:
+    """The calibration set measured with the bench driver (interleaved rounds, as validate
+    measures): one record per (algorithm, bytes), times in µs as the kernel writes them."""
+    from collkit.validate import largest_message, measure
+
+    by_coll: dict[str, list[str]] = {}
+    for a in algorithms:
+        by_coll.setdefault(a.split(":", 1)[0], []).append(a)
+    out: list[dict[str, Any]] = []
+    for coll, names in by_coll.items():
+        elem = DATATYPE_BYTES[datatype_of(coll)]
+        szs = sorted({max(elem, s - s % elem) for s in sizes})
+        got = measure(
+            mpi,
+            coll,
+            P,
+            names,
+            szs,
+            rounds=rounds,
+            iterations=iterations,
+            hosts=hosts,
+            progress=progress,
+            sync=sync,
+        )
+        for name in names:
+            for s in szs:
+                xs = got.get((name, s), [])
+                if not xs:
+                    continue
+                out.append(
+                    {
+                        "kind": "executor",
+                        "algorithm": name,
+                        "P": P,
+                        "bytes": s,
+                        "min": float(np.min(xs)),
+                        "median": float(np.median(xs)),
+                        "samples": len(xs),
+                        "largest_message": largest_message(name, P, s // elem, elem),
+                        "sync": sync,
+                    }
+                )
+    return out
+
+
+def records_sync(records: Sequence[Mapping[str, Any]]) -> str:
+    """How the calibration's iterations started (measure's sync), '' if not said."""
+    got = {str(r.get("sync", "")) for r in records if r.get("kind") == "executor"}
+    return got.pop() if len(got) == 1 else ", ".join(sorted(got))
+
+
+def cases_from_records(records: Sequence[Mapping[str, Any]]) -> list[ExecutorCase]:
+    return [
+        ExecutorCase(
+            str(r["algorithm"]),
+            int(r["P"]),
+            int(r["bytes"]),
+            float(r["min"]) * 1e3,
+            float(r["median"]) * 1e3,
+            int(r["largest_message"]),
+        )
+        for r in records
+        if r.get("kind") == "executor"
+    ]
+
+
+def _schedules(cases: Sequence[ExecutorCase]) -> list[Any]:
+    from collkit.algorithms import Algorithm
+
+    out = []
+    for c in cases:
+        elem = DATATYPE_BYTES[datatype_of(c.collective)]
+        out.append(Algorithm(c.algorithm).generate(c.P, count=c.bytes // elem, elem_size=elem))
+    return out
+
+
+def late_start(schedule: Any, delay_ns: float) -> tuple[Any, np.ndarray]:
+    """`schedule` with every rank but 0 starting `delay_ns` late (a sleep op first that all its
+    first ops wait on), and the start of each rank (ns): how the ranks leave an MPI_Barrier."""
+    from collkit.schedule import Schedule
+
+    d = round(delay_ns)
+    starts = np.array([0.0] + [float(d)] * (schedule.P - 1))
+    if d <= 0 or schedule.P < 2:
+        return schedule, np.zeros(schedule.P)
+    a = schedule.arrays()
+    n = len(a["rank"])
+    cols = [k for k in a if k not in ("dep_begin", "deps", "scratch_begin", "scratch")]
+    out: dict[str, list[int]] = {k: [] for k in cols}
+    dep_begin: list[int] = [0]
+    deps: list[int] = []
+    first = np.searchsorted(a["rank"], np.arange(schedule.P + 1))
+    for r in range(schedule.P):
+        shift = 1 if r > 0 else 0
+        if shift:
+            for k in cols:
+                out[k].append({"rank": r, "kind": 5, "peer": -1, "len": d}.get(k, 0))
+            dep_begin.append(len(deps))
+        for i in range(first[r], first[r + 1]):
+            for k in cols:
+                out[k].append(int(a[k][i]))
+            mine = a["deps"][a["dep_begin"][i] : a["dep_begin"][i + 1]]
+            deps.extend([int(x) + shift for x in mine] if len(mine) or not shift else [0])
+            dep_begin.append(len(deps))
+    assert len(out["rank"]) == n + schedule.P - 1
+    cols_np: dict[str, Any] = {k: np.array(v) for k, v in out.items()}
+    cols_np["dep_begin"] = np.array(dep_begin)
+    cols_np["deps"] = np.array(deps)
+    cols_np["scratch_begin"] = a["scratch_begin"]
+    cols_np["scratch"] = a["scratch"]
+    late = Schedule.from_arrays(
+        cols_np,
+        collective=schedule.collective,
+        P=schedule.P,
+        count=schedule.count,
+        elem_size=schedule.elem_size,
+        root=schedule.root,
+        algorithm=schedule.algorithm,
+    )
+    return late, starts
+
+
+def elapsed(schedule: Any, model: Any, barrier_skew: float = 0.0) -> float:
+    """What the bench driver measures of one call (ns): the largest time from a rank's own
+    start to its finish, the ranks but 0 starting `barrier_skew` late (0: all at once)."""
+    from collkit.simulate import simulate
+
+    if barrier_skew <= 0:
+        return float(simulate(schedule, model=model).makespan)
+    late, starts = late_start(schedule, barrier_skew)
+    r = simulate(late, model=model)
+    return float(np.max(np.asarray(r.finish, dtype=float) - starts))
+
+
+def fit_regime(
+    model: str,
+    cases: Sequence[ExecutorCase],
+    start: Mapping[str, float],
+    stat: str,
+    *,
+    barrier: bool = False,
+) -> dict[str, Any]:
+    """Least squares (scipy) of the model's free parameters, reduce_base and the per-call cost
+    to the cases' measured `stat` (relative residuals, soft L1 loss against the odd sample a
+    loaded machine gives); `start` holds the model's parameters, gamma, reduce_base and
+    copy_beta from the kernel. With `barrier` (iterations measured after an MPI_Barrier) also
+    the barrier's exit skew: ranks but 0 start that much later (see elapsed). Returns the
+    fitted parameters (start's fixed ones included), "call" and "barrier_skew" (ns) and the
+    fit's quality."""
+    from scipy.optimize import least_squares  # type: ignore[import-untyped]
+
+    from collkit.simulate import Model
+
+    if not cases:
+        raise InvalidArgumentError("no calibration cases in this regime")
+    free = [*FREE_PARAMS[model], "reduce_base"]
+    scheds = _schedules(cases)
+    y = np.array([getattr(c, stat) for c in cases], dtype=float)
+    k_skew, k_call = len(free), len(free) + 1
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        ps = dict(start)
+        ps.update({k: float(v) for k, v in zip(free, x[:k_skew], strict=True)})
+        m = Model.make(model, **ps)
+        skew = float(x[k_skew]) if barrier else 0.0
+        t = np.array([elapsed(s, m, skew) for s in scheds], dtype=float)
+        return t + float(x[k_call])
+
+    x0 = np.array([float(start[k]) for k in free] + [300.0 if barrier else 0.0, 0.0])
+    base = predict(np.array([*x0[:k_skew], 0.0, 0.0]))
+    x0[k_call] = max(float(np.median(y - predict(x0))), 0.0)
+    # The makespan is piecewise linear in the parameters: derivatives by small relative steps
+    # (1e-3; 5e-2 for the skew, which the schedule holds in whole ns), and a scale per kind of
+    # parameter (per-byte costs are ~1e4 times smaller).
+    scale = np.array(
+        [0.01 if k in ("beta", "G", "O") else 100.0 for k in free] + [100.0, 100.0], dtype=float
+    )
+    step = np.full_like(x0, 1e-3)
+    step[k_skew] = 5e-2
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        r: np.ndarray = (predict(x) - y) / y
+        return r
+
+    sol = least_squares(
+        resid,
+        x0,
+        bounds=(np.zeros_like(x0), np.full_like(x0, np.inf)),
+        x_scale=scale,
+        diff_step=step,
+        loss="soft_l1",
+        f_scale=0.05,
+        max_nfev=200,
+    )
+    rel = resid(sol.x)
+    params = dict(start)
+    params.update({k: float(v) for k, v in zip(free, sol.x[:k_skew], strict=True)})
+    return {
+        "params": params,
+        "call": float(sol.x[k_call]),
+        "barrier_skew": float(sol.x[k_skew]) if barrier else 0.0,
+        "rms_rel_residual": float(np.sqrt(np.mean(rel**2))),
+        "max_rel_residual": float(np.max(np.abs(rel))),
+        "rms_rel_residual_before": float(np.sqrt(np.mean(((base - y) / y) ** 2))),
+        "cases": len(cases),
+    }
+
+
+def fit_executor(
+    profile: Profile,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    on_one_node: bool = True,
+    models: Sequence[str] = ("postal", "loggops"),
+) -> dict[str, Any]:
+    """The profile's `executor` section from the calibration set's records (see the module's
+    docstring): per statistic the regime threshold and per regime and model the fitted
+    parameters, the per-call cost and the fit's quality. `models`: postal and LogGOPS by
+    default (each fit simulates every case some hundred times); the others keep the kernel's
+    parameters (Profile.params)."""
+    cases = cases_from_records(records)
+    if not cases:
+        raise InvalidArgumentError("no executor measurements to fit")
+    threshold, transport = executor_threshold(profile.threshold_bytes, on_one_node=on_one_node)
+    sync = records_sync(records) or "barrier"  # the bench's default
+    out: dict[str, Any] = {}
+    for stat in profile.models:
+        regimes: dict[str, dict[str, Any]] = {}
+        for regime in ("eager", "rendezvous"):
+            mine = [
+                c
+                for c in cases
+                if (c.largest_message > threshold) == (regime == "rendezvous")
+                and getattr(c, stat) > 0
+            ]
+            if not mine:
+                continue
+            regimes[regime] = {}
+            for model in models:
+                # The kernel's parameters of the regime of these messages: the MPI's own
+                # threshold decides which of its fits is the start.
+                big = max(c.largest_message for c in mine)
+                start = profile.params(model, stat=stat, message_bytes=big, executor=False)
+                if model == "loggops":
+                    # Through the slots a send never waits for its receiver (eager); through
+                    # MPI, MPI's threshold holds.
+                    start["S"] = math.inf if regime == "eager" and threshold > 0 else start["S"]
+                f = fit_regime(model, mine, start, stat, barrier=sync != "window")
+                regimes[regime][model] = {
+                    **{k: v for k, v in f["params"].items() if k not in ("gamma", "copy_beta")},
+                    "call": f["call"],
+                    "barrier_skew": f["barrier_skew"],
+                }
+                regimes[regime].setdefault("fit", {})[model] = {
+                    k: f[k]
+                    for k in (
+                        "rms_rel_residual",
+                        "max_rel_residual",
+                        "rms_rel_residual_before",
+                        "cases",
+                    )
+                }
+        out[stat] = {
+            "sync": sync,
+            "threshold_bytes": threshold,
+            "transport": transport,
+            "algorithms": sorted({c.algorithm for c in cases}),
+            "sizes": sorted({c.bytes for c in cases}),
+            "regimes": regimes,
+        }
+    return out
