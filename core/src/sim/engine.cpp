@@ -34,8 +34,10 @@ enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kOp = 3 };
 
 // LogGOPS: an op whose deps are all complete, entering the queue once the event is handled.
 struct Freed {
-  uint32_t rank, op;
+  uint64_t order;  // rank << 2 | class (send 0, recv 1, local 2): the order in which they enter
+  uint32_t op;
   double after;  // when the op that freed it completed
+  uint32_t rank() const { return static_cast<uint32_t>(order >> 2); }
 };
 // LogGOPS: a message processed before its receive was posted.
 struct Unexpected {
@@ -412,39 +414,35 @@ class Engine {
   // whether or not its receive is posted yet. Ops made ready by one event enter together: ranks
   // in order, in a rank sends, then receives, then local ops.
 
+  static int lg_class(OpKind k) { return k == OpKind::send ? 0 : k == OpKind::recv ? 1 : 2; }
   // Op (r, j) has its deps complete: op `trigger` (global, recording) completed at `after`.
   void lg_free(uint32_t r, uint32_t j, double after, uint64_t trigger) {
-    freed_.push_back({r, j, after});
+    freed_.push_back({uint64_t{r} << 2 | lg_class(op(prog(r), j).kind()), j, after});
     if (record_) {
       const uint64_t k = gidx(r, j);
       rec_.cause[k] = trigger;
       rec_.op_start[k] = after;  // when it was ready: replaced when it starts (or is posted)
     }
   }
-  static int lg_class(OpKind k) { return k == OpKind::send ? 0 : k == OpKind::recv ? 1 : 2; }
   // The ops freed by the event just handled enter the queue.
   void lg_flush() {
     if (freed_.empty()) return;
     // Stable: a handful of ops, most often of one rank and in order, sorted by insertion.
-    auto cls = [&](const Freed& f) {
-      return uint64_t{f.rank} << 2 | lg_class(op(prog(f.rank), f.op).kind());
-    };
-    if (freed_.size() > 32)
-      std::stable_sort(freed_.begin(), freed_.end(),
-                       [&](const Freed& a, const Freed& b) { return cls(a) < cls(b); });
+    auto by_order = [](const Freed& a, const Freed& b) { return a.order < b.order; };
+    if (freed_.size() > 32) std::stable_sort(freed_.begin(), freed_.end(), by_order);
     for (size_t a = 1; a < freed_.size() && freed_.size() <= 32; ++a) {
       const Freed x = freed_[a];
-      const uint64_t kx = cls(x);
       size_t b = a;
-      for (; b > 0 && cls(freed_[b - 1]) > kx; --b) freed_[b] = freed_[b - 1];
+      for (; b > 0 && freed_[b - 1].order > x.order; --b) freed_[b] = freed_[b - 1];
       freed_[b] = x;
     }
     for (const Freed& f : freed_) {
-      const Program& p = prog(f.rank);
+      const uint32_t r = f.rank();
+      const Program& p = prog(r);
       const uint8_t unit = store_.unit_of(p, f.op);
-      double t = std::max(now_, std::max(f.after, ranks_.cpu_free(f.rank, unit & 15)));
-      if (op(p, f.op).kind() == OpKind::send) t = std::max(t, ranks_.send_free(f.rank, unit >> 4));
-      queue_.push(t, f.rank, f.op << 2 | kOp);
+      double t = std::max(now_, std::max(f.after, ranks_.cpu_free(r, unit & 15)));
+      if ((f.order & 3) == 0) t = std::max(t, ranks_.send_free(r, unit >> 4));  // a send
+      queue_.push(t, r, f.op << 2 | kOp);
     }
     freed_.clear();
   }
