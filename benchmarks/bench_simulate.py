@@ -15,6 +15,10 @@ Suites:
   RSS should not grow with P for text and collkit's GOAL (streamed); JSON is loaded whole.
 - `large`: the whole command at P = 2^24 for allreduce:rd, allreduce:rabenseifner and
   bcast:binomial (goal: peak RSS < 8 GiB), with the peak RSS per rank.
+- `memory`: peak RSS of `collkit.simulate` (the whole process, each case fresh) against
+  `collkit.simulate.memory_estimate`, for allreduce:rd, allreduce:rabenseifner and
+  bcast:binomial at P = 2^16 .. 2^20 (`--max-lg` for more), 8 B, LogGOPS and postal
+  (goal: the estimate within 25 %).
 - `compare --against DIR`: this build (B) against another (A: a copy of an installed `collkit`
   package in DIR, put first on PYTHONPATH), interleaved A B A B over `--rounds` rounds on the
   engine's cases: the engine's CPU time (load + run, the best of 3 calls in one process) and
@@ -98,6 +102,45 @@ for _ in range(3):
     best = min(best, r.load_cpu_seconds + r.run_cpu_seconds)
 print(json.dumps({"cpu_s": best, "makespan_ns": r.makespan, "events": r.events}))
 """
+
+
+MEMORY_CASE = r"""
+import json, resource, sys
+import collkit
+algo, P, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+r = collkit.simulate(algo, P, count=1, model=model)
+print(json.dumps({"ops": r.ops, "cpu_s": r.load_cpu_seconds + r.run_cpu_seconds,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def memory_rows(max_lg: int) -> list[str]:
+    from collkit.simulate import memory_estimate
+
+    header = (
+        f"| {'case':44s} | {'ops':>10s} | {'est ops':>10s} | {'peak RSS MB':>11s} | "
+        f"{'estimate MB':>11s} | {'est / RSS':>9s} | {'cpu s':>6s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    for lg in range(16, max_lg + 1):
+        for model in ("loggops", "postal"):
+            for algo in ("allreduce:rd", "allreduce:rabenseifner", "bcast:binomial"):
+                P = 1 << lg
+                est, est_ops = memory_estimate(algo, P, 1)
+                argv = [sys.executable, "-c", MEMORY_CASE, algo, str(P), model]
+                out = subprocess.run(argv, capture_output=True, text=True, check=False)
+                if out.returncode != 0:
+                    raise RuntimeError(out.stderr.strip()[-500:])
+                d = json.loads(out.stdout)
+                name = f"{algo} P=2^{lg} 8B {model}"
+                row = (
+                    f"| {name:44s} | {d['ops']:10d} | {est_ops:10d} | {d['rss'] / 2**20:11.0f} | "
+                    f"{est / 2**20:11.0f} | {est / d['rss']:9.2f} | {d['cpu_s']:6.2f} |"
+                )
+                print(row, flush=True)
+                rows.append(row)
+    return rows
 
 
 def compare_rows(against: str, rounds: int) -> list[str]:
@@ -374,11 +417,12 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument(
         "--suite",
-        choices=["engine", "command", "all", "export", "import", "large", "compare"],
+        choices=["engine", "command", "all", "export", "import", "large", "compare", "memory"],
         default="engine",
     )
     ap.add_argument("--against", help="suite compare: a folder holding the other build's collkit")
     ap.add_argument("--rounds", type=int, default=5, help="suite compare: A B rounds")
+    ap.add_argument("--max-lg", type=int, default=20, help="suite memory: the largest lg P")
     ap.add_argument(
         "--limit", type=float, default=120.0, help="suite all: seconds before a command is stopped"
     )
@@ -403,6 +447,17 @@ def main() -> int:
         with res.open("a") as f:
             f.write(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
         return 0
+    if args.suite == "memory":
+        load0 = os.getloadavg()[0]
+        rows = memory_rows(args.max_lg)
+        load1 = os.getloadavg()[0]
+        note = (
+            "Peak RSS (ru_maxrss) of a fresh process running `collkit.simulate(ALGO, P, count=1, "
+            "model=MODEL)`, against `collkit.simulate.memory_estimate` (the process included); "
+            f"ops: the schedule's, est ops: the estimate's count. Load average {load0:.1f} at "
+            f"the start and {load1:.1f} at the end (2 cores shared)."
+        )
+        return write(args, rows, note, f" --suite memory --max-lg {args.max_lg}")
     if args.suite == "compare":
         if not args.against or not (Path(args.against) / "collkit").is_dir():
             ap.error("--suite compare needs --against DIR, a folder holding a collkit package")
