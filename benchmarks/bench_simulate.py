@@ -104,6 +104,14 @@ print(json.dumps({"cpu_s": best, "makespan_ns": r.makespan, "events": r.events})
 """
 
 
+def run_json(argv: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+    """Runs a case script in a fresh process; the JSON object it prints."""
+    out = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip()[-500:])
+    return dict(json.loads(out.stdout))
+
+
 MEMORY_CASE = r"""
 import json, resource, sys
 import collkit
@@ -128,11 +136,7 @@ def memory_rows(max_lg: int) -> list[str]:
             for algo in ("allreduce:rd", "allreduce:rabenseifner", "bcast:binomial"):
                 P = 1 << lg
                 est, est_ops = memory_estimate(algo, P, 1)
-                argv = [sys.executable, "-c", MEMORY_CASE, algo, str(P), model]
-                out = subprocess.run(argv, capture_output=True, text=True, check=False)
-                if out.returncode != 0:
-                    raise RuntimeError(out.stderr.strip()[-500:])
-                d = json.loads(out.stdout)
+                d = run_json([sys.executable, "-c", MEMORY_CASE, algo, str(P), model])
                 name = f"{algo} P=2^{lg} 8B {model}"
                 row = (
                     f"| {name:44s} | {d['ops']:10d} | {est_ops:10d} | {d['rss'] / 2**20:11.0f} | "
@@ -156,11 +160,7 @@ def compare_rows(against: str, rounds: int) -> list[str]:
 
     def one(env: dict[str, str], case: tuple[str, int, int, str]) -> dict[str, float]:
         algo, P, nbytes, model = case
-        argv = [sys.executable, "-c", COMPARE_CASE, algo, str(P), str(nbytes), model]
-        out = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
-        if out.returncode != 0:
-            raise RuntimeError(out.stderr.strip()[-500:])
-        return dict(json.loads(out.stdout))
+        return run_json([sys.executable, "-c", COMPARE_CASE, algo, str(P), str(nbytes), model], env)
 
     for case in COMPARE:
         a_cpu: list[float] = []
