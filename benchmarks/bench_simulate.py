@@ -135,7 +135,7 @@ def memory_rows(max_lg: int) -> list[str]:
         for model in ("loggops", "postal"):
             for algo in ("allreduce:rd", "allreduce:rabenseifner", "bcast:binomial"):
                 P = 1 << lg
-                est, est_ops = memory_estimate(algo, P, 1)
+                est, est_ops = memory_estimate(algo, P, 1, model=model)
                 d = run_json([sys.executable, "-c", MEMORY_CASE, algo, str(P), model])
                 name = f"{algo} P=2^{lg} 8B {model}"
                 row = (

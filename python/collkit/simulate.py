@@ -833,10 +833,12 @@ def placed_topology(topo: Topology, placement: Placement | None) -> Topology:
 # The peak resident memory of a simulation, from its parts as measured (bench_simulate.py --suite
 # memory, benchmarks/results/bench_simulate.md): the process with Python, numpy and collkit
 # loaded; per rank its 48-byte state, its program's id, a slot in the free lists and its events
-# in flight (about three 24-byte events, with the queue's slack); per op a 16-bit counter while
-# its rank runs (every rank at once, at worst).
+# in flight (LogGOPS: about three 24-byte events with the queue's slack, every op being one more
+# queue entry; the postal models about two); per op a 16-bit counter while its rank runs (every
+# rank at once, at worst).
 _PROCESS_BYTES = 35 << 20
 _RANK_BYTES = 48 + 4 + 8 + 80
+_RANK_BYTES_POSTAL = 48 + 4 + 8 + 52
 _OP_BYTES = 2
 # With a timeline: the whole schedule (~42 B per op) and ~80 B per op of records.
 _TIMELINE_OP_BYTES = 42 + 80
@@ -869,10 +871,12 @@ def memory_estimate(
     root: int = 0,
     timeline: bool = False,
     placement: Placement | None = None,
+    model: str | None = None,
 ) -> tuple[int, int]:
-    """(bytes, ops): the peak resident memory a simulation of `algorithm` will take (the
-    process's, measured within 25 % for allreduce:rd, allreduce:rabenseifner and bcast:binomial
-    from P = 2^16 to 2^20) and the ops of its schedule. The ops are counted exactly up to
+    """(bytes, ops): the peak resident memory a simulation of `algorithm` under `model` (None:
+    the larger, LogGOPS) will take (the process's, measured within 25 % for allreduce:rd,
+    allreduce:rabenseifner and bcast:binomial from P = 2^16 to 2^20) and the ops of its
+    schedule. The ops are counted exactly up to
     P = 512, else from the root and up to 256 ranks spread over 0..P-1 (most ranks of a tree or
     of Rabenseifner at small counts hold far fewer ops than the root or rank P/2)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
@@ -891,7 +895,9 @@ def memory_estimate(
                 break
         total_ops += round(sampled / n * (P - 1))
     per_op = _OP_BYTES + (_TIMELINE_OP_BYTES if timeline else 0)
-    return _PROCESS_BYTES + P * _RANK_BYTES + total_ops * per_op, total_ops
+    postal = model is not None and model.replace("_", "-").lower() in ("postal", "pipelined-postal")
+    rank_bytes = _RANK_BYTES_POSTAL if postal else _RANK_BYTES
+    return _PROCESS_BYTES + P * rank_bytes + total_ops * per_op, total_ops
 
 
 def closed_form_rd_postal(
