@@ -83,10 +83,6 @@ class Ranks {
   RankState& operator[](uint32_t r) { return rank_[r]; }
   const RankState& operator[](uint32_t r) const { return rank_[r]; }
   const std::vector<RankState>& all() const { return rank_; }
-  void prefetch(uint32_t r) const {
-    __builtin_prefetch(&rank_[r]);
-    if (rank_[r].pend != nullptr) __builtin_prefetch(rank_[r].pend);
-  }
   void prefetch_state(uint32_t r) const { __builtin_prefetch(&rank_[r]); }
   void prefetch_counters(uint32_t r) const {
     if (rank_[r].pend != nullptr) __builtin_prefetch(rank_[r].pend);
