@@ -112,7 +112,9 @@ class Engine {
         res.finish.resize(ranks_.all().size());
         for (size_t r = 0; r < res.finish.size(); ++r) res.finish[r] = ranks_.all()[r].finish;
         res.messages = messages_;
-        res.bytes = static_cast<int64_t>(bytes_);
+        // A sum of doubles: one message of 2^63 - 8 B rounds to 2^63, past int64 (the cast
+        // wrapped to -2^63); the readers' limit (buffer_fits) keeps each message below it.
+        res.bytes = bytes_ < 0x1p63 ? static_cast<int64_t>(bytes_) : INT64_MAX;
         res.ops = static_cast<int64_t>(store_.total_ops());
         res.programs = static_cast<int64_t>(store_.count());
         res.peak_ranks_held = ranks_.peak_held();
