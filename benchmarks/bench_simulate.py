@@ -15,6 +15,14 @@ Suites:
   RSS should not grow with P for text and collkit's GOAL (streamed); JSON is loaded whole.
 - `large`: the whole command at P = 2^24 for allreduce:rd, allreduce:rabenseifner and
   bcast:binomial (goal: peak RSS < 8 GiB), with the peak RSS per rank.
+- `memory`: peak RSS of `collkit.simulate` (the whole process, each case fresh) against
+  `collkit.simulate.memory_estimate`, for allreduce:rd, allreduce:rabenseifner and
+  bcast:binomial at P = 2^16 .. 2^20 (`--max-lg` for more), 8 B, LogGOPS and postal
+  (goal: the estimate within 25 %).
+- `compare --against DIR`: this build (B) against another (A: a copy of an installed `collkit`
+  package in DIR, put first on PYTHONPATH), interleaved A B A B over `--rounds` rounds on the
+  engine's cases: the engine's CPU time (load + run, the best of 3 calls in one process) and
+  the ratio B / A per round, its median and range. The makespans must agree.
 
 Each case runs in a fresh subprocess so that its peak resident memory (ru_maxrss) is its own.
 Times are given as wall clock and as CPU time (user + system) of the process: on a shared machine
@@ -26,6 +34,7 @@ appends it, with the machine, load and date, to benchmarks/results/bench_simulat
     .venv/bin/python benchmarks/bench_simulate.py --suite all        # every algorithm at 2^20
     .venv/bin/python benchmarks/bench_simulate.py --suite large      # 2^24 ranks
     .venv/bin/python benchmarks/bench_simulate.py --quick            # small engine cases only
+    .venv/bin/python benchmarks/bench_simulate.py --suite compare --against /tmp/base  # A B A B
 """
 
 from __future__ import annotations
@@ -73,6 +82,106 @@ CASES = [
     ("allreduce:rd", 1 << 12, 8, "pipelined-postal", "exponential(50ns)", 200),
 ]
 QUICK = [c for c in CASES if c[1] <= 1 << 12]
+
+# The compare suite: the engine's costly rules (LogGOPS, ops waiting for a busy CPU or gap).
+COMPARE = [
+    ("allreduce:rd", 1 << 16, 8, "loggops"),
+    ("allreduce:rd", 1 << 16, 8, "postal"),
+    ("bcast:binomial", 1 << 18, 8, "loggops"),
+    ("allreduce:rabenseifner", 1 << 14, 8, "loggops"),
+    ("allreduce:ring(seg=16)", 17, 65536, "loggops"),
+    ("alltoall:linear", 256, 512, "loggops"),
+]
+COMPARE_CASE = r"""
+import json, sys
+import collkit
+algo, P, nbytes, model = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+best, r = float("inf"), None
+for _ in range(3):
+    r = collkit.simulate(algo, P, bytes=nbytes, model=model)
+    best = min(best, r.load_cpu_seconds + r.run_cpu_seconds)
+print(json.dumps({"cpu_s": best, "makespan_ns": r.makespan, "events": r.events}))
+"""
+
+
+def run_json(argv: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+    """Runs a case script in a fresh process; the JSON object it prints."""
+    out = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip()[-500:])
+    return dict(json.loads(out.stdout))
+
+
+MEMORY_CASE = r"""
+import json, resource, sys
+import collkit
+algo, P, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+r = collkit.simulate(algo, P, count=1, model=model)
+print(json.dumps({"ops": r.ops, "cpu_s": r.load_cpu_seconds + r.run_cpu_seconds,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def memory_rows(max_lg: int) -> list[str]:
+    from collkit.simulate import memory_estimate
+
+    header = (
+        f"| {'case':44s} | {'ops':>10s} | {'est ops':>10s} | {'peak RSS MB':>11s} | "
+        f"{'estimate MB':>11s} | {'est / RSS':>9s} | {'cpu s':>6s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    for lg in range(16, max_lg + 1):
+        for model in ("loggops", "postal"):
+            for algo in ("allreduce:rd", "allreduce:rabenseifner", "bcast:binomial"):
+                P = 1 << lg
+                est, est_ops = memory_estimate(algo, P, 1, model=model)
+                d = run_json([sys.executable, "-c", MEMORY_CASE, algo, str(P), model])
+                name = f"{algo} P=2^{lg} 8B {model}"
+                row = (
+                    f"| {name:44s} | {d['ops']:10d} | {est_ops:10d} | {d['rss'] / 2**20:11.0f} | "
+                    f"{est / 2**20:11.0f} | {est / d['rss']:9.2f} | {d['cpu_s']:6.2f} |"
+                )
+                print(row, flush=True)
+                rows.append(row)
+    return rows
+
+
+def compare_rows(against: str, rounds: int) -> list[str]:
+    """This build against the collkit package in `against`, interleaved A B A B."""
+    header = (
+        f"| {'case':44s} | {'events':>9s} | {'A cpu s':>8s} | {'B cpu s':>8s} | "
+        f"{'B/A median':>10s} | {'B/A range':>13s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    env_a = {**os.environ, "PYTHONPATH": against}
+    env_b = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def one(env: dict[str, str], case: tuple[str, int, int, str]) -> dict[str, float]:
+        algo, P, nbytes, model = case
+        return run_json([sys.executable, "-c", COMPARE_CASE, algo, str(P), str(nbytes), model], env)
+
+    for case in COMPARE:
+        a_cpu: list[float] = []
+        b_cpu: list[float] = []
+        for _ in range(rounds):
+            a, b = one(env_a, case), one(env_b, case)
+            if a["makespan_ns"] != b["makespan_ns"]:
+                raise RuntimeError(f"{case}: makespans differ: {a} vs {b}")
+            a_cpu.append(a["cpu_s"])
+            b_cpu.append(b["cpu_s"])
+        ratios = [y / x for x, y in zip(a_cpu, b_cpu, strict=True) if x > 0]
+        algo, P, nbytes, model = case
+        name = f"{algo} P={P} {nbytes}B {model}"
+        row = (
+            f"| {name:44s} | {int(b['events']):9d} | {statistics.median(a_cpu):8.4f} | "
+            f"{statistics.median(b_cpu):8.4f} | {statistics.median(ratios):10.2f} | "
+            f"{min(ratios):5.2f} - {max(ratios):5.2f} |"
+        )
+        print(row, flush=True)
+        rows.append(row)
+    return rows
 
 
 def machine() -> str:
@@ -308,9 +417,12 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument(
         "--suite",
-        choices=["engine", "command", "all", "export", "import", "large"],
+        choices=["engine", "command", "all", "export", "import", "large", "compare", "memory"],
         default="engine",
     )
+    ap.add_argument("--against", help="suite compare: a folder holding the other build's collkit")
+    ap.add_argument("--rounds", type=int, default=5, help="suite compare: A B rounds")
+    ap.add_argument("--max-lg", type=int, default=20, help="suite memory: the largest lg P")
     ap.add_argument(
         "--limit", type=float, default=120.0, help="suite all: seconds before a command is stopped"
     )
@@ -335,6 +447,30 @@ def main() -> int:
         with res.open("a") as f:
             f.write(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
         return 0
+    if args.suite == "memory":
+        load0 = os.getloadavg()[0]
+        rows = memory_rows(args.max_lg)
+        load1 = os.getloadavg()[0]
+        note = (
+            "Peak RSS (ru_maxrss) of a fresh process running `collkit.simulate(ALGO, P, count=1, "
+            "model=MODEL)`, against `collkit.simulate.memory_estimate` (the process included); "
+            f"ops: the schedule's, est ops: the estimate's count. Load average {load0:.1f} at "
+            f"the start and {load1:.1f} at the end (2 cores shared)."
+        )
+        return write(args, rows, note, f" --suite memory --max-lg {args.max_lg}")
+    if args.suite == "compare":
+        if not args.against or not (Path(args.against) / "collkit").is_dir():
+            ap.error("--suite compare needs --against DIR, a folder holding a collkit package")
+        load0 = os.getloadavg()[0]
+        rows = compare_rows(args.against, args.rounds)
+        load1 = os.getloadavg()[0]
+        note = (
+            f"A: the collkit in {args.against}; B: this build. Each case {args.rounds} rounds, "
+            "A then B in fresh processes; CPU time of the engine (load + run, best of 3 calls); "
+            f"B/A per round, its median and range. Load average {load0:.1f} at the start and "
+            f"{load1:.1f} at the end (2 cores shared)."
+        )
+        return write(args, rows, note, f" --suite compare --against {args.against}")
     if args.suite != "engine":
         load0 = os.getloadavg()[0]
         rows = command_rows(args.suite)

@@ -6,7 +6,8 @@
 // Events due at the same time come out in the order of their insertion numbers (`seq`), as in
 // LogGOPSim's queue: an event pushed again (an op retried when its CPU or gap is free) keeps its
 // number. Events of one time always share a bucket, in the order they were pushed; only a retried
-// event can be out of order, so the events due next are sorted only when one is among them.
+// event can be out of order, so the events due next are sorted only when one is among them, and
+// one retried at the current time waits in a small heap beside them.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -36,10 +37,9 @@ class EventQueue {
   void push_again(const Event& e) {
     const size_t i = index(key(e.t));
     auto& b = buckets_[i];
-    if (i == 0 && !b.empty() && b.back().seq > e.seq) {
-      auto by_seq = [](const Event& x, const Event& y) { return x.seq < y.seq; };
-      auto from = b.begin() + static_cast<std::ptrdiff_t>(head_);
-      b.insert(std::upper_bound(from, b.end(), e, by_seq), e);
+    if (i == 0 && head_ < b.size() && b.back().seq > e.seq) {  // before events due now: early_
+      early_.push_back(e);
+      std::push_heap(early_.begin(), early_.end(), later);
     } else {
       b.push_back(e);
     }
@@ -47,6 +47,13 @@ class EventQueue {
   }
   Event pop() {
     auto& b0 = buckets_[0];
+    if (!early_.empty() && (head_ == b0.size() || early_.front().seq < b0[head_].seq)) {
+      std::pop_heap(early_.begin(), early_.end(), later);
+      const Event e = early_.back();
+      early_.pop_back();
+      --size_;
+      return e;
+    }
     if (head_ == b0.size()) {
       b0.clear();
       head_ = 0;
@@ -69,13 +76,15 @@ class EventQueue {
     --size_;
     return b0[head_++];
   }
-  // The k-th next event due at the time of the last one popped, if there is one.
+  // The k-th next event due at the time of the last one popped, if there is one (a hint for
+  // prefetching: events pushed again before it are not counted).
   const Event* peek(size_t k) const {
     const auto& b = buckets_[0];
     return b.size() > head_ + k ? &b[head_ + k] : nullptr;
   }
   void clear() {
     for (auto& b : buckets_) b.clear();
+    early_.clear();
     last_ = 0;
     size_ = 0;
     head_ = 0;
@@ -84,16 +93,20 @@ class EventQueue {
   size_t memory_bytes() const {
     size_t n = 0;
     for (const auto& b : buckets_) n += b.capacity() * sizeof(Event);
-    return n;
+    return n + early_.capacity() * sizeof(Event);
   }
 
  private:
   static constexpr size_t kKeep = size_t{1} << 16;
   static uint64_t key(double t) { return std::bit_cast<uint64_t>(t); }
+  static bool later(const Event& a, const Event& b) { return a.seq > b.seq; }
   size_t index(uint64_t k) const {
     return k == last_ ? 0 : static_cast<size_t>(64 - std::countl_zero(k ^ last_));
   }
   std::array<std::vector<Event>, 65> buckets_;
+  // Events pushed again due now, before some of bucket 0's (a heap by insertion number): merged
+  // with bucket 0 as they are popped, where inserting into bucket 0 would move its tail each time.
+  std::vector<Event> early_;
   uint64_t last_ = 0;
   size_t size_ = 0;
   size_t head_ = 0;  // the next event of bucket 0

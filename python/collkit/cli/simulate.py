@@ -206,7 +206,9 @@ def _sweep(
             args.algorithm = algo
             placement = placement_of(args)
             root = 0 if args.root is None else check_root(args.root, P)
-            estimate, _ = memory_estimate(algo, P, count, esize, root, False, placement=placement)
+            estimate, _ = memory_estimate(
+                algo, P, count, esize, root, False, placement=placement, model=args.model
+            )
             if avail is not None and estimate > avail:
                 raise MemoryError
             res = simulate(
@@ -359,7 +361,9 @@ def run(args: argparse.Namespace) -> int:
             count = DEFAULT_COUNT if args.count is None else args.count
         root = 0 if args.root is None else check_root(args.root, P)
         placement = placement_of(args)
-        estimate, nops = memory_estimate(source, P, count, esize, root, record, placement=placement)
+        estimate, nops = memory_estimate(
+            source, P, count, esize, root, record, placement=placement, model=args.model
+        )
     if record and nops > TIMELINE_MAX_OPS:
         return _fail(
             f"--timeline/--plot record every op: {nops:,} ops here (at most "

@@ -1,4 +1,5 @@
-// The simulator: a discrete-event engine over the per-rank DAGs of a Schedule.
+// The simulator: a discrete-event engine over the per-rank DAGs of a Schedule (its parts, one file
+// per concern, are listed in docs/design.md).
 //
 // Semantics (the same in every model, see model.hpp for the costs):
 // - An op becomes ready when all its deps (ops of its own rank) have completed; a rank's ops with
