@@ -25,6 +25,26 @@ def test_help_lists_the_commands() -> None:
         assert cmd in out
 
 
+def test_version_is_said_once() -> None:
+    """`collkit --version`, the package metadata and collkit.__version__ agree; pyproject.toml
+    reads the version from collkit/__init__.py instead of writing it a second time."""
+    from importlib.metadata import version
+    from pathlib import Path
+
+    import collkit
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    code, out = run("--version")
+    assert code == 0 and out.strip() == f"collkit {collkit.__version__}", out
+    assert version("collkit") == collkit.__version__
+    pyproject = tomllib.loads(
+        (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    )
+    assert "version" not in pyproject["project"]
+    assert pyproject["project"]["dynamic"] == ["version"]
+
+
 def test_no_command_prints_help_and_exits_2() -> None:
     assert main([]) == 2
 
