@@ -188,3 +188,28 @@ def test_cli_bad_sizes_exit_2(sizes: str, capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as e:
         main(["bench", "allreduce", "--sizes", sizes])
     assert e.value.code == 2 and "--sizes" in capsys.readouterr().err
+
+
+def test_cli_json_prints_rows_with_the_row_files_keys(
+    mpich: MPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from collkit.cli import main
+    from collkit.results import FIELDS
+
+    out = tmp_path / "r.jsonl"
+    code = main(
+        ["bench", "allreduce", "--algos", "rd,native", "-np", "2", "--sizes", "8",
+         "--iters", "10", "--warmup", "1", "--rounds", "2", "--mpiexec", mpich.mpiexec,
+         "--no-plot", "--json", "-o", str(out)]
+    )  # fmt: skip
+    cap = capsys.readouterr()
+    assert code == 0, cap.err[-2000:]
+    objs = [json.loads(ln) for ln in cap.out.splitlines()]  # nothing but JSON on stdout
+    assert sorted(o["algorithm"] for o in objs) == ["allreduce:rd", "native"]
+    assert all(set(o) == set(FIELDS) for o in objs)
+    # the same rows as the row file, key for key
+    assert sorted(objs, key=lambda o: o["algorithm"]) == sorted(
+        (json.loads(ln) for ln in out.read_text().splitlines()), key=lambda o: o["algorithm"]
+    )

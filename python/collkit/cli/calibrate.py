@@ -51,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hosts", default=None, help="host file: measure between its first two hosts")
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
+    from collkit.cli._common import add_json_argument
+
+    add_json_argument(p, "the profile written to --out, on one line (its summary goes to stderr)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,7 +98,14 @@ def run(args: argparse.Namespace) -> int:
             + (["--hosts", args.hosts] if args.hosts else [])
         ),
     )
-    print(prof.summary())
     prof.save(out)
-    print(f"wrote {out}")
+    if args.json:
+        import json
+
+        print(prof.summary(), file=sys.stderr)
+        print(json.dumps(json.loads(prof.to_json())), flush=True)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        print(prof.summary())
+        print(f"wrote {out}")
     return 0

@@ -21,7 +21,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from collkit.cli._common import add_p_argument, input_file, split_names
+from collkit.cli._common import (
+    add_json_argument,
+    add_p_argument,
+    input_file,
+    print_json_lines,
+    split_names,
+)
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
 
@@ -73,6 +79,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "profile) instead of measuring",
     )
     p.add_argument("--no-plot", action="store_true", help="do not draw PREFIX.png")
+    add_json_argument(
+        p,
+        "the rows of PREFIX.jsonl (each case measured and simulated, side by side), with the "
+        "row files' keys; the summary goes to stderr",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -159,7 +170,11 @@ def run(args: argparse.Namespace) -> int:
             + (["--hosts", args.hosts] if args.hosts else [])
             + ["-o", str(args.out)]
         )
-    print(v.summary())
+    if args.json:
+        print(v.summary(), file=sys.stderr)
+        print_json_lines(v.rows())
+    else:
+        print(v.summary())
     jsonl = out.with_name(out.name + ".jsonl")
     if args.measured is not None and jsonl.resolve() == Path(args.measured).resolve():
         raise InvalidArgumentError("-o would overwrite the --measured rows: give another -o")
@@ -179,5 +194,5 @@ def run(args: argparse.Namespace) -> int:
         from collkit.plotting import save_figure
 
         written.append(save_figure(plot_validation(v), out.with_name(out.name + ".png")))
-    print("wrote " + ", ".join(map(str, written)))
+    print("wrote " + ", ".join(map(str, written)), file=sys.stderr if args.json else sys.stdout)
     return 0
