@@ -248,22 +248,29 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
 
 
 def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
-    """Time per segment of seg=16 schedules from 1 Ki to 1 Mi segments (issue 27 item 5)."""
+    """Time per segment of seg=16 schedules from 1 Ki to --max-segments (issue 27 item 5).
+
+    Every (algorithm, transport, segments) job runs once per round, and the rounds go through all
+    of them in turn (A B C ... A B C ...), so a load change hits every size alike; the table gives
+    the median over rounds and its ratio to the 1 Ki-segment row of the same algorithm and
+    transport: flat means a ratio near 1 whatever the load did.
+    """
     env, _ = launch_env(mpi, a.np)
-    segs = [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20]
-    lines = header(
-        f"Tiny segments: time per segment, seg=16 ({a.mpi})",
-        mpi,
-        argv,
-        [f"- P = {a.np}; a few iterations at the big end (1 Mi segments = 16 MiB)"],
-    )
-    lines += [
-        "| algorithm | segments | bytes | median ms | ns per segment | transport |",
-        "| --- | ---: | ---: | ---: | ---: | --- |",
+    segs = [
+        n for n in (1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20) if n <= a.max_segments
     ]
-    for algo in ("reduce:binomial(seg=16)", "bcast:pipeline(seg=16)"):
-        coll = algo.split(":")[0]
-        for n in segs:
+    # Both transports: the shared-memory one, and the MPI's point-to-point path (COLLKIT_SHM=0),
+    # where the bound on requests in flight per peer and the O(ready) completion loop matter.
+    jobs = [
+        (algo, shm, n)
+        for algo in ("reduce:binomial(seg=16)", "bcast:pipeline(seg=16)")
+        for shm in ("1", "0")
+        for n in segs
+    ]
+    per_seg: dict[tuple[str, str, int], list[float]] = {job: [] for job in jobs}
+    transport: dict[tuple[str, str, int], str] = {}
+    for rnd in range(a.repeats):
+        for algo, shm, n in jobs:
             nbytes = 16 * n
             cmd = launch_command(
                 mpi,
@@ -271,7 +278,7 @@ def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] 
                 [
                     str(bindir / "collkit_bench"),
                     "--collective",
-                    coll,
+                    algo.split(":")[0],
                     "--algos",
                     algo,
                     "--sizes",
@@ -287,19 +294,48 @@ def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] 
                 ],
             )
             out = subprocess.run(
-                cmd, env=env, capture_output=True, text=True, timeout=600, check=False
+                cmd,
+                env={**env, "COLLKIT_SHM": shm},
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
             )
             if out.returncode != 0:
                 raise RuntimeError(f"{shlex.join(cmd)} failed:\n{out.stderr[-2000:]}")
             for x in out.stdout.splitlines():
                 if x.startswith("{") and '"row"' in x:
                     r = json.loads(x)
-                    med_us = float(r["median"])
-                    lines.append(
-                        f"| {algo} | {n} | {nbytes} | {med_us / 1000:.3f} | "
-                        f"{med_us * 1000 / n:.1f} | {r.get('transport', '')} |"
-                    )
-                    print(lines[-1], flush=True)
+                    per_seg[(algo, shm, n)].append(float(r["median"]) * 1000 / n)
+                    transport[(algo, shm, n)] = str(r.get("transport", ""))
+            print(
+                f"round {rnd + 1}/{a.repeats} {algo} COLLKIT_SHM={shm} {n} segments: "
+                f"{per_seg[(algo, shm, n)][-1]:.1f} ns per segment",
+                flush=True,
+            )
+    lines = header(
+        f"Tiny segments: time per segment, seg=16 ({a.mpi})",
+        mpi,
+        argv,
+        [
+            f"- P = {a.np}; {a.repeats} rounds, each through every row in turn (interleaved); "
+            "median over rounds; ratio = this row's ns per segment / the 1 Ki-segment row's",
+            f"- load average at the end: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
+        ],
+    )
+    lines += [
+        "| algorithm | transport | segments | bytes | ns per segment (median) | min | max "
+        "| ratio to 1 Ki |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for algo, shm, n in jobs:
+        xs = per_seg[(algo, shm, n)]
+        base = statistics.median(per_seg[(algo, shm, segs[0])])
+        med = statistics.median(xs)
+        lines.append(
+            f"| {algo} | {transport[(algo, shm, n)]} | {n} | {16 * n} | {med:.1f} | "
+            f"{min(xs):.1f} | {max(xs):.1f} | {med / base:.2f} |"
+        )
     name = a.out or f"executor-segments-{a.mpi}"
     report = "\n".join(lines) + "\n"
     print(report)
@@ -318,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shm", action="store_true", help="the shared-memory transport's table")
     p.add_argument("--segments", action="store_true", help="time per segment, seg=16")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument(
+        "--max-segments", type=int, default=1 << 20, help="--segments: the largest row (1 Mi)"
+    )
     p.add_argument("--iters", type=int, default=300)
     p.add_argument("--block", type=int, default=10)
     p.add_argument("--max-seconds", type=float, default=2.0)
