@@ -66,10 +66,10 @@ def job(
     for line in out.stdout.splitlines():
         if line.startswith("{"):
             row = json.loads(line)
-            if row.get("kind") == "row" and "median" in row:
+            if row.get("kind") == "row" and "median_us" in row:
                 if row.get("valid") is False:
                     raise RuntimeError(f"wrong result: {row}")
-                medians[(row["algorithm"], int(row["bytes"]))] = float(row["median"])
+                medians[(row["algorithm"], int(row["bytes"]))] = float(row["median_us"])
     return medians
 
 

@@ -147,8 +147,8 @@ def run_pair(
         if not line.startswith("{"):
             continue
         row = json.loads(line)
-        if row.get("kind") == "row" and "median" in row:
-            medians[(row["algorithm"], int(row["bytes"]))] = float(row["median"])
+        if row.get("kind") == "row" and "median_us" in row:
+            medians[(row["algorithm"], int(row["bytes"]))] = float(row["median_us"])
     return medians
 
 
@@ -306,7 +306,7 @@ def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] 
             for x in out.stdout.splitlines():
                 if x.startswith("{") and '"row"' in x:
                     r = json.loads(x)
-                    per_seg[(algo, shm, n)].append(float(r["median"]) * 1000 / n)
+                    per_seg[(algo, shm, n)].append(float(r["median_us"]) * 1000 / n)
                     transport[(algo, shm, n)] = str(r.get("transport", ""))
             print(
                 f"round {rnd + 1}/{a.repeats} {algo} COLLKIT_SHM={shm} {n} segments: "

@@ -55,9 +55,9 @@ def measure(mpi: MPI, P: int, env: dict[str, str], iters: int) -> dict[str, floa
     for line in r.stdout.splitlines():
         if line.startswith("{"):
             d = json.loads(line)
-            if d.get("kind") == "row" and "median" in d:
-                out[d["algorithm"]] = d["median"]
-                out[d["algorithm"] + " p99"] = d["p99"]
+            if d.get("kind") == "row" and "median_us" in d:
+                out[d["algorithm"]] = d["median_us"]
+                out[d["algorithm"] + " p99"] = d["p99_us"]
     return out
 
 

@@ -396,7 +396,7 @@ def test_an_output_that_is_an_input_is_refused(
 def _bench_row(P: int) -> str:
     from collkit.results import Row, row_to_json
 
-    return row_to_json(Row("allreduce", "native", P, 8, median=1.0 + P))
+    return row_to_json(Row("allreduce", "native", P, 8, median_us=1.0 + P))
 
 
 def test_a_corrupt_line_of_a_row_file_is_set_aside_and_the_rest_goes_on(
@@ -414,7 +414,7 @@ def test_a_corrupt_line_of_a_row_file_is_set_aside_and_the_rest_goes_on(
     assert f"{f}:2: not a JSON object" in err and f"{f}:4" in err and ".rejected" in err
     assert [r.P for r in store] == [2, 4]
     assert (tmp_path / "r.jsonl.rejected").read_text() == bad + "\n" + bad + "\n"
-    store.append(Row("allreduce", "native", 8, 8, median=9.0))
+    store.append(Row("allreduce", "native", 8, 8, median_us=9.0))
     assert [r.P for r in read_jsonl(f)] == [2, 4, 8]  # clean now: the strict reader reads it
     with pytest.raises(InvalidArgumentError, match=r"r2\.jsonl:1"):
         g = tmp_path / "r2.jsonl"
@@ -469,7 +469,7 @@ def test_row_fields_are_read_as_what_they_are(
     [
         ("collective,algorithm,P,P,bytes,median\nbcast,b,2,4,8,1\n", "names P twice"),
         ("collective,algorithm,P,bytes,median\nbcast,b,2,8,1,7\n", "6 columns"),
-        ("collective,algorithm,P,bytes,median\nbcast,b,2,8," + "1" * 200_000 + "\n", "'median'"),
+        ("collective,algorithm,P,bytes,median\nbcast,b,2,8," + "1" * 200_000 + "\n", "'median_us'"),
     ],
 )
 def test_fit_reads_csv_strictly(

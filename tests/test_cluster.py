@@ -458,7 +458,7 @@ def test_bench_hosts_writes_nodes_and_ranks_per_node(
     shapes = {row.P: row.allocation.split(" (")[0] for row in rows}
     assert shapes == {2: "2 nodes x 1 ranks", 4: "2 nodes x 2 ranks"}
     assert all("emulated cluster" in row.allocation for row in rows)
-    assert all(row.median > 0 and not row.error for row in rows), [r.error for r in rows]
+    assert all(row.median_us > 0 and not row.error for row in rows), [r.error for r in rows]
     assert all(row.valid is True for row in rows)  # checked against the MPI's own call
 
 

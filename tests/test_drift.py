@@ -64,7 +64,7 @@ def sequential(m: FakeMachine, costs: Costs, nbytes: int = 8) -> list[Row]:
     rows = []
     for algo, us in costs.items():
         s = m.block(us, 3 * ITERS)
-        rows.append(Row("allreduce", algo, 2, nbytes, samples=s, median=float(np.median(s))))
+        rows.append(Row("allreduce", algo, 2, nbytes, samples=s, median_us=float(np.median(s))))
     return rows
 
 
@@ -93,7 +93,7 @@ def interleaved(m: FakeMachine, costs: Costs, rounds: int = 3, nbytes: int = 8) 
             2,
             nbytes,
             samples=samples[a],
-            median=float(np.median(samples[a])),
+            median_us=float(np.median(samples[a])),
             interleaved=True,
         )
         attach_rounds(row, blocks)
@@ -119,7 +119,7 @@ def test_a_hog_that_stops_after_native_makes_a_false_winner_the_old_way_only() -
     # The hog stops after native's row (~90 calls x 40 µs): the old way, every candidate is
     # measured on a quiet machine against a native measured under load (issue #27's 5,338x).
     old = sequential(FakeMachine(hog_until(3600.0)), EQUAL)
-    assert old[1].median < old[0].median / 10  # the drift the old way compares
+    assert old[1].median_us < old[0].median_us / 10  # the drift the old way compares
     new_rows = interleaved(FakeMachine(hog_until(3600.0)), EQUAL)
     assert winners(new_rows) == []
     # The round in which the load changed is caught: native moved around the candidate.

@@ -75,7 +75,7 @@ def test_campaign_writes_rows_and_resumes(mpich: MPI, tmp_path: Path) -> None:
         assert r.source == "measured" and r.P == 2 and r.mpi.startswith("MPICH")
         # Only collkit's rows are checked against the MPI; the MPI against itself proves nothing.
         assert r.valid is (True if r.algorithm == "allreduce:rd" else None) and not r.error
-        assert 0 < r.min <= r.q1 <= r.median <= r.q3 <= r.max and r.iterations >= 10
+        assert 0 < r.min_us <= r.q1_us <= r.median_us <= r.q3_us <= r.max_us and r.iterations >= 10
     ring = next(r for r in rows if r.algorithm == "mpich:ring")
     assert "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring" in ring.settings
     assert out.with_suffix(".csv").exists() and out.with_suffix(".png").stat().st_size > 1000

@@ -22,7 +22,9 @@ from collkit.timeline import plot_timeline
 
 def _rows() -> list[Row]:
     return [
-        Row("allreduce", f"allreduce:{a}", 2, b, min=t, q1=t, median=t * 1.1, q3=t * 1.2)
+        Row(
+            "allreduce", f"allreduce:{a}", 2, b, min_us=t, q1_us=t, median_us=t * 1.1, q3_us=t * 1.2
+        )
         for a, k in (("rd", 1.0), ("ring", 1.5))
         for b, t in ((8, k), (64, 2 * k), (512, 3 * k))
     ]

@@ -117,7 +117,8 @@ _LINE = st.one_of(
         max_size=60,
     ),
     st.builds(
-        lambda P: row_to_json(Row("bcast", "bcast:binomial", P, 8, median=1.0)), st.integers(1, 64)
+        lambda P: row_to_json(Row("bcast", "bcast:binomial", P, 8, median_us=1.0)),
+        st.integers(1, 64),
     ),
 )
 

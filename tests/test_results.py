@@ -34,13 +34,13 @@ def make_row(**kw: object) -> Row:
         count=1,
         mpi="MPICH 5.0.2",
         machine="m",
-        min=1.0,
-        q1=1.5,
-        median=2.0,
-        q3=2.5,
-        mean=2.2,
-        p99=9.0,
-        max=10.0,
+        min_us=1.0,
+        q1_us=1.5,
+        median_us=2.0,
+        q3_us=2.5,
+        mean_us=2.2,
+        p99_us=9.0,
+        max_us=10.0,
         iterations=100,
     )
     base.update(kw)
@@ -58,13 +58,13 @@ def test_schema_has_the_design_fields() -> None:
         "mpi",
         "machine",
         "date",
-        "min",
-        "q1",
-        "median",
-        "q3",
-        "mean",
-        "p99",
-        "max",
+        "min_us",
+        "q1_us",
+        "median_us",
+        "q3_us",
+        "mean_us",
+        "p99_us",
+        "max_us",
         "iterations",
         "source",
     ):
@@ -76,7 +76,7 @@ def test_jsonl_and_csv_round_trip(tmp_path: Path) -> None:
     rows = [
         make_row(samples=[1.0, 2.5]),
         make_row(P=8, valid=True),
-        make_row(algorithm="native", error="boom", min=math.nan, valid=False),
+        make_row(algorithm="native", error="boom", min_us=math.nan, valid=False),
     ]
     store = ResultStore(tmp_path / "r.jsonl")
     for r in rows:
@@ -87,7 +87,7 @@ def test_jsonl_and_csv_round_trip(tmp_path: Path) -> None:
     csv_rows = read_csv(tmp_path / "r.csv")
     assert [r.key() for r in csv_rows] == [r.key() for r in rows]
     assert csv_rows[1].valid is True and csv_rows[2].valid is False and csv_rows[0].valid is None
-    assert math.isnan(csv_rows[2].min) and csv_rows[0].median == 2.0
+    assert math.isnan(csv_rows[2].min_us) and csv_rows[0].median_us == 2.0
 
 
 def test_drift_fields_round_trip_and_old_files_still_read(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_resume_skips_known_rows_and_survives_a_cut_line(tmp_path: Path) -> None
     path = tmp_path / "r.jsonl"
     store = ResultStore(path)
     assert store.append(make_row(bytes=8))
-    assert not store.append(make_row(bytes=8, median=99.0))  # same key: skipped
+    assert not store.append(make_row(bytes=8, median_us=99.0))  # same key: skipped
     # An interrupted write leaves half a line; reopening drops it and appends cleanly.
     with open(path, "a") as f:
         f.write('{"collective": "allre')
@@ -147,7 +147,7 @@ def test_key_separates_settings_and_sources() -> None:
     a = make_row()
     assert a.key() != make_row(settings="MPIR_CVAR_X=1").key()
     assert a.key() != make_row(source="simulated").key()
-    assert a.key() == make_row(median=5.0, date="later").key()
+    assert a.key() == make_row(median_us=5.0, date="later").key()
 
 
 @pytest.mark.parametrize(
@@ -215,3 +215,29 @@ def test_hostile_jsonl_files_give_rows_or_a_clear_error(
 def test_write_csv_of_nothing_has_a_header(tmp_path: Path) -> None:
     write_csv(tmp_path / "e.csv", [])
     assert (tmp_path / "e.csv").read_text().startswith("collective,algorithm,P,bytes")
+
+
+def test_old_names_of_the_statistics_are_read_as_the_new(tmp_path: Path) -> None:
+    """Row files written before the statistics carried their unit (median, not median_us) are
+    read alike, JSON lines and CSV; a row giving both names of one statistic is refused."""
+    from collkit.results import OLD_NAMES, STAT_FIELDS
+
+    assert set(OLD_NAMES.values()) == set(STAT_FIELDS) and all(
+        f.endswith("_us") for f in STAT_FIELDS
+    )
+    old = {"collective": "bcast", "algorithm": "native", "P": 2, "bytes": 8}
+    old |= {"min": 1.0, "q1": 1.5, "median": 2.0, "q3": 2.5, "mean": 2.2, "p99": 9.0, "max": 10.0}
+    (tmp_path / "old.jsonl").write_text(json.dumps(old) + "\n")
+    [r] = read_jsonl(tmp_path / "old.jsonl")
+    assert (r.min_us, r.median_us, r.max_us) == (1.0, 2.0, 10.0)
+    (tmp_path / "old.csv").write_text(
+        ",".join(old) + "\n" + ",".join(str(v) for v in old.values()) + "\n"
+    )
+    [c] = read_csv(tmp_path / "old.csv")
+    assert row_to_json(c) == row_to_json(r)
+    # written back, the new names only
+    assert '"median_us": 2.0' in row_to_json(r) and '"median"' not in row_to_json(r)
+    with pytest.raises(InvalidArgumentError, match="'median_us' is given twice"):
+        row_from_dict({**old, "median_us": 3.0})
+    (tmp_path / "null.jsonl").write_text(json.dumps({**old, "median": None}) + "\n")
+    assert math.isnan(read_jsonl(tmp_path / "null.jsonl")[0].median_us)

@@ -52,7 +52,7 @@ def test_cli_simulates_with_units(
     # One row of THE results schema (collkit.results): times in microseconds, like measured rows.
     row = row_from_dict(out)
     assert row.source == "simulated" and row.P == 16 and row.bytes == 8
-    assert row.median == pytest.approx(4 * (1.340 + 0.340))
+    assert row.median_us == pytest.approx(4 * (1.340 + 0.340))
     assert "alpha_p=1340ns" in row.mpi and row.mpi.startswith("pipelined-postal(")
 
 
@@ -293,7 +293,7 @@ def test_cli_sweep_prints_one_row_per_combination(
     for r in rows:
         L = "2.5us" if "L=2500ns" in r.mpi else "500"
         one = collkit.simulate(r.algorithm, r.P, bytes=r.bytes, model="loggops", L=L, o=100)
-        assert r.median == pytest.approx(one.makespan / 1000)
+        assert r.median_us == pytest.approx(one.makespan / 1000)
 
 
 def test_cli_sweep_skips_what_an_algorithm_refuses_and_refuses_a_timeline(

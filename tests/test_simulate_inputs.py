@@ -142,7 +142,7 @@ def test_file_runs_a_saved_schedule(
         )
         assert code == 0
         row = json.loads(capsys.readouterr().out)
-        assert row["median"] == pytest.approx(want * 1e-3)
+        assert row["median_us"] == pytest.approx(want * 1e-3)
     # A LogGOPSim user's plain GOAL file, as LogGOPSim reads it.
     plain = tmp_path / "plain.goal"
     plain.write_text(

@@ -53,7 +53,7 @@ def test_a_clear_win_is_a_win_and_noise_is_not() -> None:
 
 def rows_for(algo: str, center: float, P: int = 4, nbytes: int = 8, seed: int = 0) -> Row:
     s = list(np.random.default_rng(seed).normal(center, center * 0.03, 40))
-    row = Row("allreduce", algo, P, nbytes, samples=s, median=float(np.median(s)), valid=True)
+    row = Row("allreduce", algo, P, nbytes, samples=s, median_us=float(np.median(s)), valid=True)
     # Measured interleaved with a steady native (10 µs), three rounds, probes agreeing; the MPI's
     # own algorithms are forced per job and so are never interleaved.
     row.interleaved = not algo.startswith("mpich:")

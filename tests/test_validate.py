@@ -58,7 +58,7 @@ def test_rows_put_measured_and_simulated_side_by_side(tmp_path: Path) -> None:
     rows = v.rows()
     assert [r.source for r in rows] == ["measured", "simulated"] * 2
     assert rows[0].key()[1:5] == rows[1].key()[1:5]
-    assert rows[0].min == 1.1 and rows[1].min == 1.0
+    assert rows[0].min_us == 1.1 and rows[1].min_us == 1.0
     assert "profile test" in rows[1].mpi
     from collkit.fit import compare
 
@@ -163,7 +163,7 @@ def test_calibrate_and_validate_on_mpich(
     rows = read_jsonl(tmp_path / "v.jsonl")
     assert len(rows) == 2 * 2 * 2
     assert {r.source for r in rows} == {"measured", "simulated"}
-    assert all(r.min > 0 and r.median >= r.min for r in rows)
+    assert all(r.min_us > 0 and r.median_us >= r.min_us for r in rows)
     # Two rounds pooled (a round may stop early at its time budget).
     assert all(r.iterations >= 2 for r in rows if r.source == "measured")
     md = (tmp_path / "v.md").read_text()

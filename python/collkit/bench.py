@@ -363,8 +363,8 @@ def plot(rows: Sequence[Row], path: str | Path | None = None, title: str = "") -
     for (algo, P), rs in sorted(groups.items()):
         rs.sort(key=lambda r: r.bytes)
         x = [max(r.bytes, 1) for r in rs]
-        ax.plot(x, [r.median for r in rs], marker="o", ms=3, label=f"{algo} P={P}")
-        ax.fill_between(x, [r.q1 for r in rs], [r.q3 for r in rs], alpha=0.2)
+        ax.plot(x, [r.median_us for r in rs], marker="o", ms=3, label=f"{algo} P={P}")
+        ax.fill_between(x, [r.q1_us for r in rs], [r.q3_us for r in rs], alpha=0.2)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("bytes per rank")

@@ -104,7 +104,12 @@ def _row_dict(row: Any) -> dict[str, Any]:
     if is_dataclass(row) and not isinstance(row, type):
         return asdict(row)
     if isinstance(row, Mapping):
-        return dict(row)
+        from collkit.results import _new_names
+
+        try:
+            return _new_names(dict(row))  # the statistics' old names (median) read as median_us
+        except InvalidArgumentError as e:
+            raise _bad(str(e)) from None
     raise _bad(f"a result row must be a Row or a mapping, not {type(row).__name__}")
 
 
@@ -123,7 +128,7 @@ def frame(rows: Iterable[Any], stat: str = "median", threshold: int = 128) -> An
         d = _row_dict(row)
         try:
             P, nbytes = int(d["P"]), int(d["bytes"])
-            value = float(d.get(stat, math.nan))
+            value = float(d.get(f"{stat}_us", math.nan))
         except (KeyError, TypeError, ValueError) as e:
             raise _bad(f"result row without a usable P, bytes or {stat}: {e}") from None
         if not math.isfinite(value) or d.get("error"):
@@ -479,7 +484,7 @@ def compare(measured: Iterable[Any], predicted: Iterable[Any]) -> Comparison:
     pred: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]] = {}
     for row in predicted:
         d = _row_dict(row)
-        lo, med = float(d.get("min", math.nan)), float(d.get("median", math.nan))
+        lo, med = float(d.get("min_us", math.nan)), float(d.get("median_us", math.nan))
         lo, med = (lo if math.isfinite(lo) else med), (med if math.isfinite(med) else lo)
         if math.isfinite(lo) and lo > 0:
             pred.setdefault(_key(d), {})[str(d.get("allocation", ""))] = (lo, med)
@@ -488,7 +493,7 @@ def compare(measured: Iterable[Any], predicted: Iterable[Any]) -> Comparison:
     for row in measured:
         d = _row_dict(row)
         k = _key(d)
-        lo, med = float(d.get("min", math.nan)), float(d.get("median", math.nan))
+        lo, med = float(d.get("min_us", math.nan)), float(d.get("median_us", math.nan))
         by_alloc = pred.get(k, {})
         p = by_alloc.get(str(d.get("allocation", "")))
         if p is None and len(by_alloc) == 1:

@@ -54,7 +54,7 @@ def _img(data: bytes, alt: str) -> str:
 
 def _figure_png(rows: Sequence[Row], title: str) -> bytes | None:
     """bench's latency plot of `rows`, as PNG bytes (None when no row has a statistic)."""
-    if not any(not r.error and not math.isnan(r.median) for r in rows):
+    if not any(not r.error and not math.isnan(r.median_us) for r in rows):
         return None
     from collkit.bench import plot
 
@@ -89,9 +89,9 @@ def _row_cells(r: Row) -> list[str]:
         str(r.P),
         str(r.bytes),
         r.source,
-        _num(r.min),
-        _num(r.median),
-        _num(r.q3),
+        _num(r.min_us),
+        _num(r.median_us),
+        _num(r.q3_us),
         str(r.iterations),
         valid,
         _num(r.load_avg_1m),

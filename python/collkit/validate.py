@@ -134,7 +134,7 @@ class Validation:
                 date=self.date,
             )
             m = Row(**base, source="measured", mpi=self.mpi, iterations=c.samples)  # type: ignore[arg-type]
-            m.min, m.median = c.measured_min, c.measured_median
+            m.min_us, m.median_us = c.measured_min, c.measured_median
             if c.error:
                 m.error = c.error
             s = Row(
@@ -144,7 +144,7 @@ class Validation:
                 settings=f"regime={c.regime}",
                 iterations=1,
             )
-            s.min, s.median = c.predicted_min, c.predicted_median
+            s.min_us, s.median_us = c.predicted_min, c.predicted_median
             out += [m, s]
         return out
 
@@ -399,7 +399,7 @@ def validate_rows(
     cases = []
     for r in measured:
         c = Case(r.collective, r.algorithm, r.P, r.bytes)
-        c.measured_min, c.measured_median, c.samples = r.min, r.median, r.iterations
+        c.measured_min, c.measured_median, c.samples = r.min_us, r.median_us, r.iterations
         try:
             c.predicted_min, c.predicted_median, c.regime = predict(
                 profile, model, r.algorithm, r.P, r.bytes, r.collective

@@ -188,7 +188,7 @@ def _print_table(rows: list[Row]) -> None:
             r.algorithm,
             str(r.P),
             str(r.bytes),
-            *(f"{getattr(r, k):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
+            *(f"{getattr(r, f'{k}_us'):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
             str(r.iterations),
             "" if r.valid is None else ("yes" if r.valid else "NO"),
             "" if math.isnan(r.load_avg_1m) else f"{r.load_avg_1m:.1f}",
@@ -349,7 +349,9 @@ def run(args: argparse.Namespace) -> int:
             elif row.error:
                 ticker.message(f"  {row.bytes:>9} B  error: {row.error}")
             else:
-                ticker.message(f"  {row.algorithm} {row.bytes:>9} B  median {row.median:10.2f} µs")
+                ticker.message(
+                    f"  {row.algorithm} {row.bytes:>9} B  median {row.median_us:10.2f} µs"
+                )
 
         run_campaign(campaign, mpi, store, progress, ticker)
     sizes = {campaign.count(s) * DATATYPES[campaign.datatype] for s in campaign.sizes}

@@ -284,7 +284,7 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
                 losing.add(i)
             else:
                 won = rounds_won(row)
-                now = f"{native.median / row.median:.2f}x"
+                now = f"{native.median_us / row.median_us:.2f}x"
                 won_s = f"{sum(won)}/{len(won)}"
                 if row.suspect:
                     verdict = f"[yellow]suspect ({row.suspect}): not used[/yellow]"

@@ -248,7 +248,8 @@ def simulate_rows(
                 try:
                     res = simulate(algo, P, count=count, elem_size=elem, model=made)
                     t = res.makespan / 1e3  # ns -> µs
-                    row.min = row.q1 = row.median = row.q3 = row.mean = row.p99 = row.max = t
+                    row.min_us = row.q1_us = row.median_us = row.q3_us = t
+                    row.mean_us = row.p99_us = row.max_us = t
                     row.iterations = 1
                 except CollkitError as e:
                     row.error = str(e)
