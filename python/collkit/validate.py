@@ -268,7 +268,7 @@ def measure(
     algorithm order rotated from round to round."""
     from collkit.mpi import build, launch_command, launch_env
 
-    bindir = build(mpi)
+    bindir = build(mpi, ["collkit_bench"])
     env, _ = launch_env(mpi, P, hosts=hosts)
     dt = "double" if collective in REDUCTIONS else "char"
     samples: dict[tuple[str, int], list[float]] = {}

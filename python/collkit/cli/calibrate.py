@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         sizes = args.sizes or [8, 1024, 65536, 1048576]
         iters, rounds = min(iters, 10), min(rounds, 2)
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
-    _build(mpi)
+    _build(mpi, ["collkit_calibrate"])
     name = args.name or machine_name().split(" ")[0]
     print(
         f"calibrating '{name}' on {mpi.version}: {len(sizes)} sizes x {rounds} rounds x "

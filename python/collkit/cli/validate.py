@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         mpi = find_mpi(args.mpiexec, args.mpi_prefix)
-        _build(mpi)
+        _build(mpi, ["collkit_bench"])
         v = validate(
             prof,
             mpi,
