@@ -45,8 +45,8 @@ from pathlib import Path
 
 from collkit.bench import machine_name
 from collkit.cli.bench import parse_sizes
-from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
-from collkit.mpi.find import wheel_mpiexec
+from collkit.errors import CollkitError
+from collkit.mpi import MPI, build, find_mpi_of_kind, launch_command, launch_env
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -94,21 +94,12 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
 
 
 def find(kind: str) -> MPI:
-    if kind == "mpich":
-        # The PyPI wheel's MPICH, not the first mpiexec on PATH (Debian's Open MPI once installed).
-        wheel = wheel_mpiexec()
-        if wheel is None:
-            sys.exit("the PyPI mpich wheel is not installed in this Python (pip install mpich)")
-        return find_mpi(str(wheel))
-    import shutil
-
-    mpirun, cxx = shutil.which("mpirun.openmpi"), shutil.which("mpicxx.openmpi")
-    if not mpirun or not cxx:
-        sys.exit("Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)")
-    import os
-
-    os.environ["MPIEXEC"], os.environ["MPICXX"] = mpirun, cxx
-    return find_mpi()
+    """The MPI of --mpi: the PyPI wheel's MPICH or Debian's Open MPI, not the first mpiexec on
+    PATH (Debian's Open MPI once installed)."""
+    try:
+        return find_mpi_of_kind(kind)
+    except CollkitError as e:
+        sys.exit(str(e))
 
 
 def run_pair(

@@ -18,27 +18,25 @@ from collkit.cli import main
 from collkit.mpi import MPI, IntelMpi, build, find_mpi, launch_command, launch_env
 from collkit.mpi.intel import ALGORITHMS, tuning_env
 from collkit.tune.select import Choice, Comparison
-from mpi_support import TIMEOUT_S
+from mpi_support import TIMEOUT_S, intel_or_skip
 
 IMPI = Path(sys.prefix) / "impi"
 
 
 @pytest.fixture(scope="module")
 def impi() -> MPI:
-    mpiexec = IMPI / "bin" / "mpiexec"
-    if not mpiexec.exists():
-        pytest.skip(
-            f"no Intel MPI in {IMPI} (scripts/test.sh installs it: python -m venv .venv/impi && "
-            ".venv/impi/bin/pip install 'impi-rt<2021.15' 'impi-devel<2021.15')"
-        )
-    mpi = find_mpi(str(mpiexec))
+    # scripts/test.sh installs it: python -m venv .venv/impi &&
+    # .venv/impi/bin/pip install 'impi-rt<2021.15' 'impi-devel<2021.15'
+    mpi = intel_or_skip()
     assert isinstance(mpi, IntelMpi), mpi
     return mpi
 
 
 def test_intel_mpi_is_detected(impi: MPI) -> None:
     assert impi.version.startswith("Intel MPI 2021"), impi.version
-    assert impi.reason == "--mpiexec"
+    assert Path(impi.mpiexec) == IMPI / "bin" / "mpiexec" and "Intel MPI asked for" in impi.reason
+    # found by its mpiexec alone too, as a user passes it
+    assert isinstance(find_mpi(impi.mpiexec), IntelMpi)
     assert impi.native_algorithms("allreduce")[:2] == [
         "impi:recursive_doubling",
         "impi:rabenseifner",
