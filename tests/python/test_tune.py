@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_pmpi import launch, mpicc
 
 from collkit.errors import InvalidArgumentError
 from collkit.mpi import MPI
@@ -32,9 +33,8 @@ from collkit.tune import load as load_table
 from collkit.tune.campaign import candidates
 from collkit.tune.families import equivalent
 from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
-from test_pmpi import launch, mpicc
 
-PROGRAMS = Path(__file__).resolve().parent / "programs"
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 
 
 # ---- statistics ---------------------------------------------------------------------------------
@@ -176,6 +176,7 @@ def mpich_fp(tmp_path_factory: pytest.TempPathFactory) -> tuple[MPI, Path, Path]
     return mpi, bindir, exe
 
 
+@pytest.mark.mpi
 def test_mpich_takes_the_algorithm_its_selection_file_chooses(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
@@ -202,6 +203,7 @@ def test_mpich_takes_the_algorithm_its_selection_file_chooses(
     assert fingerprint(mpi, exe, 3, 4096, use) == fingerprint(mpi, exe, 3, 4096)
 
 
+@pytest.mark.mpi
 def test_open_mpi_takes_the_algorithm_its_rules_file_chooses(tmp_path: Path) -> None:
     mpi = openmpi_or_skip()
     exe = tmp_path / "fingerprint"
@@ -250,6 +252,7 @@ def tune(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.mpi
 def test_tune_writes_the_three_files_and_resumes(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
@@ -290,6 +293,7 @@ def test_tune_writes_the_three_files_and_resumes(
     assert "already measured" in again.stderr
 
 
+@pytest.mark.mpi
 def test_tune_campaigns_the_block_collectives(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
@@ -313,6 +317,7 @@ def test_tune_campaigns_the_block_collectives(
     assert "0  # allgather" in text and "15  # scatter" in text
 
 
+@pytest.mark.mpi
 def test_a_cpu_hog_that_stops_mid_campaign_makes_no_winner(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
@@ -368,6 +373,7 @@ def test_a_cpu_hog_that_stops_mid_campaign_makes_no_winner(
         assert len(x["round_median_us"]) >= 3
 
 
+@pytest.mark.mpi
 def test_the_tour_says_when_a_chosen_rule_loses_and_does_not_use_it(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
@@ -436,6 +442,7 @@ def test_tune_from_the_simulator_marks_rows_simulated(tmp_path: Path) -> None:
     assert lines and all(re.fullmatch(f'I_MPI_ADJUST_ALLTOALL="{rng}(;{rng})*"', x) for x in lines)
 
 
+@pytest.mark.mpi
 def test_multi_stage_rm_names_reach_the_driver_whole(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:

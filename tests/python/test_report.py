@@ -94,6 +94,7 @@ def test_report_of_a_missing_folder_exits_2(
     assert "not a folder" in capsys.readouterr().err
 
 
+@pytest.mark.mpi
 def test_report_of_the_tours_bench_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from mpi_support import mpich_or_skip
 

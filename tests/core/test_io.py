@@ -1,7 +1,7 @@
 """Schedule formats: exact round trips, golden files, parser errors, GOAL import, JSON, CLI.
 
 Golden files live in tests/golden/. After an intended change of a format, regenerate them with
-    COLLKIT_UPDATE_GOLDEN=1 pytest tests/test_io.py -k golden
+    COLLKIT_UPDATE_GOLDEN=1 pytest tests/core/test_io.py -k golden
 and review the diff before committing it.
 """
 
@@ -19,7 +19,7 @@ import collkit
 from collkit import io
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 PS = [1, 2, 3, 5, 7, 8, 13, 64]
 COUNTS = [0, 1, 7]
 FORMATS = ["text", "json", "goal"]

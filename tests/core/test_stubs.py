@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-STUB = Path(__file__).resolve().parent.parent / "python" / "collkit" / "_core.pyi"
+STUB = Path(__file__).resolve().parents[2] / "python" / "collkit" / "_core.pyi"
 
 
 def test_core_stub_is_up_to_date(tmp_path: Path) -> None:

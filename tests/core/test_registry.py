@@ -11,7 +11,7 @@ import collkit
 from collkit.cli.algorithms import markdown
 from collkit.collectives import ROOTED
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MATRIX_P = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 31, 32, 33, 64, 96, 100, 127, 128]
 
 

@@ -29,7 +29,7 @@ from collkit.cli import COMMANDS, build_parser, main
 MEMORY_HEADROOM = 4 << 30  # bytes a run may add to this process's address space
 TIME_LIMIT = 30  # seconds per run: generous on a loaded 2-core machine; a hang is minutes
 # Runs that would start real work we do not want here: the tour (minutes), the emulated cluster
-# (as root it makes namespaces: tests/test_cluster.py), and bench's MPI (pointed at an mpiexec
+# (as root it makes namespaces: tests/mpi/test_cluster.py), and bench's MPI (pointed at an mpiexec
 # that does not exist, so it stops at the check of the MPI).
 SKIP = {"tour", "cluster"}
 BENCH_TAIL = ["--mpiexec", "/nonexistent/mpiexec", "--no-plot"]

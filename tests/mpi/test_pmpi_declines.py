@@ -19,7 +19,7 @@ import pytest
 from collkit.mpi import MPI, launch_command, launch_env
 from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
 
-PROGRAMS = Path(__file__).resolve().parent / "programs"
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 ALL_BYTES = [0, 1 << 40]
 
 

@@ -38,9 +38,7 @@ def test_version_is_said_once() -> None:
     code, out = run("--version")
     assert code == 0 and out.strip() == f"collkit {collkit.__version__}", out
     assert version("collkit") == collkit.__version__
-    pyproject = tomllib.loads(
-        (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
-    )
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"]
     assert pyproject["project"]["dynamic"] == ["version"]
 

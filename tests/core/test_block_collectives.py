@@ -40,7 +40,7 @@ def _rooted(name: str) -> bool:
 
 def _runs(name: str, P: int) -> bool:
     r = collkit.Algorithm(name).spec["restrictions"]
-    if r["needs_placement"]:  # node-aware (allgather:hier): tests/test_hier.py, on placements
+    if r["needs_placement"]:  # node-aware (allgather:hier): tests/core/test_hier.py, on placements
         return False
     return not r["power_of_two"] or P & (P - 1) == 0
 

@@ -13,11 +13,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_mpi_conformance import REFERENCE_ENV, summary
+from test_pmpi import PROGRAMS, launch, mpicc
 
 from collkit.mpi import MPI
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
-from test_mpi_conformance import REFERENCE_ENV, summary
-from test_pmpi import PROGRAMS, launch, mpicc
 
 ALGOS = (
     "allreduce:rd;allreduce:ring;allreduce:rabenseifner;allreduce:hier;bcast:pipeline(seg=16);"
@@ -82,7 +82,7 @@ def stress(
     mpi = the_mpi(str(request.param))
     bindir = built(mpi)
     exe = tmp_path_factory.mktemp("stress") / "shm_stress"
-    include = Path(__file__).resolve().parents[1] / "mpi" / "include"
+    include = Path(__file__).resolve().parents[2] / "mpi" / "include"
     subprocess.run(
         [
             mpicc(mpi),

@@ -3,7 +3,7 @@
 Default run: every P <= 128 with sampled radixes (2, 3, 4, ceil sqrt P, P/2, P-1, P and two
 random ones), a few P up to 700, and the poster's numC / numD against the generated schedules for
 every P <= 512 and every r. The `slow` tests sweep every r <= P for every P <= 128 and sample
-P up to 2048 (`pytest -m slow tests/test_alltoall.py`).
+P up to 2048 (`pytest -m slow tests/core/test_alltoall.py`).
 """
 
 from __future__ import annotations

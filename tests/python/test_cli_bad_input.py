@@ -263,6 +263,7 @@ def test_bench_np_is_an_alias_of_p() -> None:
     assert a.P == b.P == [2, 4]
 
 
+@pytest.mark.mpi
 def test_bench_says_it_is_building(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

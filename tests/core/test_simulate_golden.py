@@ -4,7 +4,7 @@ Issue 14 measured collkit's engine side by side with LogGOPSim (built from its r
 ready-op sort made stable) on GOAL schedules of recursive doubling, Rabenseifner, binomial bcast
 and Bruck, P up to 16384, 8 B and 64 KiB, three LogGOPS parameter sets: identical makespans and
 event counts. LogGOPSim is not part of collkit, so these tests pin what collkit's engine gives
-(tests/golden/sim_loggops.json, written by `python tests/test_simulate_golden.py`; re-pinned in
+(tests/golden/sim_loggops.json, written by `python tests/core/test_simulate_golden.py`; re-pinned in
 issue 26, when 10 values changed: rd with g > o and Rabenseifner at P not a power of two, where
 the engine before had booked a CPU ahead for a send waiting out its gap, the cases where it had
 differed from LogGOPSim). Each value at P <= 100 is checked against tests/loggops_reference.py,
@@ -35,7 +35,7 @@ import pytest
 import collkit
 import loggops_reference as ref
 
-GOLDEN = Path(__file__).parent / "golden" / "sim_loggops.json"
+GOLDEN = Path(__file__).parents[1] / "golden" / "sim_loggops.json"
 PARAMS: dict[str, dict[str, float]] = {
     "fast": {"L": 500, "o": 100, "g": 100, "G": 0, "O": 0, "S": math.inf},
     "loggopsim-defaults": {"L": 2500, "o": 1500, "g": 1000, "G": 6, "O": 0, "S": 65535},

@@ -17,7 +17,7 @@ from collkit.cli import algorithms as cli_algorithms
 from collkit.cli import main
 from collkit.collectives import COLLECTIVES, ROOTED, buffer_elems, collective, collectives
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_python_lists_are_the_core_table() -> None:

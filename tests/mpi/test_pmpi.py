@@ -3,7 +3,7 @@ program with every routed collective (world, a split communicator, an intercommu
 MPI_IN_PLACE, a strided type, a non-commutative op), an mpi4py script, and LAMMPS from Debian
 (built against Open MPI). Each runs with and without the library: the per-rank outputs must be
 identical, and the decision log must show that collkit's algorithms ran. The table's reader is
-tested in tests/test_tuning_table.py (and under ASan/UBSan in core/tests/test_tuning.cpp)."""
+tested in tests/mpi/test_tuning_table.py (and under ASan/UBSan in core/tests/test_tuning.cpp)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from collkit.mpi import MPI, launch_command, launch_env
 from collkit.results import read_jsonl
 from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
 
-ROOT = Path(__file__).resolve().parents[1]
-PROGRAMS = Path(__file__).resolve().parent / "programs"
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 
 ONE_MIB = 1 << 20
 

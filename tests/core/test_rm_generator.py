@@ -7,11 +7,11 @@ import random
 
 import numpy as np
 import pytest
+from test_rm_language import SEED_EXAMPLES, TABLE2
 
 import collkit
 from collkit.analysis import recmult
 from rm_symeval import leaves, run
-from test_rm_language import SEED_EXAMPLES, TABLE2
 
 SEND = 0
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import matplotlib
 import pytest
 from matplotlib.figure import Figure
+from test_profile import make
 
 from collkit import cli
 from collkit.results import read_jsonl
 from collkit.validate import Case, Validation, plot_validation, registry_algorithms
-from test_profile import make
 
 
 def _validation(cases: list[Case]) -> Validation:
@@ -123,6 +123,7 @@ def mpich() -> object:
     return mpi
 
 
+@pytest.mark.mpi
 def test_calibrate_and_validate_on_mpich(
     mpich: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

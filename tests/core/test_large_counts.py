@@ -277,6 +277,7 @@ LARGE_ALLREDUCES = (
 )
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("P", [2, 3, 5, 6])
 def test_against_mpich_on_random_data(P: int) -> None:
     import re

@@ -12,7 +12,7 @@ import pytest
 
 import collkit
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIELDS = ("Algorithm", "Phases", "Cost", "Restrictions", "Reference")
 
 

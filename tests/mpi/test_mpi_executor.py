@@ -4,7 +4,7 @@ collkit_conformance (mpi/tests/conformance.cpp) does the comparing inside one MP
 launch it for allreduce:rd at P = 1..8 (oversubscribed on a small machine, with throttled
 progress), with MPICH's own allreduce algorithms forced one by one as the reference, and for every
 collective with counts forced through the chunking that counts past 2^31 take.
-(tests/test_mpi_conformance.py runs every algorithm of every collective.)"""
+(tests/mpi/test_mpi_conformance.py runs every algorithm of every collective.)"""
 
 from __future__ import annotations
 

@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_mpi_conformance import summary
+from test_pmpi import PROGRAMS, mpicc, outputs
 
 from collkit import cluster
 from collkit.cluster import Cluster
@@ -33,8 +35,6 @@ from collkit.mpi import MPI, Mpich, OpenMpi, launch_command, launch_env, source_
 from collkit.placement import Placement
 from collkit.results import read_jsonl
 from mpi_support import built, mpich_or_skip, openmpi_or_skip
-from test_mpi_conformance import summary
-from test_pmpi import PROGRAMS, mpicc, outputs
 
 NODE_AWARE = (
     "allreduce:hier;allreduce:hier(intra=allreduce:rd);alltoall:bruck_local(r=3);allgather:hier"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from itertools import product
 
 import pytest
+from test_rm_language import SEED_EXAMPLES, TABLE2
 
 import collkit
 from collkit.analysis import recmult
-from test_rm_language import SEED_EXAMPLES, TABLE2
 
 
 @pytest.mark.parametrize("N", range(1, 65))

@@ -14,11 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_mpi_conformance import summary
+from test_pmpi import PROGRAMS, collkit_run, launch, mpicc, outputs
 
 from collkit.mpi import MPI
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
-from test_mpi_conformance import summary
-from test_pmpi import PROGRAMS, collkit_run, launch, mpicc, outputs
 
 HIER = "allreduce:hier;allreduce:hier(intra=allreduce:rd);alltoall:bruck_local(r=3);allgather:hier"
 

@@ -21,7 +21,7 @@ from collkit.mpi import MPI, Mpich, build, launch_command, launch_env
 from collkit.tune.table import Rule, Table, save
 from mpi_support import TIMEOUT_S, mpich_or_skip, openmpi_or_skip
 
-PROGRAMS = Path(__file__).resolve().parent / "programs"
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 OPENMPI_MPI4PY = Path(sys.prefix) / "mpi4py-openmpi"
 
 
