@@ -60,7 +60,11 @@ def test_rows_of_forced_intel_algorithms(
     rows = [json.loads(x) for x in (out / "allreduce.jsonl").read_text().splitlines()]
     algos = {r["algorithm"] for r in rows}
     assert algos == {"allreduce:rd", "native", "impi:ring", "impi:recursive_doubling"}
-    assert all(r["mpi"].startswith("Intel MPI") and r["valid"] is True for r in rows), rows
+    assert all(r["mpi"].startswith("Intel MPI") for r in rows), rows
+    # collkit's rows are checked against the MPI's own call; the MPI against itself proves
+    # nothing, so native and the forced algorithms have no verdict (docs/mpi.md)
+    assert all(r["valid"] is (True if r["algorithm"] == "allreduce:rd" else None) for r in rows)
+    assert all(r["median_us"] > 0 and not r["error"] for r in rows), rows
 
 
 @pytest.mark.slow
