@@ -113,6 +113,12 @@ def _row_dict(row: Any) -> dict[str, Any]:
     raise _bad(f"a result row must be a Row or a mapping, not {type(row).__name__}")
 
 
+def _brief(d: Mapping[str, Any]) -> str:
+    """A row, shortened for a message."""
+    text = ", ".join(f"{k}={v!r}" for k, v in d.items() if k in ("algorithm", "P", "bytes"))
+    return "{" + (text or ", ".join(map(str, list(d)[:4]))) + "}"
+
+
 def frame(rows: Iterable[Any], stat: str = "median", threshold: int = 128) -> Any:
     """The rows as a pandas DataFrame with the columns listed in the module's docstring.
 
@@ -123,15 +129,19 @@ def frame(rows: Iterable[Any], stat: str = "median", threshold: int = 128) -> An
         raise _bad(f"statistic '{stat}' must be one of {', '.join(STATS)}")
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
         raise _bad(f"threshold must be a positive integer, got {threshold!r}")
+    from collkit.results import field_value
+
     recs = []
     for row in rows:
         d = _row_dict(row)
-        try:
-            P, nbytes = int(d["P"]), int(d["bytes"])
-            value = float(d.get(f"{stat}_us", math.nan))
-        except (KeyError, TypeError, ValueError) as e:
-            raise _bad(f"result row without a usable P, bytes or {stat}: {e}") from None
-        if not math.isfinite(value) or d.get("error"):
+        try:  # the row schema's own checks: P true is not 1, 64.9 not 64, a time not negative
+            P, nbytes = field_value("P", d["P"]), field_value("bytes", d["bytes"])
+            value = field_value(f"{stat}_us", d.get(f"{stat}_us"))
+        except KeyError as e:
+            raise _bad(f"result row without {e}: {_brief(d)}") from None
+        except InvalidArgumentError as e:
+            raise _bad(f"result row {_brief(d)}: {e}") from None
+        if math.isnan(value) or d.get("error"):  # not measured (an error, or no statistic)
             continue
         if P < 1 or nbytes < 0:
             raise _bad(f"result row with P = {P}, bytes = {nbytes}")
@@ -231,11 +241,25 @@ class FitResult:
             pred = self.model.get_prediction(row).summary_frame(alpha=alpha)
         except Exception as e:  # patsy: a level the fit has not seen, a missing column
             raise _bad(f"cannot predict at {values}: {e}") from None
+        mean = float(pred["mean"].iloc[0])
+        if not mean >= 0:  # a latency is never negative: the formula does not hold there
+            at = ", ".join(f"{k}={v}" for k, v in values.items())
+            raise _bad(
+                f"'{self.formula}'{' for ' + self.group if self.group else ''} predicts a "
+                f"negative latency ({_num(mean)} us) at {at}: the model does not describe "
+                f"the rows there (the rows span P {_span(self.data['P'])}, size "
+                f"{_span(self.data['size'])})"
+            )
         return {
-            "mean": float(pred["mean"].iloc[0]),
+            "mean": mean,
             "lower": float(pred["obs_ci_lower"].iloc[0]),
             "upper": float(pred["obs_ci_upper"].iloc[0]),
         }
+
+
+def _span(col: Any) -> str:
+    lo, hi = float(col.min()), float(col.max())
+    return f"{lo:g}" if lo == hi else f"{lo:g}..{hi:g}"
 
 
 def _num(x: float) -> str:
@@ -283,6 +307,39 @@ def _prettify(term: str, threshold: int) -> str:
     return term
 
 
+def _rank_deficiency(X: Any, terms: list[str], df: Any) -> str | None:
+    """Why the design matrix X (one column per term) has a smaller rank than it has columns, or
+    None when every coefficient is determined by the rows. Columns are scaled to unit length
+    first, so that bytes in millions and a 0/1 column are judged alike."""
+    if X.size == 0:
+        return None
+    norms = np.linalg.norm(X, axis=0)
+    scaled = X / np.where(norms > 0, norms, 1.0)
+    rank = int(np.linalg.matrix_rank(scaled))
+    if rank == X.shape[1]:
+        return None
+    # The terms of a dependency: leaving one out does not lower the rank.
+    tied = [
+        t
+        for j, t in enumerate(terms)
+        if int(np.linalg.matrix_rank(np.delete(scaled, j, 1))) == rank
+    ]
+    parts = []
+    for j, t in enumerate(terms):
+        col = X[:, j]
+        if t in tied and t != "Intercept" and np.ptp(col) == 0:
+            parts.append(f"{t} is {col[0]:g} in every row")
+    if not parts:
+        parts.append(f"{', '.join(tied)} are linearly dependent in these rows")
+    spread = [
+        f"{df[c].nunique()} distinct {c} ({', '.join(f'{v:g}' for v in sorted(df[c].unique())[:6])}"
+        f"{', ...' if df[c].nunique() > 6 else ''})"
+        for c in ("P", "size")
+        if c in df.columns
+    ]
+    return f"rank {rank} of {X.shape[1]}: {'; '.join(parts)}; the rows have {' and '.join(spread)}"
+
+
 def fit_frame(
     df: Any, formula: str, *, group: str = "", threshold: int = 128, stat: str = "median"
 ) -> FitResult:
@@ -299,6 +356,15 @@ def fit_frame(
         why = (str(e).splitlines() or [type(e).__name__])[0]
         raise _bad(f"cannot fit '{formula}': {why}") from None
     n = int(model.nobs)
+    deficient = _rank_deficiency(
+        np.asarray(model.model.exog, dtype=float), [str(t) for t in model.params.index], df
+    )
+    if deficient:  # least squares would still print numbers: one of the many equally good fits
+        raise _bad(
+            f"'{formula}'{' for ' + group if group else ''}: the rows cannot tell its "
+            f"{len(model.params)} coefficients apart ({deficient}); drop a term from the formula "
+            "or add rows where it varies"
+        )
     if n <= len(model.params):
         raise _bad(
             f"'{formula}'{' for ' + group if group else ''}: {n} rows cannot fit "

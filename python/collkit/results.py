@@ -165,6 +165,8 @@ def _stat_value(k: str, v: Any) -> float:
         return x
     if math.isinf(x):
         raise InvalidArgumentError(f"'{k}' is {x}: a time must be finite")
+    if x < 0:  # no clock, model or load gives one; a fit would take it without a word
+        raise InvalidArgumentError(f"'{k}' is {x:g}: a time (or a load) cannot be negative")
     return x
 
 
@@ -207,31 +209,31 @@ def row_from_dict(d: dict[str, Any]) -> Row:
     for name in ("collective", "algorithm", "P", "bytes"):
         if name not in d:
             raise InvalidArgumentError(f"result row without '{name}'")
-    kw: dict[str, Any] = {}
-    for k, v in d.items():
-        if k in _INT_FIELDS:
-            kw[k] = _int_value(k, v)
-        elif k in _FLOAT_FIELDS:
-            kw[k] = _stat_value(k, v)
-        elif k == "valid":
-            if v in ("", None) or isinstance(v, bool):
-                kw[k] = None if v in ("", None) else v
-            elif v in ("True", "False"):
-                kw[k] = v == "True"
-            else:
-                raise InvalidArgumentError(f"'valid' must be true, false or empty, not {v!r}")
-        elif k in _BOOL_FIELDS:
-            if isinstance(v, bool) or v in ("True", "False"):
-                kw[k] = v if isinstance(v, bool) else v == "True"
-            else:
-                raise InvalidArgumentError(f"'{k}' must be true or false, not {v!r}")
-        elif k in LIST_FIELDS:
-            if not isinstance(v, (list, type(None))):
-                raise InvalidArgumentError(f"'{k}' must be a list, not {type(v).__name__}")
-            kw[k] = [_stat_value(k, x) for x in (v or [])]
-        else:
-            kw[k] = _str_value(k, v)
-    return Row(**kw)
+    return Row(**{k: field_value(k, v) for k, v in d.items()})
+
+
+def field_value(k: str, v: Any) -> Any:
+    """The value of the schema's field `k` read from `v` (JSON or CSV text), checked against the
+    field's type: the one check of a row's fields, for row files and for collkit.fit's rows."""
+    if k in _INT_FIELDS:
+        return _int_value(k, v)
+    if k in _FLOAT_FIELDS:
+        return _stat_value(k, v)
+    if k == "valid":
+        if v in ("", None) or isinstance(v, bool):
+            return None if v in ("", None) else v
+        if v in ("True", "False"):
+            return v == "True"
+        raise InvalidArgumentError(f"'valid' must be true, false or empty, not {v!r}")
+    if k in _BOOL_FIELDS:
+        if isinstance(v, bool) or v in ("True", "False"):
+            return v if isinstance(v, bool) else v == "True"
+        raise InvalidArgumentError(f"'{k}' must be true or false, not {v!r}")
+    if k in LIST_FIELDS:
+        if not isinstance(v, (list, type(None))):
+            raise InvalidArgumentError(f"'{k}' must be a list, not {type(v).__name__}")
+        return [_stat_value(k, x) for x in (v or [])]
+    return _str_value(k, v)
 
 
 def _json_default(x: float) -> Any:

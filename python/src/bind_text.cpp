@@ -74,7 +74,10 @@ void bind_text(nb::module_& m) {
           }
           if (f == nullptr && !pending.empty()) to_python();
         } catch (...) {
-          if (f != nullptr) std::fclose(f);
+          if (f != nullptr) {  // a refusal half-way (a GOAL calc past 2^63 ns): no half file
+            std::fclose(f);
+            std::remove(path.c_str());
+          }
           throw;
         }
         if (f != nullptr) {

@@ -560,19 +560,36 @@ def test_cli_export_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert e.value.code == 2
 
 
-def test_goal_sizes_past_64_bits_round_trip() -> None:
-    # len * elem_size can exceed 2^63 for a schedule the text form accepts; GOAL writes the
-    # exact product and checks it digit for digit.
-    s = io.from_text(
-        "collective allreduce\nP 1\ncount 1\nelem_size 2147483647\n"
-        "rank 0 scratch 9223372036854775807\n"
-        "  0: send s0[0:9223372036854775807] to 0\n  1: recv s0[0:9223372036854775807] from 0\n"
+def _largest(length: int, elem_size: int) -> str:
+    return (
+        f"collective allreduce\nP 1\ncount 1\nelem_size {elem_size}\n"
+        f"rank 0 scratch {length}\n"
+        f"  0: send s0[0:{length}] to 0\n  1: recv s0[0:{length}] from 0\n"
     )
+
+
+def test_the_largest_region_round_trips_and_one_past_is_refused() -> None:
+    # A buffer holds at most 2^48 elements and fewer than 2^63 bytes (buffer_fits, the
+    # generators' limit too). At the edge, GOAL writes the size digit for digit and reads it back.
+    s = io.from_text(_largest(2**48, 32767))
     g = io.to_goal(s)
-    assert "send 19807040619342712359383728129b to 0" in g
+    assert f"send {2**48 * 32767}b to 0" in g
     assert io.from_goal(g) == s
+    assert io.from_json(io.to_json(s)) == s
     with pytest.raises(ScheduleFormatError, match="disagrees"):
-        io.from_goal(g.replace("19807040619342712359383728129b", "19807040619342712359383728128b"))
+        io.from_goal(g.replace(f"{2**48 * 32767}b", f"{2**48 * 32767 - 1}b"))
+    # main: 2^48 x 32769 B (past 2^63) and 2^60 elements were read, and printed as negative bytes
+    for length, elem in ((2**48, 32769), (2**48 + 1, 1), (2**60, 8), (2**63 - 1, 2**31 - 1)):
+        with pytest.raises(ScheduleFormatError, match="at most 2\\^48 elements and 2\\^63 bytes"):
+            io.from_text(_largest(length, elem))
+    # ... and alike by the JSON and GOAL readers (a scratch buffer, a region, a plain GOAL size)
+    past = str(2**48 + 1)
+    with pytest.raises(ScheduleFormatError, match="at most 2\\^48 elements"):
+        io.from_json(io.to_json(s).replace(str(2**48), past))
+    with pytest.raises(ScheduleFormatError, match="at most 2\\^48 elements"):
+        io.from_goal(g.replace(f"scratch {2**48}", f"scratch {past}"))
+    with pytest.raises(ScheduleFormatError, match="a size in bytes"):
+        io.from_goal(f"num_ranks 1\nrank 0 {{\nl1: calc 1\nl2: send {past}b to 0\n}}\n")
 
 
 def test_header_and_rank_blocks_make_the_text_form() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import collkit
@@ -360,6 +360,45 @@ def test_numbers_in_text(
         check_reexport(s)
 
 
+# The one limit of a buffer (and of any region of one): 2^48 elements, fewer than 2^63 bytes.
+LIMIT_EDGES = [0, 1, 2**48 - 1, 2**48, 2**48 + 1, 2**60, 2**62, 2**63 - 1, 2**63, 2**64]
+lengths = st.one_of(st.integers(0, 2**65), st.sampled_from(LIMIT_EDGES))
+elem_sizes = st.one_of(
+    st.integers(1, 2**31 - 1), st.sampled_from([1, 8, 32767, 32768, 32769, 2**20, 2**31 - 1])
+)
+
+
+def _fits(n: int, elem: int) -> bool:
+    return 0 <= n <= 2**48 and n * elem < 2**63
+
+
+@SETTINGS
+@given(length=lengths, scratch=lengths, count=lengths, elem=elem_sizes)
+# 2^63 - 8 bytes: the largest message that fits, whose double rounds to 2^63 (main: -2^63)
+@example(length=(2**63 - 1) // 32769, scratch=(2**63 - 1) // 32769, count=1, elem=32769)
+def test_region_sizes_fit_a_buffer_or_are_refused(
+    length: int, scratch: int, count: int, elem: int
+) -> None:
+    # main: `send in[0:2^60]` was read, and the simulator printed "bytes sent -2^63"
+    text = (
+        f"collective allreduce\nP 2\ncount {count}\nelem_size {elem}\n"
+        f"rank 0 scratch {scratch}\n  0: send s0[0:{length}] to 1\n"
+        f"rank 1\n  0: recv out[0:{length}] from 0\n"
+    )
+    fits = _fits(length, elem) and _fits(scratch, elem) and _fits(count, elem)
+    if not fits:  # the limit named (or, past 2^63, the number itself refused)
+        with pytest.raises(
+            collkit.ScheduleFormatError, match=r"at most 2\^48 elements|>= 0|64-bit"
+        ):
+            io.from_text(text)
+        return
+    s = io.from_text(text)
+    check_reexport(s)
+    res = collkit.simulate(s, model="postal", alpha="1us")
+    # never wrapped (the engine sums in doubles: exact to 2^53, then within a rounding)
+    assert res.bytes_sent >= 0 and abs(res.bytes_sent - length * elem) <= length * elem / 2**52
+
+
 @SETTINGS
 @given(n=huge, unit=st.sampled_from(["", "B", "K", "KiB", "MB", "GiB", "TiB", "e3", ".5KiB"]))
 def test_numbers_in_sizes(n: int, unit: str) -> None:
@@ -465,11 +504,12 @@ def region(draw: st.DrawFn, bufs: list[str], length: int) -> str:
 
 
 @st.composite
-def op_body(draw: st.DrawFn, P: int, bufs: list[str]) -> str:
+def op_body(draw: st.DrawFn, P: int, bufs: list[str], most: int) -> str:
+    """An op; a region holds at most `most` elements (a buffer's limit, 2^48 and 2^63 B)."""
     kind = draw(st.sampled_from(KINDS))
-    length = draw(st.integers(0, 2**63 - 1))
     if kind in ("compute", "sleep"):
-        return f"{kind} {length}ns"
+        return f"{kind} {draw(st.integers(0, 2**63 - 1))}ns"
+    length = draw(st.integers(0, most))
     dst = draw(region(bufs, length))
     if kind in ("send", "recv"):
         word = "to" if kind == "send" else "from"
@@ -487,22 +527,24 @@ def op_body(draw: st.DrawFn, P: int, bufs: list[str]) -> str:
 def schedule_texts(draw: st.DrawFn) -> str:
     """A random schedule that the text parser must accept: every field anywhere in its range."""
     P = draw(st.integers(1, 4))
+    elem = draw(st.integers(1, 2**31 - 1))
+    most = min(2**48, (2**63 - 1) // elem)  # elements a buffer may hold (buffer_fits)
     head = [
         f"collective {draw(st.sampled_from(COLLECTIVES))}",
         f"algorithm {draw(st.sampled_from(ALGORITHMS))}",
         f"P {P}",
-        f"count {draw(st.integers(0, 2**63 - 1))}",
-        f"elem_size {draw(st.integers(1, 2**31 - 1))}",
+        f"count {draw(st.integers(0, most))}",
+        f"elem_size {elem}",
         f"root {draw(st.integers(0, P - 1))}",
     ]
     lines = ["# collkit schedule v1", *draw(st.permutations(head))]
     for r in range(P):
-        scratch = draw(st.lists(st.integers(0, 2**63 - 1), max_size=3))
+        scratch = draw(st.lists(st.integers(0, most), max_size=3))
         lines.append(f"rank {r}" + "".join(f" {e}" for e in ["scratch", *scratch] if scratch))
         bufs = ["in", "out"] + [f"s{k}" for k in range(len(scratch))]
         n = draw(st.integers(0, 6))
         for i in range(n):
-            line = f"  {i}: {draw(op_body(P, bufs))}"
+            line = f"  {i}: {draw(op_body(P, bufs, most))}"
             deps = draw(st.lists(st.integers(0, n - 1), max_size=3))
             if deps:
                 line += "  after " + ",".join(map(str, deps))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -103,9 +104,11 @@ def test_verify_file_that_is_not_a_readable_file(
 @pytest.mark.parametrize(
     ("edit", "needle"),
     [
-        (("rank 0 scratch 2", "rank 0 scratch 4611686018427387904"), "GiB for its buffers"),
+        # past the one limit (2^48 elements, 2^63 bytes): refused as it is read
+        (("rank 0 scratch 2", "rank 0 scratch 4611686018427387904"), "at most 2^48 elements"),
         (("rank 0 scratch 2", "rank 0 scratch 281474976710656"), "GiB for its buffers"),
-        (("count 2", "count 4611686018427387904"), "GiB for its buffers"),
+        (("count 2", "count 4611686018427387904"), "at most 2^48 elements"),
+        (("count 2", "count 281474976710656"), "GiB for its buffers"),
     ],
 )
 def test_verify_file_with_huge_buffers_is_refused_before_allocating(
@@ -119,6 +122,21 @@ def test_verify_file_with_huge_buffers_is_refused_before_allocating(
     f.write_text(schedule_text.replace(*edit))
     code, out = cli(capsys, "verify", "--file", str(f))
     assert code == 2 and needle in out, out
+
+
+@pytest.mark.parametrize("command", ["simulate", "verify", "export"])
+def test_a_region_past_2_48_elements_is_refused_as_it_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, schedule_text: str, command: str
+) -> None:
+    # main: `send in[0:2^60]` was read and simulated: "bytes sent -9223372036854775808"
+    head, _, rank1 = schedule_text.partition("rank 1")
+    f = tmp_path / "huge.txt"
+    f.write_text(head.replace("send out[0:2]", f"send in[0:{2**60}]", 1) + "rank 1" + rank1)
+    assert f"in[0:{2**60}]" in f.read_text()
+    code, out = cli(capsys, command, "--from" if command == "export" else "--file", str(f))
+    assert code == 2, out
+    assert "a region of 1152921504606846976 elements of 8 B" in out, out
+    assert "at most 2^48 elements and 2^63 bytes" in out and "-9223372036854775808" not in out
 
 
 def test_verify_file_with_a_100kb_algorithm_name_is_quick(
@@ -440,6 +458,7 @@ def test_fit_says_which_lines_it_left_out_and_fits_the_rest(
         ('"P": Infinity', "'P' must be an integer, not inf"),
         ('"P": ' + "9" * 400, "past 2^63"),
         ('"median": Infinity', "must be finite"),
+        ('"median": -3.5', "'median_us' is -3.5: a time (or a load) cannot be negative"),
         ('"algorithm": "x\\u001b[2Jy"', "control character"),
         ('"algorithm": 5', "must be a string"),
     ],
@@ -743,6 +762,42 @@ def test_what_was_a_traceback_or_a_silent_answer_is_a_message(
     assert code == 2 and needle in out and "Traceback" not in out, out
 
 
+@pytest.mark.parametrize("to_file", [False, True])
+@pytest.mark.parametrize(
+    "cost", [["--gamma", "1e300"], ["--copy-beta", "1e300"], ["--gamma", "2e18"]]
+)
+def test_a_goal_calc_past_2_63_ns_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cost: list[str], to_file: bool
+) -> None:
+    # main: `export --gamma 1e300 --format goal` wrote `calc 9223372036854775807` without a word
+    out_file = tmp_path / "rd.goal"
+    argv = ["export", "allreduce:rd", "-P", "2", "--count", "2", "--format", "goal", *cost]
+    # (rd at P = 2 copies `in` to `out` first, then reduces: a calc of each)
+    code, out = cli(capsys, *argv, *(["-o", str(out_file)] if to_file else []))
+    assert code == 2 and "would be past 2^63 ns" in out, out
+    assert ("--gamma" if cost[0] == "--gamma" else "--copy-beta") in out, out
+    assert not out_file.exists()  # no half-written file left
+    # just under the limit: written exactly (16 B x 5e17 ns/B = 8e18 ns)
+    ok = ["export", "allreduce:rd", "-P", "2", "--count", "2", "--format", "goal"]
+    code, out = cli(capsys, *ok, cost[0], "5e17")
+    assert code == 0 and "calc 8000000000000000000" in out, out
+
+
+def test_goal_calc_refusal_in_python() -> None:
+    s = collkit.generate("allreduce:rd", P=2, count=2)
+    with pytest.raises(InvalidArgumentError, match="past 2\\^63 ns"):
+        io.to_goal(s, reduce_ns_per_byte=1e300)
+    assert "calc 16000" in io.to_goal(s, reduce_ns_per_byte=1000.0)
+
+
+def test_a_verify_sweep_is_refused_before_its_first_P(capsys: pytest.CaptureFixture[str]) -> None:
+    # main: P = 1..2^31 with count 0 verified P = 1, 2, 4, ... for minutes before the refusal
+    t0 = time.perf_counter()
+    code, out = cli(capsys, "verify", "allreduce:rd", "-P", "1..2^31:pow2", "--count", "0")
+    assert code == 2 and re.search(r"verifying P = \d+, count = 0 needs about", out), out
+    assert time.perf_counter() - t0 < 20, "refused before generating anything"
+
+
 def test_parse_time_of_a_huge_int() -> None:
     from collkit import units
 
@@ -760,6 +815,31 @@ def test_control_characters_in_a_file_name_are_not_printed_raw(
     assert code == 0 and "\x1b" not in out and "a\\x1b[2Jb\\x0afake" in out, out
     code, out = cli(capsys, "simulate", "--file", str(f))
     assert code == 0 and "\x1b" not in out and "a\\x1b[2Jb\\x0afake" in out, out
+
+
+def test_fit_refuses_a_fit_the_rows_cannot_make(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # main: every row at one P gave a "fit" with t = 4.24 (P and the intercept are one column)
+    rows = [
+        json.dumps({"collective": "bcast", "algorithm": "b", "P": 8, "bytes": b, "median": m})
+        for b, m in ((8, 1.0), (16, 1.5), (32, 1.2), (64, 2.0))
+    ]
+    f = _rows_file(tmp_path / "r.jsonl", rows)
+    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P + size")
+    assert code == 2 and "cannot tell its 3 coefficients apart" in out, out
+    assert "P is 8 in every row" in out and "1 distinct P (8) and 4 distinct size" in out, out
+    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ size")
+    assert code == 0 and "| size |" in out, out
+
+
+def test_fit_refuses_a_negative_prediction(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # main: the prediction past the rows was printed as a latency of -18 us
+    f = _rows_file(tmp_path / "r.jsonl", [_row(P, 40.0 - P) for P in (2, 4, 8, 16)])
+    code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P", "--predict", "P=64")
+    assert code == 2 and "predicts a negative latency" in out and "P 2..16" in out, out
 
 
 def test_fit_predict_needs_the_values_the_rows_vary_in(

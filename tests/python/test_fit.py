@@ -30,7 +30,10 @@ def _rows(noise: float = 0.05, seed: int = 1) -> list[dict[str, object]]:
         for alloc in ("by socket", "by node"):
             for P in range(2, 257, 6):
                 big = P > 128 and alloc == "by socket"
-                lat = a * P + (b + c * P if big else 0.0) + rng.normal(0, noise)
+                truth = a * P + (b + c * P if big else 0.0)
+                lat = truth + rng.normal(0, noise)
+                while lat <= 0:  # a latency is positive, measured or not (fit refuses less)
+                    lat = truth + rng.normal(0, noise)
                 rows.append(
                     {
                         "collective": "bcast",
@@ -96,10 +99,8 @@ def test_seed_log_names_terms_by_group_and_orders_slopes() -> None:
 
 
 def test_any_formula_and_selection() -> None:
-    (f,) = F.fit(_rows(), "latency ~ P + size", where={"algorithm": "linear", "allocation": "node"})
-    assert [c.term for c in f.coefficients] == ["Intercept", "P", "size"] or [
-        c.term for c in f.coefficients
-    ][:2] == ["Intercept", "P"]
+    (f,) = F.fit(_rows(), "latency ~ P", where={"algorithm": "linear", "allocation": "node"})
+    assert [c.term for c in f.coefficients] == ["Intercept", "P"]
     assert f.coefficient("P").estimate == pytest.approx(0.2, rel=0.05)
     fits = F.fit(_rows(), "latency ~ P", by=["algorithm"], where={"allocation": "node"})
     assert [f.group for f in fits] == sorted(TRUE)
@@ -181,6 +182,83 @@ def test_compare_uses_the_one_statistic_a_prediction_has(tmp_path: Path) -> None
 def test_bad_input_is_a_clear_error(rows: object, model: str, kwargs: dict[str, object]) -> None:
     with pytest.raises(collkit.InvalidArgumentError):
         F.fit(_rows() if rows is None else rows, model, **kwargs)  # type: ignore[arg-type]
+
+
+def _at(Ps: tuple[int, ...], repeat: int = 3) -> list[dict[str, object]]:
+    """linear-node rows at these P only, each P `repeat` times with other latencies."""
+    base = [r for r in _rows() if r["algorithm"] == "bcast:linear" and r["allocation"] == "by node"]
+    return [
+        dict(r, median=float(r["median"]) + k * 0.1)  # type: ignore[arg-type]
+        for k in range(repeat)
+        for r in base
+        if r["P"] in Ps
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "Ps", "needle"),
+    [
+        # every row of _rows() has bytes = 1: size is the intercept again
+        ("latency ~ P + size", (2, 8, 14, 20), "size is 1 in every row"),
+        # all rows at one P: P is the intercept again (main: t = 4.24 for this fit)
+        ("latency ~ P", (8,), "P is 8 in every row"),
+        # a column that is a multiple of another
+        ("latency ~ P + I(2 * P)", (2, 8, 14), "P, I(2 * P) are linearly dependent"),
+        # two distinct P cannot fit a curve with three coefficients
+        ("latency ~ P + log2P", (2, 8), "Intercept, P, log2P are linearly dependent"),
+    ],
+)
+def test_a_fit_the_rows_cannot_make_is_refused(
+    model: str, Ps: tuple[int, ...], needle: str
+) -> None:
+    with pytest.raises(collkit.InvalidArgumentError, match="cannot tell its") as e:
+        F.fit(_at(Ps), model, by=[])
+    assert needle in str(e.value), e.value
+    assert f"{len(Ps)} distinct P" in str(e.value), e.value
+
+
+def test_a_deficient_seed_p_group_is_named() -> None:
+    # one P above the threshold: [P > 128] and P:[P > 128] are one column times P there
+    rows = [r for r in _rows() if int(r["P"]) <= 134]  # type: ignore[call-overload]
+    with pytest.raises(collkit.InvalidArgumentError, match="for binary-node: the rows") as e:
+        F.fit(rows, "seed-p")
+    assert "linearly dependent" in str(e.value) and "distinct P" in str(e.value)
+
+
+def test_two_points_determine_a_line_but_not_its_error() -> None:
+    rows = _at((2, 8), repeat=1)
+    with pytest.raises(collkit.InvalidArgumentError, match="2 rows cannot fit 2 coefficients"):
+        F.fit(rows, "latency ~ P", by=[])
+
+
+@pytest.mark.parametrize("stat", ["median", "min"])
+def test_negative_latencies_are_refused(stat: str) -> None:
+    # main: a negative median (a broken clock, a hand-edited file) was fitted without a word
+    rows = _rows()
+    rows[5] = dict(rows[5], **{stat: -0.25})
+    with pytest.raises(collkit.InvalidArgumentError, match=rf"'{stat}' is -0.25: a time"):
+        F.fit(rows, "seed-p", stat=stat)
+
+
+def test_infinite_latencies_and_bool_P_are_refused_not_dropped() -> None:
+    # main: Infinity was dropped like a missing value, P = True read as 1
+    for change in ({"median": math.inf}, {"P": True}, {"P": 64.5}):
+        rows = _rows()
+        rows[3] = dict(rows[3], **change)
+        with pytest.raises(collkit.InvalidArgumentError, match="result row"):
+            F.fit(rows, "seed-p")
+
+
+def test_a_negative_prediction_is_refused() -> None:
+    # latency ~ P on rows falling with P predicts below zero past the rows: main printed it
+    rows = [
+        {"collective": "bcast", "algorithm": "bcast:x", "P": P, "bytes": 8, "median": m}
+        for P, m in ((2, 10.0), (4, 8.1), (8, 6.0), (16, 4.2), (32, 1.9))
+    ]
+    (f,) = F.fit(rows, "latency ~ P", by=[])
+    assert f.predict(P=24)["mean"] > 0
+    with pytest.raises(collkit.InvalidArgumentError, match=r"negative latency \(-.* at P=64"):
+        f.predict(P=64)
 
 
 def test_bad_predictions_are_clear_errors() -> None:

@@ -109,6 +109,20 @@ def test_candidates_are_the_registry_with_grids() -> None:
     assert equivalent("alltoall", "alltoall:bruck(r=3)", "mpich") == "mpich:brucks"
 
 
+@pytest.mark.parametrize("P", [5, 64, 1000, 65536])
+def test_bruck_radixes_stay_few_and_sensible_at_any_P(P: int) -> None:
+    # main: every radix 2..P, 65,535 candidates per Bruck variant at -np 65536
+    for variant in ("alltoall:bruck", "alltoall:bruck_modified", "allgather:bruck"):
+        coll = variant.split(":")[0]
+        names = [x for x in candidates(coll, P) if x.split("(")[0] == variant]
+        # r = 2 is the default: its canonical name has no parameter
+        radixes = {int(x.split("r=")[1].rstrip(")")) if "r=" in x else 2 for x in names}
+        assert len(names) <= 8 + 2 * P.bit_length() + 4, (variant, len(names))
+        assert {2, min(P, 8), P} <= radixes, radixes  # r = P is the one-round exchange
+        s = math.isqrt(P - 1) + 1
+        assert s in radixes and all(2 <= r <= P for r in radixes)
+
+
 # ---- the table's schema -------------------------------------------------------------------------
 
 

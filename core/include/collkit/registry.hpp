@@ -232,6 +232,12 @@ class Bound {
 // Largest P, count and elements per buffer accepted: well past any machine, well inside int64.
 constexpr int64_t kMaxP = int64_t{1} << 31;
 constexpr int64_t kMaxElems = int64_t{1} << 48;
+// A buffer, and so any region of one, holds at most kMaxElems elements and fewer than 2^63
+// bytes: the one limit of the generators (Algorithm::check_limits) and of the schedule readers,
+// so that len * elem_size never wraps (a wrapped size was printed as "bytes sent -2^63").
+constexpr bool buffer_fits(int64_t elems, int64_t elem_size) {
+  return elems >= 0 && elems <= kMaxElems && (elem_size < 1 || elems <= INT64_MAX / elem_size);
+}
 // Largest element a generator takes (an MPI datatype may be larger: the call is then declined).
 constexpr int64_t kMaxElemSize = int64_t{1} << 20;
 // The most segments a segmented algorithm (a `seg` parameter) may cut one rank's message into:

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <istream>
 #include <optional>
 #include <unordered_map>
 
 #include "collkit/error.hpp"
+#include "collkit/registry.hpp"
 #include "collkit/text.hpp"
 #include "scanner.hpp"
 #include "text_detail.hpp"
@@ -33,10 +35,20 @@ void write_product(std::string& out, int64_t a, int64_t b) {
   io::write_wide_int(out, static_cast<io::wide_int>(a) * b);
 }
 
-int64_t calc_cost(int64_t len, int32_t elem_size, double ns_per_byte) {
+// The calc time of a reduce or copy of `len` elements. A time past 2^63 ns (292 years) is
+// refused, not capped: a capped calc would be a wrong time in the file, said nowhere.
+int64_t calc_cost(int64_t len, int32_t elem_size, double ns_per_byte, const char* what,
+                  const char* option) {
   double v = std::round(static_cast<double>(len) * elem_size * ns_per_byte);
   if (!(v > 0)) return 0;
-  if (v >= 9.2e18) return INT64_MAX;
+  if (v >= 0x1p63) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "the GOAL calc of a %s of %lld x %d B at %g ns/B would be past 2^63 ns (292 "
+                  "years): lower %s",
+                  what, static_cast<long long>(len), elem_size, ns_per_byte, option);
+    fail(ErrorKind::invalid_argument, msg);
+  }
   return static_cast<int64_t>(v);
 }
 
@@ -129,8 +141,10 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
       } else {
         out += "calc ";
         int64_t cost =
-            op.kind == OpKind::reduce ? calc_cost(op.len, h.elem_size, o.reduce_ns_per_byte)
-            : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte)
+            op.kind == OpKind::reduce ? calc_cost(op.len, h.elem_size, o.reduce_ns_per_byte,
+                                                  "reduce", "--gamma (reduce_ns_per_byte)")
+            : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte, "copy",
+                                                  "--copy-beta (copy_ns_per_byte)")
                                       : op.len;
         io::write_int(out, cost);
       }
@@ -316,7 +330,11 @@ class GoalParser {
       while (!sc.at_end()) {
         if (r.scratch.size() >= static_cast<size_t>(kMaxScratch))
           sc.fail_msg(sc.pos(), "more than " + std::to_string(kMaxScratch) + " scratch buffers");
+        sc.skip_ws();
+        const size_t sb = sc.pos();
         r.scratch.push_back(sc.integer("a scratch buffer size in elements", 0, INT64_MAX));
+        if (!buffer_fits(r.scratch.back(), hr_.h.elem_size))
+          sc.fail_msg(sb, io::too_large("a scratch buffer", r.scratch.back(), hr_.h.elem_size));
       }
       return;
     }
@@ -325,7 +343,7 @@ class GoalParser {
     sc.integer("op index " + std::to_string(i) + " (the index of the GOAL op that follows)", i, i);
     sc.expect(":", "':' after the op index");
     PendingOp p;
-    p.op = io::parse_op_body(sc, hr_.h.P, r.scratch.size());
+    p.op = io::parse_op_body(sc, hr_.h.P, r.scratch.size(), hr_.h.elem_size);
     p.stage = 0;
     io::parse_stage(sc, p.stage);
     sc.expect_end();
@@ -406,7 +424,8 @@ class GoalParser {
         op.value = 0;
         sc.set_pos(e);
       } else {
-        op.value = sc.integer("a size in bytes, as in 1024b", 0, INT64_MAX, false);
+        // a buffer holds at most 2^48 elements (buffer_fits), here of one byte each
+        op.value = sc.integer("a size in bytes, as in 1024b,", 0, kMaxElems, false);
       }
       sc.expect("b", "'b' after the size, as in 1024b");
       sc.expect(op.kind == GoalKind::send ? "to" : "from", op.kind == GoalKind::send

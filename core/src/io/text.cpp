@@ -7,6 +7,7 @@
 #include <istream>
 
 #include "collkit/error.hpp"
+#include "collkit/registry.hpp"
 #include "scanner.hpp"
 #include "text_detail.hpp"
 
@@ -60,12 +61,21 @@ BufId parse_buffer(Scanner& sc, size_t num_scratch) {
   sc.fail_here("a buffer (in, out, s0, s1, ...)");
 }
 
+}  // namespace
+
+std::string too_large(std::string_view what, int64_t elems, int64_t elem_size) {
+  return std::string(what) + " of " + std::to_string(elems) + " elements of " +
+         std::to_string(elem_size) + " B: a buffer holds at most 2^48 elements and 2^63 bytes";
+}
+
+namespace {
+
 struct ParsedRegion {
   BufId buf;
   int64_t off, len;
 };
 
-ParsedRegion parse_region(Scanner& sc, size_t num_scratch) {
+ParsedRegion parse_region(Scanner& sc, size_t num_scratch, int32_t elem_size) {
   ParsedRegion r;
   r.buf = parse_buffer(sc, num_scratch);
   sc.expect("[", "'[' opening a region such as out[0:4]");
@@ -77,6 +87,7 @@ ParsedRegion parse_region(Scanner& sc, size_t num_scratch) {
   if (stop < r.off) sc.fail_msg(b, "region stop is before its start (a negative length)");
   if (__builtin_sub_overflow(stop, r.off, &r.len))
     sc.fail_msg(b, "region length does not fit in 64 bits");
+  if (!buffer_fits(r.len, elem_size)) sc.fail_msg(b, too_large("a region", r.len, elem_size));
   sc.expect("]", "']' closing the region");
   return r;
 }
@@ -172,7 +183,7 @@ void write_op_body(std::string& out, const Op& op) {
   }
 }
 
-Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
+Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch, int32_t elem_size) {
   constexpr std::string_view kinds = "an op (send, recv, reduce, copy, compute, sleep)";
   sc.skip_ws();
   size_t kb = sc.pos();
@@ -180,7 +191,7 @@ Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
   Op op;
   if (kind == "send" || kind == "recv") {
     op.kind = kind == "send" ? OpKind::send : OpKind::recv;
-    ParsedRegion r = parse_region(sc, num_scratch);
+    ParsedRegion r = parse_region(sc, num_scratch, elem_size);
     op.buf = r.buf, op.off = r.off, op.len = r.len;
     if (op.kind == OpKind::send)
       sc.expect("to", "'to' and the receiving rank");
@@ -195,7 +206,7 @@ Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
                      0, P - 1));
   } else if (kind == "reduce" || kind == "copy") {
     op.kind = kind == "reduce" ? OpKind::reduce : OpKind::copy;
-    ParsedRegion dst = parse_region(sc, num_scratch);
+    ParsedRegion dst = parse_region(sc, num_scratch, elem_size);
     op.buf = dst.buf, op.off = dst.off, op.len = dst.len;
     sc.expect("=", "'=' after the destination region");
     ParsedRegion src;
@@ -215,10 +226,10 @@ Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
         sc.expect("+", "'+' between the operands");
         sc.skip_ws();
         sb = sc.pos();
-        src = parse_region(sc, num_scratch);
+        src = parse_region(sc, num_scratch, elem_size);
       } else {
         sc.set_pos(save);
-        src = parse_region(sc, num_scratch);
+        src = parse_region(sc, num_scratch, elem_size);
         op.side = Side::src_first;
         sc.expect("+", "'+' between the operands");
         sc.skip_ws();
@@ -229,7 +240,7 @@ Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch) {
                               " alone (as in 'reduce out[0:4] = s0[0:4] + out')");
       }
     } else {
-      src = parse_region(sc, num_scratch);
+      src = parse_region(sc, num_scratch, elem_size);
     }
     if (src.len != dst.len)
       sc.fail_msg(sb, "the source region has " + std::to_string(src.len) +
@@ -330,6 +341,8 @@ void HeaderReader::finish(const Scanner& where, size_t pos) const {
   if (h.root >= h.P)
     where.fail_msg(
         pos, "root " + std::to_string(h.root) + " is not a rank of P = " + std::to_string(h.P));
+  if (!buffer_fits(h.count, h.elem_size))
+    where.fail_msg(pos, too_large("count: a buffer", h.count, h.elem_size));
 }
 
 }  // namespace io
@@ -466,7 +479,11 @@ class TextParser {
           sc.skip_ws();
           sc.fail_msg(sc.pos(), "more than " + std::to_string(kMaxScratch) + " scratch buffers");
         }
+        sc.skip_ws();
+        const size_t b = sc.pos();
         p_.scratch.push_back(sc.integer("a scratch buffer size in elements", 0, INT64_MAX));
+        if (!buffer_fits(p_.scratch.back(), h_.elem_size))
+          sc.fail_msg(b, io::too_large("a scratch buffer", p_.scratch.back(), h_.elem_size));
       } while (!sc.at_end());
     }
     sc.expect_end();
@@ -477,7 +494,7 @@ class TextParser {
     int64_t i = static_cast<int64_t>(p_.ops.size());
     sc.integer("op index " + std::to_string(i), i, i);
     sc.expect(":", "':' after the op index");
-    Op op = io::parse_op_body(sc, h_.P, p_.scratch.size());
+    Op op = io::parse_op_body(sc, h_.P, p_.scratch.size(), h_.elem_size);
     tmp_.clear();
     uint16_t stage = 0;
     bool seen_after = false, seen_stage = false;
@@ -554,6 +571,8 @@ void check_header_fields(const ScheduleHeader& h) {
   auto bad = [](const std::string& m) { fail(ErrorKind::format, m); };
   if (h.P < 1 || h.P > io::kMaxTextP) bad("P = " + std::to_string(h.P) + " is not in [1, 2^31]");
   if (h.count < 0) bad("count " + std::to_string(h.count) + " is negative");
+  if (!buffer_fits(h.count, h.elem_size))
+    bad(io::too_large("count: a buffer", h.count, h.elem_size));
   if (h.elem_size < 1) bad("elem_size " + std::to_string(h.elem_size) + " is not positive");
   if (h.root < 0 || h.root >= h.P) bad("root " + std::to_string(h.root) + " is not a rank");
   if (h.placement.rpn < 0) bad("placement: ranks per node " + std::to_string(h.placement.rpn));
@@ -577,14 +596,20 @@ void check_rank_fields(const ScheduleHeader& h, const RankView& v) {
     };
     if (v.scratch.size() > static_cast<size_t>(kMaxScratch))
       bad("rank " + std::to_string(r) + " has more than 250 scratch buffers");
-    for (int64_t e : v.scratch)
+    for (int64_t e : v.scratch) {
       if (e < 0) bad("rank " + std::to_string(r) + " has a scratch buffer of negative size");
+      if (!buffer_fits(e, h.elem_size))
+        bad("rank " + std::to_string(r) + ": " + io::too_large("a scratch buffer", e, h.elem_size));
+    }
     const size_t nbuf = kFirstScratch + v.scratch.size();
     for (size_t i = 0; i < v.size(); ++i) {
       const Op& op = v.ops[i];
       if (static_cast<int>(op.kind) > static_cast<int>(OpKind::sleep))
         bad(where(i) + "unknown op kind " + std::to_string(static_cast<int>(op.kind)));
       if (op.len < 0) bad(where(i) + "negative length " + std::to_string(op.len));
+      if (op.kind != OpKind::compute && op.kind != OpKind::sleep &&
+          !buffer_fits(op.len, h.elem_size))
+        bad(where(i) + io::too_large("a region", op.len, h.elem_size));
       bool has_buf = op.kind != OpKind::compute && op.kind != OpKind::sleep;
       bool has_src = op.kind == OpKind::reduce || op.kind == OpKind::copy;
       if (has_buf && op.buf >= nbuf)

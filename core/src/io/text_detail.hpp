@@ -23,8 +23,11 @@ void write_wide_int(std::string& out, wide_int v);
 // dependencies, no stage.
 void write_op_body(std::string& out, const Op& op);
 
-// Reads an op body as write_op_body writes it. `P` bounds peers, `num_scratch` the buffers.
-Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch);
+// Reads an op body as write_op_body writes it. `P` bounds peers, `num_scratch` the buffers;
+// a region must fit a buffer of `elem_size`-byte elements (buffer_fits in registry.hpp).
+Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch, int32_t elem_size);
+// "<what> of N elements of E B: a buffer holds at most ...": the message of buffer_fits.
+std::string too_large(std::string_view what, int64_t elems, int64_t elem_size);
 // Reads "stage S" if it comes next; returns false if it does not.
 bool parse_stage(Scanner& sc, uint16_t& stage);
 

@@ -225,7 +225,9 @@ class Engine {
         res.finish.resize(rank_.size());
         for (size_t r = 0; r < rank_.size(); ++r) res.finish[r] = rank_[r].finish;
         res.messages = messages_;
-        res.bytes = static_cast<int64_t>(bytes_);
+        // A sum of doubles: one message of 2^63 - 8 B rounds to 2^63, past int64 (the cast
+        // wrapped to -2^63); the readers' limit (buffer_fits) keeps each message below it.
+        res.bytes = bytes_ < 0x1p63 ? static_cast<int64_t>(bytes_) : INT64_MAX;
         res.ops = static_cast<int64_t>(total_ops_);
         res.programs = static_cast<int64_t>(progs_.size());
         res.peak_ranks_held = peak_held_;

@@ -149,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         for c in counts_of(args)
         for root in _roots(algo.collective, P, args.root)
     ]
+    for P, count, root in cases:  # every case before the first: main verified P = 1..2^30 for
+        check_buffers_fit(algo.collective, P, count, root)  # minutes, then refused 2^31
     failures: list[VerifyResult] = []
     skipped: dict[str, list[int]] = {}
     passed: list[tuple[int, int, int, int, float]] = []
@@ -166,7 +168,6 @@ def run(args: argparse.Namespace) -> int:
         for P, count, root in cases:
             prog.update(task, description=f"{algo.canonical} P={P} count={count}")
             t0 = time.perf_counter()
-            check_buffers_fit(algo.collective, P, count, root)  # before generating, not after
             try:
                 s = algo.generate(P, count, args.elem_size or 8, root, placement=placement)
             except UnsupportedError as e:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from collkit.algorithms import Algorithm, algorithms
+from collkit.analysis.bruck import candidate_radixes
 from collkit.analysis.recmult.model import PipelinedPostal
 from collkit.analysis.recmult.rank import rank_schedules
 from collkit.bench import DATATYPES, Campaign, machine_name, planned_rows, run_campaign
@@ -31,8 +32,10 @@ RANK_MODEL = PipelinedPostal(alpha_p=1.5e-6, alpha_r=0.4e-6, beta=1e-10)
 
 def candidates(collective: str, P: int, *, top_k: int = 3, nbytes: int = 8) -> list[str]:
     """collkit's candidates for one (collective, P): every registered algorithm at its defaults,
-    the top_k `rm` schedules the model ranks for P, every Bruck radix r in 2..P, k-nomial radices
-    2..4; those whose restrictions exclude P are left out."""
+    the top_k `rm` schedules the model ranks for P, the Bruck radixes worth trying
+    (:func:`collkit.analysis.bruck.candidate_radixes`: 2..8, the powers of two, ceil(sqrt P) and
+    its neighbours, P; O(log P) of them, where every r in 2..P made 65,535 at P = 65536),
+    k-nomial radices 2..4; those whose restrictions exclude P are left out."""
     out: list[str] = []
     for spec in algorithms(collective):
         name = str(spec["name"])
@@ -44,7 +47,7 @@ def candidates(collective: str, P: int, *, top_k: int = 3, nbytes: int = 8) -> l
                 ranked = rank_schedules(P, RANK_MODEL, nbytes, top=top_k)
                 out += [f"allreduce:rm({x.schedule})" for x in ranked]
         elif name in ("alltoall:bruck", "alltoall:bruck_modified", "allgather:bruck"):
-            out += [f"{name}(r={k})" for k in range(2, max(P, 2) + 1)]
+            out += [f"{name}(r={k})" for k in candidate_radixes(P)]
         elif name.endswith(":knomial"):
             out += [f"{name}(k={k})" for k in (2, 3, 4)]
         else:
