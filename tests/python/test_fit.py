@@ -236,7 +236,7 @@ def test_negative_latencies_are_refused(stat: str) -> None:
     # main: a negative median (a broken clock, a hand-edited file) was fitted without a word
     rows = _rows()
     rows[5] = dict(rows[5], **{stat: -0.25})
-    with pytest.raises(collkit.InvalidArgumentError, match=rf"'{stat}' is -0.25: a time"):
+    with pytest.raises(collkit.InvalidArgumentError, match=rf"'{stat}_us' is -0.25: a time"):
         F.fit(rows, "seed-p", stat=stat)
 
 
