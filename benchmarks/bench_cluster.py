@@ -31,7 +31,7 @@ from pathlib import Path
 from collkit import cluster
 from collkit.bench import machine_name
 from collkit.cli.bench import parse_sizes
-from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
+from collkit.mpi import MPI, build, find_mpi_of_kind, launch_command, launch_env
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -39,11 +39,7 @@ OURS = ("allreduce:hier", "allreduce:rd")
 
 
 def find(kind: str) -> MPI:
-    if kind == "openmpi":
-        os.environ["MPIEXEC"], os.environ["MPICXX"] = "mpirun.openmpi", "mpicxx.openmpi"
-    else:
-        os.environ.pop("MPIEXEC", None), os.environ.pop("MPICXX", None)
-    return find_mpi()
+    return find_mpi_of_kind(kind)
 
 
 def job(
@@ -66,10 +62,10 @@ def job(
     for line in out.stdout.splitlines():
         if line.startswith("{"):
             row = json.loads(line)
-            if row.get("kind") == "row" and "median" in row:
+            if row.get("kind") == "row" and "median_us" in row:
                 if row.get("valid") is False:
                     raise RuntimeError(f"wrong result: {row}")
-                medians[(row["algorithm"], int(row["bytes"]))] = float(row["median"])
+                medians[(row["algorithm"], int(row["bytes"]))] = float(row["median_us"])
     return medians
 
 

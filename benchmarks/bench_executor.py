@@ -45,8 +45,8 @@ from pathlib import Path
 
 from collkit.bench import machine_name
 from collkit.cli.bench import parse_sizes
-from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
-from collkit.mpi.find import wheel_mpiexec
+from collkit.errors import CollkitError
+from collkit.mpi import MPI, build, find_mpi_of_kind, launch_command, launch_env
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -94,21 +94,12 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
 
 
 def find(kind: str) -> MPI:
-    if kind == "mpich":
-        # The PyPI wheel's MPICH, not the first mpiexec on PATH (Debian's Open MPI once installed).
-        wheel = wheel_mpiexec()
-        if wheel is None:
-            sys.exit("the PyPI mpich wheel is not installed in this Python (pip install mpich)")
-        return find_mpi(str(wheel))
-    import shutil
-
-    mpirun, cxx = shutil.which("mpirun.openmpi"), shutil.which("mpicxx.openmpi")
-    if not mpirun or not cxx:
-        sys.exit("Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)")
-    import os
-
-    os.environ["MPIEXEC"], os.environ["MPICXX"] = mpirun, cxx
-    return find_mpi()
+    """The MPI of --mpi: the PyPI wheel's MPICH or Debian's Open MPI, not the first mpiexec on
+    PATH (Debian's Open MPI once installed)."""
+    try:
+        return find_mpi_of_kind(kind)
+    except CollkitError as e:
+        sys.exit(str(e))
 
 
 def run_pair(
@@ -147,8 +138,8 @@ def run_pair(
         if not line.startswith("{"):
             continue
         row = json.loads(line)
-        if row.get("kind") == "row" and "median" in row:
-            medians[(row["algorithm"], int(row["bytes"]))] = float(row["median"])
+        if row.get("kind") == "row" and "median_us" in row:
+            medians[(row["algorithm"], int(row["bytes"]))] = float(row["median_us"])
     return medians
 
 
@@ -306,7 +297,7 @@ def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] 
             for x in out.stdout.splitlines():
                 if x.startswith("{") and '"row"' in x:
                     r = json.loads(x)
-                    per_seg[(algo, shm, n)].append(float(r["median"]) * 1000 / n)
+                    per_seg[(algo, shm, n)].append(float(r["median_us"]) * 1000 / n)
                     transport[(algo, shm, n)] = str(r.get("transport", ""))
             print(
                 f"round {rnd + 1}/{a.repeats} {algo} COLLKIT_SHM={shm} {n} segments: "

@@ -147,8 +147,8 @@ def main() -> int:
                     if rpn >= P:
                         continue
                     place = collkit.Placement(rpn, order)
-                    f = [(simulate(store, a, P, nbytes, place).median, a) for a in flat]
-                    h = [(simulate(store, a, P, nbytes, place).median, a) for a in hier]
+                    f = [(simulate(store, a, P, nbytes, place).median_us, a) for a in flat]
+                    h = [(simulate(store, a, P, nbytes, place).median_us, a) for a in hier]
                     bf, bh = min(f), min(h)
                     line = (
                         f"| {P} | {rpn} | {short(bf[1])} | {bf[0]:.1f} | {short(bh[1])} | "
@@ -263,12 +263,14 @@ def measured() -> int:
             for b in sorted({x.bytes for x in rows}):
                 sel = [x for x in rows if x.P == P and x.bytes == b]
                 flat = next(
-                    (x.median for x in sel if x.algorithm in ("allreduce:rd", "alltoall:bruck")),
+                    (x.median_us for x in sel if x.algorithm in ("allreduce:rd", "alltoall:bruck")),
                     float("nan"),
                 )
                 for x in sel:
                     name = "hier(rabenseifner parts)" if x.algorithm == HP else x.algorithm
-                    lines.append(f"| {P} | {b} | {name} | {x.median:.2f} | {x.median / flat:.2f} |")
+                    lines.append(
+                        f"| {P} | {b} | {name} | {x.median_us:.2f} | {x.median_us / flat:.2f} |"
+                    )
     han = "(Open MPI not found)"
     mpirun = shutil.which("mpirun")
     bench = sorted(

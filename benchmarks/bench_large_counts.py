@@ -189,7 +189,9 @@ def measure_section(
         for P in Ps:
             times: dict[str, list[float]] = {}
             for a in c.algorithms:
-                by_size = {r.bytes: r.median * 1e-6 for r in rows if r.P == P and r.algorithm == a}
+                by_size = {
+                    r.bytes: r.median_us * 1e-6 for r in rows if r.P == P and r.algorithm == a
+                }
                 times[a] = [by_size.get(s, math.nan) for s in sizes]
             out += bandwidth_table(f"{coll}, P = {P} (MB/s)", sizes, times)
         lrows = []
@@ -198,8 +200,8 @@ def measure_section(
             for P in Ps:
                 to = [r for r in rows if r.P == P and r.algorithm == old]
                 tn = [r for r in rows if r.P == P and r.algorithm == new]
-                bo = {r.bytes: r.median * 1e-6 for r in to}
-                bn = {r.bytes: r.median * 1e-6 for r in tn}
+                bo = {r.bytes: r.median_us * 1e-6 for r in to}
+                bn = {r.bytes: r.median_us * 1e-6 for r in tn}
                 common = [s for s in sizes if s in bo and s in bn]
                 if common:
                     lrows.append(

@@ -14,14 +14,13 @@ import argparse
 import datetime as dt
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from collkit.bench import machine_name
 from collkit.errors import CollkitError
-from collkit.mpi import MPI, build, cores, find_mpi, launch_command, launch_env
+from collkit.mpi import MPI, build, cores, find_mpi_of_kind, launch_command, launch_env
 
 THROTTLE = {
     "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
@@ -55,9 +54,9 @@ def measure(mpi: MPI, P: int, env: dict[str, str], iters: int) -> dict[str, floa
     for line in r.stdout.splitlines():
         if line.startswith("{"):
             d = json.loads(line)
-            if d.get("kind") == "row" and "median" in d:
-                out[d["algorithm"]] = d["median"]
-                out[d["algorithm"] + " p99"] = d["p99"]
+            if d.get("kind") == "row" and "median_us" in d:
+                out[d["algorithm"]] = d["median_us"]
+                out[d["algorithm"] + " p99"] = d["p99_us"]
     return out
 
 
@@ -68,17 +67,14 @@ def main() -> int:
     args = ap.parse_args()
     Ps = [int(x) for x in args.P.split(",")]
     configs: list[tuple[str, MPI, dict[str, str]]] = []
-    mpich = find_mpi()
+    mpich = find_mpi_of_kind("mpich")
     configs.append(("mpich wheel, busy polling (default)", mpich, NO_THROTTLE))
     configs.append(("mpich wheel, throttled progress", mpich, THROTTLE))
-    if shutil.which("mpirun.openmpi") and shutil.which("mpicxx.openmpi"):
-        os.environ["MPIEXEC"] = str(shutil.which("mpirun.openmpi"))
-        os.environ["MPICXX"] = str(shutil.which("mpicxx.openmpi"))
-        try:
-            ompi = find_mpi()
-            configs.append((f"{ompi.version}, --oversubscribe", ompi, {}))
-        except CollkitError as e:
-            print(f"Open MPI skipped: {e}", file=sys.stderr)
+    try:
+        ompi = find_mpi_of_kind("openmpi")
+        configs.append((f"{ompi.version}, --oversubscribe", ompi, {}))
+    except CollkitError as e:
+        print(f"Open MPI skipped: {e}", file=sys.stderr)
     lines = [
         "| MPI and settings | P | native median (µs) | native p99 | rd median (µs) | rd p99 |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",

@@ -78,9 +78,9 @@ def _calibration(measured: list) -> dict[str, float]:
         rs = [
             r
             for r in measured
-            if r.P == 2 and r.algorithm == f"{coll}:linear" and math.isfinite(r.min)
+            if r.P == 2 and r.algorithm == f"{coll}:linear" and math.isfinite(r.min_us)
         ]
-        return np.array([r.bytes for r in rs], float), np.array([r.min * 1e3 for r in rs], float)
+        return np.array([r.bytes for r in rs], float), np.array([r.min_us * 1e3 for r in rs], float)
 
     x, y = pts("bcast")
     if len(x) < 2:
@@ -95,7 +95,7 @@ def _calibration(measured: list) -> dict[str, float]:
 
 
 def simulate(args: argparse.Namespace) -> None:
-    from collkit.results import ResultStore, Row, read_jsonl
+    from collkit.results import STAT_FIELDS, ResultStore, Row, read_jsonl
     from collkit.simulate import simulate as sim
 
     cal = _calibration(read_jsonl(RESULTS / "measured.jsonl"))
@@ -141,7 +141,7 @@ def simulate(args: argparse.Namespace) -> None:
                         gamma=cal["gamma"],
                     )
                     t = r.makespan / 1e3  # us, like measured rows
-                    for k in ("min", "q1", "median", "q3", "mean", "p99", "max"):
+                    for k in STAT_FIELDS:
                         setattr(row, k, t)
                     row.iterations = 1
                     store.append(row)

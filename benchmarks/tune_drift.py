@@ -89,7 +89,8 @@ def bench_table(path: Path) -> list[str]:
         cmp = compare(c.algorithm, c.samples, n.samples)
         old = "win" if cmp.p_value < 0.01 and cmp.ci95[0] > 1 else "no win"
         out.append(
-            f"| {nbytes} | {n.median:.2f} | {c.median:.2f} | {n.median / c.median:.2f}x | "
+            f"| {nbytes} | {n.median_us:.2f} | {c.median_us:.2f} | "
+            f"{n.median_us / c.median_us:.2f}x | "
             f"{old} (p = {cmp.p_value:.1e}, CI {cmp.ci95[0]:.2f}..{cmp.ci95[1]:.2f}) | "
             f"{f'{sum(won)}/{len(won)}' if c.interleaved else 'not interleaved'} | "
             f"{c.suspect or '-'} | {c.load_avg_1m:.1f} | "
@@ -164,7 +165,7 @@ def main() -> int:
         for x in rows:
             won = rounds_won(x) if x.algorithm != "native" else []
             lines.append(
-                f"| {x.algorithm} | {x.bytes} | {x.attempt} | {x.median:.2f} | "
+                f"| {x.algorithm} | {x.bytes} | {x.attempt} | {x.median_us:.2f} | "
                 f"{f'{sum(won)}/{len(won)}' if won else '-'} | {x.suspect or '-'} | "
                 f"{x.load_avg_1m:.1f} |"
             )

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.mpi import find_mpi, launch_command, launch_env, source_dir
+from collkit.mpi import find_mpi, find_mpi_of_kind, launch_command, launch_env, source_dir
 
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "tune_loop.md"
@@ -114,7 +114,7 @@ def main() -> None:
         ok = r.returncode == 0
         loop: dict[str, list[float]] = {"plain": [], "collkit run": []}
         thermo: dict[str, set[str]] = {"plain": set(), "collkit run": set()}
-        ompi = find_mpi(shutil.which("mpirun.openmpi"))
+        ompi = find_mpi_of_kind("openmpi")
         cmd = [lmp, "-in", str(melt), "-log", "none", "-nocite"]
         for _ in range(args.runs if ok else 0):
             for how in loop:

@@ -16,7 +16,7 @@ if ! command -v mpicxx.openmpi >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command 
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null) \
     || echo "   (could not install Open MPI: its tests will be skipped)"
 fi
-# Programs collkit did not write, for the interposition library's tests (tests/test_pmpi.py):
+# Programs collkit did not write, for the interposition library's tests (tests/mpi/test_pmpi.py):
 # LAMMPS from Debian (built against Open MPI) and mpi4py built against the pip MPICH (about
 # 3 CPU-minutes). Best effort: without them those tests are skipped with a reason.
 if ! command -v lmp >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -29,7 +29,7 @@ if ! .venv/bin/python -c "import mpi4py" 2>/dev/null; then
   MPICC="$PWD/.venv/bin/mpicc" .venv/bin/python -m pip install -q --no-binary mpi4py mpi4py \
     || echo "   (could not build mpi4py: its test will be skipped)"
 fi
-# mpi4py for Debian's Open MPI (tests/test_mpi4py_face.py): mpi4py >= 4.1's binary wheels carry an
+# mpi4py for Debian's Open MPI (tests/mpi/test_mpi4py_face.py): mpi4py >= 4.1's binary wheels carry an
 # Open MPI build beside the MPICH one (chosen with MPI4PY_MPIABI=openmpi), kept apart from the
 # venv's own mpi4py, which is built against the pip MPICH. Best effort: else skipped with a reason.
 if command -v mpicxx.openmpi >/dev/null 2>&1 && [ ! -f .venv/mpi4py-openmpi/mpi4py/__init__.py ]; then
@@ -37,7 +37,7 @@ if command -v mpicxx.openmpi >/dev/null 2>&1 && [ ! -f .venv/mpi4py-openmpi/mpi4
   .venv/bin/python -m pip install -q --no-deps --only-binary mpi4py --target .venv/mpi4py-openmpi \
     "mpi4py>=4.1" || echo "   (could not install it: the Open MPI mpi4py tests will be skipped)"
 fi
-# Intel MPI from PyPI, for its tests (tests/test_mpi_intel.py), in an environment of its own (its
+# Intel MPI from PyPI, for its tests (tests/mpi/test_mpi_intel.py), in an environment of its own (its
 # mpiexec must not shadow the wheel's). 2021.14: the newest, 2021.19, requires libfabric>=2.6,
 # which pip finds no distribution of. Best effort: else its tests are skipped with a reason.
 if [ ! -x .venv/impi/bin/mpiexec ]; then

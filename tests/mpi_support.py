@@ -3,16 +3,13 @@ once per session, and running them."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from collkit.errors import UnsupportedError
-from collkit.mpi import MPI, Mpich, OpenMpi, build, find_mpi, launch_command, launch_env
-from collkit.mpi.find import wheel_mpiexec
+from collkit.mpi import MPI, build, find_mpi_of_kind, launch_command, launch_env
 
 # Launch timeout: a hang is a failure, never a stuck test run.
 TIMEOUT_S = 120
@@ -20,36 +17,24 @@ TIMEOUT_S = 120
 
 def mpich_or_skip() -> MPI:
     """The PyPI mpich wheel of this Python (the suite's default MPI)."""
-    wheel = wheel_mpiexec()
-    try:
-        mpi = find_mpi(str(wheel) if wheel else None)
-    except UnsupportedError as e:
-        pytest.skip(f"no MPI: {e}")
-    if not isinstance(mpi, Mpich):
-        pytest.skip(f"the default MPI is {mpi.kind}, not the mpich wheel")
-    return mpi
+    return _kind_or_skip("mpich")
 
 
 def openmpi_or_skip() -> MPI:
-    mpirun = shutil.which("mpirun.openmpi") or (
-        shutil.which("ompi_info") and shutil.which("mpirun")
-    )
-    cxx = shutil.which("mpicxx.openmpi")
-    if not mpirun or not cxx:
-        pytest.skip("Open MPI not installed (apt-get install openmpi-bin libopenmpi-dev)")
-    old = {k: os.environ.get(k) for k in ("MPIEXEC", "MPICXX")}
-    os.environ["MPIEXEC"], os.environ["MPICXX"] = str(mpirun), cxx
+    """Debian's Open MPI (scripts/test.sh installs it where it can)."""
+    return _kind_or_skip("openmpi")
+
+
+def intel_or_skip() -> MPI:
+    """Intel MPI from PyPI beside this Python (scripts/test.sh installs it into .venv/impi)."""
+    return _kind_or_skip("intel")
+
+
+def _kind_or_skip(kind: str) -> MPI:
     try:
-        mpi = find_mpi()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    if not isinstance(mpi, OpenMpi):
-        pytest.skip(f"{mpirun} is not Open MPI")
-    return mpi
+        return find_mpi_of_kind(kind)
+    except UnsupportedError as e:
+        pytest.skip(f"no {kind}: {e}")
 
 
 def run_program(

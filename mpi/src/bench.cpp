@@ -353,8 +353,9 @@ void print_row(const Setup& s, const std::string& collective, const std::string&
   }
   Stats st = summarize(m.samples);
   std::printf(
-      ", \"iterations\": %zu, \"late\": %lld, \"min\": %.4f, \"q1\": %.4f, "
-      "\"median\": %.4f, \"q3\": %.4f, \"mean\": %.4f, \"p99\": %.4f, \"max\": %.4f",
+      ", \"iterations\": %zu, \"late\": %lld, \"min_us\": %.4f, \"q1_us\": %.4f, "
+      "\"median_us\": %.4f, \"q3_us\": %.4f, \"mean_us\": %.4f, \"p99_us\": %.4f, "
+      "\"max_us\": %.4f",
       m.samples.size(), m.late, st.min, st.q1, st.median, st.q3, st.mean, st.p99, st.max);
   if (do_validate && !native) std::printf(", \"valid\": %s", done.valid == 1 ? "true" : "false");
   if (!native) std::printf(", \"transport\": \"%s\"", json_escape(ck_transport(s.comm)).c_str());
@@ -531,7 +532,7 @@ int main(int argc, char** argv) {
           Stats st = summarize(m.samples);
           std::printf(
               "{\"kind\": \"block\", \"algorithm\": \"%s\", \"bytes\": %lld, \"round\": %lld, "
-              "\"iterations\": %zu, \"q1\": %.4f, \"median\": %.4f, \"q3\": %.4f, "
+              "\"iterations\": %zu, \"q1_us\": %.4f, \"median_us\": %.4f, \"q3_us\": %.4f, "
               "\"probe_rtt_ns_before\": %s, \"probe_rtt_ns_after\": %s}\n",
               json_escape(label).c_str(), count * s.elem, stp.round, m.samples.size(), st.q1,
               st.median, st.q3, json_number(before).c_str(), json_number(after).c_str());

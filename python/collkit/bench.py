@@ -24,6 +24,7 @@ from collkit.collectives import COLLECTIVES, REDUCTIONS, collective
 from collkit.drift import Block, attach_rounds, load_avg_1m, suspect_reason
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
 from collkit.mpi import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
+from collkit.progress import Ticker
 from collkit.results import STAT_FIELDS, ResultStore, Row
 
 if TYPE_CHECKING:
@@ -132,10 +133,21 @@ def _jobs(c: Campaign) -> list[tuple[list[str], bool]]:
     return jobs + [([a], False) for a in forced]
 
 
+def planned_rows(c: Campaign) -> int:
+    """How many rows the campaign makes (those already in a results file included)."""
+    return len(c.P) * len(c.placements) * len(c.algorithms) * len(c.sizes)
+
+
 def run_campaign(
-    c: Campaign, mpi: MPI, store: ResultStore, progress: ProgressFn | None = None
+    c: Campaign,
+    mpi: MPI,
+    store: ResultStore,
+    progress: ProgressFn | None = None,
+    ticker: Ticker | None = None,
 ) -> list[Row]:
-    """Measures every row of the campaign not yet in `store`; returns the rows it added."""
+    """Measures every row of the campaign not yet in `store`; returns the rows it added.
+    `ticker` (collkit.progress) is advanced by each of the campaign's planned_rows(c) rows, those
+    found in `store` included; the caller plans them (ticker.grow)."""
     bindir = build(mpi, ["collkit_bench"])
     machine = machine_name()
     added: list[Row] = []
@@ -177,6 +189,8 @@ def run_campaign(
                 )
 
             missing = [s for s in c.sizes if any(template(s, a) not in store for a in algos)]
+            if ticker:
+                ticker.advance(len(algos) * (len(c.sizes) - len(missing)), measured=False)
             name = algos[0] if len(algos) == 1 else f"{len(algos)} algorithms interleaved"
             if not missing:
                 if progress:
@@ -223,6 +237,8 @@ def run_campaign(
                     continue  # the native reference of an interleaved job nobody asked for
                 if store.append(row):
                     added.append(row)
+                if ticker:
+                    ticker.advance(1)
                 if progress:
                     progress(f"P={P} {row.algorithm} {row.bytes} B", row)
     store.write_csv()
@@ -347,8 +363,8 @@ def plot(rows: Sequence[Row], path: str | Path | None = None, title: str = "") -
     for (algo, P), rs in sorted(groups.items()):
         rs.sort(key=lambda r: r.bytes)
         x = [max(r.bytes, 1) for r in rs]
-        ax.plot(x, [r.median for r in rs], marker="o", ms=3, label=f"{algo} P={P}")
-        ax.fill_between(x, [r.q1 for r in rs], [r.q3 for r in rs], alpha=0.2)
+        ax.plot(x, [r.median_us for r in rs], marker="o", ms=3, label=f"{algo} P={P}")
+        ax.fill_between(x, [r.q1_us for r in rs], [r.q3_us for r in rs], alpha=0.2)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("bytes per rank")

@@ -60,7 +60,7 @@ class Block:
             str(d["algorithm"]),
             int(d["bytes"]),  # type: ignore[call-overload]
             int(d["round"]),  # type: ignore[call-overload]
-            num(d["median"]),
+            num(d["median_us"]),
             num(d.get("probe_rtt_ns_before")),
             num(d.get("probe_rtt_ns_after")),
         )

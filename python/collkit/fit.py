@@ -104,7 +104,12 @@ def _row_dict(row: Any) -> dict[str, Any]:
     if is_dataclass(row) and not isinstance(row, type):
         return asdict(row)
     if isinstance(row, Mapping):
-        return dict(row)
+        from collkit.results import _new_names
+
+        try:
+            return _new_names(dict(row))  # the statistics' old names (median) read as median_us
+        except InvalidArgumentError as e:
+            raise _bad(str(e)) from None
     raise _bad(f"a result row must be a Row or a mapping, not {type(row).__name__}")
 
 
@@ -131,7 +136,7 @@ def frame(rows: Iterable[Any], stat: str = "median", threshold: int = 128) -> An
         d = _row_dict(row)
         try:  # the row schema's own checks: P true is not 1, 64.9 not 64, a time not negative
             P, nbytes = field_value("P", d["P"]), field_value("bytes", d["bytes"])
-            value = field_value(stat, d.get(stat))
+            value = field_value(f"{stat}_us", d.get(f"{stat}_us"))
         except KeyError as e:
             raise _bad(f"result row without {e}: {_brief(d)}") from None
         except InvalidArgumentError as e:
@@ -545,7 +550,7 @@ def compare(measured: Iterable[Any], predicted: Iterable[Any]) -> Comparison:
     pred: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]] = {}
     for row in predicted:
         d = _row_dict(row)
-        lo, med = float(d.get("min", math.nan)), float(d.get("median", math.nan))
+        lo, med = float(d.get("min_us", math.nan)), float(d.get("median_us", math.nan))
         lo, med = (lo if math.isfinite(lo) else med), (med if math.isfinite(med) else lo)
         if math.isfinite(lo) and lo > 0:
             pred.setdefault(_key(d), {})[str(d.get("allocation", ""))] = (lo, med)
@@ -554,7 +559,7 @@ def compare(measured: Iterable[Any], predicted: Iterable[Any]) -> Comparison:
     for row in measured:
         d = _row_dict(row)
         k = _key(d)
-        lo, med = float(d.get("min", math.nan)), float(d.get("median", math.nan))
+        lo, med = float(d.get("min_us", math.nan)), float(d.get("median_us", math.nan))
         by_alloc = pred.get(k, {})
         p = by_alloc.get(str(d.get("allocation", "")))
         if p is None and len(by_alloc) == 1:

@@ -697,7 +697,7 @@ def run_kernel(
     """Runs collkit_calibrate on two ranks (one per host with `hosts`) and returns its records."""
     from collkit.mpi import build, launch_command, launch_env
 
-    bindir = build(mpi)
+    bindir = build(mpi, ["collkit_calibrate"])
     env, _ = launch_env(mpi, 2, hosts=hosts)
     args = [
         str(bindir / "collkit_calibrate"),

@@ -26,9 +26,12 @@ from collkit.strictjson import unique_keys
 
 SOURCES = ("measured", "simulated")
 
-# Statistics over the per-iteration times (microseconds); for measured rows an iteration's time
-# is the maximum over ranks, as OSU / IMB / ReproMPI report it.
-STAT_FIELDS = ("min", "q1", "median", "q3", "mean", "p99", "max")
+# Statistics over the per-iteration times, in microseconds as their names say; for measured rows
+# an iteration's time is the maximum over ranks, as OSU / IMB / ReproMPI report it.
+STAT_FIELDS = ("min_us", "q1_us", "median_us", "q3_us", "mean_us", "p99_us", "max_us")
+# Row files written before the statistics' names carried their unit (collkit 0.1.0 until the
+# rename) are read alike: each old name is read as its new one (docs/mpi.md, "The row schema").
+OLD_NAMES = {name.removesuffix("_us"): name for name in STAT_FIELDS}
 
 
 @dataclass
@@ -48,13 +51,13 @@ class Row:
     # (why)" (MPI point-to-point only); "" for the MPI's own calls and simulated rows.
     transport: str = ""
     date: str = ""  # ISO 8601, UTC
-    min: float = math.nan
-    q1: float = math.nan
-    median: float = math.nan
-    q3: float = math.nan
-    mean: float = math.nan
-    p99: float = math.nan
-    max: float = math.nan
+    min_us: float = math.nan
+    q1_us: float = math.nan
+    median_us: float = math.nan
+    q3_us: float = math.nan
+    mean_us: float = math.nan
+    p99_us: float = math.nan
+    max_us: float = math.nan
     iterations: int = 0
     warmup: int = 0
     block: int = 1  # operations per timed block
@@ -179,11 +182,27 @@ def _str_value(k: str, v: Any) -> str:
     return v
 
 
+def _new_names(d: dict[str, Any]) -> dict[str, Any]:
+    """`d` with the statistics' old names (median) read as the new ones (median_us); a row that
+    gives both names of one statistic is an error."""
+    if not any(k in OLD_NAMES for k in d):
+        return d
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        new = OLD_NAMES.get(k, k) if isinstance(k, str) else k
+        if new in out or (new != k and new in d):
+            raise InvalidArgumentError(f"'{new}' is given twice (as '{k}', its old name, too)")
+        out[new] = v
+    return out
+
+
 def row_from_dict(d: dict[str, Any]) -> Row:
     """A Row from a dict of the schema's names: unknown names are errors, missing ones default;
-    each value is checked against its field's type (see _int_value, _stat_value)."""
+    each value is checked against its field's type (see _int_value, _stat_value). The
+    statistics' old names (median for median_us: OLD_NAMES) are read as the new ones."""
     if None in d:  # csv.DictReader puts a row's extra columns under None
         raise InvalidArgumentError("a row with more columns than the header")
+    d = _new_names(d)
     unknown = set(d) - set(FIELDS)
     if unknown:
         raise InvalidArgumentError(f"unknown result fields: {', '.join(sorted(map(str, unknown)))}")
@@ -258,6 +277,7 @@ def _parse_row_line(line: str) -> Row:
         raise InvalidArgumentError("not a JSON object") from None
     if not isinstance(d, dict):
         raise InvalidArgumentError("not a JSON object")
+    d = _new_names(d)
     for k in _FLOAT_FIELDS:
         if d.get(k) is None and k in d:
             d[k] = math.nan

@@ -152,7 +152,7 @@ class Validation:
                 iterations=c.samples,
                 settings=f"sync={self.sync}" if self.sync else "",
             )
-            m.min, m.median = c.measured_min, c.measured_median
+            m.min_us, m.median_us = c.measured_min, c.measured_median
             if c.error:
                 m.error = c.error
             s = Row(
@@ -163,7 +163,7 @@ class Validation:
                 settings=f"regime={c.regime}",
                 iterations=1,
             )
-            s.min, s.median = c.predicted_min, c.predicted_median
+            s.min_us, s.median_us = c.predicted_min, c.predicted_median
             out += [m, s]
         return out
 
@@ -315,7 +315,7 @@ def measure(
         raise InvalidArgumentError(f"sync must be one of {', '.join(SYNCS)}, got {sync!r}")
     from collkit.mpi import build, launch_command, launch_env
 
-    bindir = build(mpi)
+    bindir = build(mpi, ["collkit_bench"])
     env, _ = launch_env(mpi, P, hosts=hosts)
     dt = datatype_of(collective)
     samples: dict[tuple[str, int], list[float]] = {}
@@ -459,7 +459,7 @@ def validate_rows(
     cases = []
     for r in measured:
         c = Case(r.collective, r.algorithm, r.P, r.bytes)
-        c.measured_min, c.measured_median, c.samples = r.min, r.median, r.iterations
+        c.measured_min, c.measured_median, c.samples = r.min_us, r.median_us, r.iterations
         try:
             sync = "window" if "sync=window" in (r.settings or "") else "barrier"
             c.predicted_min, c.predicted_median, c.regime = predict(

@@ -1,4 +1,4 @@
-/* Stress of the shared-memory transport's slot reuse (tests/test_shm_mpi.py): many back-to-back
+/* Stress of the shared-memory transport's slot reuse (tests/mpi/test_shm_mpi.py): many back-to-back
  * collkit calls of different collectives, algorithms and sizes (some above the slot size, so
  * MPI and shared memory alternate within one pair) on several communicators, each result checked
  * against the value it must have. The sequence is drawn from one seed, the same on every rank.

@@ -28,6 +28,7 @@ COMMANDS = [
     "validate",
     "tune",
     "run",
+    "report",
     "cluster",
     "tour",
 ]

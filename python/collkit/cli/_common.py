@@ -9,9 +9,9 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from collkit import placement, units
 from collkit.algorithms import Algorithm
@@ -537,9 +537,10 @@ def table(title: str) -> Table:
     return Table(title=title, box=None, title_justify="left")
 
 
-def console() -> Console:
+def console(stderr: bool = False) -> Console:
     """Where the commands print: no highlighter (it crawls over long texts); when stdout is not a
-    terminal, plain text as wide as it needs (a pipe gets whole names, not 80-column folds)."""
+    terminal, plain text as wide as it needs (a pipe gets whole names, not 80-column folds).
+    `stderr`: the same on stderr (progress beside --json output)."""
     from rich.console import Console
 
     class _Console(Console):
@@ -549,6 +550,38 @@ def console() -> Console:
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError
 
-    if sys.stdout.isatty():
-        return _Console(highlight=False)
-    return _Console(highlight=False, width=100_000, no_color=True, soft_wrap=True)
+    if (sys.stderr if stderr else sys.stdout).isatty():
+        return _Console(highlight=False, stderr=stderr)
+    return _Console(highlight=False, width=100_000, no_color=True, soft_wrap=True, stderr=stderr)
+
+
+def add_json_argument(p: argparse.ArgumentParser, what: str = "") -> None:
+    """--json: the command's table or result as JSON lines on stdout (one object a line; messages
+    stay on stderr). Result rows are printed in the one row schema, with the row files' keys."""
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON lines instead of the table: "
+        + (what or "one result row a line, with the row files' keys (docs/results.md)"),
+    )
+
+
+def print_json_lines(items: Iterable[Any]) -> None:
+    """Each item as one line of JSON on stdout: a result Row in the one row schema (as in the
+    row files: NaN as null), anything else through json.dumps (NaN as null too)."""
+    import json
+
+    from collkit.results import Row, row_to_json
+
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and not math.isfinite(x):
+            return None if math.isnan(x) else str(x)
+        if isinstance(x, dict):
+            return {str(k): clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+
+    for item in items:
+        line = row_to_json(item) if isinstance(item, Row) else json.dumps(clean(item))
+        print(line, flush=True)

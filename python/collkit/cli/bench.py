@@ -34,14 +34,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from collkit.algorithms import parse_row_name
-from collkit.bench import DATATYPES, Campaign, plot, run_campaign, run_multicast
+from collkit.bench import DATATYPES, Campaign, planned_rows, plot, run_campaign, run_multicast
 from collkit.cli._common import (
+    add_json_argument,
     add_p_argument,
     check_launchable,
     console,
     input_file,
     parse_bytes,
     parse_rank,
+    print_json_lines,
     split_names,
     table,
 )
@@ -49,6 +51,7 @@ from collkit.collectives import COLLECTIVES, ROOTED
 from collkit.drift import rounds_won
 from collkit.errors import InvalidArgumentError
 from collkit.mpi import MPI, PROGRAMS, build, find_mpi
+from collkit.progress import CampaignProgress
 from collkit.results import ResultStore, Row
 
 NAME = "bench"
@@ -152,6 +155,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="results file (JSON lines; a .csv and a .png go beside it)",
     )
     p.add_argument("--no-plot", action="store_true", help="do not draw the plot")
+    add_json_argument(p)
 
 
 def _print_table(rows: list[Row]) -> None:
@@ -184,7 +188,7 @@ def _print_table(rows: list[Row]) -> None:
             r.algorithm,
             str(r.P),
             str(r.bytes),
-            *(f"{getattr(r, k):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
+            *(f"{getattr(r, f'{k}_us'):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
             str(r.iterations),
             "" if r.valid is None else ("yes" if r.valid else "NO"),
             "" if math.isnan(r.load_avg_1m) else f"{r.load_avg_1m:.1f}",
@@ -256,27 +260,30 @@ def _multicast(args: argparse.Namespace) -> int:
     _build(mpi, ["collkit_multicast"])
     P = args.P[0]
     recs = run_multicast(mpi, P, iterations=args.iters * 5)
-    print(f"multicast of 8 B from rank 0 to b peers, P = {P}, {mpi.version} (µs)")
-    print(f"{'mode':<12} {'b':>3} {'min':>9} {'median':>9} {'q3':>9}")
-    for r in recs:
-        if r["kind"] == "multicast":
-            print(
-                f"{r['mode']!s:<12} {r['b']!s:>3} {r['min']:>9.3f} {r['median']:>9.3f} "
-                f"{r['q3']:>9.3f}"
-            )
-    for r in recs:
-        if r["kind"] == "fit":
-            print(
-                f"{r['mode']}: alpha_p = {r['alpha_p_min']:.3f} (min) {r['alpha_p_median']:.3f} "
-                f"(median), alpha_r = {r['alpha_r_min']:.3f} (min) {r['alpha_r_median']:.3f} "
-                f"(median)   [fit on b = 1..{r['b_max']}]"
-            )
+    if args.json:
+        print_json_lines(recs)
+    else:
+        print(f"multicast of 8 B from rank 0 to b peers, P = {P}, {mpi.version} (µs)")
+        print(f"{'mode':<12} {'b':>3} {'min':>9} {'median':>9} {'q3':>9}")
+        for r in recs:
+            if r["kind"] == "multicast":
+                print(
+                    f"{r['mode']!s:<12} {r['b']!s:>3} {r['min']:>9.3f} {r['median']:>9.3f} "
+                    f"{r['q3']:>9.3f}"
+                )
+        for r in recs:
+            if r["kind"] == "fit":
+                print(
+                    f"{r['mode']}: alpha_p = {r['alpha_p_min']:.3f} (min) "
+                    f"{r['alpha_p_median']:.3f} (median), alpha_r = {r['alpha_r_min']:.3f} (min) "
+                    f"{r['alpha_r_median']:.3f} (median)   [fit on b = 1..{r['b_max']}]"
+                )
     out = Path(args.out.replace("COLLECTIVE", "multicast"))
     out.parent.mkdir(parents=True, exist_ok=True)
     import json
 
     out.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    print(f"wrote {out}")
+    print(f"wrote {out}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -333,15 +340,20 @@ def run(args: argparse.Namespace) -> int:
     print(f"MPI: {mpi.describe()}; results: {out}", file=sys.stderr)
     _build(mpi, ["collkit_bench"])
 
-    def progress(msg: str, row: Row | None) -> None:
-        if row is None:
-            print(msg, file=sys.stderr)
-        elif row.error:
-            print(f"  {row.bytes:>9} B  error: {row.error}", file=sys.stderr)
-        else:
-            print(f"  {row.bytes:>9} B  median {row.median:10.2f} µs", file=sys.stderr)
+    # rows done of rows planned, with an ETA: a bar on a terminal, a line every 10 s otherwise
+    with CampaignProgress("bench", planned_rows(campaign)) as ticker:
 
-    run_campaign(campaign, mpi, store, progress)
+        def progress(msg: str, row: Row | None) -> None:
+            if row is None:
+                ticker.message(msg)
+            elif row.error:
+                ticker.message(f"  {row.bytes:>9} B  error: {row.error}")
+            else:
+                ticker.message(
+                    f"  {row.algorithm} {row.bytes:>9} B  median {row.median_us:10.2f} µs"
+                )
+
+        run_campaign(campaign, mpi, store, progress, ticker)
     sizes = {campaign.count(s) * DATATYPES[campaign.datatype] for s in campaign.sizes}
     rows = [
         r
@@ -353,7 +365,10 @@ def run(args: argparse.Namespace) -> int:
         and r.datatype == campaign.datatype
         and r.mpi == mpi.version
     ]
-    _print_table(rows)
+    if args.json:
+        print_json_lines(sorted(rows, key=lambda r: (r.P, r.bytes, r.algorithm)))
+    else:
+        _print_table(rows)
     if not args.no_plot and rows:
         png = out.with_suffix(".png")
         plot(rows, png, title=f"{campaign.collective}, {mpi.version}")

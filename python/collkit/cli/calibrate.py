@@ -75,6 +75,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
+    from collkit.cli._common import add_json_argument
+
+    add_json_argument(p, "the profile written to --out, on one line (its summary goes to stderr)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         iters, rounds = min(iters, 10), min(rounds, 2)
         executor_sizes = executor_sizes or [64, 4096, 32768, 262144]
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
-    _build(mpi)
+    _build(mpi, ["collkit_calibrate"])
     name = args.name or machine_name().split(" ")[0]
     print(
         f"calibrating '{name}' on {mpi.version}: {len(sizes)} sizes x {rounds} rounds x "
@@ -130,7 +133,14 @@ def run(args: argparse.Namespace) -> int:
             + (["--executor-sizes", ",".join(map(str, executor_sizes))] if executor_sizes else [])
         ),
     )
-    print(prof.summary())
     prof.save(out)
-    print(f"wrote {out}")
+    if args.json:
+        import json
+
+        print(prof.summary(), file=sys.stderr)
+        print(json.dumps(json.loads(prof.to_json())), flush=True)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        print(prof.summary())
+        print(f"wrote {out}")
     return 0

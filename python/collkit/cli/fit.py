@@ -20,12 +20,13 @@ examples:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
 from collkit import fit as F
-from collkit.cli._common import output_dir
+from collkit.cli._common import add_json_argument, output_dir, print_json_lines
 from collkit.errors import InvalidArgumentError, UnsupportedError
 
 NAME = "fit"
@@ -96,6 +97,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="+",
         help="compare the rows with these predicted rows instead of fitting",
     )
+    add_json_argument(
+        p,
+        "one fit a line (formula, group, n, r_squared, adj_r_squared, coefficients, "
+        "predictions); with --against one matched row a line (measured and predicted min_us / "
+        "median_us, their relative differences)",
+    )
 
 
 def read_rows(paths: list[str]) -> list[Any]:
@@ -119,6 +126,21 @@ def read_rows(paths: list[str]) -> list[Any]:
     return rows
 
 
+def fit_json(f: F.FitResult, predictions: list[dict[str, object]]) -> dict[str, object]:
+    """One fit as `collkit fit --json` prints it (the numbers of its table)."""
+    return {
+        "formula": f.formula,
+        "group": f.group,
+        "stat": f.stat,
+        "threshold": f.threshold,
+        "n": f.n,
+        "r_squared": f.r_squared,
+        "adj_r_squared": f.adj_r_squared,
+        "coefficients": [dataclasses.asdict(c) for c in f.coefficients],
+        "predictions": predictions,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     rows = read_rows(args.rows)
     if args.plots is not None:
@@ -132,16 +154,37 @@ def run(args: argparse.Namespace) -> int:
         predicted = read_rows(args.against)
         keep = [r for r in rows if all(str(getattr(r, k, "")) == v for k, v in where.items())]
         c = F.compare(keep, predicted)
-        print(c.table())
-        print(f"\n{len(c.keys)} rows matched, {c.unmatched} without a prediction")
+        if args.json:
+            print_json_lines(
+                {
+                    "collective": coll,
+                    "algorithm": algo,
+                    "P": P,
+                    "bytes": nbytes,
+                    "measured_min_us": float(c.measured_min[i]),
+                    "predicted_min_us": float(c.predicted_min[i]),
+                    "rel_diff_min": float(c.rel_min[i]),
+                    "measured_median_us": float(c.measured_median[i]),
+                    "predicted_median_us": float(c.predicted_median[i]),
+                    "rel_diff_median": float(c.rel_median[i]),
+                }
+                for i, (coll, algo, P, nbytes) in enumerate(c.keys)
+            )
+        else:
+            print(c.table())
+        info = sys.stderr if args.json else sys.stdout
+        print(f"\n{len(c.keys)} rows matched, {c.unmatched} without a prediction", file=info)
         if args.plots:
             F.plot_comparison(c, args.plots / "comparison.png")
-            print(f"wrote {args.plots / 'comparison.png'}")
+            print(f"wrote {args.plots / 'comparison.png'}", file=info)
         return 0
     by = None if args.by is None else ([] if args.by == "none" else args.by.split(","))
     fits = F.fit(rows, args.model, stat=args.stat, threshold=args.threshold, by=by, where=where)
+    info = sys.stderr if args.json else sys.stdout
     for f in fits:
-        print(f.table())
+        if not args.json:
+            print(f.table())
+        predictions: list[dict[str, object]] = []
         for values in args.predict:
             numeric: dict[str, float | str] = {}
             for k, v in values.items():
@@ -151,13 +194,26 @@ def run(args: argparse.Namespace) -> int:
                     raise InvalidArgumentError(f"--predict {k}={v}: not a number") from None
             pr = f.predict(alpha=args.alpha, **numeric)
             at = ", ".join(f"{k}={v}" for k, v in values.items())
-            print(
-                f"\nprediction at {at}: {pr['mean']:.4g} us, "
-                f"{100 * (1 - args.alpha):g}% interval [{pr['lower']:.4g}, {pr['upper']:.4g}]"
+            predictions.append(
+                {
+                    "at": dict(values),
+                    "mean_us": float(pr["mean"]),
+                    "lower_us": float(pr["lower"]),
+                    "upper_us": float(pr["upper"]),
+                    "confidence": 1 - args.alpha,
+                }
             )
-        print()
+            if not args.json:
+                print(
+                    f"\nprediction at {at}: {pr['mean']:.4g} us, "
+                    f"{100 * (1 - args.alpha):g}% interval [{pr['lower']:.4g}, {pr['upper']:.4g}]"
+                )
+        if args.json:
+            print_json_lines([fit_json(f, predictions)])
+        else:
+            print()
     if args.plots:
         for name, fn in (("residuals", F.plot_residuals), ("predicted", F.plot_predicted)):
             fn(fits, args.plots / f"{name}.png")
-            print(f"wrote {args.plots / f'{name}.png'}")
+            print(f"wrote {args.plots / f'{name}.png'}", file=info)
     return 0

@@ -26,12 +26,14 @@ from collkit import units
 from collkit.algorithms import Algorithm
 from collkit.analysis.limits import SEED_001_P, AlphaBetaGamma, format_limit_table, limit_rows
 from collkit.cli._common import (
+    add_json_argument,
     add_p_argument,
     algorithm,
     parse_bytes,
     parse_elem_size,
     parse_per_byte,
     parse_time,
+    print_json_lines,
 )
 from collkit.errors import InvalidArgumentError
 
@@ -77,6 +79,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="bytes per rank at which bandwidths are given (default 1MiB)",
     )
     p.add_argument("--per-p", action="store_true", help="also one line per P")
+    add_json_argument(
+        p,
+        "one (new algorithm, P) a line: collective, new, old, P, limit_count (null: never), "
+        "bw_new_Bps, bw_old_Bps, ratio, ref_bytes and the model's alpha_s, beta_s_per_B, "
+        "gamma_s_per_B",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +101,29 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidArgumentError(f"{a.canonical} is not a {args.collective} algorithm")
     s = units.seconds
     model = AlphaBetaGamma(s(args.alpha), s(args.beta), s(args.gamma))
+    if args.json:
+        print_json_lines(
+            {
+                "collective": args.collective,
+                "new": new.canonical,
+                "old": old.canonical,
+                "P": r.P,
+                "limit_count": r.limit,
+                "bw_new_Bps": r.bw_new,
+                "bw_old_Bps": r.bw_old,
+                "ratio": r.ratio,
+                "ref_bytes": args.ref_bytes,
+                "elem_size": args.elem_size,
+                "alpha_s": model.alpha,
+                "beta_s_per_B": model.beta,
+                "gamma_s_per_B": model.gamma,
+            }
+            for new in news
+            for r in limit_rows(
+                old.canonical, new.canonical, args.P, model, args.ref_bytes, args.elem_size
+            )
+        )
+        return 0
     print(
         f"alpha-beta-gamma model: alpha = {model.alpha:g} s, beta = {model.beta:g} s/B, "
         f"gamma = {model.gamma:g} s/B; counts of {args.elem_size}-byte elements; bandwidth at "

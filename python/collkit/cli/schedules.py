@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import sys
 
 from collkit import units
 from collkit.analysis.recmult import (
@@ -34,10 +35,12 @@ from collkit.analysis.recmult import (
 from collkit.analysis.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES
 from collkit.analysis.recmult.timelines import simulator
 from collkit.cli._common import (
+    add_json_argument,
     add_p_argument,
     parse_bytes,
     parse_per_byte,
     parse_time,
+    print_json_lines,
 )
 from collkit.errors import InvalidArgumentError, UnsupportedError
 
@@ -134,6 +137,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also verify each listed schedule (count 4) with the verifier",
     )
+    add_json_argument(
+        p,
+        "one schedule a line (P, model_rank, schedule, family, model_us, sim_us, sim_rank, "
+        "verified); with --totals one P a line (schedules, by_family)",
+    )
     p.add_argument(
         "--simulate",
         type=int,
@@ -178,6 +186,35 @@ def _simulate(
         )
         out[sched] = float(r.makespan) / 1e3
     return out
+
+
+def _records(
+    rows: list[tuple[int, str, str, float]],
+    sims: dict[str, float] | None,
+    sim_rank: dict[str, int],
+    P: int,
+    verify: bool,
+    by: str,
+) -> tuple[list[dict[str, object]], int]:
+    """The table's rows as `collkit schedules --json` prints them, and the exit status."""
+    status, out = 0, []
+    for i, sched, fam, cost in rows:
+        v = _verify(sched, P) if verify else None
+        status = status or (1 if v == "FAILED" else 0)
+        out.append(
+            {
+                "P": P,
+                "ranked_by": by,
+                "model_rank": i,
+                "schedule": sched,
+                "family": fam,
+                "model_us": cost * 1e6,
+                "sim_us": sims.get(sched) if sims is not None else None,
+                "sim_rank": sim_rank.get(sched),
+                "verified": v,
+            }
+        )
+    return out, status
 
 
 def _table(
@@ -226,10 +263,12 @@ def run(args: argparse.Namespace) -> int:
     model = PipelinedPostal(sec(args.alpha_p), sec(args.alpha_r), sec(args.beta), sec(args.gamma))
     families = tuple(args.family) if args.family else FAMILIES
     status = 0
+    info = sys.stderr if args.json else sys.stdout
     print(
         f"model {args.model}: alpha_p = {model.alpha_p * 1e6:g} us, alpha_r = "
         f"{model.alpha_r * 1e6:g} us, beta = {model.beta * 1e9:g} ns/B, gamma = "
-        f"{model.gamma * 1e9:g} ns/B; n = {args.bytes} B; fan-out <= {args.max_fanout}"
+        f"{model.gamma * 1e9:g} ns/B; n = {args.bytes} B; fan-out <= {args.max_fanout}",
+        file=info,
     )
     for P in args.P:
         if args.totals:
@@ -240,26 +279,43 @@ def run(args: argparse.Namespace) -> int:
                 )
             c = count_schedules(P, args.max_fanout, families)
             parts = ", ".join(f"{k} {v}" for k, v in c.items())
-            print(f"P = {P}: {sum(c.values())} schedules ({parts})")
+            if args.json:
+                print_json_lines([{"P": P, "schedules": sum(c.values()), "by_family": c}])
+            else:
+                print(f"P = {P}: {sum(c.values())} schedules ({parts})")
             continue
         searched = args.search or P > MAX_ENUMERATE_P
         if searched:
             found = search(P, model, args.bytes, args.max_fanout, families)
-            print(f"\nP = {P}: search over {found.candidates} candidates in {found.seconds:.3f} s")
+            print(
+                f"\nP = {P}: search over {found.candidates} candidates in {found.seconds:.3f} s",
+                file=info,
+            )
             ranked = [Ranked(found.schedule, found.family, found.cost, 0)]
         else:
             ranked = rank_schedules(P, model, args.bytes, args.max_fanout, families)
-            print(f"\nP = {P}: {len(ranked)} schedules, best {min(args.top, len(ranked))} by model")
+            print(
+                f"\nP = {P}: {len(ranked)} schedules, best {min(args.top, len(ranked))} by model",
+                file=info,
+            )
         model_rank = _ranks({r.schedule: r.cost * 1e6 for r in ranked})
         sims = None
         if args.simulate > 0 and not searched:
             sims = _simulate([r.schedule for r in ranked[: args.simulate]], P, model, args.bytes)
             if sims is None:
-                print("(no simulated column: the simulator, collkit.simulate, is not built in)")
+                print(
+                    "(no simulated column: the simulator, collkit.simulate, is not built in)",
+                    file=info,
+                )
             elif len(ranked) > len(sims):
-                print(f"(simulated: the model's best {len(sims)} of {len(ranked)})")
+                print(f"(simulated: the model's best {len(sims)} of {len(ranked)})", file=info)
         sim_rank = _ranks(sims) if sims else {}
         rows = [(model_rank[r.schedule], r.schedule, r.family, r.cost) for r in ranked[: args.top]]
+        if args.json:
+            recs, st = _records(rows, sims, sim_rank, P, args.verify, "model")
+            print_json_lines(recs)
+            status = st or status
+            continue
         status = _table(rows, sims, sim_rank, P, args.verify) or status
         if sims and len(sims) > 1:
             by_sim = sorted(

@@ -164,7 +164,9 @@ def run(args: argparse.Namespace) -> int:
         lambda: tour_cluster.step(console, lambda argv: _run(console, argv), out, quick),
     )
     console.print(Rule())
-    console.print(f"results are in [bold]{out}/[/bold]")
+    # the results folder as one page to look at (tables and pictures embedded)
+    failures += _run(console, ["report", str(out)]) != 0
+    console.print(f"results are in [bold]{out}/[/bold] (open {out / 'report.html'} in a browser)")
     for f in sorted(out.rglob("*")):
         if f.is_file():
             console.print(f"  {f}")
@@ -282,7 +284,7 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
                 losing.add(i)
             else:
                 won = rounds_won(row)
-                now = f"{native.median / row.median:.2f}x"
+                now = f"{native.median_us / row.median_us:.2f}x"
                 won_s = f"{sum(won)}/{len(won)}"
                 if row.suspect:
                     verdict = f"[yellow]suspect ({row.suspect}): not used[/yellow]"

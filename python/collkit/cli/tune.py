@@ -37,11 +37,19 @@ import sys
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.cli._common import check_launchable, input_file, output_dir, parse_p_list
+from collkit.cli._common import (
+    add_json_argument,
+    check_launchable,
+    input_file,
+    output_dir,
+    parse_p_list,
+    print_json_lines,
+)
 from collkit.cli.bench import parse_sizes
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
 from collkit.mpi import IMPLEMENTATIONS, build, find_mpi
+from collkit.progress import CampaignProgress
 from collkit.results import ResultStore, Row
 from collkit.tune.campaign import TuneOptions, check_only, measure, simulate_rows
 from collkit.tune.select import Choice, choose, rules
@@ -135,6 +143,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
     p.add_argument("-o", "--out", default="tune-results", help="output folder (tune-results)")
     p.add_argument("--no-plot", action="store_true", help="do not draw tune.png")
+    add_json_argument(
+        p,
+        "one decision per (collective, P, bytes) a line, with the tuning table's keys "
+        "(algorithm, median_us, native_median_us, speedup, p_value, ci95) and the table's "
+        "columns (rounds_won, rounds_compared, mpi_algorithm, note); the rows are in tune.jsonl",
+    )
 
 
 def split_names(text: str) -> list[str]:
@@ -189,6 +203,29 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
             _note(c),
         )
     Console(width=200).print(t)
+
+
+def choice_json(c: Choice) -> dict[str, object]:
+    """One decision as printed by `collkit tune --json`: the keys of a tuning-table rule
+    (collkit.tune.table.Rule) for the one (collective, P, bytes), and the table's columns."""
+    w = c.collkit
+    nan = math.nan
+    return {
+        "collective": c.collective,
+        "P": c.P,
+        "bytes": c.bytes,
+        "source": c.source,
+        "algorithm": w.algorithm if w else "native",
+        "median_us": w.median_us if w else nan,
+        "native_median_us": w.native_median_us if w else nan,
+        "speedup": w.speedup if w else nan,
+        "p_value": w.p_value if w else nan,
+        "ci95": list(w.ci95) if w else [nan, nan],
+        "rounds_won": w.rounds_won if w and w.interleaved else None,
+        "rounds_compared": w.rounds_compared if w and w.interleaved else None,
+        "mpi_algorithm": c.mpi.algorithm if c.mpi else "default",
+        "note": _note(c),
+    }
 
 
 def _note(c: Choice) -> str:
@@ -347,26 +384,34 @@ def run(args: argparse.Namespace) -> int:
     store = ResultStore(out / "tune.jsonl")
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
-    def progress(msg: str, row: Row | None = None) -> None:
-        if row is None:
-            print(msg, file=sys.stderr)
-        elif row.error:
-            print(f"  {row.algorithm} {row.bytes:>9} B  error: {row.error[:80]}", file=sys.stderr)
-
     mpi = None
-    if args.simulate:
-        rows = simulate_rows(opts, args.simulate, params, store, progress)
-        label = f"simulated, {args.simulate}"
-    else:
+    if not args.simulate:
         mpi = find_mpi(args.mpiexec, args.mpi_prefix)
         print(f"MPI: {mpi.describe()}; rows: {store.jsonl}", file=sys.stderr)
-        rows = measure(opts, mpi, store, progress)
-        label = mpi.version
+    # rows done of rows planned, with an ETA: a bar on a terminal, a line every 10 s otherwise
+    with CampaignProgress("tune" + (" (simulated)" if args.simulate else "")) as ticker:
+
+        def progress(msg: str, row: Row | None = None) -> None:
+            if row is None:
+                ticker.message(msg)
+            elif row.error:
+                ticker.message(f"  {row.algorithm} {row.bytes:>9} B  error: {row.error[:80]}")
+
+        if args.simulate:
+            rows = simulate_rows(opts, args.simulate, params, store, progress, ticker)
+            label = f"simulated, {args.simulate}"
+        else:
+            assert mpi is not None
+            rows = measure(opts, mpi, store, progress, ticker)
+            label = mpi.version
     choices = choose(rows, alpha=args.alpha, min_gain=args.min_gain)
     if not choices:
         print("collkit tune: no usable rows (every candidate failed?)", file=sys.stderr)
         return 1
-    _print(choices, label)
+    if args.json:
+        print_json_lines(choice_json(c) for c in choices)
+    else:
+        _print(choices, label)
     table = Table(rules=rules(choices), mpi=label, machine=machine_name(), date=date)
     written = [store.jsonl, store.csv]
     save(table, out / "collkit-tuning.json")

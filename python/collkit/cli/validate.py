@@ -23,7 +23,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from collkit.cli._common import add_p_argument, input_file, split_names
+from collkit.cli._common import (
+    add_json_argument,
+    add_p_argument,
+    input_file,
+    print_json_lines,
+    split_names,
+)
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
 
@@ -89,6 +95,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="predict with the kernel's MPI parameters alone, without the profile's executor "
         "fits (per-call and per-op costs of collkit's executor)",
     )
+    add_json_argument(
+        p,
+        "the rows of PREFIX.jsonl (each case measured and simulated, side by side), with the "
+        "row files' keys; the summary goes to stderr",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -153,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         mpi = find_mpi(args.mpiexec, args.mpi_prefix)
-        _build(mpi)
+        _build(mpi, ["collkit_bench"])
         v = validate(
             prof,
             mpi,
@@ -180,7 +191,11 @@ def run(args: argparse.Namespace) -> int:
             + (["--no-executor"] if args.no_executor else [])
             + ["-o", str(args.out)]
         )
-    print(v.summary())
+    if args.json:
+        print(v.summary(), file=sys.stderr)
+        print_json_lines(v.rows())
+    else:
+        print(v.summary())
     jsonl = out.with_name(out.name + ".jsonl")
     if args.measured is not None and jsonl.resolve() == Path(args.measured).resolve():
         raise InvalidArgumentError("-o would overwrite the --measured rows: give another -o")
@@ -223,5 +238,5 @@ def run(args: argparse.Namespace) -> int:
                 out.with_name(out.name + "-predicted.png"),
             )
         )
-    print("wrote " + ", ".join(map(str, written)))
+    print("wrote " + ", ".join(map(str, written)), file=sys.stderr if args.json else sys.stdout)
     return 0

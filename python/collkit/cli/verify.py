@@ -21,11 +21,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from collkit.algorithms import Algorithm
 from collkit.cli._common import (
+    add_json_argument,
     add_problem_arguments,
     console,
     counts_of,
     input_file,
     placement_of,
+    print_json_lines,
     refuse_problem_options,
 )
 from collkit.cli._common import table as new_table
@@ -67,6 +69,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--file", metavar="PATH", help="verify a saved schedule (text, JSON or GOAL)")
     p.add_argument("-v", "--verbose", action="store_true", help="a row per case, not a summary")
+    add_json_argument(
+        p,
+        "one case a line (algorithm, P, count, root, result: verified / failed / skipped, ops, "
+        "messages, seconds, problems, diagnostics)",
+    )
+
+
+def case_json(
+    r: VerifyResult | None,
+    *,
+    algorithm: str,
+    P: int,
+    count: int,
+    root: int | None,
+    seconds: float | None = None,
+    skipped: str = "",
+) -> dict[str, object]:
+    """One verified (or failed, or skipped) case as `collkit verify --json` prints it."""
+    return {
+        "algorithm": algorithm,
+        "P": P,
+        "count": count,
+        "root": root,
+        "result": "skipped" if r is None else ("verified" if r.ok else "failed"),
+        "ops": r.ops if r else None,
+        "messages": r.messages if r else None,
+        "seconds": seconds,
+        "problems": r.total_problems if r else None,
+        "diagnostics": [str(d) for d in r.diagnostics[:20]] if r else [],
+        "reason": skipped,
+    }
 
 
 def algo_rooted(algo: Algorithm) -> bool:
@@ -95,7 +128,10 @@ def run(args: argparse.Namespace) -> int:
         r = verify(s, commutative=commutative)
         if r.ok and args.in_place:
             r = verify(s, commutative=commutative, in_place=True)
-        out.print(r.summary(), markup=False)
+        if args.json:
+            print_json_lines([case_json(r, algorithm=r.algorithm, P=r.P, count=r.count, root=None)])
+        else:
+            out.print(r.summary(), markup=False)
         return 0 if r.ok else 1
     if args.algorithm is None or args.P is None:
         raise InvalidArgumentError("give ALGO and -P LIST, or --file PATH (see collkit verify -h)")
@@ -118,13 +154,14 @@ def run(args: argparse.Namespace) -> int:
     failures: list[VerifyResult] = []
     skipped: dict[str, list[int]] = {}
     passed: list[tuple[int, int, int, int, float]] = []
+    records: list[dict[str, object]] = []  # every case, for --json
     t_all = time.perf_counter()
     with Progress(
         TextColumn("verifying {task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=out,
+        console=console(stderr=True) if args.json else out,
         transient=True,
     ) as prog:
         task = prog.add_task(algo.canonical, total=len(cases))
@@ -135,18 +172,43 @@ def run(args: argparse.Namespace) -> int:
                 s = algo.generate(P, count, args.elem_size or 8, root, placement=placement)
             except UnsupportedError as e:
                 skipped.setdefault(str(e).split(": ", 1)[-1], []).append(P)
+                records.append(
+                    case_json(
+                        None,
+                        algorithm=algo.canonical,
+                        P=P,
+                        count=count,
+                        root=root if algo_rooted(algo) else None,
+                        skipped=str(e),
+                    )
+                )
                 prog.advance(task)
                 continue
             r = verify(s, commutative=commutative)
             if r.ok and args.in_place:
                 r = verify(s, commutative=commutative, in_place=True)
             dt = time.perf_counter() - t0
+            records.append(
+                case_json(
+                    r,
+                    algorithm=algo.canonical,
+                    P=P,
+                    count=count,
+                    root=root if algo_rooted(algo) else None,
+                    seconds=dt,
+                )
+            )
             if r.ok:
                 passed.append((P, count, r.ops, r.messages, dt))
             else:
                 failures.append(r)
             prog.advance(task)
     elapsed = time.perf_counter() - t_all
+    if args.json:
+        print_json_lines(records)
+        if not records or all(x["result"] == "skipped" for x in records):
+            raise UnsupportedError(f"nothing verified: {algo.canonical} refused every P asked for")
+        return 1 if failures else 0
 
     mode = "commutative" if commutative else "non-commutative (rank order)"
     table = new_table(f"verify {algo.canonical} with a {mode} op")

@@ -27,7 +27,7 @@ from collkit.mpi.face import (
     routed_calls,
     tuned,
 )
-from collkit.mpi.find import IMPLEMENTATIONS, find_mpi, implementation
+from collkit.mpi.find import IMPLEMENTATIONS, KINDS, find_mpi, find_mpi_of_kind, implementation
 from collkit.mpi.intel import IntelMpi
 from collkit.mpi.launch import allocation, cores, launch_command, launch_env, placement_args
 from collkit.mpi.mpich import Mpich
@@ -36,6 +36,7 @@ from collkit.mpi.programs import PROGRAMS, MissingToolError, build, cache_root, 
 
 __all__ = [
     "IMPLEMENTATIONS",
+    "KINDS",
     "MPI",
     "PLACEMENTS",
     "PROGRAMS",
@@ -58,6 +59,7 @@ __all__ = [
     "cache_root",
     "cores",
     "find_mpi",
+    "find_mpi_of_kind",
     "implementation",
     "launch_command",
     "launch_env",

@@ -65,11 +65,14 @@ def _MPI() -> Any:
 
 def _mpi_of_mpi4py() -> Any:
     """The collkit MPI object of the MPI mpi4py runs on: the siblings of the mpicc mpi4py was
-    built with, else collkit's usual choice (find_mpi), which must be the same implementation
-    as the library mpi4py loaded."""
-    from collkit.mpi.find import find_mpi, implementation
+    built with, else collkit's usual choice (find_mpi), else the MPI of the kind mpi4py runs on
+    (find_mpi_of_kind: a binary mpi4py carries no mpicc), which must be the same
+    implementation as the library mpi4py loaded."""
+    from collkit.errors import UnsupportedError
+    from collkit.mpi.find import find_mpi, find_mpi_of_kind, implementation
 
     MPI = _MPI()
+    running = implementation(str(MPI.Get_library_version()))
     mpi4py = importlib.import_module("mpi4py")
     mpicc = str(mpi4py.get_config().get("mpicc", ""))
     d = Path(mpicc).parent if mpicc else None
@@ -77,20 +80,13 @@ def _mpi_of_mpi4py() -> Any:
     if d is not None and (d / "mpiexec").exists():
         cxx = next((d / n for n in ("mpicxx", "mpic++") if (d / n).exists()), None)
         if cxx is not None:
-            old = {k: os.environ.get(k) for k in ("MPIEXEC", "MPICXX")}
-            os.environ["MPIEXEC"], os.environ["MPICXX"] = str(d / "mpiexec"), str(cxx)
-            try:
-                mpi = find_mpi()
-            finally:
-                for k, v in old.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+            mpi = find_mpi(str(d / "mpiexec"), mpicxx=str(cxx))
             mpi.reason = f"the MPI mpi4py was built with ({mpicc})"
     if mpi is None:
         mpi = find_mpi()
-    running = implementation(str(MPI.Get_library_version()))
+    if type(mpi) is not running:
+        with contextlib.suppress(UnsupportedError):
+            mpi = find_mpi_of_kind(running.kind)
     if type(mpi) is not running:
         raise CollkitMPIError(
             f"mpi4py runs on {running.kind} but collkit found {mpi.describe()}: point MPIEXEC "

@@ -57,14 +57,18 @@ def wheel_mpiexec() -> Path | None:
     return venv if venv.exists() else None
 
 
-def find_mpi(mpiexec: str | None = None, prefix: str | None = None) -> MPI:
-    """The MPI to use (see the module's docstring). Raises UnsupportedError if there is none."""
-    cxx: str | None = None
+def find_mpi(
+    mpiexec: str | None = None, prefix: str | None = None, mpicxx: str | None = None
+) -> MPI:
+    """The MPI to use (see the module's docstring). `mpicxx`: the C++ compiler wrapper to build
+    with (default: MPICXX / MPICC, else the one beside mpiexec). Raises UnsupportedError if
+    there is none."""
+    cxx: str | None = mpicxx
     reason = ""
     if prefix:
         bindir = Path(prefix) / "bin"
         mpiexec = mpiexec or str(bindir / "mpiexec")
-        cxx = str(bindir / "mpicxx")
+        cxx = cxx or str(bindir / "mpicxx")
         reason = f"--mpi-prefix {prefix}"
     elif mpiexec:
         reason = "--mpiexec"
@@ -105,3 +109,60 @@ def find_mpi(mpiexec: str | None = None, prefix: str | None = None) -> MPI:
     text = _run([mpiexec, "--version"])
     impl = implementation(text)
     return impl(mpicxx=cxx, mpiexec=mpiexec, version=impl.version_of(text), reason=reason)
+
+
+# The kinds find_mpi_of_kind knows where to look for, beside PATH's choice.
+KINDS = ("mpich", "openmpi", "intel")
+
+
+def intel_mpiexec() -> Path | None:
+    """Intel MPI from PyPI (impi-rt, impi-devel) in this Python's environment, or in the
+    environment of its own that scripts/test.sh makes beside it (`.venv/impi`: its mpiexec must
+    not shadow the mpich wheel's)."""
+    for d in (Path(sys.prefix) / "impi" / "bin", Path(sys.prefix) / "bin"):
+        exe = d / "mpiexec"
+        if exe.exists() and any((d / n).exists() for n in ("mpiicpx", "mpiicpc", "impi_info")):
+            return exe
+    return None
+
+
+def find_mpi_of_kind(kind: str) -> MPI:
+    """The MPI of one kind, whatever is first on PATH (tests and benchmarks that compare MPIs):
+      "mpich":   the PyPI mpich wheel of this Python (`pip install mpich`),
+      "openmpi": Debian's Open MPI (mpirun.openmpi and mpicxx.openmpi), else an Open MPI whose
+                 mpirun and ompi_info are on PATH,
+      "intel":   Intel MPI from PyPI (impi-rt, impi-devel) beside this Python (intel_mpiexec).
+    Raises UnsupportedError saying what to install when there is none, or when what is there
+    turns out to be another implementation."""
+    found: MPI | None = None
+    if kind == "mpich":
+        wheel = wheel_mpiexec()
+        if wheel is None:
+            raise UnsupportedError("the PyPI mpich wheel is not installed here: pip install mpich")
+        found = find_mpi(str(wheel))
+        found.reason = "the PyPI mpich wheel of this Python (MPICH asked for)"
+    elif kind == "openmpi":
+        mpirun, cxx = shutil.which("mpirun.openmpi"), shutil.which("mpicxx.openmpi")
+        if not mpirun and shutil.which("ompi_info"):
+            mpirun, cxx = shutil.which("mpirun"), cxx or shutil.which("mpicxx")
+        if not mpirun or not cxx:
+            raise UnsupportedError(
+                "Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev, or "
+                "module load openmpi)"
+            )
+        found = find_mpi(mpirun, mpicxx=cxx)
+        found.reason = f"Open MPI asked for: {mpirun}"
+    elif kind == "intel":
+        exe = intel_mpiexec()
+        if exe is None:
+            raise UnsupportedError(
+                f"no Intel MPI beside this Python ({sys.prefix}/impi or {sys.prefix}): "
+                "pip install 'impi-rt<2021.15' 'impi-devel<2021.15'"
+            )
+        found = find_mpi(str(exe))
+        found.reason = f"Intel MPI asked for: {exe}"
+    else:
+        raise UnsupportedError(f"MPI kind '{kind}': one of {', '.join(KINDS)}")
+    if found.kind != kind:
+        raise UnsupportedError(f"asked for {kind}, found {found.describe()}")
+    return found

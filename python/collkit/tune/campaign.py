@@ -15,11 +15,12 @@ from collkit.algorithms import Algorithm, algorithms
 from collkit.analysis.bruck import candidate_radixes
 from collkit.analysis.recmult.model import PipelinedPostal
 from collkit.analysis.recmult.rank import rank_schedules
-from collkit.bench import DATATYPES, Campaign, machine_name, run_campaign
+from collkit.bench import DATATYPES, Campaign, machine_name, planned_rows, run_campaign
 from collkit.collectives import REDUCTIONS
 from collkit.drift import MAX_RETRIES
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
+from collkit.progress import Ticker
 from collkit.results import ResultStore, Row
 from collkit.tune.select import latest
 
@@ -104,8 +105,12 @@ def measure(
     mpi: MPI,
     store: ResultStore,
     progress: Callable[[str, Row | None], None] | None = None,
+    ticker: Ticker | None = None,
 ) -> list[Row]:
-    """Runs what the campaign still misses; returns the campaign's rows (old and new)."""
+    """Runs what the campaign still misses; returns the campaign's rows (old and new). Every
+    campaign is planned first, so `ticker` knows the rows to come from the start (re-measured
+    suspects are added when they are found)."""
+    plan: list[Campaign] = []
     for coll in opts.collectives:
         for P in opts.P:
             own = candidates(coll, P, top_k=opts.top_k, nbytes=opts.sizes[0] if opts.sizes else 8)
@@ -113,21 +118,26 @@ def measure(
                 keep = only(coll, opts.only)
                 own = [a for a in own if a in keep] + [a for a in keep if a not in own]
             forced = mpi.native_algorithms(coll) if opts.mpi_algorithms else []
-            c = Campaign(
-                collective=coll,
-                algorithms=["native", *own, *forced],
-                P=[P],
-                sizes=opts.sizes,
-                iterations=opts.iterations,
-                warmup=opts.warmup,
-                max_ms=opts.max_ms,
-                validate=True,
-                raw=True,
-                rounds=opts.rounds,
-                hosts=opts.hosts,
+            plan.append(
+                Campaign(
+                    collective=coll,
+                    algorithms=["native", *own, *forced],
+                    P=[P],
+                    sizes=opts.sizes,
+                    iterations=opts.iterations,
+                    warmup=opts.warmup,
+                    max_ms=opts.max_ms,
+                    validate=True,
+                    raw=True,
+                    rounds=opts.rounds,
+                    hosts=opts.hosts,
+                )
             )
-            run_campaign(c, mpi, store, progress)
-            remeasure_suspects(c, mpi, store, progress)
+    if ticker:
+        ticker.grow(sum(planned_rows(c) for c in plan))
+    for c in plan:
+        run_campaign(c, mpi, store, progress, ticker)
+        remeasure_suspects(c, mpi, store, progress, ticker)
     return campaign_rows(opts, store)
 
 
@@ -136,6 +146,7 @@ def remeasure_suspects(
     mpi: MPI,
     store: ResultStore,
     progress: Callable[[str, Row | None], None] | None = None,
+    ticker: Ticker | None = None,
 ) -> None:
     """Re-measures, interleaved with native again, every candidate whose latest row is suspect
     (collkit.drift), at most drift.MAX_RETRIES times; a resumed campaign reads the attempts from
@@ -168,7 +179,9 @@ def remeasure_suspects(
                 sizes=[nbytes],
                 attempt=attempt,
             )
-            run_campaign(again, mpi, store, progress)
+            if ticker:
+                ticker.grow(planned_rows(again))
+            run_campaign(again, mpi, store, progress, ticker)
 
 
 def campaign_rows(opts: TuneOptions, store: ResultStore) -> list[Row]:
@@ -190,48 +203,62 @@ def simulate_rows(
     params: dict[str, str],
     store: ResultStore,
     progress: Callable[[str], None],
+    ticker: Ticker | None = None,
 ) -> list[Row]:
     """Rows from the simulator for every candidate (marked source = simulated; `mpi` names the
-    model and its parameters)."""
+    model and its parameters). The candidates are listed first, so `ticker` knows every row to
+    come before the first is simulated."""
     from collkit.simulate import Model, simulate
 
     made = Model.make(model, **params)  # bad names fail before any work
     described = made.describe()
     machine = machine_name()
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    plan: list[tuple[str, int, list[str]]] = []
     for coll in opts.collectives:
-        elem = DATATYPES["double" if coll in REDUCTIONS else "char"]
         for P in opts.P:
             own = candidates(coll, P, top_k=opts.top_k)
             if opts.only is not None:
                 keep = only(coll, opts.only)
                 own = [a for a in own if a in keep] + [a for a in keep if a not in own]
-            progress(f"simulating {coll} P={P}: {len(own)} candidates x {len(opts.sizes)} sizes")
-            for algo in own:
-                for size in [0] if coll == "barrier" else opts.sizes:
-                    count = size // elem
-                    row = Row(
-                        collective=coll,
-                        algorithm=algo,
-                        P=P,
-                        bytes=count * elem,
-                        datatype="double" if elem == 8 else "char",
-                        count=count,
-                        source="simulated",
-                        mpi=f"simulated: {described}",
-                        machine=machine,
-                        date=date,
-                    )
-                    if row in store:
-                        continue
-                    try:
-                        res = simulate(algo, P, count=count, elem_size=elem, model=made)
-                        t = res.makespan / 1e3  # ns -> µs
-                        row.min = row.q1 = row.median = row.q3 = row.mean = row.p99 = row.max = t
-                        row.iterations = 1
-                    except CollkitError as e:
-                        row.error = str(e)
-                    store.append(row)
+            plan.append((coll, P, own))
+    if ticker:
+        ticker.grow(
+            sum(len(own) * (1 if coll == "barrier" else len(opts.sizes)) for coll, _, own in plan)
+        )
+    for coll, P, own in plan:
+        elem = DATATYPES["double" if coll in REDUCTIONS else "char"]
+        progress(f"simulating {coll} P={P}: {len(own)} candidates x {len(opts.sizes)} sizes")
+        for algo in own:
+            for size in [0] if coll == "barrier" else opts.sizes:
+                count = size // elem
+                row = Row(
+                    collective=coll,
+                    algorithm=algo,
+                    P=P,
+                    bytes=count * elem,
+                    datatype="double" if elem == 8 else "char",
+                    count=count,
+                    source="simulated",
+                    mpi=f"simulated: {described}",
+                    machine=machine,
+                    date=date,
+                )
+                if row in store:
+                    if ticker:
+                        ticker.advance(1, measured=False)
+                    continue
+                try:
+                    res = simulate(algo, P, count=count, elem_size=elem, model=made)
+                    t = res.makespan / 1e3  # ns -> µs
+                    row.min_us = row.q1_us = row.median_us = row.q3_us = t
+                    row.mean_us = row.p99_us = row.max_us = t
+                    row.iterations = 1
+                except CollkitError as e:
+                    row.error = str(e)
+                store.append(row)
+                if ticker:
+                    ticker.advance(1)
     store.write_csv()
     return [
         r

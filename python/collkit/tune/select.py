@@ -128,13 +128,13 @@ def choose(rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0) -
             sim = [r for r in rs if not is_mpi_algorithm(r.algorithm)]
             if not sim:
                 continue
-            best = min(sim, key=lambda r: r.median)
+            best = min(sim, key=lambda r: r.median_us)
             comps = [
                 Comparison(
                     r.algorithm,
-                    r.median,
+                    r.median_us,
                     math.nan,
-                    best.median / r.median,
+                    best.median_us / r.median_us,
                     math.nan,
                     (math.nan, math.nan),
                 )

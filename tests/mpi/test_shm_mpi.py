@@ -1,0 +1,110 @@
+"""The executor's shared-memory transport (mpi/src/shm.cpp, issue 20) on both MPIs.
+
+The conformance matrix (test_mpi_conformance.py) runs with shared memory on, its default; here:
+that it is on (and off with COLLKIT_SHM=0), checked against the MPI's own calls with peers on and
+off the node (COLLKIT_TEST_RPN makes the executor take the ranks to be on smaller nodes, so a
+schedule mixes shared memory and MPI), with a small slot size (messages of one pair alternate
+between the two transports), and a stress of slot reuse: many back-to-back calls of different
+collectives, algorithms and sizes on several communicators, each result checked."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_mpi_conformance import REFERENCE_ENV, summary
+from test_pmpi import PROGRAMS, launch, mpicc
+
+from collkit.mpi import MPI
+from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
+
+ALGOS = (
+    "allreduce:rd;allreduce:ring;allreduce:rabenseifner;allreduce:hier;bcast:pipeline(seg=16);"
+    "reduce:binomial(seg=64);alltoall:pairwise;alltoall:bruck;allgather:ring;"
+    "barrier:dissemination;reduce_scatter_block:pairwise;gather:binomial;scatter:binomial"
+)
+
+
+def the_mpi(kind: str) -> MPI:
+    return mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
+
+
+def conformance(mpi: MPI, P: int, env: dict[str, str], algos: str = ALGOS) -> str:
+    r = run_program(
+        mpi,
+        built(mpi),
+        P,
+        "collkit_conformance",
+        "--algos",
+        algos,
+        "--level",
+        "quick",
+        # Open MPI's own gather needs its linear algorithm as the reference (see there).
+        env={"COLLKIT_VERBOSE": "1", **REFERENCE_ENV.get((mpi.kind, "gather"), {}), **env},
+        timeout=600,
+    )
+    cases, failures, _ = summary(r.stdout)
+    assert r.returncode == 0 and failures == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    assert cases > 100
+    return r.stderr
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_on_by_default_and_off_with_the_switch(kind: str) -> None:
+    mpi = the_mpi(kind)
+    log = conformance(mpi, 2, {}, "allreduce:rd;bcast:binomial")
+    assert "transport on a communicator of 2 ranks: shm (2 ranks on this node" in log, log[-2000:]
+    log = conformance(mpi, 2, {"COLLKIT_SHM": "0"}, "allreduce:rd;bcast:binomial")
+    assert "transport on a communicator of 2 ranks: p2p (COLLKIT_SHM=0)" in log, log[-2000:]
+    assert "shm (" not in log
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+@pytest.mark.parametrize("order", ["contiguous", "round_robin"])
+def test_peers_on_and_off_the_node(kind: str, order: str) -> None:
+    # 4 ranks on "nodes" of 2: every schedule mixes shared-memory and MPI peers.
+    log = conformance(the_mpi(kind), 4, {"COLLKIT_TEST_RPN": "2", "COLLKIT_TEST_ORDER": order})
+    assert "transport on a communicator of 4 ranks: shm (2 ranks on this node" in log, log[-2000:]
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_one_pair_on_both_transports(kind: str) -> None:
+    # Slots of 64 bytes: within one pair, small messages take the slots and larger ones MPI.
+    log = conformance(the_mpi(kind), 3, {"COLLKIT_SHM_MAX": "64"})
+    assert "slots of 64 B" in log, log[-2000:]
+
+
+@pytest.fixture(scope="module", params=["mpich", "openmpi"])
+def stress(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[MPI, Path]:
+    mpi = the_mpi(str(request.param))
+    bindir = built(mpi)
+    exe = tmp_path_factory.mktemp("stress") / "shm_stress"
+    include = Path(__file__).resolve().parents[2] / "mpi" / "include"
+    subprocess.run(
+        [
+            mpicc(mpi),
+            "-O1",
+            "-I",
+            str(include),
+            "-o",
+            str(exe),
+            str(PROGRAMS / "shm_stress.c"),
+            "-L",
+            str(bindir),
+            "-lcollkit_mpi",
+            f"-Wl,-rpath,{bindir}",
+        ],
+        check=True,
+    )
+    return mpi, exe
+
+
+@pytest.mark.parametrize(("P", "env"), [(2, {}), (4, {"COLLKIT_TEST_RPN": "2"}), (3, {})])
+def test_slot_reuse_under_stress(stress: tuple[MPI, Path], P: int, env: dict[str, str]) -> None:
+    mpi, exe = stress
+    r = launch(mpi, P, [str(exe), "400"], env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "shm_stress ok 400 transport=shm" in r.stdout, r.stdout + r.stderr[-2000:]

@@ -1,0 +1,238 @@
+"""The executor's calibration: the least-squares fit finds known per-call and per-op costs in
+synthetic measurements, the profile keeps them (and reads version 1 without them), the
+predictions of validate add them, and bad executor sections are refused."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import collkit
+from collkit import cli
+from collkit.calibrate_executor import (
+    CALIBRATION_ALGOS,
+    DATATYPE_BYTES,
+    datatype_of,
+    elapsed,
+    executor_threshold,
+    fit_executor,
+    late_start,
+)
+from collkit.errors import InvalidArgumentError
+from collkit.profile import load_profile, profile_from_dict
+from collkit.simulate import Model
+from collkit.validate import largest_message, predict
+from test_profile import make
+
+CALL = 900.0  # ns per call
+EXTRA_O = 400.0  # the executor's cost per send / receive op on top of MPI's o
+EXTRA_REDUCE = 250.0  # ... per reduction op
+SKEW = 400.0  # rank 1 leaves the bench's MPI_Barrier this much after rank 0
+SIZES = (64, 512, 4096, 12288, 32768, 262144)
+
+
+def _synthetic_records(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Calibration records that follow the kernel's LogGOPS with the executor's costs added:
+    `o` larger by EXTRA_O, `reduce_base` by EXTRA_REDUCE, every call CALL more, measured after
+    a barrier that rank 1 leaves SKEW after rank 0."""
+    monkeypatch.delenv("COLLKIT_SHM", raising=False)
+    monkeypatch.delenv("COLLKIT_SHM_MAX", raising=False)
+    p = make()
+    thr, _ = executor_threshold(p.threshold_bytes)
+    out = []
+    for algo in CALIBRATION_ALGOS:
+        coll = algo.split(":")[0]
+        elem = DATATYPE_BYTES[datatype_of(coll)]
+        for s in SIZES:
+            big = largest_message(algo, 2, s // elem, elem)
+            params = p.params("loggops", message_bytes=big, executor=False)
+            if big <= thr:
+                params["S"] = float("inf")
+            params["o"] += EXTRA_O
+            params["reduce_base"] += EXTRA_REDUCE
+            sched = collkit.generate(algo, 2, count=s // elem, elem_size=elem)
+            t = elapsed(sched, Model.make("loggops", **params), SKEW)
+            us = (t + CALL) / 1e3
+            out.append(
+                {
+                    "kind": "executor",
+                    "algorithm": algo,
+                    "P": 2,
+                    "bytes": s,
+                    "min": us,
+                    "median": 1.5 * us,
+                    "samples": 20,
+                    "largest_message": big,
+                }
+            )
+    return out
+
+
+def test_the_fit_finds_the_executors_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = make()
+    recs = _synthetic_records(monkeypatch)
+    ex = fit_executor(p, recs, models=("loggops",))
+    e = ex["min"]
+    assert e["threshold_bytes"] == 16384 and "shared-memory" in e["transport"]
+    assert set(e["regimes"]) == {"eager", "rendezvous"}
+    eager = e["regimes"]["eager"]
+    # The kernel's own parameters miss the executor by a lot; the fitted ones reproduce it.
+    q = eager["fit"]["loggops"]
+    assert q["rms_rel_residual_before"] > 0.3
+    assert q["rms_rel_residual"] < 0.02
+    # ... and find the per-call and per-op costs and the barrier's skew put in (at P = 2 every
+    # case has one L on its path: L and the per-call cost trade, their sum does not).
+    kernel = p.params("loggops", executor=False)
+    lg = eager["loggops"]
+    assert lg["call"] + lg["L"] == pytest.approx(CALL + kernel["L"], rel=0.1)
+    assert lg["barrier_skew"] == pytest.approx(SKEW, rel=0.1)
+    assert lg["o"] - kernel["o"] == pytest.approx(EXTRA_O, rel=0.1)
+    assert lg["reduce_base"] - kernel["reduce_base"] == pytest.approx(EXTRA_REDUCE, rel=0.25)
+    assert e["regimes"]["rendezvous"]["fit"]["loggops"]["rms_rel_residual"] < 0.05
+
+
+def test_without_shared_memory_the_mpi_threshold_splits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLLKIT_SHM", "0")
+    assert executor_threshold(4096.0)[0] == 4096.0
+    monkeypatch.delenv("COLLKIT_SHM")
+    monkeypatch.setenv("COLLKIT_SHM_MAX", "1024")
+    assert executor_threshold(4096.0)[0] == 1024.0
+    assert executor_threshold(4096.0, on_one_node=False)[0] == 4096.0
+
+
+@pytest.fixture(scope="module")
+def fitted() -> Any:
+    with pytest.MonkeyPatch.context() as mp:
+        p = make()
+        p.executor = fit_executor(p, _synthetic_records(mp), models=("loggops", "postal"))
+        return p
+
+
+@pytest.fixture
+def with_executor(fitted: Any) -> Any:
+    return copy.deepcopy(fitted)
+
+
+def test_profile_keeps_the_executor_and_predictions_use_it(
+    with_executor: Any, tmp_path: Path
+) -> None:
+    p = with_executor
+    q = load_profile(p.save(tmp_path / "p.json"))
+    assert q.executor["min"]["regimes"]["eager"]["loggops"] == pytest.approx(
+        p.executor["min"]["regimes"]["eager"]["loggops"]
+    )
+    assert "executor, min" in q.summary()
+    with_ex = q.params("loggops", message_bytes=8)
+    without = q.params("loggops", message_bytes=8, executor=False)
+    assert with_ex["o"] > without["o"] and with_ex["gamma"] == without["gamma"]
+    assert q.call_ns("loggops", message_bytes=8) > 0
+    assert q.call_ns("loggops", message_bytes=8, executor=False) == 0
+    # A model the executor was not fitted with keeps the kernel's parameters.
+    assert q.params("logp") == q.params("logp", executor=False)
+    # validate's prediction: the makespan with the fitted parameters plus the call.
+    mn, _, regime = predict(q, "loggops", "allreduce:rd", 2, 1024, "allreduce")
+    assert regime == "eager"
+    skew = q.barrier_skew_ns("loggops", message_bytes=1024)
+    assert skew > 0
+    sched = collkit.generate("allreduce:rd", 2, count=128, elem_size=8)
+    sim = elapsed(sched, Model.make("loggops", **with_ex), skew)
+    assert mn == pytest.approx((sim + q.call_ns("loggops", message_bytes=1024)) / 1e3)
+    # In windows every rank starts at once: no skew.
+    win, _, _ = predict(q, "loggops", "allreduce:rd", 2, 1024, "allreduce", sync="window")
+    assert win < mn
+    old, _, _ = predict(q, "loggops", "allreduce:rd", 2, 1024, "allreduce", executor=False)
+    assert old < mn
+
+
+def test_a_late_start_delays_the_ranks_but_0() -> None:
+    m = Model.make("loggops", L=500, o=100, g=100)
+    one = collkit.generate("bcast:binomial", 2, count=8, elem_size=1)
+    exchange = collkit.generate("allreduce:rd", 2, count=1, elem_size=8)
+    # A message to a rank that starts late finds it waiting less; an exchange waits longer.
+    assert elapsed(one, m, 300) == pytest.approx(elapsed(one, m) - 300)
+    assert elapsed(exchange, m, 300) == pytest.approx(elapsed(exchange, m) + 300)
+    late, starts = late_start(exchange, 300)
+    assert list(starts) == [0, 300] and late.total_ops == exchange.total_ops + 1
+
+
+def test_version_1_profiles_are_read() -> None:
+    d: dict[str, Any] = json.loads(make().to_json())
+    d["version"] = 1
+    d.pop("executor")
+    assert profile_from_dict(d).executor == {}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.__setitem__("executor", []), "'executor' must be an object"),
+        (lambda d: d["executor"].__setitem__("mean", {}), "no such statistic"),
+        (lambda d: d["executor"]["min"].__setitem__("regimes", {}), "needs 'threshold_bytes'"),
+        (
+            lambda d: d["executor"]["min"]["regimes"]["eager"]["loggops"].pop("call"),
+            "giving exactly",
+        ),
+        (
+            lambda d: d["executor"]["min"]["regimes"]["eager"]["loggops"].__setitem__("o", -1),
+            "must be a number >= 0",
+        ),
+        (lambda d: d["executor"]["min"]["regimes"].__setitem__("warm", {}), "eager or rendezvous"),
+        (lambda d: d.__setitem__("version", 3), "reads versions 1, 2"),
+    ],
+)
+def test_bad_executor_sections_are_refused(with_executor: Any, mutate: Any, message: str) -> None:
+    d = json.loads(with_executor.to_json())
+    bad = copy.deepcopy(d)
+    mutate(bad)
+    with pytest.raises(InvalidArgumentError, match=message):
+        profile_from_dict(bad)
+    profile_from_dict(d)  # the unmutated one is fine
+
+
+def test_validate_measured_before_and_after(
+    with_executor: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from collkit.results import ResultStore, Row, read_jsonl
+    from collkit.validate import validate_rows
+
+    prof = with_executor.save(tmp_path / "p.json")
+    # Measured rows that are the synthetic truth (the executor's costs added) for a ring.
+    recs = [r for r in _synthetic_records(monkeypatch) if r["algorithm"] == "allreduce:ring"]
+    store = ResultStore(tmp_path / "m.jsonl")
+    for r in recs:
+        row = Row(
+            collective="allreduce",
+            algorithm=r["algorithm"],
+            P=2,
+            bytes=r["bytes"],
+            datatype="double",
+            count=r["bytes"] // 8,
+            source="measured",
+            mpi="MPICH x",
+            machine="m",
+            iterations=20,
+        )
+        row.min_us, row.median_us = r["min"], r["median"]
+        store.append(row)
+    rows = read_jsonl(tmp_path / "m.jsonl")
+    after = validate_rows(load_profile(prof), rows)
+    before = validate_rows(load_profile(prof), rows, executor=False)
+    assert after.executor and not before.executor
+    assert after.median_abs_error() < 0.05 < before.median_abs_error()
+    for extra in ([], ["--no-executor"]):
+        out = tmp_path / ("v" + "".join(extra))
+        argv = ["validate", "--profile", str(prof), "--measured", str(tmp_path / "m.jsonl")]
+        assert cli.main([*argv, *extra, "-o", str(out)]) == 0
+        md = out.with_name(out.name + ".md").read_text()
+        assert ("+ executor" in md) == (not extra)
+        assert ("without the executor's costs" in md) == (not extra)
+        png = out.with_name(out.name + "-predicted.png")
+        assert png.read_bytes()[:4] == b"\x89PNG"
+    capsys.readouterr()

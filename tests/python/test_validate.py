@@ -1,0 +1,216 @@
+"""collkit validate: per-case errors, the pair-order figure, rows in the results schema, the
+Fig. 12 picture as a Figure; and (over the mpich wheel) calibrate and validate end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+import pytest
+from matplotlib.figure import Figure
+from test_profile import make
+
+from collkit import cli
+from collkit.errors import InvalidArgumentError
+from collkit.results import read_jsonl
+from collkit.validate import Case, Validation, plot_validation, registry_algorithms
+
+
+def _validation(cases: list[Case]) -> Validation:
+    return Validation(
+        cases=cases, model="loggops", profile=make(), mpi="MPICH x", machine="m", date="d", load=""
+    )
+
+
+def _case(algo: str, nbytes: int, pred: float, meas: float) -> Case:
+    return Case("allreduce", f"allreduce:{algo}", 2, nbytes, pred, 2 * pred, meas, 2 * meas, 10)
+
+
+def test_errors_and_pair_order() -> None:
+    v = _validation(
+        [
+            _case("rd", 8, 1.0, 1.1),  # +10 %
+            _case("ring", 8, 2.0, 1.5),  # -25 %
+            _case("rm", 8, 3.0, 1.12),  # within 5 % of rd: a tie, not counted
+            _case("rd", 64, 1.0, 3.0),
+            _case("ring", 64, 2.0, 2.0),  # the prediction orders rd, ring the other way
+        ]
+    )
+    assert v.cases[0].error_min == pytest.approx(0.1)
+    assert v.cases[1].error_min == pytest.approx(-0.25)
+    good, total, ties = v.pairs("min")
+    # 8 B: (rd, ring) right, (rd, rm) tie, (ring, rm) wrong; 64 B: (rd, ring) wrong.
+    assert (good, total, ties) == (1, 3, 1)
+    assert v.median_abs_error("min") == pytest.approx(
+        sorted([0.1, 0.25, abs(1.12 / 3 - 1), 2.0, 0.0])[2]
+    )
+    summary = v.summary()
+    assert "1/3 (33%; 1 ties)" in summary
+
+
+def test_a_tied_prediction_of_a_distinguishable_pair_is_wrong() -> None:
+    v = _validation([_case("rd", 8, 1.0, 1.0), _case("ring", 8, 1.0, 2.0)])
+    assert v.pairs("min") == (0, 1, 0)
+
+
+def test_rows_put_measured_and_simulated_side_by_side(tmp_path: Path) -> None:
+    v = _validation([_case("rd", 8, 1.0, 1.1), _case("ring", 8, 2.0, 1.5)])
+    rows = v.rows()
+    assert [r.source for r in rows] == ["measured", "simulated"] * 2
+    assert rows[0].key()[1:5] == rows[1].key()[1:5]
+    assert rows[0].min_us == 1.1 and rows[1].min_us == 1.0
+    assert "profile test" in rows[1].mpi
+    from collkit.fit import compare
+
+    c = compare(
+        [r for r in rows if r.source == "measured"], [r for r in rows if r.source == "simulated"]
+    )
+    assert list(c.rel_min) == pytest.approx([v.cases[0].error_min, v.cases[1].error_min])
+
+
+def test_plot_is_a_figure_and_leaves_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[object] = []
+    monkeypatch.setattr(matplotlib, "use", lambda *a, **k: calls.append(a))
+    v = _validation([_case("rd", 8, 1.0, 1.1), _case("rd", 64, 1.0, 0.9)])
+    fig = plot_validation(v)
+    assert isinstance(fig, Figure) and calls == []
+    ys = fig.axes[0].lines[0].get_ydata()
+    assert list(ys) == pytest.approx([10.0, -10.0])
+
+
+def test_predicted_vs_measured_puts_each_case_at_its_two_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from collkit.validate import plot_predicted_vs_measured
+
+    calls: list[object] = []
+    monkeypatch.setattr(matplotlib, "use", lambda *a, **k: calls.append(a))
+    before = _validation([_case("rd", 8, 1.0, 2.0), _case("ring", 8, 3.0, 1.5)])
+    after = _validation([_case("rd", 8, 1.9, 2.0), _case("ring", 8, 1.6, 1.5)])
+    fig = plot_predicted_vs_measured(before, after, labels=["kernel", "executor"])
+    assert isinstance(fig, Figure) and calls == [] and len(fig.axes) == 2
+    ax = fig.axes[1]
+    # After the band and the diagonal, one marker per case at (measured, predicted).
+    pts = [(ln.get_xdata()[0], ln.get_ydata()[0]) for ln in ax.lines[1:]]
+    assert pts == [(2.0, 1.9), (1.5, 1.6)]
+    assert "pairs ordered 1/1" in ax.get_title() and "executor" in ax.get_title()
+    assert "pairs ordered 0/1" in fig.axes[0].get_title()
+    with pytest.raises(InvalidArgumentError, match="one label per validation"):
+        plot_predicted_vs_measured(before, labels=["a", "b"])
+
+
+def test_registry_algorithms_run_on_P() -> None:
+    two = registry_algorithms("allreduce", 2)
+    assert "allreduce:rd" in two and "allreduce:ring" in two
+    assert all(not n.startswith("allreduce:hier") for n in two)
+    three = registry_algorithms("allreduce", 3)
+    assert set(three) <= set(registry_algorithms("allreduce", 4)) | set(three)
+
+
+def test_bad_input_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prof = make().save(tmp_path / "p.json")
+    for argv, msg in (
+        (["validate", "--profile", str(tmp_path / "no.json")], "does not exist"),
+        (["validate", "--profile", str(prof), "--collectives", "allsum"], "unknown 'allsum'"),
+        (["validate", "--profile", str(prof), "-P", "1"], "at least 2 ranks"),
+        (
+            [
+                "validate",
+                "--profile",
+                str(prof),
+                "--algos",
+                "bcast:binomial",
+                "--collectives",
+                "allreduce",
+            ],
+            "is not of allreduce",
+        ),
+        (["validate", "--profile", str(prof), "--rounds", "0"], "--rounds"),
+        (["validate", "--profile", str(prof), "--algos", "rd"], "needs its collective"),
+        (["calibrate", "--iters", "0"], "--iters"),
+        (["calibrate", "--sizes", "8", "-o", str(tmp_path / "x.json")], "two distinct sizes"),
+    ):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert msg in err and "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def mpich() -> object:
+    from mpi_support import built, mpich_or_skip
+
+    mpi = mpich_or_skip()
+    built(mpi)
+    return mpi
+
+
+@pytest.mark.mpi
+def test_calibrate_and_validate_on_mpich(
+    mpich: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prof = tmp_path / "here.json"
+    code = cli.main(
+        [
+            "calibrate",
+            "-o",
+            str(prof),
+            "--sizes",
+            "8,65536",
+            "--executor-sizes",
+            "64,32768",
+            "--iters",
+            "3",
+            "--rounds",
+            "1",
+        ]
+    )
+    assert code == 0
+    d = json.loads(prof.read_text())
+    assert d["format"] == "collkit-profile" and d["mpi"].startswith("MPICH")
+    lg = d["models"]["min"]["eager"]["loggops"]
+    assert lg["o"] > 0 and lg["L"] >= 0
+    assert d["local"]["min"]["gamma"]["double"]["sum"]["gamma"] > 0
+    assert {m["kind"] for m in d["measurements"]} >= {
+        "prtt1",
+        "prttn",
+        "o_s",
+        "o_r",
+        "late",
+        "executor",
+    }
+    ex = d["executor"]["min"]
+    assert ex["regimes"]["eager"]["loggops"]["call"] >= 0
+    assert ex["sizes"] == [64, 32768]
+    out = tmp_path / "v"
+    code = cli.main(
+        [
+            "validate",
+            "--profile",
+            str(prof),
+            "--collectives",
+            "allreduce",
+            "--algos",
+            "rd,ring",
+            "-P",
+            "2",
+            "--sizes",
+            "8,1KiB",
+            "--rounds",
+            "2",
+            "--iters",
+            "3",
+            "-o",
+            str(out),
+        ]
+    )
+    assert code == 0
+    rows = read_jsonl(tmp_path / "v.jsonl")
+    assert len(rows) == 2 * 2 * 2
+    assert {r.source for r in rows} == {"measured", "simulated"}
+    assert all(r.min_us > 0 and r.median_us >= r.min_us for r in rows)
+    # Two rounds pooled (a round may stop early at its time budget).
+    assert all(r.iterations >= 2 for r in rows if r.source == "measured")
+    md = (tmp_path / "v.md").read_text()
+    assert "load" in md and "collkit validate" in md and "allreduce:ring" in md
+    assert (tmp_path / "v.png").read_bytes()[:4] == b"\x89PNG"
