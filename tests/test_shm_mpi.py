@@ -9,7 +9,6 @@ collectives, algorithms and sizes on several communicators, each result checked.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -67,16 +66,6 @@ def test_peers_on_and_off_the_node(kind: str, order: str) -> None:
     # 4 ranks on "nodes" of 2: every schedule mixes shared-memory and MPI peers.
     log = conformance(the_mpi(kind), 4, {"COLLKIT_TEST_RPN": "2", "COLLKIT_TEST_ORDER": order})
     assert "transport on a communicator of 4 ranks: shm (2 ranks on this node" in log, log[-2000:]
-    # 4 ranks on fewer cores: a waiting rank yields soon (the fake nodes do not hide it).
-    if (os.cpu_count() or 1) < 4:
-        assert "yields after 20 us, the machine being oversubscribed)" in log, log[-2000:]
-
-
-def test_waiting_ranks_spin_longer_when_the_job_fits_the_cores() -> None:
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("needs 2 cores")
-    log = conformance(the_mpi("mpich"), 2, {}, "allreduce:rd")
-    assert "a waiting rank yields after 1000 us)" in log, log[-2000:]
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])

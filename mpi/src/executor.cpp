@@ -290,11 +290,12 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   size_t completed = 0;
   const int64_t chunk = max_chunk_elems();
   const int64_t tag_mod = int64_t{a.tag_ub} + 1;
-  // A rank that waits polls for shm->spin_ns() (a 16 KiB copy by the peer takes a few µs; 20 µs
-  // when the job oversubscribes the machine, 1 ms else), then yields the core between polls:
-  // oversubscribed runs must not starve the rank they wait for.
+  // A rank that waits polls for kSpinNs (a 16 KiB copy by the peer takes a few µs), then yields
+  // the core between polls: oversubscribed runs must not starve the rank they wait for. (1 ms
+  // when the job's ranks fit the cores was tried: at load 19-23 from other users it made small
+  // one-way collectives slower on both MPIs; docs/mpi.md.)
   constexpr unsigned kSpins = 64;  // polls between looks at the clock
-  const auto spin_ns = std::chrono::nanoseconds(shm != nullptr ? shm->spin_ns() : 0);
+  constexpr auto kSpinNs = std::chrono::nanoseconds(20000);
   unsigned idle = 0;
   std::chrono::steady_clock::time_point idle_since{};
 
@@ -500,7 +501,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
         const auto now = std::chrono::steady_clock::now();
         if (idle == kSpins) {
           idle_since = now;
-        } else if (now - idle_since > spin_ns) {
+        } else if (now - idle_since > kSpinNs) {
           sched_yield();
         }
       }

@@ -20,10 +20,7 @@ constexpr uint32_t kSlots = 32;     // per channel
 // The largest message through a slot, unless COLLKIT_SHM_MAX says otherwise (bytes). Above it,
 // MPI point-to-point (with its own single-copy paths) is as fast or faster: see docs/mpi.md.
 constexpr int64_t kDefaultSlotBytes = 16384;
-// A waiting rank polls this long before it yields between polls (shm.hpp, spin_ns()).
-constexpr int64_t kSpinNs = 1000000;              // the job's ranks fit the machine's cores
-constexpr int64_t kSpinOversubscribedNs = 20000;  // they do not
-constexpr size_t kBudget = size_t{256} << 20;     // the segment's size at most
+constexpr size_t kBudget = size_t{256} << 20;  // the segment's size at most
 
 size_t round_up(size_t x, size_t to) {
   return (x + to - 1) / to * to;
@@ -36,21 +33,6 @@ int64_t requested_slot_bytes() {
     if (end != v && *end == '\0' && x >= 0) return std::min<long long>(x, int64_t{1} << 30);
   }
   return kDefaultSlotBytes;
-}
-
-// Ranks of this job on this machine: the launcher's count (MPICH's MPI_LOCALNRANKS, Open MPI's
-// OMPI_COMM_WORLD_LOCAL_SIZE) or, failing that, this communicator's ranks sharing memory with
-// this one. Collective over `comm`.
-int ranks_on_machine(MPI_Comm comm) {
-  int n = 1;
-  MPI_Comm shared = MPI_COMM_NULL;
-  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) == MPI_SUCCESS) {
-    PMPI_Comm_size(shared, &n);
-    PMPI_Comm_free(&shared);
-  }
-  for (const char* name : {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"})
-    if (const char* v = std::getenv(name)) n = std::max(n, std::atoi(v));
-  return n;
 }
 
 }  // namespace
@@ -101,15 +83,6 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
       t->local_[static_cast<size_t>(r)] = at;
       if (r == rank) t->me_ = at;
     }
-  }
-  // Oversubscribed when the job's ranks on this machine outnumber its cores (decided on every
-  // rank alike: the largest count of any rank, against its own cores).
-  {
-    const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-    int here = ranks_on_machine(comm) > cores ? 1 : 0, any = 0;
-    PMPI_Allreduce(&here, &any, 1, MPI_INT, MPI_MAX, comm);
-    t->oversubscribed_ = any != 0;
-    t->spin_ns_ = t->oversubscribed_ ? kSpinOversubscribedNs : kSpinNs;
   }
   if (largest < 2) {
     why = "no two ranks share a node";
@@ -213,9 +186,7 @@ ShmTransport::~ShmTransport() {
 
 std::string ShmTransport::describe() const {
   return "shm (" + std::to_string(n_) + " ranks on this node; " + std::to_string(k_) +
-         " slots of " + std::to_string(slot_bytes_) + " B per pair; larger messages on MPI; " +
-         "a waiting rank yields after " + std::to_string(spin_ns_ / 1000) + " us" +
-         (oversubscribed_ ? ", the machine being oversubscribed)" : ")");
+         " slots of " + std::to_string(slot_bytes_) + " B per pair; larger messages on MPI)";
 }
 
 // The free stamps are one cache line apart; `free` points at stamp 0.

@@ -43,12 +43,6 @@ class ShmTransport {
     return bytes <= slot_bytes_ && local_[static_cast<size_t>(peer)] >= 0;
   }
   int64_t slot_bytes() const { return slot_bytes_; }
-  // How long a waiting rank polls before it yields the core between polls: long when the job's
-  // ranks on this node fit its cores (yielding then hands the core to another user's process
-  // and the rank waits a time slice for it back), short when they do not (the rank waited for
-  // may need this core), as Open MPI's mpi_yield_when_idle follows oversubscription.
-  int64_t spin_ns() const { return spin_ns_; }
-  bool oversubscribed() const { return oversubscribed_; }
   int node_size() const { return n_; }
   std::string describe() const;
 
@@ -76,11 +70,9 @@ class ShmTransport {
     return reinterpret_cast<std::atomic<uint64_t>*>(slot);
   }
 
-  int n_ = 0, me_ = 0;      // ranks on this node, this rank's index among them
-  uint32_t k_ = 0;          // slots per channel
-  int64_t slot_bytes_ = 0;  // the largest message a slot takes
-  int64_t spin_ns_ = 0;
-  bool oversubscribed_ = false;
+  int n_ = 0, me_ = 0;             // ranks on this node, this rank's index among them
+  uint32_t k_ = 0;                 // slots per channel
+  int64_t slot_bytes_ = 0;         // the largest message a slot takes
   size_t stride_ = 0;              // bytes from one slot to the next
   std::vector<int> local_;         // comm rank -> index on this node, -1 off the node
   std::vector<Channel> out_, in_;  // by the peer's index on the node
