@@ -159,8 +159,8 @@ def header(title: str, mpi: MPI, argv: list[str] | None, extra: list[str]) -> li
         "",
         f"- machine: {machine_name()}, {platform.system()} {platform.release()}, "
         f"{len(os.sched_getaffinity(0))} cores shared with other developers",
-        f"- load average when it ran: {' '.join(load)} (before; the machine is busy: read ratios, "
-        "measured interleaved, rather than absolute times)",
+        f"- load average when it ran: {' '.join(load)} (as the report was written; the machine "
+        "is busy: read ratios, measured interleaved, rather than absolute times)",
         f"- MPI: {mpi.version}",
         f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='minutes')}",
         f"- command: `.venv/bin/python benchmarks/{Path(__file__).name} "
