@@ -150,8 +150,8 @@ def header(title: str, mpi: MPI, argv: list[str] | None, extra: list[str]) -> li
         "",
         f"- machine: {machine_name()}, {platform.system()} {platform.release()}, "
         f"{len(os.sched_getaffinity(0))} cores shared with other developers",
-        f"- load average when it ran: {' '.join(load)} (before; the machine is busy: read ratios, "
-        "measured interleaved, rather than absolute times)",
+        f"- load average when it ran: {' '.join(load)} (as the report was written; the machine "
+        "is busy: read ratios, measured interleaved, rather than absolute times)",
         f"- MPI: {mpi.version}",
         f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='minutes')}",
         f"- command: `.venv/bin/python benchmarks/{Path(__file__).name} "
@@ -162,7 +162,9 @@ def header(title: str, mpi: MPI, argv: list[str] | None, extra: list[str]) -> li
 
 
 def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
-    env, _ = launch_env(mpi, a.np)
+    # --shm-max: the slot size of the `shm` variant for this job (COLLKIT_SHM_MAX), to find where
+    # shared memory stops beating MPI point-to-point.
+    env, _ = launch_env(mpi, a.np, {"COLLKIT_SHM_MAX": str(a.shm_max)} if a.shm_max else None)
     sizes = parse_sizes(a.sizes if a.sizes != DEFAULT_SIZES else "8,64,512,4KiB,16KiB,64KiB")
     cmd = launch_command(
         mpi,
@@ -193,7 +195,13 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
         mpi,
         argv,
         [
-            f"- P = {a.np}; load {' '.join(load_before)} before, {' '.join(load_after)} after",
+            f"- P = {a.np}; load {' '.join(load_before)} before, {' '.join(load_after)} after"
+            + (
+                " (oversubscribed: not a measurement of speed)"
+                if a.np > (os.cpu_count() or 1)
+                else ""
+            ),
+            *([f"- COLLKIT_SHM_MAX={a.shm_max} (the slot size of `shm`)"] if a.shm_max else []),
             "- each round: a block of back-to-back calls per variant (the order rotated every "
             "round), the per-call time of a block being the maximum over ranks; medians over "
             "rounds, ratios per round then their median",
@@ -344,6 +352,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default=DEFAULT_SIZES)
     p.add_argument("--shm", action="store_true", help="the shared-memory transport's table")
     p.add_argument("--segments", action="store_true", help="time per segment, seg=16")
+    p.add_argument(
+        "--shm-max",
+        type=int,
+        default=0,
+        help="--shm: COLLKIT_SHM_MAX for the job (bytes; default: the built-in slot size)",
+    )
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument(
         "--max-segments", type=int, default=1 << 20, help="--segments: the largest row (1 Mi)"

@@ -178,9 +178,11 @@ void prepare_shm(Plan& plan, const ShmTransport& shm) {
   plan.shm_received.assign(recvs.begin(), recvs.end());
 
   // Fusion: a shared-memory receive into scratch whose one successor is a reduce of exactly that
-  // region, waiting on nothing else, where no other op reads the region: the reduce reads the
-  // slot, and the scratch is never written. (The schedule is race-free, as the verifier proves,
-  // so nothing reads the reduce's output before it would have run.)
+  // region, where no other op reads the region: when the data arrives and the reduce waits on
+  // nothing else by then (rd's reduce also waits on its send, done long before the peer's data
+  // comes), the reduce reads the slot and the scratch is never written; else the receive copies
+  // as usual and the reduce runs later. (The schedule is race-free, as the verifier proves, so
+  // nothing reads the reduce's output before it would have run.)
   struct Reader {
     BufId buf;
     int64_t off, end;
@@ -212,8 +214,7 @@ void prepare_shm(Plan& plan, const ShmTransport& shm) {
     if (next.size() != 1) continue;
     const uint32_t j = next[0];
     const Op& r = plan.ops[j];
-    if (r.kind != OpKind::reduce || plan.num_deps[j] != 1 || r.src != op.buf ||
-        r.src_off != op.off || r.len != op.len)
+    if (r.kind != OpKind::reduce || r.src != op.buf || r.src_off != op.off || r.len != op.len)
       continue;
     // The readers of the region: only j (a few looks at most, else not fused).
     auto k = static_cast<size_t>(std::lower_bound(readers.begin(), readers.end(),
@@ -226,7 +227,7 @@ void prepare_shm(Plan& plan, const ShmTransport& shm) {
       if (x.end > op.off && x.op != j) alone = false;
       if (++looks == 8) alone = false;
     }
-    if (alone) plan.fused[i] = plan.fused[j] = 1;
+    if (alone) plan.fused[i] = 1;
   }
 }
 
@@ -278,6 +279,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
 
   plan.remaining.assign(plan.num_deps.begin(), plan.num_deps.end());
   plan.pending.assign(n, 0);
+  plan.done_early.assign(n, 0);
   // Ready ops run in the order they became ready (first in, first out), roots in program order:
   // a pipeline then posts segment 0 first, as its peers expect to use it first.
   plan.ready.assign(plan.roots.begin(), plan.roots.end());
@@ -289,7 +291,9 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   const int64_t chunk = max_chunk_elems();
   const int64_t tag_mod = int64_t{a.tag_ub} + 1;
   // A rank that waits polls for kSpinNs (a 16 KiB copy by the peer takes a few µs), then yields
-  // the core between polls: oversubscribed runs must not starve the rank they wait for.
+  // the core between polls: oversubscribed runs must not starve the rank they wait for. (1 ms
+  // when the job's ranks fit the cores was tried: at load 19-23 from other users it made small
+  // one-way collectives slower on both MPIs; docs/mpi.md.)
   constexpr unsigned kSpins = 64;  // polls between looks at the clock
   constexpr auto kSpinNs = std::chrono::nanoseconds(20000);
   unsigned idle = 0;
@@ -343,11 +347,13 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     const uint64_t q = shm->received[peer] + plan.shm_seq[i];
     const std::byte* slot = shm->recv_slot(op.peer, q);
     if (slot == nullptr) return false;
-    if (fuse && plan.fused[i]) {
-      // The reduce that waits on this receive alone, straight out of the slot.
-      const Op& r = plan.ops[plan.succ.of(i)[0]];
+    const uint32_t j = fuse && plan.fused[i] ? plan.succ.of(i)[0] : 0;
+    if (fuse && plan.fused[i] && plan.remaining[j] == 1) {
+      // The reduce now waits on this receive alone: straight out of the slot.
+      const Op& r = plan.ops[j];
       rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len, r.side, a,
                         st);
+      plan.done_early[j] = 1;
     } else if (t.dense_run(op.len)) {
       if (bytes > 0) std::memcpy(offset(p, t.true_lb), slot, bytes);
     } else {
@@ -440,7 +446,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
           continue;  // completes below
         }
         case OpKind::reduce:
-          if (fuse && plan.fused[i]) break;  // done by its receive, out of the slot
+          if (plan.done_early[i]) break;  // done by its receive, out of the slot
           rc = reduce_local(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
                             op.len, op.side, a, st);
           break;

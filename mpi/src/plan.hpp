@@ -39,8 +39,9 @@ struct Plan {
   // plan runs with it (shm_bytes: the slot size it was computed for, -1 before).
   static constexpr uint32_t kViaMpi = UINT32_MAX;
   int64_t shm_bytes = -1;
-  std::vector<uint32_t> shm_seq;  // send / recv: index among the pair's shm messages, or kViaMpi
-  std::vector<uint8_t> fused;     // recv: reduces out of the slot; reduce: done by its recv
+  std::vector<uint32_t> shm_seq;    // send / recv: index among the pair's shm messages, or kViaMpi
+  std::vector<uint8_t> fused;       // recv: may reduce out of the slot (see executor.cpp)
+  std::vector<uint8_t> done_early;  // per run: a reduce its receive did out of the slot
   std::vector<std::pair<int32_t, uint32_t>> shm_sent, shm_received;  // per peer: messages
 };
 
