@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_mpi_conformance import REFERENCE_ENV, defaults, runs_at, summary
 
 from collkit.collectives import COLLECTIVES
 from collkit.mpi import MPI
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
-from test_mpi_conformance import REFERENCE_ENV, defaults, runs_at, summary
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 # Counts 0, 1, P-1 and one no P divides: the quick set's non-blocking runs stay short.

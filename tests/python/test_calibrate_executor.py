@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_profile import make
 
 import collkit
 from collkit import cli
@@ -26,7 +27,6 @@ from collkit.errors import InvalidArgumentError
 from collkit.profile import load_profile, profile_from_dict
 from collkit.simulate import Model
 from collkit.validate import largest_message, predict
-from test_profile import make
 
 CALL = 900.0  # ns per call
 EXTRA_O = 400.0  # the executor's cost per send / receive op on top of MPI's o
