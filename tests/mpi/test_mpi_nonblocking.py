@@ -21,7 +21,7 @@ from collkit.collectives import COLLECTIVES
 from collkit.mpi import MPI
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
 
-PROGRAMS = Path(__file__).resolve().parent / "programs"
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 # Counts 0, 1, P-1 and one no P divides: the quick set's non-blocking runs stay short.
 COUNTS = "0,1,P-1,13"
 
