@@ -161,6 +161,14 @@ def header(title: str, mpi: MPI, argv: list[str] | None, extra: list[str]) -> li
     ]
 
 
+def write_report(name: str, lines: list[str]) -> int:
+    """Print the report and keep it as benchmarks/results/NAME.md."""
+    report = "\n".join(lines) + "\n"
+    print(report)
+    (RESULTS / f"{name}.md").write_text(report)
+    return 0
+
+
 def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
     # --shm-max: the slot size of the `shm` variant for this job (COLLKIT_SHM_MAX), to find where
     # shared memory stops beating MPI point-to-point.
@@ -240,10 +248,7 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
                 f"{r['shm_min_ns']:.0f} | {r['p2p_min_ns']:.0f} | "
                 f"{r['shm_min_ns'] / r['native_min_ns']:.2f} |"
             )
-    report = "\n".join(lines) + "\n"
-    print(report)
-    (RESULTS / f"{name}.md").write_text(report)
-    return 0
+    return write_report(name, lines)
 
 
 def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
@@ -336,10 +341,7 @@ def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] 
             f"{min(xs):.1f} | {max(xs):.1f} | {med / base:.2f} |"
         )
     name = a.out or f"executor-segments-{a.mpi}"
-    report = "\n".join(lines) + "\n"
-    print(report)
-    (RESULTS / f"{name}.md").write_text(report)
-    return 0
+    return write_report(name, lines)
 
 
 DEFAULT_SIZES = "8,1KiB,16KiB,1MiB"
@@ -443,10 +445,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(y for _, y in ms):.2f} | {statistics.median(rs):.2f} | "
             f"{min(rs):.2f} | {max(rs):.2f} |"
         )
-    report = "\n".join(lines) + "\n"
-    print(report)
-    (RESULTS / f"{name}.md").write_text(report)
-    return 0
+    return write_report(name, lines)
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def measure_executor(
 ) -> list[dict[str, Any]]:
     """The calibration set measured with the bench driver (interleaved rounds, as validate
     measures): one record per (algorithm, bytes), times in µs as the kernel writes them."""
-    from collkit.validate import largest_message, measure
+    from collkit.validate import element_sizes, largest_message, measure
 
     by_coll: dict[str, list[str]] = {}
     for a in algorithms:
@@ -130,7 +130,7 @@ def measure_executor(
     out: list[dict[str, Any]] = []
     for coll, names in by_coll.items():
         elem = DATATYPE_BYTES[datatype_of(coll)]
-        szs = sorted({max(elem, s - s % elem) for s in sizes})
+        szs = element_sizes(coll, sizes)
         got = measure(
             mpi,
             coll,

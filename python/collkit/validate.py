@@ -291,6 +291,12 @@ def predict(
     return out[0], out[1], regime
 
 
+def element_sizes(collective: str, sizes: Sequence[int]) -> list[int]:
+    """The sizes rounded down to whole elements of the collective's datatype (one at least)."""
+    elem = DATATYPE_BYTES[datatype_of(collective)]
+    return sorted({max(elem, s - s % elem) for s in sizes})
+
+
 def measure(
     mpi: MPI,
     collective: str,
@@ -398,9 +404,7 @@ def validate(
         names = (algos or {}).get(coll) or registry_algorithms(coll, p)
         if not names:
             continue
-        dt = datatype_of(coll)
-        elem = DATATYPE_BYTES[dt]
-        szs = sorted({max(elem, s - s % elem) for s in sizes})
+        szs = element_sizes(coll, sizes)
         measured = measure(
             mpi,
             coll,
