@@ -286,10 +286,10 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     }
   }
 
-  plan.state.assign(plan.num_deps.begin(), plan.num_deps.end());
+  plan.state.assign(plan.start_state.begin(), plan.start_state.end());
   // Ready ops run in the order they became ready (first in, first out), roots in program order:
   // a pipeline then posts segment 0 first, as its peers expect to use it first.
-  plan.ready.assign(plan.roots.begin(), plan.roots.end());
+  plan.ready.assign(plan.start.begin(), plan.start.end());
   size_t ready_head = 0;
   st.reqs.clear();
   st.req_op.clear();

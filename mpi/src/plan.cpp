@@ -101,6 +101,16 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
       p.msg_op[p.win_begin[w] + s.seq] = static_cast<uint32_t>(i);
     }
   }
+  p.start_state = p.num_deps;
+  for (const uint32_t i : p.roots) {
+    const Step& s = p.steps[i];
+    const bool message = s.kind == OpKind::send || s.kind == OpKind::recv;
+    if (p.windowed && message && s.seq >= kMessageWindow) {
+      p.start_state[i] |= Plan::kHeld;
+    } else {
+      p.start.push_back(i);
+    }
+  }
   p.state.reserve(n);
   p.ready.reserve(n);
   return p;

@@ -51,6 +51,12 @@ struct Plan {
   std::vector<uint32_t> succ_list;
   std::vector<uint32_t> state;  // per run: deps left, then requests pending; flag bits above
   std::vector<uint32_t> ready;
+  // How a run starts: the state words (num_deps, with kHeld on the roots that are messages past
+  // their pair's window, which every run holds back at its start) and the roots it starts with.
+  // So a run never visits the held-back roots until the window lets them in: at 1 Mi segments a
+  // first pass over them read every record twice (a cache miss each time, issue 27 item 5).
+  std::vector<uint32_t> start_state;
+  std::vector<uint32_t> start;
   static constexpr uint32_t kCount = 0x3fffffff;  // state: the count
   static constexpr uint32_t kHeld = 0x40000000;   // state: held back by the pair's window
   static constexpr uint32_t kEarly = 0x80000000;  // state: a reduce its receive did early
