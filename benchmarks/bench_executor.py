@@ -17,8 +17,11 @@ shared-memory transport's slots, beside the MPI's MPI_Sendrecv and native MPI_Al
 same job), then per collective and size the MPI's native default, collkit with shared memory and
 collkit without it (a communicator set up with COLLKIT_SHM=0), interleaved round by round, as
 ratios of medians (benchmarks/results/executor-shm-<mpi>.md). --segments times
-reduce:binomial(seg=16) and bcast:pipeline(seg=16) from 1 Ki to 1 Mi segments and reports the
-time per segment (benchmarks/results/executor-segments-<mpi>.md).
+reduce:binomial(seg=16) and bcast:pipeline(seg=16) from 1 Ki to 1 Mi segments in one job, with
+shared memory, without, and the floor (the same bytes through a local reduce / copy), and
+reports the time per segment and the executor's overhead (collkit - floor)
+(benchmarks/results/executor-segments-<mpi>.md). collkit_bench_shm --exchange (run by hand,
+docs/mpi.md) times a two-way exchange through the slots.
 
 One job per (pair, repeat) runs collkit_bench with both the collkit algorithm and the native call
 (its algorithm forced through MPIR_CVAR_<COLL>_INTRA_ALGORITHM or Open MPI's coll_tuned dynamic
