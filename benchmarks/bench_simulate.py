@@ -122,7 +122,7 @@ print(json.dumps({"ops": r.ops, "cpu_s": r.load_cpu_seconds + r.run_cpu_seconds,
 """
 
 
-def memory_rows(max_lg: int) -> list[str]:
+def memory_rows(max_lg: int, min_lg: int = 16) -> list[str]:
     from collkit.simulate import memory_estimate
 
     header = (
@@ -131,7 +131,7 @@ def memory_rows(max_lg: int) -> list[str]:
     )
     rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
     print(header, flush=True)
-    for lg in range(16, max_lg + 1):
+    for lg in range(min_lg, max_lg + 1):
         for model in ("loggops", "postal"):
             for algo in ("allreduce:rd", "allreduce:rabenseifner", "bcast:binomial"):
                 P = 1 << lg
@@ -423,6 +423,7 @@ def main() -> int:
     ap.add_argument("--against", help="suite compare: a folder holding the other build's collkit")
     ap.add_argument("--rounds", type=int, default=5, help="suite compare: A B rounds")
     ap.add_argument("--max-lg", type=int, default=20, help="suite memory: the largest lg P")
+    ap.add_argument("--min-lg", type=int, default=16, help="suite memory: the smallest lg P")
     ap.add_argument(
         "--limit", type=float, default=120.0, help="suite all: seconds before a command is stopped"
     )
@@ -449,7 +450,7 @@ def main() -> int:
         return 0
     if args.suite == "memory":
         load0 = os.getloadavg()[0]
-        rows = memory_rows(args.max_lg)
+        rows = memory_rows(args.max_lg, args.min_lg)
         load1 = os.getloadavg()[0]
         note = (
             "Peak RSS (ru_maxrss) of a fresh process running `collkit.simulate(ALGO, P, count=1, "
@@ -457,7 +458,7 @@ def main() -> int:
             f"ops: the schedule's, est ops: the estimate's count. Load average {load0:.1f} at "
             f"the start and {load1:.1f} at the end (2 cores shared)."
         )
-        return write(args, rows, note, f" --suite memory --max-lg {args.max_lg}")
+        return write(args, rows, note, f" --suite memory --min-lg {args.min_lg} --max-lg {args.max_lg}")
     if args.suite == "compare":
         if not args.against or not (Path(args.against) / "collkit").is_dir():
             ap.error("--suite compare needs --against DIR, a folder holding a collkit package")
