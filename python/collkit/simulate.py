@@ -60,7 +60,8 @@ Time = float | int | str
 # The model parameters come from the one table in the C++ core (sim/model.hpp): name, unit
 # ("ns", "ns/B" or "B"), meaning, default, and the models that use each.
 _PARAMS: list[dict[str, Any]] = list(_core.model_params())
-_ALL_MODELS = ("postal", "pipelined_postal", "logp", "loggp", "loggops")
+# The models, as the core registers them (one file each under core/src/sim/models/).
+_ALL_MODELS = tuple(str(m["name"]) for m in _core.models())
 LOCAL_PARAMS: dict[str, float] = {
     p["name"]: float(p["default"]) for p in _PARAMS if len(p["models"]) == len(_ALL_MODELS)
 }
