@@ -11,8 +11,11 @@ Suites:
   op count and the generator's time per rank measured at smaller P (what makes it slow).
 - `export`: `collkit export ALGO -P N -o x.{goal,json}` and to stdout (streamed) at growing P:
   peak RSS should not grow with P.
-- `import`: `collkit simulate --file x.{txt,goal,json}` of allreduce:rd saved at growing P: peak
-  RSS should not grow with P for text and collkit's GOAL (streamed); JSON is loaded whole.
+- `import`: `collkit simulate --file x.{txt,goal,json}` of allreduce:rd saved at `--lg` (lg P,
+  default 12,15,17), and plain GOAL files shaped as Schedgen writes them (rd, dissemination,
+  binomial bcast: collkit's GOAL export without its comment lines, so messages pair by tag):
+  peak RSS should not grow with P (every format streams; a plain GOAL file is read twice) and
+  a 2^20-rank rd GOAL file should take <= 4 s, a plain one <= 1 GB.
 - `large`: the whole command at P = 2^24 for allreduce:rd, allreduce:rabenseifner and
   bcast:binomial (goal: peak RSS < 8 GiB), with the peak RSS per rank.
 - `memory`: peak RSS of `collkit.simulate` (the whole process, each case fresh) against
@@ -295,27 +298,62 @@ def export_rows() -> list[str]:
     return rows
 
 
-def import_rows() -> list[str]:
+# The import suite's files: collkit's own exports of allreduce:rd in every format, and plain
+# GOAL files shaped as LogGOPSim's Schedgen writes them (no collkit comments, so the reader pairs
+# the messages by tag): collkit's GOAL export with its comment lines stripped, for allreduce:rd
+# (recursive doubling), barrier:dissemination and bcast:binomial.
+IMPORT_FILES = [
+    ("allreduce:rd", "txt"),
+    ("allreduce:rd", "json"),
+    ("allreduce:rd", "goal"),
+    ("allreduce:rd", "plain.goal"),
+    ("barrier:dissemination", "plain.goal"),
+    ("bcast:binomial", "plain.goal"),
+]
+
+
+def write_import_file(algo: str, lg: int, ext: str, path: Path) -> None:
+    """Writes `algo` at P = 2^lg as `ext`; a plain GOAL file is the GOAL export without its
+    comment lines (a stream through `grep -v`: memory of one line)."""
+    export = [collkit_cmd(), "export", algo, "-P", f"2^{lg}", "--count", "1"]
+    if ext != "plain.goal":
+        run_command([*export, "-o", str(path)])
+        return
+    with path.open("w") as f:
+        exp = subprocess.Popen([*export, "--format", "goal"], stdout=subprocess.PIPE)
+        grep = subprocess.run(["grep", "-v", "^//"], stdin=exp.stdout, stdout=f, check=False)
+        if exp.stdout is not None:
+            exp.stdout.close()
+        if exp.wait() != 0 or grep.returncode != 0:
+            raise RuntimeError(f"could not write {path}")
+
+
+def import_rows(lgs: list[int], repeats: int = 1) -> list[str]:
     import tempfile
 
     header = (
-        f"| {'command':52s} | {'wall s':>7s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
+        f"| {'command':62s} | {'wall s':>13s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
         f"{'file MB':>8s} |"
     )
     rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
     print(header, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for ext in ("txt", "goal", "json"):
-            for lg in (12, 15, 17):
+        for algo, ext in IMPORT_FILES:
+            for lg in lgs:
                 path = Path(tmp) / f"x.{ext}"
-                export = [collkit_cmd(), "export", "allreduce:rd", "-P", f"2^{lg}"]
-                run_command([*export, "--count", "1", "-o", str(path)])
+                write_import_file(algo, lg, ext, path)
                 argv = [collkit_cmd(), "simulate", "--file", str(path), "--model", "loggops"]
-                r = run_command(argv)
-                shown = f"simulate --file rd_2^{lg}.{ext} --model loggops"
+                runs = [run_command(argv) for _ in range(repeats)]
+                walls = sorted(float(r["wall"]) for r in runs)
+                wall = f"{walls[0]:.2f}" + (
+                    f" / {statistics.median(walls):.2f}" if repeats > 1 else ""
+                )
+                name = algo.split(":")[1]
+                shown = f"simulate --file {name}_2^{lg}.{ext} --model loggops"
                 row = (
-                    f"| {shown:52s} | {float(r['wall']):7.2f} | {float(r['cpu']):6.2f} | "
-                    f"{float(r['rss_mb']):11.0f} | {path.stat().st_size / 2**20:8.0f} |"
+                    f"| {shown:62s} | {wall:>13s} | {min(float(r['cpu']) for r in runs):6.2f} | "
+                    f"{max(float(r['rss_mb']) for r in runs):11.0f} | "
+                    f"{path.stat().st_size / 2**20:8.0f} |"
                 )
                 print(row, flush=True)
                 rows.append(row)
@@ -350,12 +388,16 @@ def slow_generator_rows(names: list[str]) -> list[str]:
 
 
 def command_rows(
-    suite: str, sink: Callable[[str], None] = lambda _: None, limit: float | None = None
+    suite: str,
+    sink: Callable[[str], None] = lambda _: None,
+    limit: float | None = None,
+    import_lgs: list[int] | None = None,
+    repeats: int = 1,
 ) -> list[str]:
     if suite == "export":
         return export_rows()
     if suite == "import":
-        return import_rows()
+        return import_rows(import_lgs or [12, 15, 17], repeats)
     header = (
         f"| {'command':58s} | {'wall s':>12s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
         f"{'B per rank':>10s} | {'result':24s} |"
@@ -423,6 +465,8 @@ def main() -> int:
     ap.add_argument("--against", help="suite compare: a folder holding the other build's collkit")
     ap.add_argument("--rounds", type=int, default=5, help="suite compare: A B rounds")
     ap.add_argument("--max-lg", type=int, default=20, help="suite memory: the largest lg P")
+    ap.add_argument("--lg", default="12,15,17", help="suite import: lg P of the files (comma list)")
+    ap.add_argument("--repeat", type=int, default=1, help="suite import: runs of each command")
     ap.add_argument(
         "--limit", type=float, default=120.0, help="suite all: seconds before a command is stopped"
     )
@@ -473,14 +517,18 @@ def main() -> int:
         return write(args, rows, note, f" --suite compare --against {args.against}")
     if args.suite != "engine":
         load0 = os.getloadavg()[0]
-        rows = command_rows(args.suite)
+        lgs = [int(x) for x in args.lg.split(",")]
+        rows = command_rows(args.suite, import_lgs=lgs, repeats=args.repeat)
         load1 = os.getloadavg()[0]
         note = (
             f"Whole `collkit simulate` commands, each in a fresh process; wall: min / median over "
             f"the runs; cpu: user + system time of the command; peak RSS of the command; load "
             f"average {load0:.1f} at the start and {load1:.1f} at the end (2 cores shared)."
         )
-        return write(args, rows, note, f" --suite {args.suite}")
+        flags = f" --suite {args.suite}"
+        if args.suite == "import":
+            flags += f" --lg {args.lg} --repeat {args.repeat}"
+        return write(args, rows, note, flags)
     header = (
         f"| {'case':52s} | {'events':>10s} | {'run s':>6s} | {'run cpu s':>9s} | "
         f"{'M ev/s (cpu)':>12s} | {'load cpu s':>10s} | {'total s':>7s} | "
