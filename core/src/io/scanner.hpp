@@ -76,7 +76,10 @@ class Scanner {
   // must not be followed by another identifier character: "to" does not match "tox".
   bool accept(std::string_view lit) {
     skip_ws();
-    if (!line_.substr(i_).starts_with(lit)) return false;
+    // Compared here, not by memcmp: literals are a few characters and most fail on the first.
+    if (line_.size() - i_ < lit.size()) return false;
+    for (size_t k = 0; k < lit.size(); ++k)
+      if (line_[i_ + k] != lit[k]) return false;
     size_t e = i_ + lit.size();
     if (is_ident_char(lit.back()) && e < line_.size() && is_ident_char(line_[e])) return false;
     i_ = e;
