@@ -456,23 +456,11 @@ class GoalParser {
     }
     if (pending_) sc.fail_msg(b, "two '// collkit:' op comments without a GOAL op between them");
     int64_t i = static_cast<int64_t>(r.ops.size());
-    {
-      // The message is built only for a wrong index (this runs once per op).
-      Scanner probe = sc;
-      probe.skip_ws();
-      const size_t ib = probe.pos();
-      size_t e = ib;
-      int64_t v = 0;
-      while (e < probe.line().size() && io::is_digit(probe.line()[e]) && v <= i)
-        v = v * 10 + (probe.line()[e++] - '0');
-      const bool plain = e > ib && (e - ib == 1 || probe.line()[ib] != '0') &&
-                         (e == probe.line().size() || !io::is_ident_char(probe.line()[e]));
-      if (plain && v == i)
-        sc.set_pos(e);
-      else
-        sc.integer("op index " + std::to_string(i) + " (the index of the GOAL op that follows)", i,
-                   i);
-    }
+    sc.integer_lazy(
+        [&] {
+          return "op index " + std::to_string(i) + " (the index of the GOAL op that follows)";
+        },
+        i, i);
     sc.expect(":", "':' after the op index");
     PendingOp p;
     p.op = io::parse_op_body(sc, hr_.h.P, r.scratch.size(), hr_.h.elem_size);
@@ -510,7 +498,8 @@ class GoalParser {
         if (P_ < 0) sc.fail_msg(b, "'rank' before 'num_ranks'");
         sc.skip_ws();
         size_t rb = sc.pos();
-        int64_t r = sc.integer("a rank of num_ranks = " + std::to_string(P_), 0, P_ - 1);
+        int64_t r = sc.integer_lazy([&] { return "a rank of num_ranks = " + std::to_string(P_); },
+                                    0, P_ - 1);
         if (seen(r)) sc.fail_msg(rb, "rank " + std::to_string(r) + " has a second block");
         sc.expect("{", "'{' opening the rank's block");
         cur_ = r;
