@@ -15,7 +15,9 @@ Suites:
   default 12,15,17), and plain GOAL files shaped as Schedgen writes them (rd, dissemination,
   binomial bcast: collkit's GOAL export without its comment lines, so messages pair by tag):
   peak RSS should not grow with P (every format streams; a plain GOAL file is read twice) and
-  a 2^20-rank rd GOAL file should take <= 4 s, a plain one <= 1 GB.
+  a 2^20-rank rd GOAL file should take <= 4 s, a plain one <= 1 GB. With `--against DIR`: the
+  same files read by another build (A) and this one (B), interleaved A B A B (`--repeat`
+  rounds, at least 2): CPU time, B / A and peak RSS; the two must print the same result.
 - `large`: the whole command at P = 2^24 for allreduce:rd, allreduce:rabenseifner and
   bcast:binomial (goal: peak RSS < 8 GiB), with the peak RSS per rank.
 - `memory`: peak RSS of `collkit.simulate` (the whole process, each case fresh) against
@@ -216,12 +218,15 @@ class TimeLimit(RuntimeError):
 
 
 def run_command(
-    argv: list[str], limit: float | None = None, stdout: int | None = subprocess.PIPE
+    argv: list[str],
+    limit: float | None = None,
+    stdout: int | None = subprocess.PIPE,
+    env: dict[str, str] | None = None,
 ) -> dict[str, float | str]:
     """Runs a command; its wall time, CPU time and peak RSS (its own, from wait4). Past `limit`
     seconds it is killed and TimeLimit raised."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env)
     while True:
         pid, status, ru = os.wait4(proc.pid, os.WNOHANG if limit is not None else 0)
         if pid != 0:
@@ -328,6 +333,48 @@ def write_import_file(algo: str, lg: int, ext: str, path: Path) -> None:
             raise RuntimeError(f"could not write {path}")
 
 
+def import_ab_rows(lgs: list[int], repeats: int, against: str) -> list[str]:
+    """The import suite's files read by another build (A: the collkit package in `against`) and
+    this one (B), interleaved A B A B: CPU time, B / A and peak RSS of each."""
+    import tempfile
+
+    header = (
+        f"| {'file':36s} | {'A cpu s':>8s} | {'B cpu s':>8s} | {'B/A median':>10s} | "
+        f"{'A RSS MB':>8s} | {'B RSS MB':>8s} | {'file MB':>8s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    env_a = {**os.environ, "PYTHONPATH": against}
+    env_b = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with tempfile.TemporaryDirectory() as tmp:
+        for algo, ext in IMPORT_FILES:
+            for lg in lgs:
+                path = Path(tmp) / f"x.{ext}"
+                write_import_file(algo, lg, ext, path)
+                argv = [collkit_cmd(), "simulate", "--file", str(path), "--model", "loggops"]
+                a_runs, b_runs = [], []
+                for _ in range(repeats):
+                    a_runs.append(run_command(argv, env=env_a))
+                    b_runs.append(run_command(argv, env=env_b))
+                if any(x["result"] != a_runs[0]["result"] for x in a_runs + b_runs):
+                    raise RuntimeError(f"{algo} {ext}: the builds disagree")
+                ratio = statistics.median(
+                    float(b["cpu"]) / float(a["cpu"]) for a, b in zip(a_runs, b_runs, strict=True)
+                )
+                name = f"{algo.split(':')[1]}_2^{lg}.{ext}"
+                row = (
+                    f"| {name:36s} | {statistics.median(float(r['cpu']) for r in a_runs):8.2f} | "
+                    f"{statistics.median(float(r['cpu']) for r in b_runs):8.2f} | {ratio:10.2f} | "
+                    f"{max(float(r['rss_mb']) for r in a_runs):8.0f} | "
+                    f"{max(float(r['rss_mb']) for r in b_runs):8.0f} | "
+                    f"{path.stat().st_size / 2**20:8.0f} |"
+                )
+                print(row, flush=True)
+                rows.append(row)
+                path.unlink()
+    return rows
+
+
 def import_rows(lgs: list[int], repeats: int = 1) -> list[str]:
     import tempfile
 
@@ -393,9 +440,12 @@ def command_rows(
     limit: float | None = None,
     import_lgs: list[int] | None = None,
     repeats: int = 1,
+    against: str | None = None,
 ) -> list[str]:
     if suite == "export":
         return export_rows()
+    if suite == "import" and against:
+        return import_ab_rows(import_lgs or [15], max(repeats, 2), against)
     if suite == "import":
         return import_rows(import_lgs or [12, 15, 17], repeats)
     header = (
@@ -518,7 +568,7 @@ def main() -> int:
     if args.suite != "engine":
         load0 = os.getloadavg()[0]
         lgs = [int(x) for x in args.lg.split(",")]
-        rows = command_rows(args.suite, import_lgs=lgs, repeats=args.repeat)
+        rows = command_rows(args.suite, import_lgs=lgs, repeats=args.repeat, against=args.against)
         load1 = os.getloadavg()[0]
         note = (
             f"Whole `collkit simulate` commands, each in a fresh process; wall: min / median over "
@@ -528,6 +578,8 @@ def main() -> int:
         flags = f" --suite {args.suite}"
         if args.suite == "import":
             flags += f" --lg {args.lg} --repeat {args.repeat}"
+            if args.against:
+                flags += f" --against {args.against}"
         return write(args, rows, note, flags)
     header = (
         f"| {'case':52s} | {'events':>10s} | {'run s':>6s} | {'run cpu s':>9s} | "
