@@ -552,7 +552,9 @@ def main() -> int:
             f"ops: the schedule's, est ops: the estimate's count. Load average {load0:.1f} at "
             f"the start and {load1:.1f} at the end (2 cores shared)."
         )
-        return write(args, rows, note, f" --suite memory --min-lg {args.min_lg} --max-lg {args.max_lg}")
+        return write(
+            args, rows, note, f" --suite memory --min-lg {args.min_lg} --max-lg {args.max_lg}"
+        )
     if args.suite == "compare":
         if not args.against or not (Path(args.against) / "collkit").is_dir():
             ap.error("--suite compare needs --against DIR, a folder holding a collkit package")
