@@ -17,8 +17,11 @@ shared-memory transport's slots, beside the MPI's MPI_Sendrecv and native MPI_Al
 same job), then per collective and size the MPI's native default, collkit with shared memory and
 collkit without it (a communicator set up with COLLKIT_SHM=0), interleaved round by round, as
 ratios of medians (benchmarks/results/executor-shm-<mpi>.md). --segments times
-reduce:binomial(seg=16) and bcast:pipeline(seg=16) from 1 Ki to 1 Mi segments and reports the
-time per segment (benchmarks/results/executor-segments-<mpi>.md).
+reduce:binomial(seg=16) and bcast:pipeline(seg=16) from 1 Ki to 1 Mi segments in one job, with
+shared memory, without, and the floor (the same bytes through a local reduce / copy), and
+reports the time per segment and the executor's overhead (collkit - floor)
+(benchmarks/results/executor-segments-<mpi>.md). collkit_bench_shm --exchange (run by hand,
+docs/mpi.md) times a two-way exchange through the slots.
 
 One job per (pair, repeat) runs collkit_bench with both the collkit algorithm and the native call
 (its algorithm forced through MPIR_CVAR_<COLL>_INTRA_ALGORITHM or Open MPI's coll_tuned dynamic
@@ -254,93 +257,102 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
 def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
     """Time per segment of seg=16 schedules from 1 Ki to --max-segments (issue 27 item 5).
 
-    Every (algorithm, transport, segments) job runs once per round, and the rounds go through all
-    of them in turn (A B C ... A B C ...), so a load change hits every size alike; the table gives
-    the median over rounds and its ratio to the 1 Ki-segment row of the same algorithm and
-    transport: flat means a ratio near 1 whatever the load did.
+    One job (collkit_bench_shm --segments) goes round after round through every (segments,
+    algorithm) row and, within it, the three variants in rotated order: collkit with shared
+    memory, collkit with MPI point-to-point (COLLKIT_SHM=0), and the floor (the same bytes
+    through a plain local reduce / copy, 16 bytes at a time, in the same program). So a load
+    change hits every row alike; the table gives medians over rounds, the executor's overhead
+    (collkit - floor) beside the data's own cost, and ratios to the 1 Ki-segment row: flat means
+    a ratio near 1.
     """
     env, _ = launch_env(mpi, a.np)
     segs = [
         n for n in (1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20) if n <= a.max_segments
     ]
-    # Both transports: the shared-memory one, and the MPI's point-to-point path (COLLKIT_SHM=0),
-    # where the bound on requests in flight per peer and the O(ready) completion loop matter.
-    jobs = [
-        (algo, shm, n)
-        for algo in ("reduce:binomial(seg=16)", "bcast:pipeline(seg=16)")
-        for shm in ("1", "0")
-        for n in segs
-    ]
-    per_seg: dict[tuple[str, str, int], list[float]] = {job: [] for job in jobs}
-    transport: dict[tuple[str, str, int], str] = {}
-    for rnd in range(a.repeats):
-        for algo, shm, n in jobs:
-            nbytes = 16 * n
-            cmd = launch_command(
-                mpi,
-                a.np,
-                [
-                    str(bindir / "collkit_bench"),
-                    "--collective",
-                    algo.split(":")[0],
-                    "--algos",
-                    algo,
-                    "--sizes",
-                    str(nbytes),
-                    "--iters",
-                    str(max(3, min(50, (1 << 16) // n * 3))),
-                    "--warmup",
-                    "1",
-                    "--max-ms",
-                    "20000",
-                    "--datatype",
-                    "int",
-                ],
-            )
-            out = subprocess.run(
-                cmd,
-                env={**env, "COLLKIT_SHM": shm},
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
-            )
-            if out.returncode != 0:
-                raise RuntimeError(f"{shlex.join(cmd)} failed:\n{out.stderr[-2000:]}")
-            for x in out.stdout.splitlines():
-                if x.startswith("{") and '"row"' in x:
-                    r = json.loads(x)
-                    per_seg[(algo, shm, n)].append(float(r["median_us"]) * 1000 / n)
-                    transport[(algo, shm, n)] = str(r.get("transport", ""))
-            print(
-                f"round {rnd + 1}/{a.repeats} {algo} COLLKIT_SHM={shm} {n} segments: "
-                f"{per_seg[(algo, shm, n)][-1]:.1f} ns per segment",
-                flush=True,
-            )
+    cmd = launch_command(
+        mpi,
+        a.np,
+        [
+            str(bindir / "collkit_bench_shm"),
+            "--segments",
+            ",".join(map(str, segs)),
+            "--rounds",
+            str(a.repeats),
+        ],
+    )
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    load_after = Path("/proc/loadavg").read_text().split()[:3]
+    per_seg: dict[tuple[str, int, str], list[float]] = {}
+    transport: dict[str, str] = {}
+    algos: list[str] = []
+    for x in out.stdout.splitlines():
+        if not x.startswith("{"):
+            continue
+        r = json.loads(x)
+        if r.get("kind") != "segments":
+            continue
+        if r["algorithm"] not in algos:
+            algos.append(r["algorithm"])
+        per_seg.setdefault((r["algorithm"], int(r["segments"]), r["variant"]), []).append(
+            float(r["ns_per_segment"])
+        )
+        transport[r["variant"]] = str(r["transport"])
     lines = header(
         f"Tiny segments: time per segment, seg=16 ({a.mpi})",
         mpi,
         argv,
         [
-            f"- P = {a.np}; {a.repeats} rounds, each through every row in turn (interleaved); "
-            "median over rounds; ratio = this row's ns per segment / the 1 Ki-segment row's",
-            f"- load average at the end: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
+            f"- P = {a.np}; load {' '.join(load_before)} before, {' '.join(load_after)} after",
+            f"- {a.repeats} rounds in one job, each through every row and, within a row, the "
+            "variants in rotated order; medians over rounds (ns per segment, max over ranks)",
+            f"- transports: shm = `{transport.get('shm', '')}`, p2p = `{transport.get('p2p', '')}`",
+            "- floor: the same bytes through a plain local reduce (4 ints, SUM) or copy, 16 B "
+            "at a time, between two buffers of the call's size, in the same job: the data's own "
+            "cost; overhead = collkit - floor, the executor's own cost per segment",
+            "- ratios: this row / the 1 Ki-segment row of the same algorithm",
         ],
     )
     lines += [
-        "| algorithm | transport | segments | bytes | ns per segment (median) | min | max "
-        "| ratio to 1 Ki |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| algorithm | segments | bytes | floor | shm | shm overhead | p2p | p2p overhead "
+        "| floor ratio | shm ratio | shm overhead ratio | p2p ratio | p2p overhead ratio |",
+        "| --- " + "| ---: " * 12 + "|",
     ]
-    for algo, shm, n in jobs:
-        xs = per_seg[(algo, shm, n)]
-        base = statistics.median(per_seg[(algo, shm, segs[0])])
-        med = statistics.median(xs)
-        lines.append(
-            f"| {algo} | {transport[(algo, shm, n)]} | {n} | {16 * n} | {med:.1f} | "
-            f"{min(xs):.1f} | {max(xs):.1f} | {med / base:.2f} |"
-        )
+    med = statistics.median
+    for algo in algos:
+        base = {v: med(per_seg[(algo, segs[0], v)]) for v in ("shm", "p2p", "floor")}
+        base_over = {v: base[v] - base["floor"] for v in ("shm", "p2p")}
+        for n in segs:
+            m = {v: med(per_seg[(algo, n, v)]) for v in ("shm", "p2p", "floor")}
+            over = {v: m[v] - m["floor"] for v in ("shm", "p2p")}
+            lines.append(
+                f"| {algo} | {n} | {16 * n} | {m['floor']:.1f} | {m['shm']:.1f} | "
+                f"{over['shm']:.1f} | {m['p2p']:.1f} | {over['p2p']:.1f} | "
+                f"{m['floor'] / base['floor']:.2f} | {m['shm'] / base['shm']:.2f} | "
+                f"{over['shm'] / base_over['shm']:.2f} | {m['p2p'] / base['p2p']:.2f} | "
+                f"{over['p2p'] / base_over['p2p']:.2f} |"
+            )
     name = a.out or f"executor-segments-{a.mpi}"
+    with (RESULTS / f"{name}.jsonl").open("a") as log:
+        for (algo, n, v), xs in per_seg.items():
+            log.write(
+                json.dumps(
+                    {
+                        "date": dt.date.today().isoformat(),
+                        "machine": machine_name(),
+                        "mpi": mpi.version,
+                        "P": a.np,
+                        "algorithm": algo,
+                        "segments": n,
+                        "variant": v,
+                        "ns_per_segment": xs,
+                        "load_avg_1m": float(load_after[0]),
+                    }
+                )
+                + "\n"
+            )
     return write_report(name, lines)
 
 

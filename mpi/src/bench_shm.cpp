@@ -12,8 +12,31 @@
 //                     [--collectives allreduce,reduce,bcast,barrier,allgather,alltoall]
 //                     [--algos allreduce:rd,reduce:binomial,...] [--limit-iters 100000]
 // One JSON object per line on rank 0: {"kind":"limit",...} and {"kind":"row",...}.
+//
+// 3. --segments 1024,65536,...: time per segment of tiny-segment schedules (issue 27 item 5),
+//    reduce:binomial(seg=16) and bcast:pipeline(seg=16) on ints, with shared memory, without
+//    it, and the data's own cost ("floor": the same bytes through a plain local reduce / copy
+//    in 16-byte pieces, between two buffers of the call's size), every (segments, variant)
+//    once per round, rounds interleaved; one {"kind":"segments",...} line per round and row.
+//
+// 4. --exchange 4096,16384: what a two-way exchange of B bytes costs (issue 20 item 1), ranks 0
+//    and 1 each sending B bytes to the other and waiting for the other's, ns per exchange, in
+//    rotated order round by round; one {"kind":"exchange",...} line per round, size and variant:
+//    - slots: the transport as the executor uses it (the next of its 32 slots each call: copy in,
+//      publish, wait, copy out, free); slots-reduce: reducing (doubles, SUM) out of the slot
+//      instead of copying out (allreduce:rd's receive); one-slot: slot 0 every time (q advances
+//      by 32), the lines staying hot; one-way: rank 0 streams to rank 1 (no reply);
+//    - raw-flag-apart / raw-flag-inline: a bare one-slot channel in an MPI_Win_allocate_shared
+//      segment, its stamp on a line of its own or on the data's first line (as the transport's
+//      slots have it); -pause: polling with a pause instruction;
+//    - sendrecv: MPI_Sendrecv of B bytes; allreduce: the MPI's native MPI_Allreduce of B bytes.
 #include <mpi.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +47,7 @@
 
 #include "bench_common.hpp"
 #include "collkit.h"
+#include "fast_reduce.hpp"
 #include "shm.hpp"
 
 using namespace collkit::mpi;
@@ -86,6 +110,293 @@ struct Call {
   }
 };
 
+void cpu_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// A bare one-slot channel per direction in a shared window: [stamp line][data] or the stamp on
+// the data's first line; message i: the sender waits for free == i, writes, full = i + 1; the
+// reader waits for full == i + 1, reads, free = i + 1.
+struct RawChannel {
+  std::atomic<uint64_t>* full;
+  std::atomic<uint64_t>* free;
+  std::byte* data;
+};
+
+double raw_exchange_ns(RawChannel out, RawChannel in, int64_t bytes, std::vector<std::byte>& mine,
+                       std::vector<std::byte>& got, long iters, bool pause, uint64_t& i0) {
+  const auto b = static_cast<size_t>(bytes);
+  const double t0 = now_ns();
+  for (long k = 0; k < iters; ++k, ++i0) {
+    while (out.free->load(std::memory_order_acquire) != i0)
+      if (pause) cpu_pause();
+    std::memcpy(out.data, mine.data(), b);
+    out.full->store(i0 + 1, std::memory_order_release);
+    while (in.full->load(std::memory_order_acquire) != i0 + 1)
+      if (pause) cpu_pause();
+    std::memcpy(got.data(), in.data, b);
+    in.free->store(i0 + 1, std::memory_order_release);
+  }
+  return (now_ns() - t0) / static_cast<double>(iters);
+}
+
+// Through the transport's slots: q advances by `step` (1: the next slot; 32: slot 0 again).
+// reduce: sum (doubles) out of the slot into `got`; one_way: rank 0 only sends, rank 1 only
+// receives.
+double slot_exchange_ns(ShmTransport& t, int rank, int64_t bytes, std::vector<std::byte>& mine,
+                        std::vector<std::byte>& got, long iters, uint64_t& q, uint64_t step,
+                        bool reduce, bool one_way) {
+  const int peer = 1 - rank;
+  const auto b = static_cast<size_t>(bytes);
+  const double t0 = now_ns();
+  for (long k = 0; k < iters; ++k, q += step) {
+    if (!one_way || rank == 0) {
+      std::byte* s = nullptr;
+      while ((s = t.send_slot(peer, q)) == nullptr) {
+      }
+      std::memcpy(s, mine.data(), b);
+      t.publish(peer, q);
+    }
+    if (!one_way || rank == 1) {
+      const std::byte* r = nullptr;
+      while ((r = t.recv_slot(peer, q)) == nullptr) {
+      }
+      if (reduce) {
+        fast_reduce(r, got.data(), bytes / 8, MPI_DOUBLE, MPI_SUM);
+      } else {
+        std::memcpy(got.data(), r, b);
+      }
+      t.release(peer, q);
+    }
+  }
+  return (now_ns() - t0) / static_cast<double>(iters);
+}
+
+void run_exchange(const Args& args, int rank, int size) {
+  if (size != 2) {
+    if (rank == 0) std::fprintf(stderr, "--exchange needs exactly 2 ranks\n");
+    return;
+  }
+  const long rounds = args.num("rounds", 5), iters = args.num("iters", 20000);
+  std::vector<int64_t> sizes;
+  for (const auto& x : split(args.get("exchange", "4096,16384"), ','))
+    sizes.push_back(std::strtoll(x.c_str(), nullptr, 10));
+  const int64_t most = *std::max_element(sizes.begin(), sizes.end());
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  std::string why;
+  auto t = ShmTransport::create(c, why);
+  // one-slot skips messages of its ring (q advances by 32), which a ring's stamps never allow
+  // another variant to follow: it has a transport of its own.
+  MPI_Comm c1 = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c1);
+  auto t1 = ShmTransport::create(c1, why);
+  if (!t || !t1 || t->slot_bytes() < most) {
+    if (rank == 0)
+      std::fprintf(stderr, "--exchange: no shared-memory transport with slots of %lld B (%s)\n",
+                   static_cast<long long>(most), why.c_str());
+    MPI_Comm_free(&c);
+    MPI_Comm_free(&c1);
+    return;
+  }
+  // The raw channels: each rank's region holds the two it sends on, [apart][inline].
+  const auto region = static_cast<size_t>(3 * 64 + most + 64);
+  MPI_Win win = MPI_WIN_NULL;
+  std::byte* base = nullptr;
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(2 * region), 1, MPI_INFO_NULL, c, &base, &win);
+  MPI_Aint got_size = 0;
+  int disp = 0;
+  std::byte* mine_region = nullptr;
+  std::byte* peer_region = nullptr;
+  MPI_Win_shared_query(win, rank, &got_size, &disp, &mine_region);
+  MPI_Win_shared_query(win, 1 - rank, &got_size, &disp, &peer_region);
+  std::memset(mine_region, 0, 2 * region);
+  MPI_Barrier(c);
+  // A rank's region holds the channel it sends on: [0, region) apart, [region, 2 region) inline.
+  auto channel = [&](std::byte* r) {  // apart: the stamp, the free stamp, the data: 3 lines
+    return RawChannel{reinterpret_cast<std::atomic<uint64_t>*>(r),
+                      reinterpret_cast<std::atomic<uint64_t>*>(r + 64), r + 128};
+  };
+  // inline: the stamp sits on the data's first line (data from byte 16 of the stamp's line), as
+  // in the transport's slots; the free stamp on a line of its own.
+  auto inline_channel = [&](std::byte* r) {
+    std::byte* at = r + region;
+    return RawChannel{reinterpret_cast<std::atomic<uint64_t>*>(at + 64),
+                      reinterpret_cast<std::atomic<uint64_t>*>(at), at + 64 + 16};
+  };
+  const char* names[] = {"slots",           "slots-reduce",          "one-slot",
+                         "one-way",         "raw-flag-apart",        "raw-flag-apart-pause",
+                         "raw-flag-inline", "raw-flag-inline-pause", "sendrecv",
+                         "allreduce"};
+  constexpr int kVariants = 10;
+  uint64_t q = 0, q1 = 0, raw_apart = 0, raw_inline = 0;
+  for (long r = 0; r < rounds + 1; ++r) {  // round 0 warms up
+    for (int64_t bytes : sizes) {
+      std::vector<std::byte> mine(static_cast<size_t>(bytes), std::byte{1}),
+          got(static_cast<size_t>(bytes));
+      double ns[kVariants];
+      for (int k = 0; k < kVariants; ++k) {
+        const int v = static_cast<int>((k + r) % kVariants);
+        // Every slot variant sends and reads all its messages (the one-way stream too: rank 1
+        // reads all that rank 0 sent), so the next goes on with the ring's next message.
+        MPI_Barrier(c);
+        double x = 0;
+        switch (v) {
+          case 0:
+          case 1:
+          case 3:
+            x = slot_exchange_ns(*t, rank, bytes, mine, got, iters, q, 1, v == 1, v == 3);
+            break;
+          case 2:
+            x = slot_exchange_ns(*t1, rank, bytes, mine, got, iters, q1, 32, false, false);
+            break;
+          case 4:
+          case 5:
+            x = raw_exchange_ns(channel(mine_region), channel(peer_region), bytes, mine, got, iters,
+                                v == 5, raw_apart);
+            break;
+          case 6:
+          case 7:
+            x = raw_exchange_ns(inline_channel(mine_region), inline_channel(peer_region), bytes,
+                                mine, got, iters, v == 7, raw_inline);
+            break;
+          case 8: {
+            const double t0 = now_ns();
+            for (long i = 0; i < iters; ++i)
+              MPI_Sendrecv(mine.data(), static_cast<int>(bytes), MPI_BYTE, 1 - rank, 0, got.data(),
+                           static_cast<int>(bytes), MPI_BYTE, 1 - rank, 0, c, MPI_STATUS_IGNORE);
+            x = (now_ns() - t0) / static_cast<double>(iters);
+            break;
+          }
+          default: {
+            const double t0 = now_ns();
+            for (long i = 0; i < iters; ++i)
+              MPI_Allreduce(mine.data(), got.data(), static_cast<int>(bytes / 8), MPI_DOUBLE,
+                            MPI_SUM, c);
+            x = (now_ns() - t0) / static_cast<double>(iters);
+          }
+        }
+        ns[v] = max_over_ranks(x, c);
+      }
+      if (rank == 0 && r > 0) {
+        for (int v = 0; v < kVariants; ++v)
+          std::printf(
+              "{\"kind\":\"exchange\",\"round\":%ld,\"bytes\":%lld,\"variant\":\"%s\","
+              "\"ns\":%.1f}\n",
+              r, static_cast<long long>(bytes), names[v], ns[v]);
+        std::fflush(stdout);
+      }
+    }
+  }
+  MPI_Win_free(&win);
+  t.reset();
+  t1.reset();
+  MPI_Comm_free(&c);
+  MPI_Comm_free(&c1);
+}
+
+// Two communicators: one set up with shared memory, one while COLLKIT_SHM=0 (the transport is
+// chosen once per communicator, on its first collkit call).
+void make_comms(MPI_Comm& with, MPI_Comm& without) {
+  MPI_Comm_dup(MPI_COMM_WORLD, &with);
+  MPI_Comm_dup(MPI_COMM_WORLD, &without);
+  ck_barrier(with, "barrier:dissemination");
+  const char* old = std::getenv("COLLKIT_SHM");
+  const std::string saved = old ? old : "";
+  setenv("COLLKIT_SHM", "0", 1);
+  ck_barrier(without, "barrier:dissemination");
+  if (old) {
+    setenv("COLLKIT_SHM", saved.c_str(), 1);
+  } else {
+    unsetenv("COLLKIT_SHM");
+  }
+}
+
+// The data's own cost of one call of n 16-byte segments: each segment reduced (4 ints, SUM) or
+// copied from one buffer of the call's size into another, one segment at a time as the
+// executor moves them.
+void floor_call(bool reduce, const std::vector<int>& src, std::vector<int>& dst, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    if (reduce) {
+      fast_reduce(&src[static_cast<size_t>(4 * k)], &dst[static_cast<size_t>(4 * k)], 4, MPI_INT,
+                  MPI_SUM);
+    } else {
+      std::memcpy(&dst[static_cast<size_t>(4 * k)], &src[static_cast<size_t>(4 * k)], 16);
+    }
+    asm volatile("" ::: "memory");  // one segment at a time, as the executor does
+  }
+}
+
+// --segments: ns per segment of each (algorithm, segments, variant), rounds interleaved.
+void run_segments(const Args& args, int rank) {
+  const long rounds = args.num("rounds", 3);
+  std::vector<int64_t> segs;
+  for (const auto& s : split(args.get("segments", "1024,65536,1048576"), ','))
+    segs.push_back(std::strtoll(s.c_str(), nullptr, 10));
+  const auto algos =
+      split(args.get("algos", "reduce:binomial(seg=16),bcast:pipeline(seg=16)"), ',');
+  const char* variants[3] = {"shm", "p2p", "floor"};
+  // --variants shm,floor: only these (e.g. under valgrind, to count one variant's instructions).
+  const auto wanted = split(args.get("variants", "shm,p2p,floor"), ',');
+  bool on[3];
+  for (int v = 0; v < 3; ++v)
+    on[v] = std::find(wanted.begin(), wanted.end(), variants[v]) != wanted.end();
+  for (long r = 0; r < rounds; ++r) {
+    for (int64_t n : segs) {
+      const auto elems = static_cast<size_t>(4 * n);
+      std::vector<int> sb(elems, 1), rb(elems, 0);
+      // Calls per sample: about 64 Ki segments' worth, at least one.
+      const long iters = std::max<long>(1, static_cast<long>((int64_t{1} << 16) / n));
+      for (const auto& algo : algos) {
+        const bool reduce = algo.rfind("reduce:", 0) == 0;
+        // Fresh communicators for each row: a plan of 1 Mi segments is tens of MiB, and the
+        // cache keeps every plan of a communicator until it is freed.
+        MPI_Comm with = MPI_COMM_NULL, without = MPI_COMM_NULL;
+        make_comms(with, without);
+        double ns[3] = {0, 0, 0};
+        for (int k = 0; k < 3; ++k) {
+          const int v = static_cast<int>((k + r) % 3);
+          if (!on[v]) continue;
+          MPI_Comm comm = v == 1 ? without : with;
+          auto call = [&] {
+            if (v == 2) {
+              floor_call(reduce, sb, rb, n);
+            } else if (reduce) {
+              ck_reduce(sb.data(), rb.data(), static_cast<MPI_Count>(elems), MPI_INT, MPI_SUM, 0,
+                        comm, algo.c_str());
+            } else {
+              ck_bcast(rb.data(), static_cast<MPI_Count>(elems), MPI_INT, 0, comm, algo.c_str());
+            }
+          };
+          call();  // builds the plan, warms the buffers
+          MPI_Barrier(comm);
+          const double t0 = now_ns();
+          for (long i = 0; i < iters; ++i) call();
+          const double per = (now_ns() - t0) / static_cast<double>(iters * n);
+          ns[v] = max_over_ranks(per, comm);
+        }
+        if (rank == 0) {
+          for (int v = 0; v < 3; ++v)
+            if (on[v])
+              std::printf(
+                  "{\"kind\":\"segments\",\"round\":%ld,\"algorithm\":\"%s\",\"segments\":%lld,"
+                  "\"bytes\":%lld,\"variant\":\"%s\",\"transport\":\"%s\",\"ns_per_segment\":%.2f,"
+                  "\"calls\":%ld}\n",
+                  r, algo.c_str(), static_cast<long long>(n), static_cast<long long>(16 * n),
+                  variants[v],
+                  v == 2 ? "local" : json_escape(ck_transport(v == 1 ? without : with)).c_str(),
+                  ns[v], iters);
+          std::fflush(stdout);
+        }
+        MPI_Comm_free(&with);
+        MPI_Comm_free(&without);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,21 +418,18 @@ int main(int argc, char** argv) {
   for (const auto& s : split(args.get("sizes", "8,64,1024,4096,65536"), ','))
     sizes.push_back(std::strtoll(s.c_str(), nullptr, 10));
 
-  // Two communicators: one set up with shared memory, one while COLLKIT_SHM=0 (the transport is
-  // chosen once per communicator, on its first collkit call).
-  MPI_Comm with = MPI_COMM_NULL, without = MPI_COMM_NULL;
-  MPI_Comm_dup(MPI_COMM_WORLD, &with);
-  MPI_Comm_dup(MPI_COMM_WORLD, &without);
-  ck_barrier(with, "barrier:dissemination");
-  const char* old = std::getenv("COLLKIT_SHM");
-  const std::string saved = old ? old : "";
-  setenv("COLLKIT_SHM", "0", 1);
-  ck_barrier(without, "barrier:dissemination");
-  if (old) {
-    setenv("COLLKIT_SHM", saved.c_str(), 1);
-  } else {
-    unsetenv("COLLKIT_SHM");
+  if (!args.get("exchange", "").empty()) {
+    run_exchange(args, rank, size);
+    MPI_Finalize();
+    return 0;
   }
+  if (!args.get("segments", "").empty()) {
+    run_segments(args, rank);
+    MPI_Finalize();
+    return 0;
+  }
+  MPI_Comm with = MPI_COMM_NULL, without = MPI_COMM_NULL;
+  make_comms(with, without);
   if (rank == 0) {
     std::printf("{\"kind\":\"transport\",\"with\":\"%s\",\"without\":\"%s\"}\n",
                 json_escape(ck_transport(with)).c_str(),

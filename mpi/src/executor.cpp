@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <unordered_map>
 
 #include "fast_reduce.hpp"
@@ -115,6 +116,18 @@ int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs
 
 namespace {
 
+// The ops that wait on step i.
+std::span<const uint32_t> successors(const Plan& plan, uint32_t i) {
+  const Step& s = plan.steps[i];
+  if (s.nsucc == 1) return {&s.succ, 1};
+  return {plan.succ_list.data() + s.succ, s.nsucc};
+}
+
+// Dependencies op j still waits on (its state word without the flag bits).
+uint32_t deps_left(const Plan& plan, uint32_t j) {
+  return plan.state[j] & Plan::kCount;
+}
+
 // MPI_Waitall on the requests in flight is safe (and cheaper than several MPI_Waitsome) when no
 // part of them alone lets another op start: every successor whose remaining dependencies are
 // all in flight waits on all of them. Checked for a few ops in flight only (rd, binomial trees,
@@ -131,16 +144,16 @@ bool waitall_is_safe(const Plan& plan, const RunState& st, size_t head) {
     ops[k++] = i;
   }
   for (size_t x = 0; x < k; ++x)
-    for (const uint32_t j : plan.succ.of(ops[x])) {
+    for (const uint32_t j : successors(plan, ops[x])) {
       // How many of the ops in flight j waits on (deps are listed once per op).
       uint32_t in_flight = 0;
       for (size_t y = 0; y < k; ++y)
-        for (const uint32_t s : plan.succ.of(ops[y]))
+        for (const uint32_t s : successors(plan, ops[y]))
           if (s == j) {
             ++in_flight;
             break;
           }
-      if (plan.remaining[j] == in_flight && in_flight < k) return false;
+      if (deps_left(plan, j) == in_flight && in_flight < k) return false;
     }
   return true;
 }
@@ -149,8 +162,8 @@ bool waitall_is_safe(const Plan& plan, const RunState& st, size_t head) {
 // dependency left. (Then waiting for both at once delays nothing.)
 bool pair_gates_all(const Plan& plan, uint32_t x, uint32_t y) {
   for (uint32_t a : {x, y})
-    for (const uint32_t j : plan.succ.of(a))
-      if (plan.remaining[j] == 1) return false;
+    for (const uint32_t j : successors(plan, a))
+      if (deps_left(plan, j) == 1) return false;
   return true;
 }
 
@@ -165,14 +178,14 @@ namespace {
 void prepare_shm(Plan& plan, const ShmTransport& shm) {
   const size_t n = plan.ops.size();
   plan.shm_bytes = shm.slot_bytes();
-  plan.shm_seq.assign(n, Plan::kViaMpi);
-  plan.fused.assign(n, 0);
   std::unordered_map<int32_t, uint32_t> sends, recvs;
   for (size_t i = 0; i < n; ++i) {
-    const Op& op = plan.ops[i];
+    Step& op = plan.steps[i];
+    op.shm_seq = Plan::kViaMpi;
+    op.flags &= static_cast<uint8_t>(~Step::kFused);
     if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
     if (!shm.carries(op.peer, op.len * plan.header.elem_size)) continue;
-    plan.shm_seq[i] = (op.kind == OpKind::send ? sends : recvs)[op.peer]++;
+    op.shm_seq = (op.kind == OpKind::send ? sends : recvs)[op.peer]++;
   }
   plan.shm_sent.assign(sends.begin(), sends.end());
   plan.shm_received.assign(recvs.begin(), recvs.end());
@@ -208,7 +221,7 @@ void prepare_shm(Plan& plan, const ShmTransport& shm) {
                    : readers[k].end;
   for (size_t i = 0; i < n; ++i) {
     const Op& op = plan.ops[i];
-    if (plan.shm_seq[i] == Plan::kViaMpi || op.kind != OpKind::recv || op.buf < kFirstScratch)
+    if (plan.steps[i].shm_seq == Plan::kViaMpi || op.kind != OpKind::recv || op.buf < kFirstScratch)
       continue;
     const auto next = plan.succ.of(static_cast<uint32_t>(i));
     if (next.size() != 1) continue;
@@ -227,12 +240,8 @@ void prepare_shm(Plan& plan, const ShmTransport& shm) {
       if (x.end > op.off && x.op != j) alone = false;
       if (++looks == 8) alone = false;
     }
-    if (alone) plan.fused[i] = 1;
+    if (alone) plan.steps[i].flags |= Step::kFused;
   }
-}
-
-bool later_seq(const Plan& plan, uint32_t x, uint32_t y) {
-  return plan.seq[x] > plan.seq[y];
 }
 
 }  // namespace
@@ -277,12 +286,10 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     }
   }
 
-  plan.remaining.assign(plan.num_deps.begin(), plan.num_deps.end());
-  plan.pending.assign(n, 0);
-  plan.done_early.assign(n, 0);
+  plan.state.assign(plan.start_state.begin(), plan.start_state.end());
   // Ready ops run in the order they became ready (first in, first out), roots in program order:
   // a pipeline then posts segment 0 first, as its peers expect to use it first.
-  plan.ready.assign(plan.roots.begin(), plan.roots.end());
+  plan.ready.assign(plan.start.begin(), plan.start.end());
   size_t ready_head = 0;
   st.reqs.clear();
   st.req_op.clear();
@@ -300,40 +307,42 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   std::chrono::steady_clock::time_point idle_since{};
 
   st.shm_wait.clear();
-  if (plan.windowed) {
-    std::fill(plan.msg_done.begin(), plan.msg_done.end(), 0);
-    for (auto& h : plan.held) h.clear();
-  }
-  auto by_seq = [&](uint32_t x, uint32_t y) { return later_seq(plan, x, y); };
-  auto window_of = [&](const Op& op) {
+  if (plan.windowed) std::fill(plan.msg_done.begin(), plan.msg_done.end(), 0);
+  auto window_of = [&](const Step& op) {
     return 2 * static_cast<size_t>(op.peer) + (op.kind == OpKind::recv ? 1 : 0);
   };
 
   auto complete = [&](uint32_t i) {
     ++completed;
-    const Op& op = plan.ops[i];
+    const Step& op = plan.steps[i];
     if (plan.windowed && (op.kind == OpKind::send || op.kind == OpKind::recv)) {
-      // One more message of the pair done: the held-back ones now inside the window may start.
+      // One more message of the pair done: message done + window - 1 of the pair is now inside
+      // the window (one per completion); if it was held back, it may start.
       const size_t w = window_of(op);
-      const uint32_t done = ++plan.msg_done[w];
-      auto& h = plan.held[w];
-      while (!h.empty() && plan.seq[h.front()] < done + kMessageWindow) {
-        std::pop_heap(h.begin(), h.end(), by_seq);
-        plan.ready.push_back(h.back());
-        h.pop_back();
+      const uint64_t next = plan.win_begin[w] + ++plan.msg_done[w] + kMessageWindow - 1;
+      if (next < plan.win_begin[w + 1]) {
+        const uint32_t h = plan.msg_op[next];
+        if ((plan.state[h] & Plan::kHeld) != 0) {
+          plan.state[h] &= ~Plan::kHeld;
+          plan.ready.push_back(h);
+        }
       }
     }
-    for (const uint32_t j : plan.succ.of(i))
-      if (--plan.remaining[j] == 0) plan.ready.push_back(j);
+    if (op.nsucc == 1) {
+      if ((--plan.state[op.succ] & Plan::kCount) == 0) plan.ready.push_back(op.succ);
+      return;
+    }
+    for (const uint32_t j : successors(plan, i))
+      if ((--plan.state[j] & Plan::kCount) == 0) plan.ready.push_back(j);
   };
   // A shared-memory message: 1 when done, 0 while its slot is busy or its data not there yet.
   auto shm_try = [&](uint32_t i, int& rc) -> bool {
-    const Op& op = plan.ops[i];
+    const Step& op = plan.steps[i];
     const auto peer = static_cast<size_t>(op.peer);
     std::byte* p = element(bufs[op.buf], op.off, t);
     const auto bytes = static_cast<size_t>(op.len * t.size);
     if (op.kind == OpKind::send) {
-      const uint64_t q = shm->sent[peer] + plan.shm_seq[i];
+      const uint64_t q = shm->sent[peer] + op.shm_seq;
       std::byte* slot = shm->send_slot(op.peer, q);
       if (slot == nullptr) return false;
       if (t.dense_run(op.len)) {
@@ -344,16 +353,16 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       shm->publish(op.peer, q);
       return true;
     }
-    const uint64_t q = shm->received[peer] + plan.shm_seq[i];
+    const uint64_t q = shm->received[peer] + op.shm_seq;
     const std::byte* slot = shm->recv_slot(op.peer, q);
     if (slot == nullptr) return false;
-    const uint32_t j = fuse && plan.fused[i] ? plan.succ.of(i)[0] : 0;
-    if (fuse && plan.fused[i] && plan.remaining[j] == 1) {
+    const bool fused = fuse && (op.flags & Step::kFused) != 0;
+    if (fused && deps_left(plan, op.succ) == 1) {
       // The reduce now waits on this receive alone: straight out of the slot.
-      const Op& r = plan.ops[j];
-      rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len, r.side, a,
-                        st);
-      plan.done_early[j] = 1;
+      const Step& r = plan.steps[op.succ];
+      rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len, r.side(),
+                        a, st);
+      plan.state[op.succ] |= Plan::kEarly;
     } else if (t.dense_run(op.len)) {
       if (bytes > 0) std::memcpy(offset(p, t.true_lb), slot, bytes);
     } else {
@@ -364,24 +373,22 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   };
   auto request_done = [&](size_t r) {
     const uint32_t i = st.req_op[r];
-    if (--plan.pending[i] == 0) complete(i);
+    if (--plan.state[i] == 0) complete(i);
   };
 
   while (true) {
     while (ready_head < plan.ready.size()) {
       const uint32_t i = plan.ready[ready_head++];
-      const Op& op = plan.ops[i];
+      const Step& op = plan.steps[i];
       int rc = MPI_SUCCESS;
       switch (op.kind) {
         case OpKind::send:
         case OpKind::recv: {
-          if (plan.windowed && plan.seq[i] >= plan.msg_done[window_of(op)] + kMessageWindow) {
-            auto& h = plan.held[window_of(op)];  // past the pair's window: wait for its turn
-            h.push_back(i);
-            std::push_heap(h.begin(), h.end(), by_seq);
+          if (plan.windowed && op.seq >= plan.msg_done[window_of(op)] + kMessageWindow) {
+            plan.state[i] |= Plan::kHeld;  // past the pair's window: complete() lets it in
             continue;
           }
-          if (shm != nullptr && plan.shm_seq[i] != Plan::kViaMpi) {
+          if (shm != nullptr && op.shm_seq != Plan::kViaMpi) {
             if (shm_try(i, rc)) {
               if (rc != MPI_SUCCESS) return rc;
               complete(i);
@@ -390,7 +397,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
             }
             continue;
           }
-          const int tag = static_cast<int>(plan.seq[i] % tag_mod);
+          const int tag = static_cast<int>(op.seq % tag_mod);
           // Blocking fast path: with nothing in flight, a lone message (a tree's send or
           // receive), or a send and a receive that everything next waits on both of (rd's
           // exchange, a dissemination round) need no request: MPI_Send / MPI_Recv /
@@ -409,20 +416,20 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
               continue;
             }
             const uint32_t j = plan.ready[ready_head];
-            const Op& other = plan.ops[j];
+            const Step& other = plan.steps[j];
             if (left == 1 && other.len <= chunk &&
-                (shm == nullptr || plan.shm_seq[j] == Plan::kViaMpi) &&
+                (shm == nullptr || other.shm_seq == Plan::kViaMpi) &&
+                !(plan.windowed && other.seq >= plan.msg_done[window_of(other)] + kMessageWindow) &&
                 (other.kind == OpKind::send || other.kind == OpKind::recv) &&
                 other.kind != op.kind && pair_gates_all(plan, i, j)) {
               ++ready_head;
               const bool i_sends = op.kind == OpKind::send;
-              const Op& s_op = i_sends ? op : other;
-              const Op& r_op = i_sends ? other : op;
-              const uint32_t si = i_sends ? i : j, ri = i_sends ? j : i;
+              const Step& s_op = i_sends ? op : other;
+              const Step& r_op = i_sends ? other : op;
               rc = MPI_Sendrecv(element(bufs[s_op.buf], s_op.off, t), static_cast<int>(s_op.len),
-                                t.type, s_op.peer, static_cast<int>(plan.seq[si] % tag_mod),
+                                t.type, s_op.peer, static_cast<int>(s_op.seq % tag_mod),
                                 element(bufs[r_op.buf], r_op.off, t), static_cast<int>(r_op.len),
-                                t.type, r_op.peer, static_cast<int>(plan.seq[ri] % tag_mod), a.comm,
+                                t.type, r_op.peer, static_cast<int>(r_op.seq % tag_mod), a.comm,
                                 MPI_STATUS_IGNORE);
               if (rc != MPI_SUCCESS) return rc;
               complete(i);
@@ -440,15 +447,15 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
             if (rc != MPI_SUCCESS) return rc;
             st.reqs.push_back(r);
             st.req_op.push_back(i);
-            ++plan.pending[i];
+            ++plan.state[i];  // its deps are done: the word counts its requests now
             done += c;
           } while (done < op.len);
           continue;  // completes below
         }
         case OpKind::reduce:
-          if (plan.done_early[i]) break;  // done by its receive, out of the slot
+          if ((plan.state[i] & Plan::kEarly) != 0) break;  // done by its receive, out of the slot
           rc = reduce_local(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
-                            op.len, op.side, a, st);
+                            op.len, op.side(), a, st);
           break;
         case OpKind::copy:
           rc = copy_elements(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),

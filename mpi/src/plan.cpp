@@ -10,6 +10,9 @@ namespace collkit::mpi {
 Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
   const RankView v = program.view();
   const size_t n = v.size();
+  if (n > Plan::kCount)
+    fail(ErrorKind::unsupported,
+         "rank " + std::to_string(program.rank) + ": more than 2^30 ops in one rank's program");
   Plan p;
   p.header = h;
   p.rank = program.rank;
@@ -50,19 +53,65 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
         op.src_off + op.len > v.buffer_elems(h, op.src))
       bad(i, "region past the end of " + buffer_name(op.src));
   }
+  p.succ.append_rank(v);  // the deps were checked above: all earlier ops of this rank
+  for (size_t i = 0; i < n; ++i)
+    if (p.num_deps[i] == 0) p.roots.push_back(static_cast<uint32_t>(i));
+
+  // The executor's records.
+  p.steps.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = v.ops[i];
+    Step& s = p.steps[i];
+    s.off = op.off;
+    s.src_off = op.src_off;
+    s.len = op.len;
+    s.peer = op.peer;
+    s.kind = op.kind;
+    s.buf = op.buf;
+    s.src = op.src;
+    s.flags = op.side == Side::dst_first ? Step::kDstFirst : 0;
+    s.seq = p.seq[i];
+    s.shm_seq = Plan::kViaMpi;
+    const auto next = p.succ.of(i);
+    s.nsucc = static_cast<uint32_t>(next.size());
+    if (next.size() == 1) {
+      s.succ = next[0];
+    } else if (next.size() > 1) {
+      s.succ = static_cast<uint32_t>(p.succ_list.size());
+      p.succ_list.insert(p.succ_list.end(), next.begin(), next.end());
+    }
+  }
+
   // More messages in one pair than the window: the executor bounds those in flight (#27).
   for (const auto* m : {&sends, &recvs})
     for (const auto& [peer, k] : *m)
       if (k > kMessageWindow) p.windowed = true;
   if (p.windowed) {
-    p.msg_done.assign(static_cast<size_t>(2 * h.P), 0);
-    p.held.resize(static_cast<size_t>(2 * h.P));
+    const auto windows = static_cast<size_t>(2 * h.P);
+    p.msg_done.assign(windows, 0);
+    p.win_begin.assign(windows + 1, 0);
+    for (const auto& [peer, k] : sends) p.win_begin[static_cast<size_t>(2 * peer) + 1] = k;
+    for (const auto& [peer, k] : recvs) p.win_begin[static_cast<size_t>(2 * peer + 1) + 1] = k;
+    for (size_t w = 0; w < windows; ++w) p.win_begin[w + 1] += p.win_begin[w];
+    p.msg_op.assign(p.win_begin.back(), 0);
+    for (size_t i = 0; i < n; ++i) {
+      const Step& s = p.steps[i];
+      if (s.kind != OpKind::send && s.kind != OpKind::recv) continue;
+      const size_t w = 2 * static_cast<size_t>(s.peer) + (s.kind == OpKind::recv ? 1 : 0);
+      p.msg_op[p.win_begin[w] + s.seq] = static_cast<uint32_t>(i);
+    }
   }
-  p.succ.append_rank(v);  // the deps were checked above: all earlier ops of this rank
-  for (size_t i = 0; i < n; ++i)
-    if (p.num_deps[i] == 0) p.roots.push_back(static_cast<uint32_t>(i));
-  p.remaining.reserve(n);
-  p.pending.reserve(n);
+  p.start_state = p.num_deps;
+  for (const uint32_t i : p.roots) {
+    const Step& s = p.steps[i];
+    const bool message = s.kind == OpKind::send || s.kind == OpKind::recv;
+    if (p.windowed && message && s.seq >= kMessageWindow) {
+      p.start_state[i] |= Plan::kHeld;
+    } else {
+      p.start.push_back(i);
+    }
+  }
+  p.state.reserve(n);
   p.ready.reserve(n);
   return p;
 }

@@ -14,9 +14,30 @@ namespace collkit::mpi {
 // starts only once q - kMessageWindow messages of the pair have completed (executor.cpp).
 constexpr uint32_t kMessageWindow = 256;
 
+// The blocking executor's form of one op: everything run_plan reads about an op on its hot path
+// in one 48-byte record (the Schedule IR's op, its message number, its shared-memory number and
+// its successors), so a step touches one record, not seven parallel arrays; ops are visited
+// nearly in order, so the records stream through the caches as the data does (#27 item 5).
+struct Step {
+  int64_t off = 0, src_off = 0, len = 0;
+  int32_t peer = -1;
+  OpKind kind = OpKind::compute;
+  BufId buf = kOut, src = kIn;
+  uint8_t flags = 0;     // kDstFirst, kFused
+  uint32_t seq = 0;      // send / recv: index of the message within its (peer, kind)
+  uint32_t shm_seq = 0;  // send / recv: index among the pair's shm messages, or kViaMpi
+  uint32_t succ = 0;     // nsucc == 1: the successor; nsucc > 1: where its list starts
+  uint32_t nsucc = 0;    // successors (ops that wait on this one)
+  static constexpr uint8_t kDstFirst = 1;  // reduce: Side::dst_first
+  static constexpr uint8_t kFused = 2;     // recv: may reduce out of the slot (executor.cpp)
+  Side side() const { return (flags & kDstFirst) != 0 ? Side::dst_first : Side::src_first; }
+};
+static_assert(sizeof(Step) == 48, "a step is kept at 48 bytes (the hot path's footprint)");
+
 struct Plan {
   ScheduleHeader header;
   int64_t rank = 0;
+  // The IR's form, read by the non-blocking runs (nbc.cpp) and the plan's checks.
   std::vector<Op> ops;
   std::vector<uint32_t> num_deps;  // per op
   Successors succ;                 // ops that wait on op i: succ.of(i)
@@ -24,24 +45,35 @@ struct Plan {
   std::vector<uint32_t> seq;       // send / recv: index of the message within its pair
   std::vector<int64_t> scratch;    // elements of each scratch buffer
 
-  // Reused by every run of the plan (a plan is run by one thread at a time).
-  std::vector<uint32_t> remaining;
-  std::vector<uint32_t> pending;
+  // The blocking executor's compiled form: one record per op, the successor lists of ops with
+  // more than one, and per run one 32-bit word per op (state, below) and the ready queue.
+  std::vector<Step> steps;
+  std::vector<uint32_t> succ_list;
+  std::vector<uint32_t> state;  // per run: deps left, then requests pending; flag bits above
   std::vector<uint32_t> ready;
+  // How a run starts: the state words (num_deps, with kHeld on the roots that are messages past
+  // their pair's window, which every run holds back at its start) and the roots it starts with.
+  // So a run never visits the held-back roots until the window lets them in: at 1 Mi segments a
+  // first pass over them read every record twice (a cache miss each time, issue 27 item 5).
+  std::vector<uint32_t> start_state;
+  std::vector<uint32_t> start;
+  static constexpr uint32_t kCount = 0x3fffffff;  // state: the count
+  static constexpr uint32_t kHeld = 0x40000000;   // state: held back by the pair's window
+  static constexpr uint32_t kEarly = 0x80000000;  // state: a reduce its receive did early
 
   // Messages in flight per (peer, kind) are bounded (executor.cpp): set when some pair has more
-  // messages than the window, with the per-(peer, kind) counts and held-back ops of a run.
+  // messages than the window. msg_op lists each window's ops by their seq, from win_begin[w]
+  // (w = 2 * peer + (recv ? 1 : 0)), so the op a completion lets in is found in O(1).
   bool windowed = false;
-  std::vector<uint32_t> msg_done;           // [2 * peer + (recv ? 1 : 0)]
-  std::vector<std::vector<uint32_t>> held;  // same index: min-heaps of ops by seq
+  std::vector<uint32_t> msg_done;   // per run, [w]
+  std::vector<uint64_t> win_begin;  // 2P + 1 offsets into msg_op
+  std::vector<uint32_t> msg_op;
 
   // The shared-memory transport's view of the plan, filled by the executor the first time the
-  // plan runs with it (shm_bytes: the slot size it was computed for, -1 before).
+  // plan runs with it (shm_bytes: the slot size it was computed for, -1 before; the steps' shm_seq
+  // and kFused).
   static constexpr uint32_t kViaMpi = UINT32_MAX;
   int64_t shm_bytes = -1;
-  std::vector<uint32_t> shm_seq;    // send / recv: index among the pair's shm messages, or kViaMpi
-  std::vector<uint8_t> fused;       // recv: may reduce out of the slot (see executor.cpp)
-  std::vector<uint8_t> done_early;  // per run: a reduce its receive did out of the slot
   std::vector<std::pair<int32_t, uint32_t>> shm_sent, shm_received;  // per peer: messages
 };
 
