@@ -539,6 +539,40 @@ def test_from_arrays_checks_the_header(change: dict[str, object], needle: str) -
         collkit.Schedule.from_arrays(_rd_arrays(), **kw)  # type: ignore[arg-type]
 
 
+_LIMIT = "a buffer holds at most 2^48 elements and 2^63 bytes"  # the readers' (buffer_fits)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "elem_size", "needle"),
+    [
+        ("len", 2**48 + 1, 8, "op 0: a region of 281474976710657 elements of 8 B"),
+        ("len", 2**44, 2**20, "a region of 17592186044416 elements of 1048576 B"),
+        ("scratch", 2**48 + 1, 8, "a scratch buffer of 281474976710657 elements of 8 B"),
+    ],
+)
+def test_from_arrays_applies_the_readers_buffer_limit(
+    column: str, value: int, elem_size: int, needle: str
+) -> None:
+    # main: a region or scratch buffer above 2^48 elements (or 2^63 bytes) built from arrays was
+    # accepted, where the text, JSON and GOAL readers refuse it
+    arrays = {k: np.asarray(v).copy() for k, v in _rd_arrays().items()}
+    arrays[column][0] = value
+    with pytest.raises(ScheduleFormatError, match=re.escape(needle) + ".*" + re.escape(_LIMIT)):
+        collkit.Schedule.from_arrays(
+            arrays, collective="allreduce", P=4, count=2, elem_size=elem_size
+        )
+    with pytest.raises(ScheduleFormatError, match=re.escape("count: a buffer of " + str(2**48 + 1))):
+        collkit.Schedule.from_arrays(_rd_arrays(), collective="allreduce", P=4, count=2**48 + 1)
+
+
+def test_from_arrays_takes_a_region_at_the_limit_and_leaves_its_bounds_to_the_verifier() -> None:
+    arrays = {k: np.asarray(v).copy() for k, v in _rd_arrays().items()}
+    arrays["len"][0] = 2**48  # fits a buffer, not this one: the verifier's to report
+    s = collkit.Schedule.from_arrays(arrays, collective="allreduce", P=4, count=2)
+    assert s.rank(0).arrays()["len"][0] == 2**48
+    assert not collkit.verify(s).ok
+
+
 @pytest.mark.parametrize(
     ("column", "make", "needle"),
     [
