@@ -666,8 +666,19 @@ def test_tune_simulate_refuses_what_cannot_fit(
     assert code == 2 and "simulating it needs at least" in out, out
 
 
+@pytest.mark.parametrize("P", [2**31, 2**24 + 1])
+def test_count_ops_refuses_a_huge_P_up_front(P: int) -> None:
+    # main: count_ops(2**31, 0) took minutes before an answer (interruptible, never refused)
+    t0 = time.perf_counter()
+    with pytest.raises(InvalidArgumentError, match=f"P = {P}: counting every rank's ops"):
+        collkit.Algorithm("allreduce:rd").count_ops(P=P, count=0)
+    assert time.perf_counter() - t0 < 5
+    assert collkit.Algorithm("allreduce:rd").count_ops(P=2**10, count=1) > 0  # below: counted
+
+
 def test_count_ops_is_interruptible() -> None:
-    # main: count_ops(P=2**31) ran past 60 s and Ctrl-C waited for it
+    # main: count_ops(P=2**31) ran past 60 s and Ctrl-C waited for it; the largest P counted
+    # (2^24) still takes tens of seconds
     def alarm(signum: int, frame: FrameType | None) -> None:
         raise Hung("interrupted")
 
@@ -676,7 +687,7 @@ def test_count_ops_is_interruptible() -> None:
     t0 = time.perf_counter()
     try:
         with pytest.raises(Hung):
-            collkit.Algorithm("allreduce:rd").count_ops(P=2**31, count=1)
+            collkit.Algorithm("allreduce:rd").count_ops(P=2**24, count=1)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
