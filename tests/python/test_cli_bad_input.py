@@ -828,6 +828,17 @@ def test_a_goal_calc_past_2_63_ns_is_refused(
     assert code == 0 and "calc 8000000000000000000" in out, out
 
 
+def test_a_goal_calc_refused_on_stdout_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    # main: only the root (the last rank) of reduce:linear reduces, so the megabyte and more of
+    # the ranks before it were printed before the refusal, a GOAL file cut short on stdout
+    argv = ["export", "reduce:linear", "-P", "2^14", "--root", "16383", "--count", "2"]
+    code, out = cli(capsys, *argv, "--format", "goal", "--gamma", "1e300")
+    assert code == 2 and "would be past 2^63 ns" in out, out
+    assert "num_ranks" not in out and "rank 0" not in out, out[:200]
+    code, out = cli(capsys, *argv, "--format", "goal", "--gamma", "1")
+    assert code == 0 and out.count("\nrank ") == 2**14 and "calc 16" in out
+
+
 def test_goal_calc_refusal_in_python() -> None:
     s = collkit.generate("allreduce:rd", P=2, count=2)
     with pytest.raises(InvalidArgumentError, match="past 2\\^63 ns"):
