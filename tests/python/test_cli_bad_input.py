@@ -561,7 +561,8 @@ def test_from_arrays_applies_the_readers_buffer_limit(
         collkit.Schedule.from_arrays(
             arrays, collective="allreduce", P=4, count=2, elem_size=elem_size
         )
-    with pytest.raises(ScheduleFormatError, match=re.escape("count: a buffer of " + str(2**48 + 1))):
+    big_count = re.escape(f"count: a buffer of {2**48 + 1}")
+    with pytest.raises(ScheduleFormatError, match=big_count):
         collkit.Schedule.from_arrays(_rd_arrays(), collective="allreduce", P=4, count=2**48 + 1)
 
 
