@@ -21,6 +21,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import collkit
@@ -51,23 +52,32 @@ def machine() -> str:
 TOP_NS = (1024, 4096, 16384, 65536)
 
 
-def top_only(rounds: int, out: Path) -> int:
-    """rank_schedules(N, top=3) and tune's candidates("allreduce", N), each N once per round,
-    rounds interleaved; the top 3 checked against the exhaustive ranking where it is cheap."""
-    from collkit.tune.campaign import RANK_MODEL, candidates
-
+def start(title: str, options: str, note: str = "") -> tuple[list[str], Callable[..., None]]:
+    """A report's lines and the function that prints and keeps one, its header emitted."""
     lines: list[str] = []
 
     def emit(s: str = "") -> None:
         print(s, flush=True)
         lines.append(s)
 
-    emit("# Recursive multiplying: the top-k ranking of collkit tune at large N")
+    emit(f"# Recursive multiplying: {title}")
     emit()
     emit(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
-    emit(f"- machine: {machine()} (load at the start; at the end below)")
-    cmd = f".venv/bin/python benchmarks/bench_rm_enumerate.py --top-only --rounds {rounds}"
-    emit(f"- command: `{cmd}`")
+    emit(f"- machine: {machine()}{note}")
+    emit(f"- command: `.venv/bin/python benchmarks/bench_rm_enumerate.py {options}`")
+    return lines, emit
+
+
+def top_only(rounds: int, out: Path) -> int:
+    """rank_schedules(N, top=3) and tune's candidates("allreduce", N), each N once per round,
+    rounds interleaved; the top 3 checked against the exhaustive ranking where it is cheap."""
+    from collkit.tune.campaign import RANK_MODEL, candidates
+
+    lines, emit = start(
+        "the top-k ranking of collkit tune at large N",
+        f"--top-only --rounds {rounds}",
+        " (load at the start; at the end below)",
+    )
     emit("- model: tune's RANK_MODEL (pipelining postal), n = 8 B, fan-out <= 8, top 3")
     emit()
     for N in (256, 1024):  # the same rows as the exhaustive ranking
@@ -117,19 +127,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.top_only:
         return top_only(args.rounds, Path(__file__).parent / "results" / "bench_rm_rank_top.md")
-    lines: list[str] = []
-
-    def emit(s: str = "") -> None:
-        print(s, flush=True)
-        lines.append(s)
-
-    emit("# Recursive multiplying: enumeration, ranking, search")
-    emit()
-    emit(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
-    emit(f"- machine: {machine()}")
-    emit(
-        f"- command: `.venv/bin/python benchmarks/bench_rm_enumerate.py --max-n {args.max_n} "
-        f"--verify-upto {args.verify_upto}`"
+    lines, emit = start(
+        "enumeration, ranking, search", f"--max-n {args.max_n} --verify-upto {args.verify_upto}"
     )
     emit(
         f"- model: pipelining postal, alpha_p = 1.34 us, alpha_r = 0.34 us, n = {NBYTES} B, "
