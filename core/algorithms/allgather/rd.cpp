@@ -17,7 +17,7 @@
 #include <bit>
 #include <vector>
 
-#include "collkit/phases.hpp"
+#include "../phases/halving.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

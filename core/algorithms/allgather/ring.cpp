@@ -6,7 +6,8 @@
 // Cost:         (P - 1)(alpha + n beta)   (n: bytes per block)
 // Restrictions: none (any P, any count)
 // Reference:    MPICH MPIR_Allgather_intra_ring; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005
-#include "collkit/phases.hpp"
+#include "../phases/ring.hpp"
+
 #include "collkit/registry.hpp"
 
 namespace collkit {

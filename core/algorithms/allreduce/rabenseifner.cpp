@@ -19,8 +19,9 @@
 // Reference:    Rabenseifner, "New optimized MPI reduce algorithm", 1997; Thakur,
 //               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
 #include "../phases/costs.hpp"
+#include "../phases/elimination.hpp"
+#include "../phases/halving.hpp"
 #include "collkit/error.hpp"
-#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

@@ -11,7 +11,7 @@
 // Reference:    Ruefenacht et al. 2017 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp
 //               2005).
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
+#include "../phases/fold.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

@@ -11,11 +11,12 @@
 //               a different tree per block, so the ring is NOT switch-safe with allreduce:rd
 //               (compare_trees says so; see docs/large-counts.md).
 // Reference:    Patarasuk and Yuan, JPDC 69(2) 2009; Thakur, Rabenseifner, Gropp 2005.
+#include "../phases/ring.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

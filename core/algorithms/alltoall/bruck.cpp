@@ -2,7 +2,7 @@
 // Phases:       1. local rotation: tmp[i] = in[(rank + i) mod P] (block i goes to rank + i);
 //               2. w = ceil(log_r P) rounds x of at most r-1 steps z: send the blocks whose
 //                  radix-r digit x is z, as ONE message (packed when not contiguous), to
-//                  rank + z r^x; receive the same positions from rank - z r^x (bruck_phase.hpp);
+//                  rank + z r^x; receive the same positions from rank - z r^x (phases/bruck.hpp);
 //               3. inverse rotation: out[(rank - i) mod P] = tmp[i].
 // Cost:         numC alpha + numD N beta + (2 numD + 2P) N gamma_copy, with
 //               numC = w (r-1) - floor((r^w - P) / r^(w-1)) steps and numD (total blocks sent)
@@ -13,7 +13,7 @@
 //               8(11) 1997; MPICH MPIR_Alltoall_intra_k_brucks.
 #include "collkit/bruck.hpp"
 
-#include "bruck_phase.hpp"
+#include "../phases/bruck.hpp"
 
 namespace collkit {
 namespace {

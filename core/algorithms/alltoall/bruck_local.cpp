@@ -18,8 +18,8 @@
 //               across nodes)
 #include <algorithm>
 
+#include "../phases/bruck.hpp"
 #include "../phases/compose.hpp"
-#include "bruck_phase.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

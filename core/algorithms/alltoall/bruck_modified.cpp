@@ -4,7 +4,7 @@
 //                  the block for rank - j sits at block (rank + j) mod P of `out`;
 //               2. the same w = ceil(log_r P) rounds of at most r-1 one-message steps, in the
 //                  opposite direction: send the blocks with digit x = z (relative to rank) to
-//                  rank - z r^x, receive from rank + z r^x, straight in `out` (bruck_phase.hpp);
+//                  rank - z r^x, receive from rank + z r^x, straight in `out` (phases/bruck.hpp);
 //               3. none: each block arrives at block (source rank) of `out`, where it belongs.
 // Cost:         numC alpha + numD N beta + (2 numD + P) N gamma_copy: the same messages as
 //               alltoall:bruck, P block copies and one P-block scratch buffer fewer.
@@ -12,7 +12,7 @@
 // Reference:    Fan & Kumar 2022 ("Modified Bruck"); Fan, Gilray, Pascucci, Huang, Micinski, Kumar,
 //               "Optimizing the Bruck Algorithm for Non-uniform All-to-all Communication",
 //               HPDC 2022 (the modified Bruck that drops the final rotation).
-#include "bruck_phase.hpp"
+#include "../phases/bruck.hpp"
 
 namespace collkit {
 namespace {

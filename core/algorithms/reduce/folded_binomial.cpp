@@ -12,7 +12,7 @@
 //               0.
 // Reference:    Rabenseifner 1997 (the tree the small-count protocol must compute).
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
+#include "../phases/fold.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

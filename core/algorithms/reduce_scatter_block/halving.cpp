@@ -12,8 +12,9 @@
 //               rank order.
 // Reference:    MPICH MPIR_Reduce_scatter_block_intra_recursive_halving; Thakur, Rabenseifner,
 //               Gropp, IJHPCA 19(1) 2005
+#include "../phases/halving.hpp"
+
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

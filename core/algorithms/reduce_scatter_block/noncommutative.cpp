@@ -13,7 +13,7 @@
 #include <bit>
 
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
+#include "../phases/halving.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

@@ -9,10 +9,11 @@
 // Restrictions: commutative op: block q is combined in ring order q+1, ..., P-1, 0, ..., q.
 // Reference:    Patarasuk and Yuan, JPDC 69(2) 2009 (the reduce-scatter half of the ring
 //               allreduce); Open MPI coll_base reduce_scatter_block ring
+#include "../phases/ring.hpp"
+
 #include <algorithm>
 #include <cmath>
 
-#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
