@@ -5,6 +5,12 @@ every schedule for N <= --verify-upto.
     .venv/bin/python benchmarks/bench_rm_enumerate.py [--max-n 1024] [--verify-upto 128]
 
 Prints a table and writes benchmarks/results/bench_rm_enumerate.md (machine, date, command).
+
+    .venv/bin/python benchmarks/bench_rm_enumerate.py --top-only [--rounds 2]
+
+times only the top-k ranking `collkit tune` uses (rank_schedules(N, top=3)) and tune's whole
+candidate list for N up to 65536, rounds interleaved, and writes
+benchmarks/results/bench_rm_rank_top.md.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import collkit
@@ -42,26 +49,86 @@ def machine() -> str:
     )
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--max-n", type=int, default=1024)
-    ap.add_argument("--verify-upto", type=int, default=128)
-    default_out = Path(__file__).parent / "results" / "bench_rm_enumerate.md"
-    ap.add_argument("--out", default=str(default_out))
-    args = ap.parse_args()
+TOP_NS = (1024, 4096, 16384, 65536)
+
+
+def start(title: str, options: str, note: str = "") -> tuple[list[str], Callable[..., None]]:
+    """A report's lines and the function that prints and keeps one, its header emitted."""
     lines: list[str] = []
 
     def emit(s: str = "") -> None:
         print(s, flush=True)
         lines.append(s)
 
-    emit("# Recursive multiplying: enumeration, ranking, search")
+    emit(f"# Recursive multiplying: {title}")
     emit()
     emit(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
-    emit(f"- machine: {machine()}")
+    emit(f"- machine: {machine()}{note}")
+    emit(f"- command: `.venv/bin/python benchmarks/bench_rm_enumerate.py {options}`")
+    return lines, emit
+
+
+def top_only(rounds: int, out: Path) -> int:
+    """rank_schedules(N, top=3) and tune's candidates("allreduce", N), each N once per round,
+    rounds interleaved; the top 3 checked against the exhaustive ranking where it is cheap."""
+    from collkit.tune.campaign import RANK_MODEL, candidates
+
+    lines, emit = start(
+        "the top-k ranking of collkit tune at large N",
+        f"--top-only --rounds {rounds}",
+        " (load at the start; at the end below)",
+    )
+    emit("- model: tune's RANK_MODEL (pipelining postal), n = 8 B, fan-out <= 8, top 3")
+    emit()
+    for N in (256, 1024):  # the same rows as the exhaustive ranking
+        full = recmult.rank_schedules(N, RANK_MODEL, NBYTES)[:3]
+        if recmult.rank_schedules(N, RANK_MODEL, NBYTES, top=3) != full:
+            emit(f"top 3 differs from the exhaustive ranking at N = {N}")
+            return 1
+    emit("top 3 == the exhaustive ranking's first 3 rows at N = 256 and 1024: yes")
+    emit()
+    times: dict[tuple[str, int], list[float]] = {}
+    best: dict[int, str] = {}
+    n_cand: dict[int, int] = {}
+    for _ in range(rounds):
+        for N in TOP_NS:
+            t0 = time.perf_counter()
+            ranked = recmult.rank_schedules(N, RANK_MODEL, NBYTES, top=3)
+            times.setdefault(("rank", N), []).append(time.perf_counter() - t0)
+            best[N] = ranked[0].schedule
+            t0 = time.perf_counter()
+            n_cand[N] = len(candidates("allreduce", N))
+            times.setdefault(("cand", N), []).append(time.perf_counter() - t0)
     emit(
-        f"- command: `.venv/bin/python benchmarks/bench_rm_enumerate.py --max-n {args.max_n} "
-        f"--verify-upto {args.verify_upto}`"
+        "| N | best by model | rank_schedules(top=3) (s, per round) | "
+        'candidates("allreduce", N) (s, per round) | candidates |'
+    )
+    emit("| ---: | --- | --- | --- | ---: |")
+    for N in TOP_NS:
+        r = ", ".join(f"{t:.2f}" for t in times[("rank", N)])
+        c = ", ".join(f"{t:.2f}" for t in times[("cand", N)])
+        emit(f"| {N} | {best[N]} | {r} | {c} | {n_cand[N]} |")
+    emit()
+    emit(f"- load at the end: {os.getloadavg()[0]:.1f}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--max-n", type=int, default=1024)
+    ap.add_argument("--verify-upto", type=int, default=128)
+    ap.add_argument("--top-only", action="store_true", help="only the top-k ranking at large N")
+    ap.add_argument("--rounds", type=int, default=2, help="--top-only: interleaved rounds")
+    default_out = Path(__file__).parent / "results" / "bench_rm_enumerate.md"
+    ap.add_argument("--out", default=str(default_out))
+    args = ap.parse_args()
+    if args.top_only:
+        return top_only(args.rounds, Path(__file__).parent / "results" / "bench_rm_rank_top.md")
+    lines, emit = start(
+        "enumeration, ranking, search", f"--max-n {args.max_n} --verify-upto {args.verify_upto}"
     )
     emit(
         f"- model: pipelining postal, alpha_p = 1.34 us, alpha_r = 0.34 us, n = {NBYTES} B, "

@@ -32,6 +32,9 @@ __all__ = [
 
 
 _INT64_MAX = 2**63 - 1
+# count_ops generates every rank's program: about 35 s at 2^24 ranks on one core, minutes
+# beyond (2^31: about an hour). Above it, count some ranks (generate_rank) instead.
+MAX_COUNT_P = 1 << 24
 
 
 def _int(value: object, what: str, lo: int, hi: int = _INT64_MAX) -> int:
@@ -207,7 +210,14 @@ class Algorithm:
         *,
         placement: Placement | None = None,
     ) -> int:
-        """Ops of the whole schedule, counted rank by rank in constant memory."""
+        """Ops of the whole schedule, counted rank by rank in constant memory. P above
+        MAX_COUNT_P (2^24) is refused up front: the count would take minutes."""
+        P, count, elem_size, root = self._args(P, count, elem_size, root)
+        if P > MAX_COUNT_P:
+            raise InvalidArgumentError(
+                f"P = {P}: counting every rank's ops would take minutes (at most 2^24 ranks "
+                "are counted); count some ranks (generate_rank; collkit show --stats --rank R)"
+            )
         return int(
             self._algo.count_ops(*self._args(P, count, elem_size, root), *core_args(placement))
         )

@@ -907,19 +907,6 @@ def memory_estimate(
     return _PROCESS_BYTES + P * rank_memory_bytes(model) + total_ops * per_op, total_ops
 
 
-def closed_form_rd_postal(
-    P: int, nbytes: int, alpha: float, beta: float = 0.0, gamma: float = 0.0
-) -> float:
-    """Seed 002 Eq. 1 / Eq. 2 for allreduce:rd under the postal model (ns):
-    (lg P)(alpha + n beta + n gamma) for P = 2^k; otherwise two more message stages (collapse,
-    expand) and one more reduction (the collapse's)."""
-    lg = P.bit_length() - 1
-    pow2 = P & (P - 1) == 0
-    stages = lg + (0 if pow2 else 2)
-    reductions = lg + (0 if pow2 else 1)
-    return stages * (alpha + nbytes * beta) + reductions * nbytes * gamma
-
-
 def param_help() -> str:
     """One line per model listing its parameters and defaults, for the CLI help."""
 

@@ -7,6 +7,7 @@
 #include "bindings.hpp"
 #include "collkit/error.hpp"
 #include "collkit/schedule.hpp"
+#include "collkit/text.hpp"
 
 namespace nb = nanobind;
 
@@ -102,6 +103,7 @@ Schedule from_arrays(const ScheduleHeader& h, const nb::dict& d) {
   auto deps = field<uint32_t>(d, "deps", SIZE_MAX);
   auto scratch_begin = field<int64_t>(d, "scratch_begin", static_cast<size_t>(h.P) + 1);
   auto scratch = field<int64_t>(d, "scratch", SIZE_MAX);
+  check_buffer_limits(h);  // the readers' one buffer limit (buffer_fits), here too
   Schedule s(h);
   RankProgram p;
   size_t i = 0;
@@ -138,6 +140,7 @@ Schedule from_arrays(const ScheduleHeader& h, const nb::dict& d) {
       std::vector<OpId> dv(deps.data() + db, deps.data() + de);
       p.append(op, dv, stage(i));
     }
+    check_buffer_limits(h, p.view());
     s.append_rank(p.view());
   }
   if (i != n) fail(ErrorKind::format, "the rank array must be sorted and hold ranks in [0, P)");

@@ -70,6 +70,8 @@ void bind_text(nb::module_& m) {
             GoalOptions o;
             o.reduce_ns_per_byte = reduce_ns_per_byte;
             o.copy_ns_per_byte = copy_ns_per_byte;
+            // a file is removed on a refusal half-way; what went to `write` cannot be
+            if (f == nullptr) check_goal_calcs(b.header(), rank, o);
             write_goal(b.header(), rank, sink, o);
           }
           if (f == nullptr && !pending.empty()) to_python();

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import collkit
 from builder import KIND, Ops, RankWriter, empty
-from collkit.simulate import closed_form_rd_postal, simulate
+from collkit.simulate import simulate
 
 
 def two_ranks(
@@ -63,7 +63,9 @@ def test_rd_postal_small_n_equals_eq2_off_powers_of_two(P: int) -> None:
 def test_rd_postal_with_bandwidth_and_reduction_off_powers_of_two(P: int) -> None:
     alpha, beta, gamma, n = 700.0, 0.5, 0.25, 1024
     r = simulate("allreduce:rd", P, bytes=n, model="postal", alpha=alpha, beta=beta, gamma=gamma)
-    assert r.makespan == pytest.approx(closed_form_rd_postal(P, n, alpha, beta, gamma))
+    # the registered cost (coefficients of alpha, beta, gamma) under the postal model
+    c = collkit.Algorithm("allreduce:rd").cost(P, n)
+    assert r.makespan == pytest.approx(c["alpha"] * alpha + c["beta"] * beta + c["gamma"] * gamma)
     # the two extra message stages and one extra reduction of the collapse / expand
     lg = math.floor(math.log2(P))
     assert r.makespan == pytest.approx((lg + 2) * (alpha + n * beta) + (lg + 1) * n * gamma)

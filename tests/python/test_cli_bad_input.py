@@ -539,6 +539,41 @@ def test_from_arrays_checks_the_header(change: dict[str, object], needle: str) -
         collkit.Schedule.from_arrays(_rd_arrays(), **kw)  # type: ignore[arg-type]
 
 
+_LIMIT = "a buffer holds at most 2^48 elements and 2^63 bytes"  # the readers' (buffer_fits)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "elem_size", "needle"),
+    [
+        ("len", 2**48 + 1, 8, "op 0: a region of 281474976710657 elements of 8 B"),
+        ("len", 2**44, 2**20, "a region of 17592186044416 elements of 1048576 B"),
+        ("scratch", 2**48 + 1, 8, "a scratch buffer of 281474976710657 elements of 8 B"),
+    ],
+)
+def test_from_arrays_applies_the_readers_buffer_limit(
+    column: str, value: int, elem_size: int, needle: str
+) -> None:
+    # main: a region or scratch buffer above 2^48 elements (or 2^63 bytes) built from arrays was
+    # accepted, where the text, JSON and GOAL readers refuse it
+    arrays = {k: np.asarray(v).copy() for k, v in _rd_arrays().items()}
+    arrays[column][0] = value
+    with pytest.raises(ScheduleFormatError, match=re.escape(needle) + ".*" + re.escape(_LIMIT)):
+        collkit.Schedule.from_arrays(
+            arrays, collective="allreduce", P=4, count=2, elem_size=elem_size
+        )
+    big_count = re.escape(f"count: a buffer of {2**48 + 1}")
+    with pytest.raises(ScheduleFormatError, match=big_count):
+        collkit.Schedule.from_arrays(_rd_arrays(), collective="allreduce", P=4, count=2**48 + 1)
+
+
+def test_from_arrays_takes_a_region_at_the_limit_and_leaves_its_bounds_to_the_verifier() -> None:
+    arrays = {k: np.asarray(v).copy() for k, v in _rd_arrays().items()}
+    arrays["len"][0] = 2**48  # fits a buffer, not this one: the verifier's to report
+    s = collkit.Schedule.from_arrays(arrays, collective="allreduce", P=4, count=2)
+    assert s.rank(0).arrays()["len"][0] == 2**48
+    assert not collkit.verify(s).ok
+
+
 @pytest.mark.parametrize(
     ("column", "make", "needle"),
     [
@@ -632,8 +667,19 @@ def test_tune_simulate_refuses_what_cannot_fit(
     assert code == 2 and "simulating it needs at least" in out, out
 
 
+@pytest.mark.parametrize("P", [2**31, 2**24 + 1])
+def test_count_ops_refuses_a_huge_P_up_front(P: int) -> None:
+    # main: count_ops(2**31, 0) took minutes before an answer (interruptible, never refused)
+    t0 = time.perf_counter()
+    with pytest.raises(InvalidArgumentError, match=f"P = {P}: counting every rank's ops"):
+        collkit.Algorithm("allreduce:rd").count_ops(P=P, count=0)
+    assert time.perf_counter() - t0 < 5
+    assert collkit.Algorithm("allreduce:rd").count_ops(P=2**10, count=1) > 0  # below: counted
+
+
 def test_count_ops_is_interruptible() -> None:
-    # main: count_ops(P=2**31) ran past 60 s and Ctrl-C waited for it
+    # main: count_ops(P=2**31) ran past 60 s and Ctrl-C waited for it; the largest P counted
+    # (2^24) still takes tens of seconds
     def alarm(signum: int, frame: FrameType | None) -> None:
         raise Hung("interrupted")
 
@@ -642,7 +688,7 @@ def test_count_ops_is_interruptible() -> None:
     t0 = time.perf_counter()
     try:
         with pytest.raises(Hung):
-            collkit.Algorithm("allreduce:rd").count_ops(P=2**31, count=1)
+            collkit.Algorithm("allreduce:rd").count_ops(P=2**24, count=1)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
@@ -781,6 +827,17 @@ def test_a_goal_calc_past_2_63_ns_is_refused(
     ok = ["export", "allreduce:rd", "-P", "2", "--count", "2", "--format", "goal"]
     code, out = cli(capsys, *ok, cost[0], "5e17")
     assert code == 0 and "calc 8000000000000000000" in out, out
+
+
+def test_a_goal_calc_refused_on_stdout_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    # main: only the root (the last rank) of reduce:linear reduces, so the megabyte and more of
+    # the ranks before it were printed before the refusal, a GOAL file cut short on stdout
+    argv = ["export", "reduce:linear", "-P", "2^14", "--root", "16383", "--count", "2"]
+    code, out = cli(capsys, *argv, "--format", "goal", "--gamma", "1e300")
+    assert code == 2 and "would be past 2^63 ns" in out, out
+    assert "num_ranks" not in out and "rank 0" not in out, out[:200]
+    code, out = cli(capsys, *argv, "--format", "goal", "--gamma", "1")
+    assert code == 0 and out.count("\nrank ") == 2**14 and "calc 16" in out
 
 
 def test_goal_calc_refusal_in_python() -> None:

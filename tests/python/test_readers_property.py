@@ -30,7 +30,7 @@ import collkit
 from collkit import results
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.results import FIELDS, ResultStore, Row, row_to_json
-from collkit.schedule import ARRAY_DTYPES
+from collkit.schedule import ARRAY_DTYPES, OP_KINDS
 from collkit.simulate import parse_distribution, simulate_file
 from collkit.tune.table import load as load_table
 
@@ -157,7 +157,7 @@ def _mutated(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     for _ in range(draw(st.integers(0, 3))):
         key = draw(st.sampled_from(sorted(ARRAY_DTYPES)))
         a = np.asarray(arrays.get(key, np.zeros(0, dtype=np.int64))).ravel()
-        how = draw(st.sampled_from(["dtype", "value", "nan", "drop", "shape"]))
+        how = draw(st.sampled_from(["dtype", "value", "huge", "nan", "drop", "shape"]))
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")  # casts of NaN: the point is what from_arrays does
             if how == "dtype":
@@ -165,6 +165,12 @@ def _mutated(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
             elif how == "value" and a.size:
                 a = a.astype(np.int64)
                 a[draw(st.integers(0, a.size - 1))] = draw(st.integers(-(2**63), 2**63 - 1))
+                arrays[key] = a
+            elif how == "huge" and a.size:  # about the one buffer limit (2^48, 2^63 bytes)
+                a = a.astype(np.int64)
+                a[draw(st.integers(0, a.size - 1))] = draw(
+                    st.sampled_from([2**48, 2**48 + 1, 2**60, 2**63 - 1, 2**43, 2**44])
+                )
                 arrays[key] = a
             elif how == "nan" and a.size:
                 a = a.astype(np.float64)
@@ -177,7 +183,13 @@ def _mutated(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     header: dict[str, Any] = {"collective": "allreduce", "P": 4, "count": 2}
     for k in draw(st.sets(st.sampled_from(["P", "count", "elem_size", "root", "rpn"]))):
         header[k] = draw(
-            st.one_of(st.integers(-(2**64), 2**64), st.floats(), st.booleans(), st.none())
+            st.one_of(
+                st.integers(-(2**64), 2**64),
+                st.sampled_from([2**20, 2**48, 2**48 + 1]),
+                st.floats(),
+                st.booleans(),
+                st.none(),
+            )
         )
     return arrays, header
 
@@ -194,6 +206,11 @@ def test_from_arrays_makes_a_valid_schedule_or_says_why(
         return
     # accepted: every field is what the header and the arrays said, nothing truncated
     assert s.P >= 1 and 0 <= s.root < s.P and s.count >= 0 and s.elem_size >= 1
+    # and within the readers' one buffer limit (buffer_fits): count, scratch buffers, regions
+    a = s.arrays()
+    with_buffer = a["kind"] < OP_KINDS.index("compute")
+    for elems in (s.count, *a["scratch"].tolist(), *a["len"][with_buffer].tolist()):
+        assert elems < 0 or (elems <= 2**48 and elems * s.elem_size < 2**63)
     for k, v in arrays.items():
         if k in ARRAY_DTYPES and np.asarray(v).size:
             assert np.asarray(v).dtype.kind in "iu"

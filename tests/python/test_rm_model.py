@@ -138,3 +138,28 @@ def test_search_a_million_ranks() -> None:
     # one rank of it generates alone
     prog = collkit.generate_rank(f"allreduce:rm({found.schedule})", P=10**6, rank=123457, count=1)
     assert len(prog) > 0
+
+
+@pytest.mark.parametrize("N", [*range(1, 33), 48, 60, 64, 96, 97, 120, 128, 210])
+def test_the_top_of_the_ranking_is_the_exhaustive_rankings_first_rows(N: int) -> None:
+    # rank_schedules(top=k) opens shells cheapest bound first and stops early (#19: the full
+    # walk took minutes at 65536 ranks); it must give the same rows, in the same order
+    for model, nbytes, fanout in ((M, 8, 8), (M, 4096, 8), (M, 0, 4), (M, 8, 2)):
+        full = recmult.rank_schedules(N, model, nbytes, max_fanout=fanout)
+        for top in (1, 3, 10):
+            got = recmult.rank_schedules(N, model, nbytes, max_fanout=fanout, top=top)
+            assert got == full[:top], (N, nbytes, fanout, top)
+    for fam in ("split", "merged"):
+        full = recmult.rank_schedules(N, M, 8, families=[fam])
+        assert recmult.rank_schedules(N, M, 8, families=[fam], top=3) == full[:3]
+    assert recmult.rank_schedules(N, M, 8, top=0) == []
+
+
+def test_the_top_at_65536_ranks_is_the_searchs_optimum_first() -> None:
+    # main: candidates("allreduce", 65536) did not finish in 300 s
+    ranked = recmult.rank_schedules(65536, M, 8, top=3)
+    assert len(ranked) == 3
+    assert ranked[0].cost == pytest.approx(recmult.search(65536, M, 8).cost, rel=1e-12)
+    assert [r.cost for r in ranked] == sorted(r.cost for r in ranked)
+    for r in ranked:
+        assert recmult.schedule_cost(r.schedule, M, 8, N=65536) == pytest.approx(r.cost)

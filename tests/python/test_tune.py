@@ -456,6 +456,28 @@ def test_tune_from_the_simulator_marks_rows_simulated(tmp_path: Path) -> None:
     assert lines and all(re.fullmatch(f'I_MPI_ADJUST_ALLTOALL="{rng}(;{rng})*"', x) for x in lines)
 
 
+def test_a_simulation_that_cannot_fit_is_a_row_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # main: tune --simulate -np 65536 went on simulating allreduce:ring at 1 MiB (8.6e9 ops,
+    # hours); collkit simulate's limit (its memory estimate against the memory available) now
+    # applies to every candidate
+    import collkit.cli.simulate as cli_simulate
+    from collkit.results import ResultStore
+    from collkit.simulate import memory_estimate
+    from collkit.tune.campaign import TuneOptions, simulate_rows
+
+    small = memory_estimate("allreduce:ring", 64, 1, 8, model="postal")[0]
+    big = memory_estimate("allreduce:ring", 64, 2**14, 8, model="postal")[0]
+    assert small < big
+    monkeypatch.setattr(cli_simulate, "_available_memory", lambda: (small + big) // 2)
+    opts = TuneOptions(["allreduce"], [64], [8, 2**17], only=["ring"])
+    rows = simulate_rows(opts, "postal", {}, ResultStore(tmp_path / "r.jsonl"), lambda _: None)
+    by_size = {r.bytes: r for r in rows}
+    assert by_size[8].error == "" and by_size[8].median_us > 0
+    assert "GiB available" in by_size[2**17].error, by_size[2**17]
+
+
 @pytest.mark.mpi
 def test_multi_stage_rm_names_reach_the_driver_whole(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path

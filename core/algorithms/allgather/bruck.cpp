@@ -1,14 +1,11 @@
-// Algorithm:    radix-r Bruck allgather (allgather:bruck(r=R)), R = 2 by default
+// allgather:bruck: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allgather:bruck` prints them).
 // Phases:       1. copy the own input to the front of a scratch vector (relative block 0);
 //               2. rounds x = 0, 1, ... with d = r^x < P, steps z = 1 .. r-1 with z d < P: send
 //                  the d blocks held, [0, d) (clipped at P - z d), to rank - z d and receive
 //                  rank + z d's into [z d, z d + d); the steps of a round are in flight together;
 //               3. rotate: relative block i is rank + i's, out[(rank + i) mod P] = tmp[i].
-// Cost:         numC alpha + (P - 1) n beta   (n: bytes per block), numC = w (r-1) -
-//               floor((r^w - P) / r^(w-1)) steps, w = ceil(log_r P) (the Bruck step count of
-//               alltoall:bruck); r = 2: ceil(lg P) alpha + (P - 1) n beta
 // Restrictions: none (any P, any count; r >= P acts as r = P: one round of P - 1 steps)
-// Reference:    Bruck et al., IEEE TPDS 8(11) 1997; MPICH MPIR_Allgather_intra_k_brucks
 #include "collkit/bruck.hpp"
 
 #include <algorithm>
@@ -56,6 +53,8 @@ const Registrar reg{{
     .summary = "radix-r Bruck: ceil(log_r P) rounds of up to r-1 messages, then a rotation",
     .phases = "gather the blocks relative to the own rank: in round x, step z sends the r^x "
               "blocks held to rank - z r^x and receives rank + z r^x's; rotate into place",
+    // Cost: (n: bytes per block), numC = w (r-1) - floor((r^w - P) / r^(w-1)) steps, w = ceil(log_r
+    //   P) (the Bruck step count of alltoall:bruck); r = 2: ceil(lg P) alpha + (P - 1) n beta
     .cost = "numC alpha + (P - 1) n beta",
     .reference = "Bruck et al., IEEE TPDS 8(11) 1997; MPICH MPIR_Allgather_intra_k_brucks",
     .mpi_equivalents = {"mpich:brucks", "ompi:bruck", "impi:bruck"},

@@ -1,3 +1,5 @@
+// allgather:hier: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allgather:hier` prints them).
 // Algorithm:    node-aware (hierarchical) allgather, allgather:hier(gather=A, inter=B, bcast=C),
 //               three named algorithms run on sub-groups (phases/compose.hpp)
 // Phases:       with q ranks per node and N nodes:
@@ -5,14 +7,8 @@
 //               2. inter: B allgathers among the leaders, one per node, blocks of q*count (a
 //                  node's blocks; round-robin nodes: then put in rank order by local copies);
 //               3. bcast: C broadcasts all P blocks from each leader to its node.
-// Cost:         T_gather(q) + T_inter(N, q n) + T_bcast(q, P n), each part's cost at its group
-//               size; only the inter part crosses the network
 // Restrictions: needs the placement (--rpn, --order) with every node holding the same number of
 //               ranks (rpn divides P); any count; MPI_IN_PLACE.
-// Reference:    Fan & Kumar 2022, future work (split the processes by node, then run within and
-//               across
-//               nodes), applied to the allgather; the gather / allgather / bcast form of Open
-//               MPI coll/han's allgather (Luo et al., Cluster 2020)
 #include "../phases/compose.hpp"
 #include "collkit/registry.hpp"
 

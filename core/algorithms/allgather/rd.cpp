@@ -1,4 +1,5 @@
-// Algorithm:    allgather:rd, recursive doubling with MPICH's non-power-of-two steps
+// allgather:rd: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allgather:rd` prints them).
 // Phases:       1. copy the own input into out block r (nothing under MPI_IN_PLACE);
 //               2. P = 2^k: allreduce:rabenseifner's allgather phase (phases::allgather_doubling)
 //                  with the distances reversed, 1, 2, ..., P/2; otherwise MPICH's steps:
@@ -8,16 +9,12 @@
 //                  partner existed pass what they got on down a binomial tree inside the group
 //                  (MPICH's "nprocs_completed" steps), so that after step i every rank holds its
 //                  aligned group of 2^(i+1) ranks.
-// Cost:         lg P alpha + (P - 1) n beta   (P = 2^k; n: bytes per block); otherwise up to
-//               lg P more messages for the fix-up steps
 // Restrictions: none (any P, any count)
-// Reference:    MPICH MPIR_Allgather_intra_recursive_doubling; Thakur, Rabenseifner, Gropp,
-//               IJHPCA 19(1) 2005
 #include <algorithm>
 #include <bit>
 #include <vector>
 
-#include "collkit/phases.hpp"
+#include "../phases/halving.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -108,6 +105,7 @@ const Registrar reg{{
     .phases = "step i exchanges the aligned group of 2^i blocks held with rank ^ 2^i; where that "
               "rank does not exist, the group's ranks that got the data pass it on inside the "
               "group along a binomial tree",
+    // Cost: (P = 2^k; n: bytes per block); otherwise up to lg P more messages for the fix-up steps
     .cost = "lg P alpha + (P - 1) n beta",
     .reference = "MPICH MPIR_Allgather_intra_recursive_doubling; Thakur, Rabenseifner, Gropp, "
                  "IJHPCA 19(1) 2005",

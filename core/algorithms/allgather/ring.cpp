@@ -1,12 +1,12 @@
-// Algorithm:    allgather:ring, P - 1 steps around the ring
+// allgather:ring: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allgather:ring` prints them).
 // Phases:       1. copy the own input into out block r (nothing under MPI_IN_PLACE: it is there);
 //               2. P - 1 steps: at step s rank r sends block r - s to r + 1 and receives block
 //                  r - s - 1 from r - 1 (phases::ring_allgather, bcast:scatter_allgather's and
 //                  allreduce:ring's allgather too).
-// Cost:         (P - 1)(alpha + n beta)   (n: bytes per block)
 // Restrictions: none (any P, any count)
-// Reference:    MPICH MPIR_Allgather_intra_ring; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005
-#include "collkit/phases.hpp"
+#include "../phases/ring.hpp"
+
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -30,6 +30,7 @@ const Registrar reg{{
     .summary = "P - 1 ring steps, each rank passing on the block it got last (long messages)",
     .phases = "copy the own block into place; at step s rank r sends block r - s to r + 1 and "
               "receives block r - s - 1 from r - 1",
+    // Cost: (n: bytes per block)
     .cost = "(P - 1)(alpha + n beta)",
     .reference = "MPICH MPIR_Allgather_intra_ring; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",
     .mpi_equivalents = {"mpich:ring", "ompi:ring", "impi:ring"},

@@ -1,3 +1,5 @@
+// allgather:rm: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allgather:rm` prints them).
 // Algorithm:    recursive multiplying allgather (allgather:rm), the k-nomial generalisation of
 //               recursive doubling; stages in allreduce:rm's schedule language
 //               (collkit/rm/stages.hpp), e.g. rm(a4,a4) (P = 16, 4-nomial), rm(c6m2,a2,a2,e6m2).
@@ -9,13 +11,8 @@
 //                  keep rank order) and exchanges them with the B - 1 ranks whose digit
 //                  (w / m) mod B differs, sending to digits d+1, d+2, ... as allreduce:rm;
 //               expand: the group's last rank sends the whole result to the others.
-// Cost:         sum_i (B_i - 1)(alpha + m_i (P / inner) n beta) over the factor stages, plus
-//               (B - 1)(alpha + n beta) and (B - 1)(alpha + P n beta) for collapse and expand
-//               (n: bytes per block, inner: ranks of the hypercuboid)
 // Restrictions: factored and split schedules (merged ones, mRgGaB, are for reductions); the
 //               empty list is MPICH's recursive doubling schedule c2rm2, a2, ..., e2rm2.
-// Reference:    Ruefenacht, Bull, Booth, Parallel Computing 2017 applied to
-//               allgather; MPICH MPIR_Allgather_intra_recexch (k-nomial recursive exchange)
 #include <any>
 #include <vector>
 
@@ -123,6 +120,8 @@ const Registrar reg{{
     .phases = "optional collapse (cTmB) onto the groups' last ranks; factor stages aB exchanging "
               "the blocks held with B-1 peers; expand (eTmB). No stages: MPICH recursive "
               "doubling (c2rm2, a2..., e2rm2)",
+    // Cost: plus (B - 1)(alpha + n beta) and (B - 1)(alpha + P n beta) for collapse and expand (n:
+    //   bytes per block, inner: ranks of the hypercuboid)
     .cost = "sum_i (B_i - 1)(alpha + m_i (P / inner) n beta) over the factor stages",
     .reference = "Ruefenacht, Bull, Booth, Parallel Computing 2017 applied to "
                  "allgather; MPICH MPIR_Allgather_intra_recexch (k-nomial recursive exchange)",

@@ -1,3 +1,5 @@
+// allreduce:hier: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allreduce:hier` prints them).
 // Algorithm:    node-aware (hierarchical) allreduce, allreduce:hier(intra=A, inter=B, bcast=C),
 //               composed of three named algorithms run on sub-groups (phases/compose.hpp)
 // Phases:       intra a reduce (default reduce:binomial):
@@ -9,15 +11,10 @@
 //                 1. intra: A allreduces within each node, so every rank holds its node's sum;
 //                 2. inter: B allreduces among the ranks of the same local index, one per node
 //                    (every rank takes part, as a recursive multiplying stage over nodes).
-// Cost:         T_intra(rpn) + T_inter(nodes) + T_bcast(rpn), each part's cost at its group size
-//               (nodes = ceil(P / rpn)); only the inter part crosses the network
 // Restrictions: needs the placement (--rpn, --order); intra an allreduce needs every node to hold
 //               the same number of ranks (rpn divides P). Non-commutative ops: the parts keep
 //               rank order when the placement is contiguous and every part keeps rank order;
 //               round-robin node groups do not, and then it needs a commutative op.
-// Reference:    Ruefenacht et al. 2017 section 8 (on-node all-to-all stage); Open MPI coll/han (Luo
-//               et al.,
-//               Cluster 2020); MPICH MPIR_Allreduce_intra_smp
 #include "../phases/compose.hpp"
 #include "collkit/registry.hpp"
 

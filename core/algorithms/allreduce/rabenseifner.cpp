@@ -1,3 +1,5 @@
+// allreduce:rabenseifner: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allreduce:rabenseifner` prints them).
 // Algorithm:    Rabenseifner's allreduce (allreduce:rabenseifner): reduce-scatter by recursive
 //               halving, then allgather by recursive doubling.
 // Phases:       1. fold to pof2 = 2^floor(lg P) ranks (MPICH pre-step: the pair (2i, 2i+1) of
@@ -9,18 +11,15 @@
 //               3. allgather by recursive doubling, the halving's stages in reverse
 //                  (phases::allgather_doubling; distances reversed: allgather:rd on 2^k ranks);
 //               4. unfold: the odd rank of each pair sends the result to the even one.
-// Cost:         2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma  (P = 2^k);
-//               otherwise + 2 (alpha + n beta) + n gamma for the fold and unfold.
 // Restrictions: none: every P, every count (blocks may be empty: count < P sends fewer
 //               messages), non-commutative ops. Each element is combined with the same tree as
 //               allreduce:rd (pairs first, then recursive doubling, lower ranks on the left), so
 //               switching between rd and rabenseifner at a count limit does not change a bit
 //               (Rabenseifner 1997); tests/test_large_counts.py proves it with compare_trees.
-// Reference:    Rabenseifner, "New optimized MPI reduce algorithm", 1997; Thakur,
-//               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
 #include "../phases/costs.hpp"
+#include "../phases/elimination.hpp"
+#include "../phases/halving.hpp"
 #include "collkit/error.hpp"
-#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

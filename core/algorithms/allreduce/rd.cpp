@@ -1,17 +1,15 @@
-// Algorithm:    recursive doubling with pairwise exchange (allreduce:rd)
+// allreduce:rd: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allreduce:rd` prints them).
 // Phases:       1. collapse: of the first 2*rem ranks (rem = P - pof2), each even rank sends its
 //                  input to the odd rank above it, which reduces it and stands for both;
 //               2. lg(pof2) stages on the pof2 active ranks: exchange the whole vector with the
 //                  peer whose virtual rank differs in bit k, and reduce in rank order;
 //               3. expand: each odd rank below 2*rem sends the result back to its even partner.
-// Cost:         (lg P + 2 [P != 2^k]) (alpha + n beta) + (lg P + [P != 2^k]) n gamma
 // Restrictions: none (every P >= 1, every count >= 0, non-commutative ops: operands are combined
 //               in rank order, so every rank computes the same tree, e.g. for P = 13
 //               {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]}, as Rabenseifner 1997 requires).
-// Reference:    Ruefenacht et al. 2017 Algorithm 1 (MPICH's allreduce, Thakur, Rabenseifner, Gropp
-//               2005).
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
+#include "../phases/fold.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

@@ -1,4 +1,5 @@
-// Algorithm:    ring allreduce (allreduce:ring): ring reduce-scatter, then ring allgather.
+// allreduce:ring: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allreduce:ring` prints them).
 // Phases:       1. reduce-scatter: P-1 steps; at step s rank r sends block r-s to r+1 and
 //                  receives block r-s-1 from r-1 into scratch, combining it into `out`;
 //               2. allgather: P-1 steps; at step s rank r passes block r+1-s on to r+1.
@@ -6,16 +7,15 @@
 //               schedule is in-place safe (MPI_IN_PLACE: `in` is `out`).
 //               Every message is cut into segments of at most `seg` bytes so that combining one
 //               segment overlaps with receiving the next (seg=0: whole blocks).
-// Cost:         2 (P-1) alpha + 2 (P-1)/P n beta + (P-1)/P n gamma
 // Restrictions: commutative op: block q is combined in ring order q, q+1, ..., P-1, 0, ..., q-1,
 //               a different tree per block, so the ring is NOT switch-safe with allreduce:rd
 //               (compare_trees says so; see docs/large-counts.md).
-// Reference:    Patarasuk and Yuan, JPDC 69(2) 2009; Thakur, Rabenseifner, Gropp 2005.
+#include "../phases/ring.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -53,7 +53,7 @@ const Registrar reg{{
     .phases = "P-1 reduce-scatter steps around the ring, then P-1 allgather steps; messages cut "
               "into segments of at most seg bytes",
     .cost = "2 (P-1) alpha + 2 (P-1)/P n beta + (P-1)/P n gamma",
-    .reference = "Patarasuk and Yuan, JPDC 69(2) 2009",
+    .reference = "Patarasuk and Yuan, JPDC 69(2) 2009; Thakur, Rabenseifner, Gropp 2005",
     .mpi_equivalents = {"mpich:ring", "ompi:ring", "impi:ring"},
     .params = {segment_param("1MiB", "largest message in bytes; 0: whole blocks")},
     .restrictions = {.commutative_op = true, .power_of_two = false, .min_P = 1},

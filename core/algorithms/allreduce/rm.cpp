@@ -1,3 +1,5 @@
+// allreduce:rm: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms allreduce:rm` prints them).
 // Algorithm:    recursive multiplying (allreduce:rm), the generalisation of recursive doubling to
 //               multi-way exchanges; the stages are given in the schedule language of
 //               collkit/rm/stages.hpp, e.g. rm(a8,a4), rm(c6m2,a2,a2,e6m2), rm(m1g2a3,n1g3a2).
@@ -13,12 +15,6 @@
 //                  sends the pre-exchange values of group r mod G to remainder rank r, which
 //                  folds them in the same digit order;
 //               s+1. expand (split schedules): the last rank of each group sends the result back.
-// Cost:         sum_i (alpha_p + b_i (alpha_r + n beta + n gamma)), b_i = B_i - 1 (pipelining
-//               postal); per stage (seed Eq. 3, b = B-1, c = alpha_r + n beta, g = n gamma,
-//               k = ceil(R/G)): aB: alpha_p + b (c + g); cTmB: alpha_p + c + b g; eTmB:
-//               alpha_p + b c; mRgGaB: alpha_p + B c + (b + k) g; nRgGaB: alpha_p + (b + k) c
-//               + b g. A factored schedule with n = 0 costs alpha_p s + alpha_r sum b_i
-//               (collkit.analysis.recmult.schedule_cost).
 // Restrictions: commutative op for merged schedules (a remainder rank's value enters the tree
 //               inside a group, out of rank order). Factored and split schedules combine in
 //               rank order and serve non-commutative ops as well; the registry declares the
@@ -35,7 +31,6 @@
 //     line 92). G must be the number of groups of that face, (N-R)/B: the seed's examples
 //     m1g2a3,n1g3a2 and m3g2a2,n3g2a2 at N = 7 all have it so.
 //   * No arrival-order variant is offered: every schedule is bitwise consistent.
-// Reference:    Ruefenacht, Bull, Booth, Parallel Computing 2017, §3-4, Algs. 2-6.
 #include <any>
 #include <vector>
 
@@ -256,6 +251,10 @@ const Registrar reg{{
     .phases = "optional collapse (cTmB) or merge (mRgGaB); factor stages aB exchanging with B-1 "
               "peers by non-blocking sends, folded in digit order; expand (eTmB) or inverse merge "
               "(nRgGaB). No stages: MPICH recursive doubling (c2rm2, a2..., e2rm2)",
+    // Cost: per stage (seed Eq. 3, b = B-1, c = alpha_r + n beta, g = n gamma, k = ceil(R/G)): aB:
+    //   alpha_p + b (c + g); cTmB: alpha_p + c + b g; eTmB: alpha_p + b c; mRgGaB: alpha_p + B c +
+    //   (b + k) g; nRgGaB: alpha_p + (b + k) c + b g. A factored schedule with n = 0 costs alpha_p
+    //   s + alpha_r sum b_i (collkit.analysis.recmult.schedule_cost).
     .cost = "sum_i (alpha_p + b_i (alpha_r + n beta + n gamma)), b_i = B_i - 1 (pipelining postal)",
     .reference = "Ruefenacht, Bull, Booth, Parallel Computing 2017, §3-4, Algs. 2-6",
     .params = {{.name = "stages",

@@ -1,19 +1,14 @@
-// Algorithm:    radix-r Bruck all-to-all (alltoall:bruck(r=R)), R = 2 by default, or r=auto
+// alltoall:bruck: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms alltoall:bruck` prints them).
 // Phases:       1. local rotation: tmp[i] = in[(rank + i) mod P] (block i goes to rank + i);
 //               2. w = ceil(log_r P) rounds x of at most r-1 steps z: send the blocks whose
 //                  radix-r digit x is z, as ONE message (packed when not contiguous), to
-//                  rank + z r^x; receive the same positions from rank - z r^x (bruck_phase.hpp);
+//                  rank + z r^x; receive the same positions from rank - z r^x (phases/bruck.hpp);
 //               3. inverse rotation: out[(rank - i) mod P] = tmp[i].
-// Cost:         numC alpha + numD N beta + (2 numD + 2P) N gamma_copy, with
-//               numC = w (r-1) - floor((r^w - P) / r^(w-1)) steps and numD (total blocks sent)
-//               = sum over rounds of the blocks with a nonzero digit (Fan & Kumar 2022; python
-//               collkit.analysis.bruck has both forms). r = 2: lg P alpha + (P/2) lg P N beta.
 // Restrictions: none (every P >= 1, every count >= 0; r >= P acts as r = P).
-// Reference:    Fan & Kumar, SC22 poster (radix-r Bruck); Bruck et al., IEEE TPDS
-//               8(11) 1997; MPICH MPIR_Alltoall_intra_k_brucks.
 #include "collkit/bruck.hpp"
 
-#include "bruck_phase.hpp"
+#include "../phases/bruck.hpp"
 
 namespace collkit {
 namespace {

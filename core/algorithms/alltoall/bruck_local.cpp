@@ -1,3 +1,5 @@
+// alltoall:bruck_local: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms alltoall:bruck_local` prints them).
 // Algorithm:    locality-aware Bruck all-to-all (alltoall:bruck_local(r=R)): Bruck inside each
 //               node, then Bruck across nodes, both alltoall:bruck(r=R) run on sub-groups
 //               (phases/compose.hpp)
@@ -9,17 +11,12 @@
 //               4. inter: alltoall:bruck(r) among the N ranks of local index l, blocks of
 //                  q*count; each arrives as the q blocks of one source node;
 //               5. unpack to `out` by source rank (contiguous placement: already in place).
-// Cost:         (numC(q) + numC(N)) alpha + (numD(q) N + numD(N) q) n beta for q ranks per node
-//               and N nodes (numC, numD of alltoall:bruck), plus 2-3 P n of local copies
 // Restrictions: needs the placement (--rpn, --order) with every node holding the same number of
 //               ranks (rpn divides P); any P, any count.
-// Reference:    Fan & Kumar 2022, future work (split the processes by node; Bruck within each node,
-//               then
-//               across nodes)
 #include <algorithm>
 
+#include "../phases/bruck.hpp"
 #include "../phases/compose.hpp"
-#include "bruck_phase.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

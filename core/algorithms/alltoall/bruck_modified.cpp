@@ -1,18 +1,15 @@
+// alltoall:bruck_modified: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms alltoall:bruck_modified` prints them).
 // Algorithm:    modified radix-r Bruck all-to-all (alltoall:bruck_modified(r=R)): no final
 //               rotation
 // Phases:       1. reflection instead of rotation: out[(2 rank - i) mod P] = in[i], so that
 //                  the block for rank - j sits at block (rank + j) mod P of `out`;
 //               2. the same w = ceil(log_r P) rounds of at most r-1 one-message steps, in the
 //                  opposite direction: send the blocks with digit x = z (relative to rank) to
-//                  rank - z r^x, receive from rank + z r^x, straight in `out` (bruck_phase.hpp);
+//                  rank - z r^x, receive from rank + z r^x, straight in `out` (phases/bruck.hpp);
 //               3. none: each block arrives at block (source rank) of `out`, where it belongs.
-// Cost:         numC alpha + numD N beta + (2 numD + P) N gamma_copy: the same messages as
-//               alltoall:bruck, P block copies and one P-block scratch buffer fewer.
 // Restrictions: none (every P >= 1, every count >= 0; r >= P acts as r = P).
-// Reference:    Fan & Kumar 2022 ("Modified Bruck"); Fan, Gilray, Pascucci, Huang, Micinski, Kumar,
-//               "Optimizing the Bruck Algorithm for Non-uniform All-to-all Communication",
-//               HPDC 2022 (the modified Bruck that drops the final rotation).
-#include "bruck_phase.hpp"
+#include "../phases/bruck.hpp"
 
 namespace collkit {
 namespace {

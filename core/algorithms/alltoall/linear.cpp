@@ -1,14 +1,12 @@
-// Algorithm:    spread-out (alltoall:linear): every receive and every send posted at once
+// alltoall:linear: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms alltoall:linear` prints them).
 // Phases:       1. copy the own block in[rank] -> out[rank];
 //               2. post the P-1 receives, from rank-1, rank-2, ... (shifted order), each straight
 //                  into its place out[src];
 //               3. post the P-1 sends, to rank+1, rank+2, ... (shifted order, so that no rank is
 //                  the first target of everyone), each straight from in[dst].
 //               No op waits on another: the network sees all P-1 messages of every rank at once.
-// Cost:         (P-1) alpha + (P-1) N beta   (N: bytes per block; the (P-1) start-ups overlap
-//               on a network with enough injection bandwidth, which is why it wins for large N)
 // Restrictions: none (every P >= 1, every count >= 0).
-// Reference:    Fan & Kumar 2022 ("spread-out", P-1 steps); MPICH MPIR_Alltoall_intra_scattered.
 #include "collkit/registry.hpp"
 
 namespace collkit {

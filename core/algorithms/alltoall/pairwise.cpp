@@ -1,11 +1,10 @@
-// Algorithm:    pairwise exchange (alltoall:pairwise): P-1 steps of one send and one receive
+// alltoall:pairwise: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms alltoall:pairwise` prints them).
 // Phases:       1. copy the own block in[rank] -> out[rank];
 //               2. steps k = 1 .. P-1, each waiting for the previous one (a sendrecv):
 //                  P = 2^j: exchange with rank XOR k (each step is a perfect matching);
 //                  otherwise: send to (rank + k) mod P, receive from (rank - k) mod P.
-// Cost:         (P-1) (alpha + N beta)   (N: bytes per block; no start-ups overlap)
 // Restrictions: none (every P >= 1, every count >= 0).
-// Reference:    Fan & Kumar 2022 (linear, P-1 steps); MPICH MPIR_Alltoall_intra_pairwise.
 #include <algorithm>
 #include <bit>
 
@@ -40,6 +39,7 @@ const Registrar reg{{
                "receive from rank-k",
     .phases = "copy the own block; step k = 1..P-1 exchanges one block with rank^k (P = 2^j) "
               "or sends to rank+k and receives from rank-k, each step after the previous",
+    // Cost: (N: bytes per block; no start-ups overlap)
     .cost = "(P-1) (alpha + N beta)",
     .reference = "Fan & Kumar 2022 (linear, P-1 steps); MPICH MPIR_Alltoall_intra_pairwise",
     .mpi_equivalents = {"mpich:pairwise", "ompi:pairwise", "impi:pairwise"},

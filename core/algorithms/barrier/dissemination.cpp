@@ -1,14 +1,11 @@
-// Algorithm:    barrier:dissemination(k), n-way dissemination
+// barrier:dissemination: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms barrier:dissemination` prints them).
 // Phases:       ceil(log_{k+1} P) rounds; in round i (distance d = (k+1)^i) every rank sends a
 //               zero-length message to rank + j d and receives one from rank - j d (mod P), for
 //               j = 1..k with j d < P; a round's sends wait for the previous round's receives.
 //               After round i a rank has heard (through chains of messages) from the (k+1)^(i+1)
 //               ranks below it, so after the last round from all P.
-// Cost:         ceil(log_{k+1} P)(alpha + (k - 1) o) (k messages per round in flight at once)
 // Restrictions: none (any P; no data, so no operation)
-// Reference:    Hoefler, Mehlan, Mietke, Rehm, "Fostering BSP by the n-way dissemination
-//               barrier" (2006); Ruefenacht et al. 2017 section 7; k = 1 is the dissemination
-//               barrier of Hensgen, Finkel, Manber (1988)
 #include <span>
 #include <vector>
 
@@ -41,6 +38,7 @@ const Registrar reg{{
     .summary = "n-way dissemination: k zero-length messages per rank and round, log_{k+1} P rounds",
     .phases = "in round i each rank signals rank + j (k+1)^i for j = 1..k and waits for the k "
               "signals from rank - j (k+1)^i before the next round",
+    // Cost: (k messages per round in flight at once)
     .cost = "ceil(log_{k+1} P)(alpha + (k - 1) o)",
     .reference =
         "Hoefler, Mehlan, Mietke, Rehm, \"Fostering BSP by the n-way dissemination "

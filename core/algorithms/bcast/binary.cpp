@@ -1,9 +1,8 @@
-// Algorithm:    bcast:binary, balanced binary tree relative to the root, optionally segmented
+// bcast:binary: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms bcast:binary` prints them).
 // Phases:       each rank receives a segment from its parent and forwards it to its (at most two)
 //               children, larger subtree first
-// Cost:         2 (floor(lg P) + S - 1)(alpha + (n / S) beta), S = ceil(n / seg)
 // Restrictions: none (any P, any root)
-// Reference:    the latency-model slides (binary tree); Open MPI coll_tuned bcast binary tree
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

@@ -1,10 +1,9 @@
-// Algorithm:    bcast:binomial, binomial tree relative to the root
+// bcast:binomial: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms bcast:binomial` prints them).
 // Phases:       each rank receives from its parent (its rank minus its lowest set bit, relative to
 //               the root) and sends to children at distances 1, 2, 4, ... below that bit, farthest
 //               first
-// Cost:         ceil(lg P)(alpha + n beta) unsegmented
 // Restrictions: none (any P, any root)
-// Reference:    MPICH bcast binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

@@ -1,9 +1,8 @@
-// Algorithm:    bcast:knomial, k-nomial tree relative to the root (radix k)
+// bcast:knomial: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms bcast:knomial` prints them).
 // Phases:       like binomial in base k: each rank receives from its parent and sends to up to k -
 //               1 children per level, farthest first
-// Cost:         ceil(log_k P)(k - 1)(alpha + n beta) at worst, unsegmented
 // Restrictions: none (any P, any root)
-// Reference:    MPICH bcast k-nomial (MPIR_Bcast_intra_tree, tree_type knomial)
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

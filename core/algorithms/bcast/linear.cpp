@@ -1,9 +1,8 @@
-// Algorithm:    bcast:linear, flat tree: the root sends the whole message to every other rank
+// bcast:linear: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms bcast:linear` prints them).
 // Phases:       the root sends out[0:n] to ranks root+1, root+2, ... (mod P), all sends started at
 //               once
-// Cost:         (P - 1)(alpha + n beta) at the root
 // Restrictions: none (any P, any root)
-// Reference:    the latency-model slides (flat tree / linear); Open MPI coll_tuned bcast linear
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

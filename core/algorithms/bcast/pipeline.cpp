@@ -1,9 +1,8 @@
-// Algorithm:    bcast:pipeline, chain (pipeline): segments flow root -> root+1 -> ... -> root-1
+// bcast:pipeline: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms bcast:pipeline` prints them).
 // Phases:       the message is cut into S = ceil(n / seg) segments; each rank receives segment i
 //               from its predecessor and forwards it to its successor at once
-// Cost:         (P - 2 + S)(alpha + (n / S) beta), S = ceil(n / seg)
 // Restrictions: none (any P, any root)
-// Reference:    the latency-model slides (pipeline); Open MPI coll_tuned bcast pipeline
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

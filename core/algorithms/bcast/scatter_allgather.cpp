@@ -1,13 +1,11 @@
-// Algorithm:    bcast:scatter_allgather, binomial scatter of P blocks, then a ring allgather
+// bcast:scatter_allgather: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms bcast:scatter_allgather` prints them).
 // Phases:       1. scatter: the root's vector, cut into P blocks, goes down a binomial tree
 //                  relative to the root, each rank receiving its subtree's blocks in one message
 //                  (phases::scatter_down, scatter:binomial's phase);
 //               2. allgather: P - 1 ring steps, each rank passing on the block it got last
 //                  (phases::ring_allgather, allgather:ring's phase).
-// Cost:         (ceil(lg P) + P - 1) alpha + 2 ((P - 1) / P) n beta
 // Restrictions: none (any P, any root; blocks are empty when count < P and are not sent)
-// Reference:    van de Geijn et al., "Broadcast via scatter + allgather"; MPICH
-//               MPIR_Bcast_intra_scatter_ring_allgather (Thakur, Rabenseifner, Gropp 2005)
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

@@ -1,10 +1,8 @@
-// Algorithm:    gather:knomial, k-nomial tree relative to the root (radix k)
+// gather:knomial: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms gather:knomial` prints them).
 // Phases:       as gather:binomial in base k: a rank has up to k - 1 children per level, each
 //               sending its whole subtree's blocks in one message (two where it crosses rank P - 1)
-// Cost:         ceil(log_k P) (k - 1) alpha + (P - 1) n beta at worst   (n: bytes per block)
 // Restrictions: none (any P, any root, any count)
-// Reference:    MPICH k-nomial trees (MPIR_Treealgo_tree_create_knomial); Open MPI coll_base
-//               gather k-nomial
 #include "../phases/costs.hpp"
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
@@ -26,6 +24,7 @@ const Registrar reg{{
     .name = "knomial",
     .summary = "k-nomial tree relative to the root (radix k), a subtree's blocks in one message",
     .phases = "as gather:binomial in base k: up to k - 1 children per level",
+    // Cost: (n: bytes per block)
     .cost = "ceil(log_k P) (k - 1) alpha + (P - 1) n beta at worst",
     .reference = "MPICH k-nomial trees (MPIR_Treealgo_tree_create_knomial); Open MPI coll_base "
                  "gather k-nomial",

@@ -1,9 +1,8 @@
-// Algorithm:    gather:linear, flat tree: every rank sends its block to the root
+// gather:linear: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms gather:linear` prints them).
 // Phases:       the root copies its own block into out[root n] (nothing under MPI_IN_PLACE) and
 //               receives block q of every other rank q directly into out[q n]
-// Cost:         (P - 1)(alpha + n beta) at the root   (n: bytes per block)
 // Restrictions: none (any P, any root, any count)
-// Reference:    MPICH MPIR_Gather_intra_linear (flat); Open MPI coll_base gather basic linear
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -26,6 +25,7 @@ const Registrar reg{{
     .summary = "flat tree: every rank sends its block straight to the root",
     .phases = "the root copies its own block into place and receives every other rank's block "
               "into out at the sender's position",
+    // Cost: (n: bytes per block)
     .cost = "(P - 1)(alpha + n beta) at the root",
     .reference = "MPICH MPIR_Gather_intra_linear (flat); Open MPI coll_base gather basic linear",
     .mpi_equivalents = {"ompi:basic_linear"},

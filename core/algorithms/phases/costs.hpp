@@ -1,6 +1,6 @@
-// The closed-form costs of the shared phases (phases.hpp), in Hockney's model with a reduction
-// term (Cost in registry.hpp), so that an algorithm's cost model composes its phases' costs as
-// its generator composes the phases. n: bytes per rank.
+// The closed-form costs of the shared phases (fold.hpp, halving.hpp, ring.hpp, ...), in
+// Hockney's model with a reduction term (Cost in registry.hpp), so that an algorithm's cost model
+// composes its phases' costs as its generator composes the phases. n: bytes per rank.
 #pragma once
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-// Reduce-scatter and allgather with 3-2 or 2-1 elimination for any P (see collkit/phases.hpp).
+// Reduce-scatter and allgather with 3-2 or 2-1 elimination for any P (see elimination.hpp).
 //
 // The ranks form one group; a group of m members splits into a lower and an upper child group
 // of floor(m/2) members each, the lower child keeping the lower half of the group's blocks.
@@ -8,10 +8,11 @@
 // the whole segment to member 1, which then pairs with member 2). Eliminated members get the
 // result back in the allgather. Members are in rank order at every level, and every combination
 // puts the lower members' partial result on the left: any op, not only commutative ones.
+#include "elimination.hpp"
+
 #include <bit>
 
 #include "collkit/error.hpp"
-#include "collkit/phases.hpp"
 
 namespace collkit::phases {
 namespace {

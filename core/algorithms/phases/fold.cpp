@@ -1,7 +1,7 @@
-// The MPICH fold of P ranks onto a power of two, and its unfold (see collkit/phases.hpp).
-#include <bit>
+// The MPICH fold of P ranks onto a power of two, and its unfold (see fold.hpp).
+#include "fold.hpp"
 
-#include "collkit/phases.hpp"
+#include <bit>
 
 namespace collkit::phases {
 

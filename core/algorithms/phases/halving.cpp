@@ -1,6 +1,6 @@
 // Recursive-halving reduce-scatter and the phases that undo it: recursive-doubling allgather and
-// binomial gather to a root (see collkit/phases.hpp).
-#include "collkit/phases.hpp"
+// binomial gather to a root (see halving.hpp).
+#include "halving.hpp"
 
 namespace collkit::phases {
 

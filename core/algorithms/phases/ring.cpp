@@ -1,8 +1,8 @@
-// Ring reduce-scatter and ring allgather (see collkit/phases.hpp).
+// Ring reduce-scatter and ring allgather (see ring.hpp).
+#include "ring.hpp"
+
 #include <algorithm>
 #include <span>
-
-#include "collkit/phases.hpp"
 
 namespace collkit::phases {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "collkit/phases.hpp"
+#include "ring.hpp"
 
 namespace collkit::phases {
 

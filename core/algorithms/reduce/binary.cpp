@@ -1,11 +1,9 @@
-// Algorithm:    reduce:binary, balanced binary trees on each side of the root, optionally segmented
+// reduce:binary: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms reduce:binary` prints them).
 // Phases:       partial results flow up binary trees whose subtrees are contiguous rank ranges;
 //               each rank combines its children's results with its own in rank order
-// Cost:         2 (floor(lg P) + S - 1)(alpha + (n / S)(beta + gamma)), S = ceil(n / seg)
 // Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
 //               every subtree is a contiguous rank range and operands combine in rank order)
-// Reference:    the latency-model slides (binary tree); Open MPI coll_tuned reduce binary /
-//               in-order binary
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

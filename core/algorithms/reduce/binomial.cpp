@@ -1,10 +1,9 @@
-// Algorithm:    reduce:binomial, binomial trees on each side of the root
+// reduce:binomial: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms reduce:binomial` prints them).
 // Phases:       partial results flow up binomial trees; each rank combines its children's results
 //               with its own in rank order
-// Cost:         ceil(lg P)(alpha + n beta + n gamma) for root 0, unsegmented
 // Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
 //               every subtree is a contiguous rank range and operands combine in rank order)
-// Reference:    MPICH reduce binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

@@ -1,18 +1,18 @@
+// reduce:folded_binomial: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms reduce:folded_binomial` prints them).
 // Algorithm:    binomial reduce over the power-of-two fold (reduce:folded_binomial), the
 //               small-count partner of reduce:rabenseifner: the same tree for every element.
 // Phases:       1. fold to pof2 = 2^floor(lg P) ranks (MPICH pre-step; the root stays);
 //               2. lg(pof2) stages of a binomial tree on the virtual ranks, rooted at the root's
 //                  virtual rank: at stage k the rank whose bit k differs from the root's sends
 //                  its whole partial vector to vrank ^ 2^k and is done.
-// Cost:         (lg P + [P != 2^k]) (alpha + n beta + n gamma)
 // Restrictions: none: every P, root and count, non-commutative ops. Groups are aligned blocks of
 //               virtual ranks whatever the root, so every element gets the tree of allreduce:rd,
 //               e.g. for P = 13 {[(a+b)+(c+d)]+[(e+f)+(g+h)]}+{[(i+j)+k]+[l+m]} (Rabenseifner
 //               1997). A binomial tree on rank - root instead gives {...}+{[(i+j)+(k+l)]+m} at root
 //               0.
-// Reference:    Rabenseifner 1997 (the tree the small-count protocol must compute).
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
+#include "../phases/fold.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -66,7 +66,7 @@ const Registrar reg{{
     .phases = "fold to pof2 ranks (the root stays); binomial tree of whole vectors on the virtual "
               "ranks towards the root",
     .cost = "(lg P + [P != 2^k]) (alpha + n beta + n gamma)",
-    .reference = "Rabenseifner 1997",
+    .reference = "Rabenseifner 1997 (the tree the small-count protocol must compute)",
     .params = {},
     .restrictions = {},
     .prepare = {},

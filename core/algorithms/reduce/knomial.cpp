@@ -1,10 +1,9 @@
-// Algorithm:    reduce:knomial, k-nomial trees on each side of the root (radix k)
+// reduce:knomial: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms reduce:knomial` prints them).
 // Phases:       partial results flow up k-nomial trees; each rank combines up to k - 1 children per
 //               level with its own in rank order
-// Cost:         ceil(log_k P)(k - 1)(alpha + n beta + n gamma) at worst for root 0, unsegmented
 // Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
 //               every subtree is a contiguous rank range and operands combine in rank order)
-// Reference:    MPICH reduce k-nomial (MPIR_Reduce_intra_tree)
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

@@ -1,11 +1,11 @@
+// reduce:linear: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms reduce:linear` prints them).
 // Algorithm:    reduce:linear, flat tree: the root receives every rank's vector and combines them
 //               in rank order
 // Phases:       every rank sends in[0:n] to the root; the root receives into two alternating
 //               buffers and reduces in rank order
-// Cost:         (P - 1)(alpha + n beta + n gamma) at the root
 // Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
 //               every subtree is a contiguous rank range and operands combine in rank order)
-// Reference:    the latency-model slides (flat tree / linear); Open MPI coll_tuned reduce linear
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

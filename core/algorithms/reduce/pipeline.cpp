@@ -1,12 +1,12 @@
+// reduce:pipeline: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms reduce:pipeline` prints them).
 // Algorithm:    reduce:pipeline, chain (pipeline): segments are reduced along the ranks towards the
 //               root
 // Phases:       the ranks above the root form a chain P-1 -> ... -> root+1 -> root, those below it
 //               0 -> 1 -> ... -> root; segment by segment each rank reduces what comes from its
 //               chain neighbour with its own and passes it on
-// Cost:         (max(root, P - 1 - root) - 1 + S)(alpha + (n / S)(beta + gamma)), S = ceil(n / seg)
 // Restrictions: none (any P, any root; non-commutative ops: the ranks are split at the root so that
 //               every subtree is a contiguous rank range and operands combine in rank order)
-// Reference:    the latency-model slides (pipeline); Open MPI coll_tuned reduce pipeline
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 

@@ -1,3 +1,5 @@
+// reduce:rabenseifner: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms reduce:rabenseifner` prints them).
 // Algorithm:    Rabenseifner's reduce (reduce:rabenseifner): reduce-scatter by recursive halving,
 //               then a binomial gather of the blocks to the root.
 // Phases:       1. fold to pof2 = 2^floor(lg P) ranks (MPICH pre-step; in the root's pair the
@@ -7,15 +9,12 @@
 //                  :noncommutative);
 //               3. gather to the root along a binomial tree, the halving's stages in reverse:
 //                  messages of n/pof2, 2n/pof2, ..., n/2 elements.
-// Cost:         2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma  (P = 2^k);
-//               otherwise + alpha + n beta + n gamma for the fold.
 // Restrictions: none: every P, root and count, non-commutative ops. Each element gets the tree
 //               of allreduce:rd and reduce:folded_binomial, its small-count partner.
-// Reference:    Rabenseifner, "New optimized MPI reduce algorithm", 1997; Thakur,
-//               Rabenseifner, Gropp, IJHPCA 19(1) 2005.
 #include "../phases/costs.hpp"
+#include "../phases/elimination.hpp"
+#include "../phases/halving.hpp"
 #include "collkit/error.hpp"
-#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {

@@ -1,19 +1,17 @@
-// Algorithm:    reduce_scatter_block:halving, recursive halving (MPICH's, commutative ops)
-// Phases:       1. fold to pof2 = 2^floor(lg P) ranks (MPICH pre-step): of the first 2 rem
+// reduce_scatter_block:halving: its summary, phases in brief, cost and reference are said once, in
+// its Registrar at the end of this file (`collkit algorithms reduce_scatter_block:halving` prints
+// them). Phases:       1. fold to pof2 = 2^floor(lg P) ranks (MPICH pre-step): of the first 2 rem
 //                  ranks, each even rank sends its P input blocks to the odd one, which combines
 //                  them and stands for both (its virtual block: the pair's two blocks);
 //               2. recursive halving over the pof2 virtual blocks, partner at distance pof2/2
 //                  first (Rabenseifner's reduce-scatter phase with the distances reversed), so
 //                  that virtual rank v ends with virtual block v;
 //               3. each odd rank of a pair sends the even one its block; copy the own block out.
-// Cost:         lg P alpha + (P - 1) n (beta + gamma)   (P = 2^k; n: bytes per block);
-//               otherwise + 2 alpha + (P + 1) n beta + P n gamma for the fold and the unfold.
 // Restrictions: commutative op: at distance pof2/2 first, an element's operands meet out of
 //               rank order.
-// Reference:    MPICH MPIR_Reduce_scatter_block_intra_recursive_halving; Thakur, Rabenseifner,
-//               Gropp, IJHPCA 19(1) 2005
+#include "../phases/halving.hpp"
+
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -72,6 +70,8 @@ const Registrar reg{{
     .summary = "recursive halving, partner at distance P/2 first (MPICH's); commutative ops only",
     .phases = "fold to pof2 ranks (MPICH pre-step); recursive halving over the pof2 virtual "
               "blocks, distances P/2, P/4, ..., 1; the pairs' even ranks get their block back",
+    // Cost: (P = 2^k; n: bytes per block); otherwise + 2 alpha + (P + 1) n beta + P n gamma for the
+    //   fold and the unfold.
     .cost = "lg P alpha + (P - 1) n (beta + gamma)",
     .reference = "MPICH MPIR_Reduce_scatter_block_intra_recursive_halving; Thakur, "
                  "Rabenseifner, Gropp, IJHPCA 19(1) 2005",

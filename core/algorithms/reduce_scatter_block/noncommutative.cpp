@@ -1,4 +1,7 @@
-// Algorithm:    reduce_scatter_block:noncommutative, recursive halving in rank order on
+// reduce_scatter_block:noncommutative: its summary, phases in brief, cost and reference are said
+// once, in its Registrar at the end of this file (`collkit algorithms
+// reduce_scatter_block:noncommutative` prints them). Algorithm:
+// reduce_scatter_block:noncommutative, recursive halving in rank order on
 //               bit-reversed blocks (MPICH's algorithm for non-commutative ops)
 // Phases:       1. copy the P input blocks into scratch, block i at position bitrev(i);
 //               2. recursive halving, partner at distance 1 first (Rabenseifner's reduce-scatter
@@ -6,14 +9,11 @@
 //                  combined in rank order with the tree of allreduce:rd); rank v ends with
 //                  position bitrev(v), which holds block v;
 //               3. copy it to out.
-// Cost:         lg P alpha + (P - 1) n (beta + gamma)   (n: bytes per block)
 // Restrictions: P a power of two (as MPICH's); any op, commutative or not.
-// Reference:    MPICH MPIR_Reduce_scatter_block_intra_noncommutative; Thakur, Rabenseifner,
-//               Gropp, IJHPCA 19(1) 2005
 #include <bit>
 
 #include "../phases/costs.hpp"
-#include "collkit/phases.hpp"
+#include "../phases/halving.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -59,6 +59,7 @@ const Registrar reg{{
     .summary = "recursive halving in rank order on bit-reversed blocks (MPICH's, any op, P = 2^k)",
     .phases = "copy the blocks in bit-reversed order; recursive halving at distances 1, 2, ..., "
               "P/2, lower partial on the left; rank v ends with block v",
+    // Cost: (n: bytes per block)
     .cost = "lg P alpha + (P - 1) n (beta + gamma)",
     .reference = "MPICH MPIR_Reduce_scatter_block_intra_noncommutative; Thakur, Rabenseifner, "
                  "Gropp, IJHPCA 19(1) 2005",

@@ -1,14 +1,12 @@
-// Algorithm:    reduce_scatter_block:pairwise, P - 1 sendrecv steps
-// Phases:       1. copy the own block in[r n] into an accumulator;
+// reduce_scatter_block:pairwise: its summary, phases in brief, cost and reference are said once, in
+// its Registrar at the end of this file (`collkit algorithms reduce_scatter_block:pairwise` prints
+// them). Phases:       1. copy the own block in[r n] into an accumulator;
 //               2. steps i = 1 .. P-1, each after the previous (a sendrecv): send block r + i to
 //                  rank r + i, receive block r from rank r - i and combine it into the
 //                  accumulator (partner's on the left);
 //               3. copy the accumulator to out (after every send: under MPI_IN_PLACE the input
 //                  blocks are the receive buffer).
-// Cost:         (P - 1)(alpha + n beta + n gamma)   (n: bytes per block)
 // Restrictions: commutative op: rank r combines r, r-1, ..., 0, P-1, ..., r+1, its own order.
-// Reference:    MPICH MPIR_Reduce_scatter_block_intra_pairwise; Thakur, Rabenseifner, Gropp,
-//               IJHPCA 19(1) 2005
 #include <algorithm>
 
 #include "collkit/registry.hpp"
@@ -51,6 +49,7 @@ const Registrar reg{{
                "(long messages, commutative ops)",
     .phases = "step i sends block r + i to rank r + i and receives block r from rank r - i, "
               "combining it into an accumulator; the result is copied to out at the end",
+    // Cost: (n: bytes per block)
     .cost = "(P - 1)(alpha + n beta + n gamma)",
     .reference = "MPICH MPIR_Reduce_scatter_block_intra_pairwise; Thakur, Rabenseifner, Gropp, "
                  "IJHPCA 19(1) 2005",

@@ -1,18 +1,17 @@
-// Algorithm:    reduce_scatter_block:ring, P - 1 steps around the ring
+// reduce_scatter_block:ring: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms reduce_scatter_block:ring` prints them).
 // Phases:       1. copy the P input blocks into scratch (in place: they are the receive buffer);
 //               2. P - 1 steps: at step s rank r sends block r - 1 - s to r + 1 and receives
 //                  block r - 2 - s from r - 1, combining it into its copy (allreduce:ring's
 //                  reduce-scatter phase, over positions shifted by one so that rank r ends with
 //                  block r); messages cut into segments of at most `seg` bytes;
 //               3. copy block r to out.
-// Cost:         (P - 1)(alpha + n beta + n gamma)   (n: bytes per block; unsegmented)
 // Restrictions: commutative op: block q is combined in ring order q+1, ..., P-1, 0, ..., q.
-// Reference:    Patarasuk and Yuan, JPDC 69(2) 2009 (the reduce-scatter half of the ring
-//               allreduce); Open MPI coll_base reduce_scatter_block ring
+#include "../phases/ring.hpp"
+
 #include <algorithm>
 #include <cmath>
 
-#include "collkit/phases.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -50,6 +49,7 @@ const Registrar reg{{
     .summary = "P - 1 ring steps passing partial sums on, segmented; commutative ops only",
     .phases = "copy the input; P - 1 steps around the ring, each combining the block received "
               "into the copy and passing it on; copy the own block out",
+    // Cost: (n: bytes per block; unsegmented)
     .cost = "(P - 1)(alpha + n beta + n gamma)",
     .reference = "Patarasuk and Yuan, JPDC 69(2) 2009 (the reduce-scatter half of the ring "
                  "allreduce); Open MPI coll_base reduce_scatter_block ring",

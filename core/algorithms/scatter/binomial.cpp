@@ -1,11 +1,10 @@
-// Algorithm:    scatter:binomial, binomial tree relative to the root
+// scatter:binomial: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms scatter:binomial` prints them).
 // Phases:       every rank receives its subtree's blocks from its parent in one message
 //               (into scratch if it has children) and passes each child its subtree's blocks,
 //               largest subtree first; the root sends straight from in. A subtree's blocks crossing
 //               rank P - 1 go as two messages so that each is contiguous in rank order.
-// Cost:         ceil(lg P) alpha + (P - 1) n beta   (n: bytes per block; root 0)
 // Restrictions: none (any P, any root, any count)
-// Reference:    MPICH MPIR_Scatter_intra_binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005
 #include "../phases/costs.hpp"
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
@@ -28,6 +27,7 @@ const Registrar reg{{
     .summary = "binomial tree relative to the root, a subtree's blocks in one message",
     .phases = "every rank receives its subtree's blocks from its parent and passes each child its "
               "subtree's blocks, largest first",
+    // Cost: (n: bytes per block; root 0)
     .cost = "ceil(lg P) alpha + (P - 1) n beta",
     .reference =
         "MPICH MPIR_Scatter_intra_binomial; Thakur, Rabenseifner, Gropp, IJHPCA 19(1) 2005",

@@ -1,10 +1,9 @@
-// Algorithm:    scatter:linear, flat tree: the root sends every rank its block
+// scatter:linear: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms scatter:linear` prints them).
 // Phases:       the root copies its own block in[root n] to out (nothing under MPI_IN_PLACE: it
 //               stays where it is) and sends block q of `in` to every other rank q, which
 //               receives it directly into out
-// Cost:         (P - 1)(alpha + n beta) at the root   (n: bytes per block)
 // Restrictions: none (any P, any root, any count)
-// Reference:    MPICH MPIR_Scatter_intra_linear (flat); Open MPI coll_base scatter basic linear
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -27,6 +26,7 @@ const Registrar reg{{
     .summary = "flat tree: the root sends every rank its block straight from `in`",
     .phases = "the root copies its own block to out and sends block q of in to every other rank "
               "q, which receives it into out",
+    // Cost: (n: bytes per block)
     .cost = "(P - 1)(alpha + n beta) at the root",
     .reference = "MPICH MPIR_Scatter_intra_linear (flat); Open MPI coll_base scatter basic linear",
     .mpi_equivalents = {"ompi:basic_linear"},

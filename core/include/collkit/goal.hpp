@@ -46,6 +46,10 @@ std::string to_goal(const Schedule& s, const GoalOptions& options = {});
 // (ranks 0 .. P-1 in order): memory of one rank's program, whatever P.
 void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sink,
                 const GoalOptions& options = {});
+// Throws what write_goal would throw half-way (a calc past 2^63 ns) before anything is written:
+// a stream (stdout) cannot take back what it printed. Reads the ranks only when some region
+// could be that costly at these options.
+void check_goal_calcs(const ScheduleHeader& h, const RankSource& rank, const GoalOptions& options);
 // Throws Error(format) "line L, column C: ..." for malformed or unrepresentable input.
 Schedule from_goal(std::string_view text);
 // The same parser reading a stream line by line: `on_header`, then `on_rank` for each rank in

@@ -59,5 +59,10 @@ void check_fields(const Schedule& s);
 // The same for a header alone and for one rank's program (readers that stream).
 void check_header_fields(const ScheduleHeader& h);
 void check_rank_fields(const ScheduleHeader& h, const RankView& v);
+// The one buffer limit of every reader (buffer_fits: 2^48 elements, < 2^63 bytes) on the count,
+// a rank's scratch buffers and its regions; the rest of check_rank_fields is the verifier's for
+// a schedule built from arrays. Part of check_header_fields / check_rank_fields.
+void check_buffer_limits(const ScheduleHeader& h);
+void check_buffer_limits(const ScheduleHeader& h, const RankView& v);
 
 }  // namespace collkit

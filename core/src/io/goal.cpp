@@ -53,6 +53,17 @@ int64_t calc_cost(int64_t len, int32_t elem_size, double ns_per_byte, const char
   return static_cast<int64_t>(v);
 }
 
+// The calc a reduce, copy, compute or sleep op is written as.
+int64_t calc_of(const Op& op, int32_t elem_size, const GoalOptions& o) {
+  if (op.kind == OpKind::reduce)
+    return calc_cost(op.len, elem_size, o.reduce_ns_per_byte, "reduce",
+                     "--gamma (reduce_ns_per_byte)");
+  if (op.kind == OpKind::copy)
+    return calc_cost(op.len, elem_size, o.copy_ns_per_byte, "copy",
+                     "--copy-beta (copy_ns_per_byte)");
+  return op.len;
+}
+
 void write_label_dep(std::string& out, size_t i, OpId d) {
   out += "l";
   io::write_int(out, static_cast<int64_t>(i));
@@ -62,6 +73,19 @@ void write_label_dep(std::string& out, size_t i, OpId d) {
 }
 
 }  // namespace
+
+void check_goal_calcs(const ScheduleHeader& h, const RankSource& rank, const GoalOptions& o) {
+  // No region holds more than kMaxElems elements (buffer_fits): below this, no calc can refuse.
+  const double most = static_cast<double>(kMaxElems) * h.elem_size *
+                      std::max(o.reduce_ns_per_byte, o.copy_ns_per_byte);
+  if (!(most >= 0x1p62)) return;
+  for (int64_t r = 0; r < h.P; ++r) {
+    RankView v = rank(r);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v.ops[i].kind == OpKind::reduce || v.ops[i].kind == OpKind::copy)
+        (void)calc_of(v.ops[i], h.elem_size, o);
+  }
+}
 
 void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sink,
                 const GoalOptions& o) {
@@ -141,13 +165,7 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
         io::write_int(out, tag);
       } else {
         out += "calc ";
-        int64_t cost =
-            op.kind == OpKind::reduce ? calc_cost(op.len, h.elem_size, o.reduce_ns_per_byte,
-                                                  "reduce", "--gamma (reduce_ns_per_byte)")
-            : op.kind == OpKind::copy ? calc_cost(op.len, h.elem_size, o.copy_ns_per_byte, "copy",
-                                                  "--copy-beta (copy_ns_per_byte)")
-                                      : op.len;
-        io::write_int(out, cost);
+        io::write_int(out, calc_of(op, h.elem_size, o));
       }
       if (op.cpu != 0) {
         out += " cpu ";

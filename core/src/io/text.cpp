@@ -574,11 +574,30 @@ void check_header_fields(const ScheduleHeader& h) {
   auto bad = [](const std::string& m) { fail(ErrorKind::format, m); };
   if (h.P < 1 || h.P > io::kMaxTextP) bad("P = " + std::to_string(h.P) + " is not in [1, 2^31]");
   if (h.count < 0) bad("count " + std::to_string(h.count) + " is negative");
-  if (!buffer_fits(h.count, h.elem_size))
-    bad(io::too_large("count: a buffer", h.count, h.elem_size));
+  check_buffer_limits(h);
   if (h.elem_size < 1) bad("elem_size " + std::to_string(h.elem_size) + " is not positive");
   if (h.root < 0 || h.root >= h.P) bad("root " + std::to_string(h.root) + " is not a rank");
   if (h.placement.rpn < 0) bad("placement: ranks per node " + std::to_string(h.placement.rpn));
+}
+
+void check_buffer_limits(const ScheduleHeader& h) {
+  if (!buffer_fits(h.count, h.elem_size))
+    fail(ErrorKind::format, io::too_large("count: a buffer", h.count, h.elem_size));
+}
+
+void check_buffer_limits(const ScheduleHeader& h, const RankView& v) {
+  auto bad = [](const std::string& m) { fail(ErrorKind::format, m); };
+  const std::string rank = "rank " + std::to_string(v.rank);
+  for (int64_t e : v.scratch)
+    if (e >= 0 && !buffer_fits(e, h.elem_size))
+      bad(rank + ": " + io::too_large("a scratch buffer", e, h.elem_size));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Op& op = v.ops[i];
+    if (op.len >= 0 && op.kind != OpKind::compute && op.kind != OpKind::sleep &&
+        !buffer_fits(op.len, h.elem_size))
+      bad(rank + ", op " + std::to_string(i) + ": " +
+          io::too_large("a region", op.len, h.elem_size));
+  }
 }
 
 void check_fields(const Schedule& s) {
@@ -599,20 +618,15 @@ void check_rank_fields(const ScheduleHeader& h, const RankView& v) {
     };
     if (v.scratch.size() > static_cast<size_t>(kMaxScratch))
       bad("rank " + std::to_string(r) + " has more than 250 scratch buffers");
-    for (int64_t e : v.scratch) {
+    for (int64_t e : v.scratch)
       if (e < 0) bad("rank " + std::to_string(r) + " has a scratch buffer of negative size");
-      if (!buffer_fits(e, h.elem_size))
-        bad("rank " + std::to_string(r) + ": " + io::too_large("a scratch buffer", e, h.elem_size));
-    }
+    check_buffer_limits(h, v);
     const size_t nbuf = kFirstScratch + v.scratch.size();
     for (size_t i = 0; i < v.size(); ++i) {
       const Op& op = v.ops[i];
       if (static_cast<int>(op.kind) > static_cast<int>(OpKind::sleep))
         bad(where(i) + "unknown op kind " + std::to_string(static_cast<int>(op.kind)));
       if (op.len < 0) bad(where(i) + "negative length " + std::to_string(op.len));
-      if (op.kind != OpKind::compute && op.kind != OpKind::sleep &&
-          !buffer_fits(op.len, h.elem_size))
-        bad(where(i) + io::too_large("a region", op.len, h.elem_size));
       bool has_buf = op.kind != OpKind::compute && op.kind != OpKind::sleep;
       bool has_src = op.kind == OpKind::reduce || op.kind == OpKind::copy;
       if (has_buf && op.buf >= nbuf)

@@ -208,9 +208,11 @@ def simulate_rows(
     """Rows from the simulator for every candidate (marked source = simulated; `mpi` names the
     model and its parameters). The candidates are listed first, so `ticker` knows every row to
     come before the first is simulated."""
-    from collkit.simulate import Model, simulate
+    from collkit.cli.simulate import _available_memory
+    from collkit.simulate import Model, memory_estimate, simulate
 
     made = Model.make(model, **params)  # bad names fail before any work
+    avail = _available_memory()
     described = made.describe()
     machine = machine_name()
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -249,6 +251,15 @@ def simulate_rows(
                         ticker.advance(1, measured=False)
                     continue
                 try:
+                    # collkit simulate's limit: a run whose estimate exceeds the memory
+                    # available is refused (ring at 1 MiB, P = 65536: 8.6e9 ops), a row
+                    # with the reason, not hours of simulation
+                    need, ops = memory_estimate(algo, P, count, elem, model=model)
+                    if avail is not None and need > avail:
+                        raise InvalidArgumentError(
+                            f"simulating it needs about {need / 2**30:.1f} GiB ({ops:,} ops), "
+                            f"more than the {avail / 2**30:.1f} GiB available"
+                        )
                     res = simulate(algo, P, count=count, elem_size=elem, model=made)
                     t = res.makespan / 1e3  # ns -> µs
                     row.min_us = row.q1_us = row.median_us = row.q3_us = t

@@ -15,7 +15,7 @@ also sends to the remainder ranks assigned to it). The families:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 
 from collkit.analysis.recmult.stages import Stage
@@ -89,22 +89,31 @@ Shell = tuple[str, "Stage | None", int, "Stage | None"]
 
 
 def shells(
-    N: int, max_fanout: int = DEFAULT_MAX_FANOUT, families: Iterable[str] = FAMILIES
+    N: int,
+    max_fanout: int = DEFAULT_MAX_FANOUT,
+    families: Iterable[str] = FAMILIES,
+    keep: Callable[[int], bool] | None = None,
 ) -> Iterator[Shell]:
     """(family, first stage or None, product of the factor stages between, last stage or None):
-    every schedule is one of these shells around an ordered factorisation of the product."""
+    every schedule is one of these shells around an ordered factorisation of the product.
+    `keep(product)`: only the shells it keeps (most products past a few thousand have no
+    factorisation into the bases: their shells hold no schedule)."""
     fams = check_space(N, max_fanout, families)
     f = max_fanout
-    if "factored" in fams:
+    if "factored" in fams and (keep is None or keep(N)):
         yield "factored", None, N, None
     if "split" in fams:
         for B in range(2, f + 2):
             for T in range(B, N + 1, B):
+                if keep is not None and not keep(N - T + T // B):
+                    continue
                 c = Stage("collapse", B, threshold=T)
                 e = Stage("expand", B, threshold=T)
                 yield "split", c, N - T + T // B, e
     if "merged" in fams:
         for R, b1, bs, mid in _merge_shapes(N, f):
+            if keep is not None and not keep(mid):
+                continue
             inner = N - R
             m = Stage("merge", b1, remainder=R, groups=inner // b1, mask=1)
             n = Stage("invmerge", bs, remainder=R, groups=inner // bs, mask=inner // bs)

@@ -1,4 +1,5 @@
-"""The schedule language, parsed and checked by the core (core/src/rm/stages.cpp): one grammar."""
+"""The schedule language, parsed and checked by the core (core/algorithms/phases/rm_stages.cpp):
+one grammar."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-// The shared Bruck exchange (see bruck_phase.hpp) and the counts and model of collkit/bruck.hpp.
-#include "bruck_phase.hpp"
+// The shared Bruck exchange (see bruck.hpp) and the counts and model of collkit/bruck.hpp.
+#include "bruck.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -1,6 +1,5 @@
-// Parsing and checking the recursive multiplying schedule language (see stages.hpp).
-#include "collkit/rm/stages.hpp"
-
+// Parsing and checking the recursive multiplying schedule language (see collkit/rm/stages.hpp,
+// public: the bindings read it too).
 #include <bit>
 #include <cctype>
 #include <optional>
@@ -8,6 +7,7 @@
 #include "collkit/error.hpp"
 #include "collkit/name.hpp"
 #include "collkit/registry.hpp"
+#include "collkit/rm/stages.hpp"
 
 namespace collkit::rm {
 namespace {
