@@ -675,7 +675,7 @@ enum class Mode { blocking, nonblocking, persistent };
 // One call of the C API: blocking; non-blocking (the run goes on after the return, progressed as
 // nbc.hpp says, and completes *request); or persistent (*request is the handle, each MPI_Start on
 // it a run of the plan built now). Every decline is decided here, before any communication.
-int run(const Call& c, MPI_Request* request = nullptr, Mode mode = Mode::blocking) {
+int run(const Call& c, Mode mode, MPI_Request* request) {
   progress_nonblocking();  // every call moves the non-blocking runs in flight
   if (c.name == nullptr) return report(ErrorKind::name, "algorithm name is NULL");
   if (request != nullptr) *request = MPI_REQUEST_NULL;
@@ -810,11 +810,12 @@ Side side() {
 // follows from the spec. The native call passes the counts on as int: run_native refuses larger.
 extern "C" {
 
-#define CK_DEFINE(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
-  int ck_##name(CK_UNPAREN params, const char* algorithm) {                            \
-    const auto native = [&] { return PMPI_##Name(CK_UNPAREN args); };                  \
-    return run({Collective::name, side send, side recv, op_, root_, comm, algorithm,   \
-                NativeCall(native)});                                                  \
+#define CK_DEFINE(name, Name, counted, params, args, send, recv, op_, root_, in_place)             \
+  int ck_##name(CK_UNPAREN params, const char* algorithm) {                                        \
+    const auto native = [&] { return PMPI_##Name(CK_UNPAREN args); };                              \
+    return run(                                                                                    \
+        {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
+        collkit::mpi::Mode::blocking, nullptr);                                                    \
   }
 CK_COLLECTIVES(CK_DEFINE, MPI_Count)
 #undef CK_DEFINE
@@ -826,7 +827,7 @@ CK_COLLECTIVES(CK_DEFINE, MPI_Count)
     const auto native = [&] { return PMPI_I##name(CK_UNPAREN args, request); };                    \
     return run(                                                                                    \
         {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
-        request);                                                                                  \
+        collkit::mpi::Mode::nonblocking, request);                                                 \
   }
 CK_COLLECTIVES(CK_DEFINE_I, MPI_Count)
 #undef CK_DEFINE_I
@@ -849,7 +850,7 @@ CK_COLLECTIVES(CK_DEFINE_I, MPI_Count)
     const auto native = [&] { return CK_NATIVE_INIT(name, Name, args); };                          \
     return run(                                                                                    \
         {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
-        request, collkit::mpi::Mode::persistent);                                                  \
+        collkit::mpi::Mode::persistent, request);                                                  \
   }
 CK_COLLECTIVES(CK_DEFINE_INIT, MPI_Count)
 #undef CK_DEFINE_INIT
