@@ -182,10 +182,11 @@ def test_interposed_persistent_against_the_mpis_own(P: int) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
 @pytest.mark.parametrize("collective", COLLECTIVES)
 @pytest.mark.parametrize("P", [1, 2, 3, 4])
-def test_every_algorithm_persistent(collective: str, P: int) -> None:
-    mpi, bindir = mpi_of("mpich")
+def test_every_algorithm_persistent(kind: str, collective: str, P: int) -> None:
+    mpi, bindir = mpi_of(kind)
     check_nb(
         mpi, bindir, P, defaults(collective, P), "collkit_conformance", seed=200 + P,
         mode="persistent",
