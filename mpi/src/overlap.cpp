@@ -81,7 +81,8 @@ struct Buffers {
 // Buffers for `bytes` per block of the collective on this rank (doubles; reductions: MPI_SUM).
 Buffers buffers(Collective c, int64_t bytes, int P, int rank) {
   const CollectiveSpec& spec = spec_of(c);
-  const int64_t n = std::max<int64_t>(bytes / 8, c == Collective::barrier ? 0 : 1);
+  const bool no_data = spec.post.kind == Postcondition::Kind::synchronized;
+  const int64_t n = std::max<int64_t>(bytes / 8, no_data ? 0 : 1);
   Buffers b;
   b.in.assign(static_cast<size_t>(std::max<int64_t>(buffer_elems(spec.in, P, n, 0, rank), 1)),
               1.0 + rank);
