@@ -98,6 +98,46 @@ int ck_iscatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                 MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                 MPI_Request* request, const char* algorithm);
 
+/* Persistent forms (MPI 4's MPI_Allreduce_init ... with the name last): the plan is built, and
+ * every decline decided, at init, alike on every rank; *request is then a handle that
+ * MPI_Start / MPI_Startall start, each start a run of that plan on the buffers given here, read
+ * at the start (new data each time), completed by MPI_Wait / MPI_Test / ... alone or in arrays
+ * mixed with other requests, after which the handle is inactive and may be started again;
+ * MPI_Request_free frees it. The handle is a real persistent MPI_Request (a receive from
+ * MPI_PROC_NULL that the MPI never starts) and collkit keeps the call's state keyed by it: the
+ * MPI_Start, MPI_Startall, MPI_Wait*, MPI_Test*, MPI_Request_get_status and MPI_Request_free of
+ * this library (defined over PMPI_) know it, so the program must reach those calls through it
+ * (link it, or the interposition library), not call PMPI_Start itself. Starts on a communicator
+ * are matched in start order with its non-blocking calls (each start takes its own tags, as a
+ * non-blocking call does), and progress is that of the non-blocking forms above. `info` is
+ * accepted and not read. "native" is the MPI's own MPI_<Coll>_init (MPI 4), or before MPI 4 a
+ * handle of collkit's whose every start is the MPI's own MPI_I<coll>. On an error or a decline,
+ * *request is MPI_REQUEST_NULL. */
+int ck_allreduce_init(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+                      MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request,
+                      const char* algorithm);
+int ck_reduce_init(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+                   MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request,
+                   const char* algorithm);
+int ck_bcast_init(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                  MPI_Info info, MPI_Request* request, const char* algorithm);
+int ck_alltoall_init(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                     MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                     MPI_Request* request, const char* algorithm);
+int ck_barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request, const char* algorithm);
+int ck_allgather_init(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                      void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                      MPI_Info info, MPI_Request* request, const char* algorithm);
+int ck_reduce_scatter_block_init(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                 MPI_Request* request, const char* algorithm);
+int ck_gather_init(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                   MPI_Info info, MPI_Request* request, const char* algorithm);
+int ck_scatter_init(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                    MPI_Info info, MPI_Request* request, const char* algorithm);
+
 /* 1 when `rc`, returned by a ck_* call, means that collkit declined the call before any
  * communication, and that every rank of the communicator declined it alike: the decision reads only
  * what MPI makes equal on all ranks (the communicator, count x type-signature size, the op, the

@@ -92,4 +92,30 @@ inline int call_mpi_nb(Collective c, const CallArgs& a, MPI_Request* request,
   return MPI_ERR_INTERN;
 }
 
+// The persistent forms: ck_<coll>_init, and (MPI 4) MPI_<Coll>_init (PMPI_<Coll>_init).
+inline int call_collkit_init(Collective c, const CallArgs& a, const char* algorithm,
+                             MPI_Request* request) {
+  CK_BIND_CALL_ARGS(a, MPI_Count);
+#define CK_CASE(name, Name, counted, params, args, send, recv, op, root, in_place) \
+  case Collective::name:                                                           \
+    return ck_##name##_init(CK_UNPAREN args, MPI_INFO_NULL, request, algorithm);
+  switch (c) { CK_COLLECTIVES(CK_CASE, MPI_Count) }
+#undef CK_CASE
+  return MPI_ERR_INTERN;
+}
+
+#if MPI_VERSION >= 4
+inline int call_mpi_init(Collective c, const CallArgs& a, MPI_Request* request,
+                         bool profiling = false) {
+  CK_BIND_CALL_ARGS(a, int);
+#define CK_CASE(name, Name, counted, params, args, send, recv, op, root, in_place) \
+  case Collective::name:                                                           \
+    return profiling ? PMPI_##Name##_init(CK_UNPAREN args, MPI_INFO_NULL, request) \
+                     : MPI_##Name##_init(CK_UNPAREN args, MPI_INFO_NULL, request);
+  switch (c) { CK_COLLECTIVES(CK_CASE, int) }
+#undef CK_CASE
+  return MPI_ERR_INTERN;
+}
+#endif
+
 }  // namespace collkit::mpi

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -111,10 +112,41 @@ struct PlanKeyHash {
   }
 };
 
+// This rank and the communicator's size: what preparing a call's buffers reads of it.
+struct CommShape {
+  int rank = 0, size = 1;
+};
+
+// Non-blocking calls in flight on one communicator at once, each in its own range of tags (the
+// calls are matched in call order, as MPI requires); more may be started, but a call and the one
+// kNbSlots later must not both still have messages in flight.
+constexpr int kNbSlots = 64;
+
+// The communicator of the non-blocking runs (a second private duplicate) and its call counter,
+// shared by the communicator's state and its persistent calls (which may outlive it).
+struct NbComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int tag_span = 1;
+  std::atomic<uint64_t> calls{0};
+  NbComm() = default;
+  NbComm(const NbComm&) = delete;
+  NbComm& operator=(const NbComm&) = delete;
+  ~NbComm() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+  // The next call's own tags.
+  void take_tags(NbRun& r) {
+    r.tag_span = tag_span;
+    r.tag_base = static_cast<int>(calls.fetch_add(1) % kNbSlots) * tag_span;
+  }
+};
+
 // What collkit keeps per user communicator: the private duplicate and the plans.
-struct CommState {
+struct CommState : CommShape {
   MPI_Comm dup = MPI_COMM_NULL;
-  int rank = 0, size = 1, tag_ub = 32767;
+  int tag_ub = 32767;
   std::unordered_map<PlanKey, std::shared_ptr<Plan>, PlanKeyHash> plans;
   std::unordered_map<PlanKey, std::string, PlanKeyHash> refused;  // the registry's full answer
   PlanKey last_key;  // the plan of the previous call: the common case of a loop
@@ -122,8 +154,7 @@ struct CommState {
   Workspace work;  // the blocking calls' (each non-blocking run has its own)
   // Non-blocking runs (nbc.hpp): a second private duplicate, made by the first such call, freed
   // when the communicator and the last run on it are gone; each call's tags are its own.
-  std::shared_ptr<MPI_Comm> nb_comm;
-  uint64_t nb_calls = 0;
+  std::shared_ptr<NbComm> nb;
   // One collective at a time per communicator, as MPI requires anyway; taken only when the MPI
   // runs with MPI_THREAD_MULTIPLE (an uncontended lock is a quarter of a call's own cost).
   std::mutex lock;
@@ -333,7 +364,7 @@ const Side& one_buffer_side(const Call& c) {
 // A reduction: the standard makes count, datatype and op equal on all ranks, so the IR's
 // elements are the datatype's elements, used where they lie (any layout, MPI_BOTTOM included);
 // the element size the generator sees (for segment sizes) is the signature's size, not the extent.
-int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommState& s, Workspace& w,
+int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommShape& s, Workspace& w,
                      const Roles& r, Prepared& p) {
   RunArgs& a = p.args;
   if (c.recv.type == MPI_DATATYPE_NULL)
@@ -417,7 +448,7 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommState&
 // Copies: only the type signatures must match across ranks, so the IR runs on the packed bytes
 // of the signature (the same count on every rank, however each rank describes its datatype),
 // reading and writing the user's buffers in place where their bytes are dense.
-int prepare_bytes(const CollectiveSpec& spec, const Call& c, const CommState& s, Workspace& w,
+int prepare_bytes(const CollectiveSpec& spec, const Call& c, const CommShape& s, Workspace& w,
                   const Roles& r, Prepared& p) {
   RunArgs& a = p.args;
   a.type = TypeInfo::bytes();
@@ -575,33 +606,76 @@ int finish(const Prepared& p, RunState& run) {
   return MPI_SUCCESS;
 }
 
-// Non-blocking calls in flight on one communicator at once, each in its own range of tags (the
-// calls are matched in call order, as MPI requires); more may be started, but a call and the one
-// kNbSlots later must not both still have messages in flight.
-constexpr int kNbSlots = 64;
-
 // The non-blocking runs' communicator, made by the first non-blocking call on `comm` (a blocking
-// MPI_Comm_dup, on every rank alike), freed once `comm` and every run on it are gone.
-int nb_comm(CommState& s, MPI_Comm& out) {
-  if (!s.nb_comm) {
-    MPI_Comm dup = MPI_COMM_NULL;
-    if (int rc = MPI_Comm_dup(s.dup, &dup); rc != MPI_SUCCESS)
+// MPI_Comm_dup, on every rank alike), freed once `comm`, every run and every persistent call on
+// it are gone.
+int nb_comm(CommState& s, std::shared_ptr<NbComm>& out) {
+  if (!s.nb) {
+    auto nb = std::make_shared<NbComm>();
+    if (int rc = MPI_Comm_dup(s.dup, &nb->comm); rc != MPI_SUCCESS)
       return report_mpi(rc, "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-    s.nb_comm = std::shared_ptr<MPI_Comm>(new MPI_Comm(dup), [](MPI_Comm* c) {
-      int finalized = 0;
-      MPI_Finalized(&finalized);
-      if (!finalized) MPI_Comm_free(c);
-      delete c;
-    });
+    MPI_Comm_set_errhandler(nb->comm, MPI_ERRORS_RETURN);
+    nb->tag_span = static_cast<int>((int64_t{s.tag_ub} + 1) / kNbSlots);
+    s.nb = std::move(nb);
   }
-  out = *s.nb_comm;
+  out = s.nb;
   return MPI_SUCCESS;
 }
 
-// One call of the C API: blocking, or with `request` non-blocking (the run goes on after the
-// return, progressed as nbc.hpp says, and completes *request).
-int run(const Call& c, MPI_Request* request = nullptr) {
+// Prepares this rank's buffers for one run of the call (each start of a persistent call again:
+// its input is read then, packed where the datatype has gaps).
+int prepare(const CollectiveSpec& spec, const Call& c, const CommShape& s, Workspace& work,
+            const Roles& roles, Prepared& p) {
+  if (spec.post.kind == Postcondition::Kind::synchronized) {
+    p.args.type = TypeInfo::bytes();  // no data
+    return MPI_SUCCESS;
+  }
+  if (spec.reduction()) {
+    if (c.recv.count < 0)
+      return report(ErrorKind::invalid_argument,
+                    "count " + std::to_string(c.recv.count) + " is negative");
+    return prepare_elements(spec, c, s, work, roles, p);
+  }
+  return prepare_bytes(spec, c, s, work, roles, p);
+}
+
+// A persistent call of collkit's (ck_<coll>_init): what init bound, for every start.
+struct PersistentCall {
+  Call call;  // the user's arguments (no name, no native call)
+  const CollectiveSpec* spec = nullptr;
+  CommShape shape;
+  Roles roles;
+  std::shared_ptr<Plan> plan;
+  std::shared_ptr<NbComm> nb;
+  int tag_ub = 0;
+  std::string canonical;
+};
+
+// One start: the buffers prepared again (their data now), the plan built at init run without
+// blocking on the persistent call's own reused run.
+int start_persistent(const PersistentCall& pc, Persistent& per, MPI_Request* inner) {
+  progress_nonblocking();
+  NbRun& r = *per.run;
+  Prepared p;
+  if (int rc = prepare(*pc.spec, pc.call, pc.shape, r.work, pc.roles, p); rc != MPI_SUCCESS)
+    return rc;
+  p.args.comm = pc.nb->comm;
+  p.args.tag_ub = pc.tag_ub;
+  r.args = p.args;
+  pc.nb->take_tags(r);
+  r.after = [&r, p] { return finish(p, r.work.run); };
+  if (int rc = start_nonblocking(r, inner); rc != MPI_SUCCESS)
+    return report_mpi(rc, ("starting " + pc.canonical).c_str());
+  return MPI_SUCCESS;
+}
+
+// How a call is made: blocking, non-blocking (ck_i<coll>) or persistent (ck_<coll>_init).
+enum class Mode { blocking, nonblocking, persistent };
+
+// One call of the C API: blocking; non-blocking (the run goes on after the return, progressed as
+// nbc.hpp says, and completes *request); or persistent (*request is the handle, each MPI_Start on
+// it a run of the plan built now). Every decline is decided here, before any communication.
+int run(const Call& c, Mode mode, MPI_Request* request) {
   progress_nonblocking();  // every call moves the non-blocking runs in flight
   if (c.name == nullptr) return report(ErrorKind::name, "algorithm name is NULL");
   if (request != nullptr) *request = MPI_REQUEST_NULL;
@@ -628,22 +702,12 @@ int run(const Call& c, MPI_Request* request = nullptr) {
                                                      " is not a rank of a communicator of size " +
                                                      std::to_string(s->size));
     const Roles roles = roles_of(spec, c, s->size, s->rank);
-    // A non-blocking run owns its memory; blocking calls reuse the communicator's.
-    std::unique_ptr<NbRun> nb = request != nullptr ? std::make_unique<NbRun>() : nullptr;
+    // A non-blocking or persistent run owns its memory; blocking calls reuse the communicator's.
+    std::unique_ptr<NbRun> nb = mode != Mode::blocking ? std::make_unique<NbRun>() : nullptr;
     Workspace& work = nb ? nb->work : s->work;
 
     Prepared p;
-    int rc = MPI_SUCCESS;
-    if (spec.post.kind == Postcondition::Kind::synchronized) {
-      p.args.type = TypeInfo::bytes();  // no data
-    } else if (spec.reduction()) {
-      if (c.recv.count < 0)
-        return report(ErrorKind::invalid_argument,
-                      "count " + std::to_string(c.recv.count) + " is negative");
-      rc = prepare_elements(spec, c, *s, work, roles, p);
-    } else {
-      rc = prepare_bytes(spec, c, *s, work, roles, p);
-    }
+    int rc = prepare(spec, c, *s, work, roles, p);
     if (rc != MPI_SUCCESS) return rc;
     Placement placement;  // node-aware algorithms only: the communicator's (placement.hpp)
     if (std::string why = node_placement(algo, s->dup, p.args.commutative, placement); !why.empty())
@@ -667,11 +731,35 @@ int run(const Call& c, MPI_Request* request = nullptr) {
       if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());
       return finish(p, s->work.run);
     }
-    if (rc = nb_comm(*s, a.comm); rc != MPI_SUCCESS) return rc;
+    std::shared_ptr<NbComm> comm;
+    if (rc = nb_comm(*s, comm); rc != MPI_SUCCESS) return rc;
     nb->plan = s->plans.at(key);
+    if (mode == Mode::persistent) {
+      // Nothing runs now: the handle holds the plan and the arguments for every start.
+      auto pc = std::make_shared<PersistentCall>();
+      pc->call = c;
+      pc->call.name = nullptr;
+      pc->call.native = NativeCall();
+      pc->spec = &spec;
+      pc->shape = *s;
+      pc->roles = roles;
+      pc->plan = nb->plan;
+      pc->nb = std::move(comm);
+      pc->tag_ub = s->tag_ub;
+      pc->canonical = algo.canonical();
+      auto per = std::make_shared<Persistent>();
+      nb->owned = true;
+      per->run = std::move(nb);
+      per->start = [pc](Persistent& self, MPI_Request* inner) {
+        return start_persistent(*pc, self, inner);
+      };
+      if (rc = make_persistent(std::move(per), c.comm, request); rc != MPI_SUCCESS)
+        return report_mpi(rc, "making the persistent request");
+      return MPI_SUCCESS;
+    }
+    a.comm = comm->comm;
     nb->args = a;
-    nb->tag_span = static_cast<int>((int64_t{s->tag_ub} + 1) / kNbSlots);
-    nb->tag_base = static_cast<int>(s->nb_calls++ % kNbSlots) * nb->tag_span;
+    comm->take_tags(*nb);
     NbRun& r = *nb;
     r.after = [&r, p] { return finish(p, r.work.run); };
     rc = start_nonblocking(std::move(nb), request);
@@ -696,6 +784,18 @@ using collkit::mpi::run;
 using collkit::mpi::Side;
 
 namespace {
+// Before MPI 4 (no PMPI_<Name>_init): "native" as a persistent handle of collkit's whose every
+// start is the MPI's own non-blocking call `start`.
+[[maybe_unused]] int native_persistent(std::function<int(MPI_Request*)> start,
+                                       MPI_Request* request) {
+  auto per = std::make_shared<collkit::mpi::Persistent>();
+  per->start = [start = std::move(start)](collkit::mpi::Persistent&, MPI_Request* inner) {
+    collkit::mpi::progress_nonblocking();
+    return start(inner);
+  };
+  return collkit::mpi::make_persistent(std::move(per), MPI_COMM_NULL, request);
+}
+
 // One side of a call from the table's (buffer, count, datatype), or none.
 Side side(const void* buf, MPI_Count count, MPI_Datatype type) {
   return {const_cast<void*>(buf), count, type};
@@ -710,11 +810,12 @@ Side side() {
 // follows from the spec. The native call passes the counts on as int: run_native refuses larger.
 extern "C" {
 
-#define CK_DEFINE(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
-  int ck_##name(CK_UNPAREN params, const char* algorithm) {                            \
-    const auto native = [&] { return PMPI_##Name(CK_UNPAREN args); };                  \
-    return run({Collective::name, side send, side recv, op_, root_, comm, algorithm,   \
-                NativeCall(native)});                                                  \
+#define CK_DEFINE(name, Name, counted, params, args, send, recv, op_, root_, in_place)             \
+  int ck_##name(CK_UNPAREN params, const char* algorithm) {                                        \
+    const auto native = [&] { return PMPI_##Name(CK_UNPAREN args); };                              \
+    return run(                                                                                    \
+        {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
+        collkit::mpi::Mode::blocking, nullptr);                                                    \
   }
 CK_COLLECTIVES(CK_DEFINE, MPI_Count)
 #undef CK_DEFINE
@@ -726,10 +827,34 @@ CK_COLLECTIVES(CK_DEFINE, MPI_Count)
     const auto native = [&] { return PMPI_I##name(CK_UNPAREN args, request); };                    \
     return run(                                                                                    \
         {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
-        request);                                                                                  \
+        collkit::mpi::Mode::nonblocking, request);                                                 \
   }
 CK_COLLECTIVES(CK_DEFINE_I, MPI_Count)
 #undef CK_DEFINE_I
+
+// The persistent ck_<name>_init from the same lines: the plan is built (and every decline
+// decided) now, each MPI_Start runs it (nbc.hpp's Persistent). "native" is the MPI's own
+// PMPI_<Name>_init (MPI 4), or before MPI 4 a persistent handle of collkit's whose every start
+// is the MPI's own non-blocking call. The info argument is accepted and not read.
+#if MPI_VERSION >= 4
+#define CK_NATIVE_INIT(name, Name, args) PMPI_##Name##_init(CK_UNPAREN args, info, request)
+#else
+#define CK_NATIVE_INIT(name, Name, args)                                                       \
+  (static_cast<void>(info),                                                                    \
+   native_persistent([=](MPI_Request* inner) { return PMPI_I##name(CK_UNPAREN args, inner); }, \
+                     request))
+#endif
+#define CK_DEFINE_INIT(name, Name, counted, params, args, send, recv, op_, root_, in_place)        \
+  int ck_##name##_init(CK_UNPAREN params, MPI_Info info, MPI_Request* request,                     \
+                       const char* algorithm) {                                                    \
+    const auto native = [&] { return CK_NATIVE_INIT(name, Name, args); };                          \
+    return run(                                                                                    \
+        {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
+        collkit::mpi::Mode::persistent, request);                                                  \
+  }
+CK_COLLECTIVES(CK_DEFINE_INIT, MPI_Count)
+#undef CK_DEFINE_INIT
+#undef CK_NATIVE_INIT
 
 int ck_declined(int rc) {
   const auto& c = collkit::mpi::error_codes();

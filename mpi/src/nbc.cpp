@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <unordered_map>
+#include <utility>
 
 #include "layout.hpp"
 
@@ -29,7 +31,8 @@ int query(void* state, MPI_Status* status) {
 }
 
 int free_run(void* state) {
-  delete static_cast<NbRun*>(state);
+  auto* r = static_cast<NbRun*>(state);
+  if (!r->owned) delete r;  // a persistent call's run stays for its next start
   return MPI_SUCCESS;
 }
 
@@ -135,19 +138,31 @@ void abandon(NbRun& r) {
   r.reqs.clear();
 }
 
-}  // namespace
-
-bool nonblocking_active() {
-  return g_active.load(std::memory_order_relaxed) > 0;
+// A run is over: its request completes. A persistent call the user freed while this run went on
+// (keep_alive holds it) ends here: nobody will wait on the request, so it is freed now, and with
+// the last reference the call and this run are deleted (r is not touched after).
+void complete(NbRun* r) {
+  if (r->error != MPI_SUCCESS) abandon(*r);
+  MPI_Request q = r->request;
+  std::shared_ptr<void> orphan = std::move(r->keep_alive);
+  MPI_Grequest_complete(q);
+  if (orphan) MPI_Request_free(&q);
 }
 
-int start_nonblocking(std::unique_ptr<NbRun> run, MPI_Request* request) {
-  NbRun& r = *run;
+// Sets up a run's progress state and buffers (a persistent call's run again at each start),
+// gives the user its generalized request and starts the first ops; `over` when it is done at
+// once (P = 1, nothing to receive).
+int launch(NbRun& r, MPI_Request* request, bool& over) {
   const Plan& plan = *r.plan;
   const size_t n = plan.ops.size();
   r.remaining.assign(plan.num_deps.begin(), plan.num_deps.end());
   r.pending.assign(n, 0);
   r.ready.assign(plan.roots.begin(), plan.roots.end());
+  r.ready_head = 0;
+  r.completed = 0;
+  r.reqs.clear();
+  r.req_op.clear();
+  r.error = MPI_SUCCESS;
   r.work.run.shm_checked = true;  // point-to-point only
   // Buffer addresses: in, out, then the scratch buffers carved from the run's own arena.
   r.bufs.assign(kFirstScratch + plan.scratch.size(), nullptr);
@@ -165,23 +180,41 @@ int start_nonblocking(std::unique_ptr<NbRun> run, MPI_Request* request) {
   if (int rc = MPI_Grequest_start(query, free_run, cancel, &r, &r.request); rc != MPI_SUCCESS)
     return rc;
   *request = r.request;
-  // The first ops start now; what is over at once (P = 1, nothing to receive) completes now.
-  bool over = false;
-  {
-    const bool nested = g_in_progress;
-    g_in_progress = true;
-    over = advance(r);
-    g_in_progress = nested;
-  }
+  const bool nested = g_in_progress;
+  g_in_progress = true;
+  over = advance(r);
+  g_in_progress = nested;
+  return MPI_SUCCESS;
+}
+
+// A launched run: completed now if it is over, else moved by progress_nonblocking from now on.
+void queue(NbRun* r, bool over) {
   if (over) {
-    if (r.error != MPI_SUCCESS) abandon(r);
-    NbRun* raw = run.release();  // free_run deletes it when the user frees the request
-    MPI_Grequest_complete(raw->request);
-    return MPI_SUCCESS;
+    complete(r);
+    return;
   }
   std::lock_guard<std::mutex> g(g_lock);
-  g_runs.push_back(run.release());
+  g_runs.push_back(r);
   g_active.store(static_cast<int>(g_runs.size()), std::memory_order_relaxed);
+}
+
+}  // namespace
+
+bool nonblocking_active() {
+  return g_active.load(std::memory_order_relaxed) > 0;
+}
+
+int start_nonblocking(std::unique_ptr<NbRun> run, MPI_Request* request) {
+  bool over = false;
+  if (int rc = launch(*run, request, over); rc != MPI_SUCCESS) return rc;
+  queue(run.release(), over);  // free_run deletes it when the user frees the request
+  return MPI_SUCCESS;
+}
+
+int start_nonblocking(NbRun& run, MPI_Request* request) {
+  bool over = false;
+  if (int rc = launch(run, request, over); rc != MPI_SUCCESS) return rc;
+  queue(&run, over);
   return MPI_SUCCESS;
 }
 
@@ -202,27 +235,71 @@ void progress_nonblocking() {
   g_active.store(static_cast<int>(w), std::memory_order_relaxed);
   g.unlock();
   // Completed outside the lock: completing may free the run (a request already freed by the user).
-  for (NbRun* r : over) {
-    if (r->error != MPI_SUCCESS) abandon(*r);
-    MPI_Grequest_complete(r->request);
-  }
+  for (NbRun* r : over) complete(r);
   g_in_progress = false;
+}
+
+namespace {
+
+// The persistent calls, by the user's handle.
+std::mutex g_plock;  // guards g_persistent
+std::unordered_map<MPI_Request, std::shared_ptr<Persistent>> g_persistent;
+std::atomic<int> g_npersistent{0};  // g_persistent.size(), read without the lock
+
+std::shared_ptr<Persistent> find_persistent(MPI_Request handle, bool take = false) {
+  if (g_npersistent.load(std::memory_order_relaxed) == 0 || handle == MPI_REQUEST_NULL) return {};
+  std::lock_guard<std::mutex> g(g_plock);
+  auto it = g_persistent.find(handle);
+  if (it == g_persistent.end()) return {};
+  std::shared_ptr<Persistent> p = it->second;
+  if (take) {
+    g_persistent.erase(it);
+    g_npersistent.store(static_cast<int>(g_persistent.size()), std::memory_order_relaxed);
+  }
+  return p;
+}
+
+// Whether `r` is still moving (in g_runs); if so it keeps `owner` alive until it is over.
+bool orphan_if_running(NbRun& r, std::shared_ptr<void> owner) {
+  std::lock_guard<std::mutex> g(g_lock);
+  if (std::find(g_runs.begin(), g_runs.end(), &r) == g_runs.end()) return false;
+  r.keep_alive = std::move(owner);
+  return true;
+}
+
+}  // namespace
+
+int make_persistent(std::shared_ptr<Persistent> p, MPI_Comm, MPI_Request* request) {
+  // Never started: its only use is a handle the MPI knows as an inactive persistent request, so
+  // MPI_Wait* / MPI_Test* on it (and arrays holding it) mean what they mean for one.
+  if (int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->handle);
+      rc != MPI_SUCCESS)
+    return rc;
+  *request = p->handle;
+  std::lock_guard<std::mutex> g(g_plock);
+  g_persistent[p->handle] = std::move(p);
+  g_npersistent.store(static_cast<int>(g_persistent.size()), std::memory_order_relaxed);
+  return MPI_SUCCESS;
 }
 
 }  // namespace collkit::mpi
 
 // The completion calls, over PMPI_: with a collkit run in flight they test instead of blocking and
 // move collkit's runs between tests (a run may be what the awaited request, or a peer, waits on);
-// with none they are the MPI's own call.
+// with none they are the MPI's own call. An active persistent collkit handle is replaced, for the
+// MPI's call, by its run's request; once that completes the handle is inactive (and stays the
+// user's, as a persistent request does).
 namespace {
 
 using collkit::mpi::nonblocking_active;
+using collkit::mpi::Persistent;
 using collkit::mpi::progress_nonblocking;
 
 // Polls `test` (true when done, or an error in rc) with progress between polls, yielding the core
 // after a while so an oversubscribed peer gets to run; `wait` once no collkit run is left.
 template <class Test, class Wait>
 int poll(Test&& test, Wait&& wait) {
+  if (!nonblocking_active()) return wait();
   unsigned idle = 0;
   while (true) {
     progress_nonblocking();
@@ -233,78 +310,182 @@ int poll(Test&& test, Wait&& wait) {
   }
 }
 
+// The user's array of requests as the MPI's call sees it: each active persistent collkit handle
+// replaced by its run's request (a copy, only where there is one). done() hands back what the MPI
+// did: the user's own requests as the MPI left them, a persistent handle whose run completed (its
+// request freed by the MPI) inactive.
+class Swapped {
+ public:
+  Swapped(int n, MPI_Request* user) : n_(n), user_(user) {
+    using collkit::mpi::find_persistent;
+    for (int i = 0; i < n; ++i) {
+      std::shared_ptr<Persistent> p = find_persistent(user[i]);
+      if (!p || !p->active) continue;
+      if (copy_.empty()) copy_.assign(user, user + n);
+      copy_[static_cast<size_t>(i)] = p->inner;
+      who_.emplace_back(i, std::move(p));
+    }
+  }
+  MPI_Request* reqs() { return copy_.empty() ? user_ : copy_.data(); }
+  void done() {
+    if (copy_.empty()) return;
+    size_t k = 0;
+    for (int i = 0; i < n_; ++i) {
+      const MPI_Request q = copy_[static_cast<size_t>(i)];
+      if (k < who_.size() && who_[k].first == i) {
+        Persistent& p = *who_[k++].second;
+        p.inner = q;
+        p.active = q != MPI_REQUEST_NULL;
+      } else {
+        user_[i] = q;
+      }
+    }
+  }
+
+ private:
+  int n_;
+  MPI_Request* user_;
+  std::vector<MPI_Request> copy_;
+  std::vector<std::pair<int, std::shared_ptr<Persistent>>> who_;
+};
+
+int start_one(MPI_Request* request) {
+  std::shared_ptr<Persistent> p = collkit::mpi::find_persistent(*request);
+  if (!p) return PMPI_Start(request);
+  if (p->active) return MPI_ERR_REQUEST;  // started twice without completing
+  const int rc = p->start(*p, &p->inner);
+  p->active = rc == MPI_SUCCESS && p->inner != MPI_REQUEST_NULL;
+  return rc;
+}
+
 }  // namespace
 
 extern "C" {
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  if (!nonblocking_active()) return PMPI_Wait(request, status);
-  return poll(
+  Swapped sw(1, request);
+  MPI_Request* q = sw.reqs();
+  const int rc = poll(
       [&](int& rc) {
         int flag = 0;
-        rc = PMPI_Test(request, &flag, status);
+        rc = PMPI_Test(q, &flag, status);
         return flag != 0;
       },
-      [&] { return PMPI_Wait(request, status); });
+      [&] { return PMPI_Wait(q, status); });
+  sw.done();
+  return rc;
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  if (!nonblocking_active()) return PMPI_Waitall(count, requests, statuses);
-  return poll(
+  Swapped sw(count, requests);
+  MPI_Request* q = sw.reqs();
+  const int rc = poll(
       [&](int& rc) {
         int flag = 0;
-        rc = PMPI_Testall(count, requests, &flag, statuses);
+        rc = PMPI_Testall(count, q, &flag, statuses);
         return flag != 0;
       },
-      [&] { return PMPI_Waitall(count, requests, statuses); });
+      [&] { return PMPI_Waitall(count, q, statuses); });
+  sw.done();
+  return rc;
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  if (!nonblocking_active()) return PMPI_Waitany(count, requests, index, status);
-  return poll(
+  Swapped sw(count, requests);
+  MPI_Request* q = sw.reqs();
+  const int rc = poll(
       [&](int& rc) {
         int flag = 0;
-        rc = PMPI_Testany(count, requests, index, &flag, status);
+        rc = PMPI_Testany(count, q, index, &flag, status);
         return flag != 0;
       },
-      [&] { return PMPI_Waitany(count, requests, index, status); });
+      [&] { return PMPI_Waitany(count, q, index, status); });
+  sw.done();
+  return rc;
 }
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
-  if (!nonblocking_active()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-  return poll(
+  Swapped sw(incount, requests);
+  MPI_Request* q = sw.reqs();
+  const int rc = poll(
       [&](int& rc) {
-        rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+        rc = PMPI_Testsome(incount, q, outcount, indices, statuses);
         return *outcount != 0;  // some completed, or MPI_UNDEFINED: no active request
       },
-      [&] { return PMPI_Waitsome(incount, requests, outcount, indices, statuses); });
+      [&] { return PMPI_Waitsome(incount, q, outcount, indices, statuses); });
+  sw.done();
+  return rc;
 }
 
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   progress_nonblocking();
-  return PMPI_Test(request, flag, status);
+  Swapped sw(1, request);
+  const int rc = PMPI_Test(sw.reqs(), flag, status);
+  sw.done();
+  return rc;
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   progress_nonblocking();
-  return PMPI_Testall(count, requests, flag, statuses);
+  Swapped sw(count, requests);
+  const int rc = PMPI_Testall(count, sw.reqs(), flag, statuses);
+  sw.done();
+  return rc;
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   progress_nonblocking();
-  return PMPI_Testany(count, requests, index, flag, status);
+  Swapped sw(count, requests);
+  const int rc = PMPI_Testany(count, sw.reqs(), index, flag, status);
+  sw.done();
+  return rc;
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   progress_nonblocking();
-  return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  Swapped sw(incount, requests);
+  const int rc = PMPI_Testsome(incount, sw.reqs(), outcount, indices, statuses);
+  sw.done();
+  return rc;
 }
 
 int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
   progress_nonblocking();
-  return PMPI_Request_get_status(request, flag, status);
+  Swapped sw(1, &request);
+  return PMPI_Request_get_status(*sw.reqs(), flag, status);
+}
+
+// MPI_Start / MPI_Startall: a collkit persistent handle starts a run of its plan; any other
+// request is the MPI's. Startall starts them in array order (collectives on a communicator are
+// matched in start order).
+int MPI_Start(MPI_Request* request) {
+  return start_one(request);
+}
+
+int MPI_Startall(int count, MPI_Request requests[]) {
+  if (collkit::mpi::g_npersistent.load(std::memory_order_relaxed) == 0)
+    return PMPI_Startall(count, requests);
+  for (int i = 0; i < count; ++i)
+    if (int rc = start_one(&requests[i]); rc != MPI_SUCCESS) return rc;
+  return MPI_SUCCESS;
+}
+
+// A collkit persistent handle: its state freed, and the handle. A run still going on (freeing an
+// active request is allowed for point-to-point; MPI 4 makes it erroneous for collectives, but it
+// must not crash) finishes first: collkit's in the background, the MPI's own waited for here.
+int MPI_Request_free(MPI_Request* request) {
+  std::shared_ptr<Persistent> p = collkit::mpi::find_persistent(*request, true);
+  if (!p) return PMPI_Request_free(request);
+  if (p->active) {
+    if (!p->run || !collkit::mpi::orphan_if_running(*p->run, p))
+      PMPI_Wait(&p->inner, MPI_STATUS_IGNORE);
+    p->active = false;
+  }
+  const int rc = PMPI_Request_free(&p->handle);
+  *request = MPI_REQUEST_NULL;
+  return rc;
 }
 
 }  // extern "C"

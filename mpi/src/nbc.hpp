@@ -50,10 +50,34 @@ struct NbRun {
   std::vector<std::byte*> bufs;
   int error = MPI_SUCCESS;
   MPI_Request request = MPI_REQUEST_NULL;  // the user's generalized request
+  // A persistent call's run (owned by its Persistent, started again and again): freeing the
+  // request does not delete it; keep_alive holds its owner while a run the user has freed goes on.
+  bool owned = false;
+  std::shared_ptr<void> keep_alive;
 };
 
 // Starts `run` and gives the user its request; MPI_SUCCESS or the MPI error code of the start.
 int start_nonblocking(std::unique_ptr<NbRun> run, MPI_Request* request);
+// The same for a run owned elsewhere (a persistent call's, run.owned), which may have run before.
+int start_nonblocking(NbRun& run, MPI_Request* request);
+
+// A persistent collective (ck_<coll>_init, MPI_<Coll>_init through the interposition library).
+// A generalized request cannot be started again, so the user's handle is a persistent request of
+// the MPI that is never started (a receive from MPI_PROC_NULL: valid, inactive), and collkit
+// keeps what the handle stands for here, keyed by it: MPI_Start / MPI_Startall on it start a run
+// (`start`: the plan built at init, with the buffers bound at init) whose own request (`inner`)
+// the completion calls wait on in its place; once that completes the handle is inactive again.
+// MPI_Request_free on it frees this (a run still going on finishes first).
+struct Persistent {
+  std::function<int(Persistent&, MPI_Request* inner)> start;
+  std::unique_ptr<NbRun> run;  // collkit's run, reused by every start (none for a native call)
+  MPI_Request handle = MPI_REQUEST_NULL;  // the user's
+  MPI_Request inner = MPI_REQUEST_NULL;   // the run of the latest start, while active
+  bool active = false;
+};
+
+// Registers `p` and gives the user its handle (made on `comm`).
+int make_persistent(std::shared_ptr<Persistent> p, MPI_Comm comm, MPI_Request* request);
 
 // Moves every run in flight as far as it goes without blocking; completes the requests of those
 // that finish. Safe to call from any thread and re-entrantly (a nested call returns at once).

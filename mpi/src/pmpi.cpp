@@ -1,7 +1,8 @@
 // libcollkit_pmpi: the MPI profiling-interface library that makes unmodified programs use a
 // tuning table. LD_PRELOAD it (or link it before the MPI) and set COLLKIT_TUNING=table.json:
 // MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall, MPI_Barrier, MPI_Allgather,
-// MPI_Reduce_scatter_block, MPI_Gather and MPI_Scatter (and the MPI-4 `_c` forms) go to the table's
+// MPI_Reduce_scatter_block, MPI_Gather and MPI_Scatter (and the MPI-4 `_c` forms), their
+// non-blocking MPI_I<coll> and their persistent MPI_<Coll>_init (MPI 4) go to the table's
 // algorithm for (communicator size, bytes); everything else goes to PMPI_. The wrappers are
 // generated from the one table of calls (call_table.hpp). What a collective
 // reads (root, op, which side's count is significant on a rank) comes from its CollectiveSpec.
@@ -402,6 +403,24 @@ CK_COLLECTIVES(CK_ROUTED, Count)
 CK_COLLECTIVES(CK_ROUTED_I, Count)
 #undef CK_ROUTED_I
 
+// The persistent forms, MPI 4's MPI_<Coll>_init (and MPI_<Coll>_init_c), from the same lines and
+// the same table and decline rules, decided at init: collkit's ck_<coll>_init (its handle is
+// started by MPI_Start, nbc.hpp), or the MPI's own PMPI_<Coll>_init. An MPI before 4 has none.
+#if MPI_VERSION >= 4
+#define CK_ROUTED_INIT(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
+  template <class Count, auto Native>                                                       \
+  int name##_init(CK_UNPAREN params, MPI_Info info, MPI_Request* request) {                 \
+    return route(                                                                           \
+        Collective::name, comm, side send, side recv, op_, root_,                           \
+        [&](const char* algorithm) {                                                        \
+          return ck_##name##_init(CK_UNPAREN args, info, request, algorithm);               \
+        },                                                                                  \
+        [&] { return Native(CK_UNPAREN args, info, request); });                            \
+  }
+CK_COLLECTIVES(CK_ROUTED_INIT, Count)
+#undef CK_ROUTED_INIT
+#endif
+
 }  // namespace
 
 extern "C" {
@@ -436,6 +455,21 @@ CK_COLLECTIVES(CK_MPI_IX_C, MPI_Count)
       })
 CK_COLLECTIVES(CK_MPI_X_C, MPI_Count)
 #undef CK_MPI_X_C
+
+#define CK_MPI_INIT(name, Name, counted, params, args, ...)                       \
+  int MPI_##Name##_init(CK_UNPAREN params, MPI_Info info, MPI_Request* request) { \
+    return name##_init<int, PMPI_##Name##_init>(CK_UNPAREN args, info, request);  \
+  }
+CK_COLLECTIVES(CK_MPI_INIT, int)
+#undef CK_MPI_INIT
+
+#define CK_MPI_INIT_C(name, Name, counted, params, args, ...)                                    \
+  CK_IF_COUNTED(                                                                                 \
+      counted, int MPI_##Name##_init_c(CK_UNPAREN params, MPI_Info info, MPI_Request* request) { \
+        return name##_init<MPI_Count, PMPI_##Name##_init_c>(CK_UNPAREN args, info, request);     \
+      })
+CK_COLLECTIVES(CK_MPI_INIT_C, MPI_Count)
+#undef CK_MPI_INIT_C
 #endif
 
 int collkit_pmpi_check_table(const char* path, char* message, int length) {

@@ -5,7 +5,7 @@
 //
 //   collkit_conformance --algos "allreduce:rd;bcast:pipeline(seg=16);..." [--level quick|full]
 //                       [--counts 0,1,P-1,13,1000] [--seed 1] [--errors] [--nonblocking]
-//                       [--blocking-reference alltoall,...]
+//                       [--blocking-reference alltoall,...] [--persistent]
 //
 // What one case is: an algorithm x a communicator (world, dup, split in halves, reversed) x a
 // root (every root of a rooted collective) x a count x a datatype x (reductions) an op x
@@ -43,6 +43,15 @@
 // interposition library, against the MPI's own MPI_I<coll>), each call overlapped with random
 // compute, point-to-point traffic and a second collective in flight on the same communicator,
 // and completed by a random mix of MPI_Wait / MPI_Test / MPI_Waitall / MPI_Waitany / MPI_Testall.
+//
+// --persistent checks the persistent forms the same way: each call under test is ck_<coll>_init
+// (or MPI_<Coll>_init through the interposition library, MPI 4 only), started with MPI_Start and
+// completed as above, started and completed a second time where the call is not in place (the
+// same input must give the same output: the handle's state is reused), then freed; the reference
+// is the MPI's own MPI_<Coll>_init (MPI 4) or its blocking call. A check per algorithm starts two
+// handles (MPI_Startall or MPI_Start) round after round with new data each time, beside a
+// non-blocking allreduce and point-to-point messages, completed by MPI_Waitall / MPI_Testany /
+// MPI_Waitsome / MPI_Test mixes over the mixed array, each round against the MPI's blocking call.
 #include <mpi.h>
 
 #include <algorithm>
@@ -94,6 +103,7 @@ constexpr bool kViaPmpi = false;
 // through the interposition library), overlapped with random work before it is completed, and the
 // reference is the MPI's own non-blocking call.
 bool g_nonblocking = false;
+bool g_persistent = false;         // --persistent (implies the overlap of --nonblocking)
 uint64_t g_seed = 1, g_calls = 0;  // g_calls: the same on every rank (all make the same calls)
 
 void busy(std::chrono::microseconds d) {
@@ -152,6 +162,17 @@ int overlap_and_complete(MPI_Comm comm, MPI_Request call, const std::string& alg
       }
       break;
     default:
+      if (g_persistent && kViaPmpi) {
+        // A declined MPI_<Coll>_init leaves the MPI's own persistent request here, and MPICH
+        // 5.0.2's MPI_Testall returns MPI_ERR_IN_STATUS (every status MPI_SUCCESS) on an array
+        // holding one of those while it is active: an MPI_Testsome loop instead.
+        int outcount = 0;
+        std::vector<int> indices(reqs.size());
+        do {
+          rc = MPI_Testsome(n, reqs.data(), &outcount, indices.data(), MPI_STATUSES_IGNORE);
+        } while (rc == MPI_SUCCESS && outcount != MPI_UNDEFINED);
+        break;
+      }
       do {
         rc = MPI_Testall(n, reqs.data(), &flag, MPI_STATUSES_IGNORE);
       } while (rc == MPI_SUCCESS && !flag);
@@ -172,8 +193,40 @@ int overlap_and_complete(MPI_Comm comm, MPI_Request call, const std::string& alg
 
 // The call under test: collkit's C API by name, or (built against the interposition library)
 // the MPI call that the library routes by its table.
+// The persistent form of the call under test: init, one start (two where the call is not in place),
+// each overlapped and completed as a non-blocking call is, then MPI_Request_free.
+int persistent_call(Collective c, const CallArgs& a, const std::string& algo) {
+  MPI_Request h = MPI_REQUEST_NULL;
+  int rc = MPI_SUCCESS;
+  if constexpr (kViaPmpi) {
+#if MPI_VERSION >= 4
+    rc = collkit::mpi::call_mpi_init(c, a, &h);
+#else
+    rc = MPI_ERR_UNSUPPORTED_OPERATION;  // main refuses --persistent here
+#endif
+  } else {
+    rc = collkit::mpi::call_collkit_init(c, a, algo.c_str(), &h);
+  }
+  if (rc != MPI_SUCCESS) return rc;
+  // Two starts unless some rank is in place (then a second start would read its own output);
+  // every rank must make the same number of starts.
+  const int again = a.sendbuf != MPI_IN_PLACE && a.recvbuf != MPI_IN_PLACE;
+  int all_again = 0;
+  PMPI_Allreduce(&again, &all_again, 1, MPI_INT, MPI_MIN, a.comm);
+  const int starts = all_again ? 2 : 1;
+  for (int k = 0; k < starts && rc == MPI_SUCCESS; ++k) {
+    if (k > 0) ++g_calls;
+    rc = MPI_Start(&h);
+    if (rc == MPI_SUCCESS) rc = overlap_and_complete(a.comm, h, algo);
+  }
+  if (int e = MPI_Request_free(&h); e != MPI_SUCCESS && rc == MPI_SUCCESS) rc = e;
+  if (rc == MPI_SUCCESS && h != MPI_REQUEST_NULL) rc = MPI_ERR_REQUEST;
+  return rc;
+}
+
 int collkit_call(Collective c, const CallArgs& a, const std::string& algo) {
   ++g_calls;
+  if (g_persistent) return persistent_call(c, a, algo);
   if (!g_nonblocking) {
     if constexpr (kViaPmpi) return call_mpi(c, a);
     return call_collkit(c, a, algo.c_str());
@@ -191,8 +244,20 @@ std::vector<std::string> g_blocking_reference;
 
 // The reference: the MPI's own call (with --nonblocking its non-blocking one, then MPI_Wait).
 int reference_call(Collective c, const CallArgs& a) {
-  if (!g_nonblocking || std::find(g_blocking_reference.begin(), g_blocking_reference.end(),
-                                  std::string(to_string(c))) != g_blocking_reference.end())
+#if MPI_VERSION >= 4
+  if (g_persistent && std::find(g_blocking_reference.begin(), g_blocking_reference.end(),
+                                std::string(to_string(c))) == g_blocking_reference.end()) {
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (int rc = collkit::mpi::call_mpi_init(c, a, &r, kViaPmpi); rc != MPI_SUCCESS) return rc;
+    int rc = MPI_Start(&r);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Request_free(&r);
+    return rc;
+  }
+#endif
+  if (!g_nonblocking || g_persistent ||
+      std::find(g_blocking_reference.begin(), g_blocking_reference.end(),
+                std::string(to_string(c))) != g_blocking_reference.end())
     return call_mpi(c, a, kViaPmpi);
   MPI_Request r = MPI_REQUEST_NULL;
   if (int rc = collkit::mpi::call_mpi_nb(c, a, &r, kViaPmpi); rc != MPI_SUCCESS) return rc;
@@ -1101,6 +1166,168 @@ void check_start_does_not_block(const std::string& algo) {
          why);
 }
 
+// --persistent: two handles of `algo` on the world, each started round after round with new data
+// (MPI_Startall on both, or MPI_Start on each), beside a non-blocking allreduce and a ring of
+// point-to-point messages, completed by a different mix each round (MPI_Waitall, an MPI_Testany
+// loop, an MPI_Waitsome loop, MPI_Test on each) over the mixed array; every round's output equals
+// the MPI's blocking call on the same input. Inactive handles answer MPI_Test and
+// MPI_Request_get_status at once; both are freed at the end.
+void check_persistent_restarts(const std::string& algo) {
+  int P = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const Collective coll = collective_from_string(algo.substr(0, algo.find(':')));
+  const CollectiveSpec& spec = spec_of(coll);
+  const int root = spec.rooted ? P - 1 : 0;
+  const int64_t n = 5;  // ints per block
+  const auto in_len = static_cast<size_t>(buffer_elems(spec.in, P, n, root, rank));
+  const auto out_len = static_cast<size_t>(buffer_elems(spec.out, P, n, root, rank));
+  const bool has_output = spec.post.kind != Postcondition::Kind::synchronized && out_len > 0 &&
+                          applies_to(spec.post.ranks, root, rank);
+  struct Handle {
+    std::vector<int> in, out, ref;
+    CallArgs a;
+    MPI_Request h = MPI_REQUEST_NULL;
+  };
+  Handle hs[2];
+  std::string why;
+  auto args_of = [&](Handle& x, std::vector<int>& out) {
+    CallArgs a;
+    a.sendbuf = spec.root_input_in_out ? nullptr : x.in.data();
+    a.recvbuf = out.data();
+    a.sendcount = a.recvcount = n;
+    a.sendtype = a.recvtype = MPI_INT;
+    a.op = MPI_SUM;
+    a.root = root;
+    a.comm = MPI_COMM_WORLD;
+    return a;
+  };
+  for (Handle& x : hs) {
+    x.in.assign(std::max<size_t>(in_len, 1), 0);
+    x.out.assign(std::max<size_t>(out_len, 1), 0);
+    x.ref = x.out;
+    x.a = args_of(x, x.out);
+    ++g_calls;
+    int rc = MPI_SUCCESS;
+    if constexpr (kViaPmpi) {
+#if MPI_VERSION >= 4
+      rc = collkit::mpi::call_mpi_init(coll, x.a, &x.h);
+#endif
+    } else {
+      rc = collkit::mpi::call_collkit_init(coll, x.a, algo.c_str(), &x.h);
+    }
+    if (rc != MPI_SUCCESS && ck_declined(rc)) {
+      // The algorithm cannot take this call (decided alike on every rank): nothing to restart.
+      for (Handle& y : hs)
+        if (y.h != MPI_REQUEST_NULL) MPI_Request_free(&y.h);
+      settle(MPI_COMM_WORLD, algo + " persistent restarts", "declined at init", true);
+      return;
+    }
+    if (rc != MPI_SUCCESS && why.empty()) why = "init: " + describe_error(rc);
+  }
+  const int rounds = 5;
+  for (int round = 0; round < rounds && why.empty(); ++round) {
+    // New data: each handle's input (bcast: the root's buffer) and a cleared output.
+    for (int k = 0; k < 2; ++k) {
+      Handle& x = hs[k];
+      for (size_t i = 0; i < x.in.size(); ++i)
+        x.in[i] = rank * 1000 + round * 100 + k * 10 + static_cast<int>(i);
+      std::fill(x.out.begin(), x.out.end(), -1);
+      if (spec.root_input_in_out && rank == root)
+        std::copy(x.in.begin(), x.in.end(), x.out.begin());
+      x.ref = x.out;
+    }
+    int mine = rank + round, sum = -1, sent = rank * 7 + round, got = -1;
+    MPI_Request reqs[6];
+    int rc = MPI_SUCCESS;
+    if (round % 2 == 0) {
+      MPI_Request both[2] = {hs[0].h, hs[1].h};
+      rc = MPI_Startall(2, both);
+      if (rc == MPI_SUCCESS && (both[0] != hs[0].h || both[1] != hs[1].h))
+        why = "MPI_Startall changed a handle";
+    } else {
+      for (Handle& x : hs)
+        if (rc == MPI_SUCCESS) rc = MPI_Start(&x.h);
+    }
+    if (rc != MPI_SUCCESS) {
+      why = "start: " + describe_error(rc);
+      break;
+    }
+    rc = kViaPmpi ? MPI_Iallreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[1])
+                  : ck_iallreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[1],
+                                  "allreduce:ring");
+    MPI_Irecv(&got, 1, MPI_INT, (rank + P - 1) % P, 4343, MPI_COMM_WORLD, &reqs[3]);
+    MPI_Isend(&sent, 1, MPI_INT, (rank + 1) % P, 4343, MPI_COMM_WORLD, &reqs[4]);
+    reqs[0] = hs[0].h;
+    reqs[2] = hs[1].h;
+    reqs[5] = MPI_REQUEST_NULL;
+    busy(std::chrono::microseconds(50 * (round % 3)));
+    int flag = 0, index = 0, outcount = 0, indices[6];
+    switch (round % 4) {
+      case 0:
+        if (rc == MPI_SUCCESS) rc = MPI_Waitall(6, reqs, MPI_STATUSES_IGNORE);
+        break;
+      case 1:
+        for (int left = 5; left > 0 && rc == MPI_SUCCESS;) {
+          rc = MPI_Testany(6, reqs, &index, &flag, MPI_STATUS_IGNORE);
+          if (flag && index != MPI_UNDEFINED) --left;
+          if (flag && index == MPI_UNDEFINED) break;  // nothing active left
+        }
+        break;
+      case 2:
+        while (rc == MPI_SUCCESS) {
+          rc = MPI_Waitsome(6, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
+          if (outcount == MPI_UNDEFINED) break;
+        }
+        break;
+      default:
+        for (MPI_Request& q : reqs) do {
+            rc = MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+          } while (rc == MPI_SUCCESS && !flag);
+        break;
+    }
+    if (rc != MPI_SUCCESS) {
+      why = "round " + std::to_string(round) + ": " + describe_error(rc);
+      break;
+    }
+    // The persistent handles stay (inactive); the others were freed.
+    if (reqs[0] != hs[0].h || reqs[2] != hs[1].h) why = "a persistent handle was replaced";
+    if (reqs[1] != MPI_REQUEST_NULL || reqs[3] != MPI_REQUEST_NULL || reqs[4] != MPI_REQUEST_NULL)
+      why = "round " + std::to_string(round) + ": a request left active";
+    if (sum != P * (P - 1) / 2 + P * round || got != ((rank + P - 1) % P) * 7 + round)
+      why = "round " + std::to_string(round) + ": the calls beside it went wrong";
+    // An inactive handle: MPI_Test and MPI_Request_get_status answer at once.
+    flag = 0;
+    MPI_Test(&hs[0].h, &flag, MPI_STATUS_IGNORE);
+    int flag2 = 0;
+    MPI_Request_get_status(hs[1].h, &flag2, MPI_STATUS_IGNORE);
+    if (!flag || !flag2 || hs[0].h == MPI_REQUEST_NULL)
+      why = "an inactive handle does not test complete";
+    for (int k = 0; k < 2 && why.empty(); ++k) {
+      Handle& x = hs[k];
+      CallArgs r = args_of(x, x.ref);
+      if (int e = call_mpi(coll, r, kViaPmpi); e != MPI_SUCCESS) {
+        why = "reference: " + describe_error(e);
+      } else if (has_output && x.out != x.ref) {
+        for (size_t i = 0; i < x.out.size(); ++i)
+          if (x.out[i] != x.ref[i]) {
+            why = "round " + std::to_string(round) + " handle " + std::to_string(k) + " element " +
+                  std::to_string(i) + ": " + std::to_string(x.out[i]) + " vs the MPI's " +
+                  std::to_string(x.ref[i]);
+            break;
+          }
+      }
+    }
+  }
+  for (Handle& x : hs)
+    if (x.h != MPI_REQUEST_NULL) {
+      MPI_Request_free(&x.h);
+      if (x.h != MPI_REQUEST_NULL && why.empty()) why = "MPI_Request_free left the handle";
+    }
+  settle(MPI_COMM_WORLD, "world P=" + std::to_string(P) + " " + algo + " persistent restarts", why);
+  if (rank == 0) std::printf("RESTARTS %s rounds=%d handles=2\n", algo.c_str(), rounds);
+}
+
 #ifdef COLLKIT_VIA_PMPI
 // Points the interposition library at a table of one rule: `algo` for every call of its
 // collective at P <= 64 (the library's reader checks it, as it checks COLLKIT_TUNING).
@@ -1136,7 +1363,16 @@ int main(int argc, char** argv) {
   int P;
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   g_full = args.get("level", "quick") == "full";
-  g_nonblocking = args.flag("nonblocking");
+  g_persistent = args.flag("persistent");
+  g_nonblocking = args.flag("nonblocking") || g_persistent;
+#if MPI_VERSION < 4
+  if (g_persistent && kViaPmpi) {
+    if (g_world_rank == 0)
+      std::fprintf(stderr, "error: --persistent through the interposition library needs MPI 4\n");
+    MPI_Finalize();
+    return 2;
+  }
+#endif
   for (const auto& c : split(args.get("blocking-reference", ""), ','))
     if (!c.empty()) g_blocking_reference.push_back(c);
   g_seed = static_cast<uint64_t>(args.num("seed", 1));
@@ -1240,7 +1476,8 @@ int main(int argc, char** argv) {
           for (int root : some_roots) check_reduction_bottom(coll, cc, algo, count, root, rng);
       }
     }
-    if (g_nonblocking) check_start_does_not_block(algo);
+    if (g_nonblocking && !g_persistent) check_start_does_not_block(algo);
+    if (g_persistent) check_persistent_restarts(algo);
 #ifdef COLLKIT_VIA_PMPI
     long long ran = 0, declined = 0;
     collkit_pmpi_counts(&ran, &declined);

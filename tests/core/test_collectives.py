@@ -168,8 +168,9 @@ def test_the_mpi_call_table_has_every_collective_once() -> None:
 
 def header_mismatches(header: str) -> list[str]:
     """Where the C header text `header` fails to declare a collective of the table as ck_<name>
-    (and its non-blocking form ck_i<name>, the request before the name) with the table's
-    parameters (counts as MPI_Count) and the algorithm name last."""
+    (its non-blocking form ck_i<name>, the request before the name, and its persistent form
+    ck_<name>_init, an MPI_Info and the request before the name) with the table's parameters
+    (counts as MPI_Count) and the algorithm name last."""
     flat = re.sub(r"/\*.*?\*/", " ", " ".join(header.split()))
     wrong = []
     for name, args in call_table().items():
@@ -178,6 +179,7 @@ def header_mismatches(header: str) -> list[str]:
         forms = {
             name: [*want, name_last],
             f"i{name}": [*want, ("MPI_Request*", "request"), name_last],
+            f"{name}_init": [*want, ("MPI_Info", "info"), ("MPI_Request*", "request"), name_last],
         }
         for fn, params in forms.items():
             m = re.search(rf"int ck_{fn}\(([^)]*)\);", flat)
@@ -202,3 +204,6 @@ def test_collkit_h_declares_every_collective_of_the_table() -> None:
     ) == ["reduce"]
     assert header_mismatches(header.replace("int ck_barrier(", "int ck_barrier_(")) == ["barrier"]
     assert header_mismatches(header.replace("int ck_ibcast(", "int ck_ibcast_(")) == ["ibcast"]
+    assert header_mismatches(
+        header.replace("MPI_Info info, MPI_Request* request", "MPI_Info info", 1)
+    ) == ["allreduce_init"]

@@ -1,12 +1,21 @@
-"""The non-blocking collectives (issue 23): ck_i<coll> in the C API and MPI_I<coll> through the
-interposition library, generated from the one table of calls (mpi/src/call_table.hpp).
+"""The non-blocking and persistent collectives (issue 23): ck_i<coll> and ck_<coll>_init in the C
+API, MPI_I<coll> and MPI_<Coll>_init through the interposition library, generated from the one
+table of calls (mpi/src/call_table.hpp).
 
 collkit_conformance --nonblocking runs the conformance cases of test_mpi_conformance.py (every
 datatype description, op, root, MPI_IN_PLACE, ...) through the non-blocking forms against the
 MPI's own MPI_I<coll>, each call overlapped with random compute, point-to-point traffic on the
 same communicator and a second collkit allreduce in flight beside it, and completed by a random mix
 of MPI_Wait / MPI_Test / MPI_Waitall / MPI_Waitany / MPI_Testall over the mixed array. Both MPIs,
-P = 1..4; the slow set every algorithm of the registry."""
+P = 1..4; the slow set every algorithm of the registry.
+
+collkit_conformance --persistent runs the same cases through ck_<coll>_init (MPI_Start, the same
+overlap and completion mixes, a second start where the call is not in place, MPI_Request_free)
+against the MPI's own MPI_<Coll>_init (MPICH) or its blocking call (Open MPI 4.1 has no
+persistent collectives), plus two handles per algorithm restarted round after round with new
+data beside a non-blocking allreduce and point-to-point messages (MPI_Startall / MPI_Start,
+MPI_Waitall / MPI_Testany / MPI_Waitsome / MPI_Test mixes). Through the interposition library
+(MPI_<Coll>_init, MPI 4: MPICH only), and an unmodified C program using MPI_Allreduce_init."""
 
 from __future__ import annotations
 
@@ -50,7 +59,15 @@ def quick(P: int) -> list[str]:
 BLOCKING_REFERENCE = {"openmpi": "alltoall"}
 
 
-def check_nb(mpi: MPI, bindir: Path, P: int, names: list[str], program: str, seed: int) -> str:
+def check_nb(
+    mpi: MPI,
+    bindir: Path,
+    P: int,
+    names: list[str],
+    program: str,
+    seed: int,
+    mode: str = "nonblocking",
+) -> str:
     env: dict[str, str] = {}
     for name in names:
         env.update(REFERENCE_ENV.get((mpi.kind, name.partition(":")[0]), {}))
@@ -62,7 +79,7 @@ def check_nb(mpi: MPI, bindir: Path, P: int, names: list[str], program: str, see
         program,
         "--algos",
         ";".join(names),
-        "--nonblocking",
+        f"--{mode}",
         "--counts",
         COUNTS,
         "--seed",
@@ -133,5 +150,74 @@ def test_mpi4py_nonblocking_under_the_library(tmp_path: Path) -> None:
     lib = collkit_run(mpi, 3, table, [*script, str(tmp_path / "lib")])
     assert lib.returncode == 0, lib.stderr[-3000:]
     assert outputs(tmp_path / "lib", 3) == outputs(tmp_path / "plain", 3)
+    for algo in algos:
+        assert f"-> {algo} (table)" in lib.stderr, lib.stderr[-3000:]
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+@pytest.mark.parametrize("P", [1, 2, 3, 4])
+def test_c_api_persistent_against_the_mpis_own(kind: str, P: int) -> None:
+    """ck_<coll>_init started, restarted with new data and freed, against MPI_<Coll>_init
+    (MPICH 5) or the blocking call (Open MPI 4.1 has no persistent collectives)."""
+    mpi, bindir = mpi_of(kind)
+    names = quick(P)
+    out = check_nb(mpi, bindir, P, names, "collkit_conformance", seed=20 + P, mode="persistent")
+    assert set(re.findall(r"^RESTARTS (\S+) rounds=5 handles=2$", out, re.M)) == set(names)
+
+
+@pytest.mark.parametrize("P", [2, 3, 4])
+def test_interposed_persistent_against_the_mpis_own(P: int) -> None:
+    """MPI_<Coll>_init routed by a one-rule table per algorithm (MPI 4: the MPICH wheel): collkit
+    ran it, or declined it at init alike on every rank and PMPI_<Coll>_init ran; the results
+    equal the MPI's own persistent call's."""
+    mpi, bindir = mpi_of("mpich")
+    names = quick(P)
+    out = check_nb(
+        mpi, bindir, P, names, "collkit_conformance_pmpi", seed=30 + P, mode="persistent"
+    )
+    routes = dict(re.findall(r"^ROUTE (\S+) ran=(\d+) declined=\d+$", out, re.M))
+    assert set(routes) == set(names)
+    assert all(int(ran) > 0 for ran in routes.values()), routes
+    assert set(re.findall(r"^RESTARTS (\S+) rounds=5 handles=2$", out, re.M)) == set(names)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("P", [1, 2, 3, 4])
+def test_every_algorithm_persistent(kind: str, collective: str, P: int) -> None:
+    mpi, bindir = mpi_of(kind)
+    check_nb(
+        mpi, bindir, P, defaults(collective, P), "collkit_conformance", seed=200 + P,
+        mode="persistent",
+    )  # fmt: skip
+
+
+def test_c_program_with_persistent_collectives_under_the_library(tmp_path: Path) -> None:
+    """An unmodified C program using MPI_Allreduce_init, MPI_Bcast_init and MPI_Barrier_init
+    (MPI_Start / MPI_Startall, Wait / Waitall / Testany loops, a handle freed and made again)
+    gives the same output under the interposition library as without it, and collkit ran them."""
+    import subprocess
+
+    from test_pmpi import collkit_run, launch, mpicc, outputs, write_table
+
+    mpi = mpich_or_skip()
+    exe = tmp_path / "persistent_app"
+    subprocess.run(
+        [mpicc(mpi), "-O1", "-o", str(exe), str(PROGRAMS / "persistent_app.c")], check=True
+    )
+    algos = ["allreduce:ring", "bcast:binomial", "barrier:dissemination"]
+    every = {"P": [1, 64], "bytes": [0, 1 << 40]}
+    rules = [{"collective": a.partition(":")[0], "algorithm": a, **every} for a in algos]
+    table = write_table(
+        tmp_path / "t.json", {"format": "collkit-tuning", "version": 1, "rules": rules}
+    )
+    plain = launch(mpi, 3, [str(exe), str(tmp_path / "plain")])
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    lib = collkit_run(mpi, 3, table, [str(exe), str(tmp_path / "lib")])
+    assert lib.returncode == 0, lib.stderr[-3000:]
+    plain_out, lib_out = outputs(tmp_path / "plain", 3), outputs(tmp_path / "lib", 3)
+    assert lib_out == plain_out
+    assert all(len(o.splitlines()) == 4 * 7 and "rc=0 " in o and "freed 1" in o for o in lib_out)
     for algo in algos:
         assert f"-> {algo} (table)" in lib.stderr, lib.stderr[-3000:]

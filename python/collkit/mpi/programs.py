@@ -28,6 +28,7 @@ PROGRAMS = (
     "collkit_bench_shm",  # shared memory against the MPI (bench_executor.py --shm)
     "collkit_multicast",
     "collkit_calibrate",
+    "collkit_overlap",  # overlap and persistent-call cost (benchmarks/bench_overlap.py)
     "collkit_check_alltoall",
     "collkit_conformance",
     "collkit_conformance_pmpi",  # conformance through the interposition library
