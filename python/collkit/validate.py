@@ -76,6 +76,7 @@ class Case:
     samples: int = 0
     regime: str = "eager"  # of the largest message: which fits the prediction used
     error: str = ""
+    transport: str = ""  # how collkit moved the messages (the bench rows': "shm", "p2p (why)")
 
     @property
     def error_min(self) -> float:
@@ -151,6 +152,7 @@ class Validation:
                 mpi=self.mpi,
                 iterations=c.samples,
                 settings=f"sync={self.sync}" if self.sync else "",
+                transport=c.transport,
             )
             m.min_us, m.median_us = c.measured_min, c.measured_median
             if c.error:
@@ -162,6 +164,7 @@ class Validation:
                 f"profile {self.profile.name} ({self.profile.mpi})",
                 settings=f"regime={c.regime}",
                 iterations=1,
+                transport=c.transport,
             )
             s.min_us, s.median_us = c.predicted_min, c.predicted_median
             out += [m, s]
@@ -264,11 +267,16 @@ def predict(
     *,
     executor: bool = True,
     sync: str = "barrier",
+    transport: str = "",
 ) -> tuple[float, float, str]:
     """(from minima, from medians, regime) predicted times of one call in µs: the simulated
     makespan, plus with `executor` (and a profile that has them) the executor's per-call cost
     and its fitted parameters (collkit.calibrate_executor); a measurement whose iterations
-    start after an MPI_Barrier (`sync`) is predicted with the barrier's fitted exit skew."""
+    start after an MPI_Barrier (`sync`) is predicted with the barrier's fitted exit skew.
+    `transport`: how the measured run moved its messages ("shm": collkit's shared-memory
+    slots up to the profile's shm_bytes; "p2p ...": MPI alone; "": as the profile was
+    measured); the executor's fits are used only when calibrated with the same transport.
+    The regime is the kernel's of the largest message (Profile.regime)."""
     from collkit.algorithms import Algorithm
     from collkit.calibrate_executor import elapsed
 
@@ -276,19 +284,32 @@ def predict(
     elem = DATATYPE_BYTES[dt]
     count = nbytes // elem
     big = largest_message(algorithm, P, count, elem)
-    thr = profile.threshold_bytes
-    if executor and profile.executor:
-        thr = next(iter(profile.executor.values()))["threshold_bytes"]
-    regime = "rendezvous" if big > thr else "eager"
+    executor = executor and executor_matches(profile, transport)
+    regime = profile.regime(big, transport=_kernel_transport(transport))
     out = []
     for stat in ("min", "median"):
         kw = dict(stat=stat, message_bytes=big, executor=executor)
-        m = profile.model(model, datatype=dt, op="sum", **kw)
+        m = profile.model(
+            model, datatype=dt, op="sum", transport=_kernel_transport(transport), **kw
+        )
         sched = Algorithm(algorithm).generate(P, count=count, elem_size=elem)
         skew = profile.barrier_skew_ns(model, **kw) if sync == "barrier" else 0.0  # type: ignore[arg-type]
         t = elapsed(sched, m, skew) + profile.call_ns(model, **kw)  # type: ignore[arg-type]
         out.append(t / 1e3)
     return out[0], out[1], regime
+
+
+def _kernel_transport(transport: str) -> str:
+    return "p2p" if transport.startswith("p2p") else "shm" if transport == "shm" else ""
+
+
+def executor_matches(profile: Profile, transport: str) -> bool:
+    """Whether the profile's executor fits were measured through `transport` (a run's rows'
+    "shm" / "p2p (why)"; '' matches anything, as do profiles that did not record it)."""
+    if not profile.executor or not transport:
+        return bool(profile.executor)
+    cal = str(next(iter(profile.executor.values())).get("measured_transport", ""))
+    return not cal or _kernel_transport(cal) == _kernel_transport(transport)
 
 
 def element_sizes(collective: str, sizes: Sequence[int]) -> list[int]:
@@ -310,13 +331,16 @@ def measure(
     hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
     sync: str = "barrier",
+    transports: dict[tuple[str, int], str] | None = None,
 ) -> dict[tuple[str, int], list[float]]:
     """Per (algorithm, bytes) the per-iteration times (µs, maximum over ranks) of all rounds:
     each round one run of the bench driver with every algorithm, size by size interleaved, the
     algorithm order rotated from round to round. `sync`: how the ranks start each iteration,
     after an MPI_Barrier ("barrier": the ranks leave it at different times) or at one instant
     on clocks aligned to rank 0 ("window", as ReproMPI; iterations a rank starts late are
-    dropped): the simulator starts every rank at 0, as the window does."""
+    dropped): the simulator starts every rank at 0, as the window does. `transports`, when
+    given, receives per (algorithm, bytes) how collkit moved the messages (the rows'
+    `transport`: "shm" or "p2p (why)")."""
     if sync not in SYNCS:
         raise InvalidArgumentError(f"sync must be one of {', '.join(SYNCS)}, got {sync!r}")
     from collkit.mpi import build, launch_command, launch_env
@@ -368,9 +392,10 @@ def measure(
             if "error" in d or d.get("valid") is False:
                 why = d.get("error") or "result differs from the MPI's own collective"
                 raise UnsupportedError(f"{d['algorithm']} at {d['bytes']} B: {why}")
-            samples.setdefault((str(d["algorithm"]), int(d["bytes"])), []).extend(
-                float(x) for x in d.get("samples", [])
-            )
+            key = (str(d["algorithm"]), int(d["bytes"]))
+            samples.setdefault(key, []).extend(float(x) for x in d.get("samples", []))
+            if transports is not None and d.get("transport"):
+                transports[key] = str(d["transport"])
     return samples
 
 
@@ -405,6 +430,7 @@ def validate(
         if not names:
             continue
         szs = element_sizes(coll, sizes)
+        transports: dict[tuple[str, int], str] = {}
         measured = measure(
             mpi,
             coll,
@@ -416,12 +442,21 @@ def validate(
             hosts=hosts,
             progress=progress,
             sync=sync,
+            transports=transports,
         )
         for name, s in itertools.product(names, szs):
-            c = Case(coll, name, p, s)
+            c = Case(coll, name, p, s, transport=transports.get((name, s), ""))
             try:
                 c.predicted_min, c.predicted_median, c.regime = predict(
-                    profile, model, name, p, s, coll, executor=executor, sync=sync
+                    profile,
+                    model,
+                    name,
+                    p,
+                    s,
+                    coll,
+                    executor=executor,
+                    sync=sync,
+                    transport=c.transport,
                 )
             except CollkitError as e:
                 c.error = f"simulation: {e}"
@@ -462,7 +497,7 @@ def validate_rows(
         raise InvalidArgumentError("no measured rows of collkit's algorithms to predict")
     cases = []
     for r in measured:
-        c = Case(r.collective, r.algorithm, r.P, r.bytes)
+        c = Case(r.collective, r.algorithm, r.P, r.bytes, transport=r.transport)
         c.measured_min, c.measured_median, c.samples = r.min_us, r.median_us, r.iterations
         try:
             sync = "window" if "sync=window" in (r.settings or "") else "barrier"
@@ -475,6 +510,7 @@ def validate_rows(
                 r.collective,
                 executor=executor,
                 sync=sync,
+                transport=r.transport,
             )
         except CollkitError as e:
             c.error = f"simulation: {e}"
@@ -645,8 +681,21 @@ def results_markdown(v: Validation, command: str) -> str:
             else ""
         ),
         "- allocation: " + "; ".join(f"P={p}: {a}" for p, a in sorted(v.allocation.items())),
+        "- transport (the bench rows'): "
+        + (", ".join(sorted({c.transport for c in v.cases if c.transport})) or "not recorded"),
         f"- profile: {v.profile.name}, {v.profile.mpi}, {v.profile.pair}, {v.profile.date}, "
-        f"load {v.profile.load}; S = {v.profile.threshold_bytes:g} B",
+        f"load {v.profile.load}; S = {v.profile.threshold_bytes:g} B"
+        + (
+            f"; shared-memory slots up to {v.profile.shm_bytes:g} B"
+            if v.profile.shm_bytes > 0
+            else ""
+        )
+        + (
+            "; executor calibrated through "
+            + str(next(iter(v.profile.executor.values())).get("measured_transport") or "?")
+            if v.profile.executor
+            else ""
+        ),
         f"- command: `{command}`",
         "- error = (measured - predicted) / predicted; a pair is ordered as measured when the "
         f"prediction puts the faster algorithm first; pairs measured within {100 * TIE:.0f}% of "
