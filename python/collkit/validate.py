@@ -221,6 +221,52 @@ class Validation:
             lines.append(line("**all**", str(P), [c for c in ok if c.P == P]))
         return "\n".join(lines)
 
+    def breakdown(self, stat: str = "min", worst: int = 12) -> str:
+        """Where the error comes from (markdown): per algorithm its median |error| over the
+        sizes and its worst size, per (regime, size) the median signed error (a model term
+        missing shows as one sign), and the `worst` cases."""
+        ok = self.ok()
+        err = {id(c): getattr(c, f"error_{stat}") for c in ok}
+        lines = [
+            f"| algorithm | P | median abs error ({stat}) | worst size | its error |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for (name, P), cs in itertools.groupby(
+            sorted(ok, key=lambda c: (c.P, c.algorithm)), key=lambda c: (c.algorithm, c.P)
+        ):
+            mine = list(cs)
+            w = max(mine, key=lambda c: abs(err[id(c)]))
+            lines.append(
+                f"| {name} | {P} | {100 * self.median_abs_error(stat, mine):.0f}% | "
+                f"{_size(w.bytes)} | {100 * err[id(w)]:+.0f}% |"
+            )
+        lines += [
+            "",
+            f"| regime | bytes | cases | median signed error ({stat}) | within 10 % |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for (regime, nbytes), cs in itertools.groupby(
+            sorted(ok, key=lambda c: (c.regime, c.bytes)), key=lambda c: (c.regime, c.bytes)
+        ):
+            es = [err[id(c)] for c in cs]
+            within = sum(abs(e) <= 0.1 for e in es)
+            lines.append(
+                f"| {regime} | {_size(nbytes)} | {len(es)} | {100 * float(np.median(es)):+.0f}% "
+                f"| {within}/{len(es)} |"
+            )
+        lines += [
+            "",
+            f"| worst cases ({stat}) | P | bytes | regime | predicted | measured | error |",
+            "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        ]
+        for c in sorted(ok, key=lambda c: -abs(err[id(c)]))[:worst]:
+            lines.append(
+                f"| {c.algorithm} | {c.P} | {_size(c.bytes)} | {c.regime} | "
+                f"{getattr(c, f'predicted_{stat}'):.2f} | {getattr(c, f'measured_{stat}'):.2f} "
+                f"| {100 * err[id(c)]:+.0f}% |"
+            )
+        return "\n".join(lines)
+
 
 def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.0f}%" if b else "n/a"
@@ -704,6 +750,10 @@ def results_markdown(v: Validation, command: str) -> str:
         "## Summary",
         "",
         v.summary(),
+        "",
+        "## Where the error is (minima)",
+        "",
+        v.breakdown("min"),
         "",
         "## Cases (µs)",
         "",
