@@ -575,6 +575,41 @@ def validate_rows(
     )
 
 
+def repeatability(baseline: Sequence[Row], rows: Sequence[Row], *, source: str = "") -> Validation:
+    """One measurement held against another of the same cases instead of a prediction: each
+    case's "prediction" is the `baseline` run's measured minimum and median. Its median |error|
+    and pair order are what the measurement itself reproduces on this machine at this load: no
+    model can be shown closer than that."""
+    base = {
+        (r.collective, r.algorithm, r.P, r.bytes): r
+        for r in baseline
+        if r.source == "measured" and not r.error
+    }
+    measured = [r for r in rows if r.source == "measured" and not r.error]
+    cases = []
+    for r in measured:
+        b = base.get((r.collective, r.algorithm, r.P, r.bytes))
+        if b is None:
+            continue
+        c = Case(r.collective, r.algorithm, r.P, r.bytes, transport=r.transport)
+        c.measured_min, c.measured_median, c.samples = r.min_us, r.median_us, r.iterations
+        c.predicted_min, c.predicted_median, c.regime = b.min_us, b.median_us, "measured"
+        cases.append(c)
+    if not cases:
+        raise InvalidArgumentError("the two row files share no measured case")
+    first = measured[0]
+    return Validation(
+        cases=cases,
+        model="an earlier measurement",
+        profile=Profile(name=source or "baseline", machine="", mpi="", date="", pair=""),
+        mpi=first.mpi,
+        machine=first.machine,
+        date=first.date,
+        load=f"as measured in {source}" if source else "",
+        allocation={r.P: r.allocation for r in measured},
+    )
+
+
 def plot_validation(v: Validation, *, title: str = "") -> Figure:
     """Relative difference of the measured minimum and median to the prediction, by size, one
     line per algorithm (Fig. 12 of Ruefenacht, Bull, Booth 2017), one panel per (collective, P).
