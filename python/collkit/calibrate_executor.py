@@ -284,7 +284,7 @@ def fit_regime(
     stat: str,
     *,
     barrier: bool = False,
-    floor: Mapping[str, float] | None = None,
+    floor: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Least squares (scipy) of the model's free parameters, reduce_base and the per-call cost
     to the cases' measured `stat` (relative residuals, soft L1 loss against the odd sample a
