@@ -51,6 +51,7 @@ __all__ = [
     "parse_per_byte",
     "parse_time",
     "parse_topology",
+    "rank_memory_bytes",
     "simulate",
     "simulate_file",
 ]
@@ -60,7 +61,8 @@ Time = float | int | str
 # The model parameters come from the one table in the C++ core (sim/model.hpp): name, unit
 # ("ns", "ns/B" or "B"), meaning, default, and the models that use each.
 _PARAMS: list[dict[str, Any]] = list(_core.model_params())
-_ALL_MODELS = ("postal", "pipelined_postal", "logp", "loggp", "loggops")
+# The models, as the core registers them (one file each under core/src/sim/models/).
+_ALL_MODELS = tuple(str(m["name"]) for m in _core.models())
 LOCAL_PARAMS: dict[str, float] = {
     p["name"]: float(p["default"]) for p in _PARAMS if len(p["models"]) == len(_ALL_MODELS)
 }
@@ -623,8 +625,8 @@ def simulate_file(
 
     A file in the text form, JSON or a GOAL file written by collkit is parsed as it is read and
     each rank's program interned as it comes (memory of the distinct programs, not of the file);
-    a plain GOAL file is held until its end (its messages are paired by tag across the whole
-    file); a file with a timeline is loaded whole first.
+    a plain GOAL file is read twice (its sends indexed, 12 bytes each, then each rank's messages
+    paired by tag as it comes); a file with a timeline is loaded whole first.
     """
     from collkit import io
 
@@ -863,6 +865,13 @@ def _sample_ranks(P: int, root: int) -> list[int]:
     return out
 
 
+def rank_memory_bytes(model: str | None = None) -> int:
+    """Bytes of simulator state per rank under `model` (None: LogGOPS, the larger), whatever the
+    algorithm: memory_estimate's per-rank term, the floor of simulating P ranks."""
+    postal = model is not None and model.replace("_", "-").lower() in ("postal", "pipelined-postal")
+    return _RANK_BYTES_POSTAL if postal else _RANK_BYTES
+
+
 def memory_estimate(
     algorithm: str | Algorithm,
     P: int,
@@ -895,9 +904,7 @@ def memory_estimate(
                 break
         total_ops += round(sampled / n * (P - 1))
     per_op = _OP_BYTES + (_TIMELINE_OP_BYTES if timeline else 0)
-    postal = model is not None and model.replace("_", "-").lower() in ("postal", "pipelined-postal")
-    rank_bytes = _RANK_BYTES_POSTAL if postal else _RANK_BYTES
-    return _PROCESS_BYTES + P * rank_bytes + total_ops * per_op, total_ops
+    return _PROCESS_BYTES + P * rank_memory_bytes(model) + total_ops * per_op, total_ops
 
 
 def closed_form_rd_postal(
