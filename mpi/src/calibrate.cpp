@@ -19,6 +19,14 @@
 //   reduce  collkit's local reduction (the executor's path: built-in ops as plain loops, others
 //           through MPI_Reduce_local) per datatype and op, on rank 0.
 //   copy    memcpy of s bytes, on rank 0.
+// The same four point-to-point kernels through collkit's shared-memory transport (mpi/src/shm.cpp,
+// the executor's path for messages up to its slot size between ranks of one node), as the
+// executor uses it: a send waits for its slot, copies the data in and publishes it; a receive
+// waits for the slot's stamp, copies the data out and releases it:
+//   shm_prtt1, shm_prttn, shm_o_s (copy in and publish, the slot free), shm_o_r (copy out and
+//   release, the message there), at the sizes up to the slot size. Its threshold is the slot
+//   size (a line {"kind": "shm", "slot_bytes": ...}; "slot_bytes": 0 and "why" when the transport
+//   is off: COLLKIT_SHM=0, or the ranks on different nodes).
 //
 //   collkit_calibrate [--sizes 1,8,...] [--iters 50] [--rounds 3] [--n 8] [--late-us 200]
 //                     [--reduce-sizes 1024,...] [--types double,float,int,char]
@@ -27,16 +35,19 @@
 // samples of all rounds pooled.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "bench_common.hpp"
 #include "fast_reduce.hpp"
+#include "shm.hpp"
 
 using namespace collkit::mpi;
 
@@ -111,6 +122,74 @@ double recv_time(const Pair& p, std::vector<char>& buf, int bytes, double wait) 
     spin(wait);
     const double t0 = now();
     MPI_Recv(buf.data(), bytes, MPI_CHAR, 0, kTag, p.comm, MPI_STATUS_IGNORE);
+    t = (now() - t0) * 1e6;
+    MPI_Send(&t, 1, MPI_DOUBLE, 0, kTag + 1, p.comm);
+  }
+  return t;
+}
+
+// The shared-memory kernels: messages numbered per direction, as the executor numbers them.
+struct Shm {
+  ShmTransport* t = nullptr;
+  uint64_t sent = 0, received = 0;
+
+  void send(int peer, const std::vector<char>& buf, int bytes) {
+    std::byte* s = nullptr;
+    while ((s = t->send_slot(peer, sent)) == nullptr) {
+    }
+    std::memcpy(s, buf.data(), static_cast<size_t>(bytes));
+    t->publish(peer, sent++);
+  }
+  void recv(int peer, std::vector<char>& buf, int bytes) {
+    const std::byte* r = nullptr;
+    while ((r = t->recv_slot(peer, received)) == nullptr) {
+    }
+    std::memcpy(buf.data(), r, static_cast<size_t>(bytes));
+    t->release(peer, received++);
+  }
+};
+
+// PRTT(n, 0, s) through the slots, rank 0's view, microseconds.
+double shm_prtt(const Pair& p, Shm& m, std::vector<char>& buf, int bytes, int n) {
+  MPI_Barrier(p.comm);
+  if (p.rank == 0) {
+    const double t0 = now();
+    for (int i = 0; i < n; ++i) m.send(1, buf, bytes);
+    m.recv(1, buf, bytes);
+    return (now() - t0) * 1e6;
+  }
+  for (int i = 0; i < n; ++i) m.recv(0, buf, bytes);
+  m.send(0, buf, bytes);
+  return 0;
+}
+
+// A send through a free slot (o_s + (s-1) O), rank 0's view; the receiver takes it afterwards.
+double shm_send_time(const Pair& p, Shm& m, std::vector<char>& buf, int bytes) {
+  MPI_Barrier(p.comm);
+  double t = 0;
+  if (p.rank == 0) {
+    const double t0 = now();
+    m.send(1, buf, bytes);
+    t = (now() - t0) * 1e6;
+  } else {
+    m.recv(0, buf, bytes);
+  }
+  MPI_Barrier(p.comm);
+  return t;
+}
+
+// A receive of a message published `wait` seconds ago (o_r + (s-1) O), rank 1's view returned
+// to rank 0.
+double shm_recv_time(const Pair& p, Shm& m, std::vector<char>& buf, int bytes, double wait) {
+  MPI_Barrier(p.comm);
+  double t = 0;
+  if (p.rank == 0) {
+    m.send(1, buf, bytes);
+    MPI_Recv(&t, 1, MPI_DOUBLE, 1, kTag + 1, p.comm, MPI_STATUS_IGNORE);
+  } else {
+    spin(wait);
+    const double t0 = now();
+    m.recv(0, buf, bytes);
     t = (now() - t0) * 1e6;
     MPI_Send(&t, 1, MPI_DOUBLE, 0, kTag + 1, p.comm);
   }
@@ -237,12 +316,32 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
 
+  // collkit's shared-memory transport between ranks 0 and 1 (collective over their
+  // communicator), and the sizes it carries.
+  std::unique_ptr<ShmTransport> shm;
+  std::string shm_why;
+  if (p.active) shm = ShmTransport::create(p.comm, shm_why);
+  Shm sm;
+  sm.t = shm.get();
+  std::vector<int> shm_sizes;
+  if (shm)
+    for (int s : sizes)
+      if (shm->carries(1 - p.rank, s)) shm_sizes.push_back(s);
+  if (p.rank == 0) {
+    std::printf("{\"kind\": \"shm\", \"slot_bytes\": %lld, \"why\": \"%s\"}\n",
+                shm ? static_cast<long long>(shm->slot_bytes()) : 0LL,
+                json_escape(shm ? shm->describe() : shm_why).c_str());
+    std::fflush(stdout);
+  }
+
   // samples[(kernel, size)]
   std::map<std::pair<std::string, int>, std::vector<double>> samples;
   std::map<std::tuple<int, int>, std::vector<double>> reduce_samples;  // (typeop index, size)
   if (p.active) {
     for (int s : sizes)  // warm-up: the first touch of each size's buffers and connections
       for (int w = 0; w < 3; ++w) prtt(p, buf, s, 1);
+    for (int s : shm_sizes)
+      for (int w = 0; w < 3; ++w) shm_prtt(p, sm, buf, s, 1);
     for (long long r = 0; r < rounds; ++r) {
       // Rotate the order of sizes each round.
       for (size_t k = 0; k < sizes.size(); ++k) {
@@ -261,6 +360,17 @@ int main(int argc, char** argv) {
             samples[{"o_r", s}].push_back(rt);
             if (lt >= 0) samples[{"late", s}].push_back(lt);
           }
+          if (std::find(shm_sizes.begin(), shm_sizes.end(), s) == shm_sizes.end()) continue;
+          const double st1 = shm_prtt(p, sm, buf, s, 1);
+          const double stn = shm_prtt(p, sm, buf, s, n);
+          const double sos = shm_send_time(p, sm, buf, s);
+          const double srt = shm_recv_time(p, sm, buf, s, 20e-6 + s * 2e-9);
+          if (p.rank == 0) {
+            samples[{"shm_prtt1", s}].push_back(st1);
+            samples[{"shm_prttn", s}].push_back(stn);
+            samples[{"shm_o_s", s}].push_back(sos);
+            samples[{"shm_o_r", s}].push_back(srt);
+          }
         }
       }
       if (p.rank == 0) {
@@ -278,7 +388,7 @@ int main(int argc, char** argv) {
   if (p.rank == 0) {
     for (const auto& [key, v] : samples) {
       std::string extra;
-      if (key.first == "prttn") extra = ", \"n\": " + std::to_string(n);
+      if (key.first == "prttn" || key.first == "shm_prttn") extra = ", \"n\": " + std::to_string(n);
       if (key.first == "late") extra = ", \"late_us\": " + std::to_string(late * 1e6);
       print(key.first, key.second, extra, v);
     }
@@ -290,6 +400,7 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
+  shm.reset();
   if (p.comm != MPI_COMM_NULL) MPI_Comm_free(&p.comm);
   MPI_Finalize();
   return 0;

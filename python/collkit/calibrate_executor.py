@@ -97,14 +97,27 @@ class ExecutorCase:
         return self.algorithm.split(":", 1)[0]
 
 
-def executor_threshold(kernel_threshold: float, *, on_one_node: bool = True) -> tuple[float, str]:
-    """(bytes, what): the largest message of the executor's small-message regime. On one node
-    with its shared-memory transport on, messages up to COLLKIT_SHM_MAX go through its slots,
-    larger ones through MPI; otherwise MPI's eager / rendezvous threshold S decides."""
-    if on_one_node and os.environ.get("COLLKIT_SHM", "1") != "0":
-        v = os.environ.get("COLLKIT_SHM_MAX", "")
-        mx = int(v) if v.isdigit() else SHM_DEFAULT_MAX
-        return float(mx), f"collkit's shared-memory slots up to {mx} B, MPI above"
+def executor_threshold(
+    kernel_threshold: float,
+    *,
+    on_one_node: bool = True,
+    transport: str = "",
+    shm_bytes: float = 0.0,
+) -> tuple[float, str]:
+    """(bytes, what): the largest message of the executor's small-message regime. Through
+    collkit's shared-memory transport (`transport` "shm", as the bench driver's rows say;
+    "" on one node with COLLKIT_SHM not 0) messages up to its slot size (`shm_bytes`, as the
+    calibration kernel measured it; else COLLKIT_SHM_MAX) go through its slots, larger ones
+    through MPI; otherwise MPI's eager / rendezvous threshold S decides."""
+    shm = transport == "shm" or (
+        not transport and on_one_node and os.environ.get("COLLKIT_SHM", "1") != "0"
+    )
+    if shm:
+        mx = shm_bytes
+        if mx <= 0:
+            v = os.environ.get("COLLKIT_SHM_MAX", "")
+            mx = int(v) if v.isdigit() else SHM_DEFAULT_MAX
+        return float(mx), f"collkit's shared-memory slots up to {mx:g} B, MPI above"
     return kernel_threshold, "MPI eager up to S, rendezvous above"
 
 
@@ -131,6 +144,7 @@ def measure_executor(
     for coll, names in by_coll.items():
         elem = DATATYPE_BYTES[datatype_of(coll)]
         szs = element_sizes(coll, sizes)
+        transports: dict[tuple[str, int], str] = {}
         got = measure(
             mpi,
             coll,
@@ -142,6 +156,7 @@ def measure_executor(
             hosts=hosts,
             progress=progress,
             sync=sync,
+            transports=transports,
         )
         for name in names:
             for s in szs:
@@ -159,6 +174,7 @@ def measure_executor(
                         "samples": len(xs),
                         "largest_message": largest_message(name, P, s // elem, elem),
                         "sync": sync,
+                        "transport": transports.get((name, s), ""),
                     }
                 )
     return out
@@ -167,6 +183,14 @@ def measure_executor(
 def records_sync(records: Sequence[Mapping[str, Any]]) -> str:
     """How the calibration's iterations started (measure's sync), '' if not said."""
     got = {str(r.get("sync", "")) for r in records if r.get("kind") == "executor"}
+    return got.pop() if len(got) == 1 else ", ".join(sorted(got))
+
+
+def records_transport(records: Sequence[Mapping[str, Any]]) -> str:
+    """The transport the calibration's runs used ("shm", "p2p (why)"; the bench rows'
+    `transport`), '' if not said (profiles before version 3)."""
+    got = {str(r.get("transport", "")) for r in records if r.get("kind") == "executor"}
+    got.discard("")
     return got.pop() if len(got) == 1 else ", ".join(sorted(got))
 
 
@@ -260,6 +284,7 @@ def fit_regime(
     stat: str,
     *,
     barrier: bool = False,
+    floor: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Least squares (scipy) of the model's free parameters, reduce_base and the per-call cost
     to the cases' measured `stat` (relative residuals, soft L1 loss against the odd sample a
@@ -267,7 +292,13 @@ def fit_regime(
     copy_beta from the kernel. With `barrier` (iterations measured after an MPI_Barrier) also
     the barrier's exit skew: ranks but 0 start that much later (see elapsed). Returns the
     fitted parameters (start's fixed ones included), "call" and "barrier_skew" (ns) and the
-    fit's quality."""
+    fit's quality.
+
+    `floor`: a fit of the same cases' minima (this function's result, parameters with "call"
+    and "barrier_skew"): every free parameter and the per-call cost are then kept at or above
+    the floor's, and the barrier skew is the floor's. The simulated time grows with each of
+    them, so the prediction from this fit is never below the floor's: a predicted median is
+    never below the predicted minimum."""
     from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
     from collkit.simulate import Model
@@ -278,18 +309,26 @@ def fit_regime(
     scheds = _schedules(cases)
     y = np.array([getattr(c, stat) for c in cases], dtype=float)
     k_skew, k_call = len(free), len(free) + 1
+    # The skew is the measurement's, not the statistic's: with a floor it is the floor's.
+    fixed_skew = float(floor["barrier_skew"]) if floor is not None else None
 
     def predict(x: np.ndarray) -> np.ndarray:
         ps = dict(start)
         ps.update({k: float(v) for k, v in zip(free, x[:k_skew], strict=True)})
         m = Model.make(model, **ps)
-        skew = float(x[k_skew]) if barrier else 0.0
+        skew = fixed_skew if fixed_skew is not None else float(x[k_skew]) if barrier else 0.0
         t = np.array([elapsed(s, m, skew) for s in scheds], dtype=float)
         return t + float(x[k_call])
 
     x0 = np.array([float(start[k]) for k in free] + [300.0 if barrier else 0.0, 0.0])
+    lo = np.zeros_like(x0)
+    hi = np.full_like(x0, np.inf)
+    if floor is not None:
+        fl = floor["params"]
+        lo = np.array([float(fl[k]) for k in free] + [0.0, float(floor["call"])])
+        x0 = np.maximum(x0, lo)
     base = predict(np.array([*x0[:k_skew], 0.0, 0.0]))
-    x0[k_call] = max(float(np.median(y - predict(x0))), 0.0)
+    x0[k_call] = max(float(np.median(y - predict(x0))), float(lo[k_call]))
     # The makespan is piecewise linear in the parameters: derivatives by small relative steps
     # (1e-3; 5e-2 for the skew, which the schedule holds in whole ns), and a scale per kind of
     # parameter (per-byte costs are ~1e4 times smaller).
@@ -306,7 +345,7 @@ def fit_regime(
     sol = least_squares(
         resid,
         x0,
-        bounds=(np.zeros_like(x0), np.full_like(x0, np.inf)),
+        bounds=(lo, hi),
         x_scale=scale,
         diff_step=step,
         loss="soft_l1",
@@ -319,7 +358,9 @@ def fit_regime(
     return {
         "params": params,
         "call": float(sol.x[k_call]),
-        "barrier_skew": float(sol.x[k_skew]) if barrier else 0.0,
+        "barrier_skew": (
+            fixed_skew if fixed_skew is not None else float(sol.x[k_skew]) if barrier else 0.0
+        ),
         "rms_rel_residual": float(np.sqrt(np.mean(rel**2))),
         "max_rel_residual": float(np.max(np.abs(rel))),
         "rms_rel_residual_before": float(np.sqrt(np.mean(((base - y) / y) ** 2))),
@@ -342,10 +383,19 @@ def fit_executor(
     cases = cases_from_records(records)
     if not cases:
         raise InvalidArgumentError("no executor measurements to fit")
-    threshold, transport = executor_threshold(profile.threshold_bytes, on_one_node=on_one_node)
+    measured = records_transport(records)
+    threshold, transport = executor_threshold(
+        profile.threshold_bytes,
+        on_one_node=on_one_node,
+        transport=measured,
+        shm_bytes=profile.shm_bytes,
+    )
+    through_shm = transport.startswith("collkit's shared-memory")
     sync = records_sync(records) or "barrier"  # the bench's default
     out: dict[str, Any] = {}
-    for stat in profile.models:
+    # The minima first: the medians' fits are kept at or above them (fit_regime's floor).
+    floors: dict[tuple[str, str], dict[str, Any]] = {}
+    for stat in sorted(profile.models, key=lambda st: st != "min"):
         regimes: dict[str, dict[str, Any]] = {}
         for regime in ("eager", "rendezvous"):
             mine = [
@@ -361,12 +411,27 @@ def fit_executor(
                 # The kernel's parameters of the regime of these messages: the MPI's own
                 # threshold decides which of its fits is the start.
                 big = max(c.largest_message for c in mine)
-                start = profile.params(model, stat=stat, message_bytes=big, executor=False)
+                start = profile.params(
+                    model,
+                    stat=stat,
+                    message_bytes=big,
+                    executor=False,
+                    transport="shm" if through_shm else "p2p",
+                )
                 if model == "loggops":
                     # Through the slots a send never waits for its receiver (eager); through
                     # MPI, MPI's threshold holds.
                     start["S"] = math.inf if regime == "eager" and threshold > 0 else start["S"]
-                f = fit_regime(model, mine, start, stat, barrier=sync != "window")
+                f = fit_regime(
+                    model,
+                    mine,
+                    start,
+                    stat,
+                    barrier=sync != "window",
+                    floor=floors.get((regime, model)) if stat != "min" else None,
+                )
+                if stat == "min":
+                    floors[(regime, model)] = f
                 regimes[regime][model] = {
                     **{k: v for k, v in f["params"].items() if k not in ("gamma", "copy_beta")},
                     "call": f["call"],
@@ -385,6 +450,7 @@ def fit_executor(
             "sync": sync,
             "threshold_bytes": threshold,
             "transport": transport,
+            "measured_transport": measured,
             "algorithms": sorted({c.algorithm for c in cases}),
             "sizes": sorted({c.bytes for c in cases}),
             "regimes": regimes,

@@ -17,6 +17,10 @@ fits, from its minima and its medians:
 - the **transport threshold** ``S``: the largest size whose MPI_Send returns while the receiver
   is still away (eager); above it the send waits for the receiver (rendezvous). The parameters
   are fitted on each side of it separately: one line through both would fit neither.
+- **collkit's shared-memory transport** (mpi/src/shm.cpp, the executor's path between ranks of
+  one node for messages up to its slot size): the same four kernels through its slots give the
+  LogGOPS / postal parameters of the regime ``shm`` (messages up to ``shm_bytes``, the slot
+  size the transport reports); a profile of an intra-node pair predicts such messages with them.
 
 Each line is fitted by least squares on relative residuals (sizes span six decades: an absolute
 fit would let the largest size decide the intercept). Times are ns, per-byte costs ns/B.
@@ -56,10 +60,13 @@ __all__ = [
 ]
 
 FORMAT = "collkit-profile"
-VERSION = 2
+VERSION = 3
 # Terms of an executor fit that are not simulator parameters (Profile.call_ns, barrier_skew_ns).
 EXECUTOR_TERMS = ("call", "barrier_skew")
-READ_VERSIONS = (1, 2)  # 2 added the optional `executor` section (collkit.calibrate_executor)
+# 2 added the optional `executor` section (collkit.calibrate_executor); 3 the shared-memory
+# transport's own fits (models[stat]["shm"], shm_bytes).
+READ_VERSIONS = (1, 2, 3)
+REGIMES = ("eager", "rendezvous", "shm")
 STATS = ("min", "median")
 SIM_MODELS = ("postal", "pipelined-postal", "logp", "loggp", "loggops")
 DATATYPES = ("double", "float", "int", "char")
@@ -106,7 +113,8 @@ def fit_line(x: Sequence[float], y: Sequence[float]) -> Line:
 class Profile:
     """A named machine profile (see the module's docstring). `models[stat][regime][model]` holds
     the parameters of each simulator model (ns, ns/B; S in bytes) fitted from the minima or the
-    medians, for eager messages and for rendezvous ones; `local[stat]` the local costs."""
+    medians, for MPI's eager messages and rendezvous ones and for messages through collkit's
+    shared-memory slots ("shm", up to shm_bytes); `local[stat]` the local costs."""
 
     name: str
     machine: str
@@ -116,6 +124,9 @@ class Profile:
     load: str = ""  # the machine's load average while it was measured
     command: str = ""
     threshold_bytes: float = math.inf  # S: largest eager size measured (inf: no rendezvous seen)
+    # The largest message through collkit's shared-memory slots between the pair (0: the
+    # transport was off or the ranks on two nodes); models[stat]["shm"] holds its fits.
+    shm_bytes: float = 0.0
     models: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
     local: dict[str, dict[str, Any]] = field(default_factory=dict)
     fits: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
@@ -135,10 +146,11 @@ class Profile:
         op: str = "sum",
         message_bytes: float | None = None,
         executor: bool = True,
+        transport: str = "",
     ) -> dict[str, float]:
         """Keyword parameters for `collkit.simulate(model=...)` / `Model.make`: the model's own
-        (of the regime of `message_bytes`: rendezvous above S, eager otherwise) and the local
-        costs (gamma and reduce_base of `datatype` and `op`, copy_beta).
+        (of the regime of `message_bytes`, see regime) and the local costs (gamma and
+        reduce_base of `datatype` and `op`, copy_beta).
 
         With `executor` (the default) and a profile that has them, the parameters fitted to
         collkit's executor (collkit.calibrate_executor) replace the kernel's: the network
@@ -152,13 +164,7 @@ class Profile:
             raise InvalidArgumentError(
                 f"profile '{self.name}' has no '{stat}' fits (it has {', '.join(self.models)})"
             )
-        regime = (
-            "rendezvous"
-            if message_bytes is not None
-            and message_bytes > self.threshold_bytes
-            and "rendezvous" in self.models[stat]
-            else "eager"
-        )
+        regime = self.regime(message_bytes, stat=stat, transport=transport)
         out = dict(self.models[stat][regime][key])
         local = self.local[stat]
         gam = local["gamma"].get(datatype, {}).get(op)
@@ -174,6 +180,28 @@ class Profile:
         if ex is not None:
             out.update({k: float(v) for k, v in ex.items() if k not in EXECUTOR_TERMS})
         return out
+
+    def regime(self, message_bytes: float | None, *, stat: str = "min", transport: str = "") -> str:
+        """Which of the kernel's fits carry a message of `message_bytes` (None: a small one):
+        "shm" up to shm_bytes when the transport is collkit's shared memory (`transport`
+        "shm", or "" with a profile that measured it), else MPI's "eager" up to S and
+        "rendezvous" above."""
+        if transport not in ("", "shm") and not transport.startswith("p2p"):
+            raise InvalidArgumentError(f"transport is 'shm' or 'p2p', got {transport!r}")
+        fits = self.models.get(stat, {})
+        if (
+            transport in ("", "shm")
+            and "shm" in fits
+            and (message_bytes is None or message_bytes <= self.shm_bytes)
+        ):
+            return "shm"
+        if (
+            message_bytes is not None
+            and message_bytes > self.threshold_bytes
+            and "rendezvous" in fits
+        ):
+            return "rendezvous"
+        return "eager"
 
     def _executor_fit(
         self, key: str, stat: str, message_bytes: float | None
@@ -272,7 +300,12 @@ class Profile:
             f"profile '{self.name}': {self.mpi}, {self.machine}, {self.pair}, {self.date}"
             + (f", load {self.load}" if self.load else ""),
             "transport threshold S (largest eager size): "
-            + ("none seen" if math.isinf(self.threshold_bytes) else f"{self.threshold_bytes:g} B"),
+            + ("none seen" if math.isinf(self.threshold_bytes) else f"{self.threshold_bytes:g} B")
+            + (
+                f"; collkit's shared-memory slots up to {self.shm_bytes:g} B"
+                if self.shm_bytes > 0
+                else ""
+            ),
         ]
         for stat, regimes in self.models.items():
             for regime, models in regimes.items():
@@ -378,8 +411,10 @@ def profile_from_dict(d: Any, source: str = "profile") -> Profile:
             raise _bad(f"{source}: models.{stat} needs an 'eager' regime")
         out_models[stat] = {}
         for regime, ms in regimes.items():
-            if regime not in ("eager", "rendezvous") or not isinstance(ms, dict):
-                raise _bad(f"{source}: models.{stat}.{regime}: regime is eager or rendezvous")
+            if regime not in REGIMES or not isinstance(ms, dict):
+                raise _bad(
+                    f"{source}: models.{stat}.{regime}: regime is one of {', '.join(REGIMES)}"
+                )
             out_models[stat][regime] = {}
             for m, ps in ms.items():
                 if m not in MODELS:
@@ -427,6 +462,7 @@ def profile_from_dict(d: Any, source: str = "profile") -> Profile:
         load=d.get("load", ""),
         command=d.get("command", ""),
         threshold_bytes=_num(d.get("threshold_bytes"), "threshold_bytes", allow_none=True),
+        shm_bytes=_num(d.get("shm_bytes", 0.0), "shm_bytes"),
         models=out_models,
         local=local,
         fits=d.get("fits", {}),
@@ -543,18 +579,23 @@ def fit_profile(
         threshold = float(below[-1]) if below else 0.0
     eager = [s for s in sizes if s <= threshold]
     rendez = [s for s in sizes if s > threshold]
+    # collkit's shared-memory transport: its slot size (0: off), the sizes measured through it.
+    shm_meta = next((r for r in records if r.get("kind") == "shm"), {})
+    shm_bytes = float(shm_meta.get("slot_bytes", 0) or 0)
+    shm_sizes = sorted(_series(records, "shm_prtt1", "min")) if shm_bytes > 0 else []
     models: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     local: dict[str, dict[str, Any]] = {}
     fits: dict[str, dict[str, dict[str, Any]]] = {}
     for stat in STATS:
-        t1 = _series(records, "prtt1", stat)
-        tn = _series(records, "prttn", stat)
-        os_ = _series(records, "o_s", stat)
-        or_ = _series(records, "o_r", stat)
         models[stat], fits[stat] = {}, {}
-        for regime, ss in (("eager", eager), ("rendezvous", rendez)):
-            if len(ss) < 1 or (regime == "rendezvous" and not rendez):
+        for regime, ss in (("eager", eager), ("rendezvous", rendez), ("shm", shm_sizes)):
+            if not ss and regime != "eager":
                 continue
+            pre = "shm_" if regime == "shm" else ""
+            t1 = _series(records, pre + "prtt1", stat)
+            tn = _series(records, pre + "prttn", stat)
+            os_ = _series(records, pre + "o_s", stat)
+            or_ = _series(records, pre + "o_r", stat)
             if regime == "eager" and not ss:
                 # Everything is rendezvous: fit the smallest sizes as eager all the same.
                 ss = sizes[:2]
@@ -583,7 +624,8 @@ def fit_profile(
                 L = max(one_way.at(1) - 2 * o, 0.0)
             # Rendezvous fits keep S: the simulator then completes the large sends as
             # rendezvous sends (when their receive completes) with the rendezvous parameters.
-            S = threshold
+            # A send through a slot never waits for its receiver.
+            S = math.inf if regime == "shm" else threshold
             mc = _multicast_fit(multicast, stat)
             models[stat][regime] = {
                 "postal": {"alpha": one_way.a, "beta": one_way.b},
@@ -631,6 +673,7 @@ def fit_profile(
             "copy_beta": copy.b if copy else 0.0,
             "copy_fit": asdict(copy) if copy else None,
         }
+    _order_fits(models, local)
     if not date:
         date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     prof = Profile(
@@ -642,6 +685,7 @@ def fit_profile(
         load=load,
         command=command,
         threshold_bytes=threshold,
+        shm_bytes=shm_bytes if shm_sizes else 0.0,
         models=models,
         local=local,
         fits=fits,
@@ -652,6 +696,32 @@ def fit_profile(
 
         prof.executor = fit_executor(prof, records, on_one_node=pair == "intra-node")
     return prof
+
+
+def _order_fits(
+    models: dict[str, dict[str, dict[str, dict[str, float]]]], local: dict[str, dict[str, Any]]
+) -> None:
+    """Every parameter fitted from the medians at least the one fitted from the minima: the
+    minima and the medians are fitted apart, and a median line below the minimum's (a
+    different split of one time into latency and overhead, say) would predict a median call
+    faster than the fastest. The simulated time grows with every parameter, so this keeps
+    the predicted minimum <= the predicted median."""
+    if "min" not in models or "median" not in models:
+        return
+    for regime, ms in models["median"].items():
+        for m, ps in ms.items():
+            lo = models["min"].get(regime, {}).get(m, {})
+            for k, v in ps.items():
+                if k != "S" and k in lo:
+                    ps[k] = max(v, lo[k])
+    lo_loc, hi_loc = local["min"], local["median"]
+    hi_loc["copy_beta"] = max(hi_loc["copy_beta"], lo_loc["copy_beta"])
+    for dt, ops in hi_loc["gamma"].items():
+        for op, g in ops.items():
+            lo = lo_loc["gamma"].get(dt, {}).get(op, {})
+            for k in ("gamma", "reduce_base"):
+                if k in lo:
+                    g[k] = max(g[k], lo[k])
 
 
 def refit(p: Profile) -> Profile:

@@ -76,6 +76,7 @@ class Case:
     samples: int = 0
     regime: str = "eager"  # of the largest message: which fits the prediction used
     error: str = ""
+    transport: str = ""  # how collkit moved the messages (the bench rows': "shm", "p2p (why)")
 
     @property
     def error_min(self) -> float:
@@ -151,6 +152,7 @@ class Validation:
                 mpi=self.mpi,
                 iterations=c.samples,
                 settings=f"sync={self.sync}" if self.sync else "",
+                transport=c.transport,
             )
             m.min_us, m.median_us = c.measured_min, c.measured_median
             if c.error:
@@ -162,6 +164,7 @@ class Validation:
                 f"profile {self.profile.name} ({self.profile.mpi})",
                 settings=f"regime={c.regime}",
                 iterations=1,
+                transport=c.transport,
             )
             s.min_us, s.median_us = c.predicted_min, c.predicted_median
             out += [m, s]
@@ -218,6 +221,52 @@ class Validation:
             lines.append(line("**all**", str(P), [c for c in ok if c.P == P]))
         return "\n".join(lines)
 
+    def breakdown(self, stat: str = "min", worst: int = 12) -> str:
+        """Where the error comes from (markdown): per algorithm its median |error| over the
+        sizes and its worst size, per (regime, size) the median signed error (a model term
+        missing shows as one sign), and the `worst` cases."""
+        ok = self.ok()
+        err = {id(c): getattr(c, f"error_{stat}") for c in ok}
+        lines = [
+            f"| algorithm | P | median abs error ({stat}) | worst size | its error |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for (name, P), cs in itertools.groupby(
+            sorted(ok, key=lambda c: (c.P, c.algorithm)), key=lambda c: (c.algorithm, c.P)
+        ):
+            mine = list(cs)
+            w = max(mine, key=lambda c: abs(err[id(c)]))
+            lines.append(
+                f"| {name} | {P} | {100 * self.median_abs_error(stat, mine):.0f}% | "
+                f"{_size(w.bytes)} | {100 * err[id(w)]:+.0f}% |"
+            )
+        lines += [
+            "",
+            f"| regime | bytes | cases | median signed error ({stat}) | within 10 % |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for (regime, nbytes), cs in itertools.groupby(
+            sorted(ok, key=lambda c: (c.regime, c.bytes)), key=lambda c: (c.regime, c.bytes)
+        ):
+            es = [err[id(c)] for c in cs]
+            within = sum(abs(e) <= 0.1 for e in es)
+            lines.append(
+                f"| {regime} | {_size(nbytes)} | {len(es)} | {100 * float(np.median(es)):+.0f}% "
+                f"| {within}/{len(es)} |"
+            )
+        lines += [
+            "",
+            f"| worst cases ({stat}) | P | bytes | regime | predicted | measured | error |",
+            "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        ]
+        for c in sorted(ok, key=lambda c: -abs(err[id(c)]))[:worst]:
+            lines.append(
+                f"| {c.algorithm} | {c.P} | {_size(c.bytes)} | {c.regime} | "
+                f"{getattr(c, f'predicted_{stat}'):.2f} | {getattr(c, f'measured_{stat}'):.2f} "
+                f"| {100 * err[id(c)]:+.0f}% |"
+            )
+        return "\n".join(lines)
+
 
 def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.0f}%" if b else "n/a"
@@ -264,11 +313,16 @@ def predict(
     *,
     executor: bool = True,
     sync: str = "barrier",
+    transport: str = "",
 ) -> tuple[float, float, str]:
     """(from minima, from medians, regime) predicted times of one call in µs: the simulated
     makespan, plus with `executor` (and a profile that has them) the executor's per-call cost
     and its fitted parameters (collkit.calibrate_executor); a measurement whose iterations
-    start after an MPI_Barrier (`sync`) is predicted with the barrier's fitted exit skew."""
+    start after an MPI_Barrier (`sync`) is predicted with the barrier's fitted exit skew.
+    `transport`: how the measured run moved its messages ("shm": collkit's shared-memory
+    slots up to the profile's shm_bytes; "p2p ...": MPI alone; "": as the profile was
+    measured); the executor's fits are used only when calibrated with the same transport.
+    The regime is the kernel's of the largest message (Profile.regime)."""
     from collkit.algorithms import Algorithm
     from collkit.calibrate_executor import elapsed
 
@@ -276,19 +330,32 @@ def predict(
     elem = DATATYPE_BYTES[dt]
     count = nbytes // elem
     big = largest_message(algorithm, P, count, elem)
-    thr = profile.threshold_bytes
-    if executor and profile.executor:
-        thr = next(iter(profile.executor.values()))["threshold_bytes"]
-    regime = "rendezvous" if big > thr else "eager"
+    executor = executor and executor_matches(profile, transport)
+    regime = profile.regime(big, transport=_kernel_transport(transport))
     out = []
     for stat in ("min", "median"):
         kw = dict(stat=stat, message_bytes=big, executor=executor)
-        m = profile.model(model, datatype=dt, op="sum", **kw)
+        m = profile.model(
+            model, datatype=dt, op="sum", transport=_kernel_transport(transport), **kw
+        )
         sched = Algorithm(algorithm).generate(P, count=count, elem_size=elem)
         skew = profile.barrier_skew_ns(model, **kw) if sync == "barrier" else 0.0  # type: ignore[arg-type]
         t = elapsed(sched, m, skew) + profile.call_ns(model, **kw)  # type: ignore[arg-type]
         out.append(t / 1e3)
     return out[0], out[1], regime
+
+
+def _kernel_transport(transport: str) -> str:
+    return "p2p" if transport.startswith("p2p") else "shm" if transport == "shm" else ""
+
+
+def executor_matches(profile: Profile, transport: str) -> bool:
+    """Whether the profile's executor fits were measured through `transport` (a run's rows'
+    "shm" / "p2p (why)"; '' matches anything, as do profiles that did not record it)."""
+    if not profile.executor or not transport:
+        return bool(profile.executor)
+    cal = str(next(iter(profile.executor.values())).get("measured_transport", ""))
+    return not cal or _kernel_transport(cal) == _kernel_transport(transport)
 
 
 def element_sizes(collective: str, sizes: Sequence[int]) -> list[int]:
@@ -310,13 +377,16 @@ def measure(
     hosts: str | None = None,
     progress: Callable[[str], None] | None = None,
     sync: str = "barrier",
+    transports: dict[tuple[str, int], str] | None = None,
 ) -> dict[tuple[str, int], list[float]]:
     """Per (algorithm, bytes) the per-iteration times (µs, maximum over ranks) of all rounds:
     each round one run of the bench driver with every algorithm, size by size interleaved, the
     algorithm order rotated from round to round. `sync`: how the ranks start each iteration,
     after an MPI_Barrier ("barrier": the ranks leave it at different times) or at one instant
     on clocks aligned to rank 0 ("window", as ReproMPI; iterations a rank starts late are
-    dropped): the simulator starts every rank at 0, as the window does."""
+    dropped): the simulator starts every rank at 0, as the window does. `transports`, when
+    given, receives per (algorithm, bytes) how collkit moved the messages (the rows'
+    `transport`: "shm" or "p2p (why)")."""
     if sync not in SYNCS:
         raise InvalidArgumentError(f"sync must be one of {', '.join(SYNCS)}, got {sync!r}")
     from collkit.mpi import build, launch_command, launch_env
@@ -368,9 +438,10 @@ def measure(
             if "error" in d or d.get("valid") is False:
                 why = d.get("error") or "result differs from the MPI's own collective"
                 raise UnsupportedError(f"{d['algorithm']} at {d['bytes']} B: {why}")
-            samples.setdefault((str(d["algorithm"]), int(d["bytes"])), []).extend(
-                float(x) for x in d.get("samples", [])
-            )
+            key = (str(d["algorithm"]), int(d["bytes"]))
+            samples.setdefault(key, []).extend(float(x) for x in d.get("samples", []))
+            if transports is not None and d.get("transport"):
+                transports[key] = str(d["transport"])
     return samples
 
 
@@ -405,6 +476,7 @@ def validate(
         if not names:
             continue
         szs = element_sizes(coll, sizes)
+        transports: dict[tuple[str, int], str] = {}
         measured = measure(
             mpi,
             coll,
@@ -416,12 +488,21 @@ def validate(
             hosts=hosts,
             progress=progress,
             sync=sync,
+            transports=transports,
         )
         for name, s in itertools.product(names, szs):
-            c = Case(coll, name, p, s)
+            c = Case(coll, name, p, s, transport=transports.get((name, s), ""))
             try:
                 c.predicted_min, c.predicted_median, c.regime = predict(
-                    profile, model, name, p, s, coll, executor=executor, sync=sync
+                    profile,
+                    model,
+                    name,
+                    p,
+                    s,
+                    coll,
+                    executor=executor,
+                    sync=sync,
+                    transport=c.transport,
                 )
             except CollkitError as e:
                 c.error = f"simulation: {e}"
@@ -462,7 +543,7 @@ def validate_rows(
         raise InvalidArgumentError("no measured rows of collkit's algorithms to predict")
     cases = []
     for r in measured:
-        c = Case(r.collective, r.algorithm, r.P, r.bytes)
+        c = Case(r.collective, r.algorithm, r.P, r.bytes, transport=r.transport)
         c.measured_min, c.measured_median, c.samples = r.min_us, r.median_us, r.iterations
         try:
             sync = "window" if "sync=window" in (r.settings or "") else "barrier"
@@ -475,6 +556,7 @@ def validate_rows(
                 r.collective,
                 executor=executor,
                 sync=sync,
+                transport=r.transport,
             )
         except CollkitError as e:
             c.error = f"simulation: {e}"
@@ -490,6 +572,41 @@ def validate_rows(
         load=f"as measured in {source}" if source else "",
         allocation={r.P: r.allocation for r in measured},
         executor=executor and bool(profile.executor),
+    )
+
+
+def repeatability(baseline: Sequence[Row], rows: Sequence[Row], *, source: str = "") -> Validation:
+    """One measurement held against another of the same cases instead of a prediction: each
+    case's "prediction" is the `baseline` run's measured minimum and median. Its median |error|
+    and pair order are what the measurement itself reproduces on this machine at this load: no
+    model can be shown closer than that."""
+    base = {
+        (r.collective, r.algorithm, r.P, r.bytes): r
+        for r in baseline
+        if r.source == "measured" and not r.error
+    }
+    measured = [r for r in rows if r.source == "measured" and not r.error]
+    cases = []
+    for r in measured:
+        b = base.get((r.collective, r.algorithm, r.P, r.bytes))
+        if b is None:
+            continue
+        c = Case(r.collective, r.algorithm, r.P, r.bytes, transport=r.transport)
+        c.measured_min, c.measured_median, c.samples = r.min_us, r.median_us, r.iterations
+        c.predicted_min, c.predicted_median, c.regime = b.min_us, b.median_us, "measured"
+        cases.append(c)
+    if not cases:
+        raise InvalidArgumentError("the two row files share no measured case")
+    first = measured[0]
+    return Validation(
+        cases=cases,
+        model="an earlier measurement",
+        profile=Profile(name=source or "baseline", machine="", mpi="", date="", pair=""),
+        mpi=first.mpi,
+        machine=first.machine,
+        date=first.date,
+        load=f"as measured in {source}" if source else "",
+        allocation={r.P: r.allocation for r in measured},
     )
 
 
@@ -645,8 +762,21 @@ def results_markdown(v: Validation, command: str) -> str:
             else ""
         ),
         "- allocation: " + "; ".join(f"P={p}: {a}" for p, a in sorted(v.allocation.items())),
+        "- transport (the bench rows'): "
+        + (", ".join(sorted({c.transport for c in v.cases if c.transport})) or "not recorded"),
         f"- profile: {v.profile.name}, {v.profile.mpi}, {v.profile.pair}, {v.profile.date}, "
-        f"load {v.profile.load}; S = {v.profile.threshold_bytes:g} B",
+        f"load {v.profile.load}; S = {v.profile.threshold_bytes:g} B"
+        + (
+            f"; shared-memory slots up to {v.profile.shm_bytes:g} B"
+            if v.profile.shm_bytes > 0
+            else ""
+        )
+        + (
+            "; executor calibrated through "
+            + str(next(iter(v.profile.executor.values())).get("measured_transport") or "?")
+            if v.profile.executor
+            else ""
+        ),
         f"- command: `{command}`",
         "- error = (measured - predicted) / predicted; a pair is ordered as measured when the "
         f"prediction puts the faster algorithm first; pairs measured within {100 * TIE:.0f}% of "
@@ -655,6 +785,10 @@ def results_markdown(v: Validation, command: str) -> str:
         "## Summary",
         "",
         v.summary(),
+        "",
+        "## Where the error is (minima)",
+        "",
+        v.breakdown("min"),
         "",
         "## Cases (µs)",
         "",

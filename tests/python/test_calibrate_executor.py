@@ -26,7 +26,7 @@ from collkit.calibrate_executor import (
 from collkit.errors import InvalidArgumentError
 from collkit.profile import load_profile, profile_from_dict
 from collkit.simulate import Model
-from collkit.validate import largest_message, predict
+from collkit.validate import largest_message, predict, registry_algorithms
 
 CALL = 900.0  # ns per call
 EXTRA_O = 400.0  # the executor's cost per send / receive op on top of MPI's o
@@ -181,7 +181,7 @@ def test_version_1_profiles_are_read() -> None:
             "must be a number >= 0",
         ),
         (lambda d: d["executor"]["min"]["regimes"].__setitem__("warm", {}), "eager or rendezvous"),
-        (lambda d: d.__setitem__("version", 3), "reads versions 1, 2"),
+        (lambda d: d.__setitem__("version", 4), "reads versions 1, 2, 3"),
     ],
 )
 def test_bad_executor_sections_are_refused(with_executor: Any, mutate: Any, message: str) -> None:
@@ -236,3 +236,50 @@ def test_validate_measured_before_and_after(
         png = out.with_name(out.name + "-predicted.png")
         assert png.read_bytes()[:4] == b"\x89PNG"
     capsys.readouterr()
+
+
+def test_the_medians_fit_never_predicts_below_the_minimas(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The minima and the medians are fitted apart; medians that are the minima plus a
+    constant at small sizes and 2 % more at large ones pull a free medians' fit to another
+    split of the time (a lower per-op cost, a higher per-call one), which predicts some
+    medians below their minima. Fitted with the minima's fit as its floor, never."""
+    import collkit.calibrate_executor as ce
+
+    recs = _synthetic_records(monkeypatch)
+    for r in recs:
+        r["median"] = r["min"] + 1.5 if r["bytes"] <= 4096 else r["min"] * 1.02
+    p = make()
+    cases = [
+        (coll, a, s)
+        for coll in ("allreduce", "reduce")
+        for a in registry_algorithms(coll, 2)
+        for s in (8, 1024, 16384, 131072, 1048576)
+    ]
+
+    def below(prof: Any) -> list[tuple[str, int]]:
+        out = []
+        for coll, a, s in cases:
+            lo, hi, _ = predict(prof, "loggops", a, 2, s, coll)
+            if hi < lo * (1 - 1e-9):
+                out.append((a, s))
+        return out
+
+    free = ce.fit_regime
+
+    def no_floor(*a: Any, floor: Any = None, **k: Any) -> dict[str, Any]:
+        return free(*a, **k)
+
+    monkeypatch.setattr(ce, "fit_regime", no_floor)
+    p.executor = fit_executor(p, recs, models=("loggops",))
+    assert below(p), "the data must pull a free medians' fit below the minima's somewhere"
+    monkeypatch.setattr(ce, "fit_regime", free)
+    p.executor = fit_executor(p, recs, models=("loggops",))
+    assert below(p) == []
+    for regime, fits in p.executor["median"]["regimes"].items():
+        lo = p.executor["min"]["regimes"][regime]["loggops"]
+        for k, v in fits["loggops"].items():
+            if k not in ("S", "barrier_skew"):
+                assert v >= lo[k], (regime, k)
+        assert fits["loggops"]["barrier_skew"] == lo["barrier_skew"]

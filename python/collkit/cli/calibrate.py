@@ -3,7 +3,9 @@
 Between two ranks on this node (or, with --hosts, on two nodes) it measures, in rounds and
 size by size with every kernel in turn: ping-pong and back-to-back sends at growing sizes, the
 time MPI_Send and MPI_Recv block (LogGP by Netgauge's method: Hoefler, Lichei, Rehm, IPDPS
-2007), whether a send waits for a late receiver (the eager / rendezvous threshold S), the
+2007), the same through collkit's shared-memory slots (the executor's path on one node up to
+their size, the profile's "shm" regime), whether a send waits for a late receiver (the eager /
+rendezvous threshold S), the
 multicast benchmark (alpha_p, alpha_r; Ruefenacht, Bull, Booth 2017, §5.1), collkit's local
 reductions per datatype and op (gamma) and memcpy (copy_beta), and a few small collkit
 schedules through the executor (its per-call and per-op costs; --no-executor leaves them out).

@@ -45,7 +45,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from collkit.cli.bench import parse_sizes
     from collkit.profile import SIM_MODELS
 
-    p.add_argument("--profile", required=True, metavar="FILE.json", help="machine profile")
+    p.add_argument(
+        "--profile",
+        default=None,
+        metavar="FILE.json",
+        help="machine profile (required, but with --baseline)",
+    )
     p.add_argument(
         "--collectives",
         default=DEFAULT_COLLECTIVES,
@@ -81,6 +86,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "profile) instead of measuring",
     )
     p.add_argument(
+        "--baseline",
+        default=None,
+        metavar="ROWS.jsonl",
+        help="with --measured: hold those rows against this earlier measurement of the same "
+        "cases instead of a prediction (how well the measurement reproduces itself: the floor "
+        "of any model's error on this machine); writes PREFIX.md",
+    )
+    p.add_argument(
         "--sync",
         choices=("barrier", "window"),
         default="barrier",
@@ -110,6 +123,11 @@ def run(args: argparse.Namespace) -> int:
     from collkit.results import ResultStore
     from collkit.validate import plot_validation, results_markdown, validate, validate_rows
 
+    out = Path(args.out)
+    if args.baseline is not None:
+        return _repeatability(args, out)
+    if args.profile is None:
+        raise InvalidArgumentError("--profile is required (collkit calibrate writes one)")
     prof = load_profile(input_file(args.profile, "--profile"))
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
@@ -239,4 +257,59 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     print("wrote " + ", ".join(map(str, written)), file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _repeatability(args: argparse.Namespace, out: Path) -> int:
+    from collkit.profile import machine_load
+    from collkit.results import read_jsonl
+    from collkit.validate import repeatability
+
+    if args.measured is None:
+        raise InvalidArgumentError("--baseline needs --measured (the rows held against it)")
+    if not (out.parent if str(out.parent) else Path(".")).is_dir():
+        raise InvalidArgumentError(f"-o {args.out}: folder {out.parent} does not exist")
+    base = read_jsonl(input_file(args.baseline, "--baseline"))
+    rows = read_jsonl(input_file(args.measured, "--measured"))
+    v = repeatability(base, rows, source=args.baseline)
+    print(v.summary())
+    md = out.with_name(out.name + ".md")
+    if md.resolve() in (Path(args.baseline).resolve(), Path(args.measured).resolve()):
+        raise InvalidArgumentError("-o would overwrite an input: give another -o")
+    md.write_text(
+        "\n".join(
+            [
+                f"# collkit validate: {args.measured} held against {args.baseline}",
+                "",
+                f"- machine: {v.machine}; {v.mpi}; measured {v.date}",
+                f"- load now: {machine_load()}",
+                "- error = (this run - the baseline run) / the baseline run, per case: what the "
+                "measurement reproduces of itself (no model involved)",
+                "- command: `"
+                + shlex.join(
+                    [
+                        "collkit",
+                        "validate",
+                        "--measured",
+                        args.measured,
+                        "--baseline",
+                        args.baseline,
+                        "-o",
+                        str(args.out),
+                    ]
+                )
+                + "`",
+                "",
+                "## Summary",
+                "",
+                v.summary(),
+                "",
+                "## Where they differ (minima)",
+                "",
+                v.breakdown("min"),
+                "",
+            ]
+        )
+    )
+    print(f"wrote {md}")
     return 0
