@@ -15,7 +15,7 @@ from collkit.algorithms import Algorithm, algorithms
 from collkit.analysis.bruck import candidate_radixes
 from collkit.analysis.recmult.model import PipelinedPostal
 from collkit.analysis.recmult.rank import rank_schedules
-from collkit.bench import DATATYPES, Campaign, machine_name, planned_rows, run_campaign
+from collkit.bench import DATATYPES, Campaign, planned_rows, run_campaign
 from collkit.collectives import REDUCTIONS
 from collkit.drift import MAX_RETRIES
 from collkit.errors import CollkitError, InvalidArgumentError
@@ -205,14 +205,12 @@ def simulate_rows(
     progress: Callable[[str], None],
     ticker: Ticker | None = None,
 ) -> list[Row]:
-    """Rows from the simulator for every candidate (marked source = simulated; `mpi` names the
-    model and its parameters). The candidates are listed first, so `ticker` knows every row to
-    come before the first is simulated."""
-    from collkit.simulate import Model, simulate
+    """Rows from the simulator for every candidate (collkit.sim.simulated_row: source simulated,
+    `mpi` the model and its parameters). The candidates are listed first, so `ticker` knows every
+    row to come before the first is simulated."""
+    from collkit.sim import Model, simulate_row
 
     made = Model.make(model, **params)  # bad names fail before any work
-    described = made.describe()
-    machine = machine_name()
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     plan: list[tuple[str, int, list[str]]] = []
     for coll in opts.collectives:
@@ -232,33 +230,9 @@ def simulate_rows(
         for algo in own:
             for size in [0] if coll == "barrier" else opts.sizes:
                 count = size // elem
-                row = Row(
-                    collective=coll,
-                    algorithm=algo,
-                    P=P,
-                    bytes=count * elem,
-                    datatype="double" if elem == 8 else "char",
-                    count=count,
-                    source="simulated",
-                    mpi=f"simulated: {described}",
-                    machine=machine,
-                    date=date,
-                )
-                if row in store:
-                    if ticker:
-                        ticker.advance(1, measured=False)
-                    continue
-                try:
-                    res = simulate(algo, P, count=count, elem_size=elem, model=made)
-                    t = res.makespan / 1e3  # ns -> µs
-                    row.min_us = row.q1_us = row.median_us = row.q3_us = t
-                    row.mean_us = row.p99_us = row.max_us = t
-                    row.iterations = 1
-                except CollkitError as e:
-                    row.error = str(e)
-                store.append(row)
+                _, new = simulate_row(store, coll, algo, P, count, elem, made, date=date)
                 if ticker:
-                    ticker.advance(1)
+                    ticker.advance(1, measured=new)
     store.write_csv()
     return [
         r
