@@ -91,10 +91,6 @@ Format = Literal["text", "json", "goal"]
 FORMATS: tuple[Format, ...] = ("text", "json", "goal")
 _EXTENSIONS: dict[str, Format] = {".txt": "text", ".json": "json", ".goal": "goal"}
 
-JSON_FORMAT = "collkit-schedule"  # what the core's reader and writer (core/src/io/json*.cpp) say
-JSON_VERSION = 1
-
-
 def _utf8(text: str | bytes | bytearray, what: str) -> bytes:
     if isinstance(text, (bytes, bytearray)):
         data = bytes(text)

@@ -380,70 +380,34 @@ def Alltoall(
 ) -> None:
     """MPI_Alltoall: counts per destination / source (the buffers hold P blocks)."""
     P = comm.Get_size()
-    _pair(
-        "alltoall",
-        comm,
-        sendbuf,
-        recvbuf,
-        P,
-        P,
-        None,
-        algorithm,
-        lambda: _base(comm).Alltoall(sendbuf, recvbuf),
-    )
+    native = lambda: _base(comm).Alltoall(sendbuf, recvbuf)  # noqa: E731
+    _pair("alltoall", comm, sendbuf, recvbuf, P, P, None, algorithm, native)
 
 
 def Allgather(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, *, algorithm: str | None = None
 ) -> None:
     """MPI_Allgather: recvbuf holds P blocks; MPI.IN_PLACE as sendbuf."""
-    _pair(
-        "allgather",
-        comm,
-        sendbuf,
-        recvbuf,
-        1,
-        comm.Get_size(),
-        None,
-        algorithm,
-        lambda: _base(comm).Allgather(sendbuf, recvbuf),
-    )
+    native = lambda: _base(comm).Allgather(sendbuf, recvbuf)  # noqa: E731
+    _pair("allgather", comm, sendbuf, recvbuf, 1, comm.Get_size(), None, algorithm, native)
 
 
 def Gather(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
 ) -> None:
     """MPI_Gather: recvbuf (P blocks) at the root only; MPI.IN_PLACE as the root's sendbuf."""
-    is_root = comm.Get_rank() == root
-    _pair(
-        "gather",
-        comm,
-        sendbuf,
-        recvbuf if is_root else None,
-        1,
-        comm.Get_size(),
-        root,
-        algorithm,
-        lambda: _base(comm).Gather(sendbuf, recvbuf, root),
-    )
+    recv = recvbuf if comm.Get_rank() == root else None
+    native = lambda: _base(comm).Gather(sendbuf, recvbuf, root)  # noqa: E731
+    _pair("gather", comm, sendbuf, recv, 1, comm.Get_size(), root, algorithm, native)
 
 
 def Scatter(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
 ) -> None:
     """MPI_Scatter: sendbuf (P blocks) at the root only; MPI.IN_PLACE as the root's recvbuf."""
-    is_root = comm.Get_rank() == root
-    _pair(
-        "scatter",
-        comm,
-        sendbuf if is_root else None,
-        recvbuf,
-        comm.Get_size(),
-        1,
-        root,
-        algorithm,
-        lambda: _base(comm).Scatter(sendbuf, recvbuf, root),
-    )
+    send = sendbuf if comm.Get_rank() == root else None
+    native = lambda: _base(comm).Scatter(sendbuf, recvbuf, root)  # noqa: E731
+    _pair("scatter", comm, send, recvbuf, comm.Get_size(), 1, root, algorithm, native)
 
 
 def Reduce_scatter_block(
