@@ -91,6 +91,7 @@ Format = Literal["text", "json", "goal"]
 FORMATS: tuple[Format, ...] = ("text", "json", "goal")
 _EXTENSIONS: dict[str, Format] = {".txt": "text", ".json": "json", ".goal": "goal"}
 
+
 def _utf8(text: str | bytes | bytearray, what: str) -> bytes:
     if isinstance(text, (bytes, bytearray)):
         data = bytes(text)
