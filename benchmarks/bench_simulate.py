@@ -11,8 +11,13 @@ Suites:
   op count and the generator's time per rank measured at smaller P (what makes it slow).
 - `export`: `collkit export ALGO -P N -o x.{goal,json}` and to stdout (streamed) at growing P:
   peak RSS should not grow with P.
-- `import`: `collkit simulate --file x.{txt,goal,json}` of allreduce:rd saved at growing P: peak
-  RSS should not grow with P for text and collkit's GOAL (streamed); JSON is loaded whole.
+- `import`: `collkit simulate --file x.{txt,goal,json}` of allreduce:rd saved at `--lg` (lg P,
+  default 12,15,17), and plain GOAL files shaped as Schedgen writes them (rd, dissemination,
+  binomial bcast: collkit's GOAL export without its comment lines, so messages pair by tag):
+  peak RSS should not grow with P (every format streams; a plain GOAL file is read twice) and
+  a 2^20-rank rd GOAL file should take <= 4 s, a plain one <= 1 GB. With `--against DIR`: the
+  same files read by another build (A) and this one (B), interleaved A B A B (`--repeat`
+  rounds, at least 2): CPU time, B / A and peak RSS; the two must print the same result.
 - `large`: the whole command at P = 2^24 for allreduce:rd, allreduce:rabenseifner and
   bcast:binomial (goal: peak RSS < 8 GiB), with the peak RSS per rank.
 - `memory`: peak RSS of `collkit.simulate` (the whole process, each case fresh) against
@@ -122,7 +127,7 @@ print(json.dumps({"ops": r.ops, "cpu_s": r.load_cpu_seconds + r.run_cpu_seconds,
 """
 
 
-def memory_rows(max_lg: int) -> list[str]:
+def memory_rows(max_lg: int, min_lg: int = 16) -> list[str]:
     from collkit.simulate import memory_estimate
 
     header = (
@@ -131,7 +136,7 @@ def memory_rows(max_lg: int) -> list[str]:
     )
     rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
     print(header, flush=True)
-    for lg in range(16, max_lg + 1):
+    for lg in range(min_lg, max_lg + 1):
         for model in ("loggops", "postal"):
             for algo in ("allreduce:rd", "allreduce:rabenseifner", "bcast:binomial"):
                 P = 1 << lg
@@ -213,12 +218,15 @@ class TimeLimit(RuntimeError):
 
 
 def run_command(
-    argv: list[str], limit: float | None = None, stdout: int | None = subprocess.PIPE
+    argv: list[str],
+    limit: float | None = None,
+    stdout: int | None = subprocess.PIPE,
+    env: dict[str, str] | None = None,
 ) -> dict[str, float | str]:
     """Runs a command; its wall time, CPU time and peak RSS (its own, from wait4). Past `limit`
     seconds it is killed and TimeLimit raised."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env)
     while True:
         pid, status, ru = os.wait4(proc.pid, os.WNOHANG if limit is not None else 0)
         if pid != 0:
@@ -295,27 +303,104 @@ def export_rows() -> list[str]:
     return rows
 
 
-def import_rows() -> list[str]:
+# The import suite's files: collkit's own exports of allreduce:rd in every format, and plain
+# GOAL files shaped as LogGOPSim's Schedgen writes them (no collkit comments, so the reader pairs
+# the messages by tag): collkit's GOAL export with its comment lines stripped, for allreduce:rd
+# (recursive doubling), barrier:dissemination and bcast:binomial.
+IMPORT_FILES = [
+    ("allreduce:rd", "txt"),
+    ("allreduce:rd", "json"),
+    ("allreduce:rd", "goal"),
+    ("allreduce:rd", "plain.goal"),
+    ("barrier:dissemination", "plain.goal"),
+    ("bcast:binomial", "plain.goal"),
+]
+
+
+def write_import_file(algo: str, lg: int, ext: str, path: Path) -> None:
+    """Writes `algo` at P = 2^lg as `ext`; a plain GOAL file is the GOAL export without its
+    comment lines (a stream through `grep -v`: memory of one line)."""
+    export = [collkit_cmd(), "export", algo, "-P", f"2^{lg}", "--count", "1"]
+    if ext != "plain.goal":
+        run_command([*export, "-o", str(path)])
+        return
+    with path.open("w") as f:
+        exp = subprocess.Popen([*export, "--format", "goal"], stdout=subprocess.PIPE)
+        grep = subprocess.run(["grep", "-v", "^//"], stdin=exp.stdout, stdout=f, check=False)
+        if exp.stdout is not None:
+            exp.stdout.close()
+        if exp.wait() != 0 or grep.returncode != 0:
+            raise RuntimeError(f"could not write {path}")
+
+
+def import_ab_rows(lgs: list[int], repeats: int, against: str) -> list[str]:
+    """The import suite's files read by another build (A: the collkit package in `against`) and
+    this one (B), interleaved A B A B: CPU time, B / A and peak RSS of each."""
     import tempfile
 
     header = (
-        f"| {'command':52s} | {'wall s':>7s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
+        f"| {'file':36s} | {'A cpu s':>8s} | {'B cpu s':>8s} | {'B/A median':>10s} | "
+        f"{'A RSS MB':>8s} | {'B RSS MB':>8s} | {'file MB':>8s} |"
+    )
+    rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
+    print(header, flush=True)
+    env_a = {**os.environ, "PYTHONPATH": against}
+    env_b = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with tempfile.TemporaryDirectory() as tmp:
+        for algo, ext in IMPORT_FILES:
+            for lg in lgs:
+                path = Path(tmp) / f"x.{ext}"
+                write_import_file(algo, lg, ext, path)
+                argv = [collkit_cmd(), "simulate", "--file", str(path), "--model", "loggops"]
+                a_runs, b_runs = [], []
+                for _ in range(repeats):
+                    a_runs.append(run_command(argv, env=env_a))
+                    b_runs.append(run_command(argv, env=env_b))
+                if any(x["result"] != a_runs[0]["result"] for x in a_runs + b_runs):
+                    raise RuntimeError(f"{algo} {ext}: the builds disagree")
+                ratio = statistics.median(
+                    float(b["cpu"]) / float(a["cpu"]) for a, b in zip(a_runs, b_runs, strict=True)
+                )
+                name = f"{algo.split(':')[1]}_2^{lg}.{ext}"
+                row = (
+                    f"| {name:36s} | {statistics.median(float(r['cpu']) for r in a_runs):8.2f} | "
+                    f"{statistics.median(float(r['cpu']) for r in b_runs):8.2f} | {ratio:10.2f} | "
+                    f"{max(float(r['rss_mb']) for r in a_runs):8.0f} | "
+                    f"{max(float(r['rss_mb']) for r in b_runs):8.0f} | "
+                    f"{path.stat().st_size / 2**20:8.0f} |"
+                )
+                print(row, flush=True)
+                rows.append(row)
+                path.unlink()
+    return rows
+
+
+def import_rows(lgs: list[int], repeats: int = 1) -> list[str]:
+    import tempfile
+
+    header = (
+        f"| {'command':62s} | {'wall s':>13s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
         f"{'file MB':>8s} |"
     )
     rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
     print(header, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for ext in ("txt", "goal", "json"):
-            for lg in (12, 15, 17):
+        for algo, ext in IMPORT_FILES:
+            for lg in lgs:
                 path = Path(tmp) / f"x.{ext}"
-                export = [collkit_cmd(), "export", "allreduce:rd", "-P", f"2^{lg}"]
-                run_command([*export, "--count", "1", "-o", str(path)])
+                write_import_file(algo, lg, ext, path)
                 argv = [collkit_cmd(), "simulate", "--file", str(path), "--model", "loggops"]
-                r = run_command(argv)
-                shown = f"simulate --file rd_2^{lg}.{ext} --model loggops"
+                runs = [run_command(argv) for _ in range(repeats)]
+                walls = sorted(float(r["wall"]) for r in runs)
+                wall = f"{walls[0]:.2f}" + (
+                    f" / {statistics.median(walls):.2f}" if repeats > 1 else ""
+                )
+                name = algo.split(":")[1]
+                shown = f"simulate --file {name}_2^{lg}.{ext} --model loggops"
                 row = (
-                    f"| {shown:52s} | {float(r['wall']):7.2f} | {float(r['cpu']):6.2f} | "
-                    f"{float(r['rss_mb']):11.0f} | {path.stat().st_size / 2**20:8.0f} |"
+                    f"| {shown:62s} | {wall:>13s} | {min(float(r['cpu']) for r in runs):6.2f} | "
+                    f"{max(float(r['rss_mb']) for r in runs):11.0f} | "
+                    f"{path.stat().st_size / 2**20:8.0f} |"
                 )
                 print(row, flush=True)
                 rows.append(row)
@@ -350,12 +435,19 @@ def slow_generator_rows(names: list[str]) -> list[str]:
 
 
 def command_rows(
-    suite: str, sink: Callable[[str], None] = lambda _: None, limit: float | None = None
+    suite: str,
+    sink: Callable[[str], None] = lambda _: None,
+    limit: float | None = None,
+    import_lgs: list[int] | None = None,
+    repeats: int = 1,
+    against: str | None = None,
 ) -> list[str]:
     if suite == "export":
         return export_rows()
+    if suite == "import" and against:
+        return import_ab_rows(import_lgs or [15], max(repeats, 2), against)
     if suite == "import":
-        return import_rows()
+        return import_rows(import_lgs or [12, 15, 17], repeats)
     header = (
         f"| {'command':58s} | {'wall s':>12s} | {'cpu s':>6s} | {'peak RSS MB':>11s} | "
         f"{'B per rank':>10s} | {'result':24s} |"
@@ -423,6 +515,9 @@ def main() -> int:
     ap.add_argument("--against", help="suite compare: a folder holding the other build's collkit")
     ap.add_argument("--rounds", type=int, default=5, help="suite compare: A B rounds")
     ap.add_argument("--max-lg", type=int, default=20, help="suite memory: the largest lg P")
+    ap.add_argument("--min-lg", type=int, default=16, help="suite memory: the smallest lg P")
+    ap.add_argument("--lg", default="12,15,17", help="suite import: lg P of the files (comma list)")
+    ap.add_argument("--repeat", type=int, default=1, help="suite import: runs of each command")
     ap.add_argument(
         "--limit", type=float, default=120.0, help="suite all: seconds before a command is stopped"
     )
@@ -449,7 +544,7 @@ def main() -> int:
         return 0
     if args.suite == "memory":
         load0 = os.getloadavg()[0]
-        rows = memory_rows(args.max_lg)
+        rows = memory_rows(args.max_lg, args.min_lg)
         load1 = os.getloadavg()[0]
         note = (
             "Peak RSS (ru_maxrss) of a fresh process running `collkit.simulate(ALGO, P, count=1, "
@@ -457,7 +552,9 @@ def main() -> int:
             f"ops: the schedule's, est ops: the estimate's count. Load average {load0:.1f} at "
             f"the start and {load1:.1f} at the end (2 cores shared)."
         )
-        return write(args, rows, note, f" --suite memory --max-lg {args.max_lg}")
+        return write(
+            args, rows, note, f" --suite memory --min-lg {args.min_lg} --max-lg {args.max_lg}"
+        )
     if args.suite == "compare":
         if not args.against or not (Path(args.against) / "collkit").is_dir():
             ap.error("--suite compare needs --against DIR, a folder holding a collkit package")
@@ -473,14 +570,20 @@ def main() -> int:
         return write(args, rows, note, f" --suite compare --against {args.against}")
     if args.suite != "engine":
         load0 = os.getloadavg()[0]
-        rows = command_rows(args.suite)
+        lgs = [int(x) for x in args.lg.split(",")]
+        rows = command_rows(args.suite, import_lgs=lgs, repeats=args.repeat, against=args.against)
         load1 = os.getloadavg()[0]
         note = (
             f"Whole `collkit simulate` commands, each in a fresh process; wall: min / median over "
             f"the runs; cpu: user + system time of the command; peak RSS of the command; load "
             f"average {load0:.1f} at the start and {load1:.1f} at the end (2 cores shared)."
         )
-        return write(args, rows, note, f" --suite {args.suite}")
+        flags = f" --suite {args.suite}"
+        if args.suite == "import":
+            flags += f" --lg {args.lg} --repeat {args.repeat}"
+            if args.against:
+                flags += f" --against {args.against}"
+        return write(args, rows, note, flags)
     header = (
         f"| {'case':52s} | {'events':>10s} | {'run s':>6s} | {'run cpu s':>9s} | "
         f"{'M ev/s (cpu)':>12s} | {'load cpu s':>10s} | {'total s':>7s} | "

@@ -26,19 +26,14 @@ namespace {
 
 using namespace collkit::sim;
 
-// Parameters by the names of sim/model.hpp's table; an unknown name is an error.
+// A registered model by name or alias, parameters by the names the models declare (sim/model.hpp);
+// an unknown name or a bad value is an error here, before any run.
 ModelParams model(const std::string& name, const nb::dict& params) {
   ModelParams m;
-  m.kind = model_from_string(name);
-  for (auto [key, value] : params) {
-    const std::string k = nb::cast<std::string>(key);
-    const auto table = model_params();
-    auto it =
-        std::find_if(table.begin(), table.end(), [&](const ParamInfo& i) { return i.name == k; });
-    if (it == table.end()) fail(ErrorKind::invalid_argument, "unknown model parameter '" + k + "'");
-    m.*(it->field) = nb::cast<double>(value);
-  }
-  return normalized(m);
+  m.model = std::string(find_model(name).name);
+  for (auto [key, value] : params) m.set(nb::cast<std::string>(key), nb::cast<double>(value));
+  make_model(m);  // checks the values
+  return m;
 }
 
 Distribution distribution(const std::string& kind, double a, double b,
@@ -130,21 +125,35 @@ void bind_sim(nb::module_& m) {
   bind_array(result, "msg_depart", &SimResult::msg_depart);
   bind_array(result, "msg_arrive", &SimResult::msg_arrive);
 
-  // The model's parameters, declared once in sim/model.hpp: name, unit, meaning, default, and
-  // the models that use each.
+  // The models' parameters, as each model file declares them (sim/model.hpp): name, unit,
+  // meaning, default, and the models that use each (all of them for a local op's parameter).
   m.def("model_params", [] {
     nb::list out;
-    const ModelParams defaults;
-    for (const ParamInfo& i : model_params()) {
+    for (const ParamUse& u : all_params()) {
       nb::dict d;
-      d["name"] = std::string(i.name);
-      d["unit"] = std::string(i.unit);
-      d["doc"] = std::string(i.doc);
-      d["default"] = defaults.*i.field;
+      d["name"] = std::string(u.info.name);
+      d["unit"] = std::string(u.info.unit);
+      d["doc"] = std::string(u.info.doc);
+      d["default"] = u.info.default_value;
       nb::list models;
-      for (ModelKind k : model_kinds())
-        if (i.models & model_bit(k)) models.append(std::string(to_string(k)));
+      for (std::string_view k : u.models) models.append(std::string(k));
       d["models"] = models;
+      out.append(d);
+    }
+    return out;
+  });
+  // The registered models, in their order: name, aliases, meaning, own parameters' names.
+  m.def("models", [] {
+    nb::list out;
+    for (const ModelInfo* mi : models()) {
+      nb::dict d;
+      d["name"] = std::string(mi->name);
+      nb::list aliases, params;
+      for (std::string_view a : mi->aliases) aliases.append(std::string(a));
+      for (const ParamInfo& p : mi->params) params.append(std::string(p.name));
+      d["aliases"] = aliases;
+      d["doc"] = std::string(mi->doc);
+      d["params"] = params;
       out.append(d);
     }
     return out;

@@ -50,7 +50,9 @@ void write_goal(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
 Schedule from_goal(std::string_view text);
 // The same parser reading a stream line by line: `on_header`, then `on_rank` for each rank in
 // order. A collkit GOAL file streams (a rank goes out when its block closes: memory of one
-// rank's program whatever P); a plain one is held until its end, where its messages are paired.
+// rank's program whatever P). A plain one pairs its messages by tag: from a stream that can seek
+// it is read twice (the first pass keeps each send's destination, tag and op index, 12 bytes a
+// send; the second pairs each rank as its block closes), else it is held until its end.
 void read_goal(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
                const std::function<void(const RankView&)>& on_rank);
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <istream>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "collkit/error.hpp"
@@ -203,6 +204,51 @@ struct GoalDep {
   std::string from, to;  // `from requires to`
   bool start;            // irequires
   int64_t line, col_from, col_to;
+  uint32_t a = UINT32_MAX, t = UINT32_MAX;  // the ops, when both labels were known at once
+};
+
+constexpr uint32_t kNoLabel = UINT32_MAX;
+constexpr uint32_t kMaxNumbered = 1u << 22;
+
+// A rank's labels: the op each names. Labels l0, l1, ... (as collkit and Schedgen write them,
+// digits without a leading zero, below 2^22) are looked up by their number; others by name.
+class Labels {
+ public:
+  uint32_t find(std::string_view label) const {
+    const uint32_t k = number(label);
+    if (k != kNoLabel) return k < numbered_.size() ? numbered_[k] : kNoLabel;
+    auto it = named_.find(std::string(label));
+    return it == named_.end() ? kNoLabel : it->second;
+  }
+  // False if the label was defined already.
+  bool define(std::string_view label, uint32_t op) {
+    const uint32_t k = number(label);
+    if (k == kNoLabel) return named_.emplace(std::string(label), op).second;
+    if (k >= numbered_.size())
+      numbered_.resize(std::max<size_t>(k + 1, numbered_.size() * 2), kNoLabel);
+    if (numbered_[k] != kNoLabel) return false;
+    numbered_[k] = op;
+    return true;
+  }
+  void clear() {
+    numbered_.clear();
+    named_.clear();
+  }
+
+ private:
+  static uint32_t number(std::string_view label) {
+    if (label.size() < 2 || label.size() > 8 || label[0] != 'l' ||
+        (label[1] == '0' && label.size() > 2))
+      return kNoLabel;
+    uint32_t k = 0;
+    for (size_t i = 1; i < label.size(); ++i) {
+      if (!io::is_digit(label[i])) return kNoLabel;
+      k = k * 10 + static_cast<uint32_t>(label[i] - '0');
+    }
+    return k < kMaxNumbered ? k : kNoLabel;
+  }
+  std::vector<uint32_t> numbered_;
+  std::unordered_map<std::string, uint32_t> named_;
 };
 
 struct GoalRank {
@@ -219,6 +265,66 @@ struct PendingOp {
   int64_t line, column;
 };
 
+// A plain GOAL file read from a stream in two passes: the first keeps only every send's
+// destination, tag and op index (12 bytes a send), the second reads the ranks again and pairs
+// each rank's receives with the sends to it by tag as it goes, so that a plain file costs its
+// sends, not its size. A pairing the second pass cannot make (a send or receive without its
+// match, or tags a wildcard rank cannot take) sends the reader back to the whole-file pairing,
+// which says what is wrong where.
+struct PairingFailed {};
+
+struct SendIndex {
+  struct Entry {
+    uint32_t peer, tag, op;  // the first pass: peer = the destination; then the source
+  };
+  // First pass: each block's sends, in block order, in chunks (no reallocation of it all).
+  std::vector<std::vector<Entry>> chunks;
+  std::vector<std::pair<uint32_t, uint32_t>> blocks;  // (rank, its sends), in block order
+  bool in_order = true;
+  // Then: the sends to each rank, by (source, op): to[begin[r] .. begin[r + 1]).
+  std::vector<uint64_t> begin;
+  std::vector<Entry> to;
+
+  void add(uint32_t dst, uint32_t tag, uint32_t op) {
+    if (chunks.empty() || chunks.back().size() == chunks.back().capacity()) {
+      chunks.emplace_back();
+      chunks.back().reserve(size_t{1} << 20);
+    }
+    chunks.back().push_back({dst, tag, op});
+  }
+  // Sorts the sends by destination (counting sort: stable, so by source and op within one when
+  // the blocks came in rank order).
+  void build(int64_t P) {
+    begin.assign(static_cast<size_t>(P) + 2, 0);
+    for (const auto& c : chunks)
+      for (const Entry& e : c) ++begin[e.peer + 2];
+    for (size_t i = 2; i < begin.size(); ++i) begin[i] += begin[i - 1];
+    to.resize(begin.back());
+    size_t chunk = 0, at = 0;
+    for (auto [rank, n] : blocks)
+      for (uint32_t k = 0; k < n; ++k) {
+        if (at == chunks[chunk].size()) {
+          std::vector<Entry>().swap(chunks[chunk]);
+          ++chunk, at = 0;
+        }
+        const Entry e = chunks[chunk][at++];
+        to[begin[e.peer + 1]++] = {rank, e.tag, e.op};
+      }
+    chunks.clear();
+    chunks.shrink_to_fit();
+    begin.pop_back();  // begin[r] .. begin[r + 1]
+    if (!in_order)
+      for (size_t r = 0; r + 1 < begin.size(); ++r)
+        std::sort(to.begin() + static_cast<std::ptrdiff_t>(begin[r]),
+                  to.begin() + static_cast<std::ptrdiff_t>(begin[r + 1]),
+                  [](const Entry& a, const Entry& b) {
+                    return a.peer != b.peer ? a.peer < b.peer : a.op < b.op;
+                  });
+  }
+};
+
+enum class GoalPass : uint8_t { whole, index, paired };
+
 [[noreturn]] void fail_line(int64_t line, int64_t column, const std::string& msg) {
   fail(ErrorKind::format,
        "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + msg);
@@ -233,6 +339,14 @@ class GoalParser {
   // the end (its messages are paired by tag across the whole file).
   GoalParser(OnHeader on_header, OnRank on_rank)
       : on_header_(std::move(on_header)), on_rank_(std::move(on_rank)) {}
+  // A stream read twice (plain files; a collkit file is read once in the first pass).
+  GoalParser(OnHeader on_header, OnRank on_rank, GoalPass pass, SendIndex* index)
+      : on_header_(std::move(on_header)),
+        on_rank_(std::move(on_rank)),
+        pass_(pass),
+        index_(index) {}
+  // After the first pass: a plain file, its sends indexed, to be read again.
+  bool needs_second_pass() const { return pass_ == GoalPass::index && !collkit_; }
 
   void line(std::string_view raw, int64_t number) {
     number_ = number;
@@ -262,7 +376,9 @@ class GoalParser {
                           std::to_string(P_) + "; write 'rank " + std::to_string(missing) +
                           " { }' for a rank without ops)");
     }
-    if (!collkit_) build();
+    if (collkit_) return;
+    if (pass_ == GoalPass::whole) return build();
+    if (pass_ == GoalPass::index) return index_->build(P_);
   }
 
  private:
@@ -340,7 +456,11 @@ class GoalParser {
     }
     if (pending_) sc.fail_msg(b, "two '// collkit:' op comments without a GOAL op between them");
     int64_t i = static_cast<int64_t>(r.ops.size());
-    sc.integer("op index " + std::to_string(i) + " (the index of the GOAL op that follows)", i, i);
+    sc.integer_lazy(
+        [&] {
+          return "op index " + std::to_string(i) + " (the index of the GOAL op that follows)";
+        },
+        i, i);
     sc.expect(":", "':' after the op index");
     PendingOp p;
     p.op = io::parse_op_body(sc, hr_.h.P, r.scratch.size(), hr_.h.elem_size);
@@ -367,6 +487,10 @@ class GoalParser {
                                "header's P " +
                                std::to_string(hr_.h.P));
           on_header_(hr_.h);
+        } else if (pass_ == GoalPass::paired) {
+          on_header_(plain_header());
+        } else if (pass_ == GoalPass::index) {
+          opened_.assign(static_cast<size_t>(P_), false);
         }
         return;
       }
@@ -374,11 +498,13 @@ class GoalParser {
         if (P_ < 0) sc.fail_msg(b, "'rank' before 'num_ranks'");
         sc.skip_ws();
         size_t rb = sc.pos();
-        int64_t r = sc.integer("a rank of num_ranks = " + std::to_string(P_), 0, P_ - 1);
+        int64_t r = sc.integer_lazy([&] { return "a rank of num_ranks = " + std::to_string(P_); },
+                                    0, P_ - 1);
         if (seen(r)) sc.fail_msg(rb, "rank " + std::to_string(r) + " has a second block");
         sc.expect("{", "'{' opening the rank's block");
         cur_ = r;
         ranks_[r];
+        if (!opened_.empty()) opened_[static_cast<size_t>(r)] = true;
         scratch_seen_ = false;
         return;
       }
@@ -402,9 +528,19 @@ class GoalParser {
       sc.skip_ws();
       size_t tb = sc.pos();
       std::string_view to = sc.ident("the label of an op of this rank");
+      sc.expect_end();
+      // Both labels known (the usual case): resolved now; else when the block closes, and so
+      // every later one, to keep the file's order.
+      const uint32_t a = labels_.find(w), t = labels_.find(to);
+      if (a != kNoLabel && t != kNoLabel) {
+        if (r.pending.empty())
+          (start ? r.irequires_ : r.requires_).push_back({a, t});
+        else
+          r.pending.push_back({{}, {}, start, 0, 0, 0, a, t});
+        return;
+      }
       r.pending.push_back(
           {std::string(w), std::string(to), start, sc.line_number(), sc.column(b), sc.column(tb)});
-      sc.expect_end();
       return;
     }
     GoalOp op;
@@ -474,8 +610,7 @@ class GoalParser {
       }
     }
     if (!label.empty()) {
-      auto [it, fresh] = labels_.emplace(std::string(label), static_cast<uint32_t>(r.ops.size()));
-      if (!fresh)
+      if (!labels_.define(label, static_cast<uint32_t>(r.ops.size())))
         fail_line(
             op.line, op.column,
             "label '" + std::string(label) + "' is defined twice in rank " + std::to_string(cur_));
@@ -548,14 +683,18 @@ class GoalParser {
     if (pending_)
       fail_line(pending_->line, pending_->column, "a '// collkit:' op comment without its op");
     for (const GoalDep& d : r.pending) {
-      auto a = labels_.find(d.from), t = labels_.find(d.to);
-      if (a == labels_.end())
+      if (d.a != kNoLabel) {
+        (d.start ? r.irequires_ : r.requires_).push_back({d.a, d.t});
+        continue;
+      }
+      const uint32_t a = labels_.find(d.from), t = labels_.find(d.to);
+      if (a == kNoLabel)
         fail_line(d.line, d.col_from,
                   "label '" + d.from + "' is not defined in rank " + std::to_string(cur_));
-      if (t == labels_.end())
+      if (t == kNoLabel)
         fail_line(d.line, d.col_to,
                   "label '" + d.to + "' is not defined in rank " + std::to_string(cur_));
-      (d.start ? r.irequires_ : r.requires_).push_back({a->second, t->second});
+      (d.start ? r.irequires_ : r.requires_).push_back({a, t});
     }
     r.pending.clear();
     r.pending.shrink_to_fit();
@@ -566,15 +705,115 @@ class GoalParser {
     ++closed_;
     // A collkit file's ranks need nothing from other ranks: each goes out once those before it
     // have.
-    if (collkit_)
+    // So do a plain file's on its second pass, its receives paired with the sends to it.
+    if (collkit_ || pass_ == GoalPass::paired)
       for (auto it = ranks_.find(next_); it != ranks_.end(); it = ranks_.find(next_)) {
+        if (!collkit_) pair_rank(next_, it->second);
         emit(next_, it->second);
         ranks_.erase(it);
         ++next_;
       }
+    else if (pass_ == GoalPass::index)
+      index_block();
   }
 
-  bool seen(int64_t r) const { return r < next_ || ranks_.count(r) != 0; }
+  bool seen(int64_t r) const {
+    if (!opened_.empty()) return opened_[static_cast<size_t>(r)];
+    return r < next_ || ranks_.count(r) != 0;
+  }
+
+  // ---- a plain file read twice ---------------------------------------------------------------
+
+  // First pass: the block just closed leaves its sends in the index and goes.
+  void index_block() {
+    auto it = ranks_.begin();  // the only one held
+    const GoalRank& r = it->second;
+    const uint32_t rank = static_cast<uint32_t>(it->first);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r.ops.size(); ++i)
+      if (r.ops[i].kind == GoalKind::send) {
+        index_->add(static_cast<uint32_t>(r.ops[i].peer), static_cast<uint32_t>(r.ops[i].tag), i);
+        ++n;
+      }
+    if (!index_->blocks.empty() && index_->blocks.back().first >= rank) index_->in_order = false;
+    index_->blocks.push_back({rank, n});
+    ranks_.erase(it);
+  }
+
+  ScheduleHeader plain_header() const {
+    ScheduleHeader h;
+    h.collective = Collective::barrier;
+    h.algorithm = "";
+    h.P = P_;
+    h.count = 0;
+    h.elem_size = 1;
+    h.root = 0;
+    return h;
+  }
+
+  // Second pass: rank `rank`'s receives paired by tag with the sends to it (match_messages for
+  // one rank): perm_[rank] when they must be reordered. A wildcard rank keeps its order and
+  // must see one tag. Anything else is PairingFailed.
+  void pair_rank(int64_t rank, const GoalRank& gr) {
+    const auto b = index_->to.begin() + static_cast<std::ptrdiff_t>(index_->begin[rank]);
+    const auto e = index_->to.begin() + static_cast<std::ptrdiff_t>(index_->begin[rank + 1]);
+    bool wildcard = false;
+    recvs_.clear();
+    for (uint32_t i = 0; i < gr.ops.size(); ++i) {
+      const GoalOp& g = gr.ops[i];
+      if (g.op.kind != OpKind::recv) continue;
+      wildcard = wildcard || g.op.peer == kAnySource || g.tag == -1;
+      recvs_.push_back({static_cast<uint32_t>(g.op.peer), static_cast<uint32_t>(g.tag), i});
+    }
+    if (wildcard) {  // one tag, in its receives (but -1) and in the messages to it
+      int64_t tag = -1;
+      auto one = [&](int64_t t) {
+        if (t == -1 || t == static_cast<int64_t>(UINT32_MAX)) return;
+        if (tag == -1) tag = t;
+        if (t != tag) throw PairingFailed{};
+      };
+      for (const auto& x : recvs_) one(x.tag);
+      for (auto it = b; it != e; ++it) one(it->tag);
+      return;
+    }
+    if (static_cast<size_t>(e - b) != recvs_.size()) throw PairingFailed{};
+    auto by_src_tag = [](const SendIndex::Entry& x, const SendIndex::Entry& y) {
+      return std::tie(x.peer, x.tag, x.op) < std::tie(y.peer, y.tag, y.op);
+    };
+    std::sort(recvs_.begin(), recvs_.end(), by_src_tag);
+    sends_.assign(b, e);
+    std::sort(sends_.begin(), sends_.end(), by_src_tag);
+    std::vector<uint32_t>* perm = nullptr;
+    for (size_t k = 0; k < sends_.size();) {
+      size_t end = k;
+      while (end < sends_.size() && sends_[end].peer == sends_[k].peer) ++end;
+      // The k-th send and receive in (tag, op) order are a message: (send op, receive op) by
+      // send op, then the receive slots of this source, in op order, take them in that order.
+      pairs_.clear();
+      for (size_t j = k; j < end; ++j) {
+        if (recvs_[j].peer != sends_[j].peer || recvs_[j].tag != sends_[j].tag)
+          throw PairingFailed{};
+        pairs_.push_back({sends_[j].op, recvs_[j].op});
+      }
+      std::sort(pairs_.begin(), pairs_.end());
+      slots_.clear();
+      for (auto [s, rv] : pairs_) slots_.push_back(rv);
+      std::sort(slots_.begin(), slots_.end());
+      bool identity = true;
+      for (size_t j = 0; j < pairs_.size(); ++j)
+        identity = identity && slots_[j] == pairs_[j].second;
+      if (!identity) {
+        if (perm == nullptr) {
+          perm = &perm_[rank];
+          perm->resize(gr.ops.size());
+          for (uint32_t q = 0; q < perm->size(); ++q) (*perm)[q] = q;
+        }
+        for (size_t j = 0; j < pairs_.size(); ++j) (*perm)[slots_[j]] = pairs_[j].second;
+      }
+      k = end;
+    }
+    if (!sends_.empty() && recvs_.back().peer != sends_.back().peer) throw PairingFailed{};
+  }
 
   // ---- building ----------------------------------------------------------------------------
 
@@ -749,14 +988,7 @@ class GoalParser {
   // A plain file: its messages paired by tag, then every rank in order.
   void build() {
     match_messages();
-    ScheduleHeader h;
-    h.collective = Collective::barrier;
-    h.algorithm = "";
-    h.P = P_;
-    h.count = 0;
-    h.elem_size = 1;
-    h.root = 0;
-    on_header_(h);
+    on_header_(plain_header());
     for (int64_t rank = 0; rank < P_; ++rank) {
       auto it = ranks_.find(rank);
       emit(rank, it->second);
@@ -768,7 +1000,18 @@ class GoalParser {
   // receives are reordered (perm_) and its messages laid out in one scratch buffer.
   void emit(int64_t rank, const GoalRank& r) {
     const size_t n = r.ops.size();
-    auto deps = dependencies(r, rank);
+    // Without irequires the deps are requires_ grouped by op (a counting sort, file order kept);
+    // with them, dependencies() works them out.
+    std::vector<std::vector<uint32_t>> deps;
+    if (r.irequires_.empty()) {
+      dep_at_.assign(n + 2, 0);
+      for (auto [a, t] : r.requires_) ++dep_at_[a + 2];
+      for (size_t i = 2; i < n + 2; ++i) dep_at_[i] += dep_at_[i - 1];
+      dep_to_.resize(r.requires_.size());
+      for (auto [a, t] : r.requires_) dep_to_[dep_at_[a + 1]++] = t;
+    } else {
+      deps = dependencies(r, rank);
+    }
     auto pit = perm_.find(rank);
     const std::vector<uint32_t>* perm = pit == perm_.end() ? nullptr : &pit->second;
     inv_.resize(n);
@@ -790,7 +1033,12 @@ class GoalParser {
                     "rank " + std::to_string(rank) + "'s messages add up to more than 2^63 bytes");
       }
       mapped_.clear();
-      for (uint32_t d : deps[old]) mapped_.push_back(inv_[d]);
+      if (r.irequires_.empty()) {  // the deps of op `old` in file order: requires_ sorted by op
+        for (uint32_t k = dep_at_[old]; k < dep_at_[old + 1]; ++k)
+          mapped_.push_back(inv_[dep_to_[k]]);
+      } else {
+        for (uint32_t d : deps[old]) mapped_.push_back(inv_[d]);
+      }
       p.append(op, mapped_, g.stage);
     }
     if (messages) p.scratch.push_back(offset);
@@ -800,8 +1048,14 @@ class GoalParser {
 
   OnHeader on_header_;
   OnRank on_rank_;
+  GoalPass pass_ = GoalPass::whole;
+  SendIndex* index_ = nullptr;
+  std::vector<bool> opened_;  // the first pass: the blocks seen (none is held)
+  std::vector<SendIndex::Entry> recvs_, sends_;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs_;
+  std::vector<uint32_t> slots_;
   RankProgram program_;
-  std::vector<uint32_t> inv_, mapped_;
+  std::vector<uint32_t> inv_, mapped_, dep_at_, dep_to_;
   std::string blanked_;
   bool in_block_ = false;
   int64_t block_line_ = 0, block_column_ = 0, number_ = 0;
@@ -813,7 +1067,7 @@ class GoalParser {
   bool scratch_seen_ = false;
   std::optional<PendingOp> pending_;
   std::unordered_map<int64_t, GoalRank> ranks_;
-  std::unordered_map<std::string, uint32_t> labels_;
+  Labels labels_;
   std::unordered_map<int64_t, int64_t> sent_, received_;  // messages per peer in this block
   std::unordered_map<int64_t, std::vector<uint32_t>> perm_;
 };
@@ -826,7 +1080,39 @@ Schedule from_goal(std::string_view text) {
 
 void read_goal(std::istream& in, const std::function<void(const ScheduleHeader&)>& on_header,
                const std::function<void(const RankView&)>& on_rank) {
-  io::parse_stream<GoalParser>(in, on_header, on_rank);
+  const std::streampos start = in.tellg();
+  if (start == std::streampos(-1)) {  // not seekable: a plain file is held whole
+    io::parse_stream<GoalParser>(in, on_header, on_rank);
+    return;
+  }
+  auto lines = [&](GoalParser& parser) {
+    io::StreamLines l(in);
+    std::string_view line;
+    while (l.next(line)) parser.line(line, l.number());
+    parser.finish();
+  };
+  SendIndex index;
+  {
+    GoalParser first(on_header, on_rank, GoalPass::index, &index);
+    lines(first);
+    if (!first.needs_second_pass()) return;  // a collkit file: read and sent on as it came
+  }
+  auto again = [&] {
+    in.clear();
+    in.seekg(start);
+    if (!in) fail(ErrorKind::format, "cannot read the GOAL file a second time");
+  };
+  again();
+  try {
+    GoalParser second(on_header, on_rank, GoalPass::paired, &index);
+    lines(second);
+  } catch (const PairingFailed&) {
+    // The whole-file pairing says which message has no match, at its line (or pairs them: the
+    // ranks are then sent again from the start).
+    index = SendIndex{};
+    again();
+    io::parse_stream<GoalParser>(in, on_header, on_rank);
+  }
 }
 
 }  // namespace collkit

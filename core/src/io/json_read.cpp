@@ -372,46 +372,54 @@ void read_json(const JsonSource& src, const std::function<void(const ScheduleHea
   RankProgram p;
   std::vector<OpId> deps;
   size_t op = 0;
-  int64_t dep_at = at("dep_begin").next(), scratch_at = at("scratch_begin").next();
-  int64_t next_rank = op < n ? at("ops.rank").next() : -1;
+  // Each column's cursor found once (a map lookup per element was most of the time).
+  Cursor &c_rank = at("ops.rank"), &c_kind = at("ops.kind"), &c_side = at("ops.side");
+  Cursor &c_peer = at("ops.peer"), &c_buf = at("ops.buf"), &c_off = at("ops.off");
+  Cursor &c_src = at("ops.src"), &c_src_off = at("ops.src_off"), &c_len = at("ops.len");
+  Cursor &c_stage = at("ops.stage"), &c_dep_begin = at("dep_begin"), &c_deps = at("deps");
+  Cursor &c_scratch_begin = at("scratch_begin"), &c_scratch = at("scratch");
+  Cursor* c_cpu = units ? &at("ops.cpu") : nullptr;
+  Cursor* c_nic = units ? &at("ops.nic") : nullptr;
+  int64_t dep_at = c_dep_begin.next(), scratch_at = c_scratch_begin.next();
+  int64_t next_rank = op < n ? c_rank.next() : -1;
   const int64_t n_deps = static_cast<int64_t>(cols["deps"].size);
   const int64_t n_scratch = static_cast<int64_t>(cols["scratch"].size);
   if (dep_at != 0 || scratch_at != 0) bad("'dep_begin' and 'scratch_begin' must start at 0");
   for (int64_t r = 0; r < h.P; ++r) {
     p.clear(r);
-    const int64_t se = at("scratch_begin").next();
+    const int64_t se = c_scratch_begin.next();
     if (se < scratch_at || se > n_scratch)
       bad("'scratch_begin' must rise from 0 to the length of 'scratch'");
-    for (; scratch_at < se; ++scratch_at) p.scratch.push_back(at("scratch").next());
+    for (; scratch_at < se; ++scratch_at) p.scratch.push_back(c_scratch.next());
     if (next_rank >= 0 && next_rank < r) bad("ops.'rank' must be sorted and hold ranks in [0, P)");
     while (op < n && next_rank == r) {
       Op o;
-      const int64_t kind = at("ops.kind").next(), side = at("ops.side").next();
+      const int64_t kind = c_kind.next(), side = c_side.next();
       if (kind > static_cast<int64_t>(OpKind::sleep) || side > 1)
         bad("op " + std::to_string(op) + " has an unknown kind or side");
       o.kind = static_cast<OpKind>(kind);
       o.side = static_cast<Side>(side);
-      o.peer = static_cast<int32_t>(at("ops.peer").next());
-      o.buf = static_cast<BufId>(at("ops.buf").next());
-      o.off = at("ops.off").next();
-      o.src = static_cast<BufId>(at("ops.src").next());
-      o.src_off = at("ops.src_off").next();
-      o.len = at("ops.len").next();
-      const auto stage = static_cast<uint16_t>(at("ops.stage").next());
+      o.peer = static_cast<int32_t>(c_peer.next());
+      o.buf = static_cast<BufId>(c_buf.next());
+      o.off = c_off.next();
+      o.src = static_cast<BufId>(c_src.next());
+      o.src_off = c_src_off.next();
+      o.len = c_len.next();
+      const auto stage = static_cast<uint16_t>(c_stage.next());
       if (units) {
-        const int64_t c = at("ops.cpu").next(), k = at("ops.nic").next();
+        const int64_t c = c_cpu->next(), k = c_nic->next();
         if (c > kMaxCpu || k > kMaxNic)
           bad("op " + std::to_string(op) + " has a cpu or nic above collkit's limit");
         o.cpu = static_cast<uint8_t>(c);
         o.nic = static_cast<uint8_t>(k);
       }
-      const int64_t de = at("dep_begin").next();
+      const int64_t de = c_dep_begin.next();
       if (de < dep_at || de > n_deps) bad("'dep_begin' must rise from 0 to the length of 'deps'");
       deps.clear();
-      for (; dep_at < de; ++dep_at) deps.push_back(static_cast<OpId>(at("deps").next()));
+      for (; dep_at < de; ++dep_at) deps.push_back(static_cast<OpId>(c_deps.next()));
       p.append(o, deps, stage);
       ++op;
-      next_rank = op < n ? at("ops.rank").next() : -1;
+      next_rank = op < n ? c_rank.next() : -1;
     }
     check_rank_fields(h, p.view());
     on_rank(p.view());

@@ -76,7 +76,10 @@ class Scanner {
   // must not be followed by another identifier character: "to" does not match "tox".
   bool accept(std::string_view lit) {
     skip_ws();
-    if (!line_.substr(i_).starts_with(lit)) return false;
+    // Compared here, not by memcmp: literals are a few characters and most fail on the first.
+    if (line_.size() - i_ < lit.size()) return false;
+    for (size_t k = 0; k < lit.size(); ++k)
+      if (line_[i_ + k] != lit[k]) return false;
     size_t e = i_ + lit.size();
     if (is_ident_char(lit.back()) && e < line_.size() && is_ident_char(line_[e])) return false;
     i_ = e;
@@ -105,6 +108,34 @@ class Scanner {
   // With whole_word, a letter right after the digits is an error ("12x"); without, it is left
   // for the caller ("1024b", "500ns").
   int64_t integer(std::string_view what, int64_t lo, int64_t hi, bool whole_word = true) {
+    int64_t v;
+    return plain_integer(lo, hi, whole_word, v) ? v : integer_checked(what, lo, hi, whole_word);
+  }
+  // The same, with `what()` building the description only for an error (for numbers read once
+  // per op, whose description names the op).
+  template <class What>
+  int64_t integer_lazy(What&& what, int64_t lo, int64_t hi, bool whole_word = true) {
+    int64_t v;
+    return plain_integer(lo, hi, whole_word, v) ? v : integer_checked(what(), lo, hi, whole_word);
+  }
+
+ private:
+  // The common case at once: up to 18 plain digits, in [lo, hi], ended as integer() wants.
+  bool plain_integer(int64_t lo, int64_t hi, bool whole_word, int64_t& out) {
+    skip_ws();
+    size_t e = i_;
+    int64_t v = 0;
+    while (e < line_.size() && e - i_ < 18 && is_digit(line_[e])) v = v * 10 + (line_[e++] - '0');
+    if (e == i_ || v < lo || v > hi) return false;
+    if (e < line_.size() && (is_digit(line_[e]) || (whole_word && is_ident_char(line_[e]))))
+      return false;
+    i_ = e;
+    out = v;
+    return true;
+  }
+
+ public:
+  int64_t integer_checked(std::string_view what, int64_t lo, int64_t hi, bool whole_word) {
     skip_ws();
     size_t b = i_;
     bool neg = false;

@@ -200,10 +200,12 @@ Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch, int32_t elem_size) 
     if (op.kind == OpKind::recv && sc.accept("any"))
       op.peer = kAnySource;
     else
-      op.peer = static_cast<int32_t>(
-          sc.integer(op.kind == OpKind::recv ? "a rank of P = " + std::to_string(P) + " or 'any'"
-                                             : "a rank of P = " + std::to_string(P),
-                     0, P - 1));
+      op.peer = static_cast<int32_t>(sc.integer_lazy(
+          [&] {
+            return op.kind == OpKind::recv ? "a rank of P = " + std::to_string(P) + " or 'any'"
+                                           : "a rank of P = " + std::to_string(P);
+          },
+          0, P - 1));
   } else if (kind == "reduce" || kind == "copy") {
     op.kind = kind == "reduce" ? OpKind::reduce : OpKind::copy;
     ParsedRegion dst = parse_region(sc, num_scratch, elem_size);
@@ -469,8 +471,9 @@ class TextParser {
       sc.fail_msg(sc.pos(), "rank " + std::to_string(expected) +
                                 " is one too many: the header says P = " + std::to_string(h_.P));
     }
-    sc.integer("rank " + std::to_string(expected) + " (ranks come in order, from 0)", expected,
-               expected);
+    sc.integer_lazy(
+        [&] { return "rank " + std::to_string(expected) + " (ranks come in order, from 0)"; },
+        expected, expected);
     p_.clear(expected);
     deps_.clear();
     if (sc.accept("scratch")) {
@@ -492,7 +495,7 @@ class TextParser {
 
   void op_line(Scanner& sc) {
     int64_t i = static_cast<int64_t>(p_.ops.size());
-    sc.integer("op index " + std::to_string(i), i, i);
+    sc.integer_lazy([&] { return "op index " + std::to_string(i); }, i, i);
     sc.expect(":", "':' after the op index");
     Op op = io::parse_op_body(sc, h_.P, p_.scratch.size(), h_.elem_size);
     tmp_.clear();

@@ -2,6 +2,7 @@
 // each op and the header as text-form lines in "// collkit:" comments.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <istream>
 #include <string>
@@ -62,18 +63,61 @@ Schedule parse_whole(std::string_view text) {
   return s;
 }
 
+// A stream's lines ('\n' or "\r\n", the last one with or without its end), read in blocks of
+// 1 MiB: a line is a view into the block, valid until the next call.
+class StreamLines {
+ public:
+  explicit StreamLines(std::istream& in) : in_(in), buf_(1 << 20) {}
+  bool next(std::string_view& line) {
+    for (;;) {
+      const char* b = buf_.data() + pos_;
+      const size_t avail = end_ - pos_;
+      if (const void* nl = std::memchr(b, '\n', avail)) {
+        const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - b);
+        line = {b, len};
+        pos_ += len + 1;
+        return found(line);
+      }
+      if (eof_) {
+        if (avail == 0) return false;
+        line = {b, avail};
+        pos_ = end_;
+        return found(line);
+      }
+      if (pos_ > 0) {  // the start of a line to the front, then more behind it
+        std::memmove(buf_.data(), b, avail);
+        pos_ = 0;
+        end_ = avail;
+      }
+      if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);  // a line longer than the block
+      in_.read(buf_.data() + end_, static_cast<std::streamsize>(buf_.size() - end_));
+      const size_t got = static_cast<size_t>(in_.gcount());
+      end_ += got;
+      if (in_.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number_));
+      if (got == 0) eof_ = true;
+    }
+  }
+  int64_t number() const { return number_; }
+
+ private:
+  bool found(std::string_view& line) {
+    if (number_++ == 0 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    return true;
+  }
+  std::istream& in_;
+  std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  bool eof_ = false;
+  int64_t number_ = 0;
+};
+
 template <class Parser>
 void parse_stream(std::istream& in, const OnHeader& on_header, const OnRank& on_rank) {
   Parser parser(on_header, on_rank);
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(in, line)) {
-    std::string_view v = line;
-    if (number == 0 && v.starts_with("\xEF\xBB\xBF")) v.remove_prefix(3);
-    if (!v.empty() && v.back() == '\r') v.remove_suffix(1);
-    parser.line(v, ++number);
-  }
-  if (in.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number));
+  StreamLines lines(in);
+  std::string_view line;
+  while (lines.next(line)) parser.line(line, lines.number());
   parser.finish();
 }
 

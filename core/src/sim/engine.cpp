@@ -1,6 +1,7 @@
 // The discrete-event engine: the run loop and the rules that say when an op starts. See
 // engine.hpp for the semantics and model.hpp for the costs. Beside it, one file per concern:
-// event_queue.hpp (the queue), costs.hpp (the models' times), programs.{hpp,cpp} (the program
+// event_queue.hpp (the queue), model.hpp and models/ (the models' times, behind one interface),
+// costs.hpp (local ops' costs), programs.{hpp,cpp} (the program
 // store), ranks.hpp (per-rank state and matching), lots.hpp (LogGOPS: ops waiting for busy
 // resources), recorder.hpp (the outputs).
 #include "collkit/sim/engine.hpp"
@@ -61,10 +62,11 @@ class Engine {
  public:
   Engine(const ScheduleHeader& h, const SimOptions& opt, Source source)
       : opt_(opt),
-        m_(normalized(opt.model)),
+        model_(make_model(opt.model)),
         P_(h.P),
-        lg_(m_.is_logp_family()),
-        store_(check_header(h), h.elem_size, m_, std::move(source)),
+        lg_(model_->rules() == Rules::loggops),
+        on_arrival_(!lg_ && model_->done_on_arrival()),
+        store_(check_header(h), h.elem_size, local_costs(opt.model), std::move(source)),
         ranks_(store_, h.P, lg_) {
     if (opt.trials < 1 || opt.trials > 1000000)
       fail(ErrorKind::invalid_argument, "trials must be in [1, 10^6]");
@@ -347,14 +349,17 @@ class Engine {
     ++messages_;
     bytes_ += n;
     const double s = std::max(now_, port_free);
-    const PostalSend c =
-        postal_send(m_, s, n, extra, d, [&](double len) { return detour(r, s, len); });
+    const auto at_port = [&](double len) { return detour(r, s, len); };
+    const Detour dt{&at_port, [](const void* f, double len) {
+                      return (*static_cast<const decltype(at_port)*>(f))(len);
+                    }};
+    const PortSend c = model_->port_send(s, n, extra, d, dt);
     double arrival = c.arrival;
     port_free = c.port_free;
-    if (m_.kind != ModelKind::postal) at(c.pushed, r, i, kDone);  // postal: done on arrival
+    if (!on_arrival_) at(c.pushed, r, i, kDone);  // else done on arrival
     if (congestion_) {  // the message enters the network when the send starts
       arrival += link_wait(r, dst, s, n);
-      if (m_.kind == ModelKind::postal) port_free = arrival;  // busy until it arrives
+      if (on_arrival_) port_free = arrival;  // busy until it arrives
     }
     if (record_) {
       const uint64_t k = gidx(r, i);
@@ -369,7 +374,7 @@ class Engine {
   // The message of send (q, k) reaches its destination; in the postal model the send completes
   // then too.
   void arrive(uint32_t q, uint32_t k) {
-    if (m_.kind == ModelKind::postal) now_stack_.push_back({q, k});
+    if (on_arrival_) now_stack_.push_back({q, k});
     deliver(q, k);
   }
 
@@ -532,18 +537,18 @@ class Engine {
 
   // Send (r, i) starts now: its CPU and send gap are free.
   void lg_send(uint32_t r, uint32_t i, const TOp& o, double& cpu, double& gap) {
-    const LogGOPS c{m_};
     const uint32_t dst = store_.peer_of(r, o);
     const double n = o.amount;
     ++messages_;
     bytes_ += n;
+    const SendTimes c = model_->send(now_, n);
     // A trace's detours over the overhead o, as LogGOPSim counts them.
-    const double cpu_end = c.send_cpu_end(now_, n) + noise() + detour(r, now_, m_.o);
+    const double cpu_end = c.cpu_end + noise() + detour(r, now_, c.overhead);
     cpu = cpu_end;
-    gap = c.gap_end(now_, n);
+    gap = c.gap_end;
     ranks_[r].finish = std::max(ranks_[r].finish, cpu_end);
-    double arrival = c.first_byte(now_) + (has_topology_ ? topo_.extra_latency(r, dst) : 0.0);
-    if (congestion_) arrival += link_wait(r, dst, now_ + m_.o, n);  // enters after o
+    double arrival = c.first_byte + (has_topology_ ? topo_.extra_latency(r, dst) : 0.0);
+    if (congestion_) arrival += link_wait(r, dst, now_ + c.overhead, n);  // enters after o
     if (record_) {
       const uint64_t k = gidx(r, i);
       rec_.op_start[k] = now_;
@@ -551,7 +556,7 @@ class Engine {
       rec_.message(k, now_);
     }
     queue_.push(arrival, r, i << 2 | kArrive);
-    if (!c.rendezvous(n)) lg_complete(r, i, cpu_end);  // eager; rendezvous: done when it matches
+    if (!model_->rendezvous(n)) lg_complete(r, i, cpu_end);  // eager; rendezvous: when it matches
   }
 
   // The message of send (q, k) is taken out of the queue at its receiver.
@@ -569,10 +574,10 @@ class Engine {
     if (!lots_.current(e, lk)) return;
     const double free = std::max(cpu, gap);
     if (free > now_) return lots_.wait(e, lk, free, queue_);
-    const LogGOPS c{m_};
-    const double end = c.recv_cpu_end(now_, so.amount) + noise() + detour(r, now_, m_.o);
+    const RecvTimes c = model_->recv(now_, so.amount);
+    const double end = c.cpu_end + noise() + detour(r, now_, c.overhead);
     cpu = end;
-    gap = c.gap_end(now_, so.amount);
+    gap = c.gap_end;
     ranks_[r].finish = std::max(ranks_[r].finish, end);
     next_runner(e, lk);
     lg_deliver(q, k, so, r, end);
@@ -600,7 +605,7 @@ class Engine {
     const uint32_t pd = ranks_.clear_msg(r, rp, j);
     if (pd == 0) return lg_matched(q, k, so, r, j, end, true);
     // Not posted yet: matched when it is.
-    if (record_ || LogGOPS{m_}.rendezvous(so.amount) || rp.unit_begin != kNone)
+    if (record_ || model_->rendezvous(so.amount) || rp.unit_begin != kNone)
       unexpected_[key(r, j)] = Unexpected{q, k, end};
   }
 
@@ -633,7 +638,7 @@ class Engine {
   // `end`; a rendezvous send completes now, its CPU and gap held until now at least.
   void lg_matched(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j, double end,
                   bool by_message) {
-    if (LogGOPS{m_}.rendezvous(so.amount)) {
+    if (model_->rendezvous(so.amount)) {
       const uint8_t unit = store_.unit_of(prog(q), k);
       double& cpu = ranks_.cpu_free(q, unit & 15);
       double& gap = ranks_.send_free(q, unit >> 4);
@@ -724,9 +729,10 @@ class Engine {
   }
 
   const SimOptions& opt_;
-  const ModelParams m_;
+  const std::unique_ptr<const CostModel> model_;
   const int64_t P_;
-  const bool lg_;  // a LogGOPS-family model: LogGOPSim's rules (lg_* above)
+  const bool lg_;          // a model of the LogGOPS rules: LogGOPSim's (lg_* above)
+  const bool on_arrival_;  // port rules: a send completes, and frees its port, on arrival
   ProgramStore store_;
   Ranks ranks_;
   Recorder rec_;

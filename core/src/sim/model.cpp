@@ -1,84 +1,164 @@
+// The models' registry and parameter values (model.hpp); the models themselves are in models/.
 #include "collkit/sim/model.hpp"
 
-#include <array>
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 
 #include "collkit/error.hpp"
 
 namespace collkit::sim {
 
 namespace {
-constexpr std::array<std::string_view, 5> kNames = {"postal", "pipelined_postal", "logp", "loggp",
-                                                    "loggops"};
 
-void check_time(double v, const char* name) {
-  if (!std::isfinite(v) || v < 0)
-    fail(ErrorKind::invalid_argument, std::string("model parameter ") + name +
-                                          " must be a finite time >= 0, got " + std::to_string(v));
+std::vector<const ModelInfo*>& registry() {
+  static std::vector<const ModelInfo*> r;
+  return r;
 }
+
+[[noreturn]] void not_these_rules(const char* what) {
+  throw std::logic_error(std::string("a cost model was asked for ") + what +
+                         ", which its rules do not use");
+}
+
+void check_value(const ParamInfo& i, double v) {
+  if (i.unit == "B") {
+    if (std::isnan(v) || v < 0)
+      fail(ErrorKind::invalid_argument,
+           "model parameter " + std::string(i.name) + " must be a size >= 0 (or infinite)");
+  } else if (!std::isfinite(v) || v < 0) {
+    fail(ErrorKind::invalid_argument, "model parameter " + std::string(i.name) +
+                                          " must be a finite time >= 0, got " + std::to_string(v));
+  }
+}
+
+const ParamUse* find_param(std::string_view name) {
+  for (const ParamUse& u : all_params())
+    if (u.info.name == name) return &u;
+  return nullptr;
+}
+
 }  // namespace
 
-std::span<const ParamInfo> model_params() {
-  constexpr uint8_t postal = model_bit(ModelKind::postal);
-  constexpr uint8_t pipe = model_bit(ModelKind::pipelined_postal);
-  constexpr uint8_t logp = model_bit(ModelKind::logp), loggp = model_bit(ModelKind::loggp);
-  constexpr uint8_t loggops = model_bit(ModelKind::loggops);
-  constexpr uint8_t all = postal | pipe | logp | loggp | loggops;
+std::span<const ParamInfo> local_params() {
   static const ParamInfo table[] = {
-      {"alpha", "ns", "postal latency per message", &ModelParams::alpha, postal},
-      {"beta", "ns/B", "time per byte on the wire", &ModelParams::beta, postal | pipe},
-      {"alpha_p", "ns", "overlappable latency of a send (pipelined postal)", &ModelParams::alpha_p,
-       pipe},
-      {"alpha_r", "ns", "non-overlappable time of each send (pipelined postal)",
-       &ModelParams::alpha_r, pipe},
-      {"L", "ns", "wire latency", &ModelParams::L, logp | loggp | loggops},
-      {"o", "ns", "CPU overhead per message, at sender and receiver", &ModelParams::o,
-       logp | loggp | loggops},
-      {"g", "ns", "gap between consecutive messages of a NIC", &ModelParams::g,
-       logp | loggp | loggops},
-      {"G", "ns/B", "gap per byte", &ModelParams::G, loggp | loggops},
-      {"O", "ns/B", "CPU overhead per byte", &ModelParams::O, loggops},
-      {"S", "B", "rendezvous threshold in bytes (messages above S)", &ModelParams::S, loggops},
-      {"gamma", "ns/B", "reduction time per byte", &ModelParams::gamma, all},
-      {"reduce_base", "ns", "time per reduce op, whatever its size", &ModelParams::reduce_base,
-       all},
-      {"copy_beta", "ns/B", "copy time per byte", &ModelParams::copy_beta, all},
+      {"gamma", "ns/B", "reduction time per byte", 0},
+      {"reduce_base", "ns", "time per reduce op, whatever its size", 0},
+      {"copy_beta", "ns/B", "copy time per byte", 0},
   };
   return table;
 }
 
-std::span<const ModelKind> model_kinds() {
-  static constexpr ModelKind kinds[] = {ModelKind::postal, ModelKind::pipelined_postal,
-                                        ModelKind::logp, ModelKind::loggp, ModelKind::loggops};
-  static_assert(std::size(kinds) == kNames.size());
-  return kinds;
+PortSend CostModel::port_send(double, double, double, double, const Detour&) const {
+  not_these_rules("a port send");
+}
+bool CostModel::done_on_arrival() const {
+  not_these_rules("a port send");
+}
+SendTimes CostModel::send(double, double) const {
+  not_these_rules("LogGOPS send times");
+}
+RecvTimes CostModel::recv(double, double) const {
+  not_these_rules("LogGOPS receive times");
+}
+bool CostModel::rendezvous(double) const {
+  not_these_rules("a rendezvous threshold");
 }
 
-std::string_view to_string(ModelKind k) {
-  return kNames[static_cast<size_t>(k)];
+ModelRegistrar::ModelRegistrar(ModelInfo info) {
+  registry().push_back(new ModelInfo(std::move(info)));  // lives as long as the program
 }
 
-ModelKind model_from_string(std::string_view s) {
-  if (s == "pipelined-postal") return ModelKind::pipelined_postal;
-  for (size_t i = 0; i < kNames.size(); ++i)
-    if (kNames[i] == s) return static_cast<ModelKind>(i);
-  fail(ErrorKind::invalid_argument,
-       "unknown model '" + std::string(s) +
-           "' (known: postal, pipelined-postal, logp, loggp, loggops)");
+std::span<const ModelInfo* const> models() {
+  static const std::vector<const ModelInfo*> sorted = [] {
+    std::vector<const ModelInfo*> v = registry();
+    std::stable_sort(v.begin(), v.end(),
+                     [](const ModelInfo* a, const ModelInfo* b) { return a->order < b->order; });
+    return v;
+  }();
+  return sorted;
 }
 
-ModelParams normalized(const ModelParams& in) {
-  ModelParams p = in;
-  for (const ParamInfo& i : model_params())
-    if (i.unit != "B") check_time(p.*i.field, std::string(i.name).c_str());
-  if (std::isnan(p.S) || p.S < 0)
-    fail(ErrorKind::invalid_argument, "model parameter S must be a size >= 0 (or infinite)");
-  if (p.kind == ModelKind::logp) p.G = 0;
-  if (p.kind == ModelKind::logp || p.kind == ModelKind::loggp) {
-    p.O = 0;
-    p.S = std::numeric_limits<double>::infinity();
+const std::vector<ParamUse>& all_params() {
+  static const std::vector<ParamUse> table = [] {
+    std::vector<ParamUse> out;
+    for (const ModelInfo* m : models())
+      for (const ParamInfo& p : m->params) {
+        auto it = std::find_if(out.begin(), out.end(),
+                               [&](const ParamUse& u) { return u.info.name == p.name; });
+        if (it == out.end()) {
+          out.push_back({p, {m->name}, false});
+          continue;
+        }
+        if (it->info.unit != p.unit || it->info.doc != p.doc ||
+            !(it->info.default_value == p.default_value ||
+              (std::isinf(it->info.default_value) && std::isinf(p.default_value))))
+          throw std::logic_error("model " + std::string(m->name) + " declares parameter " +
+                                 std::string(p.name) + " unlike model " +
+                                 std::string(it->models.front()));
+        it->models.push_back(m->name);
+      }
+    for (const ParamInfo& p : local_params()) {
+      ParamUse u{p, {}, true};
+      for (const ModelInfo* m : models()) u.models.push_back(m->name);
+      out.push_back(std::move(u));
+    }
+    return out;
+  }();
+  return table;
+}
+
+const ModelInfo& find_model(std::string_view name) {
+  std::string known;
+  for (const ModelInfo* m : models()) {
+    if (m->name == name ||
+        std::find(m->aliases.begin(), m->aliases.end(), name) != m->aliases.end())
+      return *m;
+    if (!known.empty()) known += ", ";
+    known += m->aliases.empty() ? m->name : m->aliases.front();
   }
-  return p;
+  fail(ErrorKind::invalid_argument,
+       "unknown model '" + std::string(name) + "' (known: " + known + ")");
+}
+
+ModelParams& ModelParams::set(std::string_view name, double value) {
+  if (find_param(name) == nullptr)
+    fail(ErrorKind::invalid_argument, "unknown model parameter '" + std::string(name) + "'");
+  for (auto& [k, v] : values)
+    if (k == name) {
+      v = value;
+      return *this;
+    }
+  values.emplace_back(std::string(name), value);
+  return *this;
+}
+
+double ModelParams::get(std::string_view name) const {
+  const ParamUse* u = find_param(name);
+  const ModelInfo& m = find_model(model);
+  const bool declared = u != nullptr && (u->local || std::find(u->models.begin(), u->models.end(),
+                                                               m.name) != u->models.end());
+  if (!declared)
+    throw std::logic_error("model " + std::string(m.name) + " has no parameter " +
+                           std::string(name));
+  for (const auto& [k, v] : values)
+    if (k == name) return v;
+  return u->info.default_value;
+}
+
+std::unique_ptr<CostModel> make_model(const ModelParams& p) {
+  const ModelInfo& m = find_model(p.model);
+  for (const auto& [k, v] : p.values) {
+    const ParamUse* u = find_param(k);
+    if (u == nullptr) fail(ErrorKind::invalid_argument, "unknown model parameter '" + k + "'");
+    check_value(u->info, v);
+  }
+  return m.make(p);
+}
+
+LocalCosts local_costs(const ModelParams& p) {
+  return {p.get("gamma"), p.get("reduce_base"), p.get("copy_beta")};
 }
 
 }  // namespace collkit::sim

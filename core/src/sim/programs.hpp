@@ -75,7 +75,7 @@ using Source = std::function<RankView(int64_t)>;
 
 class ProgramStore {
  public:
-  ProgramStore(int64_t P, int64_t elem_size, const ModelParams& m, Source source)
+  ProgramStore(int64_t P, int64_t elem_size, const LocalCosts& m, Source source)
       : P_(P), esize_(static_cast<double>(elem_size)), m_(m), source_(std::move(source)) {
     tmpl_.assign(static_cast<size_t>(P), kUnset);
   }
@@ -126,7 +126,7 @@ class ProgramStore {
 
   const int64_t P_;
   const double esize_;
-  const ModelParams& m_;
+  const LocalCosts m_;
   Source source_;
   std::vector<TOp> ops_;
   std::vector<uint8_t> units_;  // cpu | nic << 4 of the ops of programs that set them

@@ -314,23 +314,21 @@ def _fmt(n: int) -> str:
     return f"{n}B"
 
 
-# The simulator's state per rank, whatever the algorithm (collkit.simulate.memory_estimate):
-# a lower bound of what simulating P ranks takes.
-_SIM_BYTES_PER_RANK = 48 + 4 + 8 + 64
-
-
-def check_simulation_fits(Ps: list[int]) -> None:
+def check_simulation_fits(Ps: list[int], model: str | None = None) -> None:
     """Refuse, with the estimate, a P whose simulation could not fit in the memory available
-    (-np 2^31 grew to 24 GB and was killed): said before any candidate is simulated."""
+    (-np 2^31 grew to 24 GB and was killed): said before any candidate is simulated. The floor
+    is collkit.simulate.memory_estimate's per-rank state, whatever the algorithm."""
     from collkit.cli.simulate import _available_memory
+    from collkit.simulate import rank_memory_bytes
 
     avail = _available_memory()
+    per_rank = rank_memory_bytes(model)
     for P in Ps:
-        need = P * _SIM_BYTES_PER_RANK
+        need = P * per_rank
         if avail is not None and need > avail:
             raise InvalidArgumentError(
                 f"-np {P}: simulating it needs at least {need / 2**30:.1f} GiB "
-                f"({_SIM_BYTES_PER_RANK} B per rank), more than the {avail / 2**30:.1f} GiB "
+                f"({per_rank} B per rank), more than the {avail / 2**30:.1f} GiB "
                 "available: lower -np"
             )
 
@@ -379,7 +377,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.simulate:
         check_launchable(opts.P, args.hosts)
     else:
-        check_simulation_fits(opts.P)
+        check_simulation_fits(opts.P, args.simulate)
     out = output_dir(args.out, "-o")  # a folder: an existing one, or one made in an existing one
     store = ResultStore(out / "tune.jsonl")
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -35,7 +35,7 @@ One module per concern:
 
 from __future__ import annotations
 
-from collkit.sim.memory import memory_estimate
+from collkit.sim.memory import memory_estimate, rank_memory_bytes
 from collkit.sim.noise import Distribution, parse_distribution
 from collkit.sim.options import (
     LOCAL_PARAMS,
@@ -76,6 +76,7 @@ __all__ = [
     "parse_time",
     "parse_topology",
     "placed_topology",
+    "rank_memory_bytes",
     "simulate",
     "simulate_file",
     "simulate_row",

@@ -38,6 +38,13 @@ def _sample_ranks(P: int, root: int) -> list[int]:
     return out
 
 
+def rank_memory_bytes(model: str | None = None) -> int:
+    """Bytes of simulator state per rank under `model` (None: LogGOPS, the larger), whatever the
+    algorithm: memory_estimate's per-rank term, the floor of simulating P ranks."""
+    postal = model is not None and model.replace("_", "-").lower() in ("postal", "pipelined-postal")
+    return _RANK_BYTES_POSTAL if postal else _RANK_BYTES
+
+
 def memory_estimate(
     algorithm: str | Algorithm,
     P: int,
@@ -70,6 +77,4 @@ def memory_estimate(
                 break
         total_ops += round(sampled / n * (P - 1))
     per_op = _OP_BYTES + (_TIMELINE_OP_BYTES if timeline else 0)
-    postal = model is not None and model.replace("_", "-").lower() in ("postal", "pipelined-postal")
-    rank_bytes = _RANK_BYTES_POSTAL if postal else _RANK_BYTES
-    return _PROCESS_BYTES + P * rank_bytes + total_ops * per_op, total_ops
+    return _PROCESS_BYTES + P * rank_memory_bytes(model) + total_ops * per_op, total_ops

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 Time = float | int | str
 
 _PARAMS: list[dict[str, Any]] = list(_core.model_params())
-# The models in the core's order: every model some parameter names.
-MODEL_NAMES: tuple[str, ...] = tuple(dict.fromkeys(m for p in _PARAMS for m in p["models"]))
+# The models, as the core registers them (one file each under core/src/sim/models/).
+MODEL_NAMES: tuple[str, ...] = tuple(str(m["name"]) for m in _core.models())
 LOCAL_PARAMS: dict[str, float] = {
     p["name"]: float(p["default"]) for p in _PARAMS if len(p["models"]) == len(MODEL_NAMES)
 }

@@ -32,8 +32,9 @@ def simulate_file(
 
     A file in the text form, JSON or a GOAL file written by collkit is parsed as it is read and
     each rank's program interned as it comes (memory of the distinct programs, not of the file);
-    a plain GOAL file is held until its end (its messages are paired by tag across the whole
-    file); a file with a timeline is loaded whole first (by the same readers).
+    a plain GOAL file is read twice (its sends indexed, 12 bytes each, then each rank's messages
+    paired by tag as it comes); a file with a timeline is loaded whole first (by the same
+    readers).
     """
     from collkit import files, io
 

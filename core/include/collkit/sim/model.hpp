@@ -1,5 +1,8 @@
-// Network cost models of the simulator, their parameters named as in the papers, declared once.
-// Every time is in nanoseconds, every size in bytes; n below is a message's size in bytes.
+// Network cost models of the simulator behind one interface: a model declares its name and its
+// parameters (named as in its paper, with units and defaults) and returns the times of a message;
+// the engine (engine.cpp) decides when an op may start and calls the model for how long it takes.
+// Every time is in nanoseconds, every size in bytes. One file per model, core/src/sim/models/,
+// each ending with a ModelRegistrar (as an algorithm ends with its Registrar):
 //
 //   postal            alpha + n beta per message; a rank's send port carries one message at a
 //                     time, busy until the message has arrived ([Ruefenacht 2017] Eq. 1).
@@ -13,60 +16,142 @@
 //                     completes only once the receive has matched). logp: G = O = 0, S = inf;
 //                     loggp: O = 0, S = inf.
 // Local ops, in every model: reduce costs reduce_base + gamma n, copy costs copy_beta n, compute
-// and sleep their own duration; they run one at a time on the rank's CPU.
+// and sleep their own duration; they run one at a time on the rank's CPU. Congestion (links
+// shared by messages) belongs to the topology (topology.hpp's `link`), under any model.
 #pragma once
 #include <cstdint>
-#include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace collkit::sim {
 
-enum class ModelKind : uint8_t { postal, pipelined_postal, logp, loggp, loggops };
-// Every model, in ModelKind order: what the bindings and the CLI list.
-std::span<const ModelKind> model_kinds();
-std::string_view to_string(ModelKind k);
-// Accepts the names above and "pipelined-postal"; throws Error(invalid_argument) otherwise.
-ModelKind model_from_string(std::string_view s);
-
-struct ModelParams {
-  ModelKind kind = ModelKind::postal;
-  double alpha = 500;    // postal: latency per message (ns)
-  double beta = 0;       // postal, pipelined postal: ns per byte
-  double alpha_p = 500;  // pipelined postal: overlappable latency (ns)
-  double alpha_r = 100;  // pipelined postal: non-overlappable part of each send (ns)
-  double L = 500;        // LogGOPS: wire latency (ns)
-  double o = 100;        // LogGOPS: CPU overhead per message (ns)
-  double g = 100;        // LogGOPS: gap between messages (ns)
-  double G = 0;          // LogGP/LogGOPS: gap per byte (ns)
-  double O = 0;          // LogGOPS: CPU overhead per byte (ns)
-  double S = std::numeric_limits<double>::infinity();  // LogGOPS: rendezvous above S bytes
-  double gamma = 0;                                    // ns per byte reduced
-  double reduce_base = 0;                              // ns per reduce op, whatever its size
-  double copy_beta = 0;                                // ns per byte copied
-
-  bool is_logp_family() const { return kind >= ModelKind::logp; }
-};
-
-// The parameters, declared once for every consumer (the Python API and CLI read this table):
-// name, unit, meaning, the field, and the models that use it (a bit per ModelKind; local costs
-// apply to every model).
+// A parameter of a model: its name, unit ("ns", "ns/B" a time per byte, "B" a size), meaning and
+// default. Models that share a parameter (L, o, g of the LogP family) declare it alike.
 struct ParamInfo {
   std::string_view name;
-  std::string_view unit;  // "ns", "ns/B" (a time per byte) or "B" (a size)
+  std::string_view unit;
   std::string_view doc;
-  double ModelParams::* field;
-  uint8_t models;  // bit (1 << ModelKind)
+  double default_value;
 };
-std::span<const ParamInfo> model_params();
-constexpr uint8_t model_bit(ModelKind k) {
-  return static_cast<uint8_t>(1u << static_cast<unsigned>(k));
-}
 
-// Throws Error(invalid_argument) for a negative or non-finite time (S may be infinite) and
-// returns the parameters with what the model does not use set to its neutral value
-// (logp: G = O = 0, S = inf; loggp: O = 0, S = inf).
-ModelParams normalized(const ModelParams& p);
+// The parameters of local ops, the same in every model.
+std::span<const ParamInfo> local_params();
+
+// A model and the values of its parameters, by name; a parameter not set takes its default.
+struct ModelParams {
+  std::string model = "postal";
+  std::vector<std::pair<std::string, double>> values;
+
+  // Sets parameter `name` (any model's or a local one; one the model does not use is ignored).
+  // Throws Error(invalid_argument) for a name no model declares.
+  ModelParams& set(std::string_view name, double value);
+  // Its value, or the default of the model's declaration; throws for a parameter of neither
+  // the model nor the local ones.
+  double get(std::string_view name) const;
+};
+
+// What the engine's rules ask of a model.
+// - port: a send takes its rank's send port (NIC) when ready; the model says how long the port is
+//   busy, when the message arrives and when the send completes; receives cost nothing (postal,
+//   pipelined postal).
+// - loggops: LogGOPSim's rules: a send and a message's processing at its receiver each take the
+//   rank's CPU for an overhead and its NIC for a gap; the model says how long (LogP family).
+enum class Rules : uint8_t { port, loggops };
+
+// The noise trace's delay met by the rank's CPU or port busy for `len` ns from the op's start
+// (0 without a trace): a model calls it over the time its send occupies them.
+struct Detour {
+  const void* ctx;
+  double (*fn)(const void*, double len);
+  double operator()(double len) const { return fn(ctx, len); }
+};
+
+// A send under the port rules that takes its port at s.
+struct PortSend {
+  double port_free;  // when the port takes the next message
+  double arrival;    // when the message reaches its receiver
+  double pushed;     // when the send completes, if not on arrival (done_on_arrival)
+};
+
+// A message under the LogGOPS rules, its sender or its receiver starting at `now`.
+struct SendTimes {
+  double cpu_end;     // the sender's CPU is free again (the eager send completes)
+  double gap_end;     // the sender's NIC may start the next message
+  double first_byte;  // the message is at its receiver (before the topology's latency)
+  double overhead;    // of the CPU time, what a noise trace's detours apply to (enters the wire)
+};
+struct RecvTimes {
+  double cpu_end;   // the receiver's CPU is free again: the message is processed
+  double gap_end;   // the receiver's NIC may take the next message
+  double overhead;  // of the CPU time, what a noise trace's detours apply to
+};
+
+// A model with its parameters' values: what the engine calls. A model implements the methods of
+// its rules (the others are never called).
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  virtual Rules rules() const = 0;
+
+  // Port rules: a message of n bytes whose send takes its port at s; `extra` is the topology's
+  // added latency, `delay` the op's noise draw.
+  virtual PortSend port_send(double s, double n, double extra, double delay,
+                             const Detour& detour) const;
+  // Port rules: true when the send completes on arrival and holds its port until then (postal);
+  // false when it completes once pushed (pipelined postal).
+  virtual bool done_on_arrival() const;
+
+  // LogGOPS rules.
+  virtual SendTimes send(double now, double n) const;
+  virtual RecvTimes recv(double now, double n) const;
+  virtual bool rendezvous(double n) const;  // the send completes when its receive matches
+};
+
+// A registered model: its name, aliases the CLI also accepts, meaning, rules, parameters (in the
+// order users see them; the local ones apart) and how to make it from values.
+struct ModelInfo {
+  std::string_view name;
+  std::vector<std::string_view> aliases;
+  std::string_view doc;
+  int order;  // where it is listed among the models
+  Rules rules;
+  std::vector<ParamInfo> params;
+  std::unique_ptr<CostModel> (*make)(const ModelParams&);
+};
+
+// One per model file: `static const ModelRegistrar reg{{...}};`.
+class ModelRegistrar {
+ public:
+  explicit ModelRegistrar(ModelInfo info);
+};
+
+// Every registered model, by `order`; throws std::logic_error at first use when two declare one
+// parameter differently.
+std::span<const ModelInfo* const> models();
+// By name or alias; throws Error(invalid_argument) naming the known ones otherwise.
+const ModelInfo& find_model(std::string_view name);
+// Every parameter once (the models' in model order, then the local ones), with the models that
+// use each (every model for a local parameter).
+struct ParamUse {
+  ParamInfo info;
+  std::vector<std::string_view> models;
+  bool local;
+};
+const std::vector<ParamUse>& all_params();
+
+// The model with its values, checked: every time finite and >= 0 (S may be infinite).
+std::unique_ptr<CostModel> make_model(const ModelParams& p);
+
+// The local ops' costs (every model): what a reduce, a copy costs per op and per byte.
+struct LocalCosts {
+  double gamma = 0;        // ns per byte reduced
+  double reduce_base = 0;  // ns per reduce op, whatever its size
+  double copy_beta = 0;    // ns per byte copied
+};
+LocalCosts local_costs(const ModelParams& p);
 
 }  // namespace collkit::sim
