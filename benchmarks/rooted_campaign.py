@@ -95,18 +95,15 @@ def _calibration(measured: list) -> dict[str, float]:
 
 
 def simulate(args: argparse.Namespace) -> None:
-    from collkit.results import STAT_FIELDS, ResultStore, Row, read_jsonl
-    from collkit.simulate import simulate as sim
+    from collkit.results import ResultStore, read_jsonl
+    from collkit.sim import Model, simulate_row
 
     cal = _calibration(read_jsonl(RESULTS / "measured.jsonl"))
     print(
         "postal model calibrated on P = 2: " + ", ".join(f"{k} = {v:.4g}" for k, v in cal.items())
     )
     store = ResultStore(RESULTS / "simulated.jsonl")
-    model = (
-        f"postal(alpha={cal['alpha']:.4g}ns, beta={cal['beta']:.4g}ns/B, "
-        f"gamma={cal['gamma']:.4g}ns/B)"
-    )
+    model = Model.make("postal", alpha=cal["alpha"], beta=cal["beta"], gamma=cal["gamma"])
     date = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     for coll in COLLECTIVES:
         esize = 8 if coll == "reduce" else 1
@@ -114,37 +111,8 @@ def simulate(args: argparse.Namespace) -> None:
             name = f"{coll}:{algo}"
             for P in args.sim_P:
                 for size in args.sizes:
-                    count = size // esize
-                    row = Row(
-                        collective=coll,
-                        algorithm=name,
-                        P=P,
-                        bytes=count * esize,
-                        datatype="double" if esize == 8 else "char",
-                        count=count,
-                        source="simulated",
-                        mpi=model,
-                        machine="collkit simulator",
-                        allocation=SIM_ALLOCATION,
-                        date=date,
-                    )
-                    if row in store:
-                        continue
-                    r = sim(
-                        name,
-                        P,
-                        count=count,
-                        elem_size=esize,
-                        model="postal",
-                        alpha=cal["alpha"],
-                        beta=cal["beta"],
-                        gamma=cal["gamma"],
-                    )
-                    t = r.makespan / 1e3  # us, like measured rows
-                    for k in STAT_FIELDS:
-                        setattr(row, k, t)
-                    row.iterations = 1
-                    store.append(row)
+                    problem = (coll, name, P, size // esize, esize, model)
+                    simulate_row(store, *problem, date=date, allocation=SIM_ALLOCATION)
             print(f"{name}: simulated P = {args.sim_P[0]} .. {args.sim_P[-1]}", flush=True)
     store.write_csv()
 

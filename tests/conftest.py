@@ -38,6 +38,30 @@ for _d in (TESTS, TESTS / "core", TESTS / "python", TESTS / "mpi"):
     if str(_d) not in sys.path:
         sys.path.insert(0, str(_d))
 
+# The P of the verifier sweeps, said once. Each set holds powers of two, primes and awkward
+# composites (products of small primes, one off a power of two): a generator's remainders and
+# folds differ between them. Tests import them by name: `from conftest import QUICK_P`.
+POW2_P = (1, 2, 4, 8, 16, 32, 64, 128)
+PRIME_P = (3, 5, 7, 13, 17, 31, 127)
+COMPOSITE_P = (6, 9, 12, 24, 33, 96, 100)
+# The quick sweep: every algorithm at its defaults, every P here.
+QUICK_P: tuple[int, ...] = tuple(sorted(POW2_P + PRIME_P + COMPOSITE_P))
+# A few of each, for sweeps that multiply P by much else (parameter grids, formats, counts).
+SMALL_P = (1, 2, 3, 5, 7, 8, 12, 13, 16)
+# Every P up to 256: where a generator's case analysis must be seen whole.
+EVERY_P: tuple[int, ...] = tuple(range(1, 257))
+# Large P, sampled: around powers of two, primes (4099, 8191, 9973), composites (3001, 6000).
+LARGE_P = (
+    255, 257, 300, 511, 512, 513, 1000, 1023, 1024, 1025, 2047, 2048, 3001, 4095, 4096, 4099,
+    6000, 8191, 8192, 9973, 10000,
+)  # fmt: skip
+
+
+def up_to(sweep: tuple[int, ...], top: int) -> list[int]:
+    """The P of a sweep up to `top`."""
+    return [P for P in sweep if top >= P]
+
+
 _LAUNCHERS = {"mpiexec", "mpirun", "mpiexec.hydra", "mpirun.openmpi", "mpiexec.openmpi", "srun"}
 
 

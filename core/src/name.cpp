@@ -30,18 +30,38 @@ bool is_value_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' ||
          c == '-';
 }
+bool is_call_value_char(char c) {
+  return is_value_char(c) || c == '/' || c == '~';
+}
 
 class NameParser {
  public:
-  explicit NameParser(std::string_view t) : t_(t) {}
+  explicit NameParser(std::string_view t, ErrorKind kind = ErrorKind::name, bool call = false)
+      : t_(t), kind_(kind), call_(call) {}
+
+  // A call: word [ '(' args ')' ] (see name.hpp).
+  ParsedCall parse_call() {
+    if (t_.empty()) fail_at(kind_, t_, 0, "empty spec");
+    skip_ws();
+    ParsedCall out;
+    out.kind = ident("a name such as uniform or fattree");
+    skip_ws();
+    if (i_ < t_.size() && t_[i_] == '(') {
+      ++i_;
+      out.args = arg_list(0);
+    }
+    skip_ws();
+    if (i_ != t_.size()) fail_at(kind_, t_, i_, "unexpected character after the spec");
+    return out;
+  }
 
   ParsedName parse() {
-    if (t_.empty()) fail_at(ErrorKind::name, t_, 0, "empty algorithm name");
+    if (t_.empty()) fail_at(kind_, t_, 0, "empty algorithm name");
     skip_ws();
     ParsedName out = name(0);
     out.text = std::string(t_);
     skip_ws();
-    if (i_ != t_.size()) fail_at(ErrorKind::name, t_, i_, "unexpected character after the name");
+    if (i_ != t_.size()) fail_at(kind_, t_, i_, "unexpected character after the name");
     return out;
   }
 
@@ -53,7 +73,7 @@ class NameParser {
     size_t cpos = i_;
     std::string coll = ident("a collective (" + std::string(collective_names()) + ")");
     if (!is_collective(coll))
-      fail_at(ErrorKind::name, t_, cpos,
+      fail_at(kind_, t_, cpos,
               "unknown collective '" + coll + "' (known: " + std::string(collective_names()) + ")");
     out.collective = collective_from_string(coll);
     skip_ws();
@@ -65,33 +85,7 @@ class NameParser {
     skip_ws();
     if (i_ < t_.size() && t_[i_] == '(') {
       ++i_;
-      skip_ws();
-      if (i_ < t_.size() && t_[i_] == ')') {
-        ++i_;
-      } else {
-        bool seen_keyword = false;
-        for (;;) {
-          skip_ws();
-          NameArg a = arg(depth);
-          if (a.key.empty() && seen_keyword)
-            fail_at(ErrorKind::name, t_, a.pos,
-                    "a positional argument cannot follow a keyword argument");
-          if (!a.key.empty()) {
-            for (const auto& b : out.args)
-              if (b.key == a.key)
-                fail_at(ErrorKind::name, t_, a.pos, "parameter '" + a.key + "' given twice");
-            seen_keyword = true;
-          }
-          out.args.push_back(std::move(a));
-          skip_ws();
-          if (i_ < t_.size() && t_[i_] == ',') {
-            ++i_;
-            continue;
-          }
-          expect(')', "expected ',' or ')' in the argument list");
-          break;
-        }
-      }
+      out.args = arg_list(depth);
       end = i_;
     } else {
       i_ = end;  // spaces after a nested name belong to the list around it
@@ -100,16 +94,45 @@ class NameParser {
     return out;
   }
 
+  // The arguments after '(' up to and with the closing ')'.
+  std::vector<NameArg> arg_list(int depth) {
+    std::vector<NameArg> args;
+    skip_ws();
+    if (i_ < t_.size() && t_[i_] == ')') {
+      ++i_;
+      return args;
+    }
+    bool seen_keyword = false;
+    for (;;) {
+      skip_ws();
+      NameArg a = arg(depth);
+      if (a.key.empty() && seen_keyword)
+        fail_at(kind_, t_, a.pos, "a positional argument cannot follow a keyword argument");
+      if (!a.key.empty()) {
+        for (const auto& b : args)
+          if (b.key == a.key) fail_at(kind_, t_, a.pos, "parameter '" + a.key + "' given twice");
+        seen_keyword = true;
+      }
+      args.push_back(std::move(a));
+      skip_ws();
+      if (i_ < t_.size() && t_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      expect(')', "expected ',' or ')' in the argument list");
+      return args;
+    }
+  }
+
   void skip_ws() {
     while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
   }
   void expect(char c, const char* what) {
-    if (i_ >= t_.size() || t_[i_] != c) fail_at(ErrorKind::name, t_, i_, what);
+    if (i_ >= t_.size() || t_[i_] != c) fail_at(kind_, t_, i_, what);
     ++i_;
   }
   std::string ident(const std::string& what) {
-    if (i_ >= t_.size() || !is_ident_start(t_[i_]))
-      fail_at(ErrorKind::name, t_, i_, "expected " + what);
+    if (i_ >= t_.size() || !is_ident_start(t_[i_])) fail_at(kind_, t_, i_, "expected " + what);
     size_t b = i_;
     while (i_ < t_.size() && is_ident_char(t_[i_])) ++i_;
     return std::string(t_.substr(b, i_ - b));
@@ -118,13 +141,13 @@ class NameParser {
   void value(NameArg& a, int depth) {
     const size_t b = i_;
     a.pos = b;
-    while (i_ < t_.size() && is_value_char(t_[i_])) ++i_;
+    while (i_ < t_.size() && (call_ ? is_call_value_char(t_[i_]) : is_value_char(t_[i_]))) ++i_;
     if (i_ == b) return;
     size_t after = i_;
     skip_ws();
-    if (i_ < t_.size() && t_[i_] == ':') {
+    if (!call_ && i_ < t_.size() && t_[i_] == ':') {
       if (depth + 1 >= kMaxNameDepth)
-        fail_at(ErrorKind::name, t_, b,
+        fail_at(kind_, t_, b,
                 "algorithm names nest at most " + std::to_string(kMaxNameDepth) + " deep");
       i_ = b;
       auto n = std::make_shared<ParsedName>(name(depth + 1));
@@ -140,22 +163,21 @@ class NameParser {
     NameArg a;
     size_t b = i_;
     value(a, depth);
-    if (i_ == b) fail_at(ErrorKind::name, t_, i_, "expected an argument");
+    if (i_ == b) fail_at(kind_, t_, i_, "expected an argument");
     std::string first = a.value;
     skip_ws();
     if (i_ < t_.size() && t_[i_] == '=') {
-      if (a.nested)
-        fail_at(ErrorKind::name, t_, i_, "an algorithm name cannot be a parameter name");
+      if (a.nested) fail_at(kind_, t_, i_, "an algorithm name cannot be a parameter name");
       if (!is_ident_start(first[0]))
-        fail_at(ErrorKind::name, t_, b, "a parameter name starts with a lowercase letter");
+        fail_at(kind_, t_, b, "a parameter name starts with a lowercase letter");
       for (char c : first)
         if (!is_ident_char(c) || c == '-')
-          fail_at(ErrorKind::name, t_, b, "malformed parameter name '" + first + "'");
+          fail_at(kind_, t_, b, "malformed parameter name '" + first + "'");
       ++i_;
       skip_ws();
       size_t vb = i_;
       value(a, depth);
-      if (i_ == vb) fail_at(ErrorKind::name, t_, i_, "expected a value after '='");
+      if (i_ == vb) fail_at(kind_, t_, i_, "expected a value after '='");
       a.key = first;
       if (!a.nested) a.pos = b;  // scalar errors point at the key, nested ones inside the value
     }
@@ -163,6 +185,8 @@ class NameParser {
   }
 
   std::string_view t_;
+  ErrorKind kind_;
+  bool call_;
   size_t i_ = 0;
 };
 
@@ -171,6 +195,11 @@ class NameParser {
 ParsedName parse_name(std::string_view text) {
   if (text.size() > 4096) fail(ErrorKind::name, "algorithm name longer than 4096 characters");
   return NameParser(text).parse();
+}
+
+ParsedCall parse_call(std::string_view text, ErrorKind kind) {
+  if (text.size() > 4096) fail(kind, "spec longer than 4096 characters");
+  return NameParser(text, kind, true).parse_call();
 }
 
 namespace {

@@ -1,6 +1,10 @@
 """collkit's compiled core (private: use the collkit package)"""
 
 from collections.abc import Sequence
+from typing import Annotated
+
+import numpy
+from numpy.typing import NDArray
 
 
 class CollkitError(ValueError):
@@ -73,6 +77,8 @@ class Schedule:
 
 def parse_name(arg: object, /) -> dict: ...
 
+def parse_call(arg: object, /) -> tuple: ...
+
 def parse_row_name(arg: object, /) -> dict: ...
 
 def mpi_impls() -> str: ...
@@ -128,6 +134,11 @@ def write_schedule(algorithm: Algorithm, P: int, count: int, elem_size: int, roo
 def load_json_file(path: str) -> Schedule:
     """A JSON schedule file read by the streaming reader (the simulator's)."""
 
+def from_json(text: bytes) -> Schedule:
+    """
+    A JSON schedule from its UTF-8 text (the same reader as load_json_file).
+    """
+
 def to_json(arg: Schedule, /) -> str: ...
 
 def to_text(arg: Schedule, /) -> str: ...
@@ -153,6 +164,76 @@ def rm_plan(stages: Sequence[str], P: int) -> dict:
 
 def rm_recursive_doubling(P: int) -> str:
     """MPICH's recursive doubling as a stage list."""
+
+class SimResult:
+    @property
+    def P(self) -> int: ...
+
+    @property
+    def messages(self) -> int: ...
+
+    @property
+    def bytes_sent(self) -> int: ...
+
+    @property
+    def ops(self) -> int: ...
+
+    @property
+    def events(self) -> int: ...
+
+    @property
+    def load_seconds(self) -> float: ...
+
+    @property
+    def run_seconds(self) -> float: ...
+
+    @property
+    def load_cpu_seconds(self) -> float: ...
+
+    @property
+    def run_cpu_seconds(self) -> float: ...
+
+    @property
+    def memory_bytes(self) -> int: ...
+
+    @property
+    def programs(self) -> int: ...
+
+    @property
+    def peak_ranks_held(self) -> int: ...
+
+    @property
+    def recorded(self) -> bool: ...
+
+    @property
+    def finish(self) -> Annotated[NDArray[numpy.float64], dict(shape=(None,))]: ...
+
+    @property
+    def makespans(self) -> Annotated[NDArray[numpy.float64], dict(shape=(None,))]: ...
+
+    @property
+    def rank_op_begin(self) -> Annotated[NDArray[numpy.uint64], dict(shape=(None,))]: ...
+
+    @property
+    def op_start(self) -> Annotated[NDArray[numpy.float64], dict(shape=(None,))]: ...
+
+    @property
+    def op_end(self) -> Annotated[NDArray[numpy.float64], dict(shape=(None,))]: ...
+
+    @property
+    def critical_path(self) -> Annotated[NDArray[numpy.uint64], dict(shape=(None,))]: ...
+
+    @property
+    def msg_send(self) -> Annotated[NDArray[numpy.uint64], dict(shape=(None,))]: ...
+
+    @property
+    def msg_recv(self) -> Annotated[NDArray[numpy.uint64], dict(shape=(None,))]: ...
+
+    @property
+    def msg_depart(self) -> Annotated[NDArray[numpy.float64], dict(shape=(None,))]: ...
+
+    @property
+    def msg_arrive(self) -> Annotated[NDArray[numpy.float64], dict(shape=(None,))]: ...
 
 def model_params() -> list: ...
 def models() -> list: ...
@@ -187,12 +268,12 @@ class SimOptions:
     @record.setter
     def record(self, arg: bool, /) -> None: ...
 
-def simulate(source: object, P: int, count: int, elem_size: int, root: int, options: SimOptions, rpn: int = 0, order: str = 'contiguous') -> dict:
+def simulate(source: object, P: int, count: int, elem_size: int, root: int, options: SimOptions, rpn: int = 0, order: str = 'contiguous') -> SimResult:
     """
     Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root) and placed rpn to a node (0: not given). Times in ns.
     """
 
-def simulate_file(path: str, format: str, options: SimOptions) -> dict:
+def simulate_file(path: str, format: str, options: SimOptions) -> tuple:
     """
     Simulate a schedule in the text form, GOAL or JSON, parsed from the file as it is read (rank by rank; a plain GOAL file is held until its end, where its messages are paired)
     """

@@ -58,20 +58,16 @@ dependencies on ops a rank does not have).
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from collkit import _core, files
-from collkit.collectives import COLLECTIVES
 from collkit.errors import ArgumentTypeError, InvalidArgumentError, ScheduleFormatError
-from collkit.placement import ORDERS, Placement, core_args
-from collkit.schedule import ARRAY_DTYPES, RankProgram, Schedule, as_schedule
-from collkit.strictjson import unique_keys
+from collkit.placement import Placement, core_args
+from collkit.schedule import RankProgram, Schedule, as_schedule
 
 __all__ = [
     "FORMATS",
@@ -94,19 +90,6 @@ __all__ = [
 Format = Literal["text", "json", "goal"]
 FORMATS: tuple[Format, ...] = ("text", "json", "goal")
 _EXTENSIONS: dict[str, Format] = {".txt": "text", ".json": "json", ".goal": "goal"}
-
-JSON_FORMAT = "collkit-schedule"
-JSON_VERSION = 1
-OP_KINDS = ["send", "recv", "reduce", "copy", "compute", "sleep"]
-REDUCE_SIDES = ["src_first", "dst_first"]
-# Per-op columns and their dtypes: schedule.ARRAY_DTYPES, the one list; GOAL's cpu N / nic N are
-# optional here, written only when some op sets them.
-_UNIT_FIELDS: dict[str, type[np.integer[Any]]] = {k: ARRAY_DTYPES[k] for k in ("cpu", "nic")}
-_PER_OP = list(ARRAY_DTYPES)[: list(ARRAY_DTYPES).index("stage") + 1]  # then the DAG and scratch
-_OP_FIELDS: dict[str, type[np.integer[Any]]] = {
-    k: ARRAY_DTYPES[k] for k in _PER_OP if k not in _UNIT_FIELDS
-}
-_INT64_MAX = 2**63 - 1
 
 
 def _utf8(text: str | bytes | bytearray, what: str) -> bytes:
@@ -215,157 +198,16 @@ def from_goal(text: str | bytes) -> Schedule:
 # ---- JSON -------------------------------------------------------------------------------------
 
 
-def _placement_field(doc: dict[str, Any]) -> tuple[int, str]:
-    """The optional "placement": {"rpn": N, "order": "contiguous"}; absent: (0, contiguous)."""
-    if "placement" not in doc:
-        return 0, "contiguous"
-    p = doc["placement"]
-    if not isinstance(p, dict) or set(p) != {"rpn", "order"}:
-        raise ScheduleFormatError(
-            '"placement" must be {"rpn": N, "order": "contiguous" or "round_robin"}'
-        )
-    rpn = _int_field(p, "rpn", 1, 2**31)
-    if p["order"] not in ORDERS:
-        raise ScheduleFormatError(f'"placement" order must be one of {", ".join(ORDERS)}')
-    return rpn, str(p["order"])
-
-
 def to_json(schedule: Schedule) -> str:
     """JSON as the module docstring describes: one key per line, arrays on one line each (the
     core's writer, which ``collkit export`` streams to a file or stdout)."""
     return str(_core.to_json(as_schedule(schedule).core))
 
 
-def _reject_constant(name: str) -> Any:
-    raise ScheduleFormatError(f"JSON holds {name}, which is not a number a schedule can use")
-
-
-def _int_field(doc: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
-    if key not in doc:
-        raise ScheduleFormatError(f"JSON schedule has no {key!r}")
-    v = doc[key]
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ScheduleFormatError(f"{key!r} must be an integer, not {type(v).__name__}")
-    if not lo <= v <= hi:
-        raise ScheduleFormatError(f"{key!r} = {v} is not in [{lo}, {hi}]")
-    return v
-
-
-def _str_field(doc: Mapping[str, Any], key: str) -> str:
-    if key not in doc:
-        raise ScheduleFormatError(f"JSON schedule has no {key!r}")
-    v = doc[key]
-    if not isinstance(v, str):
-        raise ScheduleFormatError(f"{key!r} must be a string, not {type(v).__name__}")
-    return v
-
-
-def _array(doc: Mapping[str, Any], key: str, dtype: type[np.integer[Any]], where: str = "") -> Any:
-    name = f"{where}{key!r}"
-    if key not in doc:
-        raise ScheduleFormatError(f"JSON schedule has no {name}")
-    v = doc[key]
-    if not isinstance(v, list):
-        raise ScheduleFormatError(f"{name} must be a list of integers, not {type(v).__name__}")
-    if not v:
-        return np.zeros(0, dtype=dtype)
-    try:
-        arr = np.asarray(v)
-    except (ValueError, TypeError, OverflowError):
-        raise ScheduleFormatError(f"{name} must be a flat list of integers") from None
-    if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        raise ScheduleFormatError(f"{name} must be a flat list of integers")
-    info = np.iinfo(dtype)
-    lo, hi = int(arr.min()), int(arr.max())
-    if lo < info.min or hi > info.max:
-        bad = lo if lo < info.min else hi
-        raise ScheduleFormatError(
-            f"{name} holds {bad}, outside the range of {np.dtype(dtype).name} "
-            f"[{info.min}, {info.max}]"
-        )
-    return np.ascontiguousarray(arr.astype(dtype))
-
-
 def from_json(text: str | bytes) -> Schedule:
-    """Read the JSON that to_json writes. Anything malformed raises ScheduleFormatError."""
-    data = _utf8(text, "JSON text")
-    try:
-        doc = json.loads(
-            data,
-            parse_constant=_reject_constant,
-            object_pairs_hook=unique_keys(ScheduleFormatError),
-        )
-    except ScheduleFormatError:
-        raise
-    except (ValueError, RecursionError, TypeError, OverflowError) as e:
-        raise ScheduleFormatError(f"not valid JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise ScheduleFormatError(f"a JSON schedule is an object, not {type(doc).__name__}")
-    if doc.get("format") != JSON_FORMAT:
-        raise ScheduleFormatError(f'not a collkit schedule: "format" must be "{JSON_FORMAT}"')
-    version = doc.get("version")
-    if isinstance(version, bool) or version != JSON_VERSION:
-        raise ScheduleFormatError(
-            f"unsupported JSON schedule version {version!r} (this collkit reads {JSON_VERSION})"
-        )
-    for key, legend in (("op_kinds", OP_KINDS), ("reduce_sides", REDUCE_SIDES)):
-        if key in doc and doc[key] != legend:
-            raise ScheduleFormatError(f"{key!r} must be {legend} (the codes of this version)")
-    collective = _str_field(doc, "collective")
-    if collective not in COLLECTIVES:
-        raise ScheduleFormatError(
-            f"unknown collective {collective[:40]!r} (known: {', '.join(COLLECTIVES)})"
-        )
-    algorithm = _str_field(doc, "algorithm")
-    P = _int_field(doc, "P", 1, 2**31)
-    count = _int_field(doc, "count", 0, _INT64_MAX)
-    elem_size = _int_field(doc, "elem_size", 1, 2**31 - 1)
-    root = _int_field(doc, "root", 0, P - 1)
-    rpn, order = _placement_field(doc)
-    ops = doc.get("ops")
-    if not isinstance(ops, dict):
-        raise ScheduleFormatError('JSON schedule needs an "ops" object of per-op arrays')
-    arrays = {k: _array(ops, k, dt, "ops.") for k, dt in _OP_FIELDS.items()}
-    for k, dt in _UNIT_FIELDS.items():
-        arrays[k] = _array(ops, k, dt, "ops.") if k in ops else np.zeros(0, dtype=dt)
-    arrays["dep_begin"] = _array(doc, "dep_begin", np.int64)
-    arrays["deps"] = _array(doc, "deps", np.uint32)
-    arrays["scratch_begin"] = _array(doc, "scratch_begin", np.int64)
-    arrays["scratch"] = _array(doc, "scratch", np.int64)
-    n = len(arrays["rank"])
-    for k, dt in _UNIT_FIELDS.items():
-        if k not in ops:
-            arrays[k] = np.zeros(n, dtype=dt)
-    for k in (*_OP_FIELDS, *_UNIT_FIELDS):
-        if len(arrays[k]) != n:
-            raise ScheduleFormatError(f"ops.{k!r} has {len(arrays[k])} entries, ops.'rank' {n}")
-    if len(arrays["dep_begin"]) != n + 1:
-        raise ScheduleFormatError(f"'dep_begin' needs {n + 1} entries (ops + 1)")
-    if len(arrays["scratch_begin"]) != P + 1:
-        raise ScheduleFormatError(f"'scratch_begin' needs {P + 1} entries (P + 1)")
-    totals = {"dep_begin": len(arrays["deps"]), "scratch_begin": len(arrays["scratch"])}
-    for key, total in totals.items():
-        b = arrays[key]
-        if b[0] != 0 or b[-1] != total or np.any(np.diff(b) < 0):
-            raise ScheduleFormatError(
-                f"{key!r} must rise from 0 to {total} (the length of the array it indexes)"
-            )
-    rank = arrays["rank"]
-    if n and (rank[0] < 0 or rank[-1] >= P or np.any(np.diff(rank) < 0)):
-        raise ScheduleFormatError("ops.'rank' must be sorted and hold ranks in [0, P)")
-    schedule = Schedule.from_arrays(
-        arrays,
-        collective=collective,
-        P=P,
-        count=count,
-        elem_size=elem_size,
-        root=root,
-        algorithm=algorithm,
-        rpn=rpn,
-        order=order,
-    )
-    _core.check_fields(schedule.core)
-    return schedule
+    """Read the JSON that to_json writes, by the core's reader (the one the simulator streams
+    files with: one reader of JSON schedules). Anything malformed raises ScheduleFormatError."""
+    return Schedule(_core.from_json(_utf8(text, "JSON text")))
 
 
 # ---- files ------------------------------------------------------------------------------------

@@ -171,6 +171,12 @@ void bind_registry(nb::module_& m) {
     d["args"] = args;
     return d;
   });
+  m.def("parse_call", [](nb::handle text) {
+    ParsedCall c = parse_call(utf8(text, ErrorKind::invalid_argument, "a spec"));
+    nb::list args;
+    for (const auto& a : c.args) args.append(nb::make_tuple(a.key, a.value));
+    return nb::make_tuple(c.kind, args);
+  });
   m.def("parse_row_name", [](nb::handle text) {
     RowName r = parse_row_name(utf8(text, ErrorKind::name, "an algorithm name"));
     nb::dict d;

@@ -1,7 +1,7 @@
 // The simulator: one entry point taking a Schedule or an Algorithm (pulled rank by rank) and a
 // SimOptions object (model, noise, skew, topology, trials), returning numpy arrays; and the
 // model parameter table of sim/model.hpp. The typed API and the parsing of units live in
-// collkit/simulate.py.
+// collkit/sim/.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -80,38 +80,51 @@ SimOptions interruptible(const SimOptions& o) {
   return out;
 }
 
-nb::dict result_dict(SimResult&& r) {
-  nb::dict d;
-  d["P"] = r.P;
-  d["messages"] = r.messages;
-  d["bytes"] = r.bytes;
-  d["ops"] = r.ops;
-  d["events"] = r.events;
-  d["load_seconds"] = r.load_seconds;
-  d["run_seconds"] = r.run_seconds;
-  d["load_cpu_seconds"] = r.load_cpu_seconds;
-  d["run_cpu_seconds"] = r.run_cpu_seconds;
-  d["memory_bytes"] = r.memory_bytes;
-  d["programs"] = r.programs;
-  d["peak_ranks_held"] = r.peak_ranks_held;
-  d["finish"] = to_numpy(std::move(r.finish));
-  d["makespans"] = to_numpy(std::move(r.makespans));
-  if (!r.op_start.empty() || !r.rank_op_begin.empty()) {
-    d["rank_op_begin"] = to_numpy(std::move(r.rank_op_begin));
-    d["op_start"] = to_numpy(std::move(r.op_start));
-    d["op_end"] = to_numpy(std::move(r.op_end));
-    d["critical_path"] = to_numpy(std::move(r.critical_path));
-    d["msg_send"] = to_numpy(std::move(r.msg_send));
-    d["msg_recv"] = to_numpy(std::move(r.msg_recv));
-    d["msg_depart"] = to_numpy(std::move(r.msg_depart));
-    d["msg_arrive"] = to_numpy(std::move(r.msg_arrive));
-  }
-  return d;
+// A numpy array over one of a result's vectors, kept alive by the Python object that holds it.
+template <typename T>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> view(std::vector<T>& v, nb::handle owner) {
+  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(v.data(), {v.size()}, owner);
+}
+
+// The result's vectors by their Python names.
+template <typename T>
+void bind_array(nb::class_<SimResult>& c, const char* name, std::vector<T> SimResult::* field) {
+  c.def_prop_ro(name,
+                [field](nb::handle self) { return view(nb::cast<SimResult&>(self).*field, self); });
 }
 
 }  // namespace
 
 void bind_sim(nb::module_& m) {
+  // The one result type: the core's SimResult as it is (times in ns; arrays are numpy views of
+  // it). collkit.SimResult holds one with what was simulated (algorithm, model, noise, ...).
+  nb::class_<SimResult> result(m, "SimResult");
+  result.def_ro("P", &SimResult::P)
+      .def_ro("messages", &SimResult::messages)
+      .def_ro("bytes_sent", &SimResult::bytes)
+      .def_ro("ops", &SimResult::ops)
+      .def_ro("events", &SimResult::events)
+      .def_ro("load_seconds", &SimResult::load_seconds)
+      .def_ro("run_seconds", &SimResult::run_seconds)
+      .def_ro("load_cpu_seconds", &SimResult::load_cpu_seconds)
+      .def_ro("run_cpu_seconds", &SimResult::run_cpu_seconds)
+      .def_ro("memory_bytes", &SimResult::memory_bytes)
+      .def_ro("programs", &SimResult::programs)
+      .def_ro("peak_ranks_held", &SimResult::peak_ranks_held)
+      .def_prop_ro("recorded", [](const SimResult& r) {
+        return !r.op_start.empty() || !r.rank_op_begin.empty();
+      });
+  bind_array(result, "finish", &SimResult::finish);
+  bind_array(result, "makespans", &SimResult::makespans);
+  bind_array(result, "rank_op_begin", &SimResult::rank_op_begin);
+  bind_array(result, "op_start", &SimResult::op_start);
+  bind_array(result, "op_end", &SimResult::op_end);
+  bind_array(result, "critical_path", &SimResult::critical_path);
+  bind_array(result, "msg_send", &SimResult::msg_send);
+  bind_array(result, "msg_recv", &SimResult::msg_recv);
+  bind_array(result, "msg_depart", &SimResult::msg_depart);
+  bind_array(result, "msg_arrive", &SimResult::msg_arrive);
+
   // The models' parameters, as each model file declares them (sim/model.hpp): name, unit,
   // meaning, default, and the models that use each (all of them for a local op's parameter).
   m.def("model_params", [] {
@@ -219,7 +232,7 @@ void bind_sim(nb::module_& m) {
         } catch (const SimInterrupted&) {
           throw nb::python_error();  // the KeyboardInterrupt PyErr_CheckSignals raised
         }
-        return result_dict(std::move(r));
+        return r;
       },
       nb::arg("source"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"), nb::arg("root"),
       nb::arg("options"), nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
@@ -261,7 +274,7 @@ void bind_sim(nb::module_& m) {
         } catch (const SimInterrupted&) {
           throw nb::python_error();
         }
-        nb::dict d = result_dict(std::move(r));
+        nb::dict d;
         d["collective"] = std::string(to_string(header.collective));
         d["algorithm"] = header.algorithm;
         d["count"] = header.count;
@@ -269,7 +282,8 @@ void bind_sim(nb::module_& m) {
         d["root"] = header.root;
         d["rpn"] = header.placement.rpn;
         d["order"] = std::string(to_string(header.placement.order));
-        return d;
+        d["P"] = header.P;
+        return nb::make_tuple(std::move(r), d);
       },
       nb::arg("path"), nb::arg("format"), nb::arg("options"),
       "Simulate a schedule in the text form, GOAL or JSON, parsed from the file as it is read "

@@ -104,6 +104,18 @@ void bind_text(nb::module_& m) {
         return s;
       },
       nb::arg("path"), "A JSON schedule file read by the streaming reader (the simulator's).");
+  m.def(
+      "from_json",
+      [](nb::bytes text) {
+        const std::string_view t(text.c_str(), text.size());
+        nb::gil_scoped_release unlock;
+        Schedule s;
+        read_json_text(
+            t, [&](const ScheduleHeader& h) { s = Schedule(h); },
+            [&](const RankView& r) { s.append_rank(r); });
+        return s;
+      },
+      nb::arg("text"), "A JSON schedule from its UTF-8 text (the same reader as load_json_file).");
   m.def("to_json", [](const Schedule& s) {
     nb::gil_scoped_release unlock;
     return to_json(s);

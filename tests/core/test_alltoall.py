@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import collkit
 from collkit.analysis import bruck
+from conftest import EVERY_P, up_to
 
 BRUCKS = ("alltoall:bruck", "alltoall:bruck_modified")
 SEND, RECV, COPY = 0, 1, 3
@@ -39,7 +40,7 @@ def sampled_radixes(P: int, rng: random.Random) -> list[int]:
 
 @pytest.mark.parametrize("name", ["alltoall:linear", "alltoall:pairwise"])
 def test_spread_out_and_pairwise_every_P(name: str) -> None:
-    for P in range(1, 129):
+    for P in up_to(EVERY_P, 128):
         verified(name, P, 1 if P > 40 else 2)
     for P in (1, 7, 16):
         verified(name, P, 0)
@@ -71,7 +72,7 @@ def test_bruck_sampled_large_P(name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", BRUCKS)
 def test_bruck_every_P_every_r_slow(name: str) -> None:
-    for P in range(1, 129):
+    for P in up_to(EVERY_P, 128):
         for r in range(2, max(2, P) + 1):
             verified(f"{name}(r={r})", P)
 

@@ -14,6 +14,7 @@ import pytest
 
 import collkit
 from collkit.collectives import collective
+from conftest import EVERY_P
 
 BLOCK_COLLECTIVES = ("allgather", "reduce_scatter_block", "gather", "scatter")
 
@@ -106,7 +107,7 @@ def test_every_P_to_256(name: str) -> None:
     P - 1, to P = 64 where every rank holds P blocks: P^3 elements to execute) for the roots
     0, 1, P/2, P - 1."""
     every_rank_has_P_blocks = not _rooted(name)
-    for P in range(1, 257):
+    for P in EVERY_P:
         if not _runs(name, P):
             continue
         _check(name, P, [1], None)

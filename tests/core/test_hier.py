@@ -16,6 +16,7 @@ import collkit
 from collkit import io
 from collkit.errors import AlgorithmNameError, InvalidArgumentError, UnsupportedError
 from collkit.simulate import simulate_file
+from conftest import QUICK_P, up_to
 
 HIER = [
     "allreduce:hier",  # reduce:binomial, allreduce:rd, bcast:binomial
@@ -25,7 +26,7 @@ HIER = [
 ]
 BRUCK_LOCAL = ["alltoall:bruck_local", "alltoall:bruck_local(r=3)", "alltoall:bruck_local(r=auto)"]
 ALLGATHER = ["allgather:hier", "allgather:hier(gather=gather:linear,inter=allgather:ring)"]
-P_SWEEP = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 24, 32]
+P_SWEEP = up_to(QUICK_P, 32)
 
 
 def _rpns(P: int) -> list[int]:

@@ -18,9 +18,11 @@ import pytest
 import collkit
 from collkit import io
 from collkit.errors import InvalidArgumentError, ScheduleFormatError
+from collkit.sim import simulate_file
+from conftest import SMALL_P
 
 GOLDEN = Path(__file__).parents[1] / "golden"
-PS = [1, 2, 3, 5, 7, 8, 13, 64]
+PS = [*SMALL_P, 64]
 COUNTS = [0, 1, 7]
 FORMATS = ["text", "json", "goal"]
 
@@ -458,29 +460,29 @@ def _json_doc() -> dict[str, object]:
     "mutate,message",
     [
         (lambda d: d.pop("P"), "no 'P'"),
-        (lambda d: d.update(P="3"), "'P' must be an integer"),
-        (lambda d: d.update(P=True), "'P' must be an integer"),
-        (lambda d: d.update(P=2**70), "not in [1, 2147483648]"),
+        (lambda d: d.update(P="3"), "'P' must hold integers"),
+        (lambda d: d.update(P=True), "'P' must hold integers"),
+        (lambda d: d.update(P=2**70), "'P' holds a number outside [1, 2147483648]"),
         (lambda d: d.update(count=-1), "'count'"),
-        (lambda d: d.update(root=3), "'root'"),
+        (lambda d: d.update(root=3), "root 3 is not a rank"),
         (lambda d: d.update(format="other"), "not a collkit schedule"),
         (lambda d: d.update(version=2), "version"),
         (lambda d: d.update(collective="gatherv"), "unknown collective"),
-        (lambda d: d.update(algorithm=7), "'algorithm' must be a string"),
+        (lambda d: d.update(algorithm=7), "expected a string"),
         (lambda d: d.update(op_kinds=["recv", "send"]), "'op_kinds'"),
-        (lambda d: d.update(ops=[]), '"ops" object'),
-        (lambda d: d["ops"].pop("len"), "no ops.'len'"),
-        (lambda d: d["ops"].update(len=[1.5] * 14), "flat list of integers"),
-        (lambda d: d["ops"].update(len=[[1]] * 14), "flat list of integers"),
-        (lambda d: d["ops"].update(len="1"), "must be a list"),
+        (lambda d: d.update(ops=[]), 'opening "ops"'),
+        (lambda d: d["ops"].pop("len"), "no 'ops.len'"),
+        (lambda d: d["ops"].update(len=[1.5] * 14), "ops.len must hold integers, not fractions"),
+        (lambda d: d["ops"].update(len=[[1]] * 14), "ops.len must hold integers"),
+        (lambda d: d["ops"].update(len="1"), "'\\[' opening ops.len"),
         (lambda d: d["ops"].update(len=[2**64] * 14), "flat list of integers|outside"),
-        (lambda d: d["ops"].update(kind=[300] * 14), "outside the range of uint8"),
+        (lambda d: d["ops"].update(kind=[300] * 14), "ops.kind holds a number outside"),
         (lambda d: d["ops"].update(rank=[0] * 13), "entries"),
         (lambda d: d["ops"].update(rank=list(reversed(d["ops"]["rank"]))), "sorted"),
         (lambda d: d["ops"].update(kind=[9] * 14), "unknown kind"),
         (lambda d: d["ops"].update(len=[-1] * 14), "negative length"),
         (lambda d: d["ops"].update(buf=[40] * 14), "does not exist"),
-        (lambda d: d.update(dep_begin=[0] * 15), "rise from 0"),
+        (lambda d: d.update(dep_begin=[0] * 15), "'dep_begin' .* must end at the length"),
         (lambda d: d.update(deps=[99] * len(d["deps"])), "does not exist"),
         (lambda d: d.update(scratch_begin=[0, 1]), "P + 1"),
         (lambda d: d.update(scratch=[-4] * len(d["scratch"])), "negative size"),
@@ -606,3 +608,38 @@ def test_header_and_rank_blocks_make_the_text_form() -> None:
 def test_byte_order_mark_is_skipped(fmt: str) -> None:
     s = rd(3, 2)
     assert io.loads("\ufeff" + io.dumps(s, fmt), fmt) == s
+
+
+# ---- one JSON reader: the core's, for text in memory and files, with or without a timeline ------
+
+
+def test_every_json_path_reads_alike(tmp_path: Path) -> None:
+    s = rd(5, 3)
+    good = io.to_json(s)
+    assert '"version": 1,' in good
+    bad = good.replace('"version": 1,', '"version": 1.0,')
+    path = tmp_path / "rd.json"
+    path.write_text(good)
+    assert io.from_json(good) == s and io.load(path) == s
+    assert simulate_file(path, timeline=True).makespan == simulate_file(path).makespan
+    path.write_text(bad)
+    readers = {
+        "from_json": lambda: io.from_json(bad),
+        "load": lambda: io.load(path),
+        "simulate_file": lambda: simulate_file(path),
+        "simulate_file with a timeline": lambda: simulate_file(path, timeline=True),
+    }
+    for what, read in readers.items():
+        with pytest.raises(ScheduleFormatError, match="version"):
+            read()
+            pytest.fail(f"{what} read a version 1.0 file")
+
+
+def test_json_from_bytes_and_str_alike() -> None:
+    s = rd(3, 2)
+    text = io.to_json(s)
+    assert io.from_json(text.encode()) == io.from_json(text) == s
+    with pytest.raises(ScheduleFormatError):
+        io.from_json("")
+    with pytest.raises(ScheduleFormatError):
+        io.from_json(text[: len(text) // 2])

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import collkit
+from conftest import EVERY_P, LARGE_P, up_to
 
-SWEEP_P = list(range(1, 129))
-SAMPLED_P = [255, 257, 1000, 1023, 1025, 2047, 3001, 4095, 4096]
+SWEEP_P = up_to(EVERY_P, 128)
+SAMPLED_P = up_to(LARGE_P, 4096)
 
 # The switch-safe pairs: (small-count algorithm, large-count algorithm).
 PAIRS = [

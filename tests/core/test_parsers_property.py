@@ -20,6 +20,8 @@ import collkit
 from collkit import _core, io
 from collkit.collectives import COLLECTIVES
 from collkit.errors import CollkitError
+from collkit.sim import Distribution, Topology, parse_distribution, parse_topology
+from collkit.sim.topology import KINDS as TOPOLOGY_KINDS
 
 # COLLKIT_PROPERTY_EXAMPLES=5000 for a longer hunt than the suite's default.
 SETTINGS = settings(
@@ -558,3 +560,41 @@ def schedule_texts(draw: st.DrawFn) -> str:
 def test_random_valid_schedules_round_trip(text: str) -> None:
     s = io.from_text(text)
     check_reexport(s)
+
+
+# ---- the simulator's specs: kind(args), read by the core's grammar (name.cpp's parse_call) ----
+
+_WORDS = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
+_VALUES = st.from_regex(r"[A-Za-z0-9_.+/~-]{1,12}", fullmatch=True)
+
+
+@SETTINGS
+@given(
+    kind=_WORDS,
+    positional=st.lists(_VALUES, max_size=3),
+    keywords=st.dictionaries(_WORDS, _VALUES, max_size=3),
+    ws=st.sampled_from(["", " ", "\t"]),
+)
+def test_specs_parse_to_what_they_say(
+    kind: str, positional: list[str], keywords: dict[str, str], ws: str
+) -> None:
+    args = [*positional, *(f"{k}{ws}={ws}{v}" for k, v in keywords.items())]
+    text = f"{kind}({ws}{(ws + ',' + ws).join(args)}{ws})" if args else kind
+    got_kind, got = _core.parse_call(text)
+    assert got_kind == kind
+    assert got == [("", v) for v in positional] + list(keywords.items())
+
+
+@SETTINGS
+@given(st.text(max_size=60))
+def test_any_text_is_a_spec_or_a_clear_error(text: str) -> None:
+    got = succeeds_or_collkit_error(_core.parse_call, text)
+    if got is not None:
+        kind, args = cast(tuple[str, list[tuple[str, str]]], got)
+        assert kind[0].isalpha() or kind[0] == "_"
+        assert all(v for _, v in args)
+    # What the simulator makes of it: a distribution, a topology, or a clear error.
+    noise = succeeds_or_collkit_error(parse_distribution, text)
+    assert noise is None or isinstance(noise, Distribution)
+    topology = succeeds_or_collkit_error(parse_topology, text)
+    assert topology is None or cast(Topology, topology).kind in TOPOLOGY_KINDS

@@ -10,9 +10,10 @@ import pytest
 import collkit
 from collkit.cli.algorithms import markdown
 from collkit.collectives import ROOTED
+from conftest import QUICK_P, SMALL_P
 
 ROOT = Path(__file__).resolve().parents[2]
-MATRIX_P = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 31, 32, 33, 64, 96, 100, 127, 128]
+MATRIX_P = QUICK_P
 
 
 def test_docs_algorithm_table_is_generated_from_the_registry() -> None:
@@ -75,7 +76,7 @@ def test_rank_alone_matches_the_whole_schedule() -> None:
                     assert (alone[key] == whole[key][mask]).all(), (name, P, r, key)
 
 
-GRID_P = [1, 2, 3, 5, 7, 8, 12, 16]
+GRID_P = SMALL_P
 
 
 def test_every_parameter_declares_a_grid() -> None:

@@ -1,6 +1,5 @@
 """The simulator: closed forms of [Ruefenacht 2017], hand-computed tiny cases for every model,
-noise,
-skew, topology, the critical path and bad input."""
+the critical path and bad input (noise: test_noise.py; topologies: test_topology.py)."""
 
 from __future__ import annotations
 
@@ -244,88 +243,6 @@ def test_logp_ignores_G_O_S() -> None:
     a = simulate(ping(101), model="logp", L=500, o=100, g=150)
     b = simulate(ping(101), model="loggops", L=500, o=100, g=150)
     assert np.array_equal(a.finish, b.finish)
-
-
-# --- noise, skew, determinism ------------------------------------------------------------------
-
-
-def test_constant_noise_lengthens_every_op() -> None:
-    r = simulate(ping(80), model="postal", alpha=100, beta=1.0, noise="constant(5ns)")
-    assert list(r.finish) == [185.0, 190.0]  # the send's 5 ns delays arrival; the recv adds 5
-
-
-def test_constant_skew_shifts_everything() -> None:
-    base = simulate("allreduce:rd", 8, bytes=8, model="postal")
-    r = simulate("allreduce:rd", 8, bytes=8, model="postal", skew="constant(1us)")
-    assert np.allclose(r.finish, base.finish + 1000)
-
-
-def test_noise_is_deterministic_for_a_seed() -> None:
-    kw = {"bytes": 8, "noise": "lognormal(50ns,1)", "skew": "uniform(0,1us)", "trials": 20}
-    a = simulate("allreduce:rd", 16, seed=7, **kw)
-    b = simulate("allreduce:rd", 16, seed=7, **kw)
-    c = simulate("allreduce:rd", 16, seed=8, **kw)
-    assert np.array_equal(a.makespans, b.makespans) and np.array_equal(a.finish, b.finish)
-    assert not np.array_equal(a.makespans, c.makespans)
-    assert len(np.unique(a.makespans)) > 1  # trials draw afresh
-
-
-def test_noise_statistics() -> None:
-    # makespan of a ping = alpha + (send's draw) + (recv's draw): mean alpha + 2 * mean
-    trials = 4000
-    r = simulate(
-        ping(1), model="postal", alpha=100, noise="exponential(50ns)", trials=trials, seed=3
-    )
-    assert r.makespans.mean() == pytest.approx(200.0, rel=0.05)
-    assert r.makespans.min() >= 100.0
-    u = simulate(ping(1), model="postal", alpha=100, noise="uniform(10ns,30ns)", trials=500)
-    assert u.makespans.min() >= 120.0 and u.makespans.max() <= 160.0
-    assert u.makespans.mean() == pytest.approx(140.0, rel=0.02)
-    st = r.stats()
-    assert st["min"] <= st["q1"] <= st["median"] <= st["q3"] <= st["max"]
-    assert st["max"] > 2 * st["median"]  # the exponential's long tail
-
-
-def test_noise_from_a_file_of_samples(tmp_path: pytest.TempPathFactory) -> None:
-    f = tmp_path / "detours.txt"  # type: ignore[operator]
-    f.write_text("10ns 20ns\n1us\n")
-    r = simulate(ping(1), model="postal", alpha=100, noise=f"file({f})", trials=300)
-    assert set(np.unique(r.makespans)) <= {
-        100 + a + b for a in (10, 20, 1000) for b in (10, 20, 1000)
-    }
-    assert len(np.unique(r.makespans)) > 3
-
-
-# --- topology ----------------------------------------------------------------------------------
-
-
-def fan_out(P: int) -> collkit.Schedule:
-    ops = empty("allreduce", P, 1)
-    r0 = RankWriter(ops, 0)
-    for q in range(1, P):
-        r0.send(q, "out", 0, 1)
-        RankWriter(ops, q).recv(0, "out", 0, 1)
-    return ops.build()
-
-
-def arrivals(topology: str, P: int = 4) -> list[float]:
-    r = simulate(fan_out(P), model="pipelined-postal", alpha_p=100, alpha_r=0, topology=topology)
-    return [float(x) for x in r.finish[1:]]
-
-
-def test_topology_latencies() -> None:
-    assert arrivals("none") == [100, 100, 100]
-    assert arrivals("fattree(k=2,hop=100ns)") == [300, 500, 500]
-    assert arrivals("fattree(k=2,hop=100ns,rpn=2,intra=7ns)") == [107, 300, 300]
-    assert arrivals("torus(dims=4,hop=10ns)") == [110, 120, 110]
-    assert arrivals("torus(dims=2x2,hop=10ns)") == [110, 110, 120]
-    assert arrivals("dragonfly(p=1,a=2,hop=10ns,global=1us)") == [130, 1140, 1140]
-    assert arrivals("dragonfly(p=2,a=1,hop=10ns)") == [120, 140, 140]
-
-
-def test_topology_too_small_is_an_error() -> None:
-    with pytest.raises(collkit.CollkitError, match="cannot hold"):
-        simulate("allreduce:rd", 16, topology="torus(dims=2x2,hop=1ns)")
 
 
 # --- recording: per-op times, messages, critical path ------------------------------------------

@@ -18,7 +18,6 @@ from collkit.simulate import (
     MODELS,
     PARAM_UNITS,
     memory_estimate,
-    parse_topology,
     simulate_file,
 )
 
@@ -44,7 +43,7 @@ def test_options_object_replaces_positional_arguments() -> None:
     opts.set_model("postal", {"alpha": 700.0})
     opts.trials = 2
     d = _core.simulate(_core.Algorithm("allreduce:rd"), 8, 1, 8, 0, opts)
-    assert list(d["makespans"]) == [2100.0, 2100.0]
+    assert list(d.makespans) == [2100.0, 2100.0]
     with pytest.raises(collkit.CollkitError, match="unknown model parameter 'alpha_x'"):
         opts.set_model("postal", {"alpha_x": 1.0})
 
@@ -58,16 +57,6 @@ def test_a_schedule_brings_its_own_problem() -> None:
         collkit.simulate(s, bytes=64)
     with pytest.raises(InvalidArgumentError, match="count=2 conflicts"):
         collkit.simulate(s, count=2)
-
-
-def test_topology_needs_its_cost_and_each_key_once() -> None:
-    with pytest.raises(InvalidArgumentError, match="needs hop=TIME"):
-        parse_topology("fattree(k=4)")
-    with pytest.raises(InvalidArgumentError, match="'hop' is given twice"):
-        parse_topology("fattree(k=4,hop=10ns,hop=20ns)")
-    r = collkit.simulate("allreduce:rd", 8, topology="fattree(k=2,hop=10ns)")
-    assert "topology=fattree(k=2,hop=10ns)" in r.summary()
-    assert parse_topology(r.topology.describe()) == r.topology
 
 
 def test_a_message_to_itself_verifies_and_simulates() -> None:
@@ -164,47 +153,6 @@ def test_file_refuses_conflicts_and_missing_files(
         assert "cannot read" in capsys.readouterr().err
     assert run_cli(["simulate"], monkeypatch) == 2
     assert "--file" in capsys.readouterr().err
-
-
-CONGESTION = (
-    "# collkit schedule v1\ncollective barrier\nP 4\ncount 1000\nelem_size 1\nroot 0\n"
-    "rank 0 scratch 1000\n  0: send s0[0:1000] to 2\n"
-    "rank 1 scratch 1000\n  0: send s0[0:1000] to 3\n"
-    "rank 2 scratch 1000\n  0: recv s0[0:1000] from 0\n"
-    "rank 3 scratch 1000\n  0: recv s0[0:1000] from 1\n"
-)
-
-
-@pytest.mark.parametrize(
-    "topology",
-    [
-        "none(rpn=2,link=1ns)",  # the two messages share node 0's NIC
-        "fattree(k=2,hop=0ns,link=1ns)",  # ... switch 0's up link
-        "torus(dims=4,hop=0ns,link=1ns)",  # ... the link from node 1 to node 2
-        "dragonfly(p=1,a=2,hop=0ns,link=1ns)",  # ... the global link between the two groups
-    ],
-)
-def test_congestion_messages_share_links(topology: str) -> None:
-    s = io.from_text(CONGESTION)
-    free = collkit.simulate(
-        s, model="postal", alpha=100, topology=topology.replace(",link=1ns", "")
-    )
-    shared = collkit.simulate(s, model="postal", alpha=100, topology=topology)
-    assert free.makespan == 100.0
-    # The second message waits until the first has crossed the shared link: 1000 B at 1 ns/B.
-    assert shared.makespan == 1100.0 and sorted(shared.finish) == [100.0, 100.0, 1100.0, 1100.0]
-    assert "link=1ns" in shared.summary()
-
-
-def test_congestion_leaves_lone_messages_alone() -> None:
-    # Without a shared link the link model changes nothing (messages between different nodes of
-    # a torus in different rows).
-    topo = "fattree(k=16,hop=50ns,rpn=4)"
-    a = collkit.simulate("allreduce:rd", 64, bytes=8, model="loggops", topology=topo)
-    b = collkit.simulate(
-        "allreduce:rd", 64, bytes=8, model="loggops", topology=topo[:-1] + ",link=0ns)"
-    )
-    assert a.makespan == b.makespan
 
 
 def test_a_text_file_streams_into_the_simulator(tmp_path: Path) -> None:

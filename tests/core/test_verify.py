@@ -7,29 +7,10 @@ import pytest
 
 import collkit
 from builder import KIND, Ops, RankWriter, empty
+from conftest import EVERY_P, LARGE_P
 
-SWEEP_P = list(range(1, 257))
-SAMPLED_P = [
-    257,
-    300,
-    511,
-    512,
-    513,
-    1000,
-    1023,
-    1024,
-    1025,
-    2047,
-    2048,
-    3001,
-    4096,
-    4099,
-    6000,
-    8191,
-    8192,
-    9973,
-    10000,
-]
+SWEEP_P = EVERY_P
+SAMPLED_P = LARGE_P
 
 
 def rd(P: int, count: int = 2) -> Ops:

@@ -31,6 +31,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def small_campaign(out: Path, sizes: str, *more: str) -> argparse.Namespace:
+    """allreduce by rd, native and MPICH's ring on 2 ranks, 20 iterations, into `out`."""
+    algos = ["--algos", "rd,native,mpich:ring", "-np", "2", "--sizes", sizes]
+    return parse(["allreduce", *algos, "--iters", "20", "--warmup", "2", "-o", str(out), *more])
+
+
 def test_parse_sizes() -> None:
     assert bench_cli.parse_sizes("8B..64") == [8, 16, 32, 64]
     assert bench_cli.parse_sizes("8,1KiB") == [8, 1024]
@@ -49,23 +55,7 @@ def test_parse_sizes_hostile_text_is_a_clear_error(text: str) -> None:
 
 def test_campaign_writes_rows_and_resumes(mpich: MPI, tmp_path: Path) -> None:
     out = tmp_path / "allreduce.jsonl"
-    args = parse(
-        [
-            "allreduce",
-            "--algos",
-            "rd,native,mpich:ring",
-            "-np",
-            "2",
-            "--sizes",
-            "8,64",
-            "--iters",
-            "20",
-            "--warmup",
-            "2",
-            "-o",
-            str(out),
-        ]
-    )
+    args = small_campaign(out, "8,64")
     assert bench_cli.run(args) == 0
     rows = read_jsonl(out)
     assert sorted((r.algorithm, r.bytes) for r in rows) == sorted(
@@ -82,24 +72,7 @@ def test_campaign_writes_rows_and_resumes(mpich: MPI, tmp_path: Path) -> None:
 
     # A rerun with one more size measures only that size; the old rows stay as they were.
     before = out.read_text()
-    args = parse(
-        [
-            "allreduce",
-            "--algos",
-            "rd,native,mpich:ring",
-            "-np",
-            "2",
-            "--sizes",
-            "8,64,512",
-            "--iters",
-            "20",
-            "--warmup",
-            "2",
-            "-o",
-            str(out),
-            "--no-plot",
-        ]
-    )
+    args = small_campaign(out, "8,64,512", "--no-plot")
     assert bench_cli.run(args) == 0
     after = out.read_text()
     assert after.startswith(before)

@@ -233,7 +233,7 @@ def test_duplicate_json_keys_are_errors(capsys: pytest.CaptureFixture[str], tmp_
     code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P")
     assert code == 0 and "'P' twice: line left out" in out, out
     doc = io.to_json(collkit.generate("allreduce:rd", P=2, count=1))
-    with pytest.raises(ScheduleFormatError, match="twice"):
+    with pytest.raises(ScheduleFormatError, match="duplicate key 'P'"):
         io.from_json(doc.replace('"P": 2,', '"P": 2, "P": 3,'))
 
 

@@ -23,6 +23,11 @@ void write_json(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
 void read_json_file(const std::string& path,
                     const std::function<void(const ScheduleHeader&)>& on_header,
                     const std::function<void(const RankView&)>& on_rank);
+// The same reader over text in memory (what collkit.io.from_json reads through: one reader of
+// JSON schedules, this one).
+void read_json_text(std::string_view text,
+                    const std::function<void(const ScheduleHeader&)>& on_header,
+                    const std::function<void(const RankView&)>& on_rank);
 // A JSON string literal as Python's json.dumps writes it (ASCII only: \uXXXX beyond).
 std::string json_quote(std::string_view utf8);
 

@@ -54,6 +54,20 @@ constexpr int kMaxNameDepth = 8;
 
 ParsedName parse_name(std::string_view text);
 
+// A call: the same argument grammar without the collective, for the simulator's specs (noise,
+// skew, topology):
+//
+//   call  := word [ '(' [ arg { ',' arg } ] ')' ]     e.g. uniform(0,100ns), file(/tmp/d.txt),
+//                                                     fattree(k=16,hop=100ns,link=10GB/s)
+//
+// A value may also hold '/' (a path, a bandwidth) and never nests. Errors are Error(kind) with a
+// caret under the offending character.
+struct ParsedCall {
+  std::string kind;
+  std::vector<NameArg> args;
+};
+ParsedCall parse_call(std::string_view text, ErrorKind kind = ErrorKind::invalid_argument);
+
 // The implementations an `impl:algo` row name may name, comma-separated: "mpich, ompi, impi".
 std::string_view mpi_impl_names();
 bool is_mpi_impl(std::string_view impl);

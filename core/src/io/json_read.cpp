@@ -19,10 +19,23 @@ namespace {
   fail(ErrorKind::format, m);
 }
 
+// What is read: a file, or text in memory (`text` set; read through fmemopen, so both go the
+// same way).
+struct JsonSource {
+  std::string path;
+  const std::string_view* text = nullptr;
+  std::FILE* open() const {
+    if (text == nullptr) return std::fopen(path.c_str(), "rb");
+    if (text->empty()) bad("JSON: an empty text is not a schedule");
+    return fmemopen(const_cast<char*>(text->data()), text->size(), "rb");
+  }
+};
+
 // Buffered reading of one file, from a given offset.
 class Reader {
  public:
-  Reader(const std::string& path, long offset) : f_(std::fopen(path.c_str(), "rb")) {
+  Reader(const JsonSource& src, long offset) : f_(src.open()) {
+    const std::string& path = src.path;
     if (f_ == nullptr) fail(ErrorKind::invalid_argument, "cannot read " + path);
     if (offset > 0 && std::fseek(f_, offset, SEEK_SET) != 0) bad("cannot seek in " + path);
     pos_ = offset;
@@ -187,8 +200,8 @@ struct Column {
 // A cursor reading one integer array, element by element.
 class Cursor {
  public:
-  Cursor(const std::string& path, const std::string& name, const Column& c)
-      : r_(std::make_unique<Reader>(path, c.offset)), name_(name), c_(c) {}
+  Cursor(const JsonSource& src, const std::string& name, const Column& c)
+      : r_(std::make_unique<Reader>(src, c.offset)), name_(name), c_(c) {}
   int64_t next() {
     if (read_ > 0) r_->expect(',', "','");
     ++read_;
@@ -204,11 +217,8 @@ class Cursor {
 
 constexpr int64_t kI64 = std::numeric_limits<int64_t>::max();
 
-}  // namespace
-
-void read_json_file(const std::string& path,
-                    const std::function<void(const ScheduleHeader&)>& on_header,
-                    const std::function<void(const RankView&)>& on_rank) {
+void read_json(const JsonSource& src, const std::function<void(const ScheduleHeader&)>& on_header,
+               const std::function<void(const RankView&)>& on_rank) {
   // Pass 1: the shape, the header, where the arrays are.
   std::map<std::string, Column> cols = {{"ops.rank", {0, kI64}},
                                         {"ops.kind", {0, 255}},
@@ -230,7 +240,7 @@ void read_json_file(const std::string& path,
   std::set<std::string> seen;
   std::string format, version;
   {
-    Reader r(path, 0);
+    Reader r(src, 0);
     r.ws();
     if (r.peek() == 0xef) {  // a UTF-8 byte order mark
       r.get(), r.get(), r.get();
@@ -266,7 +276,11 @@ void read_json_file(const std::string& path,
         } else if (key == "version") {
           version = std::to_string(r.integer("'version'", -kI64 - 1, kI64));
         } else if (key == "collective") {
-          h.collective = collective_from_string(r.string());
+          const std::string c = r.string();
+          if (!is_collective(c))
+            bad("unknown collective '" + c.substr(0, 40) +
+                "' (known: " + std::string(collective_names()) + ")");
+          h.collective = collective_from_string(c);
         } else if (key == "algorithm") {
           h.algorithm = r.string();
         } else if (key == "P") {
@@ -353,7 +367,7 @@ void read_json_file(const std::string& path,
   // Pass 2: every column at once, one rank at a time.
   std::map<std::string, Cursor> cur;
   for (const auto& [name, c] : cols)
-    if (c.offset >= 0) cur.emplace(name, Cursor(path, "'" + name + "'", c));
+    if (c.offset >= 0) cur.emplace(name, Cursor(src, "'" + name + "'", c));
   auto at = [&](const char* k) -> Cursor& { return cur.at(k); };
   RankProgram p;
   std::vector<OpId> deps;
@@ -413,6 +427,20 @@ void read_json_file(const std::string& path,
   if (op != n) bad("ops.'rank' must be sorted and hold ranks in [0, P)");
   if (dep_at != n_deps || scratch_at != n_scratch)
     bad("'dep_begin' / 'scratch_begin' must end at the length of the array they index");
+}
+
+}  // namespace
+
+void read_json_file(const std::string& path,
+                    const std::function<void(const ScheduleHeader&)>& on_header,
+                    const std::function<void(const RankView&)>& on_rank) {
+  read_json(JsonSource{path}, on_header, on_rank);
+}
+
+void read_json_text(std::string_view text,
+                    const std::function<void(const ScheduleHeader&)>& on_header,
+                    const std::function<void(const RankView&)>& on_rank) {
+  read_json(JsonSource{"the JSON text", &text}, on_header, on_rank);
 }
 
 }  // namespace collkit

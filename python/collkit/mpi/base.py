@@ -138,8 +138,29 @@ class MPI:
     ) -> Path | None:
         """Writes the tuning file this MPI reads for `choices` into `out_dir`; returns its
         path, or None if this MPI has none. `program` is a program built against this MPI
-        (some files are built on the library's own defaults)."""
+        (some files are built on the library's own defaults). By default: tuning_text's."""
+        text = cls.tuning_text(choices, header)
+        if text is None:
+            return None
+        path = out_dir / cls.tuning_file_name
+        path.write_text(text)
+        return path
+
+    @classmethod
+    def tuning_text(cls, choices: Sequence[Choice], header: str) -> str | None:
+        """The tuning file's text for `choices`, for an MPI whose file needs nothing else."""
         return None
+
+
+def by_collective_and_P(
+    choices: Sequence[Choice], header: str
+) -> tuple[dict[str, dict[int, list[Choice]]], list[str]]:
+    """The choices grouped by collective and P, and the header as '#' comment lines: where
+    every tuning file starts."""
+    by: dict[str, dict[int, list[Choice]]] = {}
+    for c in choices:
+        by.setdefault(c.collective, {}).setdefault(c.P, []).append(c)
+    return by, [f"# {ln}" for ln in header.splitlines()]
 
 
 def am_root() -> bool:

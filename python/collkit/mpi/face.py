@@ -268,29 +268,52 @@ def _nbytes(b: _Buf) -> int:
 # ---- the nine collectives ----------------------------------------------------------------------
 
 
+def _run(
+    collective: str,
+    comm: Comm,
+    nbytes: int,
+    algorithm: str | None,
+    native: Callable[[], None],
+    *args: Any,
+) -> None:
+    """ck_<collective>(*args, comm, algorithm) by collkit's algorithm (the one given, or the tuned
+    block's choice), or `native`, the MPI's own call, where that is native or collkit declines."""
+    algo = _route(collective, comm, nbytes, algorithm)
+    if _native(algo):
+        native()
+        return
+    assert algo is not None
+    _call(f"ck_{collective}", native, *args, _h(comm), _name(algo))
+
+
+def _reduction(
+    collective: str,
+    comm: Comm,
+    sendbuf: BufSpec,
+    recvbuf: BufSpec,
+    op: Any,
+    in_place_blocks: int,
+    algorithm: str | None,
+    native: Callable[[Any], None],
+) -> None:
+    """The reductions to every rank: recvbuf holds `in_place_blocks` blocks when sendbuf is
+    MPI.IN_PLACE; op defaults to SUM."""
+    op = _op(op)
+    s = _spec(sendbuf)
+    r = _spec(recvbuf, in_place_blocks if s.in_place else 1)
+    args = (s.address, r.address, r.count, _h(r.datatype), _h(op))
+    _run(collective, comm, _nbytes(r), algorithm, lambda: native(op), *args)
+
+
 def Allreduce(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, op: Any = None, *, algorithm: str | None = None
 ) -> None:
     """MPI_Allreduce by collkit's `algorithm` (e.g. "allreduce:rm(a4)"); op defaults to SUM."""
-    op = _op(op)
-    r = _spec(recvbuf)
-    s = _spec(sendbuf)
-    algo = _route("allreduce", comm, _nbytes(r), algorithm)
-    if _native(algo):
-        _base(comm).Allreduce(sendbuf, recvbuf, op)
-        return
-    assert algo is not None
-    _call(
-        "ck_allreduce",
-        lambda: _base(comm).Allreduce(sendbuf, recvbuf, op),
-        s.address,
-        r.address,
-        r.count,
-        _h(r.datatype),
-        _h(op),
-        _h(comm),
-        _name(algo),
-    )
+    base = _base(comm)
+    _reduction(
+        "allreduce", comm, sendbuf, recvbuf, op, 1, algorithm,
+        lambda op: base.Allreduce(sendbuf, recvbuf, op),
+    )  # fmt: skip
 
 
 def Reduce(
@@ -307,57 +330,24 @@ def Reduce(
     s = _spec(sendbuf)
     r = _spec(recvbuf)
     data = r if s.in_place else s
-    algo = _route("reduce", comm, _nbytes(data), algorithm)
-    if _native(algo):
-        _base(comm).Reduce(sendbuf, recvbuf, op, root)
-        return
-    assert algo is not None
-    _call(
-        "ck_reduce",
-        lambda: _base(comm).Reduce(sendbuf, recvbuf, op, root),
-        s.address,
-        r.address,
-        data.count,
-        _h(data.datatype),
-        _h(op),
-        root,
-        _h(comm),
-        _name(algo),
-    )
+    args = (s.address, r.address, data.count, _h(data.datatype), _h(op), root)
+    native = lambda: _base(comm).Reduce(sendbuf, recvbuf, op, root)  # noqa: E731
+    _run("reduce", comm, _nbytes(data), algorithm, native, *args)
 
 
 def Bcast(comm: Comm, buf: BufSpec, root: int = 0, *, algorithm: str | None = None) -> None:
     """MPI_Bcast."""
     b = _spec(buf)
-    algo = _route("bcast", comm, _nbytes(b), algorithm)
-    if _native(algo):
-        _base(comm).Bcast(buf, root)
-        return
-    assert algo is not None
-    _call(
-        "ck_bcast",
-        lambda: _base(comm).Bcast(buf, root),
-        b.address,
-        b.count,
-        _h(b.datatype),
-        root,
-        _h(comm),
-        _name(algo),
-    )
+    native = lambda: _base(comm).Bcast(buf, root)  # noqa: E731
+    _run("bcast", comm, _nbytes(b), algorithm, native, b.address, b.count, _h(b.datatype), root)
 
 
 def Barrier(comm: Comm, *, algorithm: str | None = None) -> None:
     """MPI_Barrier."""
-    algo = _route("barrier", comm, 0, algorithm)
-    if _native(algo):
-        _base(comm).Barrier()
-        return
-    assert algo is not None
-    _call("ck_barrier", lambda: _base(comm).Barrier(), _h(comm), _name(algo))
+    _run("barrier", comm, 0, algorithm, lambda: _base(comm).Barrier())
 
 
 def _pair(
-    fn: str,
     collective: str,
     comm: Comm,
     sendbuf: BufSpec,
@@ -379,15 +369,10 @@ def _pair(
         r = _Buf(r.address, s.count, s.datatype, in_place=True)
     elif s.address is None:  # non-root of scatter
         s = _Buf(None, r.count, r.datatype)
-    algo = _route(collective, comm, _nbytes(r), algorithm)
-    if _native(algo):
-        fallback()
-        return
-    assert algo is not None
     args: list[Any] = [s.address, s.count, _h(s.datatype), r.address, r.count, _h(r.datatype)]
     if root is not None:
         args.append(root)
-    _call(fn, fallback, *args, _h(comm), _name(algo))
+    _run(collective, comm, _nbytes(r), algorithm, fallback, *args)
 
 
 def Alltoall(
@@ -395,74 +380,34 @@ def Alltoall(
 ) -> None:
     """MPI_Alltoall: counts per destination / source (the buffers hold P blocks)."""
     P = comm.Get_size()
-    _pair(
-        "ck_alltoall",
-        "alltoall",
-        comm,
-        sendbuf,
-        recvbuf,
-        P,
-        P,
-        None,
-        algorithm,
-        lambda: _base(comm).Alltoall(sendbuf, recvbuf),
-    )
+    native = lambda: _base(comm).Alltoall(sendbuf, recvbuf)  # noqa: E731
+    _pair("alltoall", comm, sendbuf, recvbuf, P, P, None, algorithm, native)
 
 
 def Allgather(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, *, algorithm: str | None = None
 ) -> None:
     """MPI_Allgather: recvbuf holds P blocks; MPI.IN_PLACE as sendbuf."""
-    _pair(
-        "ck_allgather",
-        "allgather",
-        comm,
-        sendbuf,
-        recvbuf,
-        1,
-        comm.Get_size(),
-        None,
-        algorithm,
-        lambda: _base(comm).Allgather(sendbuf, recvbuf),
-    )
+    native = lambda: _base(comm).Allgather(sendbuf, recvbuf)  # noqa: E731
+    _pair("allgather", comm, sendbuf, recvbuf, 1, comm.Get_size(), None, algorithm, native)
 
 
 def Gather(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
 ) -> None:
     """MPI_Gather: recvbuf (P blocks) at the root only; MPI.IN_PLACE as the root's sendbuf."""
-    is_root = comm.Get_rank() == root
-    _pair(
-        "ck_gather",
-        "gather",
-        comm,
-        sendbuf,
-        recvbuf if is_root else None,
-        1,
-        comm.Get_size(),
-        root,
-        algorithm,
-        lambda: _base(comm).Gather(sendbuf, recvbuf, root),
-    )
+    recv = recvbuf if comm.Get_rank() == root else None
+    native = lambda: _base(comm).Gather(sendbuf, recvbuf, root)  # noqa: E731
+    _pair("gather", comm, sendbuf, recv, 1, comm.Get_size(), root, algorithm, native)
 
 
 def Scatter(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
 ) -> None:
     """MPI_Scatter: sendbuf (P blocks) at the root only; MPI.IN_PLACE as the root's recvbuf."""
-    is_root = comm.Get_rank() == root
-    _pair(
-        "ck_scatter",
-        "scatter",
-        comm,
-        sendbuf if is_root else None,
-        recvbuf,
-        comm.Get_size(),
-        1,
-        root,
-        algorithm,
-        lambda: _base(comm).Scatter(sendbuf, recvbuf, root),
-    )
+    send = sendbuf if comm.Get_rank() == root else None
+    native = lambda: _base(comm).Scatter(sendbuf, recvbuf, root)  # noqa: E731
+    _pair("scatter", comm, send, recvbuf, comm.Get_size(), 1, root, algorithm, native)
 
 
 def Reduce_scatter_block(
@@ -470,25 +415,11 @@ def Reduce_scatter_block(
 ) -> None:
     """MPI_Reduce_scatter_block: each rank gets its block of the reduction of P blocks;
     MPI.IN_PLACE as sendbuf reads the P blocks from recvbuf."""
-    op = _op(op)
-    s = _spec(sendbuf)
-    r = _spec(recvbuf, comm.Get_size() if s.in_place else 1)
-    algo = _route("reduce_scatter_block", comm, _nbytes(r), algorithm)
-    if _native(algo):
-        _base(comm).Reduce_scatter_block(sendbuf, recvbuf, op)
-        return
-    assert algo is not None
-    _call(
-        "ck_reduce_scatter_block",
-        lambda: _base(comm).Reduce_scatter_block(sendbuf, recvbuf, op),
-        s.address,
-        r.address,
-        r.count,
-        _h(r.datatype),
-        _h(op),
-        _h(comm),
-        _name(algo),
-    )
+    base = _base(comm)
+    _reduction(
+        "reduce_scatter_block", comm, sendbuf, recvbuf, op, comm.Get_size(), algorithm,
+        lambda op: base.Reduce_scatter_block(sendbuf, recvbuf, op),
+    )  # fmt: skip
 
 
 # ---- routing a block of mpi4py code by a tuning table --------------------------------------------

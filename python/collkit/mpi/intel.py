@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from collkit.mpi.base import MPI
+from collkit.mpi.base import MPI, by_collective_and_P
 
 if TYPE_CHECKING:
     from collkit.tune.select import Choice
@@ -116,12 +116,8 @@ class IntelMpi(MPI):
         return ["-genv", "I_MPI_PIN_DOMAIN", "core" if map_by == "core" else "socket"]
 
     @classmethod
-    def write_tuning_file(
-        cls, choices: Sequence[Choice], out_dir: Path, header: str, program: Path | None
-    ) -> Path | None:
-        path = out_dir / cls.tuning_file_name
-        path.write_text(tuning_env(choices, header))
-        return path
+    def tuning_text(cls, choices: Sequence[Choice], header: str) -> str | None:
+        return tuning_env(choices, header)
 
 
 def tuning_env(choices: Sequence[Choice], header: str = "") -> str:
@@ -131,10 +127,7 @@ def tuning_env(choices: Sequence[Choice], header: str = "") -> str:
     from collkit.tune.families import mpi_choice
     from collkit.tune.select import size_ranges
 
-    by: dict[str, dict[int, list[Choice]]] = {}
-    for c in choices:
-        by.setdefault(c.collective, {}).setdefault(c.P, []).append(c)
-    lines = [f"# {ln}" for ln in header.splitlines()]
+    by, lines = by_collective_and_P(choices, header)
     for coll in sorted(by):
         parts: list[str] = []
         for P in sorted(by[coll]):

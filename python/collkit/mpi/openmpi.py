@@ -11,10 +11,9 @@ collkit did not tune.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from collkit.mpi.base import MPI, am_root
+from collkit.mpi.base import MPI, am_root, by_collective_and_P
 
 if TYPE_CHECKING:
     from collkit.tune.select import Choice
@@ -149,12 +148,8 @@ class OpenMpi(MPI):
         return out
 
     @classmethod
-    def write_tuning_file(
-        cls, choices: Sequence[Choice], out_dir: Path, header: str, program: Path | None
-    ) -> Path | None:
-        path = out_dir / cls.tuning_file_name
-        path.write_text(rules_file(choices, header))
-        return path
+    def tuning_text(cls, choices: Sequence[Choice], header: str) -> str | None:
+        return rules_file(choices, header)
 
 
 def rules_file(choices: Sequence[Choice], header: str = "") -> str:
@@ -163,10 +158,7 @@ def rules_file(choices: Sequence[Choice], header: str = "") -> str:
     from collkit.tune.families import mpi_choice, per_block_shapes
     from collkit.tune.select import size_ranges
 
-    by: dict[str, dict[int, list[Choice]]] = {}
-    for c in choices:
-        by.setdefault(c.collective, {}).setdefault(c.P, []).append(c)
-    lines = [f"# {ln}" for ln in header.splitlines()]
+    by, lines = by_collective_and_P(choices, header)
     for coll in sorted(c for c in by if c not in IDS):  # a collective Open MPI lacks
         del by[coll]
         lines.append(f"# {coll}: no coll/tuned rules id in Open MPI; its own decision stays")

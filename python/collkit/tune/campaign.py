@@ -15,7 +15,7 @@ from collkit.algorithms import Algorithm, algorithms
 from collkit.analysis.bruck import candidate_radixes
 from collkit.analysis.recmult.model import PipelinedPostal
 from collkit.analysis.recmult.rank import rank_schedules
-from collkit.bench import DATATYPES, Campaign, machine_name, planned_rows, run_campaign
+from collkit.bench import DATATYPES, Campaign, planned_rows, run_campaign
 from collkit.collectives import REDUCTIONS
 from collkit.drift import MAX_RETRIES
 from collkit.errors import CollkitError, InvalidArgumentError
@@ -205,16 +205,14 @@ def simulate_rows(
     progress: Callable[[str], None],
     ticker: Ticker | None = None,
 ) -> list[Row]:
-    """Rows from the simulator for every candidate (marked source = simulated; `mpi` names the
-    model and its parameters). The candidates are listed first, so `ticker` knows every row to
-    come before the first is simulated."""
+    """Rows from the simulator for every candidate (collkit.sim.simulated_row: source simulated,
+    `mpi` the model and its parameters). The candidates are listed first, so `ticker` knows every
+    row to come before the first is simulated."""
     from collkit.cli.simulate import _available_memory
-    from collkit.simulate import Model, memory_estimate, simulate
+    from collkit.sim import Model, simulate_row
 
     made = Model.make(model, **params)  # bad names fail before any work
-    avail = _available_memory()
-    described = made.describe()
-    machine = machine_name()
+    avail = _available_memory()  # collkit simulate's memory limit, for every candidate
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     plan: list[tuple[str, int, list[str]]] = []
     for coll in opts.collectives:
@@ -234,42 +232,11 @@ def simulate_rows(
         for algo in own:
             for size in [0] if coll == "barrier" else opts.sizes:
                 count = size // elem
-                row = Row(
-                    collective=coll,
-                    algorithm=algo,
-                    P=P,
-                    bytes=count * elem,
-                    datatype="double" if elem == 8 else "char",
-                    count=count,
-                    source="simulated",
-                    mpi=f"simulated: {described}",
-                    machine=machine,
-                    date=date,
+                _, new = simulate_row(
+                    store, coll, algo, P, count, elem, made, date=date, available=avail
                 )
-                if row in store:
-                    if ticker:
-                        ticker.advance(1, measured=False)
-                    continue
-                try:
-                    # collkit simulate's limit: a run whose estimate exceeds the memory
-                    # available is refused (ring at 1 MiB, P = 65536: 8.6e9 ops), a row
-                    # with the reason, not hours of simulation
-                    need, ops = memory_estimate(algo, P, count, elem, model=model)
-                    if avail is not None and need > avail:
-                        raise InvalidArgumentError(
-                            f"simulating it needs about {need / 2**30:.1f} GiB ({ops:,} ops), "
-                            f"more than the {avail / 2**30:.1f} GiB available"
-                        )
-                    res = simulate(algo, P, count=count, elem_size=elem, model=made)
-                    t = res.makespan / 1e3  # ns -> µs
-                    row.min_us = row.q1_us = row.median_us = row.q3_us = t
-                    row.mean_us = row.p99_us = row.max_us = t
-                    row.iterations = 1
-                except CollkitError as e:
-                    row.error = str(e)
-                store.append(row)
                 if ticker:
-                    ticker.advance(1)
+                    ticker.advance(1, measured=new)
     store.write_csv()
     return [
         r

@@ -1,0 +1,80 @@
+"""The peak resident memory a simulation will take, estimated before it runs."""
+
+from __future__ import annotations
+
+from collkit.algorithms import Algorithm
+from collkit.placement import Placement
+
+# The peak resident memory of a simulation, from its parts as measured (bench_simulate.py --suite
+# memory, benchmarks/results/bench_simulate.md): the process with Python, numpy and collkit
+# loaded; per rank its 48-byte state, its program's id, a slot in the free lists and its events
+# in flight (LogGOPS: about three 24-byte events with the queue's slack, every op being one more
+# queue entry; the postal models about two); per op a 16-bit counter while its rank runs (every
+# rank at once, at worst).
+_PROCESS_BYTES = 35 << 20
+_RANK_BYTES = 48 + 4 + 8 + 80
+_RANK_BYTES_POSTAL = 48 + 4 + 8 + 52
+_OP_BYTES = 2
+# With a timeline: the whole schedule (~42 B per op) and ~80 B per op of records.
+_TIMELINE_OP_BYTES = 42 + 80
+# Ranks whose programs are generated to count the ops (and at most this many of their ops).
+_SAMPLE_RANKS = 256
+_SAMPLE_OPS = 1 << 22
+
+
+def _sample_ranks(P: int, root: int) -> list[int]:
+    """Ranks spread over 0..P-1 by the golden ratio (a low-discrepancy sequence: every residue
+    class of a power of two is visited in proportion, as a tree's ranks are), the root apart."""
+    golden = (5**0.5 - 1) / 2
+    seen = {root}
+    out: list[int] = []
+    for k in range(1, 4 * _SAMPLE_RANKS):
+        r = int((k * golden) % 1.0 * P)
+        if r not in seen:
+            seen.add(r)
+            out.append(r)
+            if len(out) == _SAMPLE_RANKS:
+                break
+    return out
+
+
+def rank_memory_bytes(model: str | None = None) -> int:
+    """Bytes of simulator state per rank under `model` (None: LogGOPS, the larger), whatever the
+    algorithm: memory_estimate's per-rank term, the floor of simulating P ranks."""
+    postal = model is not None and model.replace("_", "-").lower() in ("postal", "pipelined-postal")
+    return _RANK_BYTES_POSTAL if postal else _RANK_BYTES
+
+
+def memory_estimate(
+    algorithm: str | Algorithm,
+    P: int,
+    count: int,
+    elem_size: int = 8,
+    root: int = 0,
+    timeline: bool = False,
+    placement: Placement | None = None,
+    model: str | None = None,
+) -> tuple[int, int]:
+    """(bytes, ops): the peak resident memory a simulation of `algorithm` under `model` (None:
+    the larger, LogGOPS) will take (the process's, measured within 25 % for allreduce:rd,
+    allreduce:rabenseifner and bcast:binomial from P = 2^16 to 2^20) and the ops of its
+    schedule. The ops are counted exactly up to
+    P = 512, else from the root and up to 256 ranks spread over 0..P-1 (most ranks of a tree or
+    of Rabenseifner at small counts hold far fewer ops than the root or rank P/2)."""
+    algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
+
+    def ops_of(r: int) -> int:
+        return len(algo.generate_rank(P, r, count, elem_size, root, placement=placement))
+
+    if P <= 2 * _SAMPLE_RANKS:
+        total_ops = sum(ops_of(r) for r in range(P))
+    else:
+        total_ops, n, sampled = ops_of(root), 0, 0
+        for r in _sample_ranks(P, root):
+            k = ops_of(r)
+            n, sampled = n + 1, sampled + k
+            if sampled > _SAMPLE_OPS:
+                break
+        total_ops += round(sampled / n * (P - 1))
+    per_op = _OP_BYTES + (_TIMELINE_OP_BYTES if timeline else 0)
+    return _PROCESS_BYTES + P * rank_memory_bytes(model) + total_ops * per_op, total_ops
