@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <stdexcept>
 
@@ -12,8 +13,10 @@ namespace collkit::sim {
 
 namespace {
 
-std::vector<const ModelInfo*>& registry() {
-  static std::vector<const ModelInfo*> r;
+// A deque: the models stay where they were registered (models() points into it), and are freed at
+// exit with it.
+std::deque<ModelInfo>& registry() {
+  static std::deque<ModelInfo> r;
   return r;
 }
 
@@ -67,12 +70,13 @@ bool CostModel::rendezvous(double) const {
 }
 
 ModelRegistrar::ModelRegistrar(ModelInfo info) {
-  registry().push_back(new ModelInfo(std::move(info)));  // lives as long as the program
+  registry().push_back(std::move(info));
 }
 
 std::span<const ModelInfo* const> models() {
   static const std::vector<const ModelInfo*> sorted = [] {
-    std::vector<const ModelInfo*> v = registry();
+    std::vector<const ModelInfo*> v;
+    for (const ModelInfo& m : registry()) v.push_back(&m);
     std::stable_sort(v.begin(), v.end(),
                      [](const ModelInfo* a, const ModelInfo* b) { return a->order < b->order; });
     return v;
