@@ -19,7 +19,7 @@ constexpr size_t kLine = 64;
 constexpr size_t kSlotHeader = 16;  // the `full` stamp; the data starts 16-byte aligned after it
 // The largest message through a slot, unless COLLKIT_SHM_MAX says otherwise (bytes). Above it,
 // MPI point-to-point (with its own single-copy paths) is as fast or faster: see docs/mpi.md.
-constexpr int64_t kDefaultSlotBytes = 16384;
+constexpr int64_t kDefaultSlotBytes = 32768;
 constexpr size_t kBudget = size_t{256} << 20;  // the segment's size at most
 
 size_t round_up(size_t x, size_t to) {

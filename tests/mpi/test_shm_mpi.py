@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_mpi_conformance import REFERENCE_ENV, run_conformance
+from test_mpi_conformance import REFERENCE_ENV, run_conformance, summary
 from test_pmpi import PROGRAMS, launch, mpicc
 
 from collkit.mpi import MPI
@@ -62,6 +62,31 @@ def test_one_pair_on_both_transports(kind: str) -> None:
     # Slots of 64 bytes: within one pair, small messages take the slots and larger ones MPI.
     log = conformance(the_mpi(kind), 3, {"COLLKIT_SHM_MAX": "64"})
     assert "slots of 64 B" in log, log[-2000:]
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+@pytest.mark.parametrize("P", [2, 3])
+def test_messages_up_to_the_default_slot(kind: str, P: int) -> None:
+    # The default slot is 32 KiB: counts whose messages lie between 16 and 32 KiB (2500 and
+    # 4000 elements: 20000 and 32000 bytes of doubles) go through the slots now, checked against
+    # the MPI's own calls.
+    mpi = the_mpi(kind)
+    algos = "allreduce:rd;reduce:binomial;bcast:binomial;allgather:ring;alltoall:pairwise"
+    env = {"COLLKIT_VERBOSE": "1", **REFERENCE_ENV.get((mpi.kind, "allreduce"), {})}
+    r = run_program(
+        mpi,
+        built(mpi),
+        P,
+        "collkit_conformance",
+        "--algos",
+        algos,
+        "--counts",
+        "2500,4000",
+        env=env,
+    )
+    cases, failures, _ = summary(r.stdout)
+    assert r.returncode == 0 and failures == 0 and cases > 20, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "32 slots of 32768 B per pair" in r.stderr, r.stderr[-2000:]
 
 
 @pytest.fixture(scope="module", params=["mpich", "openmpi"])
