@@ -24,12 +24,15 @@
 //    rotated order round by round; one {"kind":"exchange",...} line per round, size and variant:
 //    - slots: the transport as the executor uses it (the next of its 32 slots each call: copy in,
 //      publish, wait, copy out, free); slots-reduce: reducing (doubles, SUM) out of the slot
-//      instead of copying out (allreduce:rd's receive); one-slot: slot 0 every time (q advances
-//      by 32), the lines staying hot; one-way: rank 0 streams to rank 1 (no reply);
+//      instead of copying out (allreduce:rd's receive); one-slot: a transport whose ring is one
+//      slot (K = 1), the lines staying hot; one-way: rank 0 streams to rank 1 (no reply);
 //    - raw-flag-apart / raw-flag-inline: a bare one-slot channel in an MPI_Win_allocate_shared
 //      segment, its stamp on a line of its own or on the data's first line (as the transport's
 //      slots have it); -pause: polling with a pause instruction;
 //    - sendrecv: MPI_Sendrecv of B bytes; allreduce: the MPI's native MPI_Allreduce of B bytes.
+//
+// 5. --check-order N: the ring's no-overwrite guarantee when the reader releases out of order
+//    (tests/mpi/test_shm_mpi.py); prints "check-order ok N".
 #include <mpi.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -142,33 +145,33 @@ double raw_exchange_ns(RawChannel out, RawChannel in, int64_t bytes, std::vector
   return (now_ns() - t0) / static_cast<double>(iters);
 }
 
-// Through the transport's slots: q advances by `step` (1: the next slot; 32: slot 0 again).
-// reduce: sum (doubles) out of the slot into `got`; one_way: rank 0 only sends, rank 1 only
-// receives.
+// Through the transport's slots; `sent` and `received` number this rank's messages to and from
+// the peer (apart: the one-way stream moves one direction only). reduce: sum (doubles) out of the
+// slot into `got`; one_way: rank 0 only sends, rank 1 only receives.
 double slot_exchange_ns(ShmTransport& t, int rank, int64_t bytes, std::vector<std::byte>& mine,
-                        std::vector<std::byte>& got, long iters, uint64_t& q, uint64_t step,
+                        std::vector<std::byte>& got, long iters, uint64_t& sent, uint64_t& received,
                         bool reduce, bool one_way) {
   const int peer = 1 - rank;
   const auto b = static_cast<size_t>(bytes);
   const double t0 = now_ns();
-  for (long k = 0; k < iters; ++k, q += step) {
+  for (long k = 0; k < iters; ++k) {
     if (!one_way || rank == 0) {
       std::byte* s = nullptr;
-      while ((s = t.send_slot(peer, q)) == nullptr) {
+      while ((s = t.send_slot(peer, sent)) == nullptr) {
       }
       std::memcpy(s, mine.data(), b);
-      t.publish(peer, q);
+      t.publish(peer, sent++);
     }
     if (!one_way || rank == 1) {
       const std::byte* r = nullptr;
-      while ((r = t.recv_slot(peer, q)) == nullptr) {
+      while ((r = t.recv_slot(peer, received)) == nullptr) {
       }
       if (reduce) {
         fast_reduce(r, got.data(), bytes / 8, MPI_DOUBLE, MPI_SUM);
       } else {
         std::memcpy(got.data(), r, b);
       }
-      t.release(peer, q);
+      t.release(peer, received++);
     }
   }
   return (now_ns() - t0) / static_cast<double>(iters);
@@ -188,11 +191,10 @@ void run_exchange(const Args& args, int rank, int size) {
   MPI_Comm_dup(MPI_COMM_WORLD, &c);
   std::string why;
   auto t = ShmTransport::create(c, why);
-  // one-slot skips messages of its ring (q advances by 32), which a ring's stamps never allow
-  // another variant to follow: it has a transport of its own.
+  // one-slot: a transport of its own, with a ring of one slot.
   MPI_Comm c1 = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &c1);
-  auto t1 = ShmTransport::create(c1, why);
+  auto t1 = ShmTransport::create(c1, why, 1);
   if (!t || !t1 || t->slot_bytes() < most) {
     if (rank == 0)
       std::fprintf(stderr, "--exchange: no shared-memory transport with slots of %lld B (%s)\n",
@@ -231,7 +233,7 @@ void run_exchange(const Args& args, int rank, int size) {
                          "raw-flag-inline", "raw-flag-inline-pause", "sendrecv",
                          "allreduce"};
   constexpr int kVariants = 10;
-  uint64_t q = 0, q1 = 0, raw_apart = 0, raw_inline = 0;
+  uint64_t sent = 0, received = 0, sent1 = 0, received1 = 0, raw_apart = 0, raw_inline = 0;
   for (long r = 0; r < rounds + 1; ++r) {  // round 0 warms up
     for (int64_t bytes : sizes) {
       std::vector<std::byte> mine(static_cast<size_t>(bytes), std::byte{1}),
@@ -247,10 +249,11 @@ void run_exchange(const Args& args, int rank, int size) {
           case 0:
           case 1:
           case 3:
-            x = slot_exchange_ns(*t, rank, bytes, mine, got, iters, q, 1, v == 1, v == 3);
+            x = slot_exchange_ns(*t, rank, bytes, mine, got, iters, sent, received, v == 1, v == 3);
             break;
           case 2:
-            x = slot_exchange_ns(*t1, rank, bytes, mine, got, iters, q1, 32, false, false);
+            x = slot_exchange_ns(*t1, rank, bytes, mine, got, iters, sent1, received1, false,
+                                 false);
             break;
           case 4:
           case 5:
@@ -295,6 +298,101 @@ void run_exchange(const Args& args, int rank, int size) {
   t1.reset();
   MPI_Comm_free(&c);
   MPI_Comm_free(&c1);
+}
+
+// --check-order N: the ring's guarantees when the reader releases out of order (what the
+// executor does when a pair's receives become ready out of program order). Rank 0 sends messages
+// 0 .. N-1 of 8 .. 1024 bytes, each filled from its number; rank 1 reads every message that has
+// arrived among the next K, in a pseudo-random order, holds up to K - 1 of them read but not
+// released, and releases them in another pseudo-random order, checking each message's bytes
+// when it reads it and again when it releases it: a sender that overwrote a slot before its
+// message was released would show as changed bytes (or as a stamp never seen: a hang). Prints
+// "check-order ok N" on rank 0, or the first bad message, and exits 1.
+int run_check_order(const Args& args, int rank, int size) {
+  if (size != 2) {
+    if (rank == 0) std::fprintf(stderr, "--check-order needs exactly 2 ranks\n");
+    return 1;
+  }
+  const auto n = static_cast<uint64_t>(args.num("check-order", 100000));
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  std::string why;
+  auto t = ShmTransport::create(c, why);
+  int bad = 0;
+  if (!t || t->slot_bytes() < 1024) {
+    if (rank == 0) std::fprintf(stderr, "--check-order: no transport (%s)\n", why.c_str());
+    bad = 1;
+  }
+  MPI_Bcast(&bad, 1, MPI_INT, 0, c);
+  if (bad) return 1;
+  auto bytes_of = [](uint64_t q) { return static_cast<size_t>(8 + (q * 2654435761u) % 1017); };
+  auto byte_at = [](uint64_t q, size_t i) {
+    return static_cast<std::byte>((q * 131 + i * 7) & 0xff);
+  };
+  uint64_t rng = 88172645463325252u;
+  auto next_rand = [&rng] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  constexpr uint64_t kRing = 32;
+  uint64_t first_bad = UINT64_MAX;
+  if (rank == 0) {
+    for (uint64_t q = 0; q < n; ++q) {
+      std::byte* s = nullptr;
+      while ((s = t->send_slot(1, q)) == nullptr) {
+      }
+      for (size_t i = 0; i < bytes_of(q); ++i) s[i] = byte_at(q, i);
+      t->publish(1, q);
+    }
+  } else {
+    std::vector<int> state(n, 0);  // 0 not read, 1 read and held, 2 released
+    std::vector<uint64_t> held;
+    uint64_t lowest = 0;  // every message before it released
+    auto check = [&](uint64_t q, const std::byte* d) {
+      for (size_t i = 0; i < bytes_of(q); ++i)
+        if (d[i] != byte_at(q, i)) first_bad = std::min(first_bad, q);
+    };
+    while (lowest < n) {
+      // Read one message of the next K, picked at random, if it has arrived.
+      const uint64_t q = lowest + next_rand() % kRing;
+      if (q < n && state[q] == 0) {
+        if (const std::byte* d = t->recv_slot(0, q)) {
+          check(q, d);
+          state[q] = 1;
+          held.push_back(q);
+        }
+      }
+      // Release one held message, picked at random, now and then or when K - 1 are held.
+      if (!held.empty() && (held.size() >= kRing - 1 || next_rand() % 4 == 0)) {
+        const size_t k = next_rand() % held.size();
+        const uint64_t h = held[k];
+        held[k] = held.back();
+        held.pop_back();
+        if (const std::byte* d = t->recv_slot(0, h)) {  // still its stamp and its bytes
+          check(h, d);
+        } else {
+          first_bad = std::min(first_bad, h);
+        }
+        t->release(0, h);
+        state[h] = 2;
+        while (lowest < n && state[lowest] == 2) ++lowest;
+      }
+    }
+  }
+  unsigned long long fb = first_bad, worst = 0;
+  MPI_Allreduce(&fb, &worst, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c);
+  if (rank == 0) {
+    if (worst == UINT64_MAX) {
+      std::printf("check-order ok %llu\n", static_cast<unsigned long long>(n));
+    } else {
+      std::printf("check-order bad: message %llu\n", worst);
+    }
+  }
+  t.reset();
+  MPI_Comm_free(&c);
+  return worst == UINT64_MAX ? 0 : 1;
 }
 
 // Two communicators: one set up with shared memory, one while COLLKIT_SHM=0 (the transport is
@@ -418,6 +516,11 @@ int main(int argc, char** argv) {
   for (const auto& s : split(args.get("sizes", "8,64,1024,4096,65536"), ','))
     sizes.push_back(std::strtoll(s.c_str(), nullptr, 10));
 
+  if (!args.get("check-order", "").empty()) {
+    const int rc = run_check_order(args, rank, size);
+    MPI_Finalize();
+    return rc;
+  }
   if (!args.get("exchange", "").empty()) {
     run_exchange(args, rank, size);
     MPI_Finalize();

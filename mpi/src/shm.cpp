@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,10 +17,9 @@ namespace {
 
 constexpr size_t kLine = 64;
 constexpr size_t kSlotHeader = 16;  // the `full` stamp; the data starts 16-byte aligned after it
-constexpr uint32_t kSlots = 32;     // per channel
 // The largest message through a slot, unless COLLKIT_SHM_MAX says otherwise (bytes). Above it,
 // MPI point-to-point (with its own single-copy paths) is as fast or faster: see docs/mpi.md.
-constexpr int64_t kDefaultSlotBytes = 16384;
+constexpr int64_t kDefaultSlotBytes = 32768;
 constexpr size_t kBudget = size_t{256} << 20;  // the segment's size at most
 
 size_t round_up(size_t x, size_t to) {
@@ -37,7 +37,9 @@ int64_t requested_slot_bytes() {
 
 }  // namespace
 
-std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& why) {
+std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& why,
+                                                   uint32_t slots) {
+  const uint32_t k_slots = std::clamp<uint32_t>(slots, 1, 64);  // `past` holds K bits
   int rank = 0, size = 1;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
@@ -90,12 +92,12 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   }
   const int n = node_size_of[static_cast<size_t>(id)];
   t->n_ = n;
-  t->k_ = kSlots;
-  // The segment: n x n channels (the diagonal unused), each K free stamps and K slots. Slots
+  t->k_ = k_slots;
+  // The segment: n x n channels (the diagonal unused), each a counter line and K slots. Slots
   // shrink (never below 1 KiB) until the segment fits the budget; the size depends on n and the
   // agreed request only, so it is the same on every rank of the node.
   auto chan_bytes = [&](int64_t sb) {
-    return kSlots * kLine + kSlots * round_up(kSlotHeader + static_cast<size_t>(sb), kLine);
+    return kLine + k_slots * round_up(kSlotHeader + static_cast<size_t>(sb), kLine);
   };
   const auto nn = static_cast<size_t>(n) * static_cast<size_t>(n);
   while (slot_bytes > 1024 && nn * chan_bytes(slot_bytes) > kBudget) slot_bytes /= 2;
@@ -166,12 +168,10 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
       std::byte* c =
           base +
           (static_cast<size_t>(from) * static_cast<size_t>(n) + static_cast<size_t>(to)) * cb;
-      return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kSlots * kLine, nullptr};
+      return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kLine};
     };
-    t->known_free_.assign(static_cast<size_t>(n) * kSlots, 0);
     for (int j = 0; j < n; ++j) {
       t->out_.push_back(channel(t->me_, j));
-      t->out_.back().known_free = &t->known_free_[static_cast<size_t>(j) * kSlots];
       t->in_.push_back(channel(j, t->me_));
     }
   }
@@ -189,20 +189,13 @@ std::string ShmTransport::describe() const {
          " slots of " + std::to_string(slot_bytes_) + " B per pair; larger messages on MPI)";
 }
 
-// The free stamps are one cache line apart; `free` points at stamp 0.
 std::byte* ShmTransport::send_slot(int peer, uint64_t q) {
   Channel& c = out(peer);
-  const uint64_t s = q % k_;
-  if (q >= k_) {
-    const uint64_t need = q - k_ + 1;
-    auto* stamp =
-        reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<std::byte*>(c.free) + s * kLine);
-    if (c.known_free[s] != need) {
-      c.known_free[s] = stamp->load(std::memory_order_acquire);
-      if (c.known_free[s] != need) return nullptr;
-    }
+  if (q >= c.known + k_) {  // the last look does not cover message q - K: look again
+    c.known = c.released->load(std::memory_order_acquire);
+    if (q >= c.known + k_) return nullptr;
   }
-  return c.slots + s * stride_ + kSlotHeader;
+  return c.slots + (q % k_) * stride_ + kSlotHeader;
 }
 
 void ShmTransport::publish(int peer, uint64_t q) {
@@ -219,9 +212,13 @@ const std::byte* ShmTransport::recv_slot(int peer, uint64_t q) {
 
 void ShmTransport::release(int peer, uint64_t q) {
   Channel& c = in(peer);
-  auto* stamp = reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<std::byte*>(c.free) +
-                                                         (q % k_) * kLine);
-  stamp->store(q + 1, std::memory_order_release);
+  // q - low < K: message q was sent, so every message before q - K + 1 had been released.
+  c.past |= uint64_t{1} << (q - c.low);
+  if ((c.past & 1) == 0) return;  // a gap before q: `released` stays
+  const auto run = static_cast<unsigned>(std::countr_one(c.past));
+  c.past = run == 64 ? 0 : c.past >> run;
+  c.low += run;
+  c.released->store(c.low, std::memory_order_release);
 }
 
 }  // namespace collkit::mpi

@@ -3,17 +3,28 @@
 // communicator (the first collective on it) and kept until the communicator is freed. Messages
 // between nodes, and messages above the slot size, stay on MPI point-to-point.
 //
-// Layout: one channel per ordered pair (sender, receiver) of the node's ranks; a channel is a ring
-// of K slots. Message q of a channel (q counts the channel's shared-memory messages from the first
-// call on the communicator) goes into slot q mod K:
-//   - the sender waits until the slot is free (free[s] == q - K + 1, or q < K), copies the data
-//     and publishes it with full[s] = q + 1 (release);
+// Layout: one channel per ordered pair (sender, receiver) of the node's ranks; a channel is a
+// `released` counter on a cache line of its own and a ring of K slots. Message q of a channel (q
+// counts the channel's shared-memory messages from the first call on the communicator) goes into
+// slot q mod K:
+//   - the sender waits until every message before q - K + 1 has been released (released >
+//     q - K, or q < K), copies the data and publishes it with full[s] = q + 1 (release);
 //   - the receiver waits for full[s] == q + 1 (acquire), reads the data (copies it, or reduces
-//     straight out of the slot) and frees the slot with free[s] = q + 1 (release).
-// So message q is never overwritten before it is read (the sender of q + K waits for free[s]),
-// and the receiver of message q reads that message and no other (the stamp names it), whatever
-// order the executor runs the pair's messages in: pairwise order is the stamps' order, as the MPI
-// tags' order is on the MPI path. No MPI call on this path.
+//     straight out of the slot) and releases the message; `released` (release) counts the
+//     channel's messages released without a gap (the receiver keeps a bit mask of the ones it
+//     released out of order, at most K - 1 past the gap, since message q + K cannot be sent
+//     before q is released).
+// So message q is never overwritten before it is read (the sender of q + K waits for released >
+// q), and the receiver of message q reads that message and no other (the stamp names it),
+// whatever order the executor runs the pair's messages in: pairwise order is the stamps' order,
+// as the MPI tags' order is on the MPI path. No MPI call on this path.
+// The sender keeps its last look at `released` in its own memory and reads the shared counter
+// only when that look does not cover the slot it needs: once per K messages when the reader keeps
+// up, not once per message (the counter's line lives in the reader's cache, so each look is a
+// cross-core transfer on the send's critical path).
+// Waiting for all of q - K's predecessors rather than for q - K alone waits for nothing that a
+// rank running its ops in program order would not have waited for (it releases in order), so a
+// schedule that completes in program order completes here, as before.
 //
 // Setting up is collective over the communicator and decided alike on every rank: any failure
 // (no /dev/shm, no room, COLLKIT_SHM=0 on some rank) leaves every rank on MPI point-to-point.
@@ -33,7 +44,9 @@ class ShmTransport {
  public:
   // Collective over `comm`. Returns nullptr on every rank alike when shared memory is off
   // (COLLKIT_SHM=0), useless (no two ranks share a node) or could not be set up; `why` says which.
-  static std::unique_ptr<ShmTransport> create(MPI_Comm comm, std::string& why);
+  // `slots`: K, the ring's length (the executor's is 32; collkit_bench_shm --exchange also times
+  // a ring of one slot, its lines kept hot).
+  static std::unique_ptr<ShmTransport> create(MPI_Comm comm, std::string& why, uint32_t slots = 32);
   ~ShmTransport();
   ShmTransport(const ShmTransport&) = delete;
   ShmTransport& operator=(const ShmTransport&) = delete;
@@ -60,9 +73,11 @@ class ShmTransport {
  private:
   ShmTransport() = default;
   struct Channel {
-    std::atomic<uint64_t>* free;  // K stamps, one cache line each, written by the receiver
-    std::byte* slots;             // K slots of kSlotHeader + slot_bytes_
-    uint64_t* known_free;         // this sender's last look at `free` (its own memory)
+    std::atomic<uint64_t>* released;  // messages released without a gap, by the receiver
+    std::byte* slots;                 // K slots of kSlotHeader + slot_bytes_
+    // Local memory. Sender: its last look at `released`. Receiver: the messages it has released
+    // without a gap (`low`, what `released` holds) and those released past it (bit k: low + k).
+    uint64_t known = 0, low = 0, past = 0;
   };
   Channel& out(int peer) { return out_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
   Channel& in(int peer) { return in_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
@@ -76,7 +91,6 @@ class ShmTransport {
   size_t stride_ = 0;              // bytes from one slot to the next
   std::vector<int> local_;         // comm rank -> index on this node, -1 off the node
   std::vector<Channel> out_, in_;  // by the peer's index on the node
-  std::vector<uint64_t> known_free_;
   void* base_ = nullptr;
   size_t bytes_ = 0;
 };

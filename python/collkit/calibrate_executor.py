@@ -77,7 +77,7 @@ FREE_PARAMS: dict[str, tuple[str, ...]] = {
     "loggp": ("L", "o", "g", "G"),
     "loggops": ("L", "o", "g", "G", "O"),
 }
-SHM_DEFAULT_MAX = 16384  # mpi/src/shm.cpp's kDefaultSlotBytes
+SHM_DEFAULT_MAX = 32768  # mpi/src/shm.cpp's kDefaultSlotBytes
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ The conformance matrix (test_mpi_conformance.py) runs with shared memory on, its
 that it is on (and off with COLLKIT_SHM=0), checked against the MPI's own calls with peers on and
 off the node (COLLKIT_TEST_RPN makes the executor take the ranks to be on smaller nodes, so a
 schedule mixes shared memory and MPI), with a small slot size (messages of one pair alternate
-between the two transports), and a stress of slot reuse: many back-to-back calls of different
-collectives, algorithms and sizes on several communicators, each result checked."""
+between the two transports), a stress of slot reuse: many back-to-back calls of different
+collectives, algorithms and sizes on several communicators, each result checked, and the ring
+itself with a reader that releases out of order (collkit_bench_shm --check-order)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_mpi_conformance import REFERENCE_ENV, run_conformance
+from test_mpi_conformance import REFERENCE_ENV, run_conformance, summary
 from test_pmpi import PROGRAMS, launch, mpicc
 
 from collkit.mpi import MPI
-from mpi_support import built, mpich_or_skip, openmpi_or_skip
+from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
 
 ALGOS = (
     "allreduce:rd;allreduce:ring;allreduce:rabenseifner;allreduce:hier;bcast:pipeline(seg=16);"
@@ -63,6 +64,31 @@ def test_one_pair_on_both_transports(kind: str) -> None:
     assert "slots of 64 B" in log, log[-2000:]
 
 
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+@pytest.mark.parametrize("P", [2, 3])
+def test_messages_up_to_the_default_slot(kind: str, P: int) -> None:
+    # The default slot is 32 KiB: counts whose messages lie between 16 and 32 KiB (2500 and
+    # 4000 elements: 20000 and 32000 bytes of doubles) go through the slots now, checked against
+    # the MPI's own calls.
+    mpi = the_mpi(kind)
+    algos = "allreduce:rd;reduce:binomial;bcast:binomial;allgather:ring;alltoall:pairwise"
+    env = {"COLLKIT_VERBOSE": "1", **REFERENCE_ENV.get((mpi.kind, "allreduce"), {})}
+    r = run_program(
+        mpi,
+        built(mpi),
+        P,
+        "collkit_conformance",
+        "--algos",
+        algos,
+        "--counts",
+        "2500,4000",
+        env=env,
+    )
+    cases, failures, _ = summary(r.stdout)
+    assert r.returncode == 0 and failures == 0 and cases > 20, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "32 slots of 32768 B per pair" in r.stderr, r.stderr[-2000:]
+
+
 @pytest.fixture(scope="module", params=["mpich", "openmpi"])
 def stress(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -96,3 +122,14 @@ def test_slot_reuse_under_stress(stress: tuple[MPI, Path], P: int, env: dict[str
     r = launch(mpi, P, [str(exe), "400"], env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert "shm_stress ok 400 transport=shm" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_ring_released_out_of_order(kind: str) -> None:
+    # The reader holds up to 31 messages read but not released and releases them in a random
+    # order: the sender may reuse a slot only once every earlier message is released. A slot
+    # overwritten too early shows as changed bytes ("check-order bad") or as a hang (timeout).
+    mpi = the_mpi(kind)
+    r = run_program(mpi, built(mpi), 2, "collkit_bench_shm", "--check-order", "50000")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "check-order ok 50000" in r.stdout, r.stdout + r.stderr[-2000:]

@@ -17,6 +17,7 @@ from collkit import cli
 from collkit.calibrate_executor import (
     CALIBRATION_ALGOS,
     DATATYPE_BYTES,
+    SHM_DEFAULT_MAX,
     datatype_of,
     elapsed,
     executor_threshold,
@@ -77,7 +78,7 @@ def test_the_fit_finds_the_executors_costs(monkeypatch: pytest.MonkeyPatch) -> N
     recs = _synthetic_records(monkeypatch)
     ex = fit_executor(p, recs, models=("loggops",))
     e = ex["min"]
-    assert e["threshold_bytes"] == 16384 and "shared-memory" in e["transport"]
+    assert e["threshold_bytes"] == SHM_DEFAULT_MAX and "shared-memory" in e["transport"]
     assert set(e["regimes"]) == {"eager", "rendezvous"}
     eager = e["regimes"]["eager"]
     # The kernel's own parameters miss the executor by a lot; the fitted ones reproduce it.
