@@ -278,7 +278,7 @@ TEST(sim_binomial_generates_one_rank_per_class) {
     SimOptions o;
     o.model.model = "loggops";
     const SimResult r = simulate(Algorithm("bcast:binomial").bind(P, 1, 8), o);
-    CHECK(r.programs_read <= 2 * std::bit_width(static_cast<uint64_t>(P)));
+    CHECK(r.programs_read <= 2 * static_cast<int64_t>(std::bit_width(static_cast<uint64_t>(P))));
     CHECK(r.programs <= r.programs_read);
   }
   for (const ModelInfo* m : models())
