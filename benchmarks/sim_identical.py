@@ -1,6 +1,7 @@
 """No behaviour change in the simulator: this build against another, run for run, bit for bit.
 
     .venv/bin/python benchmarks/sim_identical.py --against DIR [--max-P 17] [--grid]
+        [--P 1000,65537 --algorithms bcast:binomial,bcast:knomial]
 
 DIR holds the other build's `collkit` package (e.g. a copy of main's site-packages/collkit),
 put first on PYTHONPATH for a child process. Both builds simulate every registry algorithm
@@ -27,7 +28,9 @@ import numpy as np
 import collkit
 from collkit import _core
 
-max_p, grid = int(sys.argv[1]), sys.argv[2] == "grid"
+Ps = [int(x) for x in sys.argv[1].split(",")]
+grid = sys.argv[2] == "grid"
+only = [x for x in sys.argv[3].split(",") if x]
 models = [m["name"] for m in _core.models()] if hasattr(_core, "models") else [
     "postal", "pipelined_postal", "logp", "loggp", "loggops"]
 kw = dict(noise="exponential(20ns)", skew="uniform(0,50ns)", seed=3, trials=2,
@@ -37,9 +40,11 @@ extra = {"postal": dict(beta="0.2ns"), "pipelined_postal": dict(beta="0.2ns"),
 rooted = {"bcast", "reduce", "gather", "scatter"}
 out = {}
 for a in collkit.algorithms():
+    if only and str(a["name"]) not in only:
+        continue
     names = [str(g) for g in a["grid"]] if grid and a["grid"] else [str(a["name"])]
     for name in names:
-        for P in range(1, max_p + 1):
+        for P in Ps:
             roots = (0, P - 1) if a["collective"] in rooted and P > 1 else (0,)
             for root in roots:
                 for nbytes in (0, 8, 4096):
@@ -65,9 +70,9 @@ print(json.dumps(out))
 """
 
 
-def digests(env: dict[str, str], max_p: int, grid: bool) -> dict[str, str]:
+def digests(env: dict[str, str], Ps: list[int], grid: bool, only: str) -> dict[str, str]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(max_p), "grid" if grid else "default"],
+        [sys.executable, "-c", CHILD, ",".join(map(str, Ps)), "grid" if grid else "default", only],
         capture_output=True,
         text=True,
         env=env,
@@ -82,10 +87,13 @@ def main() -> int:
     ap.add_argument("--against", required=True, help="a folder holding the other collkit")
     ap.add_argument("--max-P", type=int, default=17)
     ap.add_argument("--grid", action="store_true", help="every point of each parameter grid")
+    ap.add_argument("--P", help="these P (comma list) instead of 1 .. --max-P")
+    ap.add_argument("--algorithms", default="", help="only these algorithms (comma list)")
     args = ap.parse_args()
+    Ps = [int(x) for x in args.P.split(",")] if args.P else list(range(1, args.max_P + 1))
     base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    a = digests({**base, "PYTHONPATH": args.against}, args.max_P, args.grid)
-    b = digests(base, args.max_P, args.grid)
+    a = digests({**base, "PYTHONPATH": args.against}, Ps, args.grid, args.algorithms)
+    b = digests(base, Ps, args.grid, args.algorithms)
     differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
     errors = sum(1 for v in b.values() if v.startswith("error"))
     print(f"{len(b)} runs ({errors} refused by both alike), {len(differ)} differ")
