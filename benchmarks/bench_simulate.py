@@ -26,8 +26,9 @@ Suites:
   (goal: the estimate within 25 %).
 - `compare --against DIR`: this build (B) against another (A: a copy of an installed `collkit`
   package in DIR, put first on PYTHONPATH), interleaved A B A B over `--rounds` rounds on the
-  engine's cases: the engine's CPU time (load + run, the best of 3 calls in one process) and
-  the ratio B / A per round, its median and range. The makespans must agree.
+  engine's cases (or `--cases`): the engine's CPU time (load + run, the best of 3 calls in one
+  process), the ratio B / A per round, its median and range, events per CPU second, the
+  engine's wall time and the peak RSS. The makespans and event counts must agree.
 
 Each case runs in a fresh subprocess so that its peak resident memory (ru_maxrss) is its own.
 Times are given as wall clock and as CPU time (user + system) of the process: on a shared machine
@@ -98,14 +99,16 @@ COMPARE = [
     ("alltoall:linear", 256, 512, "loggops"),
 ]
 COMPARE_CASE = r"""
-import json, sys
+import json, resource, sys
 import collkit
 algo, P, nbytes, model = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-best, r = float("inf"), None
+best, wall, r = float("inf"), float("inf"), None
 for _ in range(3):
     r = collkit.simulate(algo, P, bytes=nbytes, model=model)
     best = min(best, r.load_cpu_seconds + r.run_cpu_seconds)
-print(json.dumps({"cpu_s": best, "makespan_ns": r.makespan, "events": r.events}))
+    wall = min(wall, r.load_seconds + r.run_seconds)
+print(json.dumps({"cpu_s": best, "wall_s": wall, "makespan_ns": r.makespan, "events": r.events,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
@@ -152,11 +155,14 @@ def memory_rows(max_lg: int, min_lg: int = 16) -> list[str]:
     return rows
 
 
-def compare_rows(against: str, rounds: int) -> list[str]:
+def compare_rows(
+    against: str, rounds: int, cases: list[tuple[str, int, int, str]] | None = None
+) -> list[str]:
     """This build against the collkit package in `against`, interleaved A B A B."""
     header = (
         f"| {'case':44s} | {'events':>9s} | {'A cpu s':>8s} | {'B cpu s':>8s} | "
-        f"{'B/A median':>10s} | {'B/A range':>13s} |"
+        f"{'B/A median':>10s} | {'B/A range':>13s} | {'A M ev/s':>8s} | {'B M ev/s':>8s} | "
+        f"{'A wall s':>8s} | {'B wall s':>8s} | {'A RSS MB':>8s} | {'B RSS MB':>8s} |"
     )
     rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]
     print(header, flush=True)
@@ -167,22 +173,32 @@ def compare_rows(against: str, rounds: int) -> list[str]:
         algo, P, nbytes, model = case
         return run_json([sys.executable, "-c", COMPARE_CASE, algo, str(P), str(nbytes), model], env)
 
-    for case in COMPARE:
-        a_cpu: list[float] = []
-        b_cpu: list[float] = []
+    for case in cases or COMPARE:
+        a_runs: list[dict[str, float]] = []
+        b_runs: list[dict[str, float]] = []
         for _ in range(rounds):
             a, b = one(env_a, case), one(env_b, case)
-            if a["makespan_ns"] != b["makespan_ns"]:
+            if a["makespan_ns"] != b["makespan_ns"] or a["events"] != b["events"]:
                 raise RuntimeError(f"{case}: makespans differ: {a} vs {b}")
-            a_cpu.append(a["cpu_s"])
-            b_cpu.append(b["cpu_s"])
+            a_runs.append(a)
+            b_runs.append(b)
+        a_cpu = [x["cpu_s"] for x in a_runs]
+        b_cpu = [x["cpu_s"] for x in b_runs]
         ratios = [y / x for x, y in zip(a_cpu, b_cpu, strict=True) if x > 0]
         algo, P, nbytes, model = case
         name = f"{algo} P={P} {nbytes}B {model}"
+        ev = float(b["events"])
+
+        def med(runs: list[dict[str, float]], k: str) -> float:
+            return statistics.median(x[k] for x in runs)
+
         row = (
-            f"| {name:44s} | {int(b['events']):9d} | {statistics.median(a_cpu):8.4f} | "
+            f"| {name:44s} | {int(ev):9d} | {statistics.median(a_cpu):8.4f} | "
             f"{statistics.median(b_cpu):8.4f} | {statistics.median(ratios):10.2f} | "
-            f"{min(ratios):5.2f} - {max(ratios):5.2f} |"
+            f"{min(ratios):5.2f} - {max(ratios):5.2f} | "
+            f"{ev / med(a_runs, 'cpu_s') / 1e6:8.2f} | {ev / med(b_runs, 'cpu_s') / 1e6:8.2f} | "
+            f"{med(a_runs, 'wall_s'):8.3f} | {med(b_runs, 'wall_s'):8.3f} | "
+            f"{max(x['rss_mb'] for x in a_runs):8.0f} | {max(x['rss_mb'] for x in b_runs):8.0f} |"
         )
         print(row, flush=True)
         rows.append(row)
@@ -514,6 +530,11 @@ def main() -> int:
     )
     ap.add_argument("--against", help="suite compare: a folder holding the other build's collkit")
     ap.add_argument("--rounds", type=int, default=5, help="suite compare: A B rounds")
+    ap.add_argument(
+        "--cases",
+        help="suite compare: cases instead of the default ones, ';'-separated ALGO,LG,BYTES,MODEL "
+        "(e.g. 'bcast:binomial,20,8,loggops;bcast:binomial,20,8,postal')",
+    )
     ap.add_argument("--max-lg", type=int, default=20, help="suite memory: the largest lg P")
     ap.add_argument("--min-lg", type=int, default=16, help="suite memory: the smallest lg P")
     ap.add_argument("--lg", default="12,15,17", help="suite import: lg P of the files (comma list)")
@@ -558,16 +579,27 @@ def main() -> int:
     if args.suite == "compare":
         if not args.against or not (Path(args.against) / "collkit").is_dir():
             ap.error("--suite compare needs --against DIR, a folder holding a collkit package")
+        cases = None
+        if args.cases:
+            cases = []
+            for c in args.cases.split(";"):
+                algo, lg, nbytes, model = c.rsplit(",", 3)
+                cases.append((algo, 1 << int(lg), int(nbytes), model))
         load0 = os.getloadavg()[0]
-        rows = compare_rows(args.against, args.rounds)
+        rows = compare_rows(args.against, args.rounds, cases)
         load1 = os.getloadavg()[0]
         note = (
             f"A: the collkit in {args.against}; B: this build. Each case {args.rounds} rounds, "
             "A then B in fresh processes; CPU time of the engine (load + run, best of 3 calls); "
-            f"B/A per round, its median and range. Load average {load0:.1f} at the start and "
+            "B/A per round, its median and range; M events per CPU second and the wall time of "
+            "the engine (best of 3 calls), medians over the rounds; peak RSS of the process "
+            f"(the most over the rounds). Load average {load0:.1f} at the start and "
             f"{load1:.1f} at the end (2 cores shared)."
         )
-        return write(args, rows, note, f" --suite compare --against {args.against}")
+        flags = f" --suite compare --against {args.against} --rounds {args.rounds}"
+        if args.cases:
+            flags += f" --cases '{args.cases}'"
+        return write(args, rows, note, flags)
     if args.suite != "engine":
         load0 = os.getloadavg()[0]
         lgs = [int(x) for x in args.lg.split(",")]

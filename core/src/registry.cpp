@@ -385,6 +385,12 @@ void Bound::generate_rank(int64_t rank, RankProgram& out) const {
   algo_.spec().generate(a, b);
 }
 
+int64_t Bound::program_class(int64_t rank) const {
+  if (!algo_.spec().program_class || rank < 0 || rank >= header_.P) return -1;
+  GenArgs a{header_, &algo_.params(), &prepared_};
+  return algo_.spec().program_class(a, rank);
+}
+
 Schedule Bound::generate() const {
   Schedule s(header_);
   RankProgram p;

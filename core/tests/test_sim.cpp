@@ -1,9 +1,14 @@
 // Simulator checks under AddressSanitizer + UBSan: the closed form of [Ruefenacht 2017] Eq. 1, a
 // schedule and its generator simulate alike, every model with noise, skew, topology and recording,
 // and random hostile schedules end in a result or a collkit::Error, never anything else.
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <random>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "check.hpp"
@@ -199,6 +204,107 @@ TEST(sim_ranks_share_programs_and_release_them) {
   // The same numbers from a whole Schedule (not shared across different P, nothing cached).
   SimResult bs = simulate(Algorithm("bcast:binomial").bind(1024, 1, 8).generate(), o);
   CHECK(bs.makespans == bc.makespans && bs.programs == bc.programs);
+}
+
+namespace {
+// Rank r's program with each peer taken as (peer - r) mod P: what a program_class claims equal.
+bool same_up_to_relabelling(const RankView& a, const RankView& b, int64_t P) {
+  if (a.size() != b.size() || !std::ranges::equal(a.dep_begin, b.dep_begin) ||
+      !std::ranges::equal(a.deps, b.deps) || !std::ranges::equal(a.scratch, b.scratch))
+    return false;
+  const auto rel = [P](const Op& o, int64_t r) {
+    return o.kind == OpKind::send || o.kind == OpKind::recv ? (o.peer - r + P) % P : int64_t{-1};
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Op &x = a.ops[i], &y = b.ops[i];
+    if (x.kind != y.kind || x.len != y.len || x.off != y.off || x.src_off != y.src_off ||
+        x.buf != y.buf || x.src != y.src || x.side != y.side || x.cpu != y.cpu || x.nic != y.nic ||
+        rel(x, a.rank) != rel(y, b.rank))
+      return false;
+  }
+  return true;
+}
+}  // namespace
+
+// Every algorithm that declares program classes (the simulator then generates one rank per
+// class), over its parameter grid, P 1..40 and a few larger, several roots and counts (segmented
+// and not): ranks of one class run one program up to relabelling mod P, rank by rank.
+TEST(sim_program_classes_hold_rank_by_rank) {
+  int declared = 0;
+  for (const AlgorithmSpec* spec : all_algorithms()) {
+    if (!spec->program_class) continue;
+    ++declared;
+    std::vector<std::string> names = parameter_grid(*spec);
+    const std::string base = std::string(to_string(spec->collective)) + ":" + spec->name;
+    names.push_back(base);  // the grid sweeps seg over 0, 16 B and 1 KiB
+    for (const std::string& name : names) {
+      const Algorithm algo(name);
+      std::vector<int64_t> Ps;
+      for (int64_t P = 1; P <= 40; ++P) Ps.push_back(P);
+      for (int64_t P : {63, 64, 65, 100, 127, 128, 243, 256, 1000}) Ps.push_back(P);
+      for (int64_t P : Ps)
+        for (int64_t root : {int64_t{0}, int64_t{1}, P / 2, P - 1}) {
+          if (root >= P) continue;
+          for (int64_t count : {0, 1, 5, 9}) {
+            const Bound b = algo.bind(P, count, 4, root);
+            std::unordered_map<int64_t, RankProgram> first;
+            RankProgram p;
+            for (int64_t r = 0; r < P; ++r) {
+              const int64_t c = b.program_class(r);
+              CHECK(c >= -1);
+              if (c < 0) continue;
+              b.generate_rank(r, p);
+              auto [it, fresh] = first.try_emplace(c, p);
+              if (!fresh && !same_up_to_relabelling(it->second.view(), p.view(), P)) {
+                std::fprintf(stderr, "%s P=%lld root=%lld count=%lld: rank %lld is not rank %lld\n",
+                             name.c_str(), static_cast<long long>(P), static_cast<long long>(root),
+                             static_cast<long long>(count), static_cast<long long>(r),
+                             static_cast<long long>(it->second.rank));
+                CHECK(false);
+                return;
+              }
+            }
+          }
+        }
+    }
+  }
+  CHECK(declared >= 3);  // bcast:binomial, knomial, pipeline
+}
+
+// A binomial bcast generates one rank per class: a few at any P (was every rank), with the
+// results of the whole Schedule (every rank read) in every model, noise, skew and topology.
+TEST(sim_binomial_generates_one_rank_per_class) {
+  for (int64_t P : {int64_t{1} << 10, int64_t{1} << 16}) {
+    SimOptions o;
+    o.model.model = "loggops";
+    const SimResult r = simulate(Algorithm("bcast:binomial").bind(P, 1, 8), o);
+    CHECK(r.programs_read <= 2 * static_cast<int64_t>(std::bit_width(static_cast<uint64_t>(P))));
+    CHECK(r.programs <= r.programs_read);
+  }
+  for (const ModelInfo* m : models())
+    for (const char* name : {"bcast:binomial", "bcast:knomial(k=3)", "bcast:pipeline(seg=8)"})
+      for (int64_t P : {37, 64, 100})
+        for (bool rec : {false, true}) {
+          SimOptions o;
+          o.model.model = m->name;
+          o.model.set("G", 0.1).set("S", 64);
+          o.noise = {DistKind::lognormal, 20, 0.5, {}};
+          o.skew = {DistKind::uniform, 0, 300, {}};
+          o.topology.kind = TopoKind::fattree;
+          o.topology.k = 4;
+          o.topology.hop = 50;
+          o.topology.ranks_per_node = 2;
+          o.trials = 2;
+          o.record = rec;
+          const Bound b = Algorithm(name).bind(P, 24, 8, P / 3);
+          const SimResult a = simulate(b, o), s = simulate(b.generate(), o);
+          CHECK(a.programs_read < P && s.programs_read == P);
+          CHECK(a.programs == s.programs && a.ops == s.ops && a.events == s.events);
+          CHECK(a.makespans == s.makespans && a.finish == s.finish);
+          CHECK(a.op_start == s.op_start && a.op_end == s.op_end);
+          CHECK(a.msg_depart == s.msg_depart && a.msg_arrive == s.msg_arrive);
+          CHECK(a.critical_path == s.critical_path);
+        }
 }
 
 TEST(sim_congestion_waits_only_for_shared_links) {

@@ -200,6 +200,9 @@ class SimResult:
     def programs(self) -> int: ...
 
     @property
+    def programs_read(self) -> int: ...
+
+    @property
     def peak_ranks_held(self) -> int: ...
 
     @property

@@ -110,6 +110,7 @@ void bind_sim(nb::module_& m) {
       .def_ro("run_cpu_seconds", &SimResult::run_cpu_seconds)
       .def_ro("memory_bytes", &SimResult::memory_bytes)
       .def_ro("programs", &SimResult::programs)
+      .def_ro("programs_read", &SimResult::programs_read)
       .def_ro("peak_ranks_held", &SimResult::peak_ranks_held)
       .def_prop_ro("recorded", [](const SimResult& r) {
         return !r.op_start.empty() || !r.rank_op_begin.empty();

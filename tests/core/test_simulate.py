@@ -117,6 +117,34 @@ def test_streamed_generator_and_whole_schedule_agree() -> None:
         assert np.array_equal(a.finish, b.finish)
 
 
+@pytest.mark.parametrize("name", ["bcast:binomial", "bcast:knomial(k=3)", "bcast:pipeline(seg=8)"])
+def test_tree_bcasts_generate_one_rank_per_program_class(name: str) -> None:
+    # Their ranks run a few programs up to relabelling mod P: the generator is asked for one rank
+    # of each (programs_read), not for every rank, as P grows.
+    for lg in (8, 12, 16):
+        r = simulate(name, 1 << lg, bytes=8, model="loggops")
+        assert r.programs <= r.programs_read <= 2 * lg + 2
+    # And the runs are those of the whole Schedule (every rank read). (A timeline holds the whole
+    # Schedule in both: the C++ test test_sim.cpp compares recorded runs from the generator.)
+    for P in (37, 100):
+        kw: dict[str, object] = dict(
+            model="loggops",
+            G=0.1,
+            S=64,
+            noise="exponential(20ns)",
+            skew="uniform(0,50ns)",
+            topology="fattree(k=2,hop=30ns,link=0.5ns,rpn=1)",
+            trials=2,
+            seed=3,
+        )
+        a = simulate(name, P, count=24, root=P // 3, **kw)  # type: ignore[arg-type]
+        b = simulate(collkit.generate(name, P, 24, root=P // 3), **kw)  # type: ignore[arg-type]
+        assert a.programs_read < P == b.programs_read and a.programs == b.programs
+        assert (a.ops, a.messages, a.events) == (b.ops, b.messages, b.events)
+        assert np.array_equal(a.makespans, b.makespans)
+        assert np.array_equal(a.finish, b.finish)
+
+
 # --- postal and pipelined postal by hand -------------------------------------------------------
 
 

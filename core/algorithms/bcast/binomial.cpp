@@ -17,6 +17,12 @@ void generate_binomial(const GenArgs& a, RankBuilder& b) {
                      seg);
 }
 
+// Its ranks' programs up to relabelling: the simulator generates one rank per key.
+int64_t class_binomial(const GenArgs& a, int64_t rank) {
+  return phases::bcast_down_class(phases::Tree{phases::TreeShape::knomial, 2}, a.header.P,
+                                  a.header.root, a.header.count, rank);
+}
+
 const Registrar reg{{
     .collective = Collective::bcast,
     .name = "binomial",
@@ -31,6 +37,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = {},
     .generate = generate_binomial,
+    .program_class = class_binomial,
 }};
 
 }  // namespace

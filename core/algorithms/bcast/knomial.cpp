@@ -16,6 +16,12 @@ void generate_knomial(const GenArgs& a, RankBuilder& b) {
                      a.header.root, a.header.count, seg);
 }
 
+// Its ranks' programs up to relabelling: the simulator generates one rank per key.
+int64_t class_knomial(const GenArgs& a, int64_t rank) {
+  return phases::bcast_down_class(phases::Tree{phases::TreeShape::knomial, a.params->integer("k")},
+                                  a.header.P, a.header.root, a.header.count, rank);
+}
+
 const Registrar reg{{
     .collective = Collective::bcast,
     .name = "knomial",
@@ -29,6 +35,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = {},
     .generate = generate_knomial,
+    .program_class = class_knomial,
 }};
 
 }  // namespace

@@ -16,6 +16,12 @@ void generate_pipeline(const GenArgs& a, RankBuilder& b) {
                      seg);
 }
 
+// Its ranks' programs up to relabelling: the simulator generates one rank per key.
+int64_t class_pipeline(const GenArgs& a, int64_t rank) {
+  return phases::bcast_down_class(phases::Tree{phases::TreeShape::chain, 2}, a.header.P,
+                                  a.header.root, a.header.count, rank);
+}
+
 const Registrar reg{{
     .collective = Collective::bcast,
     .name = "pipeline",
@@ -29,6 +35,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = {},
     .generate = generate_pipeline,
+    .program_class = class_pipeline,
 }};
 
 }  // namespace

@@ -102,6 +102,26 @@ void bcast_down(RankBuilder& b, const Tree& t, int64_t root, int64_t count, int6
   }
 }
 
+int64_t bcast_down_class(const Tree& t, int64_t P, int64_t root, int64_t count, int64_t rank) {
+  if (count == 0 || P == 1) return 0;  // no ops
+  const int64_t v = (rank - root + P) % P;
+  if (v == 0) return 0;
+  switch (t.shape) {
+    case TreeShape::chain:
+      return v == P - 1 ? 1 : 2;
+    case TreeShape::knomial: {
+      int64_t m = 1;
+      while ((v / m) % t.k == 0) m *= t.k;
+      const int64_t parent_offset = ((v / m) % t.k) * m;  // in [1, P)
+      return parent_offset * (P + 1) + std::min(m, P - v);
+    }
+    case TreeShape::flat:
+    case TreeShape::binary:
+      break;
+  }
+  return -1;
+}
+
 void reduce_to_root(RankBuilder& b, const Tree& t, int64_t root, int64_t count, int64_t seg_elems) {
   const int64_t P = b.P(), rank = b.rank();
   if (count == 0) return;

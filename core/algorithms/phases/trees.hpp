@@ -54,6 +54,12 @@ int64_t segment_elems(int64_t seg_bytes, int32_t elem_size, int64_t count);
 // by segment (a rank forwards segment i as soon as it has it: pipelining). Children get each
 // segment largest subtree first.
 void bcast_down(RankBuilder& b, const Tree& t, int64_t root, int64_t count, int64_t seg_elems);
+// A key of bcast_down's program of `rank` up to a relabelling of its peers mod P (the
+// AlgorithmSpec::program_class of the bcasts over it), or -1 where the tree shares none (flat,
+// binary). Knomial: node v's program is fixed by its parent's offset (its lowest nonzero digit
+// times that digit's weight m) and by min(m, P - v), which bounds its children's offsets and
+// subtree sizes; chain: the root, the last node and the rest. A few keys per P.
+int64_t bcast_down_class(const Tree& t, int64_t P, int64_t root, int64_t count, int64_t rank);
 
 // Reduce of every rank's in[0:count] into root's out[0:count], segment by segment. The ranks are
 // split at the root into [root, P) (tree node v = rank - root) and [0, root] (v = root - rank),

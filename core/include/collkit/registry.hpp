@@ -137,6 +137,11 @@ struct AlgorithmSpec {
   // although restrictions.commutative_op is false (a composition whose parts or whose node
   // groups do not keep rank order).
   std::function<bool(const ParamValues&, const Placement&)> needs_commutative = {};
+  // Optional: a key for the rank's program up to a relabelling of its peers mod P (each op's
+  // peer taken as (peer - rank) mod P): two ranks with the same key >= 0 must run that same
+  // program; -1 claims nothing. The simulator generates one rank per key and lets the others
+  // share its program without generating them (tests/core checks each claim rank by rank).
+  std::function<int64_t(const GenArgs&, int64_t rank)> program_class = {};
 };
 
 class Registrar {
@@ -222,6 +227,9 @@ class Bound {
   // One rank's program alone, in time proportional to its ops. `out` is cleared first.
   void generate_rank(int64_t rank, RankProgram& out) const;
   Schedule generate() const;
+  // The algorithm's program_class of the rank (see AlgorithmSpec), or -1 where it declares none.
+  int64_t program_class(int64_t rank) const;
+  bool has_program_class() const { return static_cast<bool>(algo_.spec().program_class); }
 
  private:
   Algorithm algo_;

@@ -60,13 +60,14 @@ uint64_t key(uint32_t r, uint32_t i) {
 
 class Engine {
  public:
-  Engine(const ScheduleHeader& h, const SimOptions& opt, Source source)
+  Engine(const ScheduleHeader& h, const SimOptions& opt, Source source, Classes classes = {})
       : opt_(opt),
         model_(make_model(opt.model)),
         P_(h.P),
         lg_(model_->rules() == Rules::loggops),
         on_arrival_(!lg_ && model_->done_on_arrival()),
-        store_(check_header(h), h.elem_size, local_costs(opt.model), std::move(source)),
+        store_(check_header(h), h.elem_size, local_costs(opt.model), std::move(source),
+               std::move(classes)),
         ranks_(store_, h.P, lg_) {
     if (opt.trials < 1 || opt.trials > 1000000)
       fail(ErrorKind::invalid_argument, "trials must be in [1, 10^6]");
@@ -119,6 +120,7 @@ class Engine {
         res.bytes = bytes_ < 0x1p63 ? static_cast<int64_t>(bytes_) : INT64_MAX;
         res.ops = static_cast<int64_t>(store_.total_ops());
         res.programs = static_cast<int64_t>(store_.count());
+        res.programs_read = static_cast<int64_t>(store_.read());
         res.peak_ranks_held = ranks_.peak_held();
       }
       if (record) rec_.take(res);
@@ -793,10 +795,15 @@ SimResult simulate_stream(const ScheduleReader& read, const SimOptions& options)
 
 SimResult simulate(const Bound& bound, const SimOptions& options) {
   RankProgram p;
-  Engine e(bound.header(), options, [&](int64_t r) {
-    bound.generate_rank(r, p);
-    return p.view();
-  });
+  Classes classes;
+  if (bound.has_program_class()) classes = [&](int64_t r) { return bound.program_class(r); };
+  Engine e(
+      bound.header(), options,
+      [&](int64_t r) {
+        bound.generate_rank(r, p);
+        return p.view();
+      },
+      std::move(classes));
   return e.run();
 }
 

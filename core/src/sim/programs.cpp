@@ -17,6 +17,29 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 }  // namespace
 
+void ProgramStore::intern(uint32_t r) {
+  const int64_t c = classes_ ? classes_(r) : -1;
+  if (c < 0) return intern_view(r, source_(r));
+  if (r >= static_cast<uint64_t>(P_) || tmpl_[r] != kUnset)
+    fail(ErrorKind::invalid_argument, "rank " + std::to_string(r) + " read twice or past P");
+  if (auto it = class_tmpl_.find(c); it != class_tmpl_.end()) {
+    // Its program is the class's up to relabelling mod P: what intern_view would have found in
+    // add mode had the rank been generated (and nothing would have been added).
+    tmpl_[r] = it->second;
+    total_ops_ += progs_[it->second & ~kAddMode].n;
+    return;
+  }
+  const RankView v = source_(r);
+  intern_view(r, v);
+  // The class's ranks share the program in add mode: kept if this rank's match was one, or if
+  // the program it matched by XOR is also its own mod P (key_ and v are still this rank's).
+  const uint32_t t = tmpl_[r];
+  if (t & kAddMode)
+    class_tmpl_.emplace(c, t);
+  else if (same(progs_[t], v, 1))
+    class_tmpl_.emplace(c, t | kAddMode);
+}
+
 void ProgramStore::intern_view(uint32_t r, const RankView& v) {
   if (r >= static_cast<uint64_t>(P_) || tmpl_[r] != kUnset)
     fail(ErrorKind::invalid_argument, "rank " + std::to_string(r) + " read twice or past P");
@@ -45,6 +68,7 @@ void ProgramStore::intern_view(uint32_t r, const RankView& v) {
   if (found == kUnset) found = add_program(v, r);
   tmpl_[r] = last_ = found;
   total_ops_ += n;
+  ++read_;
 }
 
 // The key of each op of rank r that a program is compared on (cost, kind, deps, peer both
@@ -213,7 +237,7 @@ uint32_t ProgramStore::find_recv(uint32_t r, const Program& p, uint32_t q, uint3
 size_t ProgramStore::memory_bytes() const {
   auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   return cap(ops_) + cap(units_) + cap(overflow_) + cap(dep_begin_) + cap(deps_) + cap(recv_[0]) +
-         cap(recv_[1]) + cap(progs_) + index_.size() * 32 + cap(tmpl_);
+         cap(recv_[1]) + cap(progs_) + (index_.size() + class_tmpl_.size()) * 32 + cap(tmpl_);
 }
 
 }  // namespace collkit::sim::detail

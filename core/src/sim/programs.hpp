@@ -72,17 +72,26 @@ struct OpKey {
 
 // Where the store gets rank r's program: a Schedule's view, or the generator's output.
 using Source = std::function<RankView(int64_t)>;
+// The generator's key of rank r's program up to relabelling mod P (AlgorithmSpec::program_class):
+// ranks with the same key >= 0 run the same program, so only the first of them is generated.
+using Classes = std::function<int64_t(int64_t)>;
 
 class ProgramStore {
  public:
-  ProgramStore(int64_t P, int64_t elem_size, const LocalCosts& m, Source source)
-      : P_(P), esize_(static_cast<double>(elem_size)), m_(m), source_(std::move(source)) {
+  ProgramStore(int64_t P, int64_t elem_size, const LocalCosts& m, Source source,
+               Classes classes = {})
+      : P_(P),
+        esize_(static_cast<double>(elem_size)),
+        m_(m),
+        source_(std::move(source)),
+        classes_(std::move(classes)) {
     tmpl_.assign(static_cast<size_t>(P), kUnset);
   }
 
   bool known(uint32_t r) const { return tmpl_[r] != kUnset; }
-  // Reads rank r's program from the source (generating it) and interns it.
-  void intern(uint32_t r) { intern_view(r, source_(r)); }
+  // Reads rank r's program from the source (generating it) and interns it; a rank whose class
+  // (see Classes) was seen takes that class's program, in add mode, without being generated.
+  void intern(uint32_t r);
   // Interns rank r's program from a view (ranks fed in order by a reader): finds, or adds, its
   // distinct program. The program the previous rank matched is tried first (neighbours mostly
   // run the same one), then those with the same hash; only a program never seen is checked and
@@ -114,6 +123,7 @@ class ProgramStore {
   void prefetch(uint32_t r) const { __builtin_prefetch(&tmpl_[r]); }
 
   size_t total_ops() const { return total_ops_; }  // of the ranks interned
+  size_t read() const { return read_; }            // ranks generated or read (not shared)
   size_t count() const { return progs_.size(); }   // distinct programs
   size_t memory_bytes() const;
 
@@ -128,6 +138,8 @@ class ProgramStore {
   const double esize_;
   const LocalCosts m_;
   Source source_;
+  Classes classes_;
+  std::unordered_map<int64_t, uint32_t> class_tmpl_;  // class -> its program | kAddMode
   std::vector<TOp> ops_;
   std::vector<uint8_t> units_;  // cpu | nic << 4 of the ops of programs that set them
   std::vector<uint32_t> overflow_;
@@ -138,6 +150,7 @@ class ProgramStore {
   std::vector<uint32_t> dep_begin_;  // each program's deps, as read: what it is compared on
   std::vector<OpId> deps_;
   size_t total_ops_ = 0;
+  size_t read_ = 0;
   uint32_t last_ = kUnset;  // the program the last rank read matched
   // The rank being read.
   std::vector<OpKey> key_;

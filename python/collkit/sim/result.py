@@ -107,11 +107,11 @@ class SimResult:
     The measures are the core's own result (``core``, collkit._core.SimResult: ``finish``,
     ``makespans``, ``messages``, ``bytes_sent``, ``ops``, ``events``, ``load_seconds``,
     ``run_seconds``, ``load_cpu_seconds``, ``run_cpu_seconds``, ``memory_bytes``, ``programs``,
-    read through); the rest says what was simulated. ``finish`` (per rank) and the per-op arrays
-    are of the first trial; ``makespans`` has one entry per trial. Per-op arrays (``op_start``,
-    ``op_end``, ``critical_path``, messages) are only there when the run was asked to record
-    (``timeline=True``, else None); ops are numbered globally, rank by rank (``rank_op_begin``),
-    in each rank's op order.
+    ``programs_read``, read through); the rest says what was simulated. ``finish`` (per rank)
+    and the per-op arrays are of the first trial; ``makespans`` has one entry per trial. Per-op
+    arrays (``op_start``, ``op_end``, ``critical_path``, messages) are only there when the run
+    was asked to record (``timeline=True``, else None); ops are numbered globally, rank by rank
+    (``rank_op_begin``), in each rank's op order.
     """
 
     # The core's measures, read through to `core` (see __getattr__).
@@ -127,6 +127,7 @@ class SimResult:
     run_cpu_seconds: float
     memory_bytes: int
     programs: int  # distinct programs among the ranks (up to relabelling of peers)
+    programs_read: int  # ranks generated or read; the rest shared their generator's program class
     rank_op_begin: IndexArray | None
     op_start: FloatArray | None
     op_end: FloatArray | None

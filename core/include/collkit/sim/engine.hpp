@@ -77,6 +77,8 @@ struct SimResult {
   double load_cpu_seconds = 0, run_cpu_seconds = 0;  // CPU time of the process
   size_t memory_bytes = 0;                           // the engine's arrays
   int64_t programs = 0;         // distinct programs among the ranks (up to relabelling of peers)
+  int64_t programs_read = 0;    // ranks whose program was generated or read; the others shared
+                                // the program of a rank of their generator's program_class
   int64_t peak_ranks_held = 0;  // most ranks holding state at once (reached, not yet finished)
 
   // With SimOptions::record (trial 0). Ops are numbered globally, rank by rank, in op order.
