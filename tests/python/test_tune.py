@@ -478,6 +478,29 @@ def test_a_simulation_that_cannot_fit_is_a_row_with_the_reason(
     assert "GiB available" in by_size[2**17].error, by_size[2**17]
 
 
+def test_a_long_simulation_is_announced_before_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # main: tune --simulate -np 65536 --sizes 64KiB sat silent for 15 minutes (and was stopped
+    # there) on allreduce:ring, 8.6e9 ops; a candidate over ANNOUNCE_OPS is now said first
+    import collkit.sim.run as sim_run
+    from collkit.results import ResultStore
+    from collkit.simulate import memory_estimate
+    from collkit.tune.campaign import TuneOptions, simulate_rows
+
+    ops_small = memory_estimate("allreduce:ring", 16, 1, 8, model="postal")[1]
+    ops_big = memory_estimate("allreduce:ring", 16, 2**12, 8, model="postal")[1]
+    assert ops_small < ops_big
+    monkeypatch.setattr(sim_run, "ANNOUNCE_OPS", (ops_small + ops_big) // 2)
+    said: list[str] = []
+    opts = TuneOptions(["allreduce"], [16], [8, 2**15], only=["ring"])
+    rows = simulate_rows(opts, "postal", {}, ResultStore(tmp_path / "r.jsonl"), said.append)
+    assert all(r.error == "" for r in rows)
+    long = [m for m in said if "ops to simulate" in m]
+    assert len(long) == 1, said
+    assert "allreduce:ring" in long[0] and f"{ops_big:,} ops" in long[0] and "resumes" in long[0]
+
+
 @pytest.mark.mpi
 def test_multi_stage_rm_names_reach_the_driver_whole(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from collkit import _core, units
 from collkit.algorithms import Algorithm
 from collkit.errors import CollkitError, InvalidArgumentError, ScheduleFormatError
 from collkit.placement import Placement, core_args
+from collkit.progress import format_duration
 from collkit.results import ResultStore, Row
 from collkit.schedule import Schedule, printable
 from collkit.sim.noise import Distribution, parse_distribution
 from collkit.sim.options import Model, Time, check_run, core_options, model_of
 from collkit.sim.result import SimResult, set_makespans, simulated_row
 from collkit.sim.topology import Topology, parse_topology, placed_topology
+
+# The simulator's rate, ops per CPU second, from its slowest measured schedule to its fastest
+# (benchmarks/results/bench_simulate.md: bcast:binomial's loop 2-3 M events/s, rd's about 40 M):
+# what a long simulation is announced with.
+SIM_OPS_PER_S = (2e6, 4e7)
+# Simulations with more ops than this (5 s to 2 min) are announced before they run.
+ANNOUNCE_OPS = 200_000_000
 
 
 def simulate_file(
@@ -212,12 +221,17 @@ def simulate_row(
     date: str = "",
     allocation: str = "",
     available: int | None = None,
+    announce: Callable[[str], None] | None = None,
+    announce_ops: int | None = None,
 ) -> tuple[Row, bool]:
     """The simulated row (simulated_row) of one problem, for campaigns that resume: the row
     `store` holds already, else a new one, simulated and appended (an error the algorithm raises
     kept in its `error`). With `available` (bytes), a problem whose memory_estimate exceeds it is
     a row with the reason, not hours of simulation (collkit simulate's limit: ring at 1 MiB,
-    P = 65536 is 8.6e9 ops). Returns (row, whether it is new)."""
+    P = 65536 is 8.6e9 ops). With `announce`, a problem of more than `announce_ops` ops (default
+    ANNOUNCE_OPS) is said
+    before it is simulated (its op count and the minutes it may take), so a sweep does not sit
+    silent for a quarter of an hour on one candidate. Returns (row, whether it is new)."""
     row = simulated_row(
         collective=collective,
         algorithm=algorithm,
@@ -239,6 +253,14 @@ def simulate_row(
                 raise InvalidArgumentError(
                     f"simulating it needs about {need / 2**30:.1f} GiB ({ops:,} ops), "
                     f"more than the {available / 2**30:.1f} GiB available"
+                )
+            limit = ANNOUNCE_OPS if announce_ops is None else announce_ops
+            if announce is not None and ops > limit:
+                lo, hi = ops / SIM_OPS_PER_S[1], ops / SIM_OPS_PER_S[0]
+                announce(
+                    f"  {algorithm} P={P} {count * elem_size} B: {ops:,} ops to simulate, "
+                    f"{format_duration(lo)} to {format_duration(hi)} "
+                    f"(Ctrl-C stops; the same command resumes after it)"
                 )
         res = simulate(algorithm, P, count=count, elem_size=elem_size, model=model)
         set_makespans(row, res.makespans)

@@ -233,7 +233,16 @@ def simulate_rows(
             for size in [0] if coll == "barrier" else opts.sizes:
                 count = size // elem
                 _, new = simulate_row(
-                    store, coll, algo, P, count, elem, made, date=date, available=avail
+                    store,
+                    coll,
+                    algo,
+                    P,
+                    count,
+                    elem,
+                    made,
+                    date=date,
+                    available=avail,
+                    announce=progress,
                 )
                 if ticker:
                     ticker.advance(1, measured=new)
