@@ -67,8 +67,10 @@ CALIBRATION_ALGOS = (
     "allreduce:ring",
     "allgather:ring",
 )
-# Bytes per rank (per block for allgather): none of them is a size of the validation's default.
-CALIBRATION_SIZES = (64, 512, 4096, 12288, 32768, 262144, 524288)
+# Bytes per rank (per block for allgather): none of them is a size of the validation's default,
+# and none puts a message at or just above the slot size (SHM_DEFAULT_MAX): 12 KiB is the slots'
+# largest, 96 KiB MPI's smallest (allreduce:ring's 48 KiB halves at P = 2).
+CALIBRATION_SIZES = (64, 512, 4096, 12288, 98304, 262144, 524288)
 # The parameters fitted per model (S is the transport's, never fitted).
 FREE_PARAMS: dict[str, tuple[str, ...]] = {
     "postal": ("alpha", "beta"),

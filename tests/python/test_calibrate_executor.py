@@ -33,7 +33,7 @@ CALL = 900.0  # ns per call
 EXTRA_O = 400.0  # the executor's cost per send / receive op on top of MPI's o
 EXTRA_REDUCE = 250.0  # ... per reduction op
 SKEW = 400.0  # rank 1 leaves the bench's MPI_Barrier this much after rank 0
-SIZES = (64, 512, 4096, 12288, 32768, 262144)
+SIZES = (64, 512, 4096, 12288, 98304, 262144)
 
 
 def _synthetic_records(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from test_profile import make
 
 from collkit import cli
+from collkit.calibrate_executor import SHM_DEFAULT_MAX
 from collkit.errors import InvalidArgumentError
 from collkit.results import ResultStore, read_jsonl
 from collkit.validate import Case, Validation, plot_validation, registry_algorithms
@@ -194,7 +195,7 @@ def test_calibrate_and_validate_on_mpich(
             "--sizes",
             "8,65536",
             "--executor-sizes",
-            "64,32768",
+            "64,98304",
             "--iters",
             "3",
             "--rounds",
@@ -221,12 +222,12 @@ def test_calibrate_and_validate_on_mpich(
     }
     # collkit's shared-memory transport measured by the kernel (8 B fits its slots, 64 KiB not),
     # and the executor's calibration run through it.
-    assert d["shm_bytes"] == 16384
+    assert d["shm_bytes"] == SHM_DEFAULT_MAX
     assert d["models"]["min"]["shm"]["loggops"]["o"] > 0
     assert d["executor"]["min"]["measured_transport"] == "shm"
     ex = d["executor"]["min"]
     assert ex["regimes"]["eager"]["loggops"]["call"] >= 0
-    assert ex["sizes"] == [64, 32768]
+    assert ex["sizes"] == [64, 98304]
     out = tmp_path / "v"
     code = cli.main(
         [

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if args.quick:
         sizes = args.sizes or [8, 1024, 65536, 1048576]
         iters, rounds = min(iters, 10), min(rounds, 2)
-        executor_sizes = executor_sizes or [64, 4096, 32768, 262144]
+        executor_sizes = executor_sizes or [64, 4096, 98304, 262144]
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
     _build(mpi, ["collkit_calibrate"])
     name = args.name or machine_name().split(" ")[0]
