@@ -119,4 +119,10 @@ def test_an_error_under_MPI_ERRORS_ARE_FATAL_aborts(
     r = run(app, 3, "fatal", TABLED_ALLTOALL, tmp_path)
     assert r.returncode != 0, r.stdout + r.stderr[-3000:]
     assert "survived" not in r.stdout and "ok" not in r.stdout.split()
-    assert "the type signatures must match" in r.stdout + r.stderr, r.stderr[-3000:]
+    out = r.stdout + r.stderr
+    # Open MPI 4.1's mpirun relays the fatal handler's message through its show_help service,
+    # which can fail while the aborting ranks are killed ("ORTE_ERROR_LOG: Out of resource in
+    # file ../orte/util/show_help.c": once in three runs of the suite here); the abort itself,
+    # checked above, is what the handler does. Any other way the text goes missing fails.
+    lost = "ORTE_ERROR_LOG" in out and "show_help.c" in out
+    assert "the type signatures must match" in out or lost, r.stderr[-3000:]
