@@ -171,6 +171,21 @@ def test_the_wheel_when_no_mpiexec_is_on_path(
     assert mpi.reason == "no mpiexec on PATH: the PyPI mpich wheel of this Python"
 
 
+def test_a_relative_mpiexec_or_prefix_is_made_absolute(monkeypatch: pytest.MonkeyPatch) -> None:
+    # main: `collkit calibrate --mpiexec .venv/bin/mpiexec` (docs/simulator.md's command) failed
+    # in CMake: "The CMAKE_CXX_COMPILER: .venv/bin/mpicxx is not a full path"
+    wheel = wheel_mpiexec()
+    if wheel is None:
+        pytest.skip("the PyPI mpich wheel is not installed in this Python")
+    for k in ("MPIEXEC", "MPICXX", "MPICC"):
+        monkeypatch.delenv(k, raising=False)
+    bindir = wheel.parent
+    monkeypatch.chdir(bindir.parent)
+    for mpi in (find_mpi(f"{bindir.name}/mpiexec"), find_mpi(prefix=".")):
+        assert Path(mpi.mpiexec).is_absolute() and Path(mpi.mpicxx).is_absolute(), mpi
+        assert Path(mpi.mpiexec).samefile(wheel)
+
+
 # ---- what a build needs ----------------------------------------------------------------------
 
 

@@ -96,7 +96,9 @@ def find_mpi(
             "no MPI found: `pip install mpich`, or put an MPI's mpiexec on PATH (module load "
             "...), or pass --mpiexec / --mpi-prefix, or set MPIEXEC and MPICXX"
         )
-    mpiexec = shutil.which(mpiexec) or mpiexec
+    # Absolute: the programs are built by CMake in a cache folder and launched from elsewhere, so
+    # a relative --mpiexec (".venv/bin/mpiexec") or --mpi-prefix must not stay relative.
+    mpiexec = os.path.abspath(shutil.which(mpiexec) or mpiexec)
     if not cxx:
         cxx = _sibling(mpiexec, _CXX_NAMES)
         if cxx is None and Path(mpiexec).resolve() != Path(mpiexec):
@@ -106,6 +108,7 @@ def find_mpi(
             f"no MPI C++ compiler wrapper beside {mpiexec} (chosen: {reason}): set MPICXX, or "
             "install the MPI's development files"
         )
+    cxx = os.path.abspath(cxx)
     text = _run([mpiexec, "--version"])
     impl = implementation(text)
     return impl(mpicxx=cxx, mpiexec=mpiexec, version=impl.version_of(text), reason=reason)
