@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -75,20 +76,27 @@ TEST(sim_a_model_is_one_file) {
   CHECK(threw);
 }
 
+// Options that switch on every feature the engine has (noise, skew, a fat tree, rendezvous,
+// trials, recording): two paths to one result must agree under all of them.
+static SimOptions every_feature(std::string_view model, int trials, bool record) {
+  SimOptions o;
+  o.model.model = model;
+  o.model.set("G", 0.1).set("S", 64);
+  o.noise = {DistKind::lognormal, 20, 0.5, {}};
+  o.skew = {DistKind::uniform, 0, 300, {}};
+  o.topology.kind = TopoKind::fattree;
+  o.topology.k = 4;
+  o.topology.hop = 50;
+  o.topology.ranks_per_node = 2;
+  o.trials = trials;
+  o.record = record;
+  return o;
+}
+
 TEST(sim_schedule_and_generator_agree_in_every_model) {
   CHECK(models().size() >= 5);
   for (const ModelInfo* m : models()) {
-    SimOptions o;
-    o.model.model = m->name;
-    o.model.set("G", 0.1).set("S", 64);
-    o.noise = {DistKind::lognormal, 20, 0.5, {}};
-    o.skew = {DistKind::uniform, 0, 300, {}};
-    o.topology.kind = TopoKind::fattree;
-    o.topology.k = 4;
-    o.topology.hop = 50;
-    o.topology.ranks_per_node = 2;
-    o.trials = 3;
-    o.record = true;
+    const SimOptions o = every_feature(m->name, 3, true);
     Bound b = Algorithm("allreduce:rd").bind(100, 16, 8);
     SimResult a = simulate(b, o), s = simulate(b.generate(), o);
     CHECK(a.makespans == s.makespans);
@@ -285,17 +293,7 @@ TEST(sim_binomial_generates_one_rank_per_class) {
     for (const char* name : {"bcast:binomial", "bcast:knomial(k=3)", "bcast:pipeline(seg=8)"})
       for (int64_t P : {37, 64, 100})
         for (bool rec : {false, true}) {
-          SimOptions o;
-          o.model.model = m->name;
-          o.model.set("G", 0.1).set("S", 64);
-          o.noise = {DistKind::lognormal, 20, 0.5, {}};
-          o.skew = {DistKind::uniform, 0, 300, {}};
-          o.topology.kind = TopoKind::fattree;
-          o.topology.k = 4;
-          o.topology.hop = 50;
-          o.topology.ranks_per_node = 2;
-          o.trials = 2;
-          o.record = rec;
+          const SimOptions o = every_feature(m->name, 2, rec);
           const Bound b = Algorithm(name).bind(P, 24, 8, P / 3);
           const SimResult a = simulate(b, o), s = simulate(b.generate(), o);
           CHECK(a.programs_read < P && s.programs_read == P);
