@@ -507,6 +507,11 @@ Table parse_table(std::string_view text) {
   t.mpi = optional_string(doc, "mpi", "");
   t.machine = optional_string(doc, "machine", "");
   t.date = optional_string(doc, "date", "");
+  if (const Value* b = doc.get("block")) {
+    if (b->kind != Value::number || !b->integral || !b->fits || b->i < 1 || b->i > kMaxBlock)
+      refuse("\"block\" must be an integer with 1 <= block <= " + std::to_string(kMaxBlock));
+    t.block = b->i;
+  }
   const Value* rules = doc.get("rules");
   if (rules == nullptr || rules->kind != Value::array) refuse("\"rules\" must be a list");
   if (rules->items.size() > kMaxRules) refuse("more than " + std::to_string(kMaxRules) + " rules");

@@ -164,7 +164,8 @@ def _tuning_section(path: Path, root: Path) -> str | None:
         + f'<td class="l">{_e(r.source)}</td><td>{_num(r.speedup)}</td></tr>'
         for r in t.rules
     )
-    meta = f"{len(t.rules)} rules; MPI {t.mpi}; machine {t.machine}; {t.date}"
+    timing = "single calls" if t.block == 1 else f"blocks of {t.block} back-to-back calls"
+    meta = f"{len(t.rules)} rules; MPI {t.mpi}; machine {t.machine}; {t.date}; timed as {timing}"
     return (
         f"<h2>{_e(path.relative_to(root))} (tuning table)</h2>"
         f'<p class="meta">{_e(meta)}</p><table><tr>{head}</tr>{body}</table>'

@@ -40,6 +40,7 @@ void bind_tuning(nb::module_& m) {
         out["mpi"] = t.mpi;
         out["machine"] = t.machine;
         out["date"] = t.date;
+        out["block"] = t.block;
         out["rules"] = rules;
         return out;
       },
@@ -50,6 +51,7 @@ void bind_tuning(nb::module_& m) {
   for (const char* k : tuning::kRuleKeys) keys.append(k);
   m.attr("TUNING_RULE_KEYS") = keys;
   m.attr("TUNING_MAX_BYTES") = tuning::kMaxTableBytes;
+  m.attr("TUNING_MAX_BLOCK") = tuning::kMaxBlock;
 }
 
 }  // namespace collkit::py

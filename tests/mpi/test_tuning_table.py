@@ -106,6 +106,11 @@ CASES = {
         '"algorithm": "reduce_scatter_block:noncommutative"}]}',
         "needs P to be a power of two",
     ),
+    # "block" (tune --block) is an integer 1 .. 10^6, nothing else.
+    "block 0": (HEAD + '"block": 0, "rules": []}', '"block" must be an integer'),
+    "block 2.0": (HEAD + '"block": 2.0, "rules": []}', '"block" must be an integer'),
+    "block past the limit": (HEAD + '"block": 1000001, "rules": []}', '"block" must be'),
+    "block a string": (HEAD + '"block": "16", "rules": []}', '"block" must be an integer'),
     "not UTF-8": (HEAD + '"mpi": "\xff", "rules": []}', "not UTF-8"),
     "lone surrogate": (HEAD + '"mpi": "\\udc00", "rules": []}', "lone surrogate"),
 }
@@ -142,6 +147,14 @@ def test_what_save_writes_reads_back(tmp_path: Path) -> None:
     back = load(tmp_path / "t.json")
     assert back.mpi == "MPICH 5 \u00e9" and back.rules[0].P == (4, 4)
     assert back.rules[0].speedup == 1.5 and math.isnan(back.rules[0].ci95[1])
+
+
+def test_the_timing_block_round_trips_and_defaults_to_single_calls(tmp_path: Path) -> None:
+    tt.save(tt.Table(rules=[], block=16), tmp_path / "t.json")
+    assert json.loads((tmp_path / "t.json").read_text())["block"] == 16
+    assert load(tmp_path / "t.json").block == 16
+    (tmp_path / "old.json").write_text(HEAD + '"rules": []}')  # written before "block" existed
+    assert load(tmp_path / "old.json").block == 1
 
 
 def test_the_reader_knows_the_rule_fields_python_writes() -> None:
@@ -204,6 +217,7 @@ def dumps(doc: Any, dup: bool) -> str:
     dup=st.booleans(),
     cut=st.integers(-1, 300),
     junk=st.sampled_from([b"", b"\x00", b"\xff", b"\xef\xbb\xbf", b"[[[", b'"\\ud800"', b"1e999"]),
+    block=st.one_of(st.none(), NUMBERS, st.sampled_from(["1", [1], 1000000, 1000001])),
 )
 def test_random_and_hostile_tables_get_one_verdict(
     library: ctypes.CDLL,
@@ -213,8 +227,12 @@ def test_random_and_hostile_tables_get_one_verdict(
     dup: bool,
     cut: int,
     junk: bytes,
+    block: Any,
 ) -> None:
-    text = dumps({"format": "collkit-tuning", "version": version, "rules": rules}, dup).encode()
+    doc: dict[str, Any] = {"format": "collkit-tuning", "version": version, "rules": rules}
+    if block is not None:
+        doc["block"] = block
+    text = dumps(doc, dup).encode()
     if cut >= 0:
         text = text[:cut] + junk + text[cut:]
     py = verdict_py(text, tmp_path)

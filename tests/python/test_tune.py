@@ -332,6 +332,32 @@ def test_tune_campaigns_the_block_collectives(
 
 
 @pytest.mark.mpi
+def test_tune_times_blocks_of_back_to_back_calls_and_never_mixes_them_with_single_calls(
+    mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
+) -> None:
+    """--block N (issue #20): each sample is N back-to-back calls, the way a loop calls them;
+    rows timed as single calls in the same folder are neither reused nor compared."""
+    out = tmp_path / "t"
+    base = ["allreduce", "-np", "2", "--sizes", "8B", "--only", "rd", "--no-mpi-algos"]
+    base += ["--iters", "20", "--max-ms", "40", "-o", str(out)]
+    assert tune(*base).returncode == 0
+    assert load_table(out / "collkit-tuning.json").block == 1
+    r = tune(*base, "--block", "8")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "already measured" not in r.stderr
+    rows = [json.loads(ln) for ln in (out / "tune.jsonl").read_text().splitlines()]
+    by_block = {b: [x for x in rows if x["block"] == b] for b in (1, 8)}
+    for b, rs in by_block.items():
+        assert {x["algorithm"] for x in rs} == {"native", "allreduce:rd"}, b
+    table = load_table(out / "collkit-tuning.json")
+    assert table.block == 8
+    (rule,) = table.rules
+    # The evidence is the block-8 rows' (medians of 8-call blocks), not the single calls'.
+    (native8,) = [x["median_us"] for x in by_block[8] if x["algorithm"] == "native"]
+    assert rule.native_median_us == pytest.approx(native8, rel=1e-3)
+
+
+@pytest.mark.mpi
 def test_a_cpu_hog_that_stops_mid_campaign_makes_no_winner(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
@@ -434,6 +460,8 @@ def test_the_tour_says_when_a_chosen_rule_loses_and_does_not_use_it(
         ["allreduce", "--alpha", "2"],
         ["allreduce", "--param", "L=1us"],
         ["allreduce", "--only", "allreduce:nope", "-np", "2", "--sizes", "8"],
+        ["allreduce", "--block", "0"],
+        ["allreduce", "--block", "8", "--simulate", "loggp"],
     ],
 )
 def test_bad_input_exits_2(args: list[str], tmp_path: Path) -> None:

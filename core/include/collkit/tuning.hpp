@@ -4,7 +4,7 @@
 // this one reader, so a table one of them takes the other never drops.
 //
 //   {"format": "collkit-tuning", "version": 1, "mpi": "...", "machine": "...", "date": "...",
-//    "rules": [{"collective": "allreduce", "P": [4, 4], "bytes": [0, 1023],
+//    "block": 1, "rules": [{"collective": "allreduce", "P": [4, 4], "bytes": [0, 1023],
 //               "algorithm": "allreduce:rd", "source": "measured", "median_us": 3.1,
 //               "native_median_us": 4.2, "speedup": 1.35, "p_value": 1e-9, "ci95": [1.2, 1.5]}]}
 //
@@ -36,8 +36,12 @@ inline constexpr int64_t kMaxRuleBytes = int64_t{1} << 62;
 // end): a wider range is checked in part.
 inline constexpr int64_t kCheckedP = 1024;
 
-inline constexpr const char* kTableKeys[] = {"format",  "version", "mpi",
-                                             "machine", "date",    "rules"};
+inline constexpr const char* kTableKeys[] = {"format", "version", "mpi",  "machine",
+                                             "date",   "block",   "rules"};
+// "block" (optional, 1 if absent): the calls per timed sample the rules were measured with, 1
+// (one call after a barrier) to kMaxBlock (back-to-back calls, as OSU measures loops). It says
+// what the medians mean; the library runs a table the same whatever it is.
+inline constexpr int64_t kMaxBlock = 1000000;
 inline constexpr const char* kRuleKeys[] = {
     "collective",       "P",       "bytes",   "algorithm", "source", "median_us",
     "native_median_us", "speedup", "p_value", "ci95"};
@@ -61,6 +65,7 @@ struct Rule {
 
 struct Table {
   std::string mpi, machine, date;
+  int64_t block = 1;
   std::vector<Rule> rules;
 };
 

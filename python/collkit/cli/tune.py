@@ -53,7 +53,7 @@ from collkit.progress import CampaignProgress
 from collkit.results import ResultStore, Row
 from collkit.tune.campaign import TuneOptions, check_only, measure, simulate_rows
 from collkit.tune.select import Choice, choose, rules
-from collkit.tune.table import Table, save
+from collkit.tune.table import MAX_BLOCK, Table, save
 
 NAME = "tune"
 HELP = "pick the really-faster algorithm per size and write tuning files (collkit and the MPIs')"
@@ -97,6 +97,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="leave out the MPI's own algorithms (the MPI files then map by family)",
     )
     p.add_argument("--iters", type=int, default=100, help="timed iterations per row (100)")
+    p.add_argument(
+        "--block",
+        type=int,
+        default=1,
+        metavar="N",
+        help="calls per timed sample: 1 (default) times one call after a barrier, the latency "
+        "of an isolated call; N > 1 times N back-to-back calls, as OSU measures, which is what "
+        "a program that calls the collective in a loop sees (--block 16 for such programs). "
+        "The table records it",
+    )
     p.add_argument("--warmup", type=int, default=10, help="untimed calls first (10)")
     p.add_argument("--max-ms", type=int, default=500, help="time budget per row in ms (500)")
     p.add_argument(
@@ -336,6 +346,10 @@ def check_simulation_fits(Ps: list[int], model: str | None = None) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.top_k < 1 or args.iters < 5 or args.warmup < 0 or args.max_ms < 1:
         raise InvalidArgumentError("--top-k >= 1, --iters >= 5, --warmup >= 0, --max-ms >= 1")
+    if not 1 <= args.block <= MAX_BLOCK:
+        raise InvalidArgumentError(f"--block {args.block} must be in 1..{MAX_BLOCK}")
+    if args.block != 1 and args.simulate:
+        raise InvalidArgumentError("--block is for measuring, not --simulate")
     if not 1 <= args.rounds <= 100:
         raise InvalidArgumentError(f"--rounds {args.rounds} must be in 1..100")
     if not 0 < args.alpha < 1 or not 0 <= args.min_gain < math.inf:  # NaN fails both
@@ -371,6 +385,7 @@ def run(args: argparse.Namespace) -> int:
         only=split_names(args.only) if args.only else None,
         rounds=args.rounds,
         hosts=args.hosts,
+        block=args.block,
     )
     if opts.only is not None:
         check_only(opts.collectives, opts.only)
@@ -410,7 +425,9 @@ def run(args: argparse.Namespace) -> int:
         print_json_lines(choice_json(c) for c in choices)
     else:
         _print(choices, label)
-    table = Table(rules=rules(choices), mpi=label, machine=machine_name(), date=date)
+    table = Table(
+        rules=rules(choices), mpi=label, machine=machine_name(), date=date, block=opts.block
+    )
     written = [store.jsonl, store.csv]
     save(table, out / "collkit-tuning.json")
     written.append(out / "collkit-tuning.json")

@@ -75,6 +75,7 @@ class TuneOptions:
     only: list[str] | None = None  # restrict collkit's candidates to these names
     rounds: int = 3  # interleaved rounds per size (collkit.drift)
     hosts: str | None = None  # host file, to run across nodes (bench's --hosts)
+    block: int = 1  # calls per timed sample (bench's --block): 1 single calls, N back-to-back
 
 
 def only(collective: str, names: list[str]) -> list[str]:
@@ -131,6 +132,7 @@ def measure(
                     raw=True,
                     rounds=opts.rounds,
                     hosts=opts.hosts,
+                    block=opts.block,
                 )
             )
     if ticker:
@@ -160,6 +162,7 @@ def remeasure_suspects(
             and r.P in c.P
             and r.bytes in sizes
             and r.algorithm in c.algorithms
+            and r.block == c.block
             and r.interleaved
         ]
         todo = [r for r in mine if r.suspect and r.attempt < attempt]
@@ -191,6 +194,7 @@ def campaign_rows(opts: TuneOptions, store: ResultStore) -> list[Row]:
         if (
             r.collective in opts.collectives
             and r.P in opts.P
+            and r.block == opts.block  # a folder may hold rows timed both ways: never mixed
             and (r.bytes in {s // dt * dt for s in opts.sizes} or r.collective == "barrier")
         ):
             out.append(r)

@@ -4,14 +4,17 @@ The file (schema "collkit-tuning", version 1; docs/tuning.md) is what `collkit t
 what the interposition library (libcollkit_pmpi.so) reads from COLLKIT_TUNING:
 
     {"format": "collkit-tuning", "version": 1, "mpi": "MPICH 5.0.2", "machine": "...",
-     "date": "...", "rules": [
+     "date": "...", "block": 1, "rules": [
         {"collective": "allreduce", "P": [4, 4], "bytes": [8, 15], "algorithm": "allreduce:rd",
          "source": "measured", "median_us": 3.1, "native_median_us": 4.2, "speedup": 1.35,
          "p_value": 1e-9, "ci95": [1.2, 1.5]}, ...]}
 
 `bytes` is count x type size per rank (per block: collectives.PER_BLOCK); both ranges are
-inclusive. The first rule that covers a call wins; a call no rule covers, and a rule whose
-algorithm is "native", go to the MPI's own collective.
+inclusive. `block` (1 when absent) is how the medians were timed: 1, one call after a barrier
+(the latency of an isolated call); N > 1, N back-to-back calls per sample, as OSU measures (what
+a program that calls the collective in a loop sees). The library runs a table alike either way.
+The first rule that covers a call wins; a call no rule covers, and a rule whose algorithm is
+"native", go to the MPI's own collective.
 
 A table is read and checked by one reader, the core's (collkit/tuning.hpp), which the
 interposition library uses too: a table `collkit run` accepts is the table the library runs, and
@@ -35,6 +38,7 @@ from collkit.errors import InvalidArgumentError
 
 FORMAT = "collkit-tuning"
 VERSION = 1
+MAX_BLOCK = _core.TUNING_MAX_BLOCK
 
 
 @dataclass
@@ -57,6 +61,7 @@ class Table:
     mpi: str = ""
     machine: str = ""
     date: str = ""
+    block: int = 1  # calls per timed sample the rules were measured with (1: single calls)
     # What the reader noted (not written to the file): "rule 2 (allreduce:rd): cannot run at
     # P = 3 (...): calls there go to the MPI".
     notes: list[str] = field(default_factory=list)
@@ -92,6 +97,7 @@ def to_dict(t: Table) -> dict[str, Any]:
         "mpi": t.mpi,
         "machine": t.machine,
         "date": t.date,
+        "block": t.block,
         "rules": rules,
     }
 
@@ -105,7 +111,7 @@ def parse(text: bytes) -> Table:
     """The table in a file's bytes, read and checked by the core's reader (the interposition
     library's); InvalidArgumentError says what is wrong and where."""
     d = _core.read_tuning_table(text)
-    t = Table(mpi=d["mpi"], machine=d["machine"], date=d["date"])
+    t = Table(mpi=d["mpi"], machine=d["machine"], date=d["date"], block=d["block"])
     for i, r in enumerate(d["rules"]):
         t.rules.append(
             Rule(
