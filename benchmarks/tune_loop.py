@@ -1,15 +1,22 @@
-"""The tuning loop end to end on this machine, longer than the tests: `collkit tune` on the pip
-MPICH (resumable: rerun to continue), then unmodified programs with and without the table,
-alternating runs so that drift hits both alike:
+"""The tuning loop end to end on this machine (issue #20): `collkit tune` on each MPI, then
+unmodified programs run three ways, alternating (A B C A B C) so that drift hits all alike:
 
-  - mpi/examples/plain_allreduce.c (MPI_Allreduce 8 B .. 32 KiB) on the pip MPICH,
-  - LAMMPS from Debian (Open MPI) running its melt example, when installed (the table is
-    re-tuned on Open MPI first, into OUT/openmpi/).
+  plain       the program alone (no collkit),
+  native      under `collkit run` with an empty table: the library loaded, every call to the MPI
+              (the control: the same interposition cost, the MPI's own algorithms),
+  tuned       under `collkit run --tuning` with the table tune wrote.
 
-    .venv/bin/python benchmarks/tune_loop.py [--np 2] [--sizes 8B..1MiB] [--runs 3] [-o DIR]
+Programs: mpi/examples/osu_loop.c (MPI_Allreduce, MPI_Reduce, MPI_Bcast 8 B .. 32 KiB and
+MPI_Barrier, back-to-back loops as OSU times them) on every MPI found, and Debian's LAMMPS
+(melt example) on Open MPI when installed. The outputs must be identical (result hashes; LAMMPS's
+thermo lines); the times are the program's own (per call, slowest rank) and the time in
+collectives that COLLKIT_STATS counts on world rank 0 (calls x mean, every route).
 
-Prints and writes benchmarks/results/tune_loop.md with the winners, the per-size times of the
-plain program both ways, LAMMPS's loop time both ways, and whether the outputs were identical.
+    .venv/bin/python benchmarks/tune_loop.py [--np 2] [--sizes 8,64,512,4KiB,32KiB] [--block 16]
+        [--runs 5] [--iters 2000] [--mpi mpich,openmpi] [-o DIR]
+
+Tuning is resumable (rerun to continue: tune measures nothing twice). Prints and writes
+benchmarks/results/tune_loop.md.
 """
 
 from __future__ import annotations
@@ -26,10 +33,13 @@ import sys
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.mpi import find_mpi, find_mpi_of_kind, launch_command, launch_env, source_dir
+from collkit.mpi import MPI, find_mpi_of_kind, launch_command, launch_env, source_dir
 
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "tune_loop.md"
+COLLECTIVES = ["allreduce", "reduce", "bcast", "barrier"]
+WAYS = ["plain", "native", "tuned"]
+LINE = re.compile(r"^(\w+)\s+(\d+) B\s+result (\w+)\s+([\d.]+) us per call", re.M)
 
 
 def collkit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -42,106 +52,195 @@ def collkit(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
+def mpi_env(mpi: MPI) -> dict[str, str]:
+    """What points `collkit` at this MPI."""
+    return {"MPIEXEC": mpi.mpiexec, "MPICXX": mpi.mpicxx}
+
+
+def stats_us(path: Path) -> float:
+    """Time in collectives on world rank 0: calls x mean over COLLKIT_STATS's rows."""
+    total = 0.0
+    for ln in path.read_text().splitlines():
+        r = json.loads(ln)
+        total += r["iterations"] * r["mean"]
+    return total
+
+
+def run_way(
+    way: str, mpi: MPI, np: int, cmd: list[str], tables: dict[str, Path], out: Path
+) -> tuple[str, float]:
+    """One run of the program; its stdout and the time in collectives (NaN for plain)."""
+    if way == "plain":
+        env, _ = launch_env(mpi, np)
+        p = subprocess.run(
+            launch_command(mpi, np, cmd), env=env, capture_output=True, text=True, check=False
+        )
+        if p.returncode != 0:
+            sys.exit(f"plain run failed: {p.stderr[-2000:]}")
+        return p.stdout, float("nan")
+    stats = out / f"stats-{way}.jsonl"
+    stats.unlink(missing_ok=True)
+    p = collkit(
+        "run", "-np", str(np), "--tuning", str(tables[way]), "--stats", str(stats), "--", *cmd,
+        env=mpi_env(mpi),
+    )  # fmt: skip
+    if p.returncode != 0:
+        sys.exit(f"collkit run ({way}) failed: {p.stderr[-2000:]}")
+    return p.stdout, stats_us(stats)
+
+
+def tune(mpi: MPI, args: argparse.Namespace, colls: list[str], sizes: str, out: Path) -> dict:
+    r = collkit(
+        "tune", *colls, "-np", str(args.np), "--sizes", sizes, "--block", str(args.block),
+        "--no-mpi-algos", "--iters", "100", "-o", str(out), env=mpi_env(mpi),
+    )  # fmt: skip
+    print(r.stdout)
+    if r.returncode != 0:
+        sys.exit(r.stderr[-3000:])
+    table: dict = json.loads((out / "collkit-tuning.json").read_text())
+    return table
+
+
+def winners(table: dict) -> list[str]:
+    lines = [f"Winners ({table['mpi']}, timed in blocks of {table.get('block', 1)} calls):", ""]
+    lines += ["| collective | P | bytes | algorithm | speedup | 95% CI |"]
+    lines += ["| --- | ---: | --- | --- | ---: | --- |"]
+    for rule in table["rules"]:
+        ci = rule["ci95"]
+        sp = rule["speedup"]
+        lines.append(
+            f"| {rule['collective']} | {rule['P'][0]} | {rule['bytes'][0]}..{rule['bytes'][1]} | "
+            f"{rule['algorithm']} | {'' if sp is None else f'{sp:.2f}'} | "
+            f"{'' if ci[0] is None else f'{ci[0]:.2f}..{ci[1]:.2f}'} |"
+        )
+    return lines
+
+
+def osu(mpi: MPI, args: argparse.Namespace, out: Path) -> list[str]:
+    out.mkdir(parents=True, exist_ok=True)
+    table = tune(mpi, args, COLLECTIVES, args.sizes, out)
+    tables = {"native": out / "native.json", "tuned": out / "collkit-tuning.json"}
+    tables["native"].write_text('{"format": "collkit-tuning", "version": 1, "rules": []}\n')
+    cc = Path(mpi.mpicxx).with_name(Path(mpi.mpicxx).name.replace("mpicxx", "mpicc"))
+    app = out / "osu_loop"
+    src = source_dir() / "mpi" / "examples" / "osu_loop.c"
+    subprocess.run([str(cc), "-O2", str(src), "-o", str(app)], check=True)
+    times: dict[str, dict[tuple[str, int], list[float]]] = {w: {} for w in WAYS}
+    hashes: dict[str, set[str]] = {w: set() for w in WAYS}
+    in_colls: dict[str, list[float]] = {w: [] for w in WAYS}
+    for i in range(args.runs):
+        for way in WAYS:
+            text, coll_us = run_way(way, mpi, args.np, [str(app), str(args.iters)], tables, out)
+            found = LINE.findall(text)
+            if not found:
+                sys.exit(f"no result lines from the {way} run:\n{text[-2000:]}")
+            for coll, nbytes, h, us in found:
+                times[way].setdefault((coll, int(nbytes)), []).append(float(us))
+            hashes[way].add(" ".join(f"{c}:{b}:{h}" for c, b, h, _ in found))
+            in_colls[way].append(coll_us)
+            print(f"{mpi.kind} run {i + 1}/{args.runs} {way}: {coll_us / 1e3:.1f} ms in collectives")
+    same = len(set().union(*hashes.values())) == 1
+    lines = [f"## {mpi.version}: osu_loop.c at P = {args.np}", ""]
+    lines += winners(table)
+    lines += [
+        "",
+        f"{args.runs} runs each way, alternating; {args.iters} calls per size (a quarter past "
+        "8 KiB) after a tenth as warm-up; per call, slowest rank, median over runs.",
+        f"Results identical all three ways (every rank's hash): {'yes' if same else 'NO'}.",
+        "",
+        "| collective | bytes | tuned rule | plain (µs) | native (µs) | tuned (µs) "
+        "| tuned / native |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    from collkit.tune.table import load
+
+    t = load(tables["tuned"])
+    for coll, nbytes in sorted(times["plain"], key=lambda k: (COLLECTIVES.index(k[0]), k[1])):
+        med = {w: statistics.median(times[w][(coll, nbytes)]) for w in WAYS}
+        lines.append(
+            f"| {coll} | {nbytes} | {t.lookup(coll, args.np, nbytes)} | {med['plain']:.3f} | "
+            f"{med['native']:.3f} | {med['tuned']:.3f} | {med['tuned'] / med['native']:.2f} |"
+        )
+    n_us = statistics.median(in_colls["native"])
+    t_us = statistics.median(in_colls["tuned"])
+    lines += [
+        "",
+        f"Time in collectives on world rank 0 (COLLKIT_STATS, every call, warm-up and the "
+        f"first call's setup included), median of runs: native {n_us / 1e3:.2f} ms, "
+        f"tuned {t_us / 1e3:.2f} ms (tuned / native {t_us / n_us:.2f}); per run: native "
+        + ", ".join(f"{x / 1e3:.2f}" for x in in_colls["native"])
+        + "; tuned "
+        + ", ".join(f"{x / 1e3:.2f}" for x in in_colls["tuned"])
+        + " ms.",
+        "",
+    ]
+    return lines
+
+
+def lammps(mpi: MPI, args: argparse.Namespace, out: Path) -> list[str]:
+    lmp, melt = shutil.which("lmp"), Path("/usr/share/lammps/examples/melt/in.melt")
+    if not (lmp and melt.exists()):
+        return ["## LAMMPS: not installed (Debian's lammps), not run", ""]
+    od = out / "lammps"
+    od.mkdir(parents=True, exist_ok=True)
+    table = tune(mpi, args, ["allreduce", "bcast"], "8B..4KiB", od)
+    tables = {"native": od / "native.json", "tuned": od / "collkit-tuning.json"}
+    tables["native"].write_text('{"format": "collkit-tuning", "version": 1, "rules": []}\n')
+    cmd = [lmp, "-in", str(melt), "-log", "none", "-nocite"]
+    loop: dict[str, list[float]] = {w: [] for w in WAYS}
+    thermo: dict[str, set[str]] = {w: set() for w in WAYS}
+    in_colls: dict[str, list[float]] = {w: [] for w in WAYS}
+    for _ in range(args.runs):
+        for way in WAYS:
+            text, coll_us = run_way(way, mpi, args.np, cmd, tables, od)
+            m = re.search(r"Loop time of ([\d.]+)", text)
+            if m:
+                loop[way].append(float(m.group(1)))
+            thermo[way].add("\n".join(ln for ln in text.splitlines() if re.match(r"\s+\d+\s", ln)))
+            in_colls[way].append(coll_us)
+    ident = len(set().union(*thermo.values())) == 1
+    lines = [f"## LAMMPS melt (Debian's lammps, {mpi.version}) at P = {args.np}", ""]
+    lines += winners(table)
+    lines += ["", f"Thermo output identical all three ways: {'yes' if ident else 'NO'}.", ""]
+    lines += ["| way | loop time median (s) | time in collectives median (ms) | runs |"]
+    lines += ["| --- | ---: | ---: | ---: |"]
+    for w in WAYS:
+        c = statistics.median(in_colls[w])
+        lines.append(
+            f"| {w} | {statistics.median(loop[w]):.3f} | "
+            f"{'' if c != c else f'{c / 1e3:.2f}'} | {len(loop[w])} |"
+        )
+    return [*lines, ""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--sizes", default="8B..32KiB")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--sizes", default="8,64,512,4KiB,32KiB", help="tune sizes (osu_loop.c's)")
+    ap.add_argument("--block", type=int, default=16, help="tune --block (16: loops)")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--mpi", default="mpich,openmpi", help="MPIs to run (mpich, openmpi)")
     ap.add_argument("-o", "--out", type=Path, default=Path("tune-loop"))
     args = ap.parse_args()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
+    load0 = os.getloadavg()[0]
     lines = [
         "# The tuning loop on this machine",
         "",
-        f"{machine_name()}, {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC. Reproduce: "
-        f"`.venv/bin/python benchmarks/tune_loop.py --np {args.np} --sizes {args.sizes} "
-        f"--runs {args.runs}`.",
+        f"{machine_name()}, {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC, load "
+        f"{load0:.1f} at the start. Reproduce: `.venv/bin/python benchmarks/tune_loop.py --np "
+        f"{args.np} --sizes {args.sizes} --block {args.block} --runs {args.runs} --iters "
+        f"{args.iters} --mpi {args.mpi}`.",
         "",
     ]
-    # 1. tune on the pip MPICH.
-    r = collkit("tune", "allreduce", "-np", str(args.np), "--sizes", args.sizes, "-o", str(out))
-    print(r.stdout)
-    if r.returncode != 0:
-        sys.exit(r.stderr[-3000:])
-    table = json.loads((out / "collkit-tuning.json").read_text())
-    lines += [f"## Winners ({table['mpi']})", "", "| P | bytes | algorithm | speedup | 95% CI |"]
-    lines += ["| ---: | --- | --- | ---: | --- |"]
-    for rule in table["rules"]:
-        ci = rule["ci95"]
-        lines.append(
-            f"| {rule['P'][0]} | {rule['bytes'][0]}..{rule['bytes'][1]} | {rule['algorithm']} | "
-            f"{rule['speedup'] or ''} | {'' if ci[0] is None else f'{ci[0]:.2f}..{ci[1]:.2f}'} |"
-        )
-    # 2. the plain program both ways, alternating.
-    mpi = find_mpi()
-    cc = Path(mpi.mpicxx).with_name(Path(mpi.mpicxx).name.replace("mpicxx", "mpicc"))
-    app = out / "plain_allreduce"
-    src = source_dir() / "mpi" / "examples" / "plain_allreduce.c"
-    subprocess.run([str(cc), str(src), "-o", str(app)], check=True)
-    env, _ = launch_env(mpi, args.np)
-    times: dict[str, dict[int, list[float]]] = {"plain": {}, "collkit run": {}}
-    results: dict[str, set[str]] = {"plain": set(), "collkit run": set()}
-    for _ in range(args.runs):
-        for how in times:
-            if how == "plain":
-                p = subprocess.run(
-                    launch_command(mpi, args.np, [str(app)]), env=env, capture_output=True,
-                    text=True, check=True,
-                )  # fmt: skip
-            else:
-                p = collkit("run", "-np", str(args.np), "--tuning",
-                            str(out / "collkit-tuning.json"), "--", str(app))  # fmt: skip
-            for m in re.finditer(r"(\d+) B\s+result (\w+)\s+([\d.]+) us", p.stdout):
-                times[how].setdefault(int(m.group(1)), []).append(float(m.group(3)))
-            results[how].add(re.sub(r"\s+[\d.]+ us per call", "", p.stdout))
-    same = results["plain"] == results["collkit run"] and len(results["plain"]) == 1
-    lines += ["", f"## plain_allreduce at P = {args.np}, {args.runs} alternating runs each", ""]
-    lines += [f"Results identical with and without the library: {'yes' if same else 'NO'}.", ""]
-    lines += ["| bytes | plain median (µs) | collkit run median (µs) | plain / collkit |"]
-    lines += ["| ---: | ---: | ---: | ---: |"]
-    for size in sorted(times["plain"]):
-        a = statistics.median(times["plain"][size])
-        b = statistics.median(times["collkit run"].get(size, [float("nan")]))
-        lines.append(f"| {size} | {a:.2f} | {b:.2f} | {a / b:.2f} |")
-    # 3. LAMMPS on Open MPI, when installed.
-    lmp, melt = shutil.which("lmp"), Path("/usr/share/lammps/examples/melt/in.melt")
-    if lmp and melt.exists() and shutil.which("mpirun.openmpi"):
-        oenv = {"MPIEXEC": "mpirun.openmpi", "MPICXX": "mpicxx.openmpi"}
-        od = out / "openmpi"
-        r = collkit("tune", "allreduce", "bcast", "-np", str(args.np), "--sizes", "8B..4KiB",
-                    "--iters", "50", "--top-k", "1", "-o", str(od), env=oenv)  # fmt: skip
-        ok = r.returncode == 0
-        loop: dict[str, list[float]] = {"plain": [], "collkit run": []}
-        thermo: dict[str, set[str]] = {"plain": set(), "collkit run": set()}
-        ompi = find_mpi_of_kind("openmpi")
-        cmd = [lmp, "-in", str(melt), "-log", "none", "-nocite"]
-        for _ in range(args.runs if ok else 0):
-            for how in loop:
-                if how == "plain":
-                    full, _ = launch_env(ompi, args.np)
-                    p = subprocess.run(launch_command(ompi, args.np, cmd), env=full,
-                                       capture_output=True, text=True, check=False)  # fmt: skip
-                else:
-                    p = collkit("run", "-np", str(args.np), "--tuning",
-                                str(od / "collkit-tuning.json"), "--", *cmd, env=oenv)  # fmt: skip
-                m = re.search(r"Loop time of ([\d.]+)", p.stdout)
-                if m:
-                    loop[how].append(float(m.group(1)))
-                thermo[how].add(
-                    "\n".join(ln for ln in p.stdout.splitlines() if re.match(r"\s+\d+\s", ln))
-                )
-        lines += ["", f"## LAMMPS melt (Debian, Open MPI) at P = {args.np}", ""]
-        if not ok or not loop["plain"]:
-            lines.append(f"not run: {r.stderr[-300:]}")
-        else:
-            ident = thermo["plain"] == thermo["collkit run"]
-            lines.append(f"Thermo output identical: {'yes' if ident else 'NO'}.")
-            lines.append("")
-            lines.append("| | loop time median (s) | runs |")
-            lines.append("| --- | ---: | ---: |")
-            for how, ts in loop.items():
-                lines.append(f"| {how} | {statistics.median(ts):.3f} | {len(ts)} |")
+    for kind in args.mpi.split(","):
+        mpi = find_mpi_of_kind(kind)
+        lines += osu(mpi, args, out / kind)
+        if kind == "openmpi":
+            lines += lammps(mpi, args, out / kind)
+    lines.append(f"Load at the end: {os.getloadavg()[0]:.1f}.")
     text = "\n".join(lines) + "\n"
     print(text)
     RESULT.write_text(text)
