@@ -8,6 +8,9 @@ the overhead is the median over block pairs of (library - direct), per call. Thr
   other      a table with rules for other collectives only: one flag test, then PMPI_
   uncovered  a table with rules for this collective, none for this P: the decision runs
              (communicator size, kind, type size, rule scan) and finds nothing
+  routed     a table that routes the call to collkit's algorithm, against collkit's C API
+             (ck_<collective> with that name) called directly: what the routing adds to a call
+             collkit takes (the decision, the rule's limits, the table)
 
     .venv/bin/python benchmarks/bench_pmpi_overhead.py [--mpiexec ...] [--blocks 300]
 
@@ -52,8 +55,13 @@ def main() -> None:
                                                           ("bcast", "bcast:binomial"),
                                                           ("barrier", "barrier:dissemination"))]),
     }  # fmt: skip
+    ours = {"allreduce": "allreduce:rd", "bcast": "bcast:binomial",
+            "barrier": "barrier:dissemination"}  # fmt: skip
     rows = []
     for coll in ("allreduce", "bcast", "barrier"):
+        tables["routed"] = table(
+            [{"collective": coll, "P": [1, 64], "bytes": [0, 1 << 20], "algorithm": ours[coll]}]
+        )
         for name, text in tables.items():
             env = {"LD_PRELOAD": lib}
             if text is not None:
@@ -63,6 +71,8 @@ def main() -> None:
             full, _ = launch_env(mpi, 1, env)
             prog = [str(bindir / "collkit_pmpi_overhead"), "--collective", coll]
             prog += ["--blocks", str(args.blocks), "--calls", str(args.calls)]
+            if name == "routed":
+                prog += ["--direct", ours[coll]]
             r = subprocess.run(
                 launch_command(mpi, 1, prog), env=full, capture_output=True, text=True, check=True
             )
@@ -74,11 +84,13 @@ def main() -> None:
             )
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        "# Fall-through overhead of libcollkit_pmpi.so",
+        "# What libcollkit_pmpi.so adds to a call: falling through, and routing to collkit",
         "",
         f"{mpi.version}, {machine_name()}, {date}; one rank, {args.blocks} block pairs of "
         f"{args.calls} calls. Reproduce: `.venv/bin/python benchmarks/bench_pmpi_overhead.py`.",
-        "Overhead = median over block pairs of (through the library - PMPI_ direct), per call.",
+        "Overhead = median over block pairs of (through the library - direct), per call; "
+        "direct is PMPI_, or for `routed` collkit's C API with the algorithm the table routes "
+        "to (what the routing adds to a call collkit takes).",
         "",
         "| collective | table | direct (ns) | through the library (ns) | overhead (ns) |",
         "| --- | --- | ---: | ---: | ---: |",

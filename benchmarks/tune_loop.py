@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from collkit.bench import machine_name
 from collkit.mpi import MPI, find_mpi_of_kind, launch_command, launch_env, source_dir
@@ -89,7 +90,9 @@ def run_way(
     return p.stdout, stats_us(stats)
 
 
-def tune(mpi: MPI, args: argparse.Namespace, colls: list[str], sizes: str, out: Path) -> dict:
+def tune(
+    mpi: MPI, args: argparse.Namespace, colls: list[str], sizes: str, out: Path
+) -> dict[str, Any]:
     r = collkit(
         "tune", *colls, "-np", str(args.np), "--sizes", sizes, "--block", str(args.block),
         "--no-mpi-algos", "--iters", "100", "-o", str(out), env=mpi_env(mpi),
@@ -97,11 +100,11 @@ def tune(mpi: MPI, args: argparse.Namespace, colls: list[str], sizes: str, out: 
     print(r.stdout)
     if r.returncode != 0:
         sys.exit(r.stderr[-3000:])
-    table: dict = json.loads((out / "collkit-tuning.json").read_text())
+    table: dict[str, Any] = json.loads((out / "collkit-tuning.json").read_text())
     return table
 
 
-def winners(table: dict) -> list[str]:
+def winners(table: dict[str, Any]) -> list[str]:
     lines = [f"Winners ({table['mpi']}, timed in blocks of {table.get('block', 1)} calls):", ""]
     lines += ["| collective | P | bytes | algorithm | speedup | 95% CI |"]
     lines += ["| --- | ---: | --- | --- | ---: | --- |"]
@@ -134,11 +137,11 @@ def osu(mpi: MPI, args: argparse.Namespace, out: Path) -> list[str]:
             found = LINE.findall(text)
             if not found:
                 sys.exit(f"no result lines from the {way} run:\n{text[-2000:]}")
-            for coll, nbytes, h, us in found:
+            for coll, nbytes, _h, us in found:
                 times[way].setdefault((coll, int(nbytes)), []).append(float(us))
             hashes[way].add(" ".join(f"{c}:{b}:{h}" for c, b, h, _ in found))
             in_colls[way].append(coll_us)
-            print(f"{mpi.kind} run {i + 1}/{args.runs} {way}: {coll_us / 1e3:.1f} ms in collectives")
+            print(f"{mpi.kind} run {i + 1}/{args.runs} {way}: {coll_us / 1e3:.1f} ms in colls")
     same = len(set().union(*hashes.values())) == 1
     lines = [f"## {mpi.version}: osu_loop.c at P = {args.np}", ""]
     lines += winners(table)

@@ -195,6 +195,16 @@ const std::string& limits_refusal(const State& s, const Entry& e, const collkit:
   return last.refused;
 }
 
+// The MPI's predefined reduction ops, all commutative: no MPI call to ask (MPI_Op_commutative
+// was ~40 ns of every routed call on the 2-core VM).
+bool predefined(MPI_Op op) {
+  static const MPI_Op ops[] = {MPI_MAX, MPI_MIN, MPI_SUM,  MPI_PROD, MPI_LAND,   MPI_BAND,
+                               MPI_LOR, MPI_BOR, MPI_LXOR, MPI_BXOR, MPI_MAXLOC, MPI_MINLOC};
+  for (MPI_Op o : ops)
+    if (op == o) return true;
+  return false;
+}
+
 // Which rule covers the call, from what is equal on every rank of `comm` only: its size, the
 // bytes of a block (from a side significant on this rank, the spec says which), the op, the root.
 Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, const Side& recv,
@@ -217,7 +227,8 @@ Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, c
   if (spec.post.kind != collkit::Postcondition::Kind::synchronized) {
     // The receive side where this rank has an output the postcondition speaks of (the root of a
     // gather, every rank of an allgather), else the send side (a gather's other ranks).
-    if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS) return d;
+    // Only a rooted collective's sides depend on the rank (an MPI call saved on the others).
+    if (spec.rooted && PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS) return d;
     const bool recv_counts = collkit::buffer_elems(spec.out, d.P, 1, root, rank) > 0 &&
                              !recv.in_place && collkit::applies_to(spec.post.ranks, root, rank);
     const Side& side = recv_counts ? recv : send;
@@ -252,7 +263,8 @@ Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, c
   collkit::CallShape shape{d.P, d.bytes, 1, spec.rooted ? root : 0, true, {}};
   if (spec.reduction()) {
     int commute = 1;
-    if (op == MPI_OP_NULL || PMPI_Op_commutative(op, &commute) != MPI_SUCCESS) {
+    if (op == MPI_OP_NULL ||
+        (!predefined(op) && PMPI_Op_commutative(op, &commute) != MPI_SUCCESS)) {
       d.why = "op";
       return d;
     }
@@ -285,7 +297,7 @@ int size_class(int64_t bytes) {
   return k;
 }
 
-void note(State& s, Collective c, MPI_Comm comm, const Decision& d, const std::string& route,
+void note(State& s, Collective c, MPI_Comm comm, const Decision& d, std::string_view route,
           const std::string& why, double seconds) {
   // The previous call's counter, per thread: a loop repeats its key, and the map's nodes stay
   // where they are (its lookup, the key's string and the log's set cost more than the call).
@@ -307,7 +319,8 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, const std::s
     return;
   }
   if (s.verbose) {
-    const auto key = std::make_tuple(static_cast<int>(c), d.P, size_class(d.bytes), route);
+    const auto key =
+        std::make_tuple(static_cast<int>(c), d.P, size_class(d.bytes), std::string(route));
     if (s.logged.insert(key).second) {
       int rank = 0;
       if (comm != MPI_COMM_NULL) PMPI_Comm_rank(comm, &rank);
@@ -316,12 +329,13 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, const std::s
         std::fprintf(stderr, "collkit: %s P=%d %lld B (class %lld..%lld B) -> %s%s%s%s\n",
                      name_of(static_cast<int>(c)), d.P, static_cast<long long>(d.bytes),
                      d.bytes == 0 ? 0LL : 1LL << k, d.bytes == 0 ? 0LL : (2LL << k) - 1,
-                     route.c_str(), why.empty() ? "" : " (", why.c_str(), why.empty() ? "" : ")");
+                     std::get<3>(key).c_str(), why.empty() ? "" : " (", why.c_str(),
+                     why.empty() ? "" : ")");
       }
     }
   }
-  Counter& n = s.counters[std::make_tuple(static_cast<int>(c), route, d.P, d.bytes)];
-  last = {static_cast<int>(c), d.P, d.bytes, route, &n};
+  Counter& n = s.counters[std::make_tuple(static_cast<int>(c), std::string(route), d.P, d.bytes)];
+  last = {static_cast<int>(c), d.P, d.bytes, std::string(route), &n};
   ++n.calls;
   n.total += seconds;
   n.min = std::min(n.min, seconds);
@@ -340,20 +354,22 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   if (d.entry == nullptr && !s.timing) return native();
   const double t0 = s.timing ? PMPI_Wtime() : 0.0;
   int rc = MPI_SUCCESS;
-  std::string where = "native", why = d.why;
-  if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0) why += ": " + d.refused;
+  // Where the call went and why, said only when timing (a loop's every call pays for strings).
+  const char* where = "native";
+  std::string declined;
   if (d.entry != nullptr) {
     rc = collkit(d.entry->rule.canonical.c_str());
     if (ck_declined(rc)) {
       ++s.declined;
-      const std::string_view message = ck_error_message();
-      why = "declined: " +
-            std::string(message.starts_with("collkit: ") ? message.substr(9) : message);
+      if (s.timing) {
+        const std::string_view message = ck_error_message();
+        declined = "declined: " +
+                   std::string(message.starts_with("collkit: ") ? message.substr(9) : message);
+      }
       rc = native();
     } else {
-      ++s.ran;
-      where = d.entry->rule.canonical;
-      why = "table";
+      s.ran.fetch_add(1, std::memory_order_relaxed);
+      where = d.entry->rule.canonical.c_str();
       // An error that remains is the MPI's kind of error: the communicator's handler decides
       // (MPI_ERRORS_ARE_FATAL aborts with collkit's message; MPI_ERRORS_RETURN returns it).
       if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
@@ -361,7 +377,15 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   } else {
     rc = native();
   }
-  if (s.timing) note(s, c, comm, d, where, why, PMPI_Wtime() - t0);
+  if (s.timing) {
+    const double seconds = PMPI_Wtime() - t0;
+    std::string why = d.entry != nullptr && declined.empty() ? "table" : d.why;
+    if (!declined.empty())
+      why = declined;
+    else if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0)
+      why += ": " + d.refused;
+    note(s, c, comm, d, where, why, seconds);
+  }
   return rc;
 }
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shlex
 import time
 from collections.abc import Callable
@@ -218,12 +219,66 @@ def _tune(console: Console, out: Path, quick: bool) -> int:
     except CollkitError as e:
         console.print(f"[red]cannot check the chosen rules against native: {e}[/red]")
         return 1
+    code = _run(console, ["run", "-np", "2", "--tuning", str(table), "--verbose", "--", str(app)])
+    if code != 0:
+        return code
+    return compare_runs(console, mpi, app, table, tuned)
+
+
+def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path) -> int:
+    """The program under `collkit run` with an empty table (every call to the MPI, the library
+    loaded alike) and with the tuned table, alternating three times (A B A B A B): the same
+    results, and the time per call each way as the program itself measures it."""
+    import re
+    import statistics
+    import subprocess
+    import sys
+
+    from rich.table import Table as RTable
+
+    from collkit.tune.table import Table, load, save
+
+    empty = tuned / "native-only.json"
+    save(Table(mpi=mpi.version), empty)
+    ways = {"MPI's own": empty, "tuned": table}
+    times: dict[str, dict[int, list[float]]] = {w: {} for w in ways}
+    results: dict[str, set[str]] = {w: set() for w in ways}
     console.print(
-        "[dim]The program's times below come from two separate runs (without collkit above, "
-        "with the table now): on a busy machine they can differ for reasons that are not the "
-        "algorithm; the same-job check above is what decides.[/dim]"
+        f"[bold cyan]$ collkit run -np 2 --tuning {empty} -- {app}[/bold cyan]   and with "
+        f"{table}, alternating, 3 times each"
     )
-    return _run(console, ["run", "-np", "2", "--tuning", str(table), "--verbose", "--", str(app)])
+    env = {**os.environ, "MPIEXEC": mpi.mpiexec, "MPICXX": mpi.mpicxx}
+    for _ in range(3):
+        for way, path in ways.items():
+            cmd = [sys.executable, "-m", "collkit", "run", "-np", "2", "--tuning", str(path)]
+            p = subprocess.run(
+                [*cmd, "--", str(app)], capture_output=True, text=True, check=False, env=env
+            )
+            if p.returncode != 0:
+                console.print(f"[red]{way} run failed: {p.stderr[-1000:]}[/red]")
+                return 1
+            found = re.findall(r"(\d+) B\s+result (\w+)\s+([\d.]+) us", p.stdout)
+            results[way].add(" ".join(f"{b}:{h}" for b, h, _ in found))
+            for b, _, us in found:
+                times[way].setdefault(int(b), []).append(float(us))
+    same = len(results["MPI's own"] | results["tuned"]) == 1
+    rules = load(table)
+    t = RTable(title="the program's time per call (median of 3 runs each way)")
+    for col in ("bytes", "tuned rule", "MPI's own (µs)", "tuned (µs)", "tuned / MPI's own"):
+        t.add_column(col, justify="left" if col == "tuned rule" else "right")
+    for b in sorted(times["tuned"]):
+        a, c = statistics.median(times["MPI's own"][b]), statistics.median(times["tuned"][b])
+        t.add_row(str(b), rules.lookup("allreduce", 2, b), f"{a:.2f}", f"{c:.2f}", f"{c / a:.2f}")
+    console.print(t)
+    console.print(
+        "results identical both ways: "
+        + ("[green]yes[/green]" if same else "[red]NO (a bug: please report it)[/red]")
+    )
+    console.print(
+        "[dim]Times from separate runs on a shared machine move with its load; ratios below 1 "
+        "are where the tuned table made the program's calls faster.[/dim]"
+    )
+    return 0 if same else 1
 
 
 def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Path:
