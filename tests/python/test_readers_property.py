@@ -214,8 +214,22 @@ def test_from_arrays_makes_a_valid_schedule_or_says_why(
     for k, v in arrays.items():
         if k in ARRAY_DTYPES and np.asarray(v).size:
             assert np.asarray(v).dtype.kind in "iu"
-    r = collkit.verify(s)  # and the verifier answers (true or false), never crashes
+    try:
+        r = collkit.verify(s)  # and the verifier answers (true or false), never crashes,
+    except InvalidArgumentError as e:  # or says up front that it cannot fit in this machine
+        assert "GiB" in str(e) and "more than this machine's" in str(e), e
+        return
     assert isinstance(r.ok, bool)
+
+
+def test_from_arrays_scratch_within_the_limit_each_but_not_in_all_is_refused_by_verify() -> None:
+    """Scratch buffers of 2^48 elements each pass from_arrays (one buffer's limit); verifying them
+    would need ~2 PiB: the verifier refuses with its estimate (hypothesis found this case)."""
+    arrays = {k: np.array(v) for k, v in RD.arrays().items()}
+    arrays["scratch"] = np.array([2**48, 2**48, 2, 2], dtype=np.int64)
+    s = collkit.Schedule.from_arrays(arrays, collective="allreduce", P=4, count=2)
+    with pytest.raises(InvalidArgumentError, match="GiB for its buffers"):
+        collkit.verify(s)
 
 
 def test_from_arrays_with_a_huge_schedule_header_is_refused_fast() -> None:
