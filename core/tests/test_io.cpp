@@ -296,3 +296,61 @@ TEST(goal_fast_path_edges_keep_the_scanner_messages) {
   };
   for (const auto& [text, message] : collkit_cases) CHECK(goal_error(text) == message);
 }
+
+// The text reader's fast path (op lines as write_op_line writes them) against its Scanner: the
+// same schedules with the op lines indented by a tab (which only the Scanner reads), CRLF, no
+// final newline; and at its edges, the Scanner's messages.
+TEST(text_fast_path_reads_what_the_scanner_reads) {
+  auto check = [](const Schedule& s) {
+    const std::string text = to_text(s);
+    std::string tabbed, crlf;
+    for (size_t b = 0; b < text.size();) {
+      size_t e = text.find('\n', b);
+      tabbed += text.compare(b, 2, "  ") == 0 ? "\t" + text.substr(b + 2, e + 1 - b - 2)
+                                              : text.substr(b, e + 1 - b);
+      crlf += text.substr(b, e - b) + "\r\n";
+      b = e + 1;
+    }
+    CHECK(from_text(text) == s);
+    CHECK(from_text(tabbed) == s);
+    CHECK(from_text(crlf) == s);
+    CHECK(from_text(text.substr(0, text.size() - 1)) == s);
+    std::istringstream in(text);
+    Schedule streamed;
+    read_text(
+        in, [&](const ScheduleHeader& h) { streamed = Schedule(h); },
+        [&](const RankView& r) { streamed.append_rank(r); });
+    CHECK(streamed == s);
+  };
+  for (const char* name : {"allreduce:rd", "allreduce:rabenseifner", "bcast:binomial",
+                           "alltoall:bruck", "allreduce:ring", "barrier:dissemination"})
+    for (int64_t P : {1, 5, 8}) check(Algorithm(name).bind(P, 7).generate());
+  check(Algorithm("allreduce:rd").bind(1024, 1).generate());
+
+  const std::string t = to_text(Algorithm("allreduce:rd").bind(2, 1).generate());
+  const std::string line = "  1: send out[0:1] to 1  after 0  stage 1";
+  auto error = [&](const std::string& op) {
+    try {
+      (void)from_text(replace_once(t, line, op));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error("  1: send out[0:1] to 2  after 0  stage 1") ==
+        "line 10, column 23: expected a rank of P = 2 in [0, 1], found '2'");
+  CHECK(error("  1: send out[0:1] to 1  after 0,  stage 1") ==
+        "line 10, column 36: expected an op index of this rank, found 'stage'");
+  CHECK(error("  1: send out[0:1] to 1  after 0,7  stage 1") ==
+        "line 10, column 34: op 7 does not exist: rank 0 has 4 ops");
+  CHECK(error("  1: send out[0:1] to 1  after 0  stage 70000") ==
+        "line 10, column 41: expected a stage number in [0, 65535], found '70000'");
+  CHECK(error("  2: send out[0:1] to 1  after 0  stage 1") ==
+        "line 10, column 3: expected op index 1, found '2'");
+  CHECK(error("  1: send out[0:1] to 1  after 4294967295") ==
+        "line 10, column 32: expected an op index of this rank in [0, 4294967294], found "
+        "'4294967295'");
+  CHECK(error("  1: send out[0:1] to 1  after 0  after 0") ==
+        "line 10, column 35: expected 'stage' or end of line, found 'after'");
+  CHECK(error("  1: send out[0:1] to 1 after 0 stage 1 # a comment").empty());
+}
