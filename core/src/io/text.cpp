@@ -113,7 +113,8 @@ bool fast_bounds(io::Strict& c, int32_t elem_size, int64_t& off, int64_t& len) {
   if (!c.lit("[") || !c.num(off) || !c.lit(":") || !c.num(stop) || !c.lit("]") || stop < off)
     return false;
   len = stop - off;
-  return buffer_fits(len, elem_size);
+  int64_t bytes;  // buffer_fits without its division
+  return len <= kMaxElems && (elem_size < 1 || !__builtin_mul_overflow(len, elem_size, &bytes));
 }
 bool fast_region(io::Strict& c, size_t num_scratch, int32_t elem_size, BufId& buf, int64_t& off,
                  int64_t& len) {
