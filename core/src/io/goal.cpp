@@ -64,6 +64,20 @@ int64_t calc_of(const Op& op, int32_t elem_size, const GoalOptions& o) {
   return op.len;
 }
 
+// Whether `digits` (decimal, no leading zero) is a * b: as numbers when both fit 64 bits, else
+// as text (exact past 64 bits).
+bool is_product(std::string_view digits, int64_t a, int64_t b) {
+  int64_t p;
+  if (digits.size() <= 18 && !__builtin_mul_overflow(a, b, &p)) {
+    int64_t v = 0;
+    for (char ch : digits) v = v * 10 + (ch - '0');
+    return v == p;
+  }
+  std::string text;
+  write_product(text, a, b);
+  return text == digits;
+}
+
 void write_label_dep(std::string& out, size_t i, OpId d) {
   out += "l";
   io::write_int(out, static_cast<int64_t>(i));
@@ -232,6 +246,20 @@ constexpr uint32_t kMaxNumbered = 1u << 22;
 // digits without a leading zero, below 2^22) are looked up by their number; others by name.
 class Labels {
  public:
+  // k for a label l<k> looked up by number, else kNoLabel.
+  static uint32_t number(std::string_view label) {
+    if (label.size() < 2 || label.size() > 8 || label[0] != 'l' ||
+        (label[1] == '0' && label.size() > 2))
+      return kNoLabel;
+    uint32_t k = 0;
+    for (size_t i = 1; i < label.size(); ++i) {
+      if (!io::is_digit(label[i])) return kNoLabel;
+      k = k * 10 + static_cast<uint32_t>(label[i] - '0');
+    }
+    return k < kMaxNumbered ? k : kNoLabel;
+  }
+  // The op of label l<k>, k a number().
+  uint32_t at(uint32_t k) const { return k < numbered_.size() ? numbered_[k] : kNoLabel; }
   uint32_t find(std::string_view label) const {
     const uint32_t k = number(label);
     if (k != kNoLabel) return k < numbered_.size() ? numbered_[k] : kNoLabel;
@@ -254,17 +282,6 @@ class Labels {
   }
 
  private:
-  static uint32_t number(std::string_view label) {
-    if (label.size() < 2 || label.size() > 8 || label[0] != 'l' ||
-        (label[1] == '0' && label.size() > 2))
-      return kNoLabel;
-    uint32_t k = 0;
-    for (size_t i = 1; i < label.size(); ++i) {
-      if (!io::is_digit(label[i])) return kNoLabel;
-      k = k * 10 + static_cast<uint32_t>(label[i] - '0');
-    }
-    return k < kMaxNumbered ? k : kNoLabel;
-  }
   std::vector<uint32_t> numbered_;
   std::unordered_map<std::string, uint32_t> named_;
 };
@@ -275,6 +292,61 @@ struct GoalRank {
   std::vector<std::pair<uint32_t, uint32_t>> requires_;   // (op, op it waits on), file order
   std::vector<std::pair<uint32_t, uint32_t>> irequires_;  // (op, op whose start it waits on)
   std::vector<int64_t> scratch;
+  // Takes the storage of `o` (a rank done with), emptied: no allocation per block.
+  void reuse(GoalRank& o) {
+    auto take = [](auto& to, auto& from) {
+      from.clear();
+      if (to.empty() && from.capacity() > to.capacity()) std::swap(to, from);
+    };
+    take(ops, o.ops);
+    take(requires_, o.requires_);
+    take(irequires_, o.irequires_);
+    take(scratch, o.scratch);
+  }
+};
+
+// Messages per peer within one block, for the tag check: open addressing, cleared by the slots
+// it used (a node per peer in an unordered_map was an allocation per message).
+class PeerCounter {
+ public:
+  // The count of `peer` so far, then one more.
+  int64_t next(int64_t peer) {
+    if ((used_.size() + 1) * 2 > slots_.size()) grow();
+    size_t i = slot(peer);
+    if (slots_[i].first == kFree) {
+      slots_[i] = {peer, 0};
+      used_.push_back(i);
+    }
+    return slots_[i].second++;
+  }
+  void clear() {
+    for (size_t i : used_) slots_[i].first = kFree;
+    used_.clear();
+  }
+
+ private:
+  static constexpr int64_t kFree = INT64_MIN;
+  size_t slot(int64_t peer) const {
+    const size_t mask = slots_.size() - 1;
+    size_t i =
+        static_cast<size_t>(static_cast<uint64_t>(peer) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+    while (slots_[i].first != kFree && slots_[i].first != peer) i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<std::pair<int64_t, int64_t>> old(std::max<size_t>(64, slots_.size() * 2),
+                                                 {kFree, 0});
+    old.swap(slots_);
+    std::vector<size_t> was;
+    was.swap(used_);
+    for (size_t i : was) {
+      const size_t j = slot(old[i].first);
+      slots_[j] = old[i];
+      used_.push_back(j);
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> slots_;
+  std::vector<size_t> used_;
 };
 
 struct PendingOp {
@@ -368,6 +440,7 @@ class GoalParser {
 
   void line(std::string_view raw, int64_t number) {
     number_ = number;
+    if (cur_ >= 0 && !in_block_ && fast_line(raw)) return;
     std::string_view line = blank_block_comments(raw, number);
     size_t c = line.find("//");
     if (c != std::string_view::npos && line.substr(c).starts_with(kDirective)) {
@@ -380,6 +453,89 @@ class GoalParser {
     }
     Scanner sc(line, number, "//");
     while (!sc.at_end()) statement(sc);
+  }
+
+  // The lines of a block as collkit and Schedgen write them, read without the Scanner: false
+  // (having changed nothing) for anything else, which the Scanner then reads or refuses. An
+  // accepted line is ASCII and read whole, so it holds no comment and its columns are its bytes.
+  bool fast_line(std::string_view s) {
+    if (s.empty()) return true;
+    io::Strict c(s);
+    if (c.lit("l")) return fast_op(s, c);
+    if (s == "}") {
+      close_block();
+      return true;
+    }
+    if (collkit_ && !pending_ && c.lit("// collkit: ")) return fast_directive(c);
+    return false;
+  }
+
+  // "lN: send Xb to R tag T", "lN: recv Xb from R tag T", "lN: calc V", "lN requires lM".
+  bool fast_op(std::string_view s, io::Strict& c) {
+    while (!c.done() && io::is_digit(*c.p)) ++c.p;
+    const std::string_view label(s.data(), static_cast<size_t>(c.p - s.data()));
+    const uint32_t k = Labels::number(label);
+    if (k == kNoLabel) return false;
+    if (c.lit(" requires l")) {
+      const char* t = c.p - 1;
+      while (!c.done() && io::is_digit(*c.p)) ++c.p;
+      const uint32_t kt = Labels::number({t, static_cast<size_t>(c.p - t)});
+      if (!c.done() || kt == kNoLabel || !rank_->pending.empty()) return false;
+      const uint32_t a = labels_.at(k), to = labels_.at(kt);
+      if (a == kNoLabel || to == kNoLabel) return false;
+      rank_->requires_.push_back({a, to});
+      return true;
+    }
+    if (!c.lit(": ")) return false;
+    GoalOp op;
+    op.line = number_;
+    op.column = c.p - s.data() + 1;
+    const bool send = c.lit("send "), recv = !send && c.lit("recv ");
+    if (send || recv) {
+      op.kind = send ? GoalKind::send : GoalKind::recv;
+      if (collkit_) {
+        const char* d = c.p;
+        while (!c.done() && io::is_digit(*c.p)) ++c.p;
+        if (c.p == d) return false;
+        op.size_digits = {d, static_cast<size_t>(c.p - d)};
+        while (op.size_digits.size() > 1 && op.size_digits[0] == '0')
+          op.size_digits.remove_prefix(1);
+        op.value = 0;
+      } else if (!c.num(op.value, kMaxElems)) {
+        return false;
+      }
+      if (!(send ? c.lit("b to ") : c.lit("b from ")) || !c.num(op.peer, P_ - 1) ||
+          !(c.done() || (c.lit(" tag ") && c.num(op.tag, kMaxTag) && c.done())))
+        return false;
+    } else if (c.lit("calc ")) {
+      op.kind = GoalKind::calc;
+      if (!c.num(op.value) || !c.done()) return false;
+    } else {
+      return false;
+    }
+    add_op(op, label);
+    return true;
+  }
+
+  // "// collkit: N: BODY" with an op body as the text form writes it (no cpu, nic or 'any'),
+  // then " stage S" or nothing.
+  bool fast_directive(io::Strict& c) {
+    GoalRank& r = *rank_;
+    int64_t i;
+    if (!c.num(i) || i != static_cast<int64_t>(r.ops.size()) || !c.lit(": ")) return false;
+    PendingOp p;
+    if (!io::fast_op_body(c, hr_.h.P, r.scratch.size(), hr_.h.elem_size, p.op)) return false;
+    p.stage = 0;
+    int64_t stage;
+    if (c.lit(" stage ")) {
+      if (!c.num(stage, UINT16_MAX)) return false;
+      p.stage = static_cast<uint16_t>(stage);
+    }
+    if (!c.done()) return false;
+    p.line = number_;
+    p.column = static_cast<int64_t>(kDirective.size()) + 2;  // after "// collkit: "
+    pending_ = p;
+    return true;
   }
 
   void finish() {
@@ -456,7 +612,7 @@ class GoalParser {
         sc.fail_here("a header line (collective, algorithm, P, count, elem_size, root)");
       return;
     }
-    GoalRank& r = ranks_[cur_];
+    GoalRank& r = *rank_;
     if (sc.accept("scratch")) {
       if (!r.ops.empty() || pending_ || scratch_seen_)
         sc.fail_msg(b, "'// collkit: scratch' must come once, before the rank's first op");
@@ -521,7 +677,8 @@ class GoalParser {
         if (seen(r)) sc.fail_msg(rb, "rank " + std::to_string(r) + " has a second block");
         sc.expect("{", "'{' opening the rank's block");
         cur_ = r;
-        ranks_[r];
+        rank_ = &ranks_[r];  // a node: stays put while other ranks come and go
+        rank_->reuse(spare_);
         if (!opened_.empty()) opened_[static_cast<size_t>(r)] = true;
         scratch_seen_ = false;
         return;
@@ -532,7 +689,7 @@ class GoalParser {
       close_block();
       return;
     }
-    GoalRank& r = ranks_[cur_];
+    GoalRank& r = *rank_;
     std::string_view w = sc.ident("an op (send, recv, calc), a label, a dependency or '}'");
     std::string_view label;
     if (sc.peek() == ':') {
@@ -627,6 +784,13 @@ class GoalParser {
                                                : "'tag', 'cpu', 'nic' or end of line");
       }
     }
+    add_op(op, label);
+  }
+
+  // An op read (by the Scanner or the fast path) joins the rank: its label, and in a collkit file
+  // the check against its comment and its tag.
+  void add_op(GoalOp& op, std::string_view label) {
+    GoalRank& r = *rank_;
     if (!label.empty()) {
       if (!labels_.define(label, static_cast<uint32_t>(r.ops.size())))
         fail_line(
@@ -645,7 +809,7 @@ class GoalParser {
         // LogGOPSim pairs the messages as collkit does; an edited tag would break that.
         auto& seq = op.kind == GoalKind::send ? sent_ : received_;
         // A rank with a wildcard receive has all its receives written with any tag.
-        int64_t expected = op.kind == GoalKind::recv && op.tag == -1 ? -1 : seq[op.peer]++;
+        int64_t expected = op.kind == GoalKind::recv && op.tag == -1 ? -1 : seq.next(op.peer);
         if (op.tag != expected)
           fail_line(op.line, op.column,
                     "tag " + std::to_string(op.tag) + " should be " + std::to_string(expected) +
@@ -674,8 +838,6 @@ class GoalParser {
     const Op& op = p.op;
     std::string why;
     bool message = op.kind == OpKind::send || op.kind == OpKind::recv;
-    std::string bytes;
-    if (message) write_product(bytes, op.len, hr_.h.elem_size);
     if (op.kind == OpKind::send && g.kind != GoalKind::send)
       why = "a send";
     else if (op.kind == OpKind::recv && g.kind != GoalKind::recv)
@@ -684,7 +846,7 @@ class GoalParser {
       why = "a calc";
     else if (message && op.peer != g.peer && !(op.peer == kAnySource && g.peer == -1))
       why = "peer " + std::to_string(op.peer);
-    else if (message && bytes != g.size_digits)
+    else if (message && !is_product(g.size_digits, op.len, hr_.h.elem_size))
       why = "a size of len * elem_size bytes";
     else if ((op.kind == OpKind::compute || op.kind == OpKind::sleep) && g.value != op.len)
       why = "calc " + std::to_string(op.len);
@@ -697,7 +859,7 @@ class GoalParser {
   }
 
   void close_block() {
-    GoalRank& r = ranks_[cur_];
+    GoalRank& r = *rank_;
     if (pending_)
       fail_line(pending_->line, pending_->column, "a '// collkit:' op comment without its op");
     for (const GoalDep& d : r.pending) {
@@ -720,6 +882,7 @@ class GoalParser {
     sent_.clear();
     received_.clear();
     cur_ = -1;
+    rank_ = nullptr;
     ++closed_;
     // A collkit file's ranks need nothing from other ranks: each goes out once those before it
     // have.
@@ -728,6 +891,7 @@ class GoalParser {
       for (auto it = ranks_.find(next_); it != ranks_.end(); it = ranks_.find(next_)) {
         if (!collkit_) pair_rank(next_, it->second);
         emit(next_, it->second);
+        spare_.reuse(it->second);
         ranks_.erase(it);
         ++next_;
       }
@@ -755,6 +919,7 @@ class GoalParser {
       }
     if (!index_->blocks.empty() && index_->blocks.back().first >= rank) index_->in_order = false;
     index_->blocks.push_back({rank, n});
+    spare_.reuse(it->second);
     ranks_.erase(it);
   }
 
@@ -1082,11 +1247,13 @@ class GoalParser {
   io::HeaderReader hr_;
   int64_t P_ = -1;
   int64_t cur_ = -1;
+  GoalRank* rank_ = nullptr;  // ranks_[cur_] while a block is open
   bool scratch_seen_ = false;
   std::optional<PendingOp> pending_;
   std::unordered_map<int64_t, GoalRank> ranks_;
   Labels labels_;
-  std::unordered_map<int64_t, int64_t> sent_, received_;  // messages per peer in this block
+  GoalRank spare_;               // the storage of the last rank sent on, for the next block
+  PeerCounter sent_, received_;  // messages per peer in this block
   std::unordered_map<int64_t, std::vector<uint32_t>> perm_;
 };
 

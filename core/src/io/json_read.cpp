@@ -127,6 +127,19 @@ class Reader {
   // An integer (no fraction, no exponent) within [lo, hi].
   int64_t integer(const std::string& what, int64_t lo, int64_t hi) {
     ws();
+    // The common case at once, from the buffer: up to 18 digits, no sign, in range.
+    if (n_ - i_ > 19) {
+      const char* p = buf_ + i_;
+      const char* q = p;
+      int64_t v = 0;
+      while (q - p < 18 && *q >= '0' && *q <= '9') v = v * 10 + (*q++ - '0');
+      if (q != p && !(*q >= '0' && *q <= '9') && *q != '.' && *q != 'e' && *q != 'E' && v >= lo &&
+          v <= hi) {
+        i_ += static_cast<size_t>(q - p);
+        pos_ += q - p;
+        return v;
+      }
+    }
     bool neg = accept_here('-');
     int c = peek();
     if (c < '0' || c > '9')
@@ -136,7 +149,8 @@ class Reader {
     for (; c >= '0' && c <= '9'; c = peek()) {
       get();
       const auto d = static_cast<uint64_t>(c - '0');
-      over = over || v > (UINT64_MAX - d) / 10;
+      // v * 10 + d > UINT64_MAX, without a division per digit
+      over = over || v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10);
       if (!over) v = v * 10 + d;
     }
     if (c == '.' || c == 'e' || c == 'E')

@@ -27,6 +27,9 @@ void write_op_body(std::string& out, const Op& op);
 // Reads an op body as write_op_body writes it. `P` bounds peers, `num_scratch` the buffers;
 // a region must fit a buffer of `elem_size`-byte elements (buffer_fits in registry.hpp).
 Op parse_op_body(Scanner& sc, int64_t P, size_t num_scratch, int32_t elem_size);
+// The same for an op body as write_op_body writes it (no cpu, nic or 'from any'), without the
+// Scanner: false for anything else, whose reading (or error) is then parse_op_body's.
+bool fast_op_body(Strict& c, int64_t P, size_t num_scratch, int32_t elem_size, Op& op);
 // "<what> of N elements of E B: a buffer holds at most ...": the message of buffer_fits.
 std::string too_large(std::string_view what, int64_t elems, int64_t elem_size);
 // Reads "stage S" if it comes next; returns false if it does not.
@@ -68,7 +71,23 @@ Schedule parse_whole(std::string_view text) {
 class StreamLines {
  public:
   explicit StreamLines(std::istream& in) : in_(in), buf_(1 << 20) {}
+  // The line within the block at once (the common case, kept small enough to inline); else
+  // more of the stream first.
   bool next(std::string_view& line) {
+    const char* b = buf_.data() + pos_;
+    if (const void* nl = std::memchr(b, '\n', end_ - pos_); nl && number_ != 0) {
+      const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - b);
+      pos_ += len + 1;
+      ++number_;
+      line = {b, len - (len != 0 && b[len - 1] == '\r')};
+      return true;
+    }
+    return refill(line);
+  }
+  int64_t number() const { return number_; }
+
+ private:
+  bool refill(std::string_view& line) {
     for (;;) {
       const char* b = buf_.data() + pos_;
       const size_t avail = end_ - pos_;
@@ -97,9 +116,6 @@ class StreamLines {
       if (got == 0) eof_ = true;
     }
   }
-  int64_t number() const { return number_; }
-
- private:
   bool found(std::string_view& line) {
     if (number_++ == 0 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
