@@ -10,7 +10,8 @@ Programs: mpi/examples/osu_loop.c (MPI_Allreduce, MPI_Reduce, MPI_Bcast 8 B .. 3
 MPI_Barrier, back-to-back loops as OSU times them) on every MPI found, and Debian's LAMMPS
 (melt example) on Open MPI when installed. The outputs must be identical (result hashes; LAMMPS's
 thermo lines); the times are the program's own (per call, slowest rank) and the time in
-collectives that COLLKIT_STATS counts on world rank 0 (calls x mean, every route).
+collectives that COLLKIT_STATS counts on world rank 0 (calls x mean, every route), from runs of
+their own (timing every call costs the call).
 
     .venv/bin/python benchmarks/tune_loop.py [--np 2] [--sizes 8,64,512,4KiB,32KiB] [--block 16]
         [--runs 5] [--iters 2000] [--mpi mpich,openmpi] [-o DIR]
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import re
 import shutil
@@ -68,9 +70,17 @@ def stats_us(path: Path) -> float:
 
 
 def run_way(
-    way: str, mpi: MPI, np: int, cmd: list[str], tables: dict[str, Path], out: Path
+    way: str,
+    mpi: MPI,
+    np: int,
+    cmd: list[str],
+    tables: dict[str, Path],
+    out: Path,
+    stats: bool = False,
 ) -> tuple[str, float]:
-    """One run of the program; its stdout and the time in collectives (NaN for plain)."""
+    """One run of the program; its stdout and, with `stats`, the time in collectives (else
+    NaN). Timing every call costs the call (two clock reads, a counter under a lock): the
+    program's own times come from runs without it."""
     if way == "plain":
         env, _ = launch_env(mpi, np)
         p = subprocess.run(
@@ -79,15 +89,16 @@ def run_way(
         if p.returncode != 0:
             sys.exit(f"plain run failed: {p.stderr[-2000:]}")
         return p.stdout, float("nan")
-    stats = out / f"stats-{way}.jsonl"
-    stats.unlink(missing_ok=True)
+    path = out / f"stats-{way}.jsonl"
+    path.unlink(missing_ok=True)
+    extra = ["--stats", str(path)] if stats else []
     p = collkit(
-        "run", "-np", str(np), "--tuning", str(tables[way]), "--stats", str(stats), "--", *cmd,
+        "run", "-np", str(np), "--tuning", str(tables[way]), *extra, "--", *cmd,
         env=mpi_env(mpi),
     )  # fmt: skip
     if p.returncode != 0:
         sys.exit(f"collkit run ({way}) failed: {p.stderr[-2000:]}")
-    return p.stdout, stats_us(stats)
+    return p.stdout, stats_us(path) if stats else float("nan")
 
 
 def tune(
@@ -133,13 +144,16 @@ def osu(mpi: MPI, args: argparse.Namespace, out: Path) -> list[str]:
     in_colls: dict[str, list[float]] = {w: [] for w in WAYS}
     for i in range(args.runs):
         for way in WAYS:
-            text, coll_us = run_way(way, mpi, args.np, [str(app), str(args.iters)], tables, out)
+            text, _ = run_way(way, mpi, args.np, [str(app), str(args.iters)], tables, out)
             found = LINE.findall(text)
             if not found:
                 sys.exit(f"no result lines from the {way} run:\n{text[-2000:]}")
             for coll, nbytes, _h, us in found:
                 times[way].setdefault((coll, int(nbytes)), []).append(float(us))
             hashes[way].add(" ".join(f"{c}:{b}:{h}" for c, b, h, _ in found))
+        for way in ("native", "tuned"):
+            app_args = [str(app), str(args.iters)]
+            _, coll_us = run_way(way, mpi, args.np, app_args, tables, out, stats=True)
             in_colls[way].append(coll_us)
             print(f"{mpi.kind} run {i + 1}/{args.runs} {way}: {coll_us / 1e3:.1f} ms in colls")
     same = len(set().union(*hashes.values())) == 1
@@ -168,8 +182,9 @@ def osu(mpi: MPI, args: argparse.Namespace, out: Path) -> list[str]:
     t_us = statistics.median(in_colls["tuned"])
     lines += [
         "",
-        f"Time in collectives on world rank 0 (COLLKIT_STATS, every call, warm-up and the "
-        f"first call's setup included), median of runs: native {n_us / 1e3:.2f} ms, "
+        "Times per call from runs without COLLKIT_STATS. Time in collectives on world rank 0 "
+        f"from one more run each way per round with COLLKIT_STATS (every call timed, warm-up "
+        f"and the first call's setup included), median of runs: native {n_us / 1e3:.2f} ms, "
         f"tuned {t_us / 1e3:.2f} ms (tuned / native {t_us / n_us:.2f}); per run: native "
         + ", ".join(f"{x / 1e3:.2f}" for x in in_colls["native"])
         + "; tuned "
@@ -195,20 +210,26 @@ def lammps(mpi: MPI, args: argparse.Namespace, out: Path) -> list[str]:
     in_colls: dict[str, list[float]] = {w: [] for w in WAYS}
     for _ in range(args.runs):
         for way in WAYS:
-            text, coll_us = run_way(way, mpi, args.np, cmd, tables, od)
+            text, _ = run_way(way, mpi, args.np, cmd, tables, od)
             m = re.search(r"Loop time of ([\d.]+)", text)
             if m:
                 loop[way].append(float(m.group(1)))
             thermo[way].add("\n".join(ln for ln in text.splitlines() if re.match(r"\s+\d+\s", ln)))
-            in_colls[way].append(coll_us)
+        for way in ("native", "tuned"):
+            in_colls[way].append(run_way(way, mpi, args.np, cmd, tables, od, stats=True)[1])
     ident = len(set().union(*thermo.values())) == 1
     lines = [f"## LAMMPS melt (Debian's lammps, {mpi.version}) at P = {args.np}", ""]
     lines += winners(table)
     lines += ["", f"Thermo output identical all three ways: {'yes' if ident else 'NO'}.", ""]
+    lines += [
+        "Loop times from runs without COLLKIT_STATS; time in collectives (world rank 0, every "
+        "call, the first call's setup included) from one more run each way per round with it.",
+        "",
+    ]
     lines += ["| way | loop time median (s) | time in collectives median (ms) | runs |"]
     lines += ["| --- | ---: | ---: | ---: |"]
     for w in WAYS:
-        c = statistics.median(in_colls[w])
+        c = statistics.median(in_colls[w]) if in_colls[w] else math.nan
         lines.append(
             f"| {w} | {statistics.median(loop[w]):.3f} | "
             f"{'' if c != c else f'{c / 1e3:.2f}'} | {len(loop[w])} |"
