@@ -304,4 +304,5 @@ def read_tuning_table(text: bytes) -> dict:
 TUNING_RULE_KEYS: list = ...
 
 TUNING_MAX_BYTES: int = 16777216
+
 TUNING_MAX_BLOCK: int = 1000000
