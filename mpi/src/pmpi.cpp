@@ -379,11 +379,8 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   }
   if (s.timing) {
     const double seconds = PMPI_Wtime() - t0;
-    std::string why = d.entry != nullptr && declined.empty() ? "table" : d.why;
-    if (!declined.empty())
-      why = declined;
-    else if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0)
-      why += ": " + d.refused;
+    std::string why = !declined.empty() ? declined : d.entry != nullptr ? "table" : d.why;
+    if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0) why += ": " + d.refused;
     note(s, c, comm, d, where, why, seconds);
   }
   return rc;
