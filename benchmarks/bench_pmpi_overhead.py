@@ -13,8 +13,13 @@ the overhead is the median over block pairs of (library - direct), per call. Thr
              collkit takes (the decision, the rule's limits, the table)
 
     .venv/bin/python benchmarks/bench_pmpi_overhead.py [--mpiexec ...] [--blocks 300]
+    .venv/bin/python benchmarks/bench_pmpi_overhead.py --against OLD_BUILD_DIR --pairs 3
 
-Prints a table and writes benchmarks/results/pmpi_overhead.md.
+Prints a table and writes benchmarks/results/pmpi_overhead.md. With --against, each case runs
+with the library of OLD_BUILD_DIR (another collkit build's folder, e.g. ~/.cache/collkit/mpi-...)
+and with this build's, alternating (old, new, old, new, ...) `--pairs` times, and the table gives
+both overheads (median of the runs) and their difference; it is written to
+benchmarks/results/pmpi_overhead-against.md.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -30,6 +37,7 @@ from collkit.bench import machine_name
 from collkit.mpi import build, find_mpi, launch_command, launch_env
 
 OUT = Path(__file__).resolve().parent / "results" / "pmpi_overhead.md"
+FIELDS = ("direct_ns", "interposed_ns", "overhead_ns")
 
 
 def table(rules: list[dict[str, object]]) -> str:
@@ -41,10 +49,18 @@ def main() -> None:
     ap.add_argument("--mpiexec", default=None)
     ap.add_argument("--blocks", type=int, default=300)
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--against", type=Path, default=None, help="another build's folder")
+    ap.add_argument("--pairs", type=int, default=3, help="old/new alternations with --against")
+    ap.add_argument("--build", type=Path, default=None, help="the new build's folder "
+                    "(default: this collkit's, built if needed)")  # fmt: skip
     args = ap.parse_args()
     mpi = find_mpi(args.mpiexec)
-    bindir = build(mpi)
-    lib = str(bindir / "libcollkit_pmpi.so")
+    bindir = build(mpi) if args.build is None else args.build.expanduser().resolve()
+    builds = [bindir] if args.against is None else [args.against.expanduser().resolve(), bindir]
+    for b in builds:
+        if not (b / "libcollkit_pmpi.so").is_file():
+            ap.error(f"{b} has no libcollkit_pmpi.so (a collkit MPI build folder is needed)")
+    rounds = 1 if args.against is None else args.pairs
     tmp = Path(tempfile.mkdtemp())
     tables = {
         "none": None,
@@ -63,41 +79,73 @@ def main() -> None:
             [{"collective": coll, "P": [1, 64], "bytes": [0, 1 << 20], "algorithm": ours[coll]}]
         )
         for name, text in tables.items():
-            env = {"LD_PRELOAD": lib}
+            env_table = {}
             if text is not None:
                 path = tmp / f"{name}.json"
                 path.write_text(text)
-                env["COLLKIT_TUNING"] = str(path)
-            full, _ = launch_env(mpi, 1, env)
-            prog = [str(bindir / "collkit_pmpi_overhead"), "--collective", coll]
-            prog += ["--blocks", str(args.blocks), "--calls", str(args.calls)]
-            if name == "routed":
-                prog += ["--direct", ours[coll]]
-            r = subprocess.run(
-                launch_command(mpi, 1, prog), env=full, capture_output=True, text=True, check=True
-            )
-            d = json.loads(r.stdout.strip().splitlines()[-1])
-            rows.append((coll, name, d["direct_ns"], d["interposed_ns"], d["overhead_ns"]))
-            print(
-                f"{coll:<10} {name:<10} direct {d['direct_ns']:8.2f} ns   through the library "
-                f"{d['interposed_ns']:8.2f} ns   overhead {d['overhead_ns']:6.2f} ns"
-            )
+                env_table["COLLKIT_TUNING"] = str(path)
+            got: list[list[dict[str, float]]] = [[] for _ in builds]
+            for _ in range(rounds):
+                for k, b in enumerate(builds):  # old, new, old, new, ...
+                    full, _ = launch_env(mpi, 1, {"LD_PRELOAD": str(b / "libcollkit_pmpi.so"),
+                                                  **env_table})  # fmt: skip
+                    prog = [str(b / "collkit_pmpi_overhead"), "--collective", coll]
+                    prog += ["--blocks", str(args.blocks), "--calls", str(args.calls)]
+                    if name == "routed":
+                        prog += ["--direct", ours[coll]]
+                    r = subprocess.run(launch_command(mpi, 1, prog), env=full,
+                                       capture_output=True, text=True, check=True)  # fmt: skip
+                    got[k].append(json.loads(r.stdout.strip().splitlines()[-1]))
+            med = [{f: statistics.median(d[f] for d in runs) for f in FIELDS} for runs in got]
+            rows.append((coll, name, med, [[d["overhead_ns"] for d in runs] for runs in got]))
+            print(f"{coll:<10} {name:<10} " + "   ".join(
+                f"direct {m['direct_ns']:8.2f} ns  through the library {m['interposed_ns']:8.2f} ns"
+                f"  overhead {m['overhead_ns']:6.2f} ns" for m in med))  # fmt: skip
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [
-        "# What libcollkit_pmpi.so adds to a call: falling through, and routing to collkit",
-        "",
-        f"{mpi.version}, {machine_name()}, {date}; one rank, {args.blocks} block pairs of "
-        f"{args.calls} calls. Reproduce: `.venv/bin/python benchmarks/bench_pmpi_overhead.py`.",
-        "Overhead = median over block pairs of (through the library - direct), per call; "
-        "direct is PMPI_, or for `routed` collkit's C API with the algorithm the table routes "
-        "to (what the routing adds to a call collkit takes).",
-        "",
-        "| collective | table | direct (ns) | through the library (ns) | overhead (ns) |",
-        "| --- | --- | ---: | ---: | ---: |",
-    ]
-    lines += [f"| {c} | {n} | {d:.2f} | {i:.2f} | {o:.2f} |" for c, n, d, i, o in rows]
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT}")
+    head = (
+        f"{mpi.version}, {machine_name()}, {date}, load {os.getloadavg()[0]:.1f} at the end; "
+        f"one rank, {args.blocks} block pairs of {args.calls} calls."
+    )
+    if args.against is None:
+        lines = [
+            "# What libcollkit_pmpi.so adds to a call: falling through, and routing to collkit",
+            "",
+            f"{head} Reproduce: `.venv/bin/python benchmarks/bench_pmpi_overhead.py`.",
+            "Overhead = median over block pairs of (through the library - direct), per call; "
+            "direct is PMPI_, or for `routed` collkit's C API with the algorithm the table routes "
+            "to (what the routing adds to a call collkit takes).",
+            "",
+            "| collective | table | direct (ns) | through the library (ns) | overhead (ns) |",
+            "| --- | --- | ---: | ---: | ---: |",
+        ]
+        for c, n, med, _ in rows:
+            m = med[0]
+            lines.append(f"| {c} | {n} | {m['direct_ns']:.2f} | {m['interposed_ns']:.2f} | "
+                         f"{m['overhead_ns']:.2f} |")  # fmt: skip
+        out = OUT
+    else:
+        lines = [
+            "# What libcollkit_pmpi.so adds to a call: an old build's library against this one",
+            "",
+            f"{head} Old: `{builds[0]}`; new: `{builds[1]}`. Reproduce: "
+            f"`.venv/bin/python benchmarks/bench_pmpi_overhead.py --against OLD --pairs "
+            f"{args.pairs}`.",
+            "Each case ran old, new, old, new, ... in turn; overhead per run = median over block "
+            "pairs of (through the library - direct) per call; the cells are the median of the "
+            "runs, then each run's.",
+            "",
+            "| collective | table | old overhead (ns) | new overhead (ns) | new - old (ns) | "
+            "old runs | new runs |",
+            "| --- | --- | ---: | ---: | ---: | --- | --- |",
+        ]
+        for c, n, med, runs in rows:
+            o, w = med[0]["overhead_ns"], med[1]["overhead_ns"]
+            each = [", ".join(f"{x:.0f}" for x in r) for r in runs]
+            lines.append(f"| {c} | {n} | {o:.2f} | {w:.2f} | {w - o:+.2f} | {each[0]} | "
+                         f"{each[1]} |")  # fmt: skip
+        out = OUT.with_name("pmpi_overhead-against.md")
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -163,6 +163,7 @@ struct Decision {
   int64_t bytes = 0;
   int64_t elem_size = 0;  // the datatype's size
   std::string refused;    // a rule covers the call, but its algorithm cannot take it: why
+  bool reusable = false;  // the same call's decision may be remembered (see decide)
 };
 
 // One side of a call (count and datatype): the bytes of a block are count x type size.
@@ -205,15 +206,23 @@ bool predefined(MPI_Op op) {
   return false;
 }
 
+// One of the MPI's own datatypes (never freed): a derived type's handle may be reused.
+bool named(MPI_Datatype type) {
+  int ints = 0, addresses = 0, types = 0, combiner = 0;
+  return PMPI_Type_get_envelope(type, &ints, &addresses, &types, &combiner) == MPI_SUCCESS &&
+         combiner == MPI_COMBINER_NAMED;
+}
+
 // Which rule covers the call, from what is equal on every rank of `comm` only: its size, the
 // bytes of a block (from a side significant on this rank, the spec says which), the op, the root.
-Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, const Side& recv,
-                MPI_Op op, int root) {
+Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& send, const Side& recv,
+                    MPI_Op op, int root) {
   const CollectiveSpec& spec = collkit::spec_of(c);
   const int ci = static_cast<int>(c);
   Decision d;
   if (comm == MPI_COMM_NULL) return d;
   int inter = 0, rank = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;  // the side's type the bytes come from
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return d;
   if (PMPI_Comm_size(comm, &d.P) != MPI_SUCCESS) return d;
   if (inter) {
@@ -241,6 +250,7 @@ Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, c
     if (size != 0 && side.count > INT64_MAX / size) return d;
     d.bytes = static_cast<int64_t>(side.count * size);
     d.elem_size = static_cast<int64_t>(size);
+    type = side.type;
   }
   const Entry* hit = nullptr;
   for (const Entry& e : s.rules[ci])
@@ -249,6 +259,9 @@ Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, c
       hit = &e;
       break;
     }
+  // Everything read so far stays what it is while the communicator lives, if the type is one
+  // of the MPI's own (a derived type may be freed and its handle given to another).
+  d.reusable = type == MPI_DATATYPE_NULL || named(type);
   if (hit == nullptr) {
     d.why = "not in the table";
     return d;
@@ -266,8 +279,10 @@ Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, c
     if (op == MPI_OP_NULL ||
         (!predefined(op) && PMPI_Op_commutative(op, &commute) != MPI_SUCCESS)) {
       d.why = "op";
+      d.reusable = false;
       return d;
     }
+    if (!predefined(op)) d.reusable = false;  // a user's op may be freed, its handle reused
     // Node-aware algorithms: whether the op must commute depends on the ranks' nodes, which
     // the C API finds and asks with (it declines alike on every rank).
     shape.commutative = commute != 0 || hit->algo->spec().restrictions.needs_placement;
@@ -286,6 +301,87 @@ Decision decide(const State& s, Collective c, MPI_Comm comm, const Side& send, c
   }
   d.entry = hit;
   return d;
+}
+
+// A communicator that collkit remembers decisions for carries this attribute: when MPI deletes
+// it (the communicator is freed, by any path, Fortran's included), every remembered decision is
+// forgotten, since MPI may give the freed handle to a communicator of another size.
+int forget_decisions(MPI_Comm, int, void*, void*) {
+  state().generation.fetch_add(1, std::memory_order_acq_rel);
+  return MPI_SUCCESS;
+}
+
+bool watched(MPI_Comm comm) {
+  static const int keyval = [] {
+    int k = MPI_KEYVAL_INVALID;
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, forget_decisions, &k, nullptr) !=
+        MPI_SUCCESS)
+      k = MPI_KEYVAL_INVALID;
+    return k;
+  }();
+  if (keyval == MPI_KEYVAL_INVALID) return false;
+  void* value = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, keyval, &value, &found) != MPI_SUCCESS) return false;
+  return found != 0 || PMPI_Comm_set_attr(comm, keyval, nullptr) == MPI_SUCCESS;
+}
+
+// What a call's decision is read from.
+struct CallKey {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  int root = 0;
+  Side send, recv;
+  bool operator==(const CallKey& o) const {
+    return comm == o.comm && op == o.op && root == o.root && send.count == o.send.count &&
+           send.type == o.send.type && send.in_place == o.send.in_place &&
+           recv.count == o.recv.count && recv.type == o.recv.type &&
+           recv.in_place == o.recv.in_place;
+  }
+};
+
+// decide_now, remembered: the last few calls of each collective on this thread (a loop repeats
+// them), so that a repeated call asks the MPI nothing (deciding asks it three to five questions,
+// ~40 ns each on MPICH: most of what routing added to an 8-byte call). Forgotten when a table is
+// loaded or a watched communicator freed (the generation moves).
+const Decision& decide(State& s, Collective c, MPI_Comm comm, const Side& send, const Side& recv,
+                       MPI_Op op, int root) {
+  constexpr int kWays = 4;
+  struct Remembered {
+    uint64_t generation = 0;
+    int last[kNumCollectives] = {};  // the way that answered last: a loop asks it again
+    CallKey key[kNumCollectives][kWays];
+    Decision decision[kNumCollectives][kWays];
+  };
+  thread_local Remembered m;
+  const uint64_t generation = s.generation.load(std::memory_order_acquire);
+  const int ci = static_cast<int>(c);
+  const CallKey key{comm, op, root, send, recv};
+  if (m.generation == generation) {
+    const int l = m.last[ci];
+    if (m.key[ci][l] == key) return m.decision[ci][l];
+    for (int w = 0; w < kWays; ++w)
+      if (m.key[ci][w] == key) {
+        m.last[ci] = w;
+        return m.decision[ci][w];
+      }
+  } else {  // forget all (a null communicator is never remembered: no key matches)
+    for (auto& ways : m.key)
+      for (CallKey& k : ways) k.comm = MPI_COMM_NULL;
+    m.generation = generation;
+  }
+  thread_local Decision once;  // a decision not remembered
+  once = decide_now(s, c, comm, send, recv, op, root);
+  // Watching may fail (then nothing is remembered); a table loaded meanwhile wins.
+  if (once.reusable && watched(comm) &&
+      s.generation.load(std::memory_order_acquire) == generation) {
+    const int w = (m.last[ci] + 1) % kWays;  // the way answered longest ago, in a loop
+    m.last[ci] = w;
+    m.key[ci][w] = key;
+    m.decision[ci][w] = std::move(once);
+    return m.decision[ci][w];
+  }
+  return once;
 }
 
 int size_class(int64_t bytes) {
@@ -349,9 +445,11 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   collkit::mpi::progress_nonblocking();  // every routed call moves collkit's runs in flight
   State& s = state();
   if (!s.covered[static_cast<int>(c)] && !s.timing) return native();  // the fast fall-through
-  const Decision d = decide(s, c, comm, send, recv, op, root);
-  if (!d.refused.empty()) ++s.declined;
-  if (d.entry == nullptr && !s.timing) return native();
+  const Decision& decided = decide(s, c, comm, send, recv, op, root);
+  if (!decided.refused.empty()) ++s.declined;
+  if (decided.entry == nullptr && !s.timing) return native();
+  // A copy (no text to copy unless timing): a user's op may call MPI and decide again.
+  const Decision d = decided;
   const double t0 = s.timing ? PMPI_Wtime() : 0.0;
   int rc = MPI_SUCCESS;
   // Where the call went and why, said only when timing (a loop's every call pays for strings).

@@ -190,6 +190,41 @@ def test_a_bad_table_is_reported_once_and_everything_goes_to_the_mpi(
     assert cli.returncode == 2 and "error" in cli.stderr and plain.returncode == 0
 
 
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_a_freed_handle_given_again_is_decided_anew(tmp_path: Path, kind: str) -> None:
+    """The library remembers each call's decision; MPI gives a freed communicator's handle to the
+    next one made (another size here) and a freed op's to the next op (another commutativity):
+    every call must still take the rule of its own communicator's size and its own op."""
+    mpi = mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
+    built(mpi)
+    exe = tmp_path / "reused_handles"
+    src = str(PROGRAMS / "reused_handles.c")
+    subprocess.run([mpicc(mpi), "-O1", "-o", str(exe), src], check=True)
+    table = write_table(
+        tmp_path / "t.json",
+        dict(EVERYTHING, rules=[rule("allreduce", "allreduce:rd", (2, 2)),
+                                rule("allreduce", "allreduce:ring", (4, 4))]),
+    )  # fmt: skip
+    plain = launch(mpi, 4, [str(exe), str(tmp_path / "plain")])
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    # The program says how often a freed handle came back: 40 rounds, each comm and op.
+    reused = plain.stdout.split()
+    assert reused[:2] == ["reused", "comm"] and int(reused[2]) > 0, plain.stdout
+    stats = tmp_path / "calls.jsonl"
+    lib = collkit_run(mpi, 4, table, [str(exe), str(tmp_path / "lib")], "--stats", str(stats))
+    assert lib.returncode == 0, lib.stderr[-3000:]
+    assert outputs(tmp_path / "lib", 4) == outputs(tmp_path / "plain", 4)
+    calls = {(r.algorithm, r.P, r.bytes): r.iterations for r in read_jsonl(stats)}
+    # World rank 0: 40 calls on its half (2 ranks, 8 ints), 40 on the world's duplicate, and the
+    # 2x2 matrices: the op that says it commutes goes to the ring, the one that does not to the MPI.
+    assert calls == {
+        ("allreduce:rd", 2, 32): 40,
+        ("allreduce:ring", 4, 32): 40,
+        ("allreduce:ring", 4, 16): 40,
+        ("native", 4, 16): 40,
+    }, calls
+
+
 def test_mpi4py_script_gives_identical_results_under_the_library(tmp_path: Path) -> None:
     mpi = mpich_or_skip()
     try:
