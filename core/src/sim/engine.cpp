@@ -11,6 +11,7 @@
 #include <cmath>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,7 @@ enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kOp = 3 };
 struct Freed {
   uint64_t order;  // rank << 2 | class (send 0, recv 1, local 2): the order in which they enter
   uint32_t op;
+  uint8_t unit;  // its cpu | nic << 4, read while its program is at hand
   double after;  // when the op that freed it completed
   uint32_t rank() const { return static_cast<uint32_t>(order >> 2); }
 };
@@ -66,6 +68,7 @@ class Engine {
         P_(h.P),
         lg_(model_->rules() == Rules::loggops),
         on_arrival_(!lg_ && model_->done_on_arrival()),
+        rdv_above_(lg_ ? model_->rendezvous_above() : std::numeric_limits<double>::infinity()),
         store_(check_header(h), h.elem_size, local_costs(opt.model), std::move(source),
                std::move(classes)),
         ranks_(store_, h.P, lg_) {
@@ -257,7 +260,7 @@ class Engine {
     const Program& p = prog(r);
     if (lg_) {  // LogGOPSim: the ops without deps enter the queue
       for (uint32_t i = 0; i < p.n; ++i)
-        if ((ranks_.pending(r, p, i) & kDepMask) == 0) lg_free(r, i, now_, kNone);
+        if (ranks_.deps_done(r, p, i)) lg_free(r, p, i, now_, kNone);
       return lg_flush();
     }
     for (uint32_t i = 0; i < p.n; ++i) {
@@ -406,7 +409,7 @@ class Engine {
   // The message of send (q, k) is delivered to receive (r, j).
   void match(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j) {
     const Program& rp = prog(r);
-    check_match(q, k, so, r, j);
+    check_match(q, k, so, r, rp, j);
     if (record_) rec_.arrived_if_unset(gidx(q, k), now_);
     const uint32_t p = ranks_.clear_msg(r, rp, j);
     // A rank that has not started yet (arrival skew) finds the message when it starts.
@@ -424,9 +427,12 @@ class Engine {
   // in order, in a rank sends, then receives, then local ops.
 
   static int lg_class(OpKind k) { return k == OpKind::send ? 0 : k == OpKind::recv ? 1 : 2; }
-  // Op (r, j) has its deps complete: op `trigger` (global, recording) completed at `after`.
-  void lg_free(uint32_t r, uint32_t j, double after, uint64_t trigger) {
-    freed_.push_back({uint64_t{r} << 2 | lg_class(op(prog(r), j).kind()), j, after});
+  bool rendezvous(double n) const { return n > rdv_above_; }
+  // Op (r, j) of program p has its deps complete: op `trigger` (global, recording) completed at
+  // `after`.
+  void lg_free(uint32_t r, const Program& p, uint32_t j, double after, uint64_t trigger) {
+    freed_.push_back(
+        {uint64_t{r} << 2 | lg_class(op(p, j).kind()), j, store_.unit_of(p, j), after});
     if (record_) {
       const uint64_t k = gidx(r, j);
       rec_.cause[k] = trigger;
@@ -436,24 +442,26 @@ class Engine {
   // The ops freed by the event just handled enter the queue.
   void lg_flush() {
     if (freed_.empty()) return;
-    // Stable: a handful of ops, most often of one rank and in order, sorted by insertion.
+    if (freed_.size() > 1) sort_freed();
+    for (const Freed& f : freed_) {
+      const uint32_t r = f.rank();
+      double t = std::max(now_, std::max(f.after, ranks_.cpu_free(r, f.unit & 15)));
+      if ((f.order & 3) == 0) t = std::max(t, ranks_.send_free(r, f.unit >> 4));  // a send
+      queue_.push(t, r, f.op << 2 | kOp);
+    }
+    freed_.clear();
+  }
+  // Stable: a handful of ops, most often of one rank and in order, sorted by insertion. Out of
+  // line: most events free one op or none.
+  [[gnu::noinline]] void sort_freed() {
     auto by_order = [](const Freed& a, const Freed& b) { return a.order < b.order; };
-    if (freed_.size() > 32) std::stable_sort(freed_.begin(), freed_.end(), by_order);
-    for (size_t a = 1; a < freed_.size() && freed_.size() <= 32; ++a) {
+    if (freed_.size() > 32) return std::stable_sort(freed_.begin(), freed_.end(), by_order);
+    for (size_t a = 1; a < freed_.size(); ++a) {
       const Freed x = freed_[a];
       size_t b = a;
       for (; b > 0 && freed_[b - 1].order > x.order; --b) freed_[b] = freed_[b - 1];
       freed_[b] = x;
     }
-    for (const Freed& f : freed_) {
-      const uint32_t r = f.rank();
-      const Program& p = prog(r);
-      const uint8_t unit = store_.unit_of(p, f.op);
-      double t = std::max(now_, std::max(f.after, ranks_.cpu_free(r, unit & 15)));
-      if ((f.order & 3) == 0) t = std::max(t, ranks_.send_free(r, unit >> 4));  // a send
-      queue_.push(t, r, f.op << 2 | kOp);
-    }
-    freed_.clear();
   }
 
   // Op (r, i) completes at t (>= now): its successors are freed.
@@ -466,7 +474,7 @@ class Engine {
     const uint64_t k = record_ ? gidx(r, i) : kNone;
     if (record_) rec_.op_end[k] = t;
     for_succ(p, o, [&](uint32_t j) {
-      if ((ranks_.decrement(r, p, j) & kDepMask) == 0) lg_free(r, j, t, k);
+      if (ranks_.release_dep(r, p, j)) lg_free(r, p, j, t, k);
     });
     if (++s.done == p.n) ranks_.release(r, p);
   }
@@ -497,6 +505,10 @@ class Engine {
     const uint32_t r = e.rank, i = (e.op_type & ~Lots::kRunnerBit) >> 2;
     const Program& p = prog(r);
     const TOp& o = op(p, i);
+    if (o.kind() == OpKind::recv) {  // posted at once: no CPU or gap to wait for
+      lg_post(r, p, i);
+      return lg_flush();
+    }
     const uint8_t unit = store_.unit_of(p, i);
     double& cpu = ranks_.cpu_free(r, unit & 15);
     switch (o.kind()) {
@@ -513,9 +525,6 @@ class Engine {
         next_runner(e, lk);
         break;
       }
-      case OpKind::recv:
-        lg_post(r, i);
-        break;
       default: {
         const uint64_t lk = Lots::key(r, Lots::kLocal, unit);
         if (!lots_.current(e, lk)) return;
@@ -558,7 +567,7 @@ class Engine {
       rec_.message(k, now_);
     }
     queue_.push(arrival, r, i << 2 | kArrive);
-    if (!model_->rendezvous(n)) lg_complete(r, i, cpu_end);  // eager; rendezvous: when it matches
+    if (!rendezvous(n)) lg_complete(r, i, cpu_end);  // eager; rendezvous: when it matches
   }
 
   // The message of send (q, k) is taken out of the queue at its receiver.
@@ -595,7 +604,7 @@ class Engine {
     if (rp.dynamic) {  // the first posted receive that fits, else the unexpected queue
       const uint32_t j = ranks_.take_posted(r, rp, q, k);
       if (j != kUnset) {
-        check_match(q, k, so, r, j);
+        check_match(q, k, so, r, rp, j);
         ranks_.clear_msg(r, rp, j);
         return lg_matched(q, k, so, r, j, end, true);
       }
@@ -603,17 +612,16 @@ class Engine {
       return;
     }
     const uint32_t j = find_recv(r, rp, q, so.seq());
-    check_match(q, k, so, r, j);
+    check_match(q, k, so, r, rp, j);
     const uint32_t pd = ranks_.clear_msg(r, rp, j);
     if (pd == 0) return lg_matched(q, k, so, r, j, end, true);
     // Not posted yet: matched when it is.
-    if (record_ || model_->rendezvous(so.amount) || rp.unit_begin != kNone)
+    if (record_ || rendezvous(so.amount) || rp.unit_begin != kNone)
       unexpected_[key(r, j)] = Unexpected{q, k, end};
   }
 
-  // Receive (r, j) is posted.
-  void lg_post(uint32_t r, uint32_t j) {
-    const Program& rp = prog(r);
+  // Receive (r, j) of program rp is posted.
+  void lg_post(uint32_t r, const Program& rp, uint32_t j) {
     if (record_) rec_.op_start[gidx(r, j)] = now_;
     const uint32_t pd = ranks_.clear_unposted(r, rp, j);
     if (rp.dynamic) {  // the first unexpected message that fits, else the posted queue
@@ -623,7 +631,7 @@ class Engine {
       const double end = u->second.end;
       unexpected_.erase(u);
       const TOp so = op(prog(q), k);
-      check_match(q, k, so, r, j);
+      check_match(q, k, so, r, rp, j);
       ranks_.clear_msg(r, rp, j);
       return lg_matched(q, k, so, r, j, std::max(now_, end), false);
     }
@@ -640,7 +648,7 @@ class Engine {
   // `end`; a rendezvous send completes now, its CPU and gap held until now at least.
   void lg_matched(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j, double end,
                   bool by_message) {
-    if (model_->rendezvous(so.amount)) {
+    if (rendezvous(so.amount)) {
       const uint8_t unit = store_.unit_of(prog(q), k);
       double& cpu = ranks_.cpu_free(q, unit & 15);
       double& gap = ranks_.send_free(q, unit >> 4);
@@ -668,19 +676,22 @@ class Engine {
     return j;
   }
 
-  // The message of send (q, k) is taken by receive (r, j): it must fit, and the receive must
-  // still be waiting for a message.
-  void check_match(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j) {
-    const Program& rp = prog(r);
+  // The message of send (q, k) is taken by receive (r, j) of program rp: it must fit, and the
+  // receive must still be waiting for a message.
+  void check_match(uint32_t q, uint32_t k, const TOp& so, uint32_t r, const Program& rp,
+                   uint32_t j) {
     const TOp& ro = op(rp, j);
-    if (ro.amount < so.amount)
-      fail(ErrorKind::invalid_argument,
-           "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
-               std::to_string(static_cast<int64_t>(ro.amount)) + " bytes but rank " +
-               std::to_string(q) + " op " + std::to_string(k) + " sends " +
-               std::to_string(static_cast<int64_t>(so.amount)));
-    if ((ranks_.pending(r, rp, j) & kMsgBit) == 0) unmatched(r, q, so.seq());
+    if (ro.amount < so.amount) too_small(q, k, so, r, j, ro);
+    if (!ranks_.msg_missing(r, rp, j)) unmatched(r, q, so.seq());
     if (record_) rec_.received(gidx(q, k), gidx(r, j));
+  }
+  [[noreturn, gnu::cold]] static void too_small(uint32_t q, uint32_t k, const TOp& so, uint32_t r,
+                                                uint32_t j, const TOp& ro) {
+    fail(ErrorKind::invalid_argument,
+         "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
+             std::to_string(static_cast<int64_t>(ro.amount)) + " bytes but rank " +
+             std::to_string(q) + " op " + std::to_string(k) + " sends " +
+             std::to_string(static_cast<int64_t>(so.amount)));
   }
 
   // Congestion: how much later a message of n bytes that enters the network at t arrives because
@@ -698,7 +709,7 @@ class Engine {
     return at - t;
   }
 
-  [[noreturn]] void unmatched(uint32_t r, uint32_t q, uint32_t seq) {
+  [[noreturn, gnu::cold]] void unmatched(uint32_t r, uint32_t q, uint32_t seq) {
     fail(ErrorKind::invalid_argument,
          "unmatched send: rank " + std::to_string(r) + " has no receive for message #" +
              std::to_string(seq + 1) + " from rank " + std::to_string(q));
@@ -733,8 +744,9 @@ class Engine {
   const SimOptions& opt_;
   const std::unique_ptr<const CostModel> model_;
   const int64_t P_;
-  const bool lg_;          // a model of the LogGOPS rules: LogGOPSim's (lg_* above)
-  const bool on_arrival_;  // port rules: a send completes, and frees its port, on arrival
+  const bool lg_;           // a model of the LogGOPS rules: LogGOPSim's (lg_* above)
+  const bool on_arrival_;   // port rules: a send completes, and frees its port, on arrival
+  const double rdv_above_;  // LogGOPS: messages of more bytes are rendezvous (read once)
   ProgramStore store_;
   Ranks ranks_;
   Recorder rec_;

@@ -24,7 +24,7 @@ class LogGOPS final : public CostModel {
   RecvTimes recv(double now, double n) const override {
     return {now + o_ + std::max(b1(n) * O_, b1(n) * G_), gap_end(now, n), o_};
   }
-  bool rendezvous(double n) const override { return n > S_; }
+  double rendezvous_above() const override { return S_; }
 
  private:
   static double b1(double n) { return std::max(n - 1.0, 0.0); }  // (n - 1), 0 for n = 0
