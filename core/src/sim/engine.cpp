@@ -21,6 +21,7 @@
 #include "costs.hpp"
 #include "event_queue.hpp"
 #include "lots.hpp"
+#include "models/loggops.hpp"
 #include "programs.hpp"
 #include "ranks.hpp"
 #include "recorder.hpp"
@@ -65,6 +66,7 @@ class Engine {
   Engine(const ScheduleHeader& h, const SimOptions& opt, Source source, Classes classes = {})
       : opt_(opt),
         model_(make_model(opt.model)),
+        lgm_(dynamic_cast<const LogGOPS*>(model_.get())),
         P_(h.P),
         lg_(model_->rules() == Rules::loggops),
         on_arrival_(!lg_ && model_->done_on_arrival()),
@@ -210,6 +212,7 @@ class Engine {
           lg_op(e);
           break;
       }
+      if (!freed_.empty()) lg_flush();  // LogGOPS: the ops the event freed enter the queue
       drain();
       if ((++polls_ & 0xffff) == 0 && opt_.interrupted && opt_.interrupted())
         throw SimInterrupted{};
@@ -428,6 +431,13 @@ class Engine {
 
   static int lg_class(OpKind k) { return k == OpKind::send ? 0 : k == OpKind::recv ? 1 : 2; }
   bool rendezvous(double n) const { return n > rdv_above_; }
+  // A message's times, starting now: the built-in model's without a virtual call per message.
+  SendTimes send_times(double n) const {
+    return lgm_ ? lgm_->send(now_, n) : model_->send(now_, n);
+  }
+  RecvTimes recv_times(double n) const {
+    return lgm_ ? lgm_->recv(now_, n) : model_->recv(now_, n);
+  }
   // Op (r, j) of program p has its deps complete: op `trigger` (global, recording) completed at
   // `after`.
   void lg_free(uint32_t r, const Program& p, uint32_t j, double after, uint64_t trigger) {
@@ -440,9 +450,9 @@ class Engine {
     }
   }
   // The ops freed by the event just handled enter the queue.
+  static bool by_order(const Freed& a, const Freed& b) { return a.order < b.order; }
   void lg_flush() {
-    if (freed_.empty()) return;
-    if (freed_.size() > 1) sort_freed();
+    if (freed_.size() > 1 && !std::is_sorted(freed_.begin(), freed_.end(), by_order)) sort_freed();
     for (const Freed& f : freed_) {
       const uint32_t r = f.rank();
       double t = std::max(now_, std::max(f.after, ranks_.cpu_free(r, f.unit & 15)));
@@ -452,9 +462,8 @@ class Engine {
     freed_.clear();
   }
   // Stable: a handful of ops, most often of one rank and in order, sorted by insertion. Out of
-  // line: most events free one op or none.
+  // line: most events free one op, or several already in order.
   [[gnu::noinline]] void sort_freed() {
-    auto by_order = [](const Freed& a, const Freed& b) { return a.order < b.order; };
     if (freed_.size() > 32) return std::stable_sort(freed_.begin(), freed_.end(), by_order);
     for (size_t a = 1; a < freed_.size(); ++a) {
       const Freed x = freed_[a];
@@ -506,8 +515,7 @@ class Engine {
     const Program& p = prog(r);
     const TOp& o = op(p, i);
     if (o.kind() == OpKind::recv) {  // posted at once: no CPU or gap to wait for
-      lg_post(r, p, i);
-      return lg_flush();
+      return lg_post(r, p, i);
     }
     const uint8_t unit = store_.unit_of(p, i);
     double& cpu = ranks_.cpu_free(r, unit & 15);
@@ -543,7 +551,6 @@ class Engine {
         next_runner(e, lk);
       }
     }
-    lg_flush();
   }
 
   // Send (r, i) starts now: its CPU and send gap are free.
@@ -552,7 +559,7 @@ class Engine {
     const double n = o.amount;
     ++messages_;
     bytes_ += n;
-    const SendTimes c = model_->send(now_, n);
+    const SendTimes c = send_times(n);
     // A trace's detours over the overhead o, as LogGOPSim counts them.
     const double cpu_end = c.cpu_end + noise() + detour(r, now_, c.overhead);
     cpu = cpu_end;
@@ -585,14 +592,13 @@ class Engine {
     if (!lots_.current(e, lk)) return;
     const double free = std::max(cpu, gap);
     if (free > now_) return lots_.wait(e, lk, free, queue_);
-    const RecvTimes c = model_->recv(now_, so.amount);
+    const RecvTimes c = recv_times(so.amount);
     const double end = c.cpu_end + noise() + detour(r, now_, c.overhead);
     cpu = end;
     gap = c.gap_end;
     ranks_[r].finish = std::max(ranks_[r].finish, end);
     next_runner(e, lk);
     lg_deliver(q, k, so, r, end);
-    lg_flush();
   }
 
   // The message of send (q, k) has been processed at rank r (until `end`): it matches its
@@ -743,6 +749,7 @@ class Engine {
 
   const SimOptions& opt_;
   const std::unique_ptr<const CostModel> model_;
+  const LogGOPS* const lgm_;  // model_ if it is the built-in LogGOPS (called directly), else null
   const int64_t P_;
   const bool lg_;           // a model of the LogGOPS rules: LogGOPSim's (lg_* above)
   const bool on_arrival_;   // port rules: a send completes, and frees its port, on arrival
