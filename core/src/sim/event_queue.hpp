@@ -30,8 +30,11 @@ class EventQueue {
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   // A new event: the next insertion number. t must be >= the time of the last popped event (and
-  // never -0.0).
-  void push(double t, uint32_t rank, uint32_t op_type) { push_again({t, rank, op_type, seq_++}); }
+  // never -0.0). Its number is the largest yet, so it is appended to its bucket (never early_).
+  void push(double t, uint32_t rank, uint32_t op_type) {
+    buckets_[index(key(t))].push_back({t, rank, op_type, seq_++});
+    ++size_;
+  }
   // An event pushed again with its own number (t >= the time of the last popped event): among
   // the events due now it goes where its number puts it.
   void push_again(const Event& e) {
