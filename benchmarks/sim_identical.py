@@ -1,7 +1,7 @@
 """No behaviour change in the simulator: this build against another, run for run, bit for bit.
 
     .venv/bin/python benchmarks/sim_identical.py --against DIR [--max-P 17] [--grid]
-        [--P 1000,65537 --algorithms bcast:binomial,bcast:knomial]
+        [--P 1000,65537 --algorithms bcast:binomial,bcast:knomial] [--plain]
 
 DIR holds the other build's `collkit` package (e.g. a copy of main's site-packages/collkit),
 put first on PYTHONPATH for a child process. Both builds simulate every registry algorithm
@@ -10,8 +10,9 @@ put first on PYTHONPATH for a child process. Both builds simulate every registry
 with noise, skew and a fat tree with congestion: once with a timeline (the whole Schedule is
 generated first) and once without (each rank's program pulled from the generator, as large runs
 are). Each run's makespans, finish times and counts, and the timeline's op and message times and
-critical path, are hashed as raw float64 bytes. Prints the number of runs and the runs whose
-digests differ (none: exit 0). Not a speed test.
+critical path, are hashed as raw float64 bytes. With --plain the runs have no noise, skew or
+topology (the engine's quiet paths, which the default runs never take). Prints the number of
+runs and the runs whose digests differ (none: exit 0). Not a speed test.
 """
 
 from __future__ import annotations
@@ -31,10 +32,13 @@ from collkit import _core
 Ps = [int(x) for x in sys.argv[1].split(",")]
 grid = sys.argv[2] == "grid"
 only = [x for x in sys.argv[3].split(",") if x]
+plain = sys.argv[4] == "plain"
 models = [m["name"] for m in _core.models()] if hasattr(_core, "models") else [
     "postal", "pipelined_postal", "logp", "loggp", "loggops"]
 kw = dict(noise="exponential(20ns)", skew="uniform(0,50ns)", seed=3, trials=2,
           topology="fattree(k=2,hop=30ns,link=0.5ns,rpn=1)")
+if plain:
+    kw = dict(seed=3, trials=1)
 extra = {"postal": dict(beta="0.2ns"), "pipelined_postal": dict(beta="0.2ns"),
          "logp": {}, "loggp": dict(G="0.1ns"), "loggops": dict(G="0.1ns", O="0.05ns", S=64)}
 rooted = {"bcast", "reduce", "gather", "scatter"}
@@ -70,9 +74,19 @@ print(json.dumps(out))
 """
 
 
-def digests(env: dict[str, str], Ps: list[int], grid: bool, only: str) -> dict[str, str]:
+def digests(
+    env: dict[str, str], Ps: list[int], grid: bool, only: str, plain: bool
+) -> dict[str, str]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, ",".join(map(str, Ps)), "grid" if grid else "default", only],
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            ",".join(map(str, Ps)),
+            "grid" if grid else "default",
+            only,
+            "plain" if plain else "noisy",
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -89,11 +103,12 @@ def main() -> int:
     ap.add_argument("--grid", action="store_true", help="every point of each parameter grid")
     ap.add_argument("--P", help="these P (comma list) instead of 1 .. --max-P")
     ap.add_argument("--algorithms", default="", help="only these algorithms (comma list)")
+    ap.add_argument("--plain", action="store_true", help="no noise, skew or topology")
     args = ap.parse_args()
     Ps = [int(x) for x in args.P.split(",")] if args.P else list(range(1, args.max_P + 1))
     base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    a = digests({**base, "PYTHONPATH": args.against}, Ps, args.grid, args.algorithms)
-    b = digests(base, Ps, args.grid, args.algorithms)
+    a = digests({**base, "PYTHONPATH": args.against}, Ps, args.grid, args.algorithms, args.plain)
+    b = digests(base, Ps, args.grid, args.algorithms, args.plain)
     differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
     errors = sum(1 for v in b.values() if v.startswith("error"))
     print(f"{len(b)} runs ({errors} refused by both alike), {len(differ)} differ")

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "costs.hpp"
 #include "event_queue.hpp"
 #include "lots.hpp"
+#include "models/loggops.hpp"
 #include "programs.hpp"
 #include "ranks.hpp"
 #include "recorder.hpp"
@@ -37,6 +39,7 @@ enum EventType : uint32_t { kStart = 0, kDone = 1, kArrive = 2, kOp = 3 };
 struct Freed {
   uint64_t order;  // rank << 2 | class (send 0, recv 1, local 2): the order in which they enter
   uint32_t op;
+  uint8_t unit;  // its cpu | nic << 4, read while its program is at hand
   double after;  // when the op that freed it completed
   uint32_t rank() const { return static_cast<uint32_t>(order >> 2); }
 };
@@ -63,9 +66,11 @@ class Engine {
   Engine(const ScheduleHeader& h, const SimOptions& opt, Source source, Classes classes = {})
       : opt_(opt),
         model_(make_model(opt.model)),
+        lgm_(dynamic_cast<const LogGOPS*>(model_.get())),
         P_(h.P),
         lg_(model_->rules() == Rules::loggops),
         on_arrival_(!lg_ && model_->done_on_arrival()),
+        rdv_above_(lg_ ? model_->rendezvous_above() : std::numeric_limits<double>::infinity()),
         store_(check_header(h), h.elem_size, local_costs(opt.model), std::move(source),
                std::move(classes)),
         ranks_(store_, h.P, lg_) {
@@ -207,6 +212,7 @@ class Engine {
           lg_op(e);
           break;
       }
+      if (!freed_.empty()) lg_flush();  // LogGOPS: the ops the event freed enter the queue
       drain();
       if ((++polls_ & 0xffff) == 0 && opt_.interrupted && opt_.interrupted())
         throw SimInterrupted{};
@@ -257,7 +263,7 @@ class Engine {
     const Program& p = prog(r);
     if (lg_) {  // LogGOPSim: the ops without deps enter the queue
       for (uint32_t i = 0; i < p.n; ++i)
-        if ((ranks_.pending(r, p, i) & kDepMask) == 0) lg_free(r, i, now_, kNone);
+        if (ranks_.deps_done(r, p, i)) lg_free(r, p, i, now_, kNone);
       return lg_flush();
     }
     for (uint32_t i = 0; i < p.n; ++i) {
@@ -406,7 +412,7 @@ class Engine {
   // The message of send (q, k) is delivered to receive (r, j).
   void match(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j) {
     const Program& rp = prog(r);
-    check_match(q, k, so, r, j);
+    check_match(q, k, so, r, rp, j);
     if (record_) rec_.arrived_if_unset(gidx(q, k), now_);
     const uint32_t p = ranks_.clear_msg(r, rp, j);
     // A rank that has not started yet (arrival skew) finds the message when it starts.
@@ -424,9 +430,19 @@ class Engine {
   // in order, in a rank sends, then receives, then local ops.
 
   static int lg_class(OpKind k) { return k == OpKind::send ? 0 : k == OpKind::recv ? 1 : 2; }
-  // Op (r, j) has its deps complete: op `trigger` (global, recording) completed at `after`.
-  void lg_free(uint32_t r, uint32_t j, double after, uint64_t trigger) {
-    freed_.push_back({uint64_t{r} << 2 | lg_class(op(prog(r), j).kind()), j, after});
+  bool rendezvous(double n) const { return n > rdv_above_; }
+  // A message's times, starting now: the built-in model's without a virtual call per message.
+  SendTimes send_times(double n) const {
+    return lgm_ ? lgm_->send(now_, n) : model_->send(now_, n);
+  }
+  RecvTimes recv_times(double n) const {
+    return lgm_ ? lgm_->recv(now_, n) : model_->recv(now_, n);
+  }
+  // Op (r, j) of program p has its deps complete: op `trigger` (global, recording) completed at
+  // `after`.
+  void lg_free(uint32_t r, const Program& p, uint32_t j, double after, uint64_t trigger) {
+    freed_.push_back(
+        {uint64_t{r} << 2 | lg_class(op(p, j).kind()), j, store_.unit_of(p, j), after});
     if (record_) {
       const uint64_t k = gidx(r, j);
       rec_.cause[k] = trigger;
@@ -434,26 +450,27 @@ class Engine {
     }
   }
   // The ops freed by the event just handled enter the queue.
+  static bool by_order(const Freed& a, const Freed& b) { return a.order < b.order; }
   void lg_flush() {
-    if (freed_.empty()) return;
-    // Stable: a handful of ops, most often of one rank and in order, sorted by insertion.
-    auto by_order = [](const Freed& a, const Freed& b) { return a.order < b.order; };
-    if (freed_.size() > 32) std::stable_sort(freed_.begin(), freed_.end(), by_order);
-    for (size_t a = 1; a < freed_.size() && freed_.size() <= 32; ++a) {
+    if (freed_.size() > 1 && !std::is_sorted(freed_.begin(), freed_.end(), by_order)) sort_freed();
+    for (const Freed& f : freed_) {
+      const uint32_t r = f.rank();
+      double t = std::max(now_, std::max(f.after, ranks_.cpu_free(r, f.unit & 15)));
+      if ((f.order & 3) == 0) t = std::max(t, ranks_.send_free(r, f.unit >> 4));  // a send
+      queue_.push(t, r, f.op << 2 | kOp);
+    }
+    freed_.clear();
+  }
+  // Stable: a handful of ops, most often of one rank and in order, sorted by insertion. Out of
+  // line: most events free one op, or several already in order.
+  [[gnu::noinline]] void sort_freed() {
+    if (freed_.size() > 32) return std::stable_sort(freed_.begin(), freed_.end(), by_order);
+    for (size_t a = 1; a < freed_.size(); ++a) {
       const Freed x = freed_[a];
       size_t b = a;
       for (; b > 0 && freed_[b - 1].order > x.order; --b) freed_[b] = freed_[b - 1];
       freed_[b] = x;
     }
-    for (const Freed& f : freed_) {
-      const uint32_t r = f.rank();
-      const Program& p = prog(r);
-      const uint8_t unit = store_.unit_of(p, f.op);
-      double t = std::max(now_, std::max(f.after, ranks_.cpu_free(r, unit & 15)));
-      if ((f.order & 3) == 0) t = std::max(t, ranks_.send_free(r, unit >> 4));  // a send
-      queue_.push(t, r, f.op << 2 | kOp);
-    }
-    freed_.clear();
   }
 
   // Op (r, i) completes at t (>= now): its successors are freed.
@@ -466,7 +483,7 @@ class Engine {
     const uint64_t k = record_ ? gidx(r, i) : kNone;
     if (record_) rec_.op_end[k] = t;
     for_succ(p, o, [&](uint32_t j) {
-      if ((ranks_.decrement(r, p, j) & kDepMask) == 0) lg_free(r, j, t, k);
+      if (ranks_.release_dep(r, p, j)) lg_free(r, p, j, t, k);
     });
     if (++s.done == p.n) ranks_.release(r, p);
   }
@@ -497,6 +514,9 @@ class Engine {
     const uint32_t r = e.rank, i = (e.op_type & ~Lots::kRunnerBit) >> 2;
     const Program& p = prog(r);
     const TOp& o = op(p, i);
+    if (o.kind() == OpKind::recv) {  // posted at once: no CPU or gap to wait for
+      return lg_post(r, p, i);
+    }
     const uint8_t unit = store_.unit_of(p, i);
     double& cpu = ranks_.cpu_free(r, unit & 15);
     switch (o.kind()) {
@@ -513,9 +533,6 @@ class Engine {
         next_runner(e, lk);
         break;
       }
-      case OpKind::recv:
-        lg_post(r, i);
-        break;
       default: {
         const uint64_t lk = Lots::key(r, Lots::kLocal, unit);
         if (!lots_.current(e, lk)) return;
@@ -534,7 +551,6 @@ class Engine {
         next_runner(e, lk);
       }
     }
-    lg_flush();
   }
 
   // Send (r, i) starts now: its CPU and send gap are free.
@@ -543,7 +559,7 @@ class Engine {
     const double n = o.amount;
     ++messages_;
     bytes_ += n;
-    const SendTimes c = model_->send(now_, n);
+    const SendTimes c = send_times(n);
     // A trace's detours over the overhead o, as LogGOPSim counts them.
     const double cpu_end = c.cpu_end + noise() + detour(r, now_, c.overhead);
     cpu = cpu_end;
@@ -558,7 +574,7 @@ class Engine {
       rec_.message(k, now_);
     }
     queue_.push(arrival, r, i << 2 | kArrive);
-    if (!model_->rendezvous(n)) lg_complete(r, i, cpu_end);  // eager; rendezvous: when it matches
+    if (!rendezvous(n)) lg_complete(r, i, cpu_end);  // eager; rendezvous: when it matches
   }
 
   // The message of send (q, k) is taken out of the queue at its receiver.
@@ -576,14 +592,13 @@ class Engine {
     if (!lots_.current(e, lk)) return;
     const double free = std::max(cpu, gap);
     if (free > now_) return lots_.wait(e, lk, free, queue_);
-    const RecvTimes c = model_->recv(now_, so.amount);
+    const RecvTimes c = recv_times(so.amount);
     const double end = c.cpu_end + noise() + detour(r, now_, c.overhead);
     cpu = end;
     gap = c.gap_end;
     ranks_[r].finish = std::max(ranks_[r].finish, end);
     next_runner(e, lk);
     lg_deliver(q, k, so, r, end);
-    lg_flush();
   }
 
   // The message of send (q, k) has been processed at rank r (until `end`): it matches its
@@ -595,7 +610,7 @@ class Engine {
     if (rp.dynamic) {  // the first posted receive that fits, else the unexpected queue
       const uint32_t j = ranks_.take_posted(r, rp, q, k);
       if (j != kUnset) {
-        check_match(q, k, so, r, j);
+        check_match(q, k, so, r, rp, j);
         ranks_.clear_msg(r, rp, j);
         return lg_matched(q, k, so, r, j, end, true);
       }
@@ -603,17 +618,16 @@ class Engine {
       return;
     }
     const uint32_t j = find_recv(r, rp, q, so.seq());
-    check_match(q, k, so, r, j);
+    check_match(q, k, so, r, rp, j);
     const uint32_t pd = ranks_.clear_msg(r, rp, j);
     if (pd == 0) return lg_matched(q, k, so, r, j, end, true);
     // Not posted yet: matched when it is.
-    if (record_ || model_->rendezvous(so.amount) || rp.unit_begin != kNone)
+    if (record_ || rendezvous(so.amount) || rp.unit_begin != kNone)
       unexpected_[key(r, j)] = Unexpected{q, k, end};
   }
 
-  // Receive (r, j) is posted.
-  void lg_post(uint32_t r, uint32_t j) {
-    const Program& rp = prog(r);
+  // Receive (r, j) of program rp is posted.
+  void lg_post(uint32_t r, const Program& rp, uint32_t j) {
     if (record_) rec_.op_start[gidx(r, j)] = now_;
     const uint32_t pd = ranks_.clear_unposted(r, rp, j);
     if (rp.dynamic) {  // the first unexpected message that fits, else the posted queue
@@ -623,7 +637,7 @@ class Engine {
       const double end = u->second.end;
       unexpected_.erase(u);
       const TOp so = op(prog(q), k);
-      check_match(q, k, so, r, j);
+      check_match(q, k, so, r, rp, j);
       ranks_.clear_msg(r, rp, j);
       return lg_matched(q, k, so, r, j, std::max(now_, end), false);
     }
@@ -640,7 +654,7 @@ class Engine {
   // `end`; a rendezvous send completes now, its CPU and gap held until now at least.
   void lg_matched(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j, double end,
                   bool by_message) {
-    if (model_->rendezvous(so.amount)) {
+    if (rendezvous(so.amount)) {
       const uint8_t unit = store_.unit_of(prog(q), k);
       double& cpu = ranks_.cpu_free(q, unit & 15);
       double& gap = ranks_.send_free(q, unit >> 4);
@@ -668,19 +682,22 @@ class Engine {
     return j;
   }
 
-  // The message of send (q, k) is taken by receive (r, j): it must fit, and the receive must
-  // still be waiting for a message.
-  void check_match(uint32_t q, uint32_t k, const TOp& so, uint32_t r, uint32_t j) {
-    const Program& rp = prog(r);
+  // The message of send (q, k) is taken by receive (r, j) of program rp: it must fit, and the
+  // receive must still be waiting for a message.
+  void check_match(uint32_t q, uint32_t k, const TOp& so, uint32_t r, const Program& rp,
+                   uint32_t j) {
     const TOp& ro = op(rp, j);
-    if (ro.amount < so.amount)
-      fail(ErrorKind::invalid_argument,
-           "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
-               std::to_string(static_cast<int64_t>(ro.amount)) + " bytes but rank " +
-               std::to_string(q) + " op " + std::to_string(k) + " sends " +
-               std::to_string(static_cast<int64_t>(so.amount)));
-    if ((ranks_.pending(r, rp, j) & kMsgBit) == 0) unmatched(r, q, so.seq());
+    if (ro.amount < so.amount) too_small(q, k, so, r, j, ro);
+    if (!ranks_.msg_missing(r, rp, j)) unmatched(r, q, so.seq());
     if (record_) rec_.received(gidx(q, k), gidx(r, j));
+  }
+  [[noreturn, gnu::cold]] static void too_small(uint32_t q, uint32_t k, const TOp& so, uint32_t r,
+                                                uint32_t j, const TOp& ro) {
+    fail(ErrorKind::invalid_argument,
+         "rank " + std::to_string(r) + " op " + std::to_string(j) + " receives " +
+             std::to_string(static_cast<int64_t>(ro.amount)) + " bytes but rank " +
+             std::to_string(q) + " op " + std::to_string(k) + " sends " +
+             std::to_string(static_cast<int64_t>(so.amount)));
   }
 
   // Congestion: how much later a message of n bytes that enters the network at t arrives because
@@ -698,7 +715,7 @@ class Engine {
     return at - t;
   }
 
-  [[noreturn]] void unmatched(uint32_t r, uint32_t q, uint32_t seq) {
+  [[noreturn, gnu::cold]] void unmatched(uint32_t r, uint32_t q, uint32_t seq) {
     fail(ErrorKind::invalid_argument,
          "unmatched send: rank " + std::to_string(r) + " has no receive for message #" +
              std::to_string(seq + 1) + " from rank " + std::to_string(q));
@@ -732,9 +749,11 @@ class Engine {
 
   const SimOptions& opt_;
   const std::unique_ptr<const CostModel> model_;
+  const LogGOPS* const lgm_;  // model_ if it is the built-in LogGOPS (called directly), else null
   const int64_t P_;
-  const bool lg_;          // a model of the LogGOPS rules: LogGOPSim's (lg_* above)
-  const bool on_arrival_;  // port rules: a send completes, and frees its port, on arrival
+  const bool lg_;           // a model of the LogGOPS rules: LogGOPSim's (lg_* above)
+  const bool on_arrival_;   // port rules: a send completes, and frees its port, on arrival
+  const double rdv_above_;  // LogGOPS: messages of more bytes are rendezvous (read once)
   ProgramStore store_;
   Ranks ranks_;
   Recorder rec_;

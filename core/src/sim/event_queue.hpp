@@ -30,8 +30,11 @@ class EventQueue {
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   // A new event: the next insertion number. t must be >= the time of the last popped event (and
-  // never -0.0).
-  void push(double t, uint32_t rank, uint32_t op_type) { push_again({t, rank, op_type, seq_++}); }
+  // never -0.0). Its number is the largest yet, so it is appended to its bucket (never early_).
+  void push(double t, uint32_t rank, uint32_t op_type) {
+    buckets_[index(key(t))].push_back({t, rank, op_type, seq_++});
+    ++size_;
+  }
   // An event pushed again with its own number (t >= the time of the last popped event): among
   // the events due now it goes where its number puts it.
   void push_again(const Event& e) {
@@ -45,34 +48,12 @@ class EventQueue {
     }
     ++size_;
   }
+  // Inline: most pops take the next event of bucket 0; the rest is out of line.
   Event pop() {
     auto& b0 = buckets_[0];
-    if (!early_.empty() && (head_ == b0.size() || early_.front().seq < b0[head_].seq)) {
-      std::pop_heap(early_.begin(), early_.end(), later);
-      const Event e = early_.back();
-      early_.pop_back();
-      --size_;
-      return e;
-    }
-    if (head_ == b0.size()) {
-      b0.clear();
-      head_ = 0;
-      size_t i = 1;
-      while (buckets_[i].empty()) ++i;
-      auto& b = buckets_[i];
-      uint64_t m = UINT64_MAX;
-      for (const Event& e : b) m = key(e.t) < m ? key(e.t) : m;
-      last_ = m;
-      for (const Event& e : b) buckets_[index(key(e.t))].push_back(e);  // all land below i
-      // A bucket that held most of 10^7 ranks' events would keep that memory while the next
-      // bucket grows as large: give it back.
-      if (b.capacity() > kKeep)
-        std::vector<Event>().swap(b);
-      else
-        b.clear();
-      auto by_seq = [](const Event& x, const Event& y) { return x.seq < y.seq; };
-      if (!std::is_sorted(b0.begin(), b0.end(), by_seq)) std::sort(b0.begin(), b0.end(), by_seq);
-    }
+    if (!early_.empty() && (head_ == b0.size() || early_.front().seq < b0[head_].seq))
+      return pop_early();
+    if (head_ == b0.size()) refill();
     --size_;
     return b0[head_++];
   }
@@ -97,6 +78,35 @@ class EventQueue {
   }
 
  private:
+  [[gnu::noinline]] Event pop_early() {
+    std::pop_heap(early_.begin(), early_.end(), later);
+    const Event e = early_.back();
+    early_.pop_back();
+    --size_;
+    return e;
+  }
+  // Bucket 0 is used up: the next non-empty bucket's events move down, the earliest into it.
+  [[gnu::noinline]] void refill() {
+    auto& b0 = buckets_[0];
+    b0.clear();
+    head_ = 0;
+    size_t i = 1;
+    while (buckets_[i].empty()) ++i;
+    auto& b = buckets_[i];
+    uint64_t m = UINT64_MAX;
+    for (const Event& e : b) m = key(e.t) < m ? key(e.t) : m;
+    last_ = m;
+    for (const Event& e : b) buckets_[index(key(e.t))].push_back(e);  // all land below i
+    // A bucket that held most of 10^7 ranks' events would keep that memory while the next
+    // bucket grows as large: give it back.
+    if (b.capacity() > kKeep)
+      std::vector<Event>().swap(b);
+    else
+      b.clear();
+    auto by_seq = [](const Event& x, const Event& y) { return x.seq < y.seq; };
+    if (!std::is_sorted(b0.begin(), b0.end(), by_seq)) std::sort(b0.begin(), b0.end(), by_seq);
+  }
+
   static constexpr size_t kKeep = size_t{1} << 16;
   static uint64_t key(double t) { return std::bit_cast<uint64_t>(t); }
   static bool later(const Event& a, const Event& b) { return a.seq > b.seq; }

@@ -65,7 +65,7 @@ SendTimes CostModel::send(double, double) const {
 RecvTimes CostModel::recv(double, double) const {
   not_these_rules("LogGOPS receive times");
 }
-bool CostModel::rendezvous(double) const {
+double CostModel::rendezvous_above() const {
   not_these_rules("a rendezvous threshold");
 }
 

@@ -223,17 +223,6 @@ uint32_t ProgramStore::add_program(const RankView& v, uint32_t r) {
   return id;
 }
 
-uint32_t ProgramStore::find_recv(uint32_t r, const Program& p, uint32_t q, uint32_t seq) const {
-  const bool add = tmpl_[r] & kAddMode;
-  const int32_t delta =
-      add ? static_cast<int32_t>(q >= r ? q - r : q + P_ - r) : static_cast<int32_t>(q ^ r);
-  const auto b = recv_[add].begin() + static_cast<std::ptrdiff_t>(p.recv_begin);
-  const auto e = b + p.n_recv;
-  const auto lb = std::lower_bound(b, e, RecvKey{delta, 0});
-  if (e - lb <= static_cast<std::ptrdiff_t>(seq) || lb[seq].delta != delta) return kUnset;
-  return lb[seq].op;
-}
-
 size_t ProgramStore::memory_bytes() const {
   auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   return cap(ops_) + cap(units_) + cap(overflow_) + cap(dep_begin_) + cap(deps_) + cap(recv_[0]) +

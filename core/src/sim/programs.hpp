@@ -5,6 +5,8 @@
 // one of these (recursive doubling and halving, binomial trees in XOR; rings, Bruck,
 // dissemination mod P), so one copy serves every rank that runs it. Read-only once added.
 #pragma once
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -118,8 +120,17 @@ class ProgramStore {
     return r ^ static_cast<uint32_t>(o.xdelta);
   }
   // The receive of rank r (program p) that takes message #seq (from 0) from rank q; kUnset if it
-  // has none.
-  uint32_t find_recv(uint32_t r, const Program& p, uint32_t q, uint32_t seq) const;
+  // has none. Inline: the engine asks once per message.
+  uint32_t find_recv(uint32_t r, const Program& p, uint32_t q, uint32_t seq) const {
+    const bool add = tmpl_[r] & kAddMode;
+    const int32_t delta =
+        add ? static_cast<int32_t>(q >= r ? q - r : q + P_ - r) : static_cast<int32_t>(q ^ r);
+    const auto b = recv_[add].begin() + static_cast<std::ptrdiff_t>(p.recv_begin);
+    const auto e = b + p.n_recv;
+    const auto lb = std::lower_bound(b, e, RecvKey{delta, 0});
+    if (e - lb <= static_cast<std::ptrdiff_t>(seq) || lb[seq].delta != delta) return kUnset;
+    return lb[seq].op;
+  }
   void prefetch(uint32_t r) const { __builtin_prefetch(&tmpl_[r]); }
 
   size_t total_ops() const { return total_ops_; }  // of the ranks interned

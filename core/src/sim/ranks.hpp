@@ -163,6 +163,19 @@ class Ranks {
     if (p.wide) return --reinterpret_cast<uint32_t*>(rank_[r].pend)[i];
     return widen(--reinterpret_cast<uint16_t*>(rank_[r].pend)[i]);
   }
+  // The same tests on the counter as stored, without widening it (once per op and message).
+  bool deps_done(uint32_t r, const Program& p, uint32_t i) const {  // no dep left to wait for
+    if (p.wide) return (reinterpret_cast<const uint32_t*>(rank_[r].pend)[i] & kDepMask) == 0;
+    return (reinterpret_cast<const uint16_t*>(rank_[r].pend)[i] & kMaxNarrowDeps) == 0;
+  }
+  bool release_dep(uint32_t r, const Program& p, uint32_t i) {  // one dep fewer: none left?
+    if (p.wide) return (--reinterpret_cast<uint32_t*>(rank_[r].pend)[i] & kDepMask) == 0;
+    return (--reinterpret_cast<uint16_t*>(rank_[r].pend)[i] & kMaxNarrowDeps) == 0;
+  }
+  bool msg_missing(uint32_t r, const Program& p, uint32_t i) const {
+    if (p.wide) return reinterpret_cast<const uint32_t*>(rank_[r].pend)[i] & kMsgBit;
+    return reinterpret_cast<const uint16_t*>(rank_[r].pend)[i] & kMsgBit16;
+  }
   uint32_t clear_msg(uint32_t r, const Program& p, uint32_t i) {
     if (p.wide) return reinterpret_cast<uint32_t*>(rank_[r].pend)[i] &= ~kMsgBit;
     return widen(reinterpret_cast<uint16_t*>(rank_[r].pend)[i] &=

@@ -108,7 +108,9 @@ class CostModel {
   // LogGOPS rules.
   virtual SendTimes send(double now, double n) const;
   virtual RecvTimes recv(double now, double n) const;
-  virtual bool rendezvous(double n) const;  // the send completes when its receive matches
+  // Messages of more bytes than this are rendezvous (the send completes when its receive
+  // matches); infinity: none. A number, not a test per message: the engine reads it once.
+  virtual double rendezvous_above() const;
 };
 
 // A registered model: its name, aliases the CLI also accepts, meaning, rules, parameters (in the
