@@ -452,6 +452,33 @@ def test_the_tour_says_when_a_chosen_rule_loses_and_does_not_use_it(
 
 
 @pytest.mark.parametrize(
+    ("checked", "lost", "parts"),
+    [
+        # A rule keeps its algorithm from each size that held up to the next checked size.
+        ([8, 16, 32, 64], {16, 64}, [(8, 15, "rd"), (16, 31, "n"), (32, 63, "rd"), (64, 127, "n")]),
+        ([8, 16, 32, 64], {16, 32}, [(8, 15, "rd"), (16, 63, "n"), (64, 127, "rd")]),
+        # The first checked size above the rule's start speaks for the start too.
+        ([16, 64], {64}, [(8, 63, "rd"), (64, 127, "n")]),
+        ([8, 16], {8, 16}, [(8, 127, "n")]),
+    ],
+)
+def test_the_tour_routes_only_the_sizes_that_lost_to_native(
+    checked: list[int], lost: set[int], parts: list[tuple[int, int, str]]
+) -> None:
+    from collkit.cli.tour import split_by_size
+    from collkit.tune.table import Rule
+
+    rule = Rule("allreduce", (2, 2), (8, 127), "allreduce:rd", speedup=1.5, p_value=0.01)
+    got = split_by_size(rule, checked, lost)
+    names = {"allreduce:rd": "rd", "native": "n"}
+    assert [(r.bytes[0], r.bytes[1], names[r.algorithm]) for r in got] == parts
+    for r in got:  # a native part says no speedup; a kept part keeps the measured one
+        assert (r.speedup == 1.5) == (r.algorithm != "native")
+        assert r.P == (2, 2) and r.collective == "allreduce"
+    assert rule.bytes == (8, 127) and rule.algorithm == "allreduce:rd"  # the input unchanged
+
+
+@pytest.mark.parametrize(
     "args",
     [
         ["gatherv"],

@@ -16,12 +16,14 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.rule import Rule
@@ -30,6 +32,9 @@ from collkit.cli import tour_cluster
 from collkit.cli._common import output_dir
 from collkit.cli.bench import parse_sizes
 from collkit.mpi import MPI
+
+if TYPE_CHECKING:
+    from collkit.tune.table import Rule as TuneRule
 
 NAME = "tour"
 HELP = "a guided tour on this machine: show, verify, simulate, run and tune algorithms"
@@ -276,9 +281,33 @@ def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path
     )
     console.print(
         "[dim]Times from separate runs on a shared machine move with its load; ratios below 1 "
-        "are where the tuned table made the program's calls faster.[/dim]"
+        "are where the tuned table made the program's calls faster. The program times each "
+        "size after 10 untimed calls, as OSU does: the first collkit call on a communicator "
+        "sets it up (a few ms; docs/mpi.md).[/dim]"
     )
     return 0 if same else 1
+
+
+def split_by_size(rule: TuneRule, checked: list[int], lost: set[int]) -> list[TuneRule]:
+    """`rule` cut at the sizes it was checked at: from each checked size up to the next (the
+    rule's own ends outermost) it keeps its algorithm where the check held and is native where it
+    did not; neighbouring parts alike are joined again."""
+    cuts = sorted(s for s in checked if rule.bytes[0] <= s <= rule.bytes[1])
+    starts = [rule.bytes[0], *cuts[1:]]
+    ends = [*(s - 1 for s in cuts[1:]), rule.bytes[1]]
+    parts: list[TuneRule] = []
+    for lo, hi, size in zip(starts, ends, cuts, strict=True):
+        holds = size not in lost
+        if parts and (parts[-1].algorithm != "native") == holds:
+            parts[-1].bytes = (parts[-1].bytes[0], hi)
+            continue
+        part = dataclasses.replace(rule, bytes=(lo, hi))
+        if not holds:
+            part.algorithm = "native"
+            part.speedup = part.p_value = math.nan
+            part.ci95 = (math.nan, math.nan)
+        parts.append(part)
+    return parts
 
 
 def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Path:
@@ -334,7 +363,7 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
     t = RTable(title="the chosen rules against native in the same job")
     for col in ("rule", "bytes", "tune said", "now", "rounds won", "verdict"):
         t.add_column(col, justify="left" if col in ("rule", "verdict") else "right")
-    losing: set[int] = set()
+    lost: dict[int, set[int]] = {}  # rule -> the checked sizes where it did not hold
     for i in ours:
         rule = table.rules[i]
         for nbytes in covered[i]:
@@ -343,19 +372,19 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
             row = next((x for x in rows if x.algorithm == name and x.bytes == nbytes), None)
             if row is None or native is None or row.error:
                 verdict, now, won_s = "[red]could not be measured: not used[/red]", "", ""
-                losing.add(i)
+                lost.setdefault(i, set()).add(nbytes)
             else:
                 won = rounds_won(row)
                 now = f"{native.median_us / row.median_us:.2f}x"
                 won_s = f"{sum(won)}/{len(won)}"
                 if row.suspect:
                     verdict = f"[yellow]suspect ({row.suspect}): not used[/yellow]"
-                    losing.add(i)
+                    lost.setdefault(i, set()).add(nbytes)
                 elif won and all(won):
                     verdict = "[green]holds[/green]"
                 else:
                     verdict = "[red]LOSES to native here: not used[/red]"
-                    losing.add(i)
+                    lost.setdefault(i, set()).add(nbytes)
             t.add_row(
                 rule.algorithm,
                 str(nbytes),
@@ -365,16 +394,17 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
                 verdict,
             )
     console.print(t)
-    for i in losing:
-        r = table.rules[i]
-        r.algorithm = "native"
-        r.speedup = r.p_value = math.nan
-        r.ci95 = (math.nan, math.nan)
+    table.rules = [
+        part
+        for i, r in enumerate(table.rules)
+        for part in (split_by_size(r, covered[i], lost.get(i, set())) if i in lost else [r])
+    ]
     save(table, checked)
-    if losing:
+    if lost:
+        n = sum(len(v) for v in lost.values())
         console.print(
-            f"{len(losing)} rule(s) did not hold against native in the same job: "
-            f"{checked} routes them to native."
+            f"{n} checked size(s) did not hold against native in the same job: {checked} "
+            "routes the bytes from each of them up to the next checked size to native."
         )
     else:
         console.print(f"every chosen rule held: {checked} is the table as tuned.")
