@@ -20,7 +20,7 @@ def validate_step(run: Run, out: Path, quick: bool) -> int:
     return run(
         [
             "validate", "--profile", str(profile), "--collectives", "allreduce",
-            "--algos", "rd,ring", "-P", "2", "--sizes", sizes, "--rounds", "2", "--iters", "10",
+            "--algos", "rd,ring", "-P", "2", "--sizes", sizes, "--rounds", "5", "--iters", "60",
             "-o", str(out / "validate"),
         ]
     )  # fmt: skip
