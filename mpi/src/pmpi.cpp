@@ -78,7 +78,8 @@ struct State {
   std::map<std::tuple<int, std::string, int, int64_t>, Counter> counters;
   // What the calls with a rule did: ran collkit's algorithm, or were declined (to the MPI).
   std::atomic<long long> ran{0}, declined{0};
-  // Moves on each table loaded (collkit_pmpi_use_table): verdicts cached for the old rules die.
+  // Moves on each table loaded (collkit_pmpi_use_table) and each watched communicator freed:
+  // the decisions remembered per thread (decide) are then forgotten.
   std::atomic<uint64_t> generation{1};
 };
 
@@ -172,29 +173,6 @@ struct Side {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   bool in_place = false;  // MPI_IN_PLACE was passed as this side's buffer
 };
-
-// The rule's algorithm's limits verdict for the call's shape ("" if it takes it), remembered for
-// the next call of this thread: a loop repeats its shape, and the answer depends on nothing else
-// (perf: the check was ~6 % of an interposed 8-byte MPI_Allreduce's time at P = 2).
-const std::string& limits_refusal(const State& s, const Entry& e, const collkit::CallShape& shape) {
-  struct Last {
-    uint64_t generation = 0;
-    const Entry* entry = nullptr;
-    int64_t P = 0, count = 0, elem_size = 0, root = 0;
-    bool commutative = true;
-    std::string refused;
-  };
-  thread_local Last last;
-  const uint64_t generation = s.generation.load(std::memory_order_acquire);
-  if (last.generation != generation || last.entry != &e || last.P != shape.P ||
-      last.count != shape.count || last.elem_size != shape.elem_size || last.root != shape.root ||
-      last.commutative != shape.commutative) {
-    last.refused = e.algo->refusal(shape, collkit::CallCheck::limits);
-    last = {generation,      &e,         shape.P,           shape.count,
-            shape.elem_size, shape.root, shape.commutative, std::move(last.refused)};
-  }
-  return last.refused;
-}
 
 // The MPI's predefined reduction ops, all commutative: no MPI call to ask (MPI_Op_commutative
 // was ~40 ns of every routed call on the 2-core VM).
@@ -294,9 +272,9 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
       shape.count = 0;
     }
   }
-  if (const std::string& why = limits_refusal(s, *hit, shape); !why.empty()) {
+  if (std::string why = hit->algo->refusal(shape, collkit::CallCheck::limits); !why.empty()) {
     d.why = shape.commutative ? "declined" : "non-commutative op";
-    d.refused = why;
+    d.refused = std::move(why);
     return d;
   }
   d.entry = hit;
