@@ -16,13 +16,15 @@ minimum and median.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import hashlib
 import itertools
 import json
 import math
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -59,6 +61,33 @@ def datatype_of(collective: str) -> str:
 SYNCS = ("barrier", "window")
 # Two measured times closer than this (relative) are a tie: no order to get right or wrong.
 TIE = 0.05
+
+
+@functools.lru_cache(maxsize=4096)
+def schedule_digest(algorithm: str, P: int, nbytes: int, collective: str) -> str:
+    """A digest of the schedule `algorithm` generates at P ranks and `nbytes` (every op of every
+    rank and the scratch buffers, not its name): equal for two algorithms that are one schedule
+    here (at P = 2 binomial, binary, k-nomial and linear reduce are one message and one
+    reduction). "" when it cannot be generated."""
+    elem = DATATYPE_BYTES[datatype_of(collective)]
+    try:
+        a = Algorithm(algorithm).generate(P, count=max(1, nbytes // elem), elem_size=elem).arrays()
+    except CollkitError:
+        return ""
+    h = hashlib.blake2b(digest_size=16)
+    for k in sorted(a):
+        h.update(k.encode())
+        h.update(np.ascontiguousarray(a[k], dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+class PairCount(NamedTuple):
+    """How a validation's algorithm pairs fared (see Validation.pairs)."""
+
+    good: int  # ordered as measured
+    total: int  # distinguishable: measured apart by more than TIE, different schedules
+    ties: int  # measured within TIE of each other
+    same: int  # one schedule under two names: measured apart only by the measurement's noise
 
 
 @dataclass
@@ -109,17 +138,23 @@ class Validation:
         errs = [abs(getattr(c, f"error_{stat}")) for c in (cases or self.ok())]
         return float(np.median(errs)) if errs else math.nan
 
-    def pairs(self, stat: str = "min", cases: Sequence[Case] | None = None) -> tuple[int, int, int]:
-        """(ordered as measured, distinguishable pairs, ties): over every pair of algorithms of
-        one (collective, P, size); a pair whose measured times are within TIE of each other is a
-        tie (counted apart: no order to get right); a prediction that ties a distinguishable
-        pair orders it wrongly."""
+    def pairs(self, stat: str = "min", cases: Sequence[Case] | None = None) -> PairCount:
+        """Over every pair of algorithms of one (collective, P, size): how many the prediction
+        orders as measured, of the distinguishable ones. Two names of one schedule (equal
+        schedule_digest) are not a pair any model can order: whatever the measurement says of
+        them is its noise (counted apart, `same`). A pair whose measured times are within TIE
+        of each other is a tie (counted apart: no order to get right); a prediction that ties
+        a distinguishable pair orders it wrongly."""
         groups: dict[tuple[str, int, int], list[Case]] = {}
         for c in cases or self.ok():
             groups.setdefault((c.collective, c.P, c.bytes), []).append(c)
-        good = total = ties = 0
+        good = total = ties = same = 0
         for cs in groups.values():
             for a, b in itertools.combinations(cs, 2):
+                da = schedule_digest(a.algorithm, a.P, a.bytes, a.collective)
+                if da and da == schedule_digest(b.algorithm, b.P, b.bytes, b.collective):
+                    same += 1
+                    continue
                 ma, mb = getattr(a, f"measured_{stat}"), getattr(b, f"measured_{stat}")
                 pa, pb = getattr(a, f"predicted_{stat}"), getattr(b, f"predicted_{stat}")
                 if abs(ma - mb) <= TIE * min(ma, mb):
@@ -127,7 +162,23 @@ class Validation:
                     continue
                 total += 1
                 good += (ma < mb) == (pa < pb) and pa != pb
-        return good, total, ties
+        return PairCount(good, total, ties, same)
+
+    def same_schedule_spread(self, stat: str = "min", cases: Sequence[Case] | None = None) -> float:
+        """The median relative difference between the measured times of two names of one
+        schedule, measured in the same run (NaN without such pairs): the noise of this very
+        measurement, which no model's error can be shown below."""
+        groups: dict[tuple[str, int, int], list[Case]] = {}
+        for c in cases or self.ok():
+            groups.setdefault((c.collective, c.P, c.bytes), []).append(c)
+        spread = []
+        for cs in groups.values():
+            for a, b in itertools.combinations(cs, 2):
+                da = schedule_digest(a.algorithm, a.P, a.bytes, a.collective)
+                if da and da == schedule_digest(b.algorithm, b.P, b.bytes, b.collective):
+                    ma, mb = getattr(a, f"measured_{stat}"), getattr(b, f"measured_{stat}")
+                    spread.append(abs(ma - mb) / min(ma, mb))
+        return float(np.median(spread)) if spread else math.nan
 
     def rows(self) -> list[Row]:
         """Measured and simulated rows of THE results schema, side by side."""
@@ -200,12 +251,11 @@ class Validation:
         ]
 
         def line(label: str, P: str, cs: list[Case]) -> str:
-            g1, t1, z1 = self.pairs("min", cs)
-            g2, t2, z2 = self.pairs("median", cs)
+            p1, p2 = self.pairs("min", cs), self.pairs("median", cs)
             return (
                 f"| {label} | {P} | {100 * self.median_abs_error('min', cs):.0f}% | "
                 f"{100 * self.median_abs_error('median', cs):.0f}% | "
-                f"{g1}/{t1} ({_pct(g1, t1)}; {z1} ties) | {g2}/{t2} ({_pct(g2, t2)}; {z2} ties) |"
+                f"{_pairs(p1)} | {_pairs(p2)} |"
             )
 
         ok = self.ok()
@@ -266,6 +316,16 @@ class Validation:
                 f"| {100 * err[id(c)]:+.0f}% |"
             )
         return "\n".join(lines)
+
+
+def _spread(v: Validation, stat: str) -> str:
+    x = v.same_schedule_spread(stat)
+    return "n/a (no such pairs)" if math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def _pairs(p: PairCount) -> str:
+    same = f", {p.same} same schedule" if p.same else ""
+    return f"{p.good}/{p.total} ({_pct(p.good, p.total)}; {p.ties} ties{same})"
 
 
 def _pct(a: int, b: int) -> str:
@@ -714,7 +774,7 @@ def plot_predicted_vs_measured(
         ax.set_xlabel(f"measured {stat}, µs", fontsize=8)
         ax.set_ylabel(f"predicted ({stat} fits), µs", fontsize=8)
         ax.tick_params(labelsize=7)
-        good, total, _ = v.pairs(stat)
+        good, total, *_ = v.pairs(stat)
         label = labels[i] if labels else f"{v.model}{' + executor' if v.executor else ''}"
         ax.set_title(
             f"{label}\nmedian |error| {100 * v.median_abs_error(stat):.0f} %, "
@@ -780,7 +840,11 @@ def results_markdown(v: Validation, command: str) -> str:
         f"- command: `{command}`",
         "- error = (measured - predicted) / predicted; a pair is ordered as measured when the "
         f"prediction puts the faster algorithm first; pairs measured within {100 * TIE:.0f}% of "
-        "each other are ties and not counted",
+        "each other are ties and not counted, nor are two names of one schedule (same schedule: "
+        "at this P and size the two algorithms generate the same ops)",
+        f"- the measurement's own noise: two names of one schedule, measured in this run, differ "
+        f"by {_spread(v, 'min')} (min) and {_spread(v, 'median')} (median), the median over such "
+        "pairs",
         "",
         "## Summary",
         "",

@@ -4,6 +4,7 @@ Fig. 12 picture as a Figure; and (over the mpich wheel) calibrate and validate e
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import matplotlib
@@ -15,7 +16,13 @@ from collkit import cli
 from collkit.calibrate_executor import SHM_DEFAULT_MAX
 from collkit.errors import InvalidArgumentError
 from collkit.results import ResultStore, read_jsonl
-from collkit.validate import Case, Validation, plot_validation, registry_algorithms
+from collkit.validate import (
+    Case,
+    Validation,
+    plot_validation,
+    registry_algorithms,
+    schedule_digest,
+)
 
 
 def _validation(cases: list[Case]) -> Validation:
@@ -33,16 +40,17 @@ def test_errors_and_pair_order() -> None:
         [
             _case("rd", 8, 1.0, 1.1),  # +10 %
             _case("ring", 8, 2.0, 1.5),  # -25 %
-            _case("rm", 8, 3.0, 1.12),  # within 5 % of rd: a tie, not counted
+            _case("rabenseifner", 8, 3.0, 1.12),  # within 5 % of rd: a tie, not counted
             _case("rd", 64, 1.0, 3.0),
             _case("ring", 64, 2.0, 2.0),  # the prediction orders rd, ring the other way
         ]
     )
     assert v.cases[0].error_min == pytest.approx(0.1)
     assert v.cases[1].error_min == pytest.approx(-0.25)
-    good, total, ties = v.pairs("min")
-    # 8 B: (rd, ring) right, (rd, rm) tie, (ring, rm) wrong; 64 B: (rd, ring) wrong.
-    assert (good, total, ties) == (1, 3, 1)
+    good, total, ties, same = v.pairs("min")
+    # 8 B: (rd, ring) right, (rd, rabenseifner) tie, (ring, rabenseifner) wrong; 64 B: (rd,
+    # ring) wrong.
+    assert (good, total, ties, same) == (1, 3, 1, 0)
     assert v.median_abs_error("min") == pytest.approx(
         sorted([0.1, 0.25, abs(1.12 / 3 - 1), 2.0, 0.0])[2]
     )
@@ -50,9 +58,37 @@ def test_errors_and_pair_order() -> None:
     assert "1/3 (33%; 1 ties)" in summary
 
 
+def test_two_names_of_one_schedule_are_not_a_pair_to_order() -> None:
+    # At P = 2 recursive doubling and recursive multiplying generate the same exchange, and
+    # binomial and linear reduce the same message: whatever the measurement says of them is its
+    # noise, so the prediction (equal, as it must be) is neither right nor wrong about them.
+    v = _validation(
+        [
+            _case("rd", 8, 1.0, 1.0),
+            _case("rm", 8, 1.0, 1.3),  # 30 % apart, one schedule
+            _case("ring", 8, 2.0, 2.0),
+        ]
+    )
+    assert v.pairs("min") == (2, 2, 0, 1)
+    assert v.same_schedule_spread("min") == pytest.approx(0.3)
+    assert "2/2 (100%; 0 ties, 1 same schedule)" in v.summary()
+    # Rabenseifner's halves and rd's whole exchange are two schedules: a pair to order.
+    w = _validation([_case("rd", 8, 1.0, 1.0), _case("rabenseifner", 8, 2.0, 1.3)])
+    assert w.pairs("min") == (1, 1, 0, 0)
+    assert math.isnan(w.same_schedule_spread("min"))
+
+
+def test_schedule_digest_tells_one_schedule_from_another() -> None:
+    d = schedule_digest
+    assert d("reduce:binomial", 2, 1024, "reduce") == d("reduce:linear", 2, 1024, "reduce")
+    assert d("reduce:binomial", 4, 1024, "reduce") != d("reduce:linear", 4, 1024, "reduce")
+    assert d("reduce:binomial", 2, 1024, "reduce") != d("reduce:binomial", 2, 2048, "reduce")
+    assert d("reduce:no_such_algorithm", 2, 1024, "reduce") == ""
+
+
 def test_a_tied_prediction_of_a_distinguishable_pair_is_wrong() -> None:
     v = _validation([_case("rd", 8, 1.0, 1.0), _case("ring", 8, 1.0, 2.0)])
-    assert v.pairs("min") == (0, 1, 0)
+    assert v.pairs("min") == (0, 1, 0, 0)
 
 
 def test_rows_put_measured_and_simulated_side_by_side(tmp_path: Path) -> None:
