@@ -174,17 +174,36 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
       t->out_.push_back(channel(t->me_, j));
       t->in_.push_back(channel(j, t->me_));
     }
-    // Map now the page of each slot this rank will use (its stamp, and a small message): else
-    // each of a ring's first K messages takes a page fault in the call, ~1 us a fault here, which
-    // a program that calls each shape a few times pays in full (the tour's 8-byte allreduce ran
-    // 1.5-2.4 us a call against 0.8-0.9). An atomic add of zero writes nothing, so a peer that
-    // has started sending is not disturbed. (All the segment at once, MAP_POPULATE, cost 2-4 ms.)
-    for (int j = 0; j < n; ++j)
-      for (Channel* c : {&t->out_[static_cast<size_t>(j)], &t->in_[static_cast<size_t>(j)]}) {
-        c->released->fetch_add(0, std::memory_order_relaxed);
-        for (uint32_t k = 0; k < k_slots; ++k)
-          t->full(c->slots + k * t->stride_)->fetch_add(0, std::memory_order_relaxed);
+    // Map now every page of the channels this rank writes and reads: else each of a ring's first
+    // K messages takes a page fault per page it covers, in the call (~2-3 us a fault on this VM:
+    // a 12 KiB bcast ran 18-20 us a call for its first ~30 calls, then 3; each size's first
+    // calls in a program, and any measurement with fewer warm-up calls than slots, paid it).
+    // MADV_POPULATE_{WRITE,READ} (Linux 5.14) map without touching the data, so a peer that has
+    // started sending is not disturbed; before 5.14, touch each page (a write of zero through an
+    // atomic add to this rank's own out-channels, a read of the in-channels).
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    auto populate = [&](const Channel& c, bool write) {
+      auto* lo = reinterpret_cast<std::byte*>(c.released);
+      const auto a = reinterpret_cast<uintptr_t>(lo) / page * page;
+      const auto b = round_up(reinterpret_cast<uintptr_t>(lo + cb), page);
+      constexpr int kPopulateRead = 22, kPopulateWrite = 23;  // <linux/mman.h>, Linux 5.14
+      if (madvise(reinterpret_cast<void*>(a), b - a, write ? kPopulateWrite : kPopulateRead) == 0)
+        return;
+      c.released->fetch_add(0, std::memory_order_relaxed);
+      for (size_t k = 0; k < k_slots; ++k) t->full(c.slots + k * t->stride_)->fetch_add(0);
+      for (uintptr_t at = round_up(reinterpret_cast<uintptr_t>(lo), page); at < b; at += page) {
+        auto* w = reinterpret_cast<std::atomic<uint64_t>*>(at);
+        if (write)
+          w->fetch_add(0, std::memory_order_relaxed);
+        else
+          (void)w->load(std::memory_order_relaxed);
       }
+    };
+    for (int j = 0; j < n; ++j) {
+      if (j == t->me_) continue;
+      populate(t->out_[static_cast<size_t>(j)], true);
+      populate(t->in_[static_cast<size_t>(j)], false);
+    }
   }
   t->sent.assign(static_cast<size_t>(size), 0);
   t->received.assign(static_cast<size_t>(size), 0);
