@@ -11,7 +11,7 @@ the wire-per-byte ``G`` does not.
 
 So calibrate also runs a few small schedules through the executor with the bench driver (the
 calibration set: one message, one message and a reduction, an exchange with and without a
-reduction, at sizes the validation does not use) and fits, with scipy's least squares on
+reduction, a stream of messages, at sizes the validation does not use, 300 calls each) and fits, with scipy's least squares on
 relative residuals, the simulator's own parameters to them:
 
 - the model's network parameters (LogGOPS: L, o, g, G, O; postal: alpha, beta; ...) with the
@@ -36,6 +36,7 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,9 +60,12 @@ __all__ = [
 
 # One message (bcast), one message and a reduction (reduce), an exchange with a reduction
 # (allreduce:rd), two exchanges and a reduction (allreduce:ring at P = 2: the per-op cost apart
-# from the per-call one), an exchange without reduction (allgather:ring).
+# from the per-call one), an exchange without reduction (allgather:ring), and a stream of 8 KiB
+# messages (bcast:pipeline from 96 KiB: the throughput of back-to-back messages through the
+# slots, where one message's latency alone predicted pipelines at 128 KiB-1 MiB 40-50 % slow).
 CALIBRATION_ALGOS = (
     "bcast:binomial",
+    "bcast:pipeline",
     "reduce:binomial",
     "allreduce:rd",
     "allreduce:ring",
@@ -69,8 +73,9 @@ CALIBRATION_ALGOS = (
 )
 # Bytes per rank (per block for allgather): none of them is a size of the validation's default,
 # and none puts a message at or just above the slot size (SHM_DEFAULT_MAX): 12 KiB is the slots'
-# largest, 96 KiB MPI's smallest (allreduce:ring's 48 KiB halves at P = 2).
-CALIBRATION_SIZES = (64, 512, 4096, 12288, 98304, 262144, 524288)
+# largest, 96 KiB MPI's smallest (allreduce:ring's 48 KiB halves at P = 2); 1.5 and 3 MiB are
+# beyond the caches (the regime "large", see large_threshold), where 1 MiB falls.
+CALIBRATION_SIZES = (64, 512, 4096, 12288, 98304, 262144, 524288, 1572864, 3145728)
 # The parameters fitted per model (S is the transport's, never fitted).
 FREE_PARAMS: dict[str, tuple[str, ...]] = {
     "postal": ("alpha", "beta"),
@@ -80,6 +85,7 @@ FREE_PARAMS: dict[str, tuple[str, ...]] = {
     "loggops": ("L", "o", "g", "G", "O"),
 }
 SHM_DEFAULT_MAX = 32768  # mpi/src/shm.cpp's kDefaultSlotBytes
+MIN_LARGE_CASES = 6  # fewer cases beyond the caches: they stay in the MPI regime
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,35 @@ def executor_threshold(
             mx = int(v) if v.isdigit() else SHM_DEFAULT_MAX
         return float(mx), f"collkit's shared-memory slots up to {mx:g} B, MPI above"
     return kernel_threshold, "MPI eager up to S, rendezvous above"
+
+
+def l2_cache_bytes() -> int:
+    """This machine's L2 cache a core (bytes; 0 if the system does not say)."""
+    try:
+        n = int(os.sysconf("SC_LEVEL2_CACHE_SIZE"))
+    except (ValueError, OSError):
+        n = 0
+    if n > 0:
+        return n
+    try:
+        text = Path("/sys/devices/system/cpu/cpu0/cache/index2/size").read_text().strip()
+    except OSError:
+        return 0
+    unit = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:].upper(), 1)
+    digits = text.rstrip("KkMm")
+    return int(digits) * unit if digits.isdigit() else 0
+
+
+def large_threshold(l2_bytes: int) -> tuple[float, str]:
+    """(bytes, why): the smallest message of the executor's regime "large" (0: none). A
+    collective's buffers outgrow a core's L2 cache once its largest message reaches half of it
+    (a reduction reads two such buffers and writes a third): copies, reductions and MPI's own
+    transfers then cost more a byte (measured here, reduce:binomial at P = 2 took 55 us at
+    256 KiB and 183 us at 512 KiB, bcast 29 and 56 us), which one line through all MPI sizes
+    did not fit at either end."""
+    if l2_bytes <= 0:
+        return 0.0, "the L2 cache's size is not known: no large regime"
+    return float(l2_bytes // 2), f"half the L2 cache of {l2_bytes // 1024} KiB a core"
 
 
 def measure_executor(
@@ -179,6 +214,9 @@ def measure_executor(
                         "transport": transports.get((name, s), ""),
                     }
                 )
+    # The machine's L2 cache, for the regime beyond it (fit_executor): this machine's, which is
+    # the measured one unless --hosts put the ranks elsewhere.
+    out.append({"kind": "cache", "l2_bytes": l2_cache_bytes()})
     return out
 
 
@@ -376,12 +414,16 @@ def fit_executor(
     *,
     on_one_node: bool = True,
     models: Sequence[str] = ("postal", "loggops"),
+    l2_bytes: int | None = None,
 ) -> dict[str, Any]:
     """The profile's `executor` section from the calibration set's records (see the module's
     docstring): per statistic the regime threshold and per regime and model the fitted
     parameters, the per-call cost and the fit's quality. `models`: postal and LogGOPS by
     default (each fit simulates every case some hundred times); the others keep the kernel's
-    parameters (Profile.params)."""
+    parameters (Profile.params). Regimes: "eager" (messages up to the slot size or MPI's S),
+    "rendezvous" above, and "large" from half the L2 cache up (large_threshold), when the
+    records say the cache's size (measure_executor's "cache" record; `l2_bytes` overrides) and
+    hold enough cases there."""
     cases = cases_from_records(records)
     if not cases:
         raise InvalidArgumentError("no executor measurements to fit")
@@ -394,18 +436,26 @@ def fit_executor(
     )
     through_shm = transport.startswith("collkit's shared-memory")
     sync = records_sync(records) or "barrier"  # the bench's default
+    if l2_bytes is None:
+        said = [r.get("l2_bytes") for r in records if r.get("kind") == "cache"]
+        l2_bytes = int(said[0]) if said and isinstance(said[0], int) and said[0] > 0 else 0
+    large, large_why = large_threshold(l2_bytes)
+    if large <= threshold or sum(c.largest_message >= large for c in cases) < MIN_LARGE_CASES:
+        large = 0.0  # no large regime: too few cases beyond the caches to fit one
+        large_why = large_why if large_why.startswith("the L2") else "too few cases beyond it"
+
+    def regime_of(c: ExecutorCase) -> str:
+        if c.largest_message <= threshold:
+            return "eager"
+        return "large" if large and c.largest_message >= large else "rendezvous"
+
     out: dict[str, Any] = {}
     # The minima first: the medians' fits are kept at or above them (fit_regime's floor).
     floors: dict[tuple[str, str], dict[str, Any]] = {}
     for stat in sorted(profile.models, key=lambda st: st != "min"):
         regimes: dict[str, dict[str, Any]] = {}
-        for regime in ("eager", "rendezvous"):
-            mine = [
-                c
-                for c in cases
-                if (c.largest_message > threshold) == (regime == "rendezvous")
-                and getattr(c, stat) > 0
-            ]
+        for regime in ("eager", "rendezvous", "large"):
+            mine = [c for c in cases if regime_of(c) == regime and getattr(c, stat) > 0]
             if not mine:
                 continue
             regimes[regime] = {}
@@ -451,6 +501,8 @@ def fit_executor(
         out[stat] = {
             "sync": sync,
             "threshold_bytes": threshold,
+            "large_bytes": large,
+            "large_why": large_why,
             "transport": transport,
             "measured_transport": measured,
             "algorithms": sorted({c.algorithm for c in cases}),

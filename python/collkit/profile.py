@@ -13,7 +13,9 @@ fits, from its minima and its medians:
 - **pipelined postal** ``alpha_p, alpha_r``: the multicast benchmark (`collkit bench multicast`,
   Ruefenacht, Bull, Booth 2017, §5.1), ``beta`` as in postal;
 - **gamma** and ``reduce_base`` per datatype and op from collkit's own local reductions,
-  ``copy_beta`` from memcpy;
+  ``copy_beta`` from memcpy; a prediction takes gamma and copy_beta at the size of its largest
+  message (the slope between the two measured sizes around it, Profile.local_slope): buffers
+  that outgrow the caches cost more a byte, which one line over all sizes does not say;
 - the **transport threshold** ``S``: the largest size whose MPI_Send returns while the receiver
   is still away (eager); above it the send waits for the receiver (rendezvous). The parameters
   are fitted on each side of it separately: one line through both would fit neither.
@@ -33,6 +35,7 @@ fit would let the largest size decide the intercept). Times are ns, per-byte cos
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import math
 import os
@@ -176,10 +179,49 @@ class Profile:
         out["gamma"] = float(gam["gamma"])
         out["reduce_base"] = float(gam["reduce_base"])
         out["copy_beta"] = float(local["copy_beta"])
+        # Per byte at this size: a reduction or copy of buffers that outgrow the caches costs
+        # more a byte (here the kernel's sum of doubles: 0.04 ns/B at 128 KiB, 0.08 at 1 MiB).
+        g = self.local_slope("reduce", stat, message_bytes, datatype=datatype, op=op)
+        c = self.local_slope("copy", stat, message_bytes)
+        out["gamma"] = g if g is not None else out["gamma"]
+        out["copy_beta"] = c if c is not None else out["copy_beta"]
         ex = self._executor_fit(key, stat, message_bytes) if executor else None
         if ex is not None:
             out.update({k: float(v) for k, v in ex.items() if k not in EXECUTOR_TERMS})
         return out
+
+    def local_slope(
+        self,
+        kind: str,
+        stat: str,
+        nbytes: float | None,
+        *,
+        datatype: str = "",
+        op: str = "",
+    ) -> float | None:
+        """ns per byte of the kernel's local `kind` ("reduce" of `datatype` and `op`, or "copy")
+        at `nbytes` (None: the smallest): the slope of the measured times between the two
+        measured sizes around it (the last two above the largest). None without two measured
+        sizes or when the slope is not positive (noise): the line fitted over all sizes then."""
+        pts: dict[int, float] = {}
+        for r in self.measurements:
+            if r.get("kind") != kind:
+                continue
+            if kind == "reduce" and (r.get("datatype") != datatype or r.get("op") != op):
+                continue
+            try:
+                b, t = int(r["bytes"]), float(r[stat])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if b > 0 and math.isfinite(t) and t >= 0:
+                pts[b] = t
+        xs = sorted(pts)
+        if len(xs) < 2:
+            return None
+        n = xs[0] if nbytes is None else nbytes
+        a, b = next(((x, y) for x, y in itertools.pairwise(xs) if n <= y), (xs[-2], xs[-1]))
+        slope = (pts[b] - pts[a]) / (b - a) * US
+        return slope if slope > 0 else None
 
     def regime(self, message_bytes: float | None, *, stat: str = "min", transport: str = "") -> str:
         """Which of the kernel's fits carry a message of `message_bytes` (None: a small one):
@@ -209,12 +251,12 @@ class Profile:
         ex = self.executor.get(stat)
         if not ex:
             return None
-        thr = ex["threshold_bytes"]
-        regime = (
-            "rendezvous"
-            if message_bytes is not None and message_bytes > thr and "rendezvous" in ex["regimes"]
-            else "eager"
-        )
+        thr, large = ex["threshold_bytes"], ex.get("large_bytes") or math.inf
+        regime = "eager"
+        if message_bytes is not None and message_bytes > thr and "rendezvous" in ex["regimes"]:
+            regime = "rendezvous"
+        if message_bytes is not None and message_bytes >= large and "large" in ex["regimes"]:
+            regime = "large"
         fits = ex["regimes"].get(regime) or next(iter(ex["regimes"].values()))
         got = fits.get(key)
         return dict(got) if got is not None else None
@@ -281,8 +323,9 @@ class Profile:
                     if "S" in ps and math.isinf(ps["S"]):
                         ps["S"] = None
         for ex in d["executor"].values():
-            if math.isinf(ex["threshold_bytes"]):
-                ex["threshold_bytes"] = None
+            for k in ("threshold_bytes", "large_bytes"):
+                if math.isinf(ex.get(k, 0)):
+                    ex[k] = None
             for fits in ex["regimes"].values():
                 for m, ps in fits.items():
                     if m != "fit" and "S" in ps and math.isinf(ps["S"]):
@@ -331,11 +374,12 @@ class Profile:
                     f"reduce_base={g['reduce_base']:.4g}ns, copy_beta={loc['copy_beta']:.4g}ns/B"
                 )
         for stat, ex in self.executor.items():
-            thr = ex["threshold_bytes"]
+            thr, large = ex["threshold_bytes"], ex.get("large_bytes")
             lines.append(
                 f"executor, {stat} ({ex['transport']}; sync {ex.get('sync') or '?'}; "
                 "regimes split at "
                 + ("inf" if math.isinf(thr) else f"{thr:g} B")
+                + (f" and {large:g} B (large: {ex.get('large_why', '')})" if large else "")
                 + f"; fitted to {', '.join(ex['algorithms'])}):"
             )
             for regime, fits in ex["regimes"].items():
@@ -489,8 +533,8 @@ def _executor_from_dict(ex: Any, source: str, models: Mapping[str, Any]) -> dict
                 raise _bad(f"{where}.{k} must be a string")
         regimes: dict[str, Any] = {}
         for regime, fits in e["regimes"].items():
-            if regime not in ("eager", "rendezvous") or not isinstance(fits, dict):
-                raise _bad(f"{where}.regimes.{regime}: regime is eager or rendezvous")
+            if regime not in ("eager", "rendezvous", "large") or not isinstance(fits, dict):
+                raise _bad(f"{where}.regimes.{regime}: regime is eager, rendezvous or large")
             regimes[regime] = {}
             for m, ps in fits.items():
                 if m == "fit":
@@ -512,6 +556,9 @@ def _executor_from_dict(ex: Any, source: str, models: Mapping[str, Any]) -> dict
             **e,
             "threshold_bytes": _num(
                 e.get("threshold_bytes"), f"executor.{stat}.threshold_bytes", allow_none=True
+            ),
+            "large_bytes": _num(
+                e.get("large_bytes", 0), f"executor.{stat}.large_bytes", allow_none=True
             ),
             "transport": e.get("transport", ""),
             "algorithms": list(e.get("algorithms", [])),
@@ -803,17 +850,22 @@ def calibrate(
     command: str = "",
     executor: bool = True,
     executor_sizes: Sequence[int] | None = None,
+    executor_rounds: int = 5,
+    executor_iterations: int = 60,
     sync: str = "barrier",
     progress: Callable[[str], None] | None = None,
 ) -> Profile:
     """Measure and fit a profile of `mpi` (collkit.mpi.MPI) between two ranks: on this node,
     or on the first two hosts of the host file `hosts`; with `executor`, collkit's executor
-    too (collkit.calibrate_executor: its per-call and per-op costs)."""
+    too (collkit.calibrate_executor: its per-call and per-op costs), each of its cases in
+    `executor_rounds` x `executor_iterations` calls: validate's default, 300 calls, the number
+    at which two measurements of a case agree to a few per cent on this machine (90 calls, the
+    kernel's, left the fits' medians two-humped)."""
     from collkit.bench import machine_name, run_multicast
 
     if any(s < 1 for s in sizes) or len(set(sizes)) < 2:
         raise _bad("calibration sizes must be at least two distinct sizes >= 1 B")
-    if iterations < 1 or rounds < 1:
+    if min(iterations, rounds, executor_iterations, executor_rounds) < 1:
         raise _bad("iterations and rounds must be >= 1")
     load_before = machine_load()
     recs = run_kernel(
@@ -832,8 +884,8 @@ def calibrate(
             mpi,
             hosts=hosts,
             sizes=executor_sizes or CALIBRATION_SIZES,
-            rounds=rounds,
-            iterations=iterations,
+            rounds=executor_rounds,
+            iterations=executor_iterations,
             progress=progress,
             sync=sync,
         )

@@ -36,10 +36,16 @@ SKEW = 400.0  # rank 1 leaves the bench's MPI_Barrier this much after rank 0
 SIZES = (64, 512, 4096, 12288, 98304, 262144)
 
 
-def _synthetic_records(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+def _synthetic_records(
+    monkeypatch: pytest.MonkeyPatch,
+    sizes: tuple[int, ...] = SIZES,
+    large: int = 0,
+    large_factor: float = 1.0,
+) -> list[dict[str, Any]]:
     """Calibration records that follow the kernel's LogGOPS with the executor's costs added:
     `o` larger by EXTRA_O, `reduce_base` by EXTRA_REDUCE, every call CALL more, measured after
-    a barrier that rank 1 leaves SKEW after rank 0."""
+    a barrier that rank 1 leaves SKEW after rank 0; cases whose largest message is `large` or
+    more (0: none) with the per-byte G and O `large_factor` times (beyond the caches)."""
     monkeypatch.delenv("COLLKIT_SHM", raising=False)
     monkeypatch.delenv("COLLKIT_SHM_MAX", raising=False)
     p = make()
@@ -48,11 +54,14 @@ def _synthetic_records(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     for algo in CALIBRATION_ALGOS:
         coll = algo.split(":")[0]
         elem = DATATYPE_BYTES[datatype_of(coll)]
-        for s in SIZES:
+        for s in sizes:
             big = largest_message(algo, 2, s // elem, elem)
             params = p.params("loggops", message_bytes=big, executor=False)
             if big <= thr:
                 params["S"] = float("inf")
+            if large and big >= large:
+                for k in ("G", "O"):
+                    params[k] *= large_factor
             params["o"] += EXTRA_O
             params["reduce_base"] += EXTRA_REDUCE
             sched = collkit.generate(algo, 2, count=s // elem, elem_size=elem)
@@ -94,6 +103,36 @@ def test_the_fit_finds_the_executors_costs(monkeypatch: pytest.MonkeyPatch) -> N
     assert lg["o"] - kernel["o"] == pytest.approx(EXTRA_O, rel=0.1)
     assert lg["reduce_base"] - kernel["reduce_base"] == pytest.approx(EXTRA_REDUCE, rel=0.25)
     assert e["regimes"]["rendezvous"]["fit"]["loggops"]["rms_rel_residual"] < 0.05
+
+
+def test_messages_beyond_the_caches_get_a_regime_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Per-byte costs twice as high from 512 KiB up (half a 1 MiB L2): one MPI regime cannot
+    # fit both sides; with the cache's size in the records a third regime, "large", does.
+    p = make()
+    l2 = 1 << 20
+    sizes = (64, 4096, 98304, 262144, 524288, 1572864, 3145728)
+    recs = _synthetic_records(monkeypatch, sizes, large=l2 // 2, large_factor=2.0)
+    one = fit_executor(p, recs, models=("loggops",))["min"]  # no cache record: as before
+    assert set(one["regimes"]) == {"eager", "rendezvous"} and not one["large_bytes"]
+    two = fit_executor(p, [*recs, {"kind": "cache", "l2_bytes": l2}], models=("loggops",))["min"]
+    assert set(two["regimes"]) == {"eager", "rendezvous", "large"}
+    assert two["large_bytes"] == l2 // 2 and "L2" in two["large_why"]
+    rms = {k: two["regimes"][k]["fit"]["loggops"]["rms_rel_residual"] for k in two["regimes"]}
+    assert rms["large"] < 0.05 and rms["rendezvous"] < 0.05
+    assert one["regimes"]["rendezvous"]["fit"]["loggops"]["rms_rel_residual"] > 2 * max(
+        rms["large"], rms["rendezvous"]
+    )
+    # A profile picks the regime of the largest message.
+    p.executor = {"min": two}
+    g_mid = p.params("loggops", message_bytes=200_000)["G"]
+    g_big = p.params("loggops", message_bytes=1 << 20)["G"]
+    assert g_big == two["regimes"]["large"]["loggops"]["G"] != g_mid
+    # Too few cases beyond the caches: no regime of their own.
+    few = [r for r in recs if r["largest_message"] < 1 << 20]
+    three = fit_executor(p, [*few, {"kind": "cache", "l2_bytes": l2}], models=("loggops",))["min"]
+    assert "large" not in three["regimes"] and three["large_why"] == "too few cases beyond it"
 
 
 def test_without_shared_memory_the_mpi_threshold_splits(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -181,7 +220,11 @@ def test_version_1_profiles_are_read() -> None:
             lambda d: d["executor"]["min"]["regimes"]["eager"]["loggops"].__setitem__("o", -1),
             "must be a number >= 0",
         ),
-        (lambda d: d["executor"]["min"]["regimes"].__setitem__("warm", {}), "eager or rendezvous"),
+        (
+            lambda d: d["executor"]["min"]["regimes"].__setitem__("warm", {}),
+            "eager, rendezvous or large",
+        ),
+        (lambda d: d["executor"]["min"].__setitem__("large_bytes", "big"), "large_bytes"),
         (lambda d: d.__setitem__("version", 4), "reads versions 1, 2, 3"),
     ],
 )

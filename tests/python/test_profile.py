@@ -130,6 +130,50 @@ def test_params_pick_the_regime_and_the_local_costs() -> None:
         p.params("postal", stat="mean")
 
 
+def test_local_costs_are_taken_at_the_size_of_the_message() -> None:
+    # A reduction of buffers that outgrow the caches costs more a byte: 0.125 ns/B up to
+    # 128 KiB, 0.25 ns/B beyond. A prediction takes the slope around its largest message.
+    recs = [r for r in synthetic() if r["kind"] not in ("reduce", "copy")]
+    for s in (1024, 16384, 131072):
+        recs.append(_rec("reduce", s, 40 + 0.125 * s, datatype="double", op="sum"))
+        recs.append(_rec("copy", s, 10 + 0.05 * s))
+    big = 1048576
+    recs.append(
+        _rec(
+            "reduce", big, 40 + 0.125 * 131072 + 0.25 * (big - 131072), datatype="double", op="sum"
+        )
+    )
+    recs.append(_rec("copy", big, 10 + 0.05 * 131072 + 0.1 * (big - 131072)))
+    p = fit_profile(recs, [], name="t", machine="m", mpi="x", pair="intra-node")
+    line = p.local["min"]["gamma"]["double"]["sum"]["gamma"]
+    assert 0.125 < line < 0.25  # one line through both: right at neither
+    for n, gamma, copy in ((8, 0.125, 0.05), (65536, 0.125, 0.05), (1 << 20, 0.25, 0.1)):
+        got = p.params("loggops", message_bytes=n, executor=False)
+        assert got["gamma"] == pytest.approx(gamma, rel=1e-6), n
+        assert got["copy_beta"] == pytest.approx(copy, rel=1e-6), n
+    # Beyond the largest size measured: the last slope. The medians: their own points.
+    assert p.params("loggops", message_bytes=1 << 24)["gamma"] == pytest.approx(0.25, rel=1e-6)
+    assert p.params("loggops", stat="median", message_bytes=8)["gamma"] == pytest.approx(
+        1.5 * 0.125, rel=1e-6
+    )
+    # Another datatype has no points of its own here: its line.
+    assert p.local_slope("reduce", "min", 8, datatype="float", op="sum") is None
+
+
+def test_local_slope_ignores_what_it_cannot_read_and_keeps_the_line_for_noise() -> None:
+    p = make()
+    p.measurements = [
+        {"kind": "copy", "bytes": "x", "min": 1.0},
+        {"kind": "copy", "bytes": 1024, "min": None},
+        {"kind": "copy", "bytes": 1024, "min": 2.0},
+        {"kind": "copy", "bytes": 4096, "min": 1.0},  # faster at more bytes: noise
+    ]
+    assert p.local_slope("copy", "min", 2048) is None
+    assert p.params("loggops", message_bytes=2048)["copy_beta"] == p.local["min"]["copy_beta"]
+    p.measurements = []
+    assert p.local_slope("copy", "min", 2048) is None
+
+
 def test_fit_line_is_relative_and_nonnegative() -> None:
     line = fit_line([1, 10, 100, 1000, 10**6], [5.1, 6, 15, 105, 100005])
     assert line.a == pytest.approx(5, rel=0.01) and line.b == pytest.approx(0.1, rel=0.01)

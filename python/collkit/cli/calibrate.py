@@ -7,9 +7,10 @@ time MPI_Send and MPI_Recv block (LogGP by Netgauge's method: Hoefler, Lichei, R
 their size, the profile's "shm" regime), whether a send waits for a late receiver (the eager /
 rendezvous threshold S), the
 multicast benchmark (alpha_p, alpha_r; Ruefenacht, Bull, Booth 2017, §5.1), collkit's local
-reductions per datatype and op (gamma) and memcpy (copy_beta), and a few small collkit
-schedules through the executor (its per-call and per-op costs; --no-executor leaves them out).
-It fits the postal, pipelined postal, LogP, LogGP and LogGOPS parameters from the minima and
+reductions per datatype and op (gamma) and memcpy (copy_beta; both taken at a prediction's
+message size), and a few collkit schedules through the executor, 300 calls a case (its
+per-call and per-op costs, fitted per regime: through the slots, through MPI, and from half
+the L2 cache up; --no-executor leaves them out). It fits the postal, pipelined postal, LogP, LogGP and LogGOPS parameters from the minima and
 the medians, on each side of S, and the executor's costs, and writes them with the machine,
 MPI, date, load and the quality of every fit:
 
@@ -66,8 +67,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=parse_sizes,
         default=None,
         metavar="LIST",
-        help="sizes of the executor's calibration schedules (default 64,512,4KiB,12KiB,32KiB,"
-        "256KiB,512KiB: none of validate's)",
+        help="sizes of the executor's calibration schedules (default 64,512,4KiB,12KiB,96KiB,"
+        "256KiB,512KiB,1.5MiB,3MiB: none of validate's)",
+    )
+    p.add_argument(
+        "--executor-rounds",
+        type=int,
+        default=5,
+        metavar="N",
+        help="rounds of the executor's calibration schedules (5: with --executor-iters 60, the "
+        "300 calls a case of validate's measurement)",
+    )
+    p.add_argument(
+        "--executor-iters",
+        type=int,
+        default=60,
+        metavar="N",
+        help="calls per round and executor calibration case (60)",
     )
     p.add_argument(
         "--no-executor",
@@ -89,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
     from collkit.mpi import find_mpi
     from collkit.profile import DEFAULT_SIZES, calibrate
 
-    if args.iters < 1 or args.rounds < 1:
-        raise InvalidArgumentError("--iters and --rounds must be >= 1")
+    if min(args.iters, args.rounds, args.executor_iters, args.executor_rounds) < 1:
+        raise InvalidArgumentError(
+            "--iters, --rounds, --executor-iters and --executor-rounds must be >= 1"
+        )
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
     out = Path(args.out)
@@ -100,12 +118,14 @@ def run(args: argparse.Namespace) -> int:
     if any(s < 1 for s in sizes) or len(set(sizes)) < 2:
         raise InvalidArgumentError("--sizes: at least two distinct sizes of 1 B or more")
     iters, rounds = args.iters, args.rounds
+    ex_iters, ex_rounds = args.executor_iters, args.executor_rounds
     executor_sizes = args.executor_sizes
     if executor_sizes is not None and (any(s < 1 for s in executor_sizes) or not executor_sizes):
         raise InvalidArgumentError("--executor-sizes: sizes of 1 B or more")
     if args.quick:
         sizes = args.sizes or [8, 1024, 65536, 1048576]
         iters, rounds = min(iters, 10), min(rounds, 2)
+        ex_iters, ex_rounds = min(ex_iters, 20), min(ex_rounds, 2)
         executor_sizes = executor_sizes or [64, 4096, 98304, 262144]
     mpi = find_mpi(args.mpiexec, args.mpi_prefix)
     _build(mpi, ["collkit_calibrate"])
@@ -124,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         rounds=rounds,
         executor=not args.no_executor,
         executor_sizes=executor_sizes,
+        executor_rounds=ex_rounds,
+        executor_iterations=ex_iters,
         sync=args.sync,
         progress=lambda m: print(m, file=sys.stderr),
         command=shlex.join(
@@ -133,6 +155,11 @@ def run(args: argparse.Namespace) -> int:
             + (["--no-executor"] if args.no_executor else [])
             + ["--sync", args.sync]
             + (["--executor-sizes", ",".join(map(str, executor_sizes))] if executor_sizes else [])
+            + (
+                ["--executor-rounds", str(ex_rounds), "--executor-iters", str(ex_iters)]
+                if not args.no_executor
+                else []
+            )
         ),
     )
     prof.save(out)
