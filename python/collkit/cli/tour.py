@@ -382,6 +382,13 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
                     lost.setdefault(i, set()).add(nbytes)
                 elif won and all(won):
                     verdict = "[green]holds[/green]"
+                elif won and any(won):
+                    # Faster in some rounds, not in all: not trusted with a program's calls.
+                    verdict = (
+                        f"[red]lost {len(won) - sum(won)} of {len(won)} rounds to native: "
+                        "not used[/red]"
+                    )
+                    lost.setdefault(i, set()).add(nbytes)
                 else:
                     verdict = "[red]LOSES to native here: not used[/red]"
                     lost.setdefault(i, set()).add(nbytes)
