@@ -24,8 +24,10 @@ namespace collkit::mpi {
 std::string node_placement(const Algorithm& algo, MPI_Comm comm, bool commutative, Placement& out);
 
 // This rank's node, named by the smallest rank of `comm` on it (COLLKIT_TEST_RPN's fake node
-// too); -1 with why not. Collective over `comm` (MPI_Comm_split_type). The shared-memory
-// transport (shm.hpp) uses it, so its nodes are the placement's nodes.
+// too); -1 with why not. Collective over `comm` (MPI_Comm_split_type), but not with
+// COLLKIT_TEST_RPN. The shared-memory transport (shm.cpp) takes its fake nodes from here, and
+// otherwise groups the ranks by operating system (host, boot id, network namespace) with one
+// allgather: ranks MPI puts on one node share it, in every setup collkit knows.
 int node_id(MPI_Comm comm, std::string& why);
 
 }  // namespace collkit::mpi

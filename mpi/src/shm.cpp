@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +37,36 @@ int64_t requested_slot_bytes() {
   return kDefaultSlotBytes;
 }
 
+// 64-bit FNV-1a: the same key from the same text in every process, whatever its build.
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+// This rank's operating system as a key (>= 0; -1 with why not): ranks with one key see one
+// /dev/shm. COLLKIT_TEST_RPN's fake nodes are the placement's (node_id, no MPI call then).
+long long os_key(MPI_Comm comm, int rank, int size, std::string& why) {
+  if (std::getenv("COLLKIT_TEST_RPN") != nullptr) return node_id(comm, why);
+  (void)rank;
+  (void)size;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) {
+    why = "gethostname failed";
+    return -1;
+  }
+  std::string text = host;
+  if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char boot[64] = {};
+    if (std::fgets(boot, sizeof boot, f) != nullptr) text += std::string("\n") + boot;
+    std::fclose(f);
+  }
+  // Emulated nodes (network namespaces, collkit cluster) share the kernel and its boot id.
+  struct stat ns{};
+  if (stat("/proc/self/ns/net", &ns) == 0) text += "\nnet:" + std::to_string(ns.st_ino);
+  return static_cast<long long>(fnv1a(text) >> 1);
+}
+
 }  // namespace
 
 std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& why,
@@ -46,16 +78,27 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   const char* env = std::getenv("COLLKIT_SHM");
   const bool want = !(env != nullptr && std::strcmp(env, "0") == 0);
   std::string why_node;
-  // Collective (MPI_Comm_split_type) on every rank, whatever this rank wants.
-  const int id = node_id(comm, why_node);
-  // What every rank knows, so every rank decides alike: its node, whether it wants shared
-  // memory, and the slot size it asks for.
-  long long mine[3] = {id, want ? 1 : 0, requested_slot_bytes()};
+  // What every rank knows, so every rank decides alike: the key of its operating system (host
+  // name, boot id, network namespace: ranks with one key share /dev/shm), whether it wants shared
+  // memory, and the slot size it asks for. No MPI_Comm_split_type: on MPICH it took 1.5 ms of
+  // the first call after the communicator's MPI_Comm_dup; one allgather takes microseconds.
+  const long long key = os_key(comm, rank, size, why_node);
+  long long mine[3] = {key, want ? 1 : 0, requested_slot_bytes()};
   std::vector<long long> all(static_cast<size_t>(3 * size));
   if (PMPI_Allgather(mine, 3, MPI_LONG_LONG, all.data(), 3, MPI_LONG_LONG, comm) != MPI_SUCCESS) {
-    why = "MPI_Allgather of the node ids failed";
+    why = "MPI_Allgather of the node keys failed";
     return nullptr;
   }
+  // A node is named by its smallest rank, as the placement names it.
+  std::vector<long long> keys(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) keys[static_cast<size_t>(r)] = all[static_cast<size_t>(3 * r)];
+  for (int r = 0; r < size; ++r) {
+    if (keys[static_cast<size_t>(r)] < 0) continue;
+    int first = 0;
+    while (keys[static_cast<size_t>(first)] != keys[static_cast<size_t>(r)]) ++first;
+    all[static_cast<size_t>(3 * r)] = first;
+  }
+  const int id = key < 0 ? -1 : static_cast<int>(all[static_cast<size_t>(3 * rank)]);
   int64_t slot_bytes = INT64_MAX;
   for (int r = 0; r < size; ++r) {
     const long long* a = &all[static_cast<size_t>(3 * r)];
@@ -128,8 +171,9 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
       const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
       if (fd >= 0) {
         created = true;
-        // Reserve the pages now: a full /dev/shm is an error here, not a SIGBUS later.
-        if (posix_fallocate(fd, 0, static_cast<off_t>(t->bytes_)) != 0) name[0] = '\0';
+        // Sparse: each rank reserves the pages of the channels it writes (below), in parallel;
+        // one rank reserving the whole segment (posix_fallocate) took 1.2 ms of the first call.
+        if (ftruncate(fd, static_cast<off_t>(t->bytes_)) != 0) name[0] = '\0';
         close(fd);
       } else {
         name[0] = '\0';
@@ -144,16 +188,21 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
       const int fd = shm_open(name, O_RDWR, 0600);
       void* p =
           fd < 0 ? MAP_FAILED : mmap(nullptr, t->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (fd >= 0) close(fd);
       if (p == MAP_FAILED) {
         ok = 0;
         why = "mapping the shared-memory segment failed";
       } else {
         t->base_ = p;
+        if (!t->map_channels(fd, cb)) {
+          ok = 0;
+          why = "reserving the shared-memory segment's pages failed (/dev/shm full?)";
+        }
       }
+      if (fd >= 0) close(fd);
     }
   }
-  // One answer for all: every rank has mapped the segment (or failed) before any unlinks it.
+  // One answer for all: every rank has mapped the segment and reserved its pages (or failed)
+  // before any unlinks it.
   int all_ok = 0;
   if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all_ok = 0;
   if (created) shm_unlink(name);
@@ -162,52 +211,55 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
     if (why.empty()) why = "setting up shared memory failed on another rank";
     return nullptr;  // the destructor unmaps
   }
-  if (n >= 2) {
-    auto* base = static_cast<std::byte*>(t->base_);
-    auto channel = [&](int from, int to) {
-      std::byte* c =
-          base +
-          (static_cast<size_t>(from) * static_cast<size_t>(n) + static_cast<size_t>(to)) * cb;
-      return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kLine};
-    };
-    for (int j = 0; j < n; ++j) {
-      t->out_.push_back(channel(t->me_, j));
-      t->in_.push_back(channel(j, t->me_));
-    }
-    // Map now every page of the channels this rank writes and reads: else each of a ring's first
-    // K messages takes a page fault per page it covers, in the call (~2-3 us a fault on this VM:
-    // a 12 KiB bcast ran 18-20 us a call for its first ~30 calls, then 3; each size's first
-    // calls in a program, and any measurement with fewer warm-up calls than slots, paid it).
-    // MADV_POPULATE_{WRITE,READ} (Linux 5.14) map without touching the data, so a peer that has
-    // started sending is not disturbed; before 5.14, touch each page (a write of zero through an
-    // atomic add to this rank's own out-channels, a read of the in-channels).
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    auto populate = [&](const Channel& c, bool write) {
-      auto* lo = reinterpret_cast<std::byte*>(c.released);
-      const auto a = reinterpret_cast<uintptr_t>(lo) / page * page;
-      const auto b = round_up(reinterpret_cast<uintptr_t>(lo + cb), page);
-      constexpr int kPopulateRead = 22, kPopulateWrite = 23;  // <linux/mman.h>, Linux 5.14
+  t->sent.assign(static_cast<size_t>(size), 0);
+  t->received.assign(static_cast<size_t>(size), 0);
+  return t;
+}
+
+bool ShmTransport::map_channels(int fd, size_t cb) {
+  auto* base = static_cast<std::byte*>(base_);
+  auto channel = [&](int from, int to) {
+    std::byte* c =
+        base + (static_cast<size_t>(from) * static_cast<size_t>(n_) + static_cast<size_t>(to)) * cb;
+    return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kLine};
+  };
+  for (int j = 0; j < n_; ++j) {
+    out_.push_back(channel(me_, j));
+    in_.push_back(channel(j, me_));
+  }
+  // Reserve and map now every page of the channels this rank writes, and map those it reads:
+  // else each of a ring's first K messages takes a page fault per page it covers, in the call
+  // (~2-3 us a fault on this VM: a 12 KiB bcast ran 17-26 us a call for its first ~30 calls,
+  // then 3-4), and a full /dev/shm would be a SIGBUS in a call, not an error here.
+  // MADV_POPULATE_{WRITE,READ} (Linux 5.14) map without touching the data; before 5.14,
+  // posix_fallocate reserves the pages and a touch of each maps them (an atomic add of zero to
+  // the out-channels, a read of the in-channels).
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto range = [&](const Channel& c) {
+    const auto lo = reinterpret_cast<uintptr_t>(c.released) / page * page;
+    return std::pair{lo, round_up(reinterpret_cast<uintptr_t>(c.released) + cb, page)};
+  };
+  constexpr int kPopulateRead = 22, kPopulateWrite = 23;  // <linux/mman.h>, Linux 5.14
+  for (int j = 0; j < n_; ++j) {
+    if (j == me_) continue;
+    for (bool write : {true, false}) {
+      const Channel& c = write ? out_[static_cast<size_t>(j)] : in_[static_cast<size_t>(j)];
+      const auto [a, b] = range(c);
       if (madvise(reinterpret_cast<void*>(a), b - a, write ? kPopulateWrite : kPopulateRead) == 0)
-        return;
-      c.released->fetch_add(0, std::memory_order_relaxed);
-      for (size_t k = 0; k < k_slots; ++k) t->full(c.slots + k * t->stride_)->fetch_add(0);
-      for (uintptr_t at = round_up(reinterpret_cast<uintptr_t>(lo), page); at < b; at += page) {
+        continue;
+      if (errno != EINVAL) return false;  // ENOMEM, EFAULT: the pages cannot be had
+      const auto off = static_cast<off_t>(a - reinterpret_cast<uintptr_t>(base));
+      if (write && posix_fallocate(fd, off, static_cast<off_t>(b - a)) != 0) return false;
+      for (uintptr_t at = a; at < b; at += page) {
         auto* w = reinterpret_cast<std::atomic<uint64_t>*>(at);
         if (write)
           w->fetch_add(0, std::memory_order_relaxed);
         else
           (void)w->load(std::memory_order_relaxed);
       }
-    };
-    for (int j = 0; j < n; ++j) {
-      if (j == t->me_) continue;
-      populate(t->out_[static_cast<size_t>(j)], true);
-      populate(t->in_[static_cast<size_t>(j)], false);
     }
   }
-  t->sent.assign(static_cast<size_t>(size), 0);
-  t->received.assign(static_cast<size_t>(size), 0);
-  return t;
+  return true;
 }
 
 ShmTransport::~ShmTransport() {

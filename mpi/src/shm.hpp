@@ -72,6 +72,9 @@ class ShmTransport {
 
  private:
   ShmTransport() = default;
+  // Sets the channels up in the mapped segment and reserves and maps their pages (this rank's
+  // out-channels written, its in-channels read); false when the pages cannot be had.
+  bool map_channels(int fd, size_t channel_bytes);
   struct Channel {
     std::atomic<uint64_t>* released;  // messages released without a gap, by the receiver
     std::byte* slots;                 // K slots of kSlotHeader + slot_bytes_
