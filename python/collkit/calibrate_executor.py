@@ -11,8 +11,8 @@ the wire-per-byte ``G`` does not.
 
 So calibrate also runs a few small schedules through the executor with the bench driver (the
 calibration set: one message, one message and a reduction, an exchange with and without a
-reduction, a stream of messages, at sizes the validation does not use, 300 calls each) and fits, with scipy's least squares on
-relative residuals, the simulator's own parameters to them:
+reduction, a stream of messages, at sizes the validation does not use, 300 calls each) and
+fits, with scipy's least squares on relative residuals, the simulator's own parameters to them:
 
 - the model's network parameters (LogGOPS: L, o, g, G, O; postal: alpha, beta; ...) with the
   kernel's fits as the starting point: ``o`` then holds MPI's overhead per message plus the

@@ -147,10 +147,10 @@ def test_local_costs_are_taken_at_the_size_of_the_message() -> None:
     p = fit_profile(recs, [], name="t", machine="m", mpi="x", pair="intra-node")
     line = p.local["min"]["gamma"]["double"]["sum"]["gamma"]
     assert 0.125 < line < 0.25  # one line through both: right at neither
-    for n, gamma, copy in ((8, 0.125, 0.05), (65536, 0.125, 0.05), (1 << 20, 0.25, 0.1)):
+    for n, gamma, copy_beta in ((8, 0.125, 0.05), (65536, 0.125, 0.05), (1 << 20, 0.25, 0.1)):
         got = p.params("loggops", message_bytes=n, executor=False)
         assert got["gamma"] == pytest.approx(gamma, rel=1e-6), n
-        assert got["copy_beta"] == pytest.approx(copy, rel=1e-6), n
+        assert got["copy_beta"] == pytest.approx(copy_beta, rel=1e-6), n
     # Beyond the largest size measured: the last slope. The medians: their own points.
     assert p.params("loggops", message_bytes=1 << 24)["gamma"] == pytest.approx(0.25, rel=1e-6)
     assert p.params("loggops", stat="median", message_bytes=8)["gamma"] == pytest.approx(
