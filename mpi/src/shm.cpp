@@ -46,10 +46,8 @@ uint64_t fnv1a(const std::string& text) {
 
 // This rank's operating system as a key (>= 0; -1 with why not): ranks with one key see one
 // /dev/shm. COLLKIT_TEST_RPN's fake nodes are the placement's (node_id, no MPI call then).
-long long os_key(MPI_Comm comm, int rank, int size, std::string& why) {
+long long os_key(MPI_Comm comm, std::string& why) {
   if (std::getenv("COLLKIT_TEST_RPN") != nullptr) return node_id(comm, why);
-  (void)rank;
-  (void)size;
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) {
     why = "gethostname failed";
@@ -82,7 +80,7 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   // name, boot id, network namespace: ranks with one key share /dev/shm), whether it wants shared
   // memory, and the slot size it asks for. No MPI_Comm_split_type: on MPICH it took 1.5 ms of
   // the first call after the communicator's MPI_Comm_dup; one allgather takes microseconds.
-  const long long key = os_key(comm, rank, size, why_node);
+  const long long key = os_key(comm, why_node);
   long long mine[3] = {key, want ? 1 : 0, requested_slot_bytes()};
   std::vector<long long> all(static_cast<size_t>(3 * size));
   if (PMPI_Allgather(mine, 3, MPI_LONG_LONG, all.data(), 3, MPI_LONG_LONG, comm) != MPI_SUCCESS) {

@@ -130,13 +130,7 @@ def executor_threshold(
 
 
 def l2_cache_bytes() -> int:
-    """This machine's L2 cache a core (bytes; 0 if the system does not say)."""
-    try:
-        n = int(os.sysconf("SC_LEVEL2_CACHE_SIZE"))
-    except (ValueError, OSError):
-        n = 0
-    if n > 0:
-        return n
+    """This machine's L2 cache a core (bytes, as Linux's sysfs says; 0 if it does not)."""
     try:
         text = Path("/sys/devices/system/cpu/cpu0/cache/index2/size").read_text().strip()
     except OSError:

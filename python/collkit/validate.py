@@ -22,7 +22,7 @@ import itertools
 import json
 import math
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -138,6 +138,21 @@ class Validation:
         errs = [abs(getattr(c, f"error_{stat}")) for c in (cases or self.ok())]
         return float(np.median(errs)) if errs else math.nan
 
+    def _pairs_of(self, cases: Sequence[Case] | None) -> Iterator[tuple[Case, Case, bool]]:
+        """Every pair of algorithms of one (collective, P, size), and whether the two are one
+        schedule (equal schedule_digest)."""
+        groups: dict[tuple[str, int, int], list[Case]] = {}
+        for c in cases or self.ok():
+            groups.setdefault((c.collective, c.P, c.bytes), []).append(c)
+        for cs in groups.values():
+            for a, b in itertools.combinations(cs, 2):
+                da = schedule_digest(a.algorithm, a.P, a.bytes, a.collective)
+                yield (
+                    a,
+                    b,
+                    bool(da) and da == schedule_digest(b.algorithm, b.P, b.bytes, b.collective),
+                )
+
     def pairs(self, stat: str = "min", cases: Sequence[Case] | None = None) -> PairCount:
         """Over every pair of algorithms of one (collective, P, size): how many the prediction
         orders as measured, of the distinguishable ones. Two names of one schedule (equal
@@ -145,39 +160,29 @@ class Validation:
         them is its noise (counted apart, `same`). A pair whose measured times are within TIE
         of each other is a tie (counted apart: no order to get right); a prediction that ties
         a distinguishable pair orders it wrongly."""
-        groups: dict[tuple[str, int, int], list[Case]] = {}
-        for c in cases or self.ok():
-            groups.setdefault((c.collective, c.P, c.bytes), []).append(c)
         good = total = ties = same = 0
-        for cs in groups.values():
-            for a, b in itertools.combinations(cs, 2):
-                da = schedule_digest(a.algorithm, a.P, a.bytes, a.collective)
-                if da and da == schedule_digest(b.algorithm, b.P, b.bytes, b.collective):
-                    same += 1
-                    continue
-                ma, mb = getattr(a, f"measured_{stat}"), getattr(b, f"measured_{stat}")
-                pa, pb = getattr(a, f"predicted_{stat}"), getattr(b, f"predicted_{stat}")
-                if abs(ma - mb) <= TIE * min(ma, mb):
-                    ties += 1
-                    continue
-                total += 1
-                good += (ma < mb) == (pa < pb) and pa != pb
+        for a, b, one in self._pairs_of(cases):
+            if one:
+                same += 1
+                continue
+            ma, mb = getattr(a, f"measured_{stat}"), getattr(b, f"measured_{stat}")
+            pa, pb = getattr(a, f"predicted_{stat}"), getattr(b, f"predicted_{stat}")
+            if abs(ma - mb) <= TIE * min(ma, mb):
+                ties += 1
+                continue
+            total += 1
+            good += (ma < mb) == (pa < pb) and pa != pb
         return PairCount(good, total, ties, same)
 
     def same_schedule_spread(self, stat: str = "min", cases: Sequence[Case] | None = None) -> float:
         """The median relative difference between the measured times of two names of one
         schedule, measured in the same run (NaN without such pairs): the noise of this very
         measurement, which no model's error can be shown below."""
-        groups: dict[tuple[str, int, int], list[Case]] = {}
-        for c in cases or self.ok():
-            groups.setdefault((c.collective, c.P, c.bytes), []).append(c)
         spread = []
-        for cs in groups.values():
-            for a, b in itertools.combinations(cs, 2):
-                da = schedule_digest(a.algorithm, a.P, a.bytes, a.collective)
-                if da and da == schedule_digest(b.algorithm, b.P, b.bytes, b.collective):
-                    ma, mb = getattr(a, f"measured_{stat}"), getattr(b, f"measured_{stat}")
-                    spread.append(abs(ma - mb) / min(ma, mb))
+        for a, b, one in self._pairs_of(cases):
+            if one:
+                ma, mb = getattr(a, f"measured_{stat}"), getattr(b, f"measured_{stat}")
+                spread.append(abs(ma - mb) / min(ma, mb))
         return float(np.median(spread)) if spread else math.nan
 
     def rows(self) -> list[Row]:
