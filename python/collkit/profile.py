@@ -181,14 +181,32 @@ class Profile:
         out["copy_beta"] = float(local["copy_beta"])
         # Per byte at this size: a reduction or copy of buffers that outgrow the caches costs
         # more a byte (here the kernel's sum of doubles: 0.04 ns/B at 128 KiB, 0.08 at 1 MiB).
-        g = self.local_slope("reduce", stat, message_bytes, datatype=datatype, op=op)
-        c = self.local_slope("copy", stat, message_bytes)
-        out["gamma"] = g if g is not None else out["gamma"]
-        out["copy_beta"] = c if c is not None else out["copy_beta"]
+        out["gamma"] = self._local_at("reduce", stat, message_bytes, datatype, op)
+        out["copy_beta"] = self._local_at("copy", stat, message_bytes, datatype, op)
         ex = self._executor_fit(key, stat, message_bytes) if executor else None
         if ex is not None:
             out.update({k: float(v) for k, v in ex.items() if k not in EXECUTOR_TERMS})
         return out
+
+    def _local_at(
+        self, kind: str, stat: str, nbytes: float | None, datatype: str, op: str
+    ) -> float:
+        """ns per byte of the local `kind` at `nbytes` for `stat`: the slope there, else the
+        line over all sizes; for a statistic above the minimum never below the minimum's (two
+        slopes of noisy medians can cross the minima's, and a lower per-byte cost would
+        predict a median call faster than the fastest, as _order_fits keeps for the lines)."""
+
+        def at(s: str) -> float:
+            slope = self.local_slope(kind, s, nbytes, datatype=datatype, op=op)
+            if slope is not None:
+                return slope
+            loc = self.local.get(s, {})
+            if kind == "copy":
+                return float(loc.get("copy_beta", 0.0))
+            return float(loc.get("gamma", {}).get(datatype, {}).get(op, {}).get("gamma", 0.0))
+
+        v = at(stat)
+        return max(v, at("min")) if stat != "min" else v
 
     def local_slope(
         self,

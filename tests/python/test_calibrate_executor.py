@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -327,3 +328,35 @@ def test_the_medians_fit_never_predicts_below_the_minimas(
             if k not in ("S", "barrier_skew"):
                 assert v >= lo[k], (regime, k)
         assert fits["loggops"]["barrier_skew"] == lo["barrier_skew"]
+
+
+# An executor fit of a CI run (MPICH, shared memory, 2026-11-28): the medians' parameters each at
+# or above the minima's, yet rd at P = 2 simulated 20 ns faster from the medians.
+CI_MIN = dict(L=17.32, o=116.1, g=248.7, G=0.05215, O=0.009237, S=math.inf, reduce_base=14.84)
+CI_MEDIAN = dict(CI_MIN, L=48.34, G=0.05896, reduce_base=79.69)
+
+
+def test_a_later_arrival_can_shorten_the_schedule() -> None:
+    """The simulation is a list schedule: a message that is already there when rank 1 leaves
+    the barrier takes its CPU before its own send; one that comes later lets the send go
+    first. More latency, a shorter makespan: no fit's ordering can rule that out."""
+    sched = collkit.generate("allreduce:rd", 2, count=1, elem_size=8)
+    local = dict(gamma=0.046, copy_beta=0.025)
+
+    def t(**kw: float) -> float:
+        return elapsed(sched, Model.make("loggops", **{**CI_MIN, **local, **kw}), 138.9)
+
+    assert t(L=30) < t(L=17.32) - 50
+    assert t(**CI_MEDIAN) < t()
+
+
+def test_a_median_is_never_predicted_below_the_minimum(with_executor: Any) -> None:
+    p = with_executor
+    for stat, fit in (("min", CI_MIN), ("median", CI_MEDIAN)):
+        eager = p.executor[stat]["regimes"]["eager"]["loggops"]
+        eager.update(fit, call=233.4, barrier_skew=138.9)
+    lo, hi, _ = predict(p, "loggops", "allreduce:rd", 2, 8, "allreduce")
+    assert hi == pytest.approx(lo)  # the anomaly's median, predicted as the minimum
+    for a, s in (("allreduce:rd", 1024), ("allreduce:ring", 16384)):
+        lo, hi, _ = predict(p, "loggops", a, 2, s, "allreduce")
+        assert hi > lo, (a, s)

@@ -291,7 +291,8 @@ def test_calibrate_and_validate_on_mpich(
     assert len(rows) == 2 * 2 * 2
     assert {r.source for r in rows} == {"measured", "simulated"}
     # A median is never below its minimum: measured, nor predicted (the medians' fits are kept
-    # at or above the minima's, profile._order_fits and calibrate_executor.fit_regime's floor).
+    # at or above the minima's, profile._order_fits and calibrate_executor.fit_regime's floor,
+    # and a schedule's timing anomaly is predicted as the minimum, validate.predict).
     bad = [r for r in rows if not r.min_us > 0 or r.median_us < r.min_us]
     assert not bad, [(r.source, r.algorithm, r.bytes, r.min_us, r.median_us) for r in bad]
     # The rows say how collkit moved the messages; on one node that is its shared memory.
