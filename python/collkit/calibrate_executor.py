@@ -23,6 +23,11 @@ fits, with scipy's least squares on relative residuals, the simulator's own para
   loop), added to the simulated makespan: the simulator has no per-call term and needs none (a
   constant moves no algorithm against another).
 
+Through the shared-memory slots the eager cases are fitted twice: as above (regime "eager",
+for every simulation of a profile), and with the slots' two copies as ops of their own
+(regime "slots", SlotCopies: the sender's before the send, the receiver's after the receive,
+``slot_copy`` ns a byte, the model's per-byte terms 0), which validate predicts with.
+
 Parameters that no calibration case depends on keep the kernel's values; ``gamma`` and
 ``copy_beta`` stay the kernel's (measured on collkit's own reduction and memcpy). Each regime
 (through the executor's shared-memory slots, or through MPI above COLLKIT_SHM_MAX; eager /
@@ -84,6 +89,7 @@ FREE_PARAMS: dict[str, tuple[str, ...]] = {
     "loggp": ("L", "o", "g", "G"),
     "loggops": ("L", "o", "g", "G", "O"),
 }
+PER_BYTE = ("beta", "G", "O")  # the models' costs a byte of a message
 SHM_DEFAULT_MAX = 32768  # mpi/src/shm.cpp's kDefaultSlotBytes
 MIN_LARGE_CASES = 6  # fewer cases beyond the caches: they stay in the MPI regime
 
@@ -299,11 +305,137 @@ def late_start(schedule: Any, delay_ns: float) -> tuple[Any, np.ndarray]:
     return late, starts
 
 
-def elapsed(schedule: Any, model: Any, barrier_skew: float = 0.0) -> float:
+class SlotCopies:
+    """`schedule` with the copies of collkit's shared-memory slots as ops of their own: before
+    each send the sender's copy into the slot, after each receive the receiver's copy out of
+    it, each a compute op on that rank's CPU (built once; `at(rate)` sets their time, `rate`
+    ns a byte). The send waits for its copy; what waited for a receive waits for its copy.
+
+    LogGOPS (LogGOPSim's semantics) charges a message's bytes as ``O`` on the sender's CPU and
+    ``G`` on the wire, the receiver's share overlapped with the sender's: one ``max(G, O)`` a
+    byte for a lone message and for a stream alike. Through the slots the receiver copies
+    only once the sender has: measured, a lone message pays both copies in turn (bcast
+    12-16 KiB: 0.17-0.19 ns/B) while in a stream the receiver's copy of one message overlaps
+    the sender's of the next (bcast:pipeline 96-512 KiB: 0.08-0.09 ns/B), and a rank of an
+    exchange copies in and out on one CPU. With the copies here the model's per-byte terms
+    are 0 (calibrate_executor.fit_regime)."""
+
+    def __init__(self, schedule: Any) -> None:
+        a = schedule.arrays()
+        self.schedule = schedule
+        kind, rank = a["kind"], a["rank"]
+        n = len(kind)
+        first = np.searchsorted(rank, np.arange(schedule.P + 1))
+        db, ds = a["dep_begin"], a["deps"]
+        cols = [k for k in a if k not in ("dep_begin", "deps", "scratch_begin", "scratch")]
+        succ: list[list[int]] = [[] for _ in range(n)]
+        for i in range(n):
+            for d in ds[db[i] : db[i + 1]]:
+                succ[first[rank[i]] + int(d)].append(i)
+
+        def fused(i: int) -> bool:
+            # The executor reduces straight out of the slot (no copy) a receive into scratch
+            # whose one successor reduces exactly what it received (mpi/src/executor.cpp).
+            if a["buf"][i] < 2 or len(succ[i]) != 1:
+                return False
+            j = succ[i][0]
+            return bool(
+                kind[j] == 2
+                and a["src"][j] == a["buf"][i]
+                and a["src_off"][j] == a["off"][i]
+                and a["len"][j] == a["len"][i]
+            )
+
+        # New rank-local index of each old op and of what its dependents wait for (its copy
+        # out, for a receive); a send's copy in comes right before it.
+        new_local = np.zeros(n, dtype=np.int64)
+        done_at = np.zeros(n, dtype=np.int64)
+        order: list[tuple[int, int]] = []  # (old op, 0: itself, 1: its copy)
+        copy_out = np.array([kind[i] == 1 and not fused(i) for i in range(n)], dtype=bool)
+        for r in range(schedule.P):
+            at = 0
+            for i in range(first[r], first[r + 1]):
+                if kind[i] == 0:
+                    order.append((i, 1))
+                    at += 1
+                new_local[i] = at
+                order.append((i, 0))
+                at += 1
+                if copy_out[i]:
+                    order.append((i, 1))
+                    at += 1
+                done_at[i] = at - 1
+        m = len(order)
+        src = np.array([i for i, _ in order], dtype=np.int64)
+        is_copy = np.array([c for _, c in order], dtype=bool)
+        out = {k: a[k][src].copy() for k in cols}
+        out["kind"][is_copy] = 4  # compute: its len is ns on the rank's CPU
+        for col in ("buf", "off", "src", "src_off", "side"):
+            out[col][is_copy] = 0
+        out["peer"][is_copy] = -1
+        deps: list[int] = []
+        dep_begin = [0]
+        last_root_send, cur = -1, -1  # rank-local, new numbering
+        for i, c in order:
+            base = first[rank[i]]
+            if rank[i] != cur:
+                last_root_send, cur = -1, int(rank[i])
+            mine = ds[db[i] : db[i + 1]]
+            if kind[i] == 0 and c:
+                # The copy in is the send's own work: the executor takes the sends that need
+                # nothing in program order, each copied before the next is (a FIFO queue).
+                deps.extend(int(done_at[base + d]) for d in mine)
+                if len(mine) == 0 and last_root_send >= 0:
+                    deps.append(last_root_send)
+                if len(mine) == 0:
+                    last_root_send = int(new_local[i])
+            elif kind[i] == 0:
+                deps.append(int(new_local[i]) - 1)  # the send waits for its copy in
+            elif c:
+                deps.append(int(new_local[i]))  # the copy out waits for its receive
+            else:
+                deps.extend(int(done_at[base + d]) for d in mine)
+            dep_begin.append(len(deps))
+        assert len(dep_begin) == m + 1
+        self.cols = out
+        self.cols["dep_begin"] = np.array(dep_begin)
+        self.cols["deps"] = np.array(deps)
+        self.cols["scratch_begin"] = a["scratch_begin"]
+        self.cols["scratch"] = a["scratch"]
+        self.copy_at = np.flatnonzero(is_copy)
+        self.copy_bytes = a["len"][src[is_copy]].astype(float) * schedule.elem_size
+
+    def at(self, rate: float) -> Any:
+        from collkit.schedule import Schedule
+
+        if rate <= 0 or len(self.copy_at) == 0:
+            return self.schedule
+        cols = dict(self.cols)
+        cols["len"] = cols["len"].copy()
+        cols["len"][self.copy_at] = np.rint(self.copy_bytes * rate).astype(cols["len"].dtype)
+        sch = self.schedule
+        return Schedule.from_arrays(
+            cols,
+            collective=sch.collective,
+            P=sch.P,
+            count=sch.count,
+            elem_size=sch.elem_size,
+            root=sch.root,
+            algorithm=sch.algorithm,
+        )
+
+
+def elapsed(schedule: Any, model: Any, barrier_skew: float = 0.0, slot_copy: float = 0.0) -> float:
     """What the bench driver measures of one call (ns): the largest time from a rank's own
-    start to its finish, the ranks but 0 starting `barrier_skew` late (0: all at once)."""
+    start to its finish, the ranks but 0 starting `barrier_skew` late (0: all at once), each
+    received message copied out of its slot at `slot_copy` ns a byte (see SlotCopies; a
+    SlotCopies for `schedule` takes the place of building one per call)."""
     from collkit.simulate import simulate
 
+    if isinstance(schedule, SlotCopies):
+        schedule = schedule.at(slot_copy)
+    elif slot_copy > 0:
+        schedule = SlotCopies(schedule).at(slot_copy)
     if barrier_skew <= 0:
         return float(simulate(schedule, model=model).makespan)
     late, starts = late_start(schedule, barrier_skew)
@@ -319,6 +451,7 @@ def fit_regime(
     *,
     barrier: bool = False,
     floor: Mapping[str, Any] | None = None,
+    slot_copy: bool = False,
 ) -> dict[str, Any]:
     """Least squares (scipy) of the model's free parameters, reduce_base and the per-call cost
     to the cases' measured `stat` (relative residuals, soft L1 loss against the odd sample a
@@ -332,7 +465,11 @@ def fit_regime(
     and "barrier_skew"): every free parameter and the per-call cost are then kept at or above
     the floor's, and the barrier skew is the floor's. The simulated time grows with each of
     them, so the prediction from this fit is never below the floor's: a predicted median is
-    never below the predicted minimum."""
+    never below the predicted minimum.
+
+    `slot_copy`: the cases moved their messages through collkit's shared-memory slots; also
+    fitted is the receiver's copy out of the slot, ns a byte (SlotCopies), returned as
+    "slot_copy"."""
     from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
     from collkit.simulate import Model
@@ -340,7 +477,16 @@ def fit_regime(
     if not cases:
         raise InvalidArgumentError("no calibration cases in this regime")
     free = [*FREE_PARAMS[model], "reduce_base"]
-    scheds = _schedules(cases)
+    scheds: list[Any] = _schedules(cases)
+    start = dict(start)
+    if slot_copy:
+        # The slots' copies carry the bytes (SlotCopies): the model's per-byte terms are 0,
+        # and the copy starts at the kernel's cost a byte of a stream through the slots.
+        per_byte = [k for k in PER_BYTE if k in start]
+        start.setdefault("slot_copy", max([float(start[k]) for k in per_byte] + [0.0]))
+        start.update({k: 0.0 for k in per_byte})
+        free = [k for k in free if k not in PER_BYTE] + ["slot_copy"]
+        scheds = [SlotCopies(s) for s in scheds]
     y = np.array([getattr(c, stat) for c in cases], dtype=float)
     k_skew, k_call = len(free), len(free) + 1
     # The skew is the measurement's, not the statistic's: with a floor it is the floor's.
@@ -349,16 +495,17 @@ def fit_regime(
     def predict(x: np.ndarray) -> np.ndarray:
         ps = dict(start)
         ps.update({k: float(v) for k, v in zip(free, x[:k_skew], strict=True)})
+        rate = ps.pop("slot_copy", 0.0)
         m = Model.make(model, **ps)
         skew = fixed_skew if fixed_skew is not None else float(x[k_skew]) if barrier else 0.0
-        t = np.array([elapsed(s, m, skew) for s in scheds], dtype=float)
+        t = np.array([elapsed(s, m, skew, rate) for s in scheds], dtype=float)
         return t + float(x[k_call])
 
     x0 = np.array([float(start[k]) for k in free] + [300.0 if barrier else 0.0, 0.0])
     lo = np.zeros_like(x0)
     hi = np.full_like(x0, np.inf)
     if floor is not None:
-        fl = floor["params"]
+        fl = {**floor["params"], "slot_copy": floor.get("slot_copy", 0.0)}
         lo = np.array([float(fl[k]) for k in free] + [0.0, float(floor["call"])])
         x0 = np.maximum(x0, lo)
     base = predict(np.array([*x0[:k_skew], 0.0, 0.0]))
@@ -367,10 +514,13 @@ def fit_regime(
     # (1e-3; 5e-2 for the skew, which the schedule holds in whole ns), and a scale per kind of
     # parameter (per-byte costs are ~1e4 times smaller).
     scale = np.array(
-        [0.01 if k in ("beta", "G", "O") else 100.0 for k in free] + [100.0, 100.0], dtype=float
+        [0.01 if k in (*PER_BYTE, "slot_copy") else 100.0 for k in free] + [100.0, 100.0],
+        dtype=float,
     )
     step = np.full_like(x0, 1e-3)
     step[k_skew] = 5e-2
+    if slot_copy:  # the copies, too, are whole ns
+        step[free.index("slot_copy")] = 5e-2
 
     def resid(x: np.ndarray) -> np.ndarray:
         r: np.ndarray = (predict(x) - y) / y
@@ -389,8 +539,10 @@ def fit_regime(
     rel = resid(sol.x)
     params = dict(start)
     params.update({k: float(v) for k, v in zip(free, sol.x[:k_skew], strict=True)})
+    rate = params.pop("slot_copy", None)
     return {
         "params": params,
+        **({"slot_copy": rate} if rate is not None else {}),
         "call": float(sol.x[k_call]),
         "barrier_skew": (
             fixed_skew if fixed_skew is not None else float(sol.x[k_skew]) if barrier else 0.0
@@ -418,6 +570,8 @@ def fit_executor(
     "rendezvous" above, and "large" from half the L2 cache up (large_threshold), when the
     records say the cache's size (measure_executor's "cache" record; `l2_bytes` overrides) and
     hold enough cases there."""
+    from collkit.profile import EXECUTOR_REGIMES
+
     cases = cases_from_records(records)
     if not cases:
         raise InvalidArgumentError("no executor measurements to fit")
@@ -448,8 +602,15 @@ def fit_executor(
     floors: dict[tuple[str, str], dict[str, Any]] = {}
     for stat in sorted(profile.models, key=lambda st: st != "min"):
         regimes: dict[str, dict[str, Any]] = {}
-        for regime in ("eager", "rendezvous", "large"):
-            mine = [c for c in cases if regime_of(c) == regime and getattr(c, stat) > 0]
+        # "slots": the eager cases through the shared-memory slots once more, with the slots'
+        # copies as ops of their own (SlotCopies): what validate predicts them with. The
+        # eager regime's plain fit stays for every simulation of a profile that has no such
+        # ops (simulate --profile, tune --simulate).
+        for regime in EXECUTOR_REGIMES:
+            if regime == "slots" and not (through_shm and threshold > 0):
+                continue
+            of = "eager" if regime == "slots" else regime
+            mine = [c for c in cases if regime_of(c) == of and getattr(c, stat) > 0]
             if not mine:
                 continue
             regimes[regime] = {}
@@ -467,7 +628,7 @@ def fit_executor(
                 if model == "loggops":
                     # Through the slots a send never waits for its receiver (eager); through
                     # MPI, MPI's threshold holds.
-                    start["S"] = math.inf if regime == "eager" and threshold > 0 else start["S"]
+                    start["S"] = math.inf if of == "eager" and threshold > 0 else start["S"]
                 f = fit_regime(
                     model,
                     mine,
@@ -475,6 +636,7 @@ def fit_executor(
                     stat,
                     barrier=sync != "window",
                     floor=floors.get((regime, model)) if stat != "min" else None,
+                    slot_copy=regime == "slots",
                 )
                 if stat == "min":
                     floors[(regime, model)] = f
@@ -482,6 +644,7 @@ def fit_executor(
                     **{k: v for k, v in f["params"].items() if k not in ("gamma", "copy_beta")},
                     "call": f["call"],
                     "barrier_skew": f["barrier_skew"],
+                    **({"slot_copy": f["slot_copy"]} if "slot_copy" in f else {}),
                 }
                 regimes[regime].setdefault("fit", {})[model] = {
                     k: f[k]

@@ -65,7 +65,10 @@ __all__ = [
 FORMAT = "collkit-profile"
 VERSION = 3
 # Terms of an executor fit that are not simulator parameters (Profile.call_ns, barrier_skew_ns).
-EXECUTOR_TERMS = ("call", "barrier_skew")
+# The executor's regimes (collkit.calibrate_executor.fit_executor); "slots" fits the eager cases
+# through the shared-memory slots with their copies as ops of their own.
+EXECUTOR_REGIMES = ("eager", "slots", "rendezvous", "large")
+EXECUTOR_TERMS = ("call", "barrier_skew", "slot_copy")  # not Model parameters
 # 2 added the optional `executor` section (collkit.calibrate_executor); 3 the shared-memory
 # transport's own fits (models[stat]["shm"], shm_bytes).
 READ_VERSIONS = (1, 2, 3)
@@ -149,6 +152,7 @@ class Profile:
         op: str = "sum",
         message_bytes: float | None = None,
         executor: bool = True,
+        slots: bool = False,
         transport: str = "",
     ) -> dict[str, float]:
         """Keyword parameters for `collkit.simulate(model=...)` / `Model.make`: the model's own
@@ -159,7 +163,9 @@ class Profile:
         collkit's executor (collkit.calibrate_executor) replace the kernel's: the network
         parameters and reduce_base of the executor's regime of `message_bytes`; gamma and
         copy_beta stay the kernel's. The per-call cost is not a simulator parameter: see
-        call_ns."""
+        call_ns. With `slots`, messages through collkit's shared-memory slots take the fit
+        whose per-byte costs are the slots' copies as ops of their own (slot_copy_ns; for a
+        schedule built with collkit.calibrate_executor.SlotCopies), where the profile has one."""
         key = model.replace("_", "-").lower()
         if key not in SIM_MODELS:
             raise InvalidArgumentError(f"unknown model '{model}' (known: {', '.join(SIM_MODELS)})")
@@ -176,14 +182,12 @@ class Profile:
             raise InvalidArgumentError(
                 f"profile '{self.name}' has no gamma for {datatype}/{op} (it has {known})"
             )
-        out["gamma"] = float(gam["gamma"])
         out["reduce_base"] = float(gam["reduce_base"])
-        out["copy_beta"] = float(local["copy_beta"])
         # Per byte at this size: a reduction or copy of buffers that outgrow the caches costs
         # more a byte (here the kernel's sum of doubles: 0.04 ns/B at 128 KiB, 0.08 at 1 MiB).
         out["gamma"] = self._local_at("reduce", stat, message_bytes, datatype, op)
         out["copy_beta"] = self._local_at("copy", stat, message_bytes, datatype, op)
-        ex = self._executor_fit(key, stat, message_bytes) if executor else None
+        ex = self._executor_fit(key, stat, message_bytes, slots) if executor else None
         if ex is not None:
             out.update({k: float(v) for k, v in ex.items() if k not in EXECUTOR_TERMS})
         return out
@@ -264,7 +268,7 @@ class Profile:
         return "eager"
 
     def _executor_fit(
-        self, key: str, stat: str, message_bytes: float | None
+        self, key: str, stat: str, message_bytes: float | None, slots: bool = False
     ) -> dict[str, float] | None:
         ex = self.executor.get(stat)
         if not ex:
@@ -275,6 +279,8 @@ class Profile:
             regime = "rendezvous"
         if message_bytes is not None and message_bytes >= large and "large" in ex["regimes"]:
             regime = "large"
+        if regime == "eager" and slots and key in ex["regimes"].get("slots", {}):
+            regime = "slots"
         fits = ex["regimes"].get(regime) or next(iter(ex["regimes"].values()))
         got = fits.get(key)
         return dict(got) if got is not None else None
@@ -286,11 +292,12 @@ class Profile:
         stat: str = "min",
         message_bytes: float | None = None,
         executor: bool = True,
+        slots: bool = False,
     ) -> float:
         """The executor's cost of one collective call (ns) fitted with `model` (0 when the
         profile has no executor fits or `executor` is False): what to add to a simulated
         makespan to predict a measured call of collkit."""
-        return self._executor_term("call", model, stat, message_bytes, executor)
+        return self._executor_term("call", model, stat, message_bytes, executor, slots)
 
     def barrier_skew_ns(
         self,
@@ -299,18 +306,39 @@ class Profile:
         stat: str = "min",
         message_bytes: float | None = None,
         executor: bool = True,
+        slots: bool = False,
     ) -> float:
         """How much later than rank 0 the other ranks leave the MPI_Barrier that starts each
         measured iteration (ns), fitted with the executor's costs (0 without them, or when
         the calibration started its iterations in windows): the measurement's, not the
         collective's (collkit.calibrate_executor.elapsed)."""
-        return self._executor_term("barrier_skew", model, stat, message_bytes, executor)
+        return self._executor_term("barrier_skew", model, stat, message_bytes, executor, slots)
+
+    def slot_copy_ns(
+        self,
+        model: str,
+        *,
+        stat: str = "min",
+        message_bytes: float | None = None,
+        executor: bool = True,
+        slots: bool = False,
+    ) -> float:
+        """ns a byte the receiver of a message through collkit's shared-memory slots spends
+        copying it out after it arrived (collkit.calibrate_executor.SlotCopies), fitted with the
+        executor's costs (0 without them, or outside the slots' regime)."""
+        return self._executor_term("slot_copy", model, stat, message_bytes, executor, slots)
 
     def _executor_term(
-        self, term: str, model: str, stat: str, message_bytes: float | None, executor: bool
+        self,
+        term: str,
+        model: str,
+        stat: str,
+        message_bytes: float | None,
+        executor: bool,
+        slots: bool = False,
     ) -> float:
         key = model.replace("_", "-").lower()
-        ex = self._executor_fit(key, stat, message_bytes) if executor else None
+        ex = self._executor_fit(key, stat, message_bytes, slots) if executor else None
         return float(ex.get(term, 0.0)) if ex is not None else 0.0
 
     def model(self, model: str, **kw: Any) -> Any:
@@ -421,7 +449,7 @@ class Profile:
 def _fmt(k: str, v: float) -> str:
     if k == "S":
         return "inf" if math.isinf(v) else f"{v:g}B"
-    if k in ("beta", "G", "O", "gamma", "copy_beta"):
+    if k in ("beta", "G", "O", "gamma", "copy_beta", "slot_copy"):
         return f"{v:.4g}ns/B"
     return f"{v:.4g}ns"
 
@@ -551,8 +579,8 @@ def _executor_from_dict(ex: Any, source: str, models: Mapping[str, Any]) -> dict
                 raise _bad(f"{where}.{k} must be a string")
         regimes: dict[str, Any] = {}
         for regime, fits in e["regimes"].items():
-            if regime not in ("eager", "rendezvous", "large") or not isinstance(fits, dict):
-                raise _bad(f"{where}.regimes.{regime}: regime is eager, rendezvous or large")
+            if regime not in EXECUTOR_REGIMES or not isinstance(fits, dict):
+                raise _bad(f"{where}.regimes.{regime}: regime is {', '.join(EXECUTOR_REGIMES)}")
             regimes[regime] = {}
             for m, ps in fits.items():
                 if m == "fit":
@@ -560,7 +588,9 @@ def _executor_from_dict(ex: Any, source: str, models: Mapping[str, Any]) -> dict
                         raise _bad(f"{where}.regimes.{regime}.fit must be an object")
                     regimes[regime][m] = ps
                     continue
-                want = set(MODELS.get(m, {})) | {"reduce_base", *EXECUTOR_TERMS}
+                # The slots' regime has their copies' cost a byte (SlotCopies), no other.
+                want = set(MODELS.get(m, {})) | {"reduce_base", "call", "barrier_skew"}
+                want |= {"slot_copy"} if regime == "slots" else set()
                 if m not in MODELS or not isinstance(ps, dict) or set(ps) != want:
                     raise _bad(
                         f"{where}.regimes.{regime}.{m}: a model of the simulator giving exactly "

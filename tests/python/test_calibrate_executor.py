@@ -19,6 +19,7 @@ from collkit.calibrate_executor import (
     CALIBRATION_ALGOS,
     DATATYPE_BYTES,
     SHM_DEFAULT_MAX,
+    SlotCopies,
     datatype_of,
     elapsed,
     executor_threshold,
@@ -89,7 +90,7 @@ def test_the_fit_finds_the_executors_costs(monkeypatch: pytest.MonkeyPatch) -> N
     ex = fit_executor(p, recs, models=("loggops",))
     e = ex["min"]
     assert e["threshold_bytes"] == SHM_DEFAULT_MAX and "shared-memory" in e["transport"]
-    assert set(e["regimes"]) == {"eager", "rendezvous"}
+    assert set(e["regimes"]) == {"eager", "slots", "rendezvous"}
     eager = e["regimes"]["eager"]
     # The kernel's own parameters miss the executor by a lot; the fitted ones reproduce it.
     q = eager["fit"]["loggops"]
@@ -116,9 +117,9 @@ def test_messages_beyond_the_caches_get_a_regime_of_their_own(
     sizes = (64, 4096, 98304, 262144, 524288, 1572864, 3145728)
     recs = _synthetic_records(monkeypatch, sizes, large=l2 // 2, large_factor=2.0)
     one = fit_executor(p, recs, models=("loggops",))["min"]  # no cache record: as before
-    assert set(one["regimes"]) == {"eager", "rendezvous"} and not one["large_bytes"]
+    assert set(one["regimes"]) == {"eager", "slots", "rendezvous"} and not one["large_bytes"]
     two = fit_executor(p, [*recs, {"kind": "cache", "l2_bytes": l2}], models=("loggops",))["min"]
-    assert set(two["regimes"]) == {"eager", "rendezvous", "large"}
+    assert set(two["regimes"]) == {"eager", "slots", "rendezvous", "large"}
     assert two["large_bytes"] == l2 // 2 and "L2" in two["large_why"]
     rms = {k: two["regimes"][k]["fit"]["loggops"]["rms_rel_residual"] for k in two["regimes"]}
     assert rms["large"] < 0.05 and rms["rendezvous"] < 0.05
@@ -174,14 +175,21 @@ def test_profile_keeps_the_executor_and_predictions_use_it(
     assert q.call_ns("loggops", message_bytes=8, executor=False) == 0
     # A model the executor was not fitted with keeps the kernel's parameters.
     assert q.params("logp") == q.params("logp", executor=False)
-    # validate's prediction: the makespan with the fitted parameters plus the call.
+    # Through the slots a fit of their own, its bytes in the slots' copies (SlotCopies); the
+    # eager regime's plain fit stays for simulations without them.
+    kw: dict[str, Any] = dict(message_bytes=1024, slots=True)
+    slots = q.params("loggops", **kw)
+    assert slots["G"] == slots["O"] == 0 and slots != q.params("loggops", message_bytes=1024)
+    rate = q.slot_copy_ns("loggops", **kw)
+    assert rate > 0 and q.slot_copy_ns("loggops", message_bytes=1024) == 0
+    # validate's prediction: the makespan with the slots' fit and copies, plus the call.
     mn, _, regime = predict(q, "loggops", "allreduce:rd", 2, 1024, "allreduce")
     assert regime == "eager"
-    skew = q.barrier_skew_ns("loggops", message_bytes=1024)
+    skew = q.barrier_skew_ns("loggops", **kw)
     assert skew > 0
     sched = collkit.generate("allreduce:rd", 2, count=128, elem_size=8)
-    sim = elapsed(sched, Model.make("loggops", **with_ex), skew)
-    assert mn == pytest.approx((sim + q.call_ns("loggops", message_bytes=1024)) / 1e3)
+    sim = elapsed(sched, Model.make("loggops", **slots), skew, rate)
+    assert mn == pytest.approx((sim + q.call_ns("loggops", **kw)) / 1e3)
     # In windows every rank starts at once: no skew.
     win, _, _ = predict(q, "loggops", "allreduce:rd", 2, 1024, "allreduce", sync="window")
     assert win < mn
@@ -223,7 +231,17 @@ def test_version_1_profiles_are_read() -> None:
         ),
         (
             lambda d: d["executor"]["min"]["regimes"].__setitem__("warm", {}),
-            "eager, rendezvous or large",
+            "regime is eager, slots, rendezvous, large",
+        ),
+        (  # the slots' copies belong to the slots' fit alone
+            lambda d: d["executor"]["min"]["regimes"]["eager"]["loggops"].__setitem__(
+                "slot_copy", 0.1
+            ),
+            "giving exactly",
+        ),
+        (
+            lambda d: d["executor"]["min"]["regimes"]["slots"]["loggops"].pop("slot_copy"),
+            "giving exactly",
         ),
         (lambda d: d["executor"]["min"].__setitem__("large_bytes", "big"), "large_bytes"),
         (lambda d: d.__setitem__("version", 4), "reads versions 1, 2, 3"),
@@ -303,10 +321,15 @@ def test_the_medians_fit_never_predicts_below_the_minimas(
         for s in (8, 1024, 16384, 131072, 1048576)
     ]
 
-    def below(prof: Any) -> list[tuple[str, int]]:
+    def below(prof: Any, slots: bool = False) -> list[tuple[str, int]]:
+        # The eager regime's plain fit (these cases are plain LogGOPS), or the slots' fit.
+        if not slots:
+            prof = copy.deepcopy(prof)
+            for ex in prof.executor.values():
+                ex["regimes"].pop("slots")
         out = []
         for coll, a, s in cases:
-            lo, hi, _ = predict(prof, "loggops", a, 2, s, coll)
+            lo, hi, _ = predict(prof, "loggops", a, 2, s, coll, raw_median=True)
             if hi < lo * (1 - 1e-9):
                 out.append((a, s))
         return out
@@ -321,7 +344,7 @@ def test_the_medians_fit_never_predicts_below_the_minimas(
     assert below(p), "the data must pull a free medians' fit below the minima's somewhere"
     monkeypatch.setattr(ce, "fit_regime", free)
     p.executor = fit_executor(p, recs, models=("loggops",))
-    assert below(p) == []
+    assert below(p) == [] and below(p, slots=True) == []
     for regime, fits in p.executor["median"]["regimes"].items():
         lo = p.executor["min"]["regimes"][regime]["loggops"]
         for k, v in fits["loggops"].items():
@@ -353,6 +376,7 @@ def test_a_later_arrival_can_shorten_the_schedule() -> None:
 def test_a_median_is_never_predicted_below_the_minimum(with_executor: Any) -> None:
     p = with_executor
     for stat, fit in (("min", CI_MIN), ("median", CI_MEDIAN)):
+        del p.executor[stat]["regimes"]["slots"]  # a profile of CI's, before the slots' fit
         eager = p.executor[stat]["regimes"]["eager"]["loggops"]
         eager.update(fit, call=233.4, barrier_skew=138.9)
     lo, hi, _ = predict(p, "loggops", "allreduce:rd", 2, 8, "allreduce")
@@ -360,3 +384,86 @@ def test_a_median_is_never_predicted_below_the_minimum(with_executor: Any) -> No
     for a, s in (("allreduce:rd", 1024), ("allreduce:ring", 16384)):
         lo, hi, _ = predict(p, "loggops", a, 2, s, "allreduce")
         assert hi > lo, (a, s)
+
+
+# The slots' copies as ops (SlotCopies): a model without per-byte costs, so that the copies are
+# all the bytes cost.
+NO_BYTES = dict(L=50.0, o=70.0, g=40.0, G=0.0, O=0.0, S=math.inf, gamma=0.05, copy_beta=0.01)
+
+
+def _sched(algo: str, nbytes: int) -> Any:
+    elem = DATATYPE_BYTES[datatype_of(algo.split(":")[0])]
+    return collkit.generate(algo, 2, count=nbytes // elem, elem_size=elem)
+
+
+def test_a_lone_message_through_the_slots_is_copied_twice_in_turn() -> None:
+    m = Model.make("loggops", **NO_BYTES)
+    one = _sched("bcast:binomial", 12288)
+    sc = SlotCopies(one)
+    assert len(sc.copy_at) == 2  # the sender's copy in, the receiver's copy out
+    assert sc.at(0.0) is one and sc.at(0.1).total_ops == one.total_ops + 2
+    assert elapsed(sc, m, 0, 0.1) == pytest.approx(elapsed(one, m) + 2 * 1229, abs=2)
+    # Built on the fly from a plain schedule, the same.
+    assert elapsed(one, m, 0, 0.1) == elapsed(sc, m, 0, 0.1)
+
+
+def test_a_stream_through_the_slots_overlaps_the_two_copies() -> None:
+    m = Model.make("loggops", **NO_BYTES)
+    stream = SlotCopies(_sched("bcast:pipeline", 98304))  # 12 messages of 8 KiB
+    t = elapsed(stream, m, 0, 0.1) - elapsed(stream, m)
+    chunk = 0.1 * 8192
+    # Each copy out overlaps the next copy in: 13 copies long, not 24.
+    assert 12 * chunk < t < 14 * chunk
+
+
+def test_a_receive_reduced_out_of_its_slot_is_not_copied() -> None:
+    # The executor reduces straight out of the slot when the reduction is the receive's one
+    # reader (mpi/src/executor.cpp): reduce and rd at P = 2 copy their sends in, nothing out.
+    for algo in ("reduce:binomial", "allreduce:rd"):
+        sc = SlotCopies(_sched(algo, 4096))
+        sends = int(sum(k == 0 for k in _sched(algo, 4096).arrays()["kind"]))
+        assert len(sc.copy_at) == sends, algo
+    # allgather's received blocks are kept: each rank's send copied in, its receive out.
+    assert len(SlotCopies(_sched("allgather:ring", 4096)).copy_at) == 4
+
+
+def test_the_slots_fit_finds_the_copies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cases made with the kernel's parameters but its per-byte costs and the slots' copies
+    instead (0.09 ns a byte, the receiver's after the sender's), the per-call cost and the
+    barrier's skew: the slots' fit finds them and reproduces the cases; the plain LogGOPS fit
+    of the same cases cannot tell a lone message from a stream and misses."""
+    monkeypatch.delenv("COLLKIT_SHM", raising=False)
+    monkeypatch.delenv("COLLKIT_SHM_MAX", raising=False)
+    p = make()
+    rate = 0.09
+    recs = []
+    for algo in CALIBRATION_ALGOS:
+        coll = algo.split(":")[0]
+        elem = DATATYPE_BYTES[datatype_of(coll)]
+        for s in (64, 512, 4096, 12288) + ((98304, 262144) if algo == "bcast:pipeline" else ()):
+            sched = _sched(algo, s)
+            ps = p.params("loggops", executor=False, transport="shm")
+            ps.update(G=0.0, O=0.0, S=math.inf)
+            t = elapsed(sched, Model.make("loggops", **ps), SKEW, rate) + CALL
+            big = largest_message(algo, 2, s // elem, elem)
+            recs.append(
+                {
+                    "kind": "executor",
+                    "algorithm": algo,
+                    "P": 2,
+                    "bytes": s,
+                    "min": t / 1e3,
+                    "median": 1.2 * t / 1e3,
+                    "samples": 20,
+                    "largest_message": big,
+                    "transport": "shm",
+                }
+            )
+    e = fit_executor(p, recs, models=("loggops",))["min"]
+    slots, plain = e["regimes"]["slots"], e["regimes"]["eager"]
+    lg = slots["loggops"]
+    assert lg["slot_copy"] == pytest.approx(rate, rel=0.01)
+    assert lg["barrier_skew"] == pytest.approx(SKEW, rel=0.01)
+    assert lg["call"] + lg["L"] == pytest.approx(CALL + ps["L"], rel=0.01)  # they trade
+    assert slots["fit"]["loggops"]["rms_rel_residual"] < 0.01
+    assert plain["fit"]["loggops"]["rms_rel_residual"] > 0.03

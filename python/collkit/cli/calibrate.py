@@ -9,8 +9,9 @@ rendezvous threshold S), the
 multicast benchmark (alpha_p, alpha_r; Ruefenacht, Bull, Booth 2017, §5.1), collkit's local
 reductions per datatype and op (gamma) and memcpy (copy_beta; both taken at a prediction's
 message size), and a few collkit schedules through the executor, 300 calls a case (its
-per-call and per-op costs, fitted per regime: through the slots, through MPI, and from half
-the L2 cache up; --no-executor leaves them out). It fits the postal, pipelined postal, LogP,
+per-call and per-op costs, fitted per regime: through the slots (once more with the slots'
+two copies as ops of their own, what validate predicts with), through MPI, and from half the
+L2 cache up; --no-executor leaves them out). It fits the postal, pipelined postal, LogP,
 LogGP and LogGOPS parameters from the minima and the medians, on each side of S, and the
 executor's costs, and writes them with the machine,
 MPI, date, load and the quality of every fit:
