@@ -262,8 +262,6 @@ def _schedules(cases: Sequence[ExecutorCase]) -> list[Any]:
 def late_start(schedule: Any, delay_ns: float) -> tuple[Any, np.ndarray]:
     """`schedule` with every rank but 0 starting `delay_ns` late (a sleep op first that all its
     first ops wait on), and the start of each rank (ns): how the ranks leave an MPI_Barrier."""
-    from collkit.schedule import Schedule
-
     d = round(delay_ns)
     starts = np.array([0.0] + [float(d)] * (schedule.P - 1))
     if d <= 0 or schedule.P < 2:
@@ -293,8 +291,15 @@ def late_start(schedule: Any, delay_ns: float) -> tuple[Any, np.ndarray]:
     cols_np["deps"] = np.array(deps)
     cols_np["scratch_begin"] = a["scratch_begin"]
     cols_np["scratch"] = a["scratch"]
-    late = Schedule.from_arrays(
-        cols_np,
+    return _with_arrays(schedule, cols_np), starts
+
+
+def _with_arrays(schedule: Any, cols: dict[str, Any]) -> Any:
+    """A schedule of `schedule`'s collective and shape with the op arrays `cols`."""
+    from collkit.schedule import Schedule
+
+    return Schedule.from_arrays(
+        cols,
         collective=schedule.collective,
         P=schedule.P,
         count=schedule.count,
@@ -302,7 +307,6 @@ def late_start(schedule: Any, delay_ns: float) -> tuple[Any, np.ndarray]:
         root=schedule.root,
         algorithm=schedule.algorithm,
     )
-    return late, starts
 
 
 class SlotCopies:
@@ -406,23 +410,12 @@ class SlotCopies:
         self.copy_bytes = a["len"][src[is_copy]].astype(float) * schedule.elem_size
 
     def at(self, rate: float) -> Any:
-        from collkit.schedule import Schedule
-
         if rate <= 0 or len(self.copy_at) == 0:
             return self.schedule
         cols = dict(self.cols)
         cols["len"] = cols["len"].copy()
         cols["len"][self.copy_at] = np.rint(self.copy_bytes * rate).astype(cols["len"].dtype)
-        sch = self.schedule
-        return Schedule.from_arrays(
-            cols,
-            collective=sch.collective,
-            P=sch.P,
-            count=sch.count,
-            elem_size=sch.elem_size,
-            root=sch.root,
-            algorithm=sch.algorithm,
-        )
+        return _with_arrays(self.schedule, cols)
 
 
 def elapsed(schedule: Any, model: Any, barrier_skew: float = 0.0, slot_copy: float = 0.0) -> float:

@@ -164,8 +164,9 @@ class Profile:
         parameters and reduce_base of the executor's regime of `message_bytes`; gamma and
         copy_beta stay the kernel's. The per-call cost is not a simulator parameter: see
         call_ns. With `slots`, messages through collkit's shared-memory slots take the fit
-        whose per-byte costs are the slots' copies as ops of their own (slot_copy_ns; for a
-        schedule built with collkit.calibrate_executor.SlotCopies), where the profile has one."""
+        whose per-byte costs are the slots' copies as ops of their own (their cost a byte:
+        executor_term("slot_copy", ...); for a schedule built with
+        collkit.calibrate_executor.SlotCopies), where the profile has one."""
         key = model.replace("_", "-").lower()
         if key not in SIM_MODELS:
             raise InvalidArgumentError(f"unknown model '{model}' (known: {', '.join(SIM_MODELS)})")
@@ -297,7 +298,9 @@ class Profile:
         """The executor's cost of one collective call (ns) fitted with `model` (0 when the
         profile has no executor fits or `executor` is False): what to add to a simulated
         makespan to predict a measured call of collkit."""
-        return self._executor_term("call", model, stat, message_bytes, executor, slots)
+        return self.executor_term(
+            "call", model, stat=stat, message_bytes=message_bytes, executor=executor, slots=slots
+        )
 
     def barrier_skew_ns(
         self,
@@ -312,10 +315,18 @@ class Profile:
         measured iteration (ns), fitted with the executor's costs (0 without them, or when
         the calibration started its iterations in windows): the measurement's, not the
         collective's (collkit.calibrate_executor.elapsed)."""
-        return self._executor_term("barrier_skew", model, stat, message_bytes, executor, slots)
+        return self.executor_term(
+            "barrier_skew",
+            model,
+            stat=stat,
+            message_bytes=message_bytes,
+            executor=executor,
+            slots=slots,
+        )
 
-    def slot_copy_ns(
+    def executor_term(
         self,
+        term: str,
         model: str,
         *,
         stat: str = "min",
@@ -323,20 +334,9 @@ class Profile:
         executor: bool = True,
         slots: bool = False,
     ) -> float:
-        """ns a byte the receiver of a message through collkit's shared-memory slots spends
-        copying it out after it arrived (collkit.calibrate_executor.SlotCopies), fitted with the
-        executor's costs (0 without them, or outside the slots' regime)."""
-        return self._executor_term("slot_copy", model, stat, message_bytes, executor, slots)
-
-    def _executor_term(
-        self,
-        term: str,
-        model: str,
-        stat: str,
-        message_bytes: float | None,
-        executor: bool,
-        slots: bool = False,
-    ) -> float:
+        """The executor's fitted `term` (EXECUTOR_TERMS: "call", "barrier_skew", or
+        "slot_copy", ns a byte each of the slots' copies, collkit.calibrate_executor.SlotCopies,
+        in the slots' fit alone) of `model` for messages of `message_bytes`; 0 without it."""
         key = model.replace("_", "-").lower()
         ex = self._executor_fit(key, stat, message_bytes, slots) if executor else None
         return float(ex.get(term, 0.0)) if ex is not None else 0.0

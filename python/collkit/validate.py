@@ -408,7 +408,7 @@ def predict(
         )
         sched = Algorithm(algorithm).generate(P, count=count, elem_size=elem)
         skew = profile.barrier_skew_ns(model, **kw) if sync == "barrier" else 0.0  # type: ignore[arg-type]
-        copy = profile.slot_copy_ns(model, **kw)  # type: ignore[arg-type]
+        copy = profile.executor_term("slot_copy", model, **kw)  # type: ignore[arg-type]
         t = elapsed(sched, m, skew, copy) + profile.call_ns(model, **kw)  # type: ignore[arg-type]
         out.append(t / 1e3)
     # The medians' parameters are each at or above the minima's, but the simulation is a list

@@ -180,8 +180,8 @@ def test_profile_keeps_the_executor_and_predictions_use_it(
     kw: dict[str, Any] = dict(message_bytes=1024, slots=True)
     slots = q.params("loggops", **kw)
     assert slots["G"] == slots["O"] == 0 and slots != q.params("loggops", message_bytes=1024)
-    rate = q.slot_copy_ns("loggops", **kw)
-    assert rate > 0 and q.slot_copy_ns("loggops", message_bytes=1024) == 0
+    rate = q.executor_term("slot_copy", "loggops", **kw)
+    assert rate > 0 and q.executor_term("slot_copy", "loggops", message_bytes=1024) == 0
     # validate's prediction: the makespan with the slots' fit and copies, plus the call.
     mn, _, regime = predict(q, "loggops", "allreduce:rd", 2, 1024, "allreduce")
     assert regime == "eager"
