@@ -421,8 +421,8 @@ class SlotCopies:
 def elapsed(schedule: Any, model: Any, barrier_skew: float = 0.0, slot_copy: float = 0.0) -> float:
     """What the bench driver measures of one call (ns): the largest time from a rank's own
     start to its finish, the ranks but 0 starting `barrier_skew` late (0: all at once), each
-    received message copied out of its slot at `slot_copy` ns a byte (see SlotCopies; a
-    SlotCopies for `schedule` takes the place of building one per call)."""
+    message's two copies through the slots at `slot_copy` ns a byte (0: none; see
+    SlotCopies, which built once for `schedule` takes its place here)."""
     from collkit.simulate import simulate
 
     if isinstance(schedule, SlotCopies):
@@ -460,9 +460,9 @@ def fit_regime(
     them, so the prediction from this fit is never below the floor's: a predicted median is
     never below the predicted minimum.
 
-    `slot_copy`: the cases moved their messages through collkit's shared-memory slots; also
-    fitted is the receiver's copy out of the slot, ns a byte (SlotCopies), returned as
-    "slot_copy"."""
+    `slot_copy`: the cases moved their messages through collkit's shared-memory slots; the
+    slots' two copies are ops of their own (SlotCopies), their cost a byte fitted and returned
+    as "slot_copy", the model's per-byte terms held at 0."""
     from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
     from collkit.simulate import Model
