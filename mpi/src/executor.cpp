@@ -175,7 +175,7 @@ namespace {
 // among the pair's shared-memory messages), and which receives reduce straight out of the slot.
 // The choice depends only on the plan (peer, message bytes) and the slot size, agreed on the node:
 // both sides of a pair choose alike.
-void prepare_shm(Plan& plan, const ShmTransport& shm) {
+void prepare_shm(Plan& plan, ShmTransport& shm) {
   const size_t n = plan.ops.size();
   plan.shm_bytes = shm.slot_bytes();
   std::unordered_map<int32_t, uint32_t> sends, recvs;
@@ -184,8 +184,10 @@ void prepare_shm(Plan& plan, const ShmTransport& shm) {
     op.shm_seq = Plan::kViaMpi;
     op.flags &= static_cast<uint8_t>(~Step::kFused);
     if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
-    if (!shm.carries(op.peer, op.len * plan.header.elem_size)) continue;
+    const int64_t bytes = op.len * plan.header.elem_size;
+    if (!shm.carries(op.peer, bytes)) continue;
     op.shm_seq = (op.kind == OpKind::send ? sends : recvs)[op.peer]++;
+    shm.map_bodies(op.peer, bytes, op.kind == OpKind::send);
   }
   plan.shm_sent.assign(sends.begin(), sends.end());
   plan.shm_received.assign(recvs.begin(), recvs.end());
@@ -343,7 +345,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     const auto bytes = static_cast<size_t>(op.len * t.size);
     if (op.kind == OpKind::send) {
       const uint64_t q = shm->sent[peer] + op.shm_seq;
-      std::byte* slot = shm->send_slot(op.peer, q);
+      std::byte* slot = shm->send_slot(op.peer, q, static_cast<int64_t>(bytes));
       if (slot == nullptr) return false;
       if (t.dense_run(op.len)) {
         if (bytes > 0) std::memcpy(slot, offset(p, t.true_lb), bytes);
@@ -354,7 +356,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       return true;
     }
     const uint64_t q = shm->received[peer] + op.shm_seq;
-    const std::byte* slot = shm->recv_slot(op.peer, q);
+    const std::byte* slot = shm->recv_slot(op.peer, q, static_cast<int64_t>(bytes));
     if (slot == nullptr) return false;
     const bool fused = fuse && (op.flags & Step::kFused) != 0;
     if (fused && deps_left(plan, op.succ) == 1) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +19,6 @@ namespace collkit::mpi {
 namespace {
 
 constexpr size_t kLine = 64;
-constexpr size_t kSlotHeader = 16;  // the `full` stamp; the data starts 16-byte aligned after it
 // The largest message through a slot, unless COLLKIT_SHM_MAX says otherwise (bytes). Above it,
 // MPI point-to-point (with its own single-copy paths) is as fast or faster: see docs/mpi.md.
 constexpr int64_t kDefaultSlotBytes = 32768;
@@ -134,16 +134,16 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   const int n = node_size_of[static_cast<size_t>(id)];
   t->n_ = n;
   t->k_ = k_slots;
-  // The segment: n x n channels (the diagonal unused), each a counter line and K slots. Slots
-  // shrink (never below 1 KiB) until the segment fits the budget; the size depends on n and the
-  // agreed request only, so it is the same on every rank of the node.
+  // The segment: n x n channels (the diagonal unused), each a counter line, K heads and K
+  // bodies. Bodies shrink (never below 1 KiB) until the segment fits the budget; the size depends
+  // on n and the agreed request only, so it is the same on every rank of the node.
   auto chan_bytes = [&](int64_t sb) {
-    return kLine + k_slots * round_up(kSlotHeader + static_cast<size_t>(sb), kLine);
+    return kLine + k_slots * (kHead + round_up(static_cast<size_t>(sb), kLine));
   };
   const auto nn = static_cast<size_t>(n) * static_cast<size_t>(n);
   while (slot_bytes > 1024 && nn * chan_bytes(slot_bytes) > kBudget) slot_bytes /= 2;
   t->slot_bytes_ = slot_bytes;
-  t->stride_ = round_up(kSlotHeader + static_cast<size_t>(slot_bytes), kLine);
+  t->stride_ = round_up(static_cast<size_t>(slot_bytes), kLine);
   const size_t cb = chan_bytes(slot_bytes);
   t->bytes_ = nn * cb;
 
@@ -166,17 +166,27 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
       static int serial = 0;
       std::snprintf(name, sizeof name, "/collkit-%ld-%d-%d", static_cast<long>(getpid()), rank,
                     serial++);
-      const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+      // Sparse: the pages are had when first touched (setup maps the heads; the bodies are
+      // mapped when a plan first needs them), so /dev/shm must have room for the whole segment
+      // now: a page it cannot give later would be a SIGBUS in a call. Checked, not reserved
+      // (reserving the whole segment, posix_fallocate, took 1.2 ms of the first call).
+      struct statvfs fs{};
+      const bool room = statvfs("/dev/shm", &fs) == 0 &&
+                        static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) >=
+                            2.0 * static_cast<double>(t->bytes_);
+      const int fd = room ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : -1;
       if (fd >= 0) {
         created = true;
-        // Sparse: each rank reserves the pages of the channels it writes (below), in parallel;
-        // one rank reserving the whole segment (posix_fallocate) took 1.2 ms of the first call.
         if (ftruncate(fd, static_cast<off_t>(t->bytes_)) != 0) name[0] = '\0';
         close(fd);
       } else {
         name[0] = '\0';
       }
-      if (name[0] == '\0') why = "creating a shared-memory segment failed (/dev/shm)";
+      if (!room)
+        why = "/dev/shm has less than twice the segment's " + std::to_string(t->bytes_ >> 10) +
+              " KiB free";
+      else if (name[0] == '\0')
+        why = "creating a shared-memory segment failed (/dev/shm)";
     }
     if (PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node) != MPI_SUCCESS) name[0] = '\0';
     if (name[0] == '\0') {
@@ -191,9 +201,9 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
         why = "mapping the shared-memory segment failed";
       } else {
         t->base_ = p;
-        if (!t->map_channels(fd, cb)) {
+        if (!t->map_channels(cb)) {
           ok = 0;
-          why = "reserving the shared-memory segment's pages failed (/dev/shm full?)";
+          why = "mapping the shared-memory channels' pages failed (/dev/shm full?)";
         }
       }
       if (fd >= 0) close(fd);
@@ -214,50 +224,62 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   return t;
 }
 
-bool ShmTransport::map_channels(int fd, size_t cb) {
+namespace {
+
+// MADV_POPULATE_{READ,WRITE} (Linux 5.14, <linux/mman.h>): map a range's pages without touching
+// the data. Before 5.14 (EINVAL) a read of each page maps it. False when the pages cannot be had.
+bool populate(uintptr_t lo, uintptr_t hi, bool write) {
+  constexpr int kPopulateRead = 22, kPopulateWrite = 23;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  lo = lo / page * page;
+  hi = round_up(hi, page);
+  if (madvise(reinterpret_cast<void*>(lo), hi - lo, write ? kPopulateWrite : kPopulateRead) == 0)
+    return true;
+  if (errno != EINVAL) return false;  // ENOMEM, EFAULT: the pages cannot be had
+  for (uintptr_t at = lo; at < hi; at += page)
+    (void)reinterpret_cast<const std::atomic<uint64_t>*>(at)->load(std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+bool ShmTransport::map_channels(size_t cb) {
   auto* base = static_cast<std::byte*>(base_);
   auto channel = [&](int from, int to) {
     std::byte* c =
         base + (static_cast<size_t>(from) * static_cast<size_t>(n_) + static_cast<size_t>(to)) * cb;
-    return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kLine};
+    return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kLine, c + kLine + k_ * kHead};
   };
   for (int j = 0; j < n_; ++j) {
     out_.push_back(channel(me_, j));
     in_.push_back(channel(j, me_));
   }
-  // Reserve and map now every page of the channels this rank writes, and map those it reads:
-  // else each of a ring's first K messages takes a page fault per page it covers, in the call
-  // (~2-3 us a fault on this VM: a 12 KiB bcast ran 17-26 us a call for its first ~30 calls,
-  // then 3-4), and a full /dev/shm would be a SIGBUS in a call, not an error here.
-  // MADV_POPULATE_{WRITE,READ} (Linux 5.14) map without touching the data; before 5.14,
-  // posix_fallocate reserves the pages and a touch of each maps them (an atomic add of zero to
-  // the out-channels, a read of the in-channels).
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  auto range = [&](const Channel& c) {
-    const auto lo = reinterpret_cast<uintptr_t>(c.released) / page * page;
-    return std::pair{lo, round_up(reinterpret_cast<uintptr_t>(c.released) + cb, page)};
-  };
-  constexpr int kPopulateRead = 22, kPopulateWrite = 23;  // <linux/mman.h>, Linux 5.14
+  // Map now the counter and the heads of every channel of this rank, for writing (a sender
+  // writes the heads, a receiver the counter): else each of a ring's first K messages takes a
+  // page fault in the call (~2-5 us a fault on this VM).
   for (int j = 0; j < n_; ++j) {
     if (j == me_) continue;
-    for (bool write : {true, false}) {
-      const Channel& c = write ? out_[static_cast<size_t>(j)] : in_[static_cast<size_t>(j)];
-      const auto [a, b] = range(c);
-      if (madvise(reinterpret_cast<void*>(a), b - a, write ? kPopulateWrite : kPopulateRead) == 0)
-        continue;
-      if (errno != EINVAL) return false;  // ENOMEM, EFAULT: the pages cannot be had
-      const auto off = static_cast<off_t>(a - reinterpret_cast<uintptr_t>(base));
-      if (write && posix_fallocate(fd, off, static_cast<off_t>(b - a)) != 0) return false;
-      for (uintptr_t at = a; at < b; at += page) {
-        auto* w = reinterpret_cast<std::atomic<uint64_t>*>(at);
-        if (write)
-          w->fetch_add(0, std::memory_order_relaxed);
-        else
-          (void)w->load(std::memory_order_relaxed);
-      }
+    for (const Channel* c : {&out_[static_cast<size_t>(j)], &in_[static_cast<size_t>(j)]}) {
+      const auto lo = reinterpret_cast<uintptr_t>(c->released);
+      if (!populate(lo, reinterpret_cast<uintptr_t>(c->bodies), true)) return false;
     }
   }
   return true;
+}
+
+void ShmTransport::map_bodies(int peer, int64_t bytes, bool sending) {
+  if (bytes <= kInline || local_[static_cast<size_t>(peer)] < 0) return;
+  Channel& c = sending ? out(peer) : in(peer);
+  if (bytes <= c.mapped) return;
+  bytes = std::min(bytes, slot_bytes_);
+  // Each body up to `bytes` (a body is 32 KiB: mapping all of it for a 1 KiB message would
+  // cost 8 pages a slot where 1 does). A page that cannot be had stays unmapped and is had at
+  // its first touch (setup checked that /dev/shm has room for the whole segment).
+  for (uint32_t s = 0; s < k_; ++s) {
+    const auto lo = reinterpret_cast<uintptr_t>(c.bodies + s * stride_);
+    (void)populate(lo, lo + static_cast<uintptr_t>(bytes), sending);
+  }
+  c.mapped = bytes;
 }
 
 ShmTransport::~ShmTransport() {
@@ -269,25 +291,23 @@ std::string ShmTransport::describe() const {
          " slots of " + std::to_string(slot_bytes_) + " B per pair; larger messages on MPI)";
 }
 
-std::byte* ShmTransport::send_slot(int peer, uint64_t q) {
+std::byte* ShmTransport::send_slot(int peer, uint64_t q, int64_t bytes) {
   Channel& c = out(peer);
   if (q >= c.known + k_) {  // the last look does not cover message q - K: look again
     c.known = c.released->load(std::memory_order_acquire);
     if (q >= c.known + k_) return nullptr;
   }
-  return c.slots + (q % k_) * stride_ + kSlotHeader;
+  return data(c, q, bytes);
 }
 
 void ShmTransport::publish(int peer, uint64_t q) {
-  Channel& c = out(peer);
-  full(c.slots + (q % k_) * stride_)->store(q + 1, std::memory_order_release);
+  full(out(peer), q)->store(q + 1, std::memory_order_release);
 }
 
-const std::byte* ShmTransport::recv_slot(int peer, uint64_t q) {
-  Channel& c = in(peer);
-  std::byte* slot = c.slots + (q % k_) * stride_;
-  if (full(slot)->load(std::memory_order_acquire) != q + 1) return nullptr;
-  return slot + kSlotHeader;
+const std::byte* ShmTransport::recv_slot(int peer, uint64_t q, int64_t bytes) {
+  const Channel& c = in(peer);
+  if (full(c, q)->load(std::memory_order_acquire) != q + 1) return nullptr;
+  return data(c, q, bytes);
 }
 
 void ShmTransport::release(int peer, uint64_t q) {

@@ -4,9 +4,11 @@
 // between nodes, and messages above the slot size, stay on MPI point-to-point.
 //
 // Layout: one channel per ordered pair (sender, receiver) of the node's ranks; a channel is a
-// `released` counter on a cache line of its own and a ring of K slots. Message q of a channel (q
-// counts the channel's shared-memory messages from the first call on the communicator) goes into
-// slot q mod K:
+// `released` counter on a cache line of its own, K heads of 256 bytes and K bodies of the slot
+// size. Message q of a channel (q counts the channel's shared-memory messages from the first call
+// on the communicator) goes into slot q mod K: its stamp is always in head q mod K, its data in
+// the same head after the stamp when it fits there (at most kInline = 240 bytes), else in body
+// q mod K:
 //   - the sender waits until every message before q - K + 1 has been released (released >
 //     q - K, or q < K), copies the data and publishes it with full[s] = q + 1 (release);
 //   - the receiver waits for full[s] == q + 1 (acquire), reads the data (copies it, or reduces
@@ -17,11 +19,14 @@
 // So message q is never overwritten before it is read (the sender of q + K waits for released >
 // q), and the receiver of message q reads that message and no other (the stamp names it),
 // whatever order the executor runs the pair's messages in: pairwise order is the stamps' order,
-// as the MPI tags' order is on the MPI path. No MPI call on this path.
-// The sender keeps its last look at `released` in its own memory and reads the shared counter
-// only when that look does not cover the slot it needs: once per K messages when the reader keeps
-// up, not once per message (the counter's line lives in the reader's cache, so each look is a
-// cross-core transfer on the send's critical path).
+// as the MPI tags' order is on the MPI path. No MPI call on this path. Both sides know a
+// message's size (the schedule says it), so both find its data in the same place.
+// The heads are why a communicator's setup is cheap: each page of a channel is a page fault the
+// first time a rank touches it (2-5 us on the 2-core VM), and the K heads are 2 pages where K
+// slots of 32 KiB are 256. Setup maps the heads; the bodies are mapped up to a message's size
+// when a plan first sends or receives one that large (map_bodies), so a program whose
+// collectives are small never pays for the pages of large messages, and one whose are large pays
+// in the first call of that size, not in each of its first K calls.
 // Waiting for all of q - K's predecessors rather than for q - K alone waits for nothing that a
 // rank running its ops in program order would not have waited for (it releases in order), so a
 // schedule that completes in program order completes here, as before.
@@ -59,12 +64,18 @@ class ShmTransport {
   int node_size() const { return n_; }
   std::string describe() const;
 
-  // Message q to `peer`: the slot to fill, or nullptr while it still holds message q - K.
-  std::byte* send_slot(int peer, uint64_t q);
+  // Message q to `peer`, of `bytes` bytes: where to write it, or nullptr while its slot still
+  // holds message q - K.
+  std::byte* send_slot(int peer, uint64_t q, int64_t bytes);
   void publish(int peer, uint64_t q);
-  // Message q from `peer`: its data, or nullptr until it has arrived.
-  const std::byte* recv_slot(int peer, uint64_t q);
+  // Message q from `peer`, of `bytes` bytes: its data, or nullptr until it has arrived.
+  const std::byte* recv_slot(int peer, uint64_t q, int64_t bytes);
   void release(int peer, uint64_t q);
+  // Maps the pages of the bodies of this rank's channel to (`sending`) or from `peer` up to
+  // `bytes` bytes, if not mapped yet: before the first message of that size, so that it and the
+  // next K - 1 take no page fault in the call. Messages that fit a head need none.
+  void map_bodies(int peer, int64_t bytes, bool sending);
+  static constexpr int64_t kInline = 240;  // the largest message carried in its slot's head
 
   // Messages this rank has sent to / received from each comm rank through shared memory in the
   // calls before this one: the bases of the next call's q.
@@ -72,26 +83,33 @@ class ShmTransport {
 
  private:
   ShmTransport() = default;
-  // Sets the channels up in the mapped segment and reserves and maps their pages (this rank's
-  // out-channels written, its in-channels read); false when the pages cannot be had.
-  bool map_channels(int fd, size_t channel_bytes);
+  // Sets the channels up in the mapped segment and maps the pages of their counters and heads;
+  // false when the pages cannot be had.
+  bool map_channels(size_t channel_bytes);
   struct Channel {
     std::atomic<uint64_t>* released;  // messages released without a gap, by the receiver
-    std::byte* slots;                 // K slots of kSlotHeader + slot_bytes_
+    std::byte* heads;                 // K heads: the stamp, then a small message's data
+    std::byte* bodies;                // K bodies of stride_ bytes: a larger message's data
     // Local memory. Sender: its last look at `released`. Receiver: the messages it has released
     // without a gap (`low`, what `released` holds) and those released past it (bit k: low + k).
     uint64_t known = 0, low = 0, past = 0;
+    int64_t mapped = kInline;  // this rank has mapped every body up to this many bytes
   };
   Channel& out(int peer) { return out_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
   Channel& in(int peer) { return in_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
-  std::atomic<uint64_t>* full(std::byte* slot) {
-    return reinterpret_cast<std::atomic<uint64_t>*>(slot);
+  std::atomic<uint64_t>* full(const Channel& c, uint64_t q) const {
+    return reinterpret_cast<std::atomic<uint64_t>*>(c.heads + (q % k_) * kHead);
   }
+  std::byte* data(const Channel& c, uint64_t q, int64_t bytes) const {
+    return bytes <= kInline ? c.heads + (q % k_) * kHead + kHead - kInline
+                            : c.bodies + (q % k_) * stride_;
+  }
+  static constexpr size_t kHead = 256;  // a head: the stamp, padded to 16 bytes, and kInline
 
   int n_ = 0, me_ = 0;             // ranks on this node, this rank's index among them
   uint32_t k_ = 0;                 // slots per channel
   int64_t slot_bytes_ = 0;         // the largest message a slot takes
-  size_t stride_ = 0;              // bytes from one slot to the next
+  size_t stride_ = 0;              // bytes from one body to the next
   std::vector<int> local_;         // comm rank -> index on this node, -1 off the node
   std::vector<Channel> out_, in_;  // by the peer's index on the node
   void* base_ = nullptr;
