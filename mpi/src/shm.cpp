@@ -173,7 +173,7 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
       struct statvfs fs{};
       const bool room = statvfs("/dev/shm", &fs) == 0 &&
                         static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) >=
-                            2.0 * static_cast<double>(t->bytes_);
+                            static_cast<double>(t->bytes_);
       const int fd = room ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : -1;
       if (fd >= 0) {
         created = true;
@@ -183,8 +183,8 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
         name[0] = '\0';
       }
       if (!room)
-        why = "/dev/shm has less than twice the segment's " + std::to_string(t->bytes_ >> 10) +
-              " KiB free";
+        why =
+            "/dev/shm has less than the segment's " + std::to_string(t->bytes_ >> 10) + " KiB free";
       else if (name[0] == '\0')
         why = "creating a shared-memory segment failed (/dev/shm)";
     }
