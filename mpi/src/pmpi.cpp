@@ -18,6 +18,16 @@
 // MPI. An error that remains goes through the communicator's error handler, as the MPI's own
 // call's would: MPI_ERRORS_ARE_FATAL aborts, MPI_ERRORS_RETURN returns the code.
 //
+// A communicator's first collkit call sets it up (a private duplicate, the ranks' nodes, the
+// shared-memory segment: ~0.4 ms at P = 2 on the 2-core VM). A program that calls a collective a
+// few times never earns that back, so a measured rule's calls go to the MPI until the MPI's time
+// for them (the table's native_median_us a call) reaches COLLKIT_SETUP_US (default 400, the
+// setup's cost measured there), and then at the next call that is not a repeat of the one before
+// (a loop's first call, not one in the middle of it), or at four times that in a run of repeats:
+// rent, then buy (Karlin, Manasse, Rudolph and Sleator 1988). Every rank counts the same calls
+// from the same table, so all take collkit's route at the same call. COLLKIT_SETUP_US=0, and a
+// rule without measurements (written by hand), take collkit's route at once.
+//
 // COLLKIT_VERBOSE=1 logs each decision once per (collective, P, size class, route) on the
 // communicator's rank 0, and prints at MPI_Finalize how many calls went where and their time;
 // COLLKIT_STATS=calls.jsonl writes the same as collkit result rows (from world rank 0).
@@ -81,6 +91,17 @@ struct State {
   // Moves on each table loaded (collkit_pmpi_use_table) and each watched communicator freed:
   // the decisions remembered per thread (decide) are then forgotten.
   std::atomic<uint64_t> generation{1};
+  double setup_us = 400;  // COLLKIT_SETUP_US: what a communicator's setup is taken to cost
+};
+
+// What the library keeps of a communicator it has seen a rule for (an attribute's value, freed
+// with the communicator): its calls deferred to the MPI until their time pays for the setup.
+struct CommUse {
+  bool set_up = false;  // collkit takes the calls its rules give it
+  double spent_us = 0;  // the table's MPI time of the calls deferred so far
+  long long deferred = 0;
+  int last_c = -1;  // the last call counted: a repeat does not end a run
+  int64_t last_bytes = -1;
 };
 
 int world_rank() {
@@ -139,6 +160,17 @@ void load(State& s) {
   const char* st = std::getenv("COLLKIT_STATS");
   if (st != nullptr) s.stats_path = st;
   s.timing = s.verbose || !s.stats_path.empty();
+  if (const char* v = std::getenv("COLLKIT_SETUP_US"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const double us = std::strtod(v, &end);
+    if (end != v && *end == '\0' && us >= 0 && us <= 1e9)
+      s.setup_us = us;
+    else if (world_rank() == 0)
+      std::fprintf(stderr,
+                   "collkit: COLLKIT_SETUP_US=%s is not a number of microseconds >= 0: "
+                   "%.0f is used\n",
+                   v, s.setup_us);
+  }
   const char* path = std::getenv("COLLKIT_TUNING");
   if (path == nullptr || *path == '\0') {
     if (s.verbose && world_rank() == 0)
@@ -162,9 +194,10 @@ struct Decision {
   const char* why = "";
   int P = 0;
   int64_t bytes = 0;
-  int64_t elem_size = 0;  // the datatype's size
-  std::string refused;    // a rule covers the call, but its algorithm cannot take it: why
-  bool reusable = false;  // the same call's decision may be remembered (see decide)
+  int64_t elem_size = 0;   // the datatype's size
+  std::string refused;     // a rule covers the call, but its algorithm cannot take it: why
+  bool reusable = false;   // the same call's decision may be remembered (see decide)
+  CommUse* use = nullptr;  // the communicator's, where a rule covers the call
 };
 
 // One side of a call (count and datatype): the bytes of a block are count x type size.
@@ -281,15 +314,17 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
   return d;
 }
 
-// A communicator that collkit remembers decisions for carries this attribute: when MPI deletes
-// it (the communicator is freed, by any path, Fortran's included), every remembered decision is
-// forgotten, since MPI may give the freed handle to a communicator of another size.
-int forget_decisions(MPI_Comm, int, void*, void*) {
+// A communicator that collkit remembers decisions for carries this attribute (its CommUse): when
+// MPI deletes it (the communicator is freed, by any path, Fortran's included), every remembered
+// decision is forgotten, since MPI may give the freed handle to a communicator of another size.
+int forget_decisions(MPI_Comm, int, void* value, void*) {
   state().generation.fetch_add(1, std::memory_order_acq_rel);
+  delete static_cast<CommUse*>(value);
   return MPI_SUCCESS;
 }
 
-bool watched(MPI_Comm comm) {
+// The communicator's CommUse, made at its first sight; nullptr when MPI refuses the attribute.
+CommUse* watched(MPI_Comm comm) {
   static const int keyval = [] {
     int k = MPI_KEYVAL_INVALID;
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, forget_decisions, &k, nullptr) !=
@@ -297,11 +332,15 @@ bool watched(MPI_Comm comm) {
       k = MPI_KEYVAL_INVALID;
     return k;
   }();
-  if (keyval == MPI_KEYVAL_INVALID) return false;
+  if (keyval == MPI_KEYVAL_INVALID) return nullptr;
   void* value = nullptr;
   int found = 0;
-  if (PMPI_Comm_get_attr(comm, keyval, &value, &found) != MPI_SUCCESS) return false;
-  return found != 0 || PMPI_Comm_set_attr(comm, keyval, nullptr) == MPI_SUCCESS;
+  if (PMPI_Comm_get_attr(comm, keyval, &value, &found) != MPI_SUCCESS) return nullptr;
+  if (found) return static_cast<CommUse*>(value);
+  auto* use = new CommUse;
+  if (PMPI_Comm_set_attr(comm, keyval, use) == MPI_SUCCESS) return use;
+  delete use;
+  return nullptr;
 }
 
 // What a call's decision is read from.
@@ -350,8 +389,9 @@ const Decision& decide(State& s, Collective c, MPI_Comm comm, const Side& send, 
   }
   thread_local Decision once;  // a decision not remembered
   once = decide_now(s, c, comm, send, recv, op, root);
+  if (once.reusable || once.entry != nullptr) once.use = watched(comm);
   // Watching may fail (then nothing is remembered); a table loaded meanwhile wins.
-  if (once.reusable && watched(comm) &&
+  if (once.reusable && once.use != nullptr &&
       s.generation.load(std::memory_order_acquire) == generation) {
     const int w = (m.last[ci] + 1) % kWays;  // the way answered longest ago, in a loop
     m.last[ci] = w;
@@ -416,6 +456,32 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, std::string_
   n.max = std::max(n.max, seconds);
 }
 
+// Whether the communicator is set up for collkit's calls, or this call goes to the MPI while the
+// setup is not yet paid for (the header says the rule). Counts the call; alike on every rank.
+bool paid(const State& s, Collective c, MPI_Comm comm, const Decision& d) {
+  CommUse* u = d.use;
+  if (u == nullptr || u->set_up) return true;
+  const double rent = d.entry->rule.native_median_us;  // NaN: a rule without measurements
+  if (!(s.setup_us > 0) || !(rent > 0)) return u->set_up = true;
+  const bool repeat = static_cast<int>(c) == u->last_c && d.bytes == u->last_bytes;
+  u->last_c = static_cast<int>(c);
+  u->last_bytes = d.bytes;
+  if (u->spent_us >= 4 * s.setup_us || (!repeat && u->spent_us >= s.setup_us)) {
+    u->set_up = true;
+    int rank = 0;
+    if (s.verbose && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == 0)
+      std::fprintf(stderr,
+                   "collkit: P=%d communicator: collkit's algorithms from this call on (%lld "
+                   "calls went to the MPI first, %.0f us of MPI time by the table >= the setup's "
+                   "%.0f us, COLLKIT_SETUP_US)\n",
+                   d.P, u->deferred, u->spent_us, s.setup_us);
+    return true;
+  }
+  u->spent_us += rent;
+  ++u->deferred;
+  return false;
+}
+
 // Runs one call: the table's algorithm, or the MPI's own call (`native`).
 template <typename Collkit, typename Native>
 int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_Op op, int root,
@@ -433,7 +499,10 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   // Where the call went and why, said only when timing (a loop's every call pays for strings).
   const char* where = "native";
   std::string declined;
-  if (d.entry != nullptr) {
+  const bool deferred = d.entry != nullptr && !paid(s, c, comm, d);
+  if (deferred) {
+    rc = native();
+  } else if (d.entry != nullptr) {
     rc = collkit(d.entry->rule.canonical.c_str());
     if (ck_declined(rc)) {
       ++s.declined;
@@ -455,7 +524,10 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   }
   if (s.timing) {
     const double seconds = PMPI_Wtime() - t0;
-    std::string why = !declined.empty() ? declined : d.entry != nullptr ? "table" : d.why;
+    std::string why = deferred             ? "deferred: the communicator's setup not yet paid for"
+                      : !declined.empty()  ? declined
+                      : d.entry != nullptr ? "table"
+                                           : d.why;
     if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0) why += ": " + d.refused;
     note(s, c, comm, d, where, why, seconds);
   }

@@ -1,0 +1,107 @@
+"""A communicator's setup deferred until its calls pay for it (libcollkit_pmpi, mpi/src/pmpi.cpp):
+a measured rule's calls go to the MPI until the table's MPI time for them reaches
+COLLKIT_SETUP_US, then to collkit at the next call that is not a repeat of the one before, or at
+four times that in a run of repeats. Checked on the calls' routes (COLLKIT_STATS, world rank 0)
+and on the results, which must be the plain run's whichever way each call went."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collkit.mpi import MPI, launch_command, launch_env
+from collkit.results import read_jsonl
+from mpi_support import TIMEOUT_S, built, mpich_or_skip
+
+PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "setup_deferral.c"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> tuple[MPI, Path]:
+    mpi = mpich_or_skip()
+    built(mpi)
+    cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
+    exe = tmp_path_factory.mktemp("app") / "setup_deferral"
+    subprocess.run([str(cc), "-O1", "-o", str(exe), str(PROGRAM)], check=True)
+    return mpi, exe
+
+
+def table(path: Path, measured: bool) -> Path:
+    rule: dict[str, object] = {
+        "collective": "allreduce", "P": [2, 2], "bytes": [0, 64], "algorithm": "allreduce:rd",
+    }  # fmt: skip
+    if measured:  # 100 us a call by the MPI: COLLKIT_SETUP_US=1000 is paid by 10 calls
+        rule.update(source="measured", median_us=50.0, native_median_us=100.0, speedup=2.0)
+    path.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": [rule]}))
+    return path
+
+
+def routes(
+    mpi: MPI, exe: Path, tmp: Path, tuning: Path, n8: int, n16: int, setup_us: str | None
+) -> dict[tuple[str, int], int]:
+    """Calls per (route, bytes) on world rank 0, after checking the results against the plain
+    run's."""
+    plain_env, _ = launch_env(mpi, 2)
+    plain = subprocess.run(
+        launch_command(mpi, 2, [str(exe), str(tmp / "plain"), str(n8), str(n16)]),
+        env=plain_env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    env = dict(os.environ, MPIEXEC=mpi.mpiexec, MPICXX=mpi.mpicxx)
+    env.pop("COLLKIT_SETUP_US", None)
+    if setup_us is not None:
+        env["COLLKIT_SETUP_US"] = setup_us
+    stats = tmp / "calls.jsonl"
+    stats.unlink(missing_ok=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "collkit", "run", "-np", "2", "--tuning", str(tuning),
+         "--verbose", "--stats", str(stats), "--",
+         str(exe), str(tmp / "lib"), str(n8), str(n16)],
+        env=env, capture_output=True, text=True, timeout=TIMEOUT_S * 2, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    for r in range(2):
+        assert (tmp / f"lib.{r}").read_text() == (tmp / f"plain.{r}").read_text()
+    return {(row.algorithm, row.bytes): row.iterations for row in read_jsonl(stats)}
+
+
+def test_a_change_of_call_after_the_setup_is_paid_moves_the_calls_to_collkit(
+    app: tuple[MPI, Path], tmp_path: Path
+) -> None:
+    mpi, exe = app
+    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", True), 20, 5, "1000")
+    # 10 calls pay the setup, but the next 10 repeat the 8-byte call: the first 16-byte call
+    # takes collkit's route.
+    assert got == {("native", 8): 20, ("allreduce:rd", 16): 5}, got
+
+
+def test_a_long_run_of_repeats_moves_at_four_times_the_setup(
+    app: tuple[MPI, Path], tmp_path: Path
+) -> None:
+    mpi, exe = app
+    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", True), 100, 0, "1000")
+    assert got == {("native", 8): 40, ("allreduce:rd", 8): 60}, got
+
+
+def test_a_program_with_few_calls_never_pays_for_the_setup(
+    app: tuple[MPI, Path], tmp_path: Path
+) -> None:
+    mpi, exe = app
+    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", True), 3, 3, None)
+    # The default setup (400 us) is paid by the fourth call, but that is the only change of call
+    # and comes at 300 us; the 16-byte calls after it repeat it: none moves.
+    assert got == {("native", 8): 3, ("native", 16): 3}, got
+
+
+@pytest.mark.parametrize(("measured", "setup_us"), [(True, "0"), (False, None)])
+def test_setup_at_once_when_asked_or_when_the_rule_is_not_measured(
+    app: tuple[MPI, Path], tmp_path: Path, measured: bool, setup_us: str | None
+) -> None:
+    mpi, exe = app
+    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", measured), 7, 3, setup_us)
+    assert got == {("allreduce:rd", 8): 7, ("allreduce:rd", 16): 3}, got
