@@ -23,7 +23,7 @@
 // few times never earns that back, so a measured rule's calls go to the MPI until the MPI's time
 // for them (the table's native_median_us a call) reaches COLLKIT_SETUP_US (default 400, the
 // setup's cost measured there), and then at the next call that is not a repeat of the one before
-// (a loop's first call, not one in the middle of it), or at four times that in a run of repeats:
+// (a loop's first call, not one in the middle of it), or at 16 times that in a run of repeats:
 // rent, then buy (Karlin, Manasse, Rudolph and Sleator 1988). Every rank counts the same calls
 // from the same table, so all take collkit's route at the same call. COLLKIT_SETUP_US=0, and a
 // rule without measurements (written by hand), take collkit's route at once.
@@ -466,7 +466,7 @@ bool paid(const State& s, Collective c, MPI_Comm comm, const Decision& d) {
   const bool repeat = static_cast<int>(c) == u->last_c && d.bytes == u->last_bytes;
   u->last_c = static_cast<int>(c);
   u->last_bytes = d.bytes;
-  if (u->spent_us >= 4 * s.setup_us || (!repeat && u->spent_us >= s.setup_us)) {
+  if (u->spent_us >= 16 * s.setup_us || (!repeat && u->spent_us >= s.setup_us)) {
     u->set_up = true;
     int rank = 0;
     if (s.verbose && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == 0)

@@ -1,7 +1,7 @@
 """A communicator's setup deferred until its calls pay for it (libcollkit_pmpi, mpi/src/pmpi.cpp):
 a measured rule's calls go to the MPI until the table's MPI time for them reaches
 COLLKIT_SETUP_US, then to collkit at the next call that is not a repeat of the one before, or at
-four times that in a run of repeats. Checked on the calls' routes (COLLKIT_STATS, world rank 0)
+16 times that in a run of repeats. Checked on the calls' routes (COLLKIT_STATS, world rank 0)
 and on the results, which must be the plain run's whichever way each call went."""
 
 from __future__ import annotations
@@ -65,6 +65,9 @@ def routes(
         env=env, capture_output=True, text=True, timeout=TIMEOUT_S * 2, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
+    if setup_us is not None:  # passed by name to every rank, whatever each node's environment
+        launch_line = next(ln for ln in run.stderr.splitlines() if ln.startswith("+ "))
+        assert "COLLKIT_SETUP_US" in launch_line, launch_line
     for r in range(2):
         assert (tmp / f"lib.{r}").read_text() == (tmp / f"plain.{r}").read_text()
     return {(row.algorithm, row.bytes): row.iterations for row in read_jsonl(stats)}
@@ -80,12 +83,12 @@ def test_a_change_of_call_after_the_setup_is_paid_moves_the_calls_to_collkit(
     assert got == {("native", 8): 20, ("allreduce:rd", 16): 5}, got
 
 
-def test_a_long_run_of_repeats_moves_at_four_times_the_setup(
+def test_a_long_run_of_repeats_moves_at_16_times_the_setup(
     app: tuple[MPI, Path], tmp_path: Path
 ) -> None:
     mpi, exe = app
-    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", True), 100, 0, "1000")
-    assert got == {("native", 8): 40, ("allreduce:rd", 8): 60}, got
+    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", True), 200, 0, "1000")
+    assert got == {("native", 8): 160, ("allreduce:rd", 8): 40}, got
 
 
 def test_a_program_with_few_calls_never_pays_for_the_setup(

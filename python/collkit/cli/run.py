@@ -11,7 +11,10 @@ MPI_Barrier, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Gather, MPI_Scatter) t
 table's algorithm for (communicator size, bytes); everything else goes to the MPI. --verbose
 logs each decision once per (collective, size class) and prints at the end how many calls went
 where and their time;
---stats FILE writes that as collkit result rows. The program must use the same MPI (MPICH ABI:
+--stats FILE writes that as collkit result rows. A communicator's calls go to the MPI until
+their time pays for collkit's setup of it (~0.4 ms on a 2-core VM; COLLKIT_SETUP_US=0: from the
+first call; docs/tuning.md); COLLKIT_SHM=0, COLLKIT_SHM_MAX and COLLKIT_SETUP_US are passed to
+every rank. The program must use the same MPI (MPICH ABI:
 the pip `mpich` wheel or a system MPICH; Open MPI: MPIEXEC=mpirun.openmpi MPICXX=mpicxx.openmpi).
 The MPI is chosen as for `collkit bench` (the first mpiexec on PATH, else the `mpich` wheel); the
 first line on stderr says which and why.
@@ -32,6 +35,9 @@ from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
 from collkit.tune.table import load
 
 NAME = "run"
+# COLLKIT_SHM=0 (no shared memory), COLLKIT_SHM_MAX (its largest message), COLLKIT_SETUP_US
+# (what a communicator's setup is taken to cost; 0: collkit's route from the first call).
+FORWARDED = ("COLLKIT_SHM", "COLLKIT_SHM_MAX", "COLLKIT_SETUP_US")
 HELP = "run an unmodified MPI program with a tuning table (LD_PRELOAD libcollkit_pmpi.so)"
 
 
@@ -115,6 +121,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"collkit run: warning: {args.tuning}: {note}", file=sys.stderr)
     if args.verbose:
         env["COLLKIT_VERBOSE"] = "1"
+    # The library's switches must be alike on every rank (each decides alone, all must agree):
+    # passed by name to every node, not left to what each node's environment holds.
+    for k in FORWARDED:
+        if k in os.environ:
+            env[k] = os.environ[k]
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
     if args.stats:
