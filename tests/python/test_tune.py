@@ -94,6 +94,26 @@ def test_choose_keeps_native_unless_the_win_is_real_and_merges_ranges() -> None:
     assert rs[0].speedup > 1.5 and rs[0].p_value < 0.01 and rs[0].P == (4, 4)
 
 
+def test_a_win_smaller_than_the_librarys_routing_is_not_a_win() -> None:
+    """tune times collkit through the C API; a program reaches it through libcollkit_pmpi, whose
+    routing costs each call more. A candidate 1 µs faster than a 10 µs native wins when the
+    routing costs 0.5 µs, and not when it costs 1.5 µs; the MPI's forced algorithms are never
+    charged it (they do not go through the library)."""
+    rows = [
+        rows_for("native", 10.0),
+        rows_for("allreduce:rd", 9.0, seed=3),
+        rows_for("mpich:ring", 9.0, seed=4),
+    ]
+    cheap = choose(rows, routing_us=0.5)[0]
+    assert cheap.collkit is not None and cheap.collkit.algorithm == "allreduce:rd"
+    assert cheap.collkit.median_us == pytest.approx(np.median(rows[1].samples) + 0.5)
+    (dear,) = choose(rows, routing_us=1.5)
+    assert dear.collkit is None
+    ring = next(c for c in dear.candidates if c.algorithm == "mpich:ring")
+    assert ring.median_us == pytest.approx(np.median(rows[2].samples))
+    assert rows[1].median_us < 9.5  # the rows themselves are left as measured
+
+
 def test_size_ranges_cover_up_to_the_next_size() -> None:
     assert size_ranges([8, 64, 16]) == [(8, 15), (16, 63), (64, 127)]
     assert size_ranges([0]) == [(0, 0)]

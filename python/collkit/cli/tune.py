@@ -124,6 +124,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the speedup interval must lie above 1 + this (default 0)",
     )
     p.add_argument(
+        "--routing-us",
+        type=float,
+        default=None,
+        metavar="US",
+        help="µs a call pays for the interposition library's routing to collkit, added to every "
+        "collkit candidate before choosing (programs pay it, tune's calls through the C API do "
+        "not); default: measured now on one rank (~0.1 µs on a 2-core VM); 0: not added",
+    )
+    p.add_argument(
         "--simulate",
         default=None,
         metavar="MODEL",
@@ -354,6 +363,10 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(f"--rounds {args.rounds} must be in 1..100")
     if not 0 < args.alpha < 1 or not 0 <= args.min_gain < math.inf:  # NaN fails both
         raise InvalidArgumentError("--alpha must be in (0, 1) and --min-gain >= 0")
+    if args.routing_us is not None and not 0 <= args.routing_us < 1e6:
+        raise InvalidArgumentError(f"--routing-us {args.routing_us} must be in [0, 1e6)")
+    if args.routing_us is not None and args.simulate:
+        raise InvalidArgumentError("--routing-us is for measuring, not --simulate")
     params: dict[str, str] = {}
     for kv in args.param:
         k, eq, v = kv.partition("=")
@@ -417,7 +430,18 @@ def run(args: argparse.Namespace) -> int:
             assert mpi is not None
             rows = measure(opts, mpi, store, progress, ticker)
             label = mpi.version
-    choices = choose(rows, alpha=args.alpha, min_gain=args.min_gain)
+    routing_us = 0.0
+    if mpi is not None:
+        from collkit.mpi.routing import routing_cost_us
+
+        routing_us = routing_cost_us(mpi) if args.routing_us is None else args.routing_us
+        print(
+            f"routing: {routing_us * 1e3:.0f} ns a call through libcollkit_pmpi "
+            f"({'measured now' if args.routing_us is None else '--routing-us'}), added to every "
+            "collkit candidate",
+            file=sys.stderr,
+        )
+    choices = choose(rows, alpha=args.alpha, min_gain=args.min_gain, routing_us=routing_us)
     if not choices:
         print("collkit tune: no usable rows (every candidate failed?)", file=sys.stderr)
         return 1

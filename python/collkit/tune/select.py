@@ -9,10 +9,15 @@ at least drift.MIN_ROUNDS of them); the winner is the one with the largest speed
 call stays. Of a row re-measured because it was suspect, the latest attempt counts. Simulated rows
 have no samples and no native row: the fastest simulated candidate wins, and the rule says it was
 simulated.
+
+`routing_us` is added to every sample of collkit's own candidates (not the MPI's forced
+algorithms) before the comparison: what the interposition library adds to a call it routes to
+collkit (collkit.mpi.routing), which a program pays and tune's blocks through the C API do not.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -116,7 +121,22 @@ def _usable(r: Row) -> bool:
     return not r.error and r.valid is not False and (r.source == "simulated" or len(r.samples) >= 5)
 
 
-def choose(rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0) -> list[Choice]:
+def through_library(row: Row, routing_us: float) -> Row:
+    """A collkit candidate's row as a program through the interposition library would time it:
+    every sample and round median `routing_us` slower."""
+    if routing_us == 0 or is_mpi_algorithm(row.algorithm) or row.algorithm == "native":
+        return row
+    return dataclasses.replace(
+        row,
+        samples=[x + routing_us for x in row.samples],
+        round_median_us=[x + routing_us for x in row.round_median_us],
+        median_us=row.median_us + routing_us,
+    )
+
+
+def choose(
+    rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0, routing_us: float = 0.0
+) -> list[Choice]:
     """One Choice per (collective, P, bytes) in the rows."""
     groups: dict[tuple[str, int, int, str], list[Row]] = {}
     for r in rows:
@@ -155,7 +175,7 @@ def choose(rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0) -
             if r.algorithm == "native":
                 continue
             native = natives.get((r.interleaved, r.attempt)) or natives[max(natives)]
-            comps.append(compare_row(r, native, min_gain=min_gain))
+            comps.append(compare_row(through_library(r, routing_us), native, min_gain=min_gain))
         wins = [c for c in comps if is_win(c, alpha, min_gain)]
         own = [c for c in wins if not is_mpi_algorithm(c.algorithm)]
         forced = [c for c in wins if is_mpi_algorithm(c.algorithm)]
