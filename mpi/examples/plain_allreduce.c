@@ -1,9 +1,8 @@
 /* An ordinary MPI program that knows nothing of collkit: MPI_Allreduce of doubles at sizes 8 B ..
- * 64 KiB, 200 timed calls each after 10 untimed ones (OSU's warm-up: a library's one-time setup,
- * MPICH's or collkit's, is not a call's time). Rank 0 prints, per size, a hash of the result
- * (small integers, so any correct reduction order gives the same bits) and the mean time per
- * call. `collkit tour` runs it
- * with and without libcollkit_pmpi.so:
+ * 32 KiB, 1000 timed calls each after 200 untimed ones (OSU's counts for small messages: a
+ * library's one-time setup, MPICH's or collkit's, is not a call's time). Rank 0 prints, per
+ * size, a hash of the result (small integers, so any correct reduction order gives the same
+ * bits) and the mean time per call. `collkit tour` runs it with and without libcollkit_pmpi.so:
  *   mpicc plain_allreduce.c -o plain_allreduce && mpiexec -n 2 ./plain_allreduce
  *   collkit run -np 2 --tuning collkit-tuning.json --verbose -- ./plain_allreduce */
 #include <mpi.h>
@@ -19,11 +18,11 @@ int main(int argc, char** argv) {
     double* in = malloc(sizeof(double) * (size_t)n);
     double* out = malloc(sizeof(double) * (size_t)n);
     for (int i = 0; i < n; ++i) in[i] = (double)((i * 7 + rank * 3) % 11);
-    for (int k = 0; k < 10; ++k) MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int k = 0; k < 200; ++k) MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
-    for (int k = 0; k < 200; ++k) MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    const double us = (MPI_Wtime() - t0) / 200 * 1e6;
+    for (int k = 0; k < 1000; ++k) MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const double us = (MPI_Wtime() - t0) / 1000 * 1e6;
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < sizeof(double) * (size_t)n; ++i)
       h = (h ^ ((const unsigned char*)out)[i]) * 1099511628211ull;

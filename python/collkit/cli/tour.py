@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import os
 import shlex
@@ -179,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-# The tour's program calls MPI_Allreduce in loops of 200: tune times what it sees, back-to-back
+# The tour's program calls MPI_Allreduce in loops of 1000: tune times what it sees, back-to-back
 # calls (OSU's way), 16 to a sample.
 TOUR_BLOCK = 16
 
@@ -267,13 +268,31 @@ def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path
             for b, _, us in found:
                 times[way].setdefault(int(b), []).append(float(us))
     same = len(results["MPI's own"] | results["tuned"]) == 1
+    # Where the tuned run's calls went, from one more run with --stats (timing every call would
+    # slow the timed runs): the library gives a communicator's first calls to the MPI until their
+    # time pays for its setup (COLLKIT_SETUP_US, docs/mpi.md).
+    stats = tuned / "tuned-calls.jsonl"
+    stats.unlink(missing_ok=True)
+    subprocess.run(
+        [*cmd[:-1], str(table), "--stats", str(stats), "--", str(app)],
+        capture_output=True, text=True, check=False, env=env,
+    )  # fmt: skip
+    to_collkit: dict[int, list[int]] = {}
+    for line in stats.read_text().splitlines() if stats.exists() else []:
+        row = json.loads(line)
+        if row["collective"] == "allreduce":
+            counts = to_collkit.setdefault(int(row["bytes"]), [0, 0])
+            counts[1] += int(row["iterations"])
+            counts[0] += int(row["iterations"]) if row["algorithm"] != "native" else 0
     rules = load(table)
     t = RTable(title="the program's time per call (median of 3 runs each way)")
-    for col in ("bytes", "tuned rule", "MPI's own (µs)", "tuned (µs)", "tuned / MPI's own"):
-        t.add_column(col, justify="left" if col == "tuned rule" else "right")
+    for col in ("bytes", "tuned rule", "calls to it", "MPI's own µs", "tuned µs", "tuned/own"):
+        t.add_column(col, justify="left" if col == "tuned rule" else "right", no_wrap=True)
     for b in sorted(times["tuned"]):
         a, c = statistics.median(times["MPI's own"][b]), statistics.median(times["tuned"][b])
-        t.add_row(str(b), rules.lookup("allreduce", 2, b), f"{a:.2f}", f"{c:.2f}", f"{c / a:.2f}")
+        k, n = to_collkit.get(b, [0, 0])
+        rule = rules.lookup("allreduce", 2, b)
+        t.add_row(str(b), rule, f"{k}/{n}" if n else "?", f"{a:.2f}", f"{c:.2f}", f"{c / a:.2f}")
     console.print(t)
     console.print(
         "results identical both ways: "
@@ -281,9 +300,10 @@ def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path
     )
     console.print(
         "[dim]Times from separate runs on a shared machine move with its load; ratios below 1 "
-        "are where the tuned table made the program's calls faster. The program times each "
-        "size after 10 untimed calls, as OSU does: the first collkit call on a communicator "
-        "sets it up (a few ms; docs/mpi.md).[/dim]"
+        "are where the tuned table made the program's calls faster. The program times 1000 "
+        "calls a size after 200 untimed ones, as OSU does. The library gives a communicator's "
+        "first calls to the MPI until their time pays for collkit's setup of it (~0.4 ms; "
+        "'calls to it' counts the rest; COLLKIT_SETUP_US, docs/mpi.md).[/dim]"
     )
     return 0 if same else 1
 
