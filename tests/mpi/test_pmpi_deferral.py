@@ -73,32 +73,30 @@ def routes(
     return {(row.algorithm, row.bytes): row.iterations for row in read_jsonl(stats)}
 
 
-def test_a_change_of_call_after_the_setup_is_paid_moves_the_calls_to_collkit(
-    app: tuple[MPI, Path], tmp_path: Path
-) -> None:
-    mpi, exe = app
-    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", True), 20, 5, "1000")
+# (8-byte calls, 16-byte calls, COLLKIT_SETUP_US) -> calls on each route; every call of the
+# measured rule costs 100 us of MPI time by the table.
+DEFERRED = [
     # 10 calls pay the setup, but the next 10 repeat the 8-byte call: the first 16-byte call
     # takes collkit's route.
-    assert got == {("native", 8): 20, ("allreduce:rd", 16): 5}, got
-
-
-def test_a_long_run_of_repeats_moves_at_16_times_the_setup(
-    app: tuple[MPI, Path], tmp_path: Path
-) -> None:
-    mpi, exe = app
-    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", True), 200, 0, "1000")
-    assert got == {("native", 8): 160, ("allreduce:rd", 8): 40}, got
-
-
-def test_a_program_with_few_calls_never_pays_for_the_setup(
-    app: tuple[MPI, Path], tmp_path: Path
-) -> None:
-    mpi, exe = app
-    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", True), 3, 3, None)
+    ((20, 5, "1000"), {("native", 8): 20, ("allreduce:rd", 16): 5}),
+    # A run of repeats moves at 16 times the setup: after 160 calls.
+    ((200, 0, "1000"), {("native", 8): 160, ("allreduce:rd", 8): 40}),
     # The default setup (400 us) is paid by the fourth call, but that is the only change of call
-    # and comes at 300 us; the 16-byte calls after it repeat it: none moves.
-    assert got == {("native", 8): 3, ("native", 16): 3}, got
+    # and comes at 300 us; the 16-byte calls after it repeat it: a short program never moves.
+    ((3, 3, None), {("native", 8): 3, ("native", 16): 3}),
+]
+
+
+@pytest.mark.parametrize(("calls", "expected"), DEFERRED)
+def test_the_calls_move_to_collkit_once_the_setup_is_paid_at_a_change_of_call(
+    app: tuple[MPI, Path],
+    tmp_path: Path,
+    calls: tuple[int, int, str | None],
+    expected: dict[tuple[str, int], int],
+) -> None:
+    mpi, exe = app
+    got = routes(mpi, exe, tmp_path, table(tmp_path / "t.json", True), *calls)
+    assert got == expected, got
 
 
 @pytest.mark.parametrize(("measured", "setup_us"), [(True, "0"), (False, None)])
