@@ -52,7 +52,12 @@ def routing_cost_us(mpi: MPI, *, calls: int = 2000, blocks: int = 60) -> float:
         cmd = launch_command(mpi, 1, program)
         at = cmd.index(mpi.mpiexec) + 1
         cmd = [*cmd[:at], *mpi.env_args(extra), *cmd[at:]]
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+        try:
+            p = subprocess.run(
+                cmd, env=env, capture_output=True, text=True, timeout=120, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise UnsupportedError(f"measuring the library's routing failed: {e}") from None
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
         raise UnsupportedError(
