@@ -197,7 +197,7 @@ def osu(mpi: MPI, args: argparse.Namespace, out: Path) -> list[str]:
 
 
 def lammps(mpi: MPI, args: argparse.Namespace, out: Path) -> list[str]:
-    """LAMMPS's melt example as Debian ships it (250 steps, thermo every 50: 159 collective
+    """LAMMPS's melt example as Debian ships it (250 steps, thermo every 50: ~160 collective
     calls, too few to pay for collkit's setup of a communicator), and the same input with thermo
     output every step for 2500 steps (~12,600 calls): written beside the results, the example's
     file left alone."""
