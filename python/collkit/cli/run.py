@@ -31,7 +31,8 @@ from pathlib import Path
 
 from collkit.cli._common import check_launchable, input_file, parse_p
 from collkit.errors import InvalidArgumentError
-from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
+from collkit.mpi import build, find_mpi, launch_env
+from collkit.mpi.launch import preload_command
 from collkit.tune.table import load
 
 NAME = "run"
@@ -86,24 +87,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def command(
-    mpi: MPI,
-    np: int,
-    program: list[str],
-    library: Path,
-    env: dict[str, str],
-    hosts: str | None = None,
-) -> list[str]:
-    """The launcher command line that preloads `library` and passes `env` to every rank."""
-    cmd = launch_command(mpi, np, program, hosts=hosts)
-    preload = str(library)
-    if os.environ.get("LD_PRELOAD"):
-        preload += ":" + os.environ["LD_PRELOAD"]
-    flags = mpi.env_args({"LD_PRELOAD": preload, **env})
-    at = cmd.index(mpi.mpiexec) + 1  # an emulated cluster's command starts before mpiexec
-    return [*cmd[:at], *flags, *cmd[at:]]
-
-
 def run(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
@@ -139,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"collkit run: MPI: {mpi.describe()}", file=sys.stderr)
     library = build(mpi, ["libcollkit_pmpi.so"]) / "libcollkit_pmpi.so"
     base_env, _ = launch_env(mpi, args.P, hosts=args.hosts)
-    cmd = command(mpi, args.P, program, library, env, args.hosts)
+    cmd = preload_command(mpi, args.P, program, library, env, args.hosts)
     if args.verbose:
         print("+ " + " ".join(cmd), file=sys.stderr)
     try:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import shlex
@@ -242,6 +241,7 @@ def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path
 
     from rich.table import Table as RTable
 
+    from collkit.results import read_jsonl
     from collkit.tune.table import Table, load, save
 
     empty = tuned / "native-only.json"
@@ -278,12 +278,11 @@ def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path
         capture_output=True, text=True, check=False, env=env,
     )  # fmt: skip
     to_collkit: dict[int, list[int]] = {}
-    for line in stats.read_text().splitlines() if stats.exists() else []:
-        row = json.loads(line)
-        if row["collective"] == "allreduce":
-            counts = to_collkit.setdefault(int(row["bytes"]), [0, 0])
-            counts[1] += int(row["iterations"])
-            counts[0] += int(row["iterations"]) if row["algorithm"] != "native" else 0
+    for row in read_jsonl(stats) if stats.exists() else []:  # collkit's result rows
+        if row.collective == "allreduce":
+            counts = to_collkit.setdefault(row.bytes, [0, 0])
+            counts[1] += row.iterations
+            counts[0] += row.iterations if row.algorithm != "native" else 0
     rules = load(table)
     t = RTable(title="the program's time per call (median of 3 runs each way)")
     for col in ("bytes", "tuned rule", "calls to it", "MPI's own µs", "tuned µs", "tuned/own"):

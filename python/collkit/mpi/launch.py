@@ -35,6 +35,26 @@ def launch_command(
     return [*cmd, "-n", str(np), *program]
 
 
+def preload_command(
+    mpi: MPI,
+    np: int,
+    program: list[str],
+    library: Path,
+    env: dict[str, str],
+    hosts: str | None = None,
+) -> list[str]:
+    """The launcher command line that preloads `library` (before any LD_PRELOAD already set) and
+    passes `env` to every rank by name: libcollkit_pmpi.so under `collkit run`, and tune's
+    measurement of its routing."""
+    cmd = launch_command(mpi, np, program, hosts=hosts)
+    preload = str(library)
+    if os.environ.get("LD_PRELOAD"):
+        preload += ":" + os.environ["LD_PRELOAD"]
+    flags = mpi.env_args({"LD_PRELOAD": preload, **env})
+    at = cmd.index(mpi.mpiexec) + 1  # an emulated cluster's command starts before mpiexec
+    return [*cmd[:at], *flags, *cmd[at:]]
+
+
 def launch_env(
     mpi: MPI, np: int, extra: dict[str, str] | None = None, *, hosts: str | None = None
 ) -> tuple[dict[str, str], str]:

@@ -14,14 +14,13 @@ directly, in alternating blocks; the median over block pairs of the difference, 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import tempfile
 from pathlib import Path
 
 from collkit.errors import UnsupportedError
 from collkit.mpi.base import MPI
-from collkit.mpi.launch import launch_command, launch_env
+from collkit.mpi.launch import launch_env, preload_command
 from collkit.mpi.programs import build
 
 
@@ -38,10 +37,6 @@ def routing_cost_us(mpi: MPI, *, calls: int = 2000, blocks: int = 60) -> float:
         }
         table.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": [rule]}))
         env, _ = launch_env(mpi, 1)
-        lib = str(bindir / "libcollkit_pmpi.so")
-        pre = os.environ.get("LD_PRELOAD")
-        extra = {"LD_PRELOAD": f"{lib}:{pre}" if pre else lib, "COLLKIT_TUNING": str(table)}
-        env.update(extra)
         for k in ("COLLKIT_VERBOSE", "COLLKIT_STATS"):  # timing each call would be measured too
             env.pop(k, None)
         program = [
@@ -49,9 +44,8 @@ def routing_cost_us(mpi: MPI, *, calls: int = 2000, blocks: int = 60) -> float:
             *("--collective", "allreduce", "--direct", "allreduce:rd"),
             *("--calls", str(calls), "--blocks", str(blocks)),
         ]
-        cmd = launch_command(mpi, 1, program)
-        at = cmd.index(mpi.mpiexec) + 1
-        cmd = [*cmd[:at], *mpi.env_args(extra), *cmd[at:]]
+        library = bindir / "libcollkit_pmpi.so"
+        cmd = preload_command(mpi, 1, program, library, {"COLLKIT_TUNING": str(table)})
         try:
             p = subprocess.run(
                 cmd, env=env, capture_output=True, text=True, timeout=120, check=False
