@@ -171,6 +171,85 @@ bool pair_gates_all(const Plan& plan, uint32_t x, uint32_t y) {
 
 namespace {
 
+// The order in which a rank may run its plan's ops one at a time, each waited for (a send for its
+// slot, a receive for its data), or nothing when such a run could wait where the dataflow run
+// would not. A list schedule: ops that wait on no peer in this call (copies, reduces, and sends:
+// with at most K messages to a peer in a call, a send's slot waits only for the peer to release an
+// earlier call's message, which nothing in this call holds back) run as soon as their deps have;
+// only when none is left does the rank wait on a receive, and then only on one that every send not
+// yet run depends on. So a rank waiting on a receive holds back no send the dataflow run would
+// have made by then: by induction on the dataflow run's order, this order makes every send it
+// makes, and completes wherever it completes (which the verifier proves). Empty when some message
+// goes through MPI, or the plan is large (the check is O(n^2 / 64) once; large plans are large
+// messages, where the loop's cost does not show).
+// Returns why not ("" when `order` is set).
+std::string in_turn_order(const Plan& plan, uint32_t slots, std::vector<uint32_t>& order) {
+  constexpr size_t kMaxOps = 1024;
+  order.clear();
+  const size_t n = plan.steps.size();
+  if (n > kMaxOps) return "more than " + std::to_string(kMaxOps) + " ops";
+  std::vector<uint32_t> sends;
+  for (size_t i = 0; i < n; ++i) {
+    const Step& s = plan.steps[i];
+    if (s.kind != OpKind::send && s.kind != OpKind::recv) continue;
+    if (s.shm_seq == Plan::kViaMpi) return "messages on MPI point-to-point";
+    if (s.kind == OpKind::send) sends.push_back(static_cast<uint32_t>(i));
+  }
+  for (const auto& [peer, k] : plan.shm_sent)
+    if (k > slots) return "more than " + std::to_string(slots) + " messages to one peer";
+  // below[i]: the ops op i waits on, transitively (n bits). Deps come before their op.
+  const size_t words = (n + 63) / 64;
+  std::vector<uint64_t> below(n * words, 0);
+  auto waits_on = [&](size_t i, size_t d) { return (below[i * words + d / 64] >> (d % 64)) & 1; };
+  for (size_t i = 0; i < n; ++i)
+    for (const uint32_t j : successors(plan, static_cast<uint32_t>(i))) {
+      for (size_t w = 0; w < words; ++w) below[j * words + w] |= below[i * words + w];
+      below[j * words + i / 64] |= uint64_t{1} << (i % 64);
+    }
+
+  std::vector<uint32_t> ready, receives;  // ready: ops that wait on no peer, first in first out
+  std::vector<uint32_t> left(plan.num_deps);
+  std::vector<bool> ran(n, false);
+  order.reserve(n);
+  auto arrive = [&](uint32_t i) {
+    (plan.steps[i].kind == OpKind::recv ? receives : ready).push_back(i);
+  };
+  auto run = [&](uint32_t i) {
+    order.push_back(i);
+    ran[i] = true;
+    for (const uint32_t j : successors(plan, i))
+      if (--left[j] == 0) arrive(j);
+  };
+  for (const uint32_t i : plan.roots) arrive(i);
+  size_t head = 0;
+  while (order.size() < n) {
+    if (head < ready.size()) {
+      run(ready[head++]);
+      continue;
+    }
+    // Only receives can run: one that every send still to come waits on, else none.
+    auto pick = std::find_if(receives.begin(), receives.end(), [&](uint32_t r) {
+      return std::all_of(sends.begin(), sends.end(),
+                         [&](uint32_t s) { return ran[s] || waits_on(s, r); });
+    });
+    if (pick == receives.end()) {
+      order.clear();
+      return "no receive that every send still to come waits on";
+    }
+    const uint32_t r = *pick;
+    receives.erase(pick);
+    run(r);
+  }
+  return "";
+}
+
+// COLLKIT_VERBOSE: any value but 0 is level 1 (the transport), 2 also each plan's way of running.
+bool verbose(int level) {
+  const char* v = std::getenv("COLLKIT_VERBOSE");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return false;
+  return level <= 1 || std::atoi(v) >= level;
+}
+
 // The plan's view of the shared-memory transport: which messages go through it (and their index
 // among the pair's shared-memory messages), and which receives reduce straight out of the slot.
 // The choice depends only on the plan (peer, message bytes) and the slot size, agreed on the node:
@@ -244,6 +323,117 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
     }
     if (alone) plan.steps[i].flags |= Step::kFused;
   }
+  // COLLKIT_SHM_IN_TURN=0: every plan through the general loop (to compare the two; docs/mpi.md).
+  const char* in_turn = std::getenv("COLLKIT_SHM_IN_TURN");
+  std::string why = "COLLKIT_SHM_IN_TURN=0";
+  if (in_turn == nullptr || std::strcmp(in_turn, "0") != 0)
+    why = in_turn_order(plan, shm.slots(), plan.in_turn);
+  else
+    plan.in_turn.clear();
+  if (plan.rank == 0 && verbose(2))
+    std::fprintf(stderr, "collkit: plan %s P=%lld %lld B, rank 0 (%zu ops): %s\n",
+                 plan.header.algorithm.c_str(), static_cast<long long>(plan.header.P),
+                 static_cast<long long>(plan.header.count * plan.header.elem_size), n,
+                 why.empty() ? "in turn" : ("dataflow (" + why + ")").c_str());
+}
+
+// A rank that waits polls for kSpinNs (a 16 KiB copy by the peer takes a few µs), then yields the
+// core between polls: oversubscribed runs must not starve the rank they wait for. (1 ms when the
+// job's ranks fit the cores was tried: at load 19-23 from other users it made small one-way
+// collectives slower on both MPIs; docs/mpi.md.)
+class Backoff {
+ public:
+  void moved() { idle_ = 0; }
+  void idle() {
+    if (++idle_ % kSpins != 0) return;  // the clock is read once every kSpins polls
+    const auto now = std::chrono::steady_clock::now();
+    if (idle_ == kSpins) {
+      since_ = now;
+    } else if (now - since_ > kSpinNs) {
+      sched_yield();
+    }
+  }
+
+ private:
+  static constexpr unsigned kSpins = 64;
+  static constexpr auto kSpinNs = std::chrono::nanoseconds(20000);
+  unsigned idle_ = 0;
+  std::chrono::steady_clock::time_point since_{};
+};
+
+// A message's packed bytes into its slot, and out of it into the buffer.
+int put(std::byte* slot, const std::byte* p, const Step& op, const TypeInfo& t) {
+  if (!t.dense_run(op.len)) return pack(p, op.len, t, slot);
+  if (op.len > 0) std::memcpy(slot, offset(p, t.true_lb), static_cast<size_t>(op.len * t.size));
+  return MPI_SUCCESS;
+}
+
+int take(const std::byte* slot, std::byte* p, const Step& op, const TypeInfo& t) {
+  if (!t.dense_run(op.len)) return unpack(slot, p, op.len, t);
+  if (op.len > 0) std::memcpy(offset(p, t.true_lb), slot, static_cast<size_t>(op.len * t.size));
+  return MPI_SUCCESS;
+}
+
+// Every message of the call is done: the next call's shared-memory messages count on from here.
+void count_messages(const Plan& plan, ShmTransport& shm) {
+  for (const auto& [peer, k] : plan.shm_sent) shm.sent[static_cast<size_t>(peer)] += k;
+  for (const auto& [peer, k] : plan.shm_received) shm.received[static_cast<size_t>(peer)] += k;
+}
+
+// The plan's ops one at a time in plan.in_turn, each waited for: every message goes through
+// shared memory, so a call is copies into and out of slots, reductions and polls of a stamp, with
+// no ready queue, no dependency counts and no MPI call (a small plan's general loop cost more
+// than its messages: benchmarks/results/executor-call-instructions.md).
+int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& st,
+                ShmTransport& shm, bool fuse) {
+  const TypeInfo& t = a.type;
+  const size_t n = plan.in_turn.size();
+  for (size_t k = 0; k < n; ++k) {
+    const Step& op = plan.steps[plan.in_turn[k]];
+    int rc = MPI_SUCCESS;
+    switch (op.kind) {
+      case OpKind::send: {
+        const uint64_t q = shm.sent[static_cast<size_t>(op.peer)] + op.shm_seq;
+        const int64_t bytes = op.len * t.size;
+        std::byte* slot = shm.send_slot(op.peer, q, bytes);
+        for (Backoff wait; slot == nullptr; slot = shm.send_slot(op.peer, q, bytes)) wait.idle();
+        rc = put(slot, element(bufs[op.buf], op.off, t), op, t);
+        shm.publish(op.peer, q);
+        break;
+      }
+      case OpKind::recv: {
+        const uint64_t q = shm.received[static_cast<size_t>(op.peer)] + op.shm_seq;
+        const int64_t bytes = op.len * t.size;
+        const std::byte* slot = shm.recv_slot(op.peer, q, bytes);
+        for (Backoff wait; slot == nullptr; slot = shm.recv_slot(op.peer, q, bytes)) wait.idle();
+        if (fuse && (op.flags & Step::kFused) != 0 && k + 1 < n && plan.in_turn[k + 1] == op.succ) {
+          // The reduce is next and reads only this message: straight out of the slot.
+          const Step& r = plan.steps[op.succ];
+          rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len,
+                            r.side(), a, st);
+          ++k;
+        } else {
+          rc = take(slot, element(bufs[op.buf], op.off, t), op, t);
+        }
+        shm.release(op.peer, q);
+        break;
+      }
+      case OpKind::reduce:
+        rc = reduce_local(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
+                          op.len, op.side(), a, st);
+        break;
+      case OpKind::copy:
+        rc = copy_elements(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
+                           op.len, t, st.pack);
+        break;
+      case OpKind::compute:
+      case OpKind::sleep:
+        break;  // simulator-only
+    }
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  count_messages(plan, shm);
+  return MPI_SUCCESS;
 }
 
 }  // namespace
@@ -261,8 +451,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     int rank = 0, size = 1;
     PMPI_Comm_rank(a.comm, &rank);
     PMPI_Comm_size(a.comm, &size);
-    const char* v = std::getenv("COLLKIT_VERBOSE");
-    if (rank == 0 && v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0)
+    if (rank == 0 && verbose(1))
       std::fprintf(stderr, "collkit: transport on a communicator of %d ranks: %s\n", size,
                    st.shm ? st.shm->describe().c_str() : st.transport.c_str());
   }
@@ -288,6 +477,8 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     }
   }
 
+  if (shm != nullptr && !plan.in_turn.empty()) return run_in_turn(plan, bufs, a, st, *shm, fuse);
+
   plan.state.assign(plan.start_state.begin(), plan.start_state.end());
   // Ready ops run in the order they became ready (first in, first out), roots in program order:
   // a pipeline then posts segment 0 first, as its peers expect to use it first.
@@ -299,14 +490,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   size_t completed = 0;
   const int64_t chunk = max_chunk_elems();
   const int64_t tag_mod = int64_t{a.tag_ub} + 1;
-  // A rank that waits polls for kSpinNs (a 16 KiB copy by the peer takes a few µs), then yields
-  // the core between polls: oversubscribed runs must not starve the rank they wait for. (1 ms
-  // when the job's ranks fit the cores was tried: at load 19-23 from other users it made small
-  // one-way collectives slower on both MPIs; docs/mpi.md.)
-  constexpr unsigned kSpins = 64;  // polls between looks at the clock
-  constexpr auto kSpinNs = std::chrono::nanoseconds(20000);
-  unsigned idle = 0;
-  std::chrono::steady_clock::time_point idle_since{};
+  Backoff wait;
 
   st.shm_wait.clear();
   if (plan.windowed) std::fill(plan.msg_done.begin(), plan.msg_done.end(), 0);
@@ -342,21 +526,17 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     const Step& op = plan.steps[i];
     const auto peer = static_cast<size_t>(op.peer);
     std::byte* p = element(bufs[op.buf], op.off, t);
-    const auto bytes = static_cast<size_t>(op.len * t.size);
+    const int64_t bytes = op.len * t.size;
     if (op.kind == OpKind::send) {
       const uint64_t q = shm->sent[peer] + op.shm_seq;
-      std::byte* slot = shm->send_slot(op.peer, q, static_cast<int64_t>(bytes));
+      std::byte* slot = shm->send_slot(op.peer, q, bytes);
       if (slot == nullptr) return false;
-      if (t.dense_run(op.len)) {
-        if (bytes > 0) std::memcpy(slot, offset(p, t.true_lb), bytes);
-      } else {
-        rc = pack(p, op.len, t, slot);
-      }
+      rc = put(slot, p, op, t);
       shm->publish(op.peer, q);
       return true;
     }
     const uint64_t q = shm->received[peer] + op.shm_seq;
-    const std::byte* slot = shm->recv_slot(op.peer, q, static_cast<int64_t>(bytes));
+    const std::byte* slot = shm->recv_slot(op.peer, q, bytes);
     if (slot == nullptr) return false;
     const bool fused = fuse && (op.flags & Step::kFused) != 0;
     if (fused && deps_left(plan, op.succ) == 1) {
@@ -365,10 +545,8 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len, r.side(),
                         a, st);
       plan.state[op.succ] |= Plan::kEarly;
-    } else if (t.dense_run(op.len)) {
-      if (bytes > 0) std::memcpy(offset(p, t.true_lb), slot, bytes);
     } else {
-      rc = unpack(slot, p, op.len, t);
+      rc = take(slot, p, op, t);
     }
     shm->release(op.peer, q);
     return true;
@@ -505,14 +683,9 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
         }
       }
       if (moved) {
-        idle = 0;
-      } else if (++idle % kSpins == 0) {
-        const auto now = std::chrono::steady_clock::now();
-        if (idle == kSpins) {
-          idle_since = now;
-        } else if (now - idle_since > kSpinNs) {
-          sched_yield();
-        }
+        wait.moved();
+      } else {
+        wait.idle();
       }
       continue;
     }
@@ -565,11 +738,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       req_head = 0;
     }
   }
-  // Every message of the call is done: the next call's shared-memory messages count on from here.
-  if (shm != nullptr) {
-    for (const auto& [peer, k] : plan.shm_sent) shm->sent[static_cast<size_t>(peer)] += k;
-    for (const auto& [peer, k] : plan.shm_received) shm->received[static_cast<size_t>(peer)] += k;
-  }
+  if (shm != nullptr) count_messages(plan, *shm);
   return MPI_SUCCESS;
 }
 

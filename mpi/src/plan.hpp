@@ -75,6 +75,11 @@ struct Plan {
   static constexpr uint32_t kViaMpi = UINT32_MAX;
   int64_t shm_bytes = -1;
   std::vector<std::pair<int32_t, uint32_t>> shm_sent, shm_received;  // per peer: messages
+  // The ops in the order the executor may run them one at a time, each waiting until it is done,
+  // with no queue and no dependency counts (executor.cpp, in_turn_order): set by the same first
+  // run when every message goes through shared memory and that order provably completes wherever
+  // the dataflow run does; empty otherwise.
+  std::vector<uint32_t> in_turn;
 };
 
 // Builds the plan of `program` (this rank's program of a schedule with header `h`). Throws

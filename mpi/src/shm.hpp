@@ -61,6 +61,7 @@ class ShmTransport {
     return bytes <= slot_bytes_ && local_[static_cast<size_t>(peer)] >= 0;
   }
   int64_t slot_bytes() const { return slot_bytes_; }
+  uint32_t slots() const { return k_; }  // K: a channel's messages in flight at most
   int node_size() const { return n_; }
   std::string describe() const;
 

@@ -58,6 +58,39 @@ def test_peers_on_and_off_the_node(kind: str, order: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_plans_on_shared_memory_alone_run_in_turn(kind: str) -> None:
+    # COLLKIT_VERBOSE=2 names each plan's way of running: in turn (one op at a time, no queue:
+    # executor.cpp, in_turn_order) where every message is on shared memory and that order is
+    # proven to complete; the general loop otherwise, with the reason.
+    mpi = the_mpi(kind)
+    log = conformance(
+        mpi, 4, {"COLLKIT_VERBOSE": "2"}, "allreduce:rd;bcast:binomial;allgather:ring"
+    )
+    assert "collkit: plan allreduce:rd P=4 8 B, rank 0 (" in log, log[-2000:]
+    for name in ("allreduce:rd", "bcast:binomial"):
+        lines = [x for x in log.splitlines() if f"collkit: plan {name} P=4 " in x]
+        assert lines and all(x.endswith(": in turn") for x in lines), lines
+    # A ring's sends wait on one receive each, not on all earlier ones: no order proven.
+    ring = [x for x in log.splitlines() if "collkit: plan allgather:ring P=4 " in x]
+    assert any("dataflow (no receive that every send still to come waits on)" in x for x in ring)
+    # Peers off the node: some messages on MPI, the general loop.
+    env = {"COLLKIT_VERBOSE": "2", "COLLKIT_TEST_RPN": "2"}
+    log = conformance(mpi, 4, env, "allreduce:rd;bcast:binomial")
+    assert "collkit: plan allreduce:rd P=4 8 B, rank 0" in log, log[-2000:]
+    assert "dataflow (messages on MPI point-to-point)" in log, log[-2000:]
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+@pytest.mark.parametrize("P", [2, 3])
+def test_the_general_loop_on_shared_memory(kind: str, P: int) -> None:
+    # COLLKIT_SHM_IN_TURN=0: every plan through the dataflow loop with shared memory, as plans
+    # that cannot run in turn do; checked against the MPI's own calls like the default.
+    log = conformance(the_mpi(kind), P, {"COLLKIT_VERBOSE": "2", "COLLKIT_SHM_IN_TURN": "0"})
+    assert "dataflow (COLLKIT_SHM_IN_TURN=0)" in log, log[-2000:]
+    assert ": in turn" not in log
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
 def test_one_pair_on_both_transports(kind: str) -> None:
     # Slots of 64 bytes: within one pair, small messages take the slots and larger ones MPI.
     log = conformance(the_mpi(kind), 3, {"COLLKIT_SHM_MAX": "64"})
