@@ -10,13 +10,17 @@ the spread.
 Two more tables (issue 20 and issue 27 item 5):
 
     .venv/bin/python benchmarks/bench_executor.py --shm [--mpi openmpi]
+    .venv/bin/python benchmarks/bench_executor.py --shm --against DIR   # DIR: an earlier build
     .venv/bin/python benchmarks/bench_executor.py --segments [--mpi openmpi]
 
 --shm runs collkit_bench_shm: first the physical limit (an 8-byte exchange through the
 shared-memory transport's slots, beside the MPI's MPI_Sendrecv and native MPI_Allreduce, in the
 same job), then per collective and size the MPI's native default, collkit with shared memory and
 collkit without it (a communicator set up with COLLKIT_SHM=0), interleaved round by round, as
-ratios of medians (benchmarks/results/executor-shm-<mpi>.md). --segments times
+ratios of medians (benchmarks/results/executor-shm-<mpi>.md). With --against DIR (a folder
+holding an earlier build's collkit_bench_shm, e.g. built from an older commit with cmake -S mpi)
+jobs of this build and of that one take turns, and the report compares their ratios to the
+MPI's default (executor-shm-<mpi>-against.md). --segments times
 reduce:binomial(seg=16) and bcast:pipeline(seg=16) from 1 Ki to 1 Mi segments in one job, with
 shared memory, without, and the floor (the same bytes through a local reduce / copy), and
 reports the time per segment and the executor's overhead (collkit - floor)
@@ -45,6 +49,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from collkit.bench import machine_name
 from collkit.cli.bench import parse_sizes
@@ -172,7 +177,8 @@ def write_report(name: str, lines: list[str]) -> int:
     return 0
 
 
-def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
+def shm_job(mpi: MPI, bindir: Path, a: argparse.Namespace, rounds: int) -> list[dict[str, Any]]:
+    """One collkit_bench_shm job of `bindir`'s build: its JSON rows."""
     # --shm-max: the slot size of the `shm` variant for this job (COLLKIT_SHM_MAX), to find where
     # shared memory stops beating MPI point-to-point.
     env, _ = launch_env(mpi, a.np, {"COLLKIT_SHM_MAX": str(a.shm_max)} if a.shm_max else None)
@@ -185,17 +191,91 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
             "--sizes",
             ",".join(map(str, sizes)),
             "--rounds",
-            str(a.repeats * 8),
+            str(rounds),
             "--block",
             str(a.block * 5),
         ],
     )
-    load_before = Path("/proc/loadavg").read_text().split()[:3]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd)} failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    return [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+
+
+def run_shm_against(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
+    """--shm --against DIR: this build's table against an earlier build's (DIR holds its
+    collkit_bench_shm), one job of each in turn, the first of a pair alternating (A B B A ...);
+    each job's ratios are to the MPI's default in that job, so two builds compare as the ratio of
+    their ratios."""
+    earlier = Path(a.against)
+    if not (earlier / "collkit_bench_shm").exists():
+        raise CollkitError(f"--against {earlier}: no collkit_bench_shm there")
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    builds = {"this": bindir, "earlier": earlier}
+    ratios: dict[tuple[str, str, int], dict[str, list[float]]] = {}
+    exchange: dict[str, list[float]] = {"this": [], "earlier": []}
+    name = a.out or f"executor-shm-{a.mpi}-against"
+    with (RESULTS / f"{name}.jsonl").open("a") as log:
+        for rep in range(a.repeats):
+            order = ["this", "earlier"] if rep % 2 == 0 else ["earlier", "this"]
+            for which in order:
+                print(f"  job {rep + 1}/{a.repeats}: {which} build", flush=True)
+                for r in shm_job(mpi, builds[which], a, 8):
+                    r.update(
+                        build=which,
+                        bindir=str(builds[which]),
+                        date=dt.date.today().isoformat(),
+                        machine=machine_name(),
+                        mpi=mpi.version,
+                    )
+                    log.write(json.dumps(r) + "\n")
+                    if r.get("kind") == "limit":
+                        exchange[which].append(r["shm_exchange_ns"])
+                    if r.get("kind") == "row":
+                        key = (r["collective"], r["algorithm"], r["bytes"])
+                        ratios.setdefault(key, {"this": [], "earlier": []})[which].append(
+                            r["shm_vs_native"]
+                        )
     load_after = Path("/proc/loadavg").read_text().split()[:3]
-    rows = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    lines = header(
+        f"Shared-memory transport: this build against an earlier one ({a.mpi})",
+        mpi,
+        argv,
+        [
+            f"- P = {a.np}; load {' '.join(load_before)} before, {' '.join(load_after)} after",
+            f"- this build: {bindir}; the earlier build: {earlier}",
+            f"- {a.repeats} jobs of each build, in turn (the first of each pair alternating), "
+            "8 rounds a job; in each round the MPI's default and collkit with shared memory, "
+            "blocks of back-to-back calls, the per-call time of a block the maximum over ranks",
+            "- each build's figure: the median over its jobs of the job's shm / native (a job's "
+            "median of per-round ratios); the last column: this build's / the earlier build's",
+        ],
+    )
+    med = statistics.median
+    lines += [
+        "| | this build | earlier build |",
+        "| --- | ---: | ---: |",
+        f"| shm 8 B exchange, ns (median of jobs) | {med(exchange['this']):.0f} | "
+        f"{med(exchange['earlier']):.0f} |",
+        "",
+        "| collective | collkit algorithm | bytes | shm / native, this build | "
+        "shm / native, earlier build | this / earlier |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for (coll, algo, nbytes), by in ratios.items():
+        if not by["this"] or not by["earlier"]:
+            continue
+        t, e = med(by["this"]), med(by["earlier"])
+        lines.append(f"| {coll} | {algo} | {nbytes} | {t:.2f} | {e:.2f} | {t / e:.2f} |")
+    return write_report(name, lines)
+
+
+def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
+    if a.against:
+        return run_shm_against(mpi, bindir, a, argv)
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    rows = shm_job(mpi, bindir, a, a.repeats * 8)
+    load_after = Path("/proc/loadavg").read_text().split()[:3]
     name = a.out or f"executor-shm-{a.mpi}"
     with (RESULTS / f"{name}.jsonl").open("a") as log:
         for r in rows:
@@ -371,6 +451,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=0,
         help="--shm: COLLKIT_SHM_MAX for the job (bytes; default: the built-in slot size)",
+    )
+    p.add_argument(
+        "--against",
+        default="",
+        help="--shm: a directory holding an earlier build's collkit_bench_shm; jobs of the two "
+        "builds alternate and the report compares their ratios to the MPI's default",
     )
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument(
