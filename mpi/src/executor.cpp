@@ -466,15 +466,26 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   std::byte* bufs[kFirstScratch + kMaxScratch];
   bufs[kIn] = static_cast<std::byte*>(a.in);
   bufs[kOut] = static_cast<std::byte*>(a.out);
-  {
-    size_t total = 0;
-    for (int64_t e : plan.scratch) total += (span_bytes(t, e) + 63) / 64 * 64 + 64;
-    std::byte* base = st.scratch.get(total + 64);
+  Plan::ScratchLayout& sl = plan.scratch_layout;
+  if (sl.extent != t.extent || sl.true_lb != t.true_lb || sl.true_extent != t.true_extent) {
+    sl.extent = t.extent;
+    sl.true_lb = t.true_lb;
+    sl.true_extent = t.true_extent;
+    sl.at.clear();
     size_t at = 0;
-    for (size_t k = 0; k < plan.scratch.size(); ++k) {
-      bufs[kFirstScratch + k] = element0_in_block(base + at, t, plan.scratch[k]);
-      at += (span_bytes(t, plan.scratch[k]) + 63) / 64 * 64 + 64;
+    for (const int64_t e : plan.scratch) {
+      // element0_in_block of a block at address 0: where element 0 lies from the block's start.
+      const auto element0 =
+          static_cast<int64_t>(reinterpret_cast<uintptr_t>(element0_in_block(nullptr, t, e)));
+      sl.at.push_back(static_cast<int64_t>(at) + element0);
+      at += (span_bytes(t, e) + 63) / 64 * 64 + 64;
     }
+    sl.bytes = at + 64;
+  }
+  if (!plan.scratch.empty()) {
+    std::byte* base = st.scratch.get(sl.bytes);
+    for (size_t k = 0; k < plan.scratch.size(); ++k)
+      bufs[kFirstScratch + k] = offset(base, sl.at[k]);
   }
 
   if (shm != nullptr && !plan.in_turn.empty()) return run_in_turn(plan, bufs, a, st, *shm, fuse);

@@ -219,7 +219,7 @@ int start_nonblocking(NbRun& run, MPI_Request* request) {
 }
 
 void progress_nonblocking() {
-  if (g_in_progress || !nonblocking_active()) return;
+  if (!nonblocking_active() || g_in_progress) return;  // the atomic first: no TLS lookup
   std::unique_lock<std::mutex> g(g_lock, std::try_to_lock);
   if (!g.owns_lock()) return;  // another thread is moving them
   g_in_progress = true;
