@@ -143,14 +143,17 @@ struct NbComm {
   }
 };
 
-// The previous blocking call on a communicator, when it can be run again as it was prepared: the
-// same arguments (buffers, counts, datatypes, op, root, algorithm) give the same plan and the same
+// A recent blocking call on a communicator that can be run again as it was prepared: the same
+// arguments (buffers, counts, datatypes, op, root, algorithm) give the same plan and the same
 // buffers, so a loop's next call goes straight to the plan (callgrind: the checks and the
 // preparation were ~600 instructions of an 8-byte call's ~1,300; docs/mpi.md). Kept only where
 // preparing copied nothing and the handles cannot change meaning between calls: predefined
 // datatypes and ops (a freed derived datatype's handle may come back as another type).
-struct LastCall {
+struct RecentCall {
   bool valid = false;
+  // `out` is work space (off a reduce's root), which another call's preparation may move: valid
+  // only until a call on the communicator is prepared again.
+  bool stand_in = false;
   Collective collective = Collective::allreduce;
   const Algorithm* algo = nullptr;
   const void* send_buf = nullptr;
@@ -163,6 +166,10 @@ struct LastCall {
   RunArgs args;
 };
 
+// Programs alternate a few calls (LAMMPS: allreduces of 8, 16 and 24 bytes in turn): the last
+// few are kept, the oldest replaced.
+constexpr size_t kRecentCalls = 4;
+
 // What collkit keeps per user communicator: the private duplicate and the plans.
 struct CommState : CommShape {
   MPI_Comm dup = MPI_COMM_NULL;
@@ -171,9 +178,10 @@ struct CommState : CommShape {
   std::unordered_map<PlanKey, std::string, PlanKeyHash> refused;  // the registry's full answer
   PlanKey last_key;  // the plan of the previous call: the common case of a loop
   Plan* last = nullptr;
-  bool last_commutative = true;  // the op of the previous call (its limits were checked with it)
-  Workspace work;                // the blocking calls' (each non-blocking run has its own)
-  LastCall again;                // the previous call, when a repeat of it may skip to its plan
+  bool last_commutative = true;     // the op of the previous call (its limits were checked with it)
+  Workspace work;                   // the blocking calls' (each non-blocking run has its own)
+  RecentCall recent[kRecentCalls];  // recent calls a repeat of which may skip to its plan
+  size_t recent_next = 0;           // the entry to replace next
   // Non-blocking runs (nbc.hpp): a second private duplicate, made by the first such call, freed
   // when the communicator and the last run on it are gone; each call's tags are its own.
   std::shared_ptr<NbComm> nb;
@@ -350,8 +358,9 @@ struct Prepared {
   void* user_out = nullptr;
   int64_t copy_back_count = 0;
   // Preparing copied or packed the user's data (or left some to unpack after): a repeat of the
-  // call must be prepared again (LastCall).
+  // call must be prepared again (RecentCall).
   bool staged = false;
+  bool stand_in = false;  // `out` is the communicator's work space, not the user's buffer
 };
 
 // What the spec says about this rank's buffers in this call.
@@ -439,6 +448,7 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommShape&
 
   // `out`: the user's buffer, or work space of the datatype's layout (off a reduce's root).
   a.out = r.out_is_user ? c.recv.buf : (out_elems > 0 ? temp(w.run.stand_in, out_elems) : nullptr);
+  p.stand_in = !r.out_is_user && out_elems > 0;
   // MPI_BOTTOM (absolute addresses): MPICH's MPI_Reduce_local refuses a null buffer, so the plan
   // runs on a copy in the same layout at real addresses, copied back after.
   if (r.out_is_user && a.out == nullptr && out_elems > 0) {
@@ -554,6 +564,7 @@ int prepare_bytes(const CollectiveSpec& spec, const Call& c, const CommShape& s,
   const int64_t recv_elems = c.recv.count * r.out_blocks;  // of recvtype in the user's buffer
   if (!r.out_is_user) {
     a.out = total_out > 0 ? w.run.stand_in.get(static_cast<size_t>(total_out) + 1) : nullptr;
+    p.stand_in = total_out > 0;
   } else if (rt.dense_run(recv_elems)) {
     a.out = offset(c.recv.buf, rt.true_lb);
   } else {
@@ -645,8 +656,8 @@ bool predefined_type(MPI_Datatype t) {
          combiner == MPI_COMBINER_NAMED;
 }
 
-// Whether `c` is `last` again (LastCall).
-bool repeats(const LastCall& last, const Call& c, const Algorithm* algo) {
+// Whether `c` repeats `last` (RecentCall).
+bool repeats(const RecentCall& last, const Call& c, const Algorithm* algo) {
   return last.valid && last.algo == algo && last.collective == c.collective &&
          last.send_buf == c.send.buf && last.recv_buf == c.recv.buf &&
          last.send_count == c.send.count && last.recv_count == c.recv.count &&
@@ -655,12 +666,16 @@ bool repeats(const LastCall& last, const Call& c, const Algorithm* algo) {
 }
 
 // Remembers a blocking call that ran, if a repeat of it may skip to its plan.
-void remember(LastCall& last, const Call& c, const Algorithm* algo, const Prepared& p, Plan* plan) {
-  last.valid = !p.staged && !p.copy_back && !p.unpack_after &&
-               (c.op == MPI_OP_NULL || is_predefined(c.op)) &&
-               (c.send.type == MPI_DATATYPE_NULL || predefined_type(c.send.type)) &&
-               (c.recv.type == MPI_DATATYPE_NULL || predefined_type(c.recv.type));
-  if (!last.valid) return;
+void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared& p, Plan* plan) {
+  const bool ok = !p.staged && !p.copy_back && !p.unpack_after &&
+                  (c.op == MPI_OP_NULL || is_predefined(c.op)) &&
+                  (c.send.type == MPI_DATATYPE_NULL || predefined_type(c.send.type)) &&
+                  (c.recv.type == MPI_DATATYPE_NULL || predefined_type(c.recv.type));
+  if (!ok) return;
+  RecentCall& last = s.recent[s.recent_next];
+  s.recent_next = (s.recent_next + 1) % kRecentCalls;
+  last.valid = true;
+  last.stand_in = p.stand_in;
   last.collective = c.collective;
   last.algo = algo;
   last.send_buf = c.send.buf;
@@ -761,15 +776,21 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
   if (int rc = comm_state(c.comm, s); rc != MPI_SUCCESS) return rc;
   std::unique_lock<std::mutex> guard(s->lock, std::defer_lock);
   if (s->threaded) guard.lock();
-  const bool repeat = mode == Mode::blocking && repeats(s->again, c, found);
-  s->again.valid = false;  // until this call has run
+  RecentCall* repeat = nullptr;
+  if (mode == Mode::blocking)
+    for (RecentCall& r : s->recent)
+      if (repeats(r, c, found)) repeat = &r;
   try {
-    if (repeat) {
-      if (int rc = run_plan(*s->again.plan, s->again.args, s->work.run); rc != MPI_SUCCESS)
+    if (repeat != nullptr) {
+      if (int rc = run_plan(*repeat->plan, repeat->args, s->work.run); rc != MPI_SUCCESS) {
+        repeat->valid = false;
         return report_mpi(rc, ("running " + found->canonical()).c_str());
-      s->again.valid = true;
+      }
       return MPI_SUCCESS;
     }
+    // This call is prepared now: a recent call's work space may move.
+    for (RecentCall& r : s->recent)
+      if (r.stand_in) r.valid = false;
     const Algorithm& algo = *found;
     if (algo.collective() != c.collective)
       return report(ErrorKind::name, wrong_collective(c, algo));
@@ -815,7 +836,7 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
       rc = run_plan(*plan, a, s->work.run);
       if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());
       if (rc = finish(p, s->work.run); rc != MPI_SUCCESS) return rc;
-      remember(s->again, c, found, p, plan);
+      remember(*s, c, found, p, plan);
       return MPI_SUCCESS;
     }
     std::shared_ptr<NbComm> comm;

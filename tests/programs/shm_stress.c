@@ -58,20 +58,31 @@ int main(int argc, char** argv) {
   double* in = malloc(sizeof(double) * (size_t)maxc * (size_t)wsize);
   double* out = malloc(sizeof(double) * (size_t)maxc * (size_t)wsize);
   int bad = 0, calls = 0;
-  /* The call: half of them repeat the one before (same communicator, collective, algorithm,
-   * count, root and buffers) with new data, as a loop does: the library's shortcut for a repeated
-   * call (mpi/src/capi.cpp, LastCall) must still read and write the buffers of each call. */
-  unsigned which = 0, coll = 0, pick = 0, root_pick = 0;
-  int n = 0;
+  /* The call: half of them repeat one of the last three (same communicator, collective,
+   * algorithm, count, root and buffers) with new data, as loops and programs that alternate a
+   * few calls do: the library's shortcut for a repeated call (mpi/src/capi.cpp, RecentCall)
+   * must still read and write the buffers of each call. */
+  struct Choice {
+    unsigned which, coll, pick, root_pick;
+    int n;
+  } recent[3];
+  int known = 0, made = 0; /* choices kept, choices made */
   for (int iter = 0; iter < iters; ++iter) { /* on to the end: every rank makes every call */
-    if (iter == 0 || next(2) == 0) {
-      which = next(3);
-      coll = next(6);
-      n = counts[next(sizeof counts / sizeof counts[0])];
-      pick = next(12);
-      root_pick = next(64);
-      if (coll >= 3 && n > 1000) n = 1000; /* per block: keep alltoall / allgather small */
+    struct Choice ch;
+    if (known > 0 && next(2) == 0) {
+      ch = recent[next((unsigned)known)];
+    } else {
+      ch.which = next(3);
+      ch.coll = next(6);
+      ch.n = counts[next(sizeof counts / sizeof counts[0])];
+      ch.pick = next(12);
+      ch.root_pick = next(64);
+      if (ch.coll >= 3 && ch.n > 1000) ch.n = 1000; /* per block: keep alltoall / allgather small */
+      recent[made++ % 3] = ch;
+      if (known < 3) ++known;
     }
+    const unsigned which = ch.which, coll = ch.coll, pick = ch.pick, root_pick = ch.root_pick;
+    const int n = ch.n;
     MPI_Comm comm = comms[which];
     int rank = 0, P = 1;
     MPI_Comm_rank(comm, &rank);
