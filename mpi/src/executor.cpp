@@ -361,6 +361,19 @@ class Backoff {
   std::chrono::steady_clock::time_point since_{};
 };
 
+// An op that involves no peer: a reduce or a copy between the call's buffers (compute and sleep
+// are the simulator's: nothing to do on a real machine).
+int run_local(const Step& op, std::byte* const* bufs, const RunArgs& a, RunState& st) {
+  const TypeInfo& t = a.type;
+  if (op.kind == OpKind::reduce)
+    return reduce_local(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
+                        op.len, op.side(), a, st);
+  if (op.kind == OpKind::copy)
+    return copy_elements(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
+                         op.len, t, st.pack);
+  return MPI_SUCCESS;
+}
+
 // A message's packed bytes into its slot, and out of it into the buffer.
 int put(std::byte* slot, const std::byte* p, const Step& op, const TypeInfo& t) {
   if (!t.dense_run(op.len)) return pack(p, op.len, t, slot);
@@ -418,17 +431,8 @@ int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& 
         shm.release(op.peer, q);
         break;
       }
-      case OpKind::reduce:
-        rc = reduce_local(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
-                          op.len, op.side(), a, st);
-        break;
-      case OpKind::copy:
-        rc = copy_elements(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
-                           op.len, t, st.pack);
-        break;
-      case OpKind::compute:
-      case OpKind::sleep:
-        break;  // simulator-only
+      default:
+        rc = run_local(op, bufs, a, st);
     }
     if (rc != MPI_SUCCESS) return rc;
   }
@@ -645,16 +649,10 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
         }
         case OpKind::reduce:
           if ((plan.state[i] & Plan::kEarly) != 0) break;  // done by its receive, out of the slot
-          rc = reduce_local(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
-                            op.len, op.side(), a, st);
+          rc = run_local(op, bufs, a, st);
           break;
-        case OpKind::copy:
-          rc = copy_elements(element(bufs[op.src], op.src_off, t), element(bufs[op.buf], op.off, t),
-                             op.len, t, st.pack);
-          break;
-        case OpKind::compute:
-        case OpKind::sleep:
-          break;  // simulator-only: nothing to do on a real machine
+        default:
+          rc = run_local(op, bufs, a, st);
       }
       if (rc != MPI_SUCCESS) return rc;
       complete(i);

@@ -291,34 +291,4 @@ std::string ShmTransport::describe() const {
          " slots of " + std::to_string(slot_bytes_) + " B per pair; larger messages on MPI)";
 }
 
-std::byte* ShmTransport::send_slot(int peer, uint64_t q, int64_t bytes) {
-  Channel& c = out(peer);
-  if (q >= c.known + k_) {  // the last look does not cover message q - K: look again
-    c.known = c.released->load(std::memory_order_acquire);
-    if (q >= c.known + k_) return nullptr;
-  }
-  return data(c, q, bytes);
-}
-
-void ShmTransport::publish(int peer, uint64_t q) {
-  full(out(peer), q)->store(q + 1, std::memory_order_release);
-}
-
-const std::byte* ShmTransport::recv_slot(int peer, uint64_t q, int64_t bytes) {
-  const Channel& c = in(peer);
-  if (full(c, q)->load(std::memory_order_acquire) != q + 1) return nullptr;
-  return data(c, q, bytes);
-}
-
-void ShmTransport::release(int peer, uint64_t q) {
-  Channel& c = in(peer);
-  // q - low < K: message q was sent, so every message before q - K + 1 had been released.
-  c.past |= uint64_t{1} << (q - c.low);
-  if ((c.past & 1) == 0) return;  // a gap before q: `released` stays
-  const auto run = static_cast<unsigned>(std::countr_one(c.past));
-  c.past = run == 64 ? 0 : c.past >> run;
-  c.low += run;
-  c.released->store(c.low, std::memory_order_release);
-}
-
 }  // namespace collkit::mpi
