@@ -649,13 +649,6 @@ int finish(const Prepared& p, RunState& run) {
   return MPI_SUCCESS;
 }
 
-bool predefined_type(MPI_Datatype t) {
-  int ints = 0, addresses = 0, types = 0, combiner = 0;
-  return t != MPI_DATATYPE_NULL &&
-         MPI_Type_get_envelope(t, &ints, &addresses, &types, &combiner) == MPI_SUCCESS &&
-         combiner == MPI_COMBINER_NAMED;
-}
-
 // Whether `c` repeats `last` (RecentCall).
 bool repeats(const RecentCall& last, const Call& c, const Algorithm* algo) {
   return last.valid && last.algo == algo && last.collective == c.collective &&
@@ -669,8 +662,8 @@ bool repeats(const RecentCall& last, const Call& c, const Algorithm* algo) {
 void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared& p, Plan* plan) {
   const bool ok = !p.staged && !p.copy_back && !p.unpack_after &&
                   (c.op == MPI_OP_NULL || is_predefined(c.op)) &&
-                  (c.send.type == MPI_DATATYPE_NULL || predefined_type(c.send.type)) &&
-                  (c.recv.type == MPI_DATATYPE_NULL || predefined_type(c.recv.type));
+                  (c.send.type == MPI_DATATYPE_NULL || named_type(c.send.type)) &&
+                  (c.recv.type == MPI_DATATYPE_NULL || named_type(c.recv.type));
   if (!ok) return;
   RecentCall& last = s.recent[s.recent_next];
   s.recent_next = (s.recent_next + 1) % kRecentCalls;

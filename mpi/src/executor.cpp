@@ -471,17 +471,13 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   bufs[kIn] = static_cast<std::byte*>(a.in);
   bufs[kOut] = static_cast<std::byte*>(a.out);
   Plan::ScratchLayout& sl = plan.scratch_layout;
-  if (sl.extent != t.extent || sl.true_lb != t.true_lb || sl.true_extent != t.true_extent) {
+  if (sl.extent != t.extent || sl.true_extent != t.true_extent) {
     sl.extent = t.extent;
-    sl.true_lb = t.true_lb;
     sl.true_extent = t.true_extent;
     sl.at.clear();
     size_t at = 0;
     for (const int64_t e : plan.scratch) {
-      // element0_in_block of a block at address 0: where element 0 lies from the block's start.
-      const auto element0 =
-          static_cast<int64_t>(reinterpret_cast<uintptr_t>(element0_in_block(nullptr, t, e)));
-      sl.at.push_back(static_cast<int64_t>(at) + element0);
+      sl.at.push_back(at);
       at += (span_bytes(t, e) + 63) / 64 * 64 + 64;
     }
     sl.bytes = at + 64;
@@ -489,7 +485,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   if (!plan.scratch.empty()) {
     std::byte* base = st.scratch.get(sl.bytes);
     for (size_t k = 0; k < plan.scratch.size(); ++k)
-      bufs[kFirstScratch + k] = offset(base, sl.at[k]);
+      bufs[kFirstScratch + k] = element0_in_block(base + sl.at[k], t, plan.scratch[k]);
   }
 
   if (shm != nullptr && !plan.in_turn.empty()) return run_in_turn(plan, bufs, a, st, *shm, fuse);

@@ -116,11 +116,12 @@ size_t span_bytes(const TypeInfo& t, int64_t n) {
   return static_cast<size_t>((n - 1) * step + t.true_extent);
 }
 
-std::byte* element0_in_block(std::byte* block, const TypeInfo& t, int64_t n) {
-  // Element i's bytes start at i * extent + true_lb from element 0; the lowest of them is
-  // element 0's (extent >= 0) or element n-1's (extent < 0).
-  const int64_t lowest = (t.extent < 0 && n > 0 ? (n - 1) * t.extent : 0) + t.true_lb;
-  return offset(block, -lowest);
+bool named_type(MPI_Datatype t) {
+  // PMPI_: also right inside the interposition library.
+  int ints = 0, addresses = 0, types = 0, combiner = 0;
+  return t != MPI_DATATYPE_NULL &&
+         PMPI_Type_get_envelope(t, &ints, &addresses, &types, &combiner) == MPI_SUCCESS &&
+         combiner == MPI_COMBINER_NAMED;
 }
 
 namespace {

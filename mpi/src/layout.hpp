@@ -47,7 +47,16 @@ inline std::byte* element(const void* base, int64_t i, const TypeInfo& t) {
 // Bytes that `n` elements of t span in memory (negative extents included), and where element 0
 // sits in a block of that size: the lowest byte of any element is at block + 0.
 size_t span_bytes(const TypeInfo& t, int64_t n);
-std::byte* element0_in_block(std::byte* block, const TypeInfo& t, int64_t n);
+inline std::byte* element0_in_block(std::byte* block, const TypeInfo& t, int64_t n) {
+  // Element i's bytes start at i * extent + true_lb from element 0; the lowest of them is
+  // element 0's (extent >= 0) or element n-1's (extent < 0).
+  const int64_t lowest = (t.extent < 0 && n > 0 ? (n - 1) * t.extent : 0) + t.true_lb;
+  return offset(block, -lowest);
+}
+
+// One of the MPI's own datatypes (never freed), not a derived one, whose handle MPI may hand out
+// again for another type once it is freed.
+bool named_type(MPI_Datatype t);
 
 // The largest element count of one MPI call; counts past it are split into several calls (and
 // messages, both sides splitting the same way). INT_MAX unless COLLKIT_MAX_CHUNK says less, so

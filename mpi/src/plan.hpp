@@ -44,13 +44,13 @@ struct Plan {
   std::vector<uint32_t> roots;     // ops with no deps
   std::vector<uint32_t> seq;       // send / recv: index of the message within its pair
   std::vector<int64_t> scratch;    // elements of each scratch buffer
-  // Where each scratch buffer's element 0 lies in the run's scratch arena, for the layout of the
-  // element type it was computed for (extent, true_lb, true_extent; extent -1: not yet): a loop's
-  // calls reuse it instead of measuring every buffer again.
+  // Where each scratch buffer's block starts in the run's scratch arena, for the element type's
+  // span it was computed for (extent, true_extent; extent -1: not yet): a loop's calls reuse it
+  // instead of measuring every buffer again.
   struct ScratchLayout {
-    int64_t extent = -1, true_lb = 0, true_extent = 0;
+    int64_t extent = -1, true_extent = 0;
     size_t bytes = 0;
-    std::vector<int64_t> at;  // from the arena's start
+    std::vector<size_t> at;  // from the arena's start
   } scratch_layout;
 
   // The blocking executor's compiled form: one record per op, the successor lists of ops with

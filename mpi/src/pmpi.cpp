@@ -55,6 +55,7 @@
 #include "collkit/registry.hpp"
 #include "collkit/tuning.hpp"
 #include "collkit_pmpi.h"
+#include "layout.hpp"
 #include "nbc.hpp"
 
 namespace {
@@ -217,13 +218,6 @@ bool predefined(MPI_Op op) {
   return false;
 }
 
-// One of the MPI's own datatypes (never freed): a derived type's handle may be reused.
-bool named(MPI_Datatype type) {
-  int ints = 0, addresses = 0, types = 0, combiner = 0;
-  return PMPI_Type_get_envelope(type, &ints, &addresses, &types, &combiner) == MPI_SUCCESS &&
-         combiner == MPI_COMBINER_NAMED;
-}
-
 // Which rule covers the call, from what is equal on every rank of `comm` only: its size, the
 // bytes of a block (from a side significant on this rank, the spec says which), the op, the root.
 Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& send, const Side& recv,
@@ -272,7 +266,7 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
     }
   // Everything read so far stays what it is while the communicator lives, if the type is one
   // of the MPI's own (a derived type may be freed and its handle given to another).
-  d.reusable = type == MPI_DATATYPE_NULL || named(type);
+  d.reusable = type == MPI_DATATYPE_NULL || collkit::mpi::named_type(type);
   if (hit == nullptr) {
     d.why = "not in the table";
     return d;
