@@ -341,6 +341,15 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
 // core between polls: oversubscribed runs must not starve the rank they wait for. (1 ms when the
 // job's ranks fit the cores was tried: at load 19-23 from other users it made small one-way
 // collectives slower on both MPIs; docs/mpi.md.)
+// How long a waiting rank polls before it yields: 20 us, or COLLKIT_SPIN_US.
+std::chrono::nanoseconds spin_limit() {
+  static const std::chrono::nanoseconds limit = [] {
+    const char* v = std::getenv("COLLKIT_SPIN_US");
+    return std::chrono::nanoseconds(v != nullptr && *v != '\0' ? std::atoll(v) * 1000 : 20000);
+  }();
+  return limit;
+}
+
 class Backoff {
  public:
   void moved() { idle_ = 0; }
@@ -349,14 +358,13 @@ class Backoff {
     const auto now = std::chrono::steady_clock::now();
     if (idle_ == kSpins) {
       since_ = now;
-    } else if (now - since_ > kSpinNs) {
+    } else if (now - since_ > spin_limit()) {
       sched_yield();
     }
   }
 
  private:
   static constexpr unsigned kSpins = 64;
-  static constexpr auto kSpinNs = std::chrono::nanoseconds(20000);
   unsigned idle_ = 0;
   std::chrono::steady_clock::time_point since_{};
 };

@@ -40,7 +40,13 @@ NAME = "run"
 # COLLKIT_SHM=0 (no shared memory), COLLKIT_SHM_MAX (its largest message), COLLKIT_SHM_IN_TURN=0
 # (no plan run in turn: docs/mpi.md), COLLKIT_SETUP_US (what a communicator's setup is taken to
 # cost; 0: collkit's route from the first call).
-FORWARDED = ("COLLKIT_SHM", "COLLKIT_SHM_MAX", "COLLKIT_SHM_IN_TURN", "COLLKIT_SETUP_US")
+FORWARDED = (
+    "COLLKIT_SHM",
+    "COLLKIT_SHM_MAX",
+    "COLLKIT_SHM_IN_TURN",
+    "COLLKIT_SETUP_US",
+    "COLLKIT_SPIN_US",
+)
 HELP = "run an unmodified MPI program with a tuning table (LD_PRELOAD libcollkit_pmpi.so)"
 
 
