@@ -69,7 +69,9 @@ long long os_key(MPI_Comm comm, std::string& why) {
 
 std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& why,
                                                    uint32_t slots) {
-  const uint32_t k_slots = std::clamp<uint32_t>(slots, 1, 64);  // `past` holds K bits
+  // At most 64 (`past` holds K bits), a power of two: a slot's index is then q & (K - 1), where
+  // q % K was a 64-bit division (tens of cycles) in each of a message's steps.
+  const uint32_t k_slots = std::bit_floor(std::clamp<uint32_t>(slots, 1, 64));
   int rank = 0, size = 1;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
@@ -134,6 +136,7 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   const int n = node_size_of[static_cast<size_t>(id)];
   t->n_ = n;
   t->k_ = k_slots;
+  t->mask_ = k_slots - 1;
   // The segment: n x n channels (the diagonal unused), each a counter line, K heads and K
   // bodies. Bodies shrink (never below 1 KiB) until the segment fits the budget; the size depends
   // on n and the agreed request only, so it is the same on every rank of the node.

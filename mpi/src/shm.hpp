@@ -51,7 +51,7 @@ class ShmTransport {
   // Collective over `comm`. Returns nullptr on every rank alike when shared memory is off
   // (COLLKIT_SHM=0), useless (no two ranks share a node) or could not be set up; `why` says which.
   // `slots`: K, the ring's length (the executor's is 32; collkit_bench_shm --exchange also times
-  // a ring of one slot, its lines kept hot).
+  // a ring of one slot, its lines kept hot), taken down to a power of two, at most 64.
   static std::unique_ptr<ShmTransport> create(MPI_Comm comm, std::string& why, uint32_t slots = 32);
   ~ShmTransport();
   ShmTransport(const ShmTransport&) = delete;
@@ -100,16 +100,17 @@ class ShmTransport {
   Channel& out(int peer) { return out_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
   Channel& in(int peer) { return in_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
   std::atomic<uint64_t>* full(const Channel& c, uint64_t q) const {
-    return reinterpret_cast<std::atomic<uint64_t>*>(c.heads + (q % k_) * kHead);
+    return reinterpret_cast<std::atomic<uint64_t>*>(c.heads + (q & mask_) * kHead);
   }
   std::byte* data(const Channel& c, uint64_t q, int64_t bytes) const {
-    return bytes <= kInline ? c.heads + (q % k_) * kHead + kHead - kInline
-                            : c.bodies + (q % k_) * stride_;
+    return bytes <= kInline ? c.heads + (q & mask_) * kHead + kHead - kInline
+                            : c.bodies + (q & mask_) * stride_;
   }
   static constexpr size_t kHead = 256;  // a head: the stamp, padded to 16 bytes, and kInline
 
   int n_ = 0, me_ = 0;             // ranks on this node, this rank's index among them
-  uint32_t k_ = 0;                 // slots per channel
+  uint32_t k_ = 0;                 // slots per channel: a power of two
+  uint64_t mask_ = 0;              // k_ - 1: message q's slot is q & mask_
   int64_t slot_bytes_ = 0;         // the largest message a slot takes
   size_t stride_ = 0;              // bytes from one body to the next
   std::vector<int> local_;         // comm rank -> index on this node, -1 off the node
