@@ -281,9 +281,15 @@ bool is_native(Collective coll, const char* name) {
 
 // nullptr for "native".
 const Algorithm* algorithm(Collective coll, const char* name) {
-  thread_local std::string last_name;
-  thread_local const Algorithm* last = nullptr;
-  if (last != nullptr && std::strcmp(name, last_name.c_str()) == 0) return last;
+  // The last name looked up on this thread (a loop's calls repeat it): one trivially built
+  // thread-local, so reaching it is one address computation with no guard (a std::string there
+  // cost a TLS wrapper call per access). Names too long for it are looked up every call.
+  struct Last {
+    const Algorithm* algo = nullptr;
+    char name[56] = {};
+  };
+  thread_local Last last;
+  if (last.algo != nullptr && std::strcmp(name, last.name) == 0) return last.algo;
   if (is_native(coll, name)) return nullptr;
   static std::mutex m;
   static std::map<std::string, std::unique_ptr<Algorithm>, std::less<>> cache;
@@ -293,9 +299,10 @@ const Algorithm* algorithm(Collective coll, const char* name) {
     auto a = std::make_unique<Algorithm>(name);  // throws Error(name) with a caret
     it = cache.emplace(name, std::move(a)).first;
   }
-  last_name = name;
-  last = it->second.get();
-  return last;
+  const size_t len = std::strlen(name);
+  last.algo = len < sizeof last.name ? it->second.get() : nullptr;
+  if (last.algo != nullptr) std::memcpy(last.name, name, len + 1);
+  return it->second.get();
 }
 
 // One side of an MPI call: a buffer with its count and datatype. Which sides a rank uses, and how
@@ -415,6 +422,7 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommShape&
       return report_mpi(rc, "MPI_Op_commutative");
   a.op = c.op;
   a.commutative = commute != 0;
+  a.fast = t.type == t.basic ? fast_reduce_fn(t.type, c.op) : nullptr;
   // An empty datatype has nothing to reduce: the IR's count is 0 (the same on every rank).
   const int64_t n = t.size == 0 ? 0 : c.recv.count;
   p.count = n;
@@ -771,8 +779,11 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
   if (s->threaded) guard.lock();
   RecentCall* repeat = nullptr;
   if (mode == Mode::blocking)
-    for (RecentCall& r : s->recent)
-      if (repeats(r, c, found)) repeat = &r;
+    for (RecentCall& r : s->recent)  // at most one matches: only a call that missed is kept
+      if (repeats(r, c, found)) {
+        repeat = &r;
+        break;
+      }
   try {
     if (repeat != nullptr) {
       if (int rc = run_plan(*repeat->plan, repeat->args, s->work.run); rc != MPI_SUCCESS) {

@@ -15,9 +15,8 @@
 
 namespace collkit::mpi {
 
-std::byte* Arena::get(size_t bytes) {
-  if (bytes > mem_.size()) mem_.resize(std::max(bytes, mem_.size() * 2));
-  return mem_.data();
+void Arena::grow(size_t bytes) {
+  mem_.resize(std::max(bytes, mem_.size() * 2));
 }
 
 namespace {
@@ -69,10 +68,12 @@ bool is_predefined(MPI_Op op) {
 
 int reduce_local(const void* src, void* dst, int64_t n, Side side, const RunArgs& a, RunState& st) {
   if (n == 0) return MPI_SUCCESS;
+  if (a.fast != nullptr) {  // a predefined type and op: a loop the compiler vectorises
+    a.fast(src, dst, dst, n);
+    return MPI_SUCCESS;
+  }
   const TypeInfo& t = a.type;
-  if (t.type == t.basic) {  // a predefined type: a loop the compiler vectorises, or MPI's
-    if (fast_reduce(src, dst, n, t.type, a.op)) return MPI_SUCCESS;
-  } else if (t.basic != MPI_DATATYPE_NULL && is_predefined(a.op)) {
+  if (t.type != t.basic && t.basic != MPI_DATATYPE_NULL && is_predefined(a.op)) {
     // A predefined op on a derived type is the op on its basic elements (MPI says so). MPICH's
     // MPI_Reduce_local refuses many such types (hindexed, struct), so collkit does it: on the
     // elements where they lie when the layout is dense, else on packed copies.
@@ -243,6 +244,64 @@ std::string in_turn_order(const Plan& plan, uint32_t slots, std::vector<uint32_t
   return "";
 }
 
+// Copy forwarding, in a plan run in turn: `copy B[lo:hi] = in[..]`, then sends that read within
+// B[lo:hi], then a fused receive whose reduce is exactly B[lo:hi] (+)= the message, with no other
+// op in between touching B[lo:hi] or writing `in`. When the call's (type, op) has a loop
+// (RunArgs::fast, commutative and exact under operand swap), the sends read `in` and the reduce
+// writes B = in (+) message, so the copy is never made: it was ~10 % of an 8-byte allreduce:rd's
+// instructions, and at 4 KiB a pass over the data before the send could leave. The flags are only
+// read by run_in_turn; every other run does the ops as written.
+// Returns how many copies may be skipped.
+int forward_copies(Plan& plan) {
+  int forwarded = 0;
+  const std::vector<uint32_t>& order = plan.in_turn;
+  for (size_t k = 0; k < order.size(); ++k) {
+    Step& c = plan.steps[order[k]];
+    if (c.kind != OpKind::copy || c.src != kIn || c.buf == kIn) continue;
+    const int64_t lo = c.off, hi = c.off + c.len;
+    auto touches = [&](BufId b, int64_t off, int64_t len) {
+      return (b == c.buf && off < hi && off + len > lo) || b == kIn;
+    };
+    std::vector<uint32_t> sends;
+    for (size_t j = k + 1; j < order.size(); ++j) {
+      Step& s = plan.steps[order[j]];
+      if (s.kind == OpKind::send) {
+        if (s.buf == c.buf && s.off >= lo && s.off + s.len <= hi) {
+          sends.push_back(order[j]);
+          continue;
+        }
+        if (s.buf == c.buf && s.off < hi && s.off + s.len > lo) break;  // reads part of it
+        continue;
+      }
+      if (s.kind == OpKind::recv && (s.flags & Step::kFused) != 0 && j + 1 < order.size() &&
+          order[j + 1] == s.succ) {
+        const Step& r = plan.steps[s.succ];
+        if (r.buf == c.buf && r.off == lo && r.len == c.len) {
+          c.flags |= Step::kForward;
+          ++forwarded;
+          for (const uint32_t i : sends) {
+            plan.steps[i].flags |= Step::kFromIn;
+            plan.steps[i].src = kIn;
+            plan.steps[i].src_off = c.src_off + (plan.steps[i].off - lo);
+          }
+          s.flags |= Step::kThree;
+          s.src = kIn;
+          s.src_off = c.src_off;
+          break;
+        }
+      }
+      // Any other op: it must neither write `in` nor touch B[lo:hi].
+      const bool writes =
+          s.kind == OpKind::copy || s.kind == OpKind::reduce || s.kind == OpKind::recv;
+      const bool reads = s.kind == OpKind::copy || s.kind == OpKind::reduce;
+      if ((writes && touches(s.buf, s.off, s.len)) ||
+          (reads && s.src == c.buf && s.src_off < hi && s.src_off + s.len > lo))
+        break;
+    }
+  }
+  return forwarded;
+}
+
 // COLLKIT_VERBOSE: any value but 0 is level 1 (the transport), 2 also each plan's way of running.
 bool verbose(int level) {
   const char* v = std::getenv("COLLKIT_VERBOSE");
@@ -261,7 +320,8 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
   for (size_t i = 0; i < n; ++i) {
     Step& op = plan.steps[i];
     op.shm_seq = Plan::kViaMpi;
-    op.flags &= static_cast<uint8_t>(~Step::kFused);
+    op.flags &=
+        static_cast<uint8_t>(~(Step::kFused | Step::kForward | Step::kFromIn | Step::kThree));
     if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
     const int64_t bytes = op.len * plan.header.elem_size;
     if (!shm.carries(op.peer, bytes)) continue;
@@ -330,18 +390,20 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
     why = in_turn_order(plan, shm.slots(), plan.in_turn);
   else
     plan.in_turn.clear();
+  const int forwarded = forward_copies(plan);
   if (plan.rank == 0 && verbose(2))
-    std::fprintf(stderr, "collkit: plan %s P=%lld %lld B, rank 0 (%zu ops): %s\n",
-                 plan.header.algorithm.c_str(), static_cast<long long>(plan.header.P),
-                 static_cast<long long>(plan.header.count * plan.header.elem_size), n,
-                 why.empty() ? "in turn" : ("dataflow (" + why + ")").c_str());
+    std::fprintf(
+        stderr, "collkit: plan %s P=%lld %lld B, rank 0 (%zu ops): %s%s\n",
+        plan.header.algorithm.c_str(), static_cast<long long>(plan.header.P),
+        static_cast<long long>(plan.header.count * plan.header.elem_size), n,
+        why.empty() ? "in turn" : ("dataflow (" + why + ")").c_str(),
+        forwarded > 0 ? (", " + std::to_string(forwarded) + " copy forwarded").c_str() : "");
 }
 
-// A rank that waits polls for kSpinNs (a 16 KiB copy by the peer takes a few µs), then yields the
-// core between polls: oversubscribed runs must not starve the rank they wait for. (1 ms when the
-// job's ranks fit the cores was tried: at load 19-23 from other users it made small one-way
-// collectives slower on both MPIs; docs/mpi.md.)
-// How long a waiting rank polls before it yields: 20 us, or COLLKIT_SPIN_US.
+// A rank that waits polls for 20 us (a 16 KiB copy by the peer takes a few µs; COLLKIT_SPIN_US
+// sets it), then yields the core between polls: oversubscribed runs must not starve the rank they
+// wait for. (1 ms when the job's ranks fit the cores was tried: at load 19-23 from other users it
+// made small one-way collectives slower on both MPIs, and it did not help LAMMPS; docs/mpi.md.)
 std::chrono::nanoseconds spin_limit() {
   static const std::chrono::nanoseconds limit = [] {
     const char* v = std::getenv("COLLKIT_SPIN_US");
@@ -409,6 +471,7 @@ int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& 
                 ShmTransport& shm, bool fuse) {
   const TypeInfo& t = a.type;
   const size_t n = plan.in_turn.size();
+  const bool forward = fuse && a.fast != nullptr;  // forward_copies' flags apply
   for (size_t k = 0; k < n; ++k) {
     const Step& op = plan.steps[plan.in_turn[k]];
     int rc = MPI_SUCCESS;
@@ -418,7 +481,10 @@ int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& 
         const int64_t bytes = op.len * t.size;
         std::byte* slot = shm.send_slot(op.peer, q, bytes);
         for (Backoff wait; slot == nullptr; slot = shm.send_slot(op.peer, q, bytes)) wait.idle();
-        rc = put(slot, element(bufs[op.buf], op.off, t), op, t);
+        const bool from_in = forward && (op.flags & Step::kFromIn) != 0;
+        rc = put(slot,
+                 from_in ? element(bufs[op.src], op.src_off, t) : element(bufs[op.buf], op.off, t),
+                 op, t);
         shm.publish(op.peer, q);
         break;
       }
@@ -430,8 +496,12 @@ int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& 
         if (fuse && (op.flags & Step::kFused) != 0 && k + 1 < n && plan.in_turn[k + 1] == op.succ) {
           // The reduce is next and reads only this message: straight out of the slot.
           const Step& r = plan.steps[op.succ];
-          rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len,
-                            r.side(), a, st);
+          if (forward && (op.flags & Step::kThree) != 0)  // out = in (+) message: no copy
+            a.fast(offset(slot, -t.true_lb), element(bufs[op.src], op.src_off, t),
+                   element(bufs[r.buf], r.off, t), r.len);
+          else
+            rc = reduce_local(offset(slot, -t.true_lb), element(bufs[r.buf], r.off, t), r.len,
+                              r.side(), a, st);
           ++k;
         } else {
           rc = take(slot, element(bufs[op.buf], op.off, t), op, t);
@@ -440,7 +510,7 @@ int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& 
         break;
       }
       default:
-        rc = run_local(op, bufs, a, st);
+        if (!forward || (op.flags & Step::kForward) == 0) rc = run_local(op, bufs, a, st);
     }
     if (rc != MPI_SUCCESS) return rc;
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fast_reduce.hpp"
 #include "layout.hpp"
 #include "plan.hpp"
 #include "shm.hpp"
@@ -24,10 +25,14 @@ namespace collkit::mpi {
 // allocated per call once the largest size has been seen.
 class Arena {
  public:
-  std::byte* get(size_t bytes);  // valid until the next get()
+  std::byte* get(size_t bytes) {  // valid until the next get()
+    if (bytes > mem_.size()) grow(bytes);
+    return mem_.data();
+  }
   size_t capacity() const { return mem_.size(); }
 
  private:
+  void grow(size_t bytes);
   std::vector<std::byte> mem_;
 };
 
@@ -37,8 +42,9 @@ struct RunArgs {
   TypeInfo type;            // the IR's element: the user's datatype, or bytes (TypeInfo::bytes())
   MPI_Op op = MPI_OP_NULL;  // MPI_OP_NULL for collectives without a reduction
   bool commutative = true;
-  void* in = nullptr;   // the IR's `in`
-  void* out = nullptr;  // the IR's `out`
+  ReduceFn fast = nullptr;  // the loop for (type, op) when there is one (fast_reduce.hpp)
+  void* in = nullptr;       // the IR's `in`
+  void* out = nullptr;      // the IR's `out`
 };
 
 struct RunState {

@@ -12,11 +12,13 @@
 #include "layout.hpp"
 
 namespace collkit::mpi {
+
+std::atomic<int> g_nonblocking_runs{0};  // g_runs.size(), read without the lock
+
 namespace {
 
-std::mutex g_lock;             // guards g_runs
-std::vector<NbRun*> g_runs;    // in flight, owned here until their request completes
-std::atomic<int> g_active{0};  // g_runs.size(), read without the lock
+std::mutex g_lock;           // guards g_runs
+std::vector<NbRun*> g_runs;  // in flight, owned here until their request completes
 thread_local bool g_in_progress = false;
 
 // The generalized request's callbacks: the status of a collective (no source, tag or elements),
@@ -195,14 +197,10 @@ void queue(NbRun* r, bool over) {
   }
   std::lock_guard<std::mutex> g(g_lock);
   g_runs.push_back(r);
-  g_active.store(static_cast<int>(g_runs.size()), std::memory_order_relaxed);
+  g_nonblocking_runs.store(static_cast<int>(g_runs.size()), std::memory_order_relaxed);
 }
 
 }  // namespace
-
-bool nonblocking_active() {
-  return g_active.load(std::memory_order_relaxed) > 0;
-}
 
 int start_nonblocking(std::unique_ptr<NbRun> run, MPI_Request* request) {
   bool over = false;
@@ -218,8 +216,8 @@ int start_nonblocking(NbRun& run, MPI_Request* request) {
   return MPI_SUCCESS;
 }
 
-void progress_nonblocking() {
-  if (!nonblocking_active() || g_in_progress) return;  // the atomic first: no TLS lookup
+void progress_runs_in_flight() {
+  if (g_in_progress) return;
   std::unique_lock<std::mutex> g(g_lock, std::try_to_lock);
   if (!g.owns_lock()) return;  // another thread is moving them
   g_in_progress = true;
@@ -232,7 +230,7 @@ void progress_nonblocking() {
       g_runs[w++] = r;
   }
   g_runs.resize(w);
-  g_active.store(static_cast<int>(w), std::memory_order_relaxed);
+  g_nonblocking_runs.store(static_cast<int>(w), std::memory_order_relaxed);
   g.unlock();
   // Completed outside the lock: completing may free the run (a request already freed by the user).
   for (NbRun* r : over) complete(r);

@@ -14,6 +14,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -79,11 +80,20 @@ struct Persistent {
 // Registers `p` and gives the user its handle (made on `comm`).
 int make_persistent(std::shared_ptr<Persistent> p, MPI_Comm comm, MPI_Request* request);
 
-// Moves every run in flight as far as it goes without blocking; completes the requests of those
-// that finish. Safe to call from any thread and re-entrantly (a nested call returns at once).
-void progress_nonblocking();
+// How many runs are in flight, read without a lock (nbc.cpp keeps it).
+extern std::atomic<int> g_nonblocking_runs;
 
 // Whether any run is in flight (one relaxed atomic load: the completion calls' fast path).
-bool nonblocking_active();
+inline bool nonblocking_active() {
+  return g_nonblocking_runs.load(std::memory_order_relaxed) > 0;
+}
+
+// Moves every run in flight as far as it goes without blocking (progress_runs_in_flight);
+// completes the requests of those that finish. Safe to call from any thread and re-entrantly (a
+// nested call returns at once). Inline: every collkit call makes it, and mostly none is in flight.
+void progress_runs_in_flight();
+inline void progress_nonblocking() {
+  if (nonblocking_active()) progress_runs_in_flight();
+}
 
 }  // namespace collkit::mpi

@@ -23,13 +23,19 @@ struct Step {
   int32_t peer = -1;
   OpKind kind = OpKind::compute;
   BufId buf = kOut, src = kIn;
-  uint8_t flags = 0;     // kDstFirst, kFused
+  uint8_t flags = 0;     // kDstFirst, kFused, kForward, kFromIn, kThree
   uint32_t seq = 0;      // send / recv: index of the message within its (peer, kind)
   uint32_t shm_seq = 0;  // send / recv: index among the pair's shm messages, or kViaMpi
   uint32_t succ = 0;     // nsucc == 1: the successor; nsucc > 1: where its list starts
   uint32_t nsucc = 0;    // successors (ops that wait on this one)
   static constexpr uint8_t kDstFirst = 1;  // reduce: Side::dst_first
   static constexpr uint8_t kFused = 2;     // recv: may reduce out of the slot (executor.cpp)
+  // Copy forwarding (executor.cpp, forward_copies): a copy from `in` that the run may skip, the
+  // sends that then read `in` at src_off, and the fused receive whose reduce then takes `in` at
+  // src_off as its other operand.
+  static constexpr uint8_t kForward = 4;  // copy
+  static constexpr uint8_t kFromIn = 8;   // send
+  static constexpr uint8_t kThree = 16;   // recv
   Side side() const { return (flags & kDstFirst) != 0 ? Side::dst_first : Side::src_first; }
 };
 static_assert(sizeof(Step) == 48, "a step is kept at 48 bytes (the hot path's footprint)");

@@ -69,7 +69,19 @@ def test_plans_on_shared_memory_alone_run_in_turn(kind: str) -> None:
     assert "collkit: plan allreduce:rd P=4 8 B, rank 0 (" in log, log[-2000:]
     for name in ("allreduce:rd", "bcast:binomial"):
         lines = [x for x in log.splitlines() if f"collkit: plan {name} P=4 " in x]
-        assert lines and all(x.endswith(": in turn") for x in lines), lines
+        assert lines and all(": in turn" in x for x in lines), lines
+    bcast = [x for x in log.splitlines() if "collkit: plan bcast:binomial P=4 " in x]
+    assert all(x.endswith(": in turn") for x in bcast), bcast  # no reduce to fold a copy into
+    # At P = 2, rd's copy (out = in) and the root's of a binomial reduce fold into the reduce
+    # that follows (executor.cpp, forward_copies): the send reads `in`, the reduce writes
+    # out = in (+) the peer's message; the results are checked against the MPI's as always.
+    two = conformance(mpi, 2, {"COLLKIT_VERBOSE": "2"}, "allreduce:rd;reduce:binomial")
+    rd = [x for x in two.splitlines() if "collkit: plan allreduce:rd P=2 " in x]
+    assert rd and all(x.endswith(": in turn, 1 copy forwarded") for x in rd), rd
+    root = [
+        x for x in two.splitlines() if "collkit: plan reduce:binomial P=2 " in x and "(3 ops)" in x
+    ]
+    assert root and all(x.endswith(": in turn, 1 copy forwarded") for x in root), root
     # A ring's sends wait on one receive each, not on all earlier ones: no order proven.
     ring = [x for x in log.splitlines() if "collkit: plan allgather:ring P=4 " in x]
     assert any("dataflow (no receive that every send still to come waits on)" in x for x in ring)

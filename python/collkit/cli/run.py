@@ -14,7 +14,8 @@ where and their time;
 --stats FILE writes that as collkit result rows. A communicator's calls go to the MPI until
 their time pays for collkit's setup of it (~0.4 ms on a 2-core VM; COLLKIT_SETUP_US=0: from the
 first call; docs/tuning.md); COLLKIT_SHM=0, COLLKIT_SHM_MAX, COLLKIT_SHM_IN_TURN=0 (every plan
-through the executor's general loop) and COLLKIT_SETUP_US are passed to every rank. The program
+through the executor's general loop), COLLKIT_SETUP_US and COLLKIT_SPIN_US (how long a waiting
+rank polls before it yields, 20 us) are passed to every rank. The program
 must use the same MPI (MPICH ABI: the pip `mpich` wheel or a system MPICH; Open MPI:
 MPIEXEC=mpirun.openmpi MPICXX=mpicxx.openmpi).
 The MPI is chosen as for `collkit bench` (the first mpiexec on PATH, else the `mpich` wheel); the
@@ -39,7 +40,8 @@ from collkit.tune.table import load
 NAME = "run"
 # COLLKIT_SHM=0 (no shared memory), COLLKIT_SHM_MAX (its largest message), COLLKIT_SHM_IN_TURN=0
 # (no plan run in turn: docs/mpi.md), COLLKIT_SETUP_US (what a communicator's setup is taken to
-# cost; 0: collkit's route from the first call).
+# cost; 0: collkit's route from the first call), COLLKIT_SPIN_US (how long a waiting rank polls
+# before it yields).
 FORWARDED = (
     "COLLKIT_SHM",
     "COLLKIT_SHM_MAX",
