@@ -472,9 +472,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--out",
         default="",
-        help="report name under benchmarks/results/ (default: executor-<mpi>)",
+        help="report name under benchmarks/results/, or an absolute path prefix (default: "
+        "executor-<mpi>)",
     )
     a = p.parse_args(argv)
+    if "/" in a.out and not a.out.startswith("/"):
+        p.error(f"--out {a.out}: a name under benchmarks/results/ or an absolute path prefix")
     sizes = parse_sizes(a.sizes)
     mpi = find(a.mpi)
     print(f"building collkit's MPI programs for {mpi.version} (once) ...", flush=True)
