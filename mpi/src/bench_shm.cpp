@@ -29,7 +29,9 @@
 //    - raw-flag-apart / raw-flag-inline: a bare one-slot channel in an MPI_Win_allocate_shared
 //      segment, its stamp on a line of its own or on the data's first line (as the transport's
 //      slots have it); -pause: polling with a pause instruction;
-//    - sendrecv: MPI_Sendrecv of B bytes; allreduce: the MPI's native MPI_Allreduce of B bytes.
+//    - sendrecv: MPI_Sendrecv of B bytes; allreduce: the MPI's native MPI_Allreduce of B bytes;
+//    - slots-reduce-4-pieces: slots-reduce in 4 messages of B / 4, each rank sending piece i
+//      before reducing the peer's piece i - 1.
 //
 // 5. --check-order N: the ring's no-overwrite guarantee when the reader releases out of order
 //    (tests/mpi/test_shm_mpi.py); prints "check-order ok N".
@@ -179,6 +181,39 @@ double slot_exchange_ns(ShmTransport& t, int rank, int64_t bytes, std::vector<st
   return (now_ns() - t0) / static_cast<double>(iters);
 }
 
+// slots-reduce in `chunks` messages of bytes / chunks each, sending chunk i before reducing the
+// peer's chunk i - 1: whether publishing in pieces lets the peer's reads of the first pieces
+// overlap this rank's writes of the later ones (a transport that split large messages).
+double chunked_exchange_ns(ShmTransport& t, int rank, int64_t bytes, int chunks,
+                           std::vector<std::byte>& mine, std::vector<std::byte>& got, long iters,
+                           uint64_t& sent, uint64_t& received) {
+  const int peer = 1 - rank;
+  const int64_t piece = bytes / chunks;
+  const auto b = static_cast<size_t>(piece);
+  t.map_bodies(peer, piece, true);
+  t.map_bodies(peer, piece, false);
+  auto take = [&](int i) {
+    const std::byte* r = nullptr;
+    while ((r = t.recv_slot(peer, received, piece)) == nullptr) {
+    }
+    fast_reduce(r, got.data() + static_cast<size_t>(i) * b, piece / 8, MPI_DOUBLE, MPI_SUM);
+    t.release(peer, received++);
+  };
+  const double t0 = now_ns();
+  for (long k = 0; k < iters; ++k) {
+    for (int i = 0; i < chunks; ++i) {
+      std::byte* s = nullptr;
+      while ((s = t.send_slot(peer, sent, piece)) == nullptr) {
+      }
+      std::memcpy(s, mine.data() + static_cast<size_t>(i) * b, b);
+      t.publish(peer, sent++);
+      if (i > 0) take(i - 1);
+    }
+    take(chunks - 1);
+  }
+  return (now_ns() - t0) / static_cast<double>(iters);
+}
+
 void run_exchange(const Args& args, int rank, int size) {
   if (size != 2) {
     if (rank == 0) std::fprintf(stderr, "--exchange needs exactly 2 ranks\n");
@@ -233,8 +268,8 @@ void run_exchange(const Args& args, int rank, int size) {
   const char* names[] = {"slots",           "slots-reduce",          "one-slot",
                          "one-way",         "raw-flag-apart",        "raw-flag-apart-pause",
                          "raw-flag-inline", "raw-flag-inline-pause", "sendrecv",
-                         "allreduce"};
-  constexpr int kVariants = 10;
+                         "allreduce",       "slots-reduce-4-pieces"};
+  constexpr int kVariants = 11;
   uint64_t sent = 0, received = 0, sent1 = 0, received1 = 0, raw_apart = 0, raw_inline = 0;
   for (long r = 0; r < rounds + 1; ++r) {  // round 0 warms up
     for (int64_t bytes : sizes) {
@@ -275,6 +310,9 @@ void run_exchange(const Args& args, int rank, int size) {
             x = (now_ns() - t0) / static_cast<double>(iters);
             break;
           }
+          case 10:
+            x = chunked_exchange_ns(*t, rank, bytes, 4, mine, got, iters, sent, received);
+            break;
           default: {
             const double t0 = now_ns();
             for (long i = 0; i < iters; ++i)
