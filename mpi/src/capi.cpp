@@ -451,6 +451,7 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommShape&
     }
     a.in = element(base, in_at, t);
     a.out = element(base, out_at, t);
+    a.one_buffer = true;
     return MPI_SUCCESS;
   }
 

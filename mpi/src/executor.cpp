@@ -247,7 +247,8 @@ std::string in_turn_order(const Plan& plan, uint32_t slots, std::vector<uint32_t
 // Copy forwarding, in a plan run in turn: `copy B[lo:hi] = in[..]`, then sends that read within
 // B[lo:hi], then a fused receive whose reduce is exactly B[lo:hi] (+)= the message, with no other
 // op in between touching B[lo:hi] or writing `in`. When the call's (type, op) has a loop
-// (RunArgs::fast, commutative and exact under operand swap), the sends read `in` and the reduce
+// (RunArgs::fast, commutative and exact under operand swap) and `in` is a buffer of its own (not
+// MPI_IN_PLACE, where a write to `out` may be one to `in`), the sends read `in` and the reduce
 // writes B = in (+) message, so the copy is never made: it was ~10 % of an 8-byte allreduce:rd's
 // instructions, and at 4 KiB a pass over the data before the send could leave. The flags are only
 // read by run_in_turn; every other run does the ops as written.
@@ -471,7 +472,8 @@ int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& 
                 ShmTransport& shm, bool fuse) {
   const TypeInfo& t = a.type;
   const size_t n = plan.in_turn.size();
-  const bool forward = fuse && a.fast != nullptr;  // forward_copies' flags apply
+  // forward_copies' flags apply: its checks are by buffer, so not where `in` and `out` are one.
+  const bool forward = fuse && a.fast != nullptr && !a.one_buffer;
   for (size_t k = 0; k < n; ++k) {
     const Step& op = plan.steps[plan.in_turn[k]];
     int rc = MPI_SUCCESS;

@@ -45,6 +45,7 @@ struct RunArgs {
   ReduceFn fast = nullptr;  // the loop for (type, op) when there is one (fast_reduce.hpp)
   void* in = nullptr;       // the IR's `in`
   void* out = nullptr;      // the IR's `out`
+  bool one_buffer = false;  // MPI_IN_PLACE: `in` and `out` lie in one buffer and may overlap
 };
 
 struct RunState {
