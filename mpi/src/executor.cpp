@@ -260,18 +260,17 @@ int forward_copies(Plan& plan) {
     Step& c = plan.steps[order[k]];
     if (c.kind != OpKind::copy || c.src != kIn || c.buf == kIn) continue;
     const int64_t lo = c.off, hi = c.off + c.len;
-    auto touches = [&](BufId b, int64_t off, int64_t len) {
-      return (b == c.buf && off < hi && off + len > lo) || b == kIn;
+    auto overlaps = [&](BufId b, int64_t off, int64_t len) {  // B[lo:hi]
+      return b == c.buf && off < hi && off + len > lo;
     };
     std::vector<uint32_t> sends;
     for (size_t j = k + 1; j < order.size(); ++j) {
       Step& s = plan.steps[order[j]];
       if (s.kind == OpKind::send) {
-        if (s.buf == c.buf && s.off >= lo && s.off + s.len <= hi) {
+        if (s.buf == c.buf && s.off >= lo && s.off + s.len <= hi)
           sends.push_back(order[j]);
-          continue;
-        }
-        if (s.buf == c.buf && s.off < hi && s.off + s.len > lo) break;  // reads part of it
+        else if (overlaps(s.buf, s.off, s.len))
+          break;  // reads part of it
         continue;
       }
       if (s.kind == OpKind::recv && (s.flags & Step::kFused) != 0 && j + 1 < order.size() &&
@@ -295,8 +294,8 @@ int forward_copies(Plan& plan) {
       const bool writes =
           s.kind == OpKind::copy || s.kind == OpKind::reduce || s.kind == OpKind::recv;
       const bool reads = s.kind == OpKind::copy || s.kind == OpKind::reduce;
-      if ((writes && touches(s.buf, s.off, s.len)) ||
-          (reads && s.src == c.buf && s.src_off < hi && s.src_off + s.len > lo))
+      if ((writes && (overlaps(s.buf, s.off, s.len) || s.buf == kIn)) ||
+          (reads && overlaps(s.src, s.src_off, s.len)))
         break;
     }
   }
