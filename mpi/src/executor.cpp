@@ -332,34 +332,58 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
   plan.shm_received.assign(recvs.begin(), recvs.end());
 
   // Fusion: a shared-memory receive into scratch whose one successor is a reduce of exactly that
-  // region, where no other op reads the region: when the data arrives and the reduce waits on
-  // nothing else by then (rd's reduce also waits on its send, done long before the peer's data
-  // comes), the reduce reads the slot and the scratch is never written; else the receive copies
-  // as usual and the reduce runs later. (The schedule is race-free, as the verifier proves, so
-  // nothing reads the reduce's output before it would have run.)
-  struct Reader {
+  // region, where no other op reads what the receive wrote: when the data arrives and the reduce
+  // waits on nothing else by then (rd's reduce also waits on its send, done long before the peer's
+  // data comes), the reduce reads the slot and the scratch is never written; else the receive
+  // copies as usual and the reduce runs later. "What the receive wrote" is by region and by order:
+  // the plan's order is a topological order of its dependencies and the schedule is race-free (as
+  // the verifier proves), so of two ops touching the same bytes, one of them writing, the one that
+  // comes first in the plan runs first. So an op touching the region before the receive, or after
+  // a later write that covers the whole region, cannot see the received bytes (rd at P >= 4
+  // receives every round into the same scratch: the previous round's reduce read it before, the
+  // next round's receive overwrites it).
+  struct Access {
     BufId buf;
     int64_t off, end;
     uint32_t op;
+    bool reads, overwrites;  // overwrites: writes the region without reading it first
   };
-  std::vector<Reader> readers;
+  std::vector<Access> accesses;
   for (size_t i = 0; i < n; ++i) {
     const Op& op = plan.ops[i];
     const auto id = static_cast<uint32_t>(i);
-    if (op.kind == OpKind::send && op.buf >= kFirstScratch)
-      readers.push_back({op.buf, op.off, op.off + op.len, id});
-    if ((op.kind == OpKind::reduce || op.kind == OpKind::copy) && op.src >= kFirstScratch)
-      readers.push_back({op.src, op.src_off, op.src_off + op.len, id});
+    const bool to_scratch = op.buf >= kFirstScratch;
+    switch (op.kind) {
+      case OpKind::send:
+        if (to_scratch) accesses.push_back({op.buf, op.off, op.off + op.len, id, true, false});
+        break;
+      case OpKind::recv:
+        if (to_scratch) accesses.push_back({op.buf, op.off, op.off + op.len, id, false, true});
+        break;
+      case OpKind::copy:
+      case OpKind::reduce:  // a reduce reads its destination too
+        if (op.src >= kFirstScratch)
+          accesses.push_back({op.src, op.src_off, op.src_off + op.len, id, true, false});
+        if (to_scratch)
+          accesses.push_back({op.buf, op.off, op.off + op.len, id, op.kind == OpKind::reduce,
+                              op.kind == OpKind::copy});
+        break;
+      default:
+        break;
+    }
   }
-  auto before = [](const Reader& x, const Reader& y) {
+  auto before = [](const Access& x, const Access& y) {
     return x.buf != y.buf ? x.buf < y.buf : x.off < y.off;
   };
-  std::sort(readers.begin(), readers.end(), before);
-  std::vector<int64_t> reach(readers.size());  // the furthest end so far within the buffer
-  for (size_t k = 0; k < readers.size(); ++k)
-    reach[k] = k > 0 && readers[k - 1].buf == readers[k].buf
-                   ? std::max(reach[k - 1], readers[k].end)
-                   : readers[k].end;
+  std::sort(accesses.begin(), accesses.end(), before);
+  std::vector<int64_t> reach(accesses.size());  // the furthest end so far within the buffer
+  for (size_t k = 0; k < accesses.size(); ++k)
+    reach[k] = k > 0 && accesses[k - 1].buf == accesses[k].buf
+                   ? std::max(reach[k - 1], accesses[k].end)
+                   : accesses[k].end;
+  int fused = 0;
+  constexpr int kLooks = 64;  // accesses to a region looked at, at most (else not fused)
+  std::vector<const Access*> near;
   for (size_t i = 0; i < n; ++i) {
     const Op& op = plan.ops[i];
     if (plan.steps[i].shm_seq == Plan::kViaMpi || op.kind != OpKind::recv || op.buf < kFirstScratch)
@@ -370,18 +394,38 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
     const Op& r = plan.ops[j];
     if (r.kind != OpKind::reduce || r.src != op.buf || r.src_off != op.off || r.len != op.len)
       continue;
-    // The readers of the region: only j (a few looks at most, else not fused).
-    auto k = static_cast<size_t>(std::lower_bound(readers.begin(), readers.end(),
-                                                  Reader{op.buf, op.off + op.len, 0, 0}, before) -
-                                 readers.begin());
-    bool alone = true;
-    for (int looks = 0; k > 0 && alone; --k) {
-      const Reader& x = readers[k - 1];
-      if (x.buf != op.buf || reach[k - 1] <= op.off) break;
-      if (x.end > op.off && x.op != j) alone = false;
-      if (++looks == 8) alone = false;
+    const int64_t lo = op.off, hi = op.off + op.len;
+    if (r.buf == op.buf && r.off < hi && r.off + r.len > lo) continue;  // it reduces into it
+    // Every access overlapping the region (the sort is by start; reach bounds the walk back).
+    auto k = static_cast<size_t>(std::lower_bound(accesses.begin(), accesses.end(),
+                                                  Access{op.buf, hi, 0, 0, false, false}, before) -
+                                 accesses.begin());
+    near.clear();
+    bool few = true;
+    for (; k > 0; --k) {
+      const Access& x = accesses[k - 1];
+      if (x.buf != op.buf || reach[k - 1] <= lo) break;
+      if (x.end <= lo) continue;
+      if (near.size() == kLooks) {
+        few = false;
+        break;
+      }
+      near.push_back(&x);
     }
-    if (alone) plan.steps[i].flags |= Step::kFused;
+    if (!few) continue;
+    // The first op after the receive that overwrites the whole region: the received bytes live
+    // until then, and only the reduce may read them.
+    uint32_t until = UINT32_MAX;
+    for (const Access* x : near)
+      if (x->op > i && x->overwrites && x->off <= lo && x->end >= hi)
+        until = std::min(until, x->op);
+    bool alone = j < until;
+    for (const Access* x : near)
+      if (x->reads && x->op > i && x->op < until && x->op != j) alone = false;
+    if (alone) {
+      plan.steps[i].flags |= Step::kFused;
+      ++fused;
+    }
   }
   // COLLKIT_SHM_IN_TURN=0: every plan through the general loop (to compare the two; docs/mpi.md).
   const char* in_turn = std::getenv("COLLKIT_SHM_IN_TURN");
@@ -391,13 +435,17 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
   else
     plan.in_turn.clear();
   const int forwarded = forward_copies(plan);
-  if (plan.rank == 0 && verbose(2))
-    std::fprintf(
-        stderr, "collkit: plan %s P=%lld %lld B, rank 0 (%zu ops): %s%s\n",
-        plan.header.algorithm.c_str(), static_cast<long long>(plan.header.P),
-        static_cast<long long>(plan.header.count * plan.header.elem_size), n,
-        why.empty() ? "in turn" : ("dataflow (" + why + ")").c_str(),
-        forwarded > 0 ? (", " + std::to_string(forwarded) + " copy forwarded").c_str() : "");
+  if (plan.rank == 0 && verbose(2)) {
+    std::string how = why.empty() ? "in turn" : "dataflow (" + why + ")";
+    if (fused > 0)
+      how += ", " + std::to_string(fused) + (fused == 1 ? " receive" : " receives") + " fused";
+    if (forwarded > 0)
+      how +=
+          ", " + std::to_string(forwarded) + (forwarded == 1 ? " copy" : " copies") + " forwarded";
+    std::fprintf(stderr, "collkit: plan %s P=%lld %lld B, rank 0 (%zu ops): %s\n",
+                 plan.header.algorithm.c_str(), static_cast<long long>(plan.header.P),
+                 static_cast<long long>(plan.header.count * plan.header.elem_size), n, how.c_str());
+  }
 }
 
 // A rank that waits polls for 20 us (a 16 KiB copy by the peer takes a few µs; COLLKIT_SPIN_US

@@ -72,16 +72,21 @@ def test_plans_on_shared_memory_alone_run_in_turn(kind: str) -> None:
         assert lines and all(": in turn" in x for x in lines), lines
     bcast = [x for x in log.splitlines() if "collkit: plan bcast:binomial P=4 " in x]
     assert all(x.endswith(": in turn") for x in bcast), bcast  # no reduce to fold a copy into
-    # At P = 2, rd's copy (out = in) and the root's of a binomial reduce fold into the reduce
-    # that follows (executor.cpp, forward_copies): the send reads `in`, the reduce writes
-    # out = in (+) the peer's message; the results are checked against the MPI's as always.
+    # A receive whose one reader is the reduce after it is fused with it (the reduce reads the
+    # peer's slot; executor.cpp, prepare_shm), and the copy (out = in) before the first such pair
+    # is folded into it (forward_copies): the send reads `in`, the reduce writes out = in (+) the
+    # peer's message. rd at P = 4 receives both rounds into one scratch buffer: each round's
+    # receive is still read by its own reduce alone (the previous round's reduce read it before,
+    # the next round's receive overwrites it). The results are checked against the MPI's as always.
+    rd4 = [x for x in log.splitlines() if "collkit: plan allreduce:rd P=4 " in x]
+    assert all(x.endswith(": in turn, 2 receives fused, 1 copy forwarded") for x in rd4), rd4
     two = conformance(mpi, 2, {"COLLKIT_VERBOSE": "2"}, "allreduce:rd;reduce:binomial")
     rd = [x for x in two.splitlines() if "collkit: plan allreduce:rd P=2 " in x]
-    assert rd and all(x.endswith(": in turn, 1 copy forwarded") for x in rd), rd
+    assert rd and all(x.endswith(": in turn, 1 receive fused, 1 copy forwarded") for x in rd), rd
     root = [
         x for x in two.splitlines() if "collkit: plan reduce:binomial P=2 " in x and "(3 ops)" in x
     ]
-    assert root and all(x.endswith(": in turn, 1 copy forwarded") for x in root), root
+    assert root and all(x.endswith(": in turn, 1 receive fused, 1 copy forwarded") for x in root)
     # A ring's sends wait on one receive each, not on all earlier ones: no order proven.
     ring = [x for x in log.splitlines() if "collkit: plan allgather:ring P=4 " in x]
     assert any("dataflow (no receive that every send still to come waits on)" in x for x in ring)
