@@ -30,7 +30,7 @@ from collkit.mpi.openmpi import rules_file as openmpi_rules
 from collkit.results import Row
 from collkit.tune import Choice, Comparison, choose, compare, rules, size_ranges, validate
 from collkit.tune import load as load_table
-from collkit.tune.campaign import candidates
+from collkit.tune.campaign import by_element_type, candidates, element_type
 from collkit.tune.families import equivalent
 from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
 
@@ -349,6 +349,48 @@ def test_tune_campaigns_the_block_collectives(
     # Open MPI's rules file names them by its own collective ids.
     text = (out / "openmpi-rules.txt").read_text()
     assert "0  # allgather" in text and "15  # scatter" in text
+
+
+def test_reductions_are_timed_in_a_type_that_fits_the_size() -> None:
+    # 4 bytes is a whole int, not a double: timed as one (before, as a zero-count call).
+    assert element_type("allreduce", 8) == element_type("reduce", 1024) == "double"
+    assert element_type("allreduce", 4) == element_type("allreduce", 12) == "int"
+    assert element_type("allreduce", 2) is None and element_type("reduce", 3) is None
+    assert element_type("bcast", 3) == element_type("barrier", 0) == "char"
+    assert by_element_type("allreduce", [1, 2, 4, 8, 16]) == {
+        None: [1, 2],
+        "int": [4],
+        "double": [8, 16],
+    }
+
+
+@pytest.mark.mpi
+def test_a_4_byte_allreduce_is_timed_in_ints_and_gets_its_rule(
+    mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
+) -> None:
+    """Programs reduce 4-byte flags every step (LAMMPS's neighbour-list check, an MPI_INT
+    MPI_MAX): tune times 4 B in one int, where it timed a zero-count call before; 1-2 B of a
+    reduction are said and left out, a bcast of 2 B is timed."""
+    out = tmp_path / "t"
+    args = ["allreduce", "bcast", "-np", "2", "--sizes", "2B..8B", "--only", "rd,binomial"]
+    args += ["--no-mpi-algos", "--iters", "20", "--max-ms", "40", "-o", str(out)]
+    r = tune(*args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "allreduce: 2 B not timed (a reduction is timed in doubles, or ints" in r.stderr
+    rows = [json.loads(ln) for ln in (out / "tune.jsonl").read_text().splitlines()]
+    got = {(x["collective"], x["bytes"], x["datatype"], x["count"]) for x in rows}
+    assert got == {
+        ("allreduce", 4, "int", 1),
+        ("allreduce", 8, "double", 1),
+        ("bcast", 2, "char", 2),
+        ("bcast", 4, "char", 4),
+        ("bcast", 8, "char", 8),
+    }, got
+    assert all(x["valid"] is True for x in rows if x["algorithm"] != "native")
+    table = load_table(out / "collkit-tuning.json")
+    # The allreduce rules start at 4 B (a 4-byte call has its rule; 1-3 B have none).
+    starts = sorted(x.bytes[0] for x in table.rules if x.collective == "allreduce")
+    assert starts[0] == 4, starts
 
 
 @pytest.mark.mpi

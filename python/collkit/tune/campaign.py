@@ -62,6 +62,26 @@ def candidates(collective: str, P: int, *, top_k: int = 3, nbytes: int = 8) -> l
     return canon
 
 
+def element_type(collective: str, nbytes: int) -> str | None:
+    """The datatype tune times `nbytes` of `collective` in: a reduction in doubles, or in ints
+    where the size is no whole number of doubles (a 4-byte allreduce of a flag, as programs make
+    every step: LAMMPS's neighbour-list check), other collectives in bytes; None for a reduction
+    of no whole number of ints (1, 2 or 3 bytes), which tune does not time."""
+    if collective not in REDUCTIONS:
+        return "char"
+    if nbytes % DATATYPES["double"] == 0:
+        return "double"
+    return "int" if nbytes % DATATYPES["int"] == 0 else None
+
+
+def by_element_type(collective: str, sizes: list[int]) -> dict[str | None, list[int]]:
+    """`sizes` grouped by element_type (one campaign each; None: not timed)."""
+    out: dict[str | None, list[int]] = {}
+    for s in sizes:
+        out.setdefault(element_type(collective, s), []).append(s)
+    return out
+
+
 @dataclass
 class TuneOptions:
     collectives: list[str]
@@ -119,22 +139,32 @@ def measure(
                 keep = only(coll, opts.only)
                 own = [a for a in own if a in keep] + [a for a in keep if a not in own]
             forced = mpi.native_algorithms(coll) if opts.mpi_algorithms else []
-            plan.append(
-                Campaign(
-                    collective=coll,
-                    algorithms=["native", *own, *forced],
-                    P=[P],
-                    sizes=opts.sizes,
-                    iterations=opts.iterations,
-                    warmup=opts.warmup,
-                    max_ms=opts.max_ms,
-                    validate=True,
-                    raw=True,
-                    rounds=opts.rounds,
-                    hosts=opts.hosts,
-                    block=opts.block,
+            for dtype, sizes in by_element_type(coll, opts.sizes).items():
+                if dtype is None:
+                    if progress:
+                        progress(
+                            f"{coll}: {', '.join(f'{s} B' for s in sizes)} not timed (a "
+                            "reduction is timed in doubles, or ints: no whole number of them)",
+                            None,
+                        )
+                    continue
+                plan.append(
+                    Campaign(
+                        collective=coll,
+                        algorithms=["native", *own, *forced],
+                        P=[P],
+                        sizes=sizes,
+                        datatype=dtype,
+                        iterations=opts.iterations,
+                        warmup=opts.warmup,
+                        max_ms=opts.max_ms,
+                        validate=True,
+                        raw=True,
+                        rounds=opts.rounds,
+                        hosts=opts.hosts,
+                        block=opts.block,
+                    )
                 )
-            )
     if ticker:
         ticker.grow(sum(planned_rows(c) for c in plan))
     for c in plan:
@@ -190,12 +220,14 @@ def remeasure_suspects(
 def campaign_rows(opts: TuneOptions, store: ResultStore) -> list[Row]:
     out = []
     for r in store:
-        dt = DATATYPES["double" if r.collective in REDUCTIONS else "char"]
         if (
             r.collective in opts.collectives
             and r.P in opts.P
             and r.block == opts.block  # a folder may hold rows timed both ways: never mixed
-            and (r.bytes in {s // dt * dt for s in opts.sizes} or r.collective == "barrier")
+            and (
+                r.collective == "barrier"
+                or (r.bytes in opts.sizes and element_type(r.collective, r.bytes) is not None)
+            )
         ):
             out.append(r)
     return out
@@ -231,10 +263,13 @@ def simulate_rows(
             sum(len(own) * (1 if coll == "barrier" else len(opts.sizes)) for coll, _, own in plan)
         )
     for coll, P, own in plan:
-        elem = DATATYPES["double" if coll in REDUCTIONS else "char"]
         progress(f"simulating {coll} P={P}: {len(own)} candidates x {len(opts.sizes)} sizes")
         for algo in own:
             for size in [0] if coll == "barrier" else opts.sizes:
+                dtype = element_type(coll, size)
+                if dtype is None:
+                    continue
+                elem = DATATYPES[dtype]
                 count = size // elem
                 _, new = simulate_row(
                     store,
@@ -258,4 +293,12 @@ def simulate_rows(
     ]
 
 
-__all__ = ["TuneOptions", "campaign_rows", "candidates", "measure", "simulate_rows"]
+__all__ = [
+    "TuneOptions",
+    "by_element_type",
+    "campaign_rows",
+    "candidates",
+    "element_type",
+    "measure",
+    "simulate_rows",
+]
