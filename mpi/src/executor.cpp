@@ -460,21 +460,40 @@ std::chrono::nanoseconds spin_limit() {
   return limit;
 }
 
+// A rank waiting inside collkit's call is, for the program, inside its MPI collective, and the MPI
+// must go on moving the program's own messages meanwhile (MPI's progress rule): a send the program
+// started before the call (MPI_Isend), whose receiver waits for it before it joins the collective,
+// completes only if this rank's MPI progresses it. MPICH without CMA and Open MPI without single
+// copy move a large message's data only from inside an MPI call, so a wait that never entered the
+// MPI hung such a program where the MPI's own collective completes it. So a wait past the first
+// microsecond pokes the MPI's progress engine every 256 polls: an MPI_Iprobe on the call's private
+// communicator, which receives nothing (a probe on MPI_COMM_SELF left the program hung on
+// MPICH). The general loop's MPI_Testsome does the same while collkit's own MPI requests are in
+// flight.
+void poke_mpi_progress(MPI_Comm comm) {
+  int flag = 0;
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+}
+
 class Backoff {
  public:
+  explicit Backoff(MPI_Comm comm) : comm_(comm) {}
   void moved() { idle_ = 0; }
   void idle() {
     if (++idle_ % kSpins != 0) return;  // the clock is read once every kSpins polls
     const auto now = std::chrono::steady_clock::now();
     if (idle_ == kSpins) {
       since_ = now;
-    } else if (now - since_ > spin_limit()) {
-      sched_yield();
+      return;
     }
+    if (idle_ % (4 * kSpins) == 0 && now - since_ > std::chrono::microseconds(1))
+      poke_mpi_progress(comm_);
+    if (now - since_ > spin_limit()) sched_yield();
   }
 
  private:
   static constexpr unsigned kSpins = 64;
+  MPI_Comm comm_;
   unsigned idle_ = 0;
   std::chrono::steady_clock::time_point since_{};
 };
@@ -529,7 +548,8 @@ int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& 
         const uint64_t q = shm.sent[static_cast<size_t>(op.peer)] + op.shm_seq;
         const int64_t bytes = op.len * t.size;
         std::byte* slot = shm.send_slot(op.peer, q, bytes);
-        for (Backoff wait; slot == nullptr; slot = shm.send_slot(op.peer, q, bytes)) wait.idle();
+        for (Backoff wait(a.comm); slot == nullptr; slot = shm.send_slot(op.peer, q, bytes))
+          wait.idle();
         const bool from_in = forward && (op.flags & Step::kFromIn) != 0;
         rc = put(slot,
                  from_in ? element(bufs[op.src], op.src_off, t) : element(bufs[op.buf], op.off, t),
@@ -541,7 +561,8 @@ int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& 
         const uint64_t q = shm.received[static_cast<size_t>(op.peer)] + op.shm_seq;
         const int64_t bytes = op.len * t.size;
         const std::byte* slot = shm.recv_slot(op.peer, q, bytes);
-        for (Backoff wait; slot == nullptr; slot = shm.recv_slot(op.peer, q, bytes)) wait.idle();
+        for (Backoff wait(a.comm); slot == nullptr; slot = shm.recv_slot(op.peer, q, bytes))
+          wait.idle();
         if (fuse && (op.flags & Step::kFused) != 0 && k + 1 < n && plan.in_turn[k + 1] == op.succ) {
           // The reduce is next and reads only this message: straight out of the slot.
           const Step& r = plan.steps[op.succ];
@@ -628,7 +649,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   size_t completed = 0;
   const int64_t chunk = max_chunk_elems();
   const int64_t tag_mod = int64_t{a.tag_ub} + 1;
-  Backoff wait;
+  Backoff wait(a.comm);
 
   st.shm_wait.clear();
   if (plan.windowed) std::fill(plan.msg_done.begin(), plan.msg_done.end(), 0);

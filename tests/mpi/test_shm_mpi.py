@@ -10,7 +10,11 @@ itself with a reader that releases out of order (collkit_bench_shm --check-order
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -172,6 +176,58 @@ def test_slot_reuse_under_stress(stress: tuple[MPI, Path], P: int, env: dict[str
     r = launch(mpi, P, [str(exe), "400"], env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert "shm_stress ok 400 transport=shm" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+# Each MPI without its single-copy path for large messages, so the sender's MPI moves the data
+# only from inside an MPI call (the MPI's own collective completes the program either way).
+NO_SINGLE_COPY = {
+    "mpich": {"MPIR_CVAR_CH4_CMA_ENABLE": "0", "MPIR_CVAR_CH4_XPMEM_ENABLE": "0"},
+    "openmpi": {"OMPI_MCA_btl_vader_single_copy_mechanism": "none"},
+}
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+@pytest.mark.parametrize("in_turn", ["1", "0"])
+def test_a_wait_in_collkit_progresses_the_programs_pending_send(
+    kind: str, in_turn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rank 0 starts a 4 MiB MPI_Isend, then calls MPI_Allreduce and MPI_Bcast (through collkit,
+    on shared memory); rank 1 receives first, then joins. collkit's wait must let rank 0's MPI
+    move the send (MPI's progress rule): before it did, the program hung under collkit and ran
+    natively."""
+    mpi = the_mpi(kind)
+    built(mpi)
+    exe = tmp_path / "pending_send"
+    src = PROGRAMS / "pending_send.c"
+    subprocess.run([mpicc(mpi), "-O1", "-o", str(exe), str(src)], check=True)
+    for k, v in {**NO_SINGLE_COPY[kind], "COLLKIT_SHM_IN_TURN": in_turn}.items():
+        monkeypatch.setenv(k, v)
+    program = [str(exe), str(4 << 20), "4"]
+    plain = launch(mpi, 2, program)
+    assert plain.returncode == 0 and "pending_send ok" in plain.stdout, plain.stderr[-2000:]
+    table = tmp_path / "t.json"
+    rules = [
+        {"collective": c, "P": [2, 2], "bytes": [1, 64], "algorithm": a}
+        for c, a in (("allreduce", "allreduce:rd"), ("bcast", "bcast:binomial"))
+    ]
+    table.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": rules}))
+    cmd = [sys.executable, "-m", "collkit", "run", "-np", "2", "--verbose", "--tuning", str(table)]
+    env = dict(os.environ, MPIEXEC=mpi.mpiexec, MPICXX=mpi.mpicxx)
+    # A hang is the failure this test looks for: its whole process group goes on a timeout, so
+    # no rank is left spinning behind it.
+    p = subprocess.Popen(
+        [*cmd, "--", *program], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        pytest.fail("the program hung under collkit (it completes with the MPI's own calls)")
+    assert p.returncode == 0 and "pending_send ok" in out, out + err[-3000:]
+    assert "allreduce P=2 8 B (class 8..15 B) -> allreduce:rd (table)" in err, err[-2000:]
+    assert "transport on a communicator of 2 ranks: shm" in err, err[-2000:]
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])

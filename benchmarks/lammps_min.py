@@ -1,0 +1,176 @@
+"""LAMMPS's minimization example under `collkit run --tuning` on Open MPI (issue #20): does an
+unmodified program spend less time in collectives than with the MPI's own calls?
+
+The input is Debian's `examples/min/in.min` (a 2-d Lennard-Jones melt, then a minimization) with
+its dynamics run for --steps steps instead of 1000 (10,000: ~16,000 allreduces, 70 % of them the
+4-byte MPI_INT MPI_MAX of the neighbour-list check; as shipped, ~3,400 calls do not pay back
+collkit's setup of the communicator). `collkit tune allreduce bcast --sizes 4B..64B` writes the
+table (resumable: tune measures nothing twice), then native (an empty table: the library loaded,
+every call to the MPI) and tuned runs alternate, --rounds rounds. Per run: the time in
+collectives on world rank 0 (COLLKIT_STATS: calls x mean, every call, the setup included),
+LAMMPS's loop times and a hash of its thermo output, which must be the same every run. Runs are
+appended to DIR/runs.jsonl as they finish: rerun the command to continue. The comparison is
+paired by round, the order alternating (A B B A: the machine's load moves between rounds): the
+ratio tuned / native per round, its median and quartiles, and a Wilcoxon signed-rank test of the
+differences.
+
+    .venv/bin/python benchmarks/lammps_min.py [--np 2] [--steps 10000] [--rounds 60] [-o DIR]
+
+Prints and writes benchmarks/results/lammps-min.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import wilcoxon
+
+from collkit.bench import machine_name
+from collkit.mpi import find_mpi_of_kind
+from tune_loop import run_way, tune, winners
+
+HERE = Path(__file__).resolve().parent
+RESULT = HERE / "results" / "lammps-min.md"
+EXAMPLE = Path("/usr/share/lammps/examples/min/in.min")
+WAYS = ("native", "tuned")
+
+
+def one_run(way: str, mpi: Any, args: argparse.Namespace, cmd: list[str], out: Path) -> dict:
+    tables = {"native": out / "native.json", "tuned": out / "collkit-tuning.json"}
+    text, colls_us = run_way(way, mpi, args.np, cmd, tables, out, stats=True)
+    per: dict[str, list[float]] = {}  # bytes -> [calls, total us] of the allreduces
+    for ln in (out / f"stats-{way}.jsonl").read_text().splitlines():
+        r = json.loads(ln)
+        if r["collective"] == "allreduce":
+            c = per.setdefault(str(r["bytes"]), [0, 0.0])
+            c[0] += r["iterations"]
+            c[1] += r["iterations"] * r["mean"]
+    thermo = "\n".join(ln for ln in text.splitlines() if re.match(r"\s+\d+\s", ln))
+    return {
+        "way": way,
+        "colls_us": colls_us,
+        "loops_s": [float(x) for x in re.findall(r"Loop time of ([\d.]+)", text)],
+        "thermo": hashlib.sha256(thermo.encode()).hexdigest()[:16],
+        "allreduce": per,
+        "load": os.getloadavg()[0],
+    }
+
+
+def many(run: dict) -> list[str]:
+    """The allreduce sizes a run called 100 times or more (the rest are one-off calls)."""
+    return sorted((b for b, c in run["allreduce"].items() if c[0] >= 100), key=int)
+
+
+def report(runs: list[dict], args: argparse.Namespace, table: dict, mpi: Any) -> str:
+    by_round: dict[int, dict[str, dict]] = {}
+    for r in runs:
+        by_round.setdefault(r["round"], {})[r["way"]] = r
+    pairs = [v for v in by_round.values() if all(w in v for w in WAYS)]
+    ratio = [p["tuned"]["colls_us"] / p["native"]["colls_us"] for p in pairs]
+    diff = [p["tuned"]["colls_us"] - p["native"]["colls_us"] for p in pairs]
+    thermo = {r["thermo"] for r in runs}
+    loads = [r["load"] for r in runs]
+    lines = [
+        "# LAMMPS's minimization example: time in collectives, tuned against native",
+        "",
+        f"- machine: {machine_name()}, {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"load {min(loads):.1f}-{max(loads):.1f} over the runs; {mpi.version}, Debian's LAMMPS, "
+        f"P = {args.np}.",
+        f"- input: `{EXAMPLE}` with `run {args.steps}` (the dynamics; the minimization as "
+        "shipped).",
+        f"- command: `.venv/bin/python benchmarks/lammps_min.py --np {args.np} --steps "
+        f"{args.steps} --rounds {args.rounds}` (runs kept in {args.out}/runs.jsonl).",
+        "",
+    ]
+    lines += winners(table)
+    lines += [
+        "",
+        f"Thermo output identical in every run: {'yes' if len(thermo) == 1 else 'NO'}.",
+        "",
+        "| way | runs | time in collectives, rank 0: median (q1-q3) ms | loop time median (s) | "
+        "allreduce per call, median of runs (us): "
+        + ", ".join(f"{b} B" for b in many(runs[0]))
+        + " |",
+        "| --- | ---: | --- | ---: | --- |",
+    ]
+    for w in WAYS:
+        mine = [p[w] for p in pairs]
+        c = sorted(x["colls_us"] / 1e3 for x in mine)
+        q = statistics.quantiles(c, n=4) if len(c) > 1 else [c[0]] * 3
+        loop = statistics.median(sum(x["loops_s"]) for x in mine)
+        sizes = many(mine[0])
+        per = ", ".join(
+            f"{statistics.median(x['allreduce'][b][1] / x['allreduce'][b][0] for x in mine):.2f}"
+            for b in sizes
+        )
+        lines.append(
+            f"| {w} | {len(mine)} | {q[1]:.2f} ({q[0]:.2f}-{q[2]:.2f}) | {loop:.3f} | {per} |"
+        )
+    qr = statistics.quantiles(ratio, n=4) if len(ratio) > 1 else [ratio[0]] * 3
+    p = wilcoxon(diff).pvalue if len(diff) >= 6 else float("nan")
+    lines += [
+        "",
+        f"Paired by round ({len(pairs)} rounds): tuned / native time in collectives, median "
+        f"**{qr[1]:.3f}** (quartiles {qr[0]:.3f}-{qr[2]:.3f}); tuned lower in "
+        f"{sum(x < 1 for x in ratio)} of {len(ratio)} rounds; Wilcoxon signed-rank test of the "
+        f"differences, two-sided: p = {p:.2g}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10000, help="dynamics steps (1000 as shipped)")
+    ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--block", type=int, default=16, help="tune --block")
+    ap.add_argument("-o", "--out", type=Path, default=Path("lammps-min"))
+    args = ap.parse_args()
+    lmp = shutil.which("lmp")
+    if not (lmp and EXAMPLE.exists()):
+        sys.exit("LAMMPS is not installed: apt-get install lammps lammps-examples")
+    mpi = find_mpi_of_kind("openmpi")
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    table = tune(mpi, args, ["allreduce", "bcast"], "4B..64B", out)
+    (out / "native.json").write_text('{"format": "collkit-tuning", "version": 1, "rules": []}\n')
+    text = re.sub(r"(?m)^run\s+1000$", f"run\t\t{args.steps}", EXAMPLE.read_text())
+    inp = out / f"in.min-{args.steps}"
+    inp.write_text(text)
+    cmd = [lmp, "-in", str(inp), "-log", "none", "-nocite"]
+    log = out / "runs.jsonl"
+    runs = [json.loads(ln) for ln in log.read_text().splitlines()] if log.exists() else []
+    runs = [r for r in runs if r.get("steps") == args.steps]
+    done = {(r["round"], r["way"]) for r in runs}
+    for rnd in range(args.rounds):
+        for way in WAYS if rnd % 2 == 0 else WAYS[::-1]:  # A B B A: drift hits both alike
+            if (rnd, way) in done:
+                continue
+            r = {"round": rnd, "steps": args.steps, **one_run(way, mpi, args, cmd, out)}
+            with log.open("a") as f:
+                f.write(json.dumps(r) + "\n")
+            runs.append(r)
+            print(
+                f"round {rnd + 1}/{args.rounds} {way:6s} {r['colls_us'] / 1e3:7.2f} ms in "
+                f"collectives, loop {sum(r['loops_s']):.3f} s",
+                flush=True,
+            )
+    text = report(runs, args, table, mpi)
+    print(text)
+    RESULT.write_text(text)
+    print(f"wrote {RESULT}")
+
+
+if __name__ == "__main__":
+    main()
