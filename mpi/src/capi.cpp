@@ -166,9 +166,12 @@ struct RecentCall {
   RunArgs args;
 };
 
-// Programs alternate a few calls (LAMMPS: allreduces of 8, 16 and 24 bytes in turn): the last
-// few are kept, the oldest replaced.
-constexpr size_t kRecentCalls = 4;
+// Programs alternate several calls (LAMMPS: a thermo step's and a minimizer's iteration's
+// allreduces of 4, 8 and 16 bytes from different call sites): the last 16 are kept, the oldest
+// replaced (with 4, a LAMMPS minimization's calls missed and were prepared again: its 16-byte
+// allreduces took 0.75 us a call, 0.59 with 16; benchmarks/results/lammps-min.md). The search
+// starts at the last entry found, so a loop's repeat is the first looked at.
+constexpr size_t kRecentCalls = 16;
 
 // What collkit keeps per user communicator: the private duplicate and the plans.
 struct CommState : CommShape {
@@ -182,6 +185,7 @@ struct CommState : CommShape {
   Workspace work;                   // the blocking calls' (each non-blocking run has its own)
   RecentCall recent[kRecentCalls];  // recent calls a repeat of which may skip to its plan
   size_t recent_next = 0;           // the entry to replace next
+  size_t recent_hit = 0;            // the entry the last repeat was found in
   // Non-blocking runs (nbc.hpp): a second private duplicate, made by the first such call, freed
   // when the communicator and the last run on it are gone; each call's tags are its own.
   std::shared_ptr<NbComm> nb;
@@ -780,9 +784,10 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
   if (s->threaded) guard.lock();
   RecentCall* repeat = nullptr;
   if (mode == Mode::blocking)
-    for (RecentCall& r : s->recent)  // at most one matches: only a call that missed is kept
-      if (repeats(r, c, found)) {
-        repeat = &r;
+    for (size_t k = 0, i = s->recent_hit; k < kRecentCalls; ++k, i = (i + 1) % kRecentCalls)
+      if (repeats(s->recent[i], c, found)) {  // at most one matches: only a miss is kept
+        repeat = &s->recent[i];
+        s->recent_hit = i;
         break;
       }
   try {
