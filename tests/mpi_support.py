@@ -3,6 +3,8 @@ once per session, and running them."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -37,6 +39,25 @@ def _kind_or_skip(kind: str) -> MPI:
         pytest.skip(f"no {kind}: {e}")
 
 
+def run_or_kill(
+    cmd: list[str], env: dict[str, str], timeout: float = TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    """subprocess.run(cmd, capture_output=True, text=True) in a session of its own: on a timeout
+    the whole process group (the launcher and every rank) is killed before TimeoutExpired is
+    raised, so a hung MPI job fails its test without leaving ranks spinning behind it."""
+    p = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
 def run_program(
     mpi: MPI,
     bindir: Path,
@@ -48,9 +69,7 @@ def run_program(
 ) -> subprocess.CompletedProcess[str]:
     cmd = launch_command(mpi, np, [str(bindir / program), *args])
     full_env, _ = launch_env(mpi, np, env)
-    return subprocess.run(
-        cmd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return run_or_kill(cmd, full_env, timeout)
 
 
 def built(mpi: MPI) -> Path:

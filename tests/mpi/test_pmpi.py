@@ -18,7 +18,7 @@ import pytest
 
 from collkit.mpi import MPI, launch_command, launch_env
 from collkit.results import read_jsonl
-from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
+from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip, run_or_kill
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
@@ -72,14 +72,7 @@ def launch(
     mpi: MPI, np: int, program: list[str], env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     full, _ = launch_env(mpi, np, env)
-    return subprocess.run(
-        launch_command(mpi, np, program),
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    return run_or_kill(launch_command(mpi, np, program), full)
 
 
 def collkit_run(
@@ -89,14 +82,7 @@ def collkit_run(
     if table is not None:
         args += ["--tuning", str(table)]
     env = dict(os.environ, MPIEXEC=mpi.mpiexec, MPICXX=mpi.mpicxx)
-    return subprocess.run(
-        [*args, "--", *program],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S * 2,
-        check=False,
-    )
+    return run_or_kill([*args, "--", *program], env, TIMEOUT_S * 2)
 
 
 def outputs(prefix: Path, np: int) -> list[str]:

@@ -11,15 +11,12 @@ itself with a reader that releases out of order (collkit_bench_shm --check-order
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from test_mpi_conformance import REFERENCE_ENV, run_conformance, summary
-from test_pmpi import PROGRAMS, launch, mpicc
+from test_pmpi import PROGRAMS, collkit_run, launch, mpicc
 
 from collkit.mpi import MPI
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
@@ -211,23 +208,13 @@ def test_a_wait_in_collkit_progresses_the_programs_pending_send(
         for c, a in (("allreduce", "allreduce:rd"), ("bcast", "bcast:binomial"))
     ]
     table.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": rules}))
-    cmd = [sys.executable, "-m", "collkit", "run", "-np", "2", "--verbose", "--tuning", str(table)]
-    env = dict(os.environ, MPIEXEC=mpi.mpiexec, MPICXX=mpi.mpicxx)
-    # A hang is the failure this test looks for: its whole process group goes on a timeout, so
-    # no rank is left spinning behind it.
-    p = subprocess.Popen(
-        [*cmd, "--", *program], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
-    )  # fmt: skip
     try:
-        out, err = p.communicate(timeout=60)
+        r = collkit_run(mpi, 2, table, program)
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
         pytest.fail("the program hung under collkit (it completes with the MPI's own calls)")
-    assert p.returncode == 0 and "pending_send ok" in out, out + err[-3000:]
-    assert "allreduce P=2 8 B (class 8..15 B) -> allreduce:rd (table)" in err, err[-2000:]
-    assert "transport on a communicator of 2 ranks: shm" in err, err[-2000:]
+    assert r.returncode == 0 and "pending_send ok" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert "allreduce P=2 8 B (class 8..15 B) -> allreduce:rd (table)" in r.stderr
+    assert "transport on a communicator of 2 ranks: shm" in r.stderr, r.stderr[-2000:]
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])
