@@ -248,7 +248,10 @@ def run_shm_against(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[st
             "8 rounds a job; in each round the MPI's default and collkit with shared memory, "
             "blocks of back-to-back calls, the per-call time of a block the maximum over ranks",
             "- each build's figure: the median over its jobs of the job's shm / native (a job's "
-            "median of per-round ratios); the last column: this build's / the earlier build's",
+            "median of per-round ratios); this / earlier: the one over the other; paired: the "
+            "median over the pairs of jobs of the pair's this / earlier, and in how many pairs "
+            "this build's ratio was the lower (the machine's state can change between jobs, "
+            "less often within a pair)",
         ],
     )
     med = statistics.median
@@ -259,14 +262,20 @@ def run_shm_against(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[st
         f"{med(exchange['earlier']):.0f} |",
         "",
         "| collective | collkit algorithm | bytes | shm / native, this build | "
-        "shm / native, earlier build | this / earlier |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "shm / native, earlier build | this / earlier | paired | this lower |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for (coll, algo, nbytes), by in ratios.items():
         if not by["this"] or not by["earlier"]:
             continue
         t, e = med(by["this"]), med(by["earlier"])
-        lines.append(f"| {coll} | {algo} | {nbytes} | {t:.2f} | {e:.2f} | {t / e:.2f} |")
+        # Job i of each build is pair i's (the order within a pair alternates).
+        pairs = [x / y for x, y in zip(by["this"], by["earlier"], strict=False)]
+        lower = sum(p < 1 for p in pairs)
+        lines.append(
+            f"| {coll} | {algo} | {nbytes} | {t:.2f} | {e:.2f} | {t / e:.2f} | "
+            f"{med(pairs):.2f} | {lower}/{len(pairs)} |"
+        )
     return write_report(name, lines)
 
 

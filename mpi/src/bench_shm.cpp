@@ -31,7 +31,9 @@
 //      slots have it); -pause: polling with a pause instruction;
 //    - sendrecv: MPI_Sendrecv of B bytes; allreduce: the MPI's native MPI_Allreduce of B bytes;
 //    - slots-reduce-4-pieces: slots-reduce in 4 messages of B / 4, each rank sending piece i
-//      before reducing the peer's piece i - 1.
+//      before reducing the peer's piece i - 1;
+//    - bcast: the MPI's native MPI_Bcast of B bytes from rank 0 (its one-way stream);
+//      one-way-4-slots / one-way-one-slot: the one-way stream through a ring of four / one slot.
 //
 // 5. --check-order N: the ring's no-overwrite guarantee when the reader releases out of order
 //    (tests/mpi/test_shm_mpi.py); prints "check-order ok N".
@@ -232,12 +234,17 @@ void run_exchange(const Args& args, int rank, int size) {
   MPI_Comm c1 = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &c1);
   auto t1 = ShmTransport::create(c1, why, 1);
-  if (!t || !t1 || t->slot_bytes() < most) {
+  // one-way-4-slots: a ring of four slots, as MPICH's shared-memory bcast has four cells.
+  MPI_Comm c4 = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c4);
+  auto t4 = ShmTransport::create(c4, why, 4);
+  if (!t || !t1 || !t4 || t->slot_bytes() < most) {
     if (rank == 0)
       std::fprintf(stderr, "--exchange: no shared-memory transport with slots of %lld B (%s)\n",
                    static_cast<long long>(most), why.c_str());
     MPI_Comm_free(&c);
     MPI_Comm_free(&c1);
+    MPI_Comm_free(&c4);
     return;
   }
   // The raw channels: each rank's region holds the two it sends on, [apart][inline].
@@ -268,9 +275,11 @@ void run_exchange(const Args& args, int rank, int size) {
   const char* names[] = {"slots",           "slots-reduce",          "one-slot",
                          "one-way",         "raw-flag-apart",        "raw-flag-apart-pause",
                          "raw-flag-inline", "raw-flag-inline-pause", "sendrecv",
-                         "allreduce",       "slots-reduce-4-pieces"};
-  constexpr int kVariants = 11;
-  uint64_t sent = 0, received = 0, sent1 = 0, received1 = 0, raw_apart = 0, raw_inline = 0;
+                         "allreduce",       "slots-reduce-4-pieces", "bcast",
+                         "one-way-4-slots", "one-way-one-slot"};
+  constexpr int kVariants = 14;
+  uint64_t sent = 0, received = 0, sent1 = 0, received1 = 0, sent4 = 0, received4 = 0,
+           raw_apart = 0, raw_inline = 0;
   for (long r = 0; r < rounds + 1; ++r) {  // round 0 warms up
     for (int64_t bytes : sizes) {
       std::vector<std::byte> mine(static_cast<size_t>(bytes), std::byte{1}),
@@ -313,6 +322,20 @@ void run_exchange(const Args& args, int rank, int size) {
           case 10:
             x = chunked_exchange_ns(*t, rank, bytes, 4, mine, got, iters, sent, received);
             break;
+          case 11: {
+            const double t0 = now_ns();
+            for (long i = 0; i < iters; ++i)
+              MPI_Bcast(rank == 0 ? mine.data() : got.data(), static_cast<int>(bytes), MPI_BYTE, 0,
+                        c);
+            x = (now_ns() - t0) / static_cast<double>(iters);
+            break;
+          }
+          case 12:
+            x = slot_exchange_ns(*t4, rank, bytes, mine, got, iters, sent4, received4, false, true);
+            break;
+          case 13:
+            x = slot_exchange_ns(*t1, rank, bytes, mine, got, iters, sent1, received1, false, true);
+            break;
           default: {
             const double t0 = now_ns();
             for (long i = 0; i < iters; ++i)
@@ -336,8 +359,10 @@ void run_exchange(const Args& args, int rank, int size) {
   MPI_Win_free(&win);
   t.reset();
   t1.reset();
+  t4.reset();
   MPI_Comm_free(&c);
   MPI_Comm_free(&c1);
+  MPI_Comm_free(&c4);
 }
 
 // --check-order N: the ring's guarantees when the reader releases out of order (what the
@@ -359,15 +384,27 @@ int run_check_order(const Args& args, int rank, int size) {
   std::string why;
   auto t = ShmTransport::create(c, why);
   int bad = 0;
-  if (!t || t->slot_bytes() < 1024) {
+  if (!t || t->slot_bytes() < 8192) {
     if (rank == 0) std::fprintf(stderr, "--check-order: no transport (%s)\n", why.c_str());
     bad = 1;
   }
   MPI_Bcast(&bad, 1, MPI_INT, 0, c);
   if (bad) return 1;
-  // 8-1024 bytes: in the heads and in the bodies.
-  auto bytes_of = [](uint64_t q) { return static_cast<size_t>(8 + (q * 2654435761u) % 1017); };
-  t->map_bodies(1 - rank, 1024, rank == 0);
+  // 8-8192 bytes, a third each in the heads (8-240), the small bodies (241-4096, a window of
+  // four) and the bodies (4097-8192).
+  auto bytes_of = [](uint64_t q) {
+    const uint64_t h = (q * 2654435761u) >> 3;
+    switch (h % 3) {
+      case 0:
+        return static_cast<size_t>(8 + h % 233);
+      case 1:
+        return static_cast<size_t>(241 + h % 3856);
+      default:
+        return static_cast<size_t>(4097 + h % 4096);
+    }
+  };
+  t->map_bodies(1 - rank, 4096, rank == 0);
+  t->map_bodies(1 - rank, 8192, rank == 0);
   auto byte_at = [](uint64_t q, size_t i) {
     return static_cast<std::byte>((q * 131 + i * 7) & 0xff);
   };

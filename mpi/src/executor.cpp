@@ -184,7 +184,7 @@ namespace {
 // goes through MPI, or the plan is large (the check is O(n^2 / 64) once; large plans are large
 // messages, where the loop's cost does not show).
 // Returns why not ("" when `order` is set).
-std::string in_turn_order(const Plan& plan, uint32_t slots, std::vector<uint32_t>& order) {
+std::string in_turn_order(const Plan& plan, const ShmTransport& shm, std::vector<uint32_t>& order) {
   constexpr size_t kMaxOps = 1024;
   order.clear();
   const size_t n = plan.steps.size();
@@ -196,8 +196,18 @@ std::string in_turn_order(const Plan& plan, uint32_t slots, std::vector<uint32_t
     if (s.shm_seq == Plan::kViaMpi) return "messages on MPI point-to-point";
     if (s.kind == OpKind::send) sends.push_back(static_cast<uint32_t>(i));
   }
-  for (const auto& [peer, k] : plan.shm_sent)
-    if (k > slots) return "more than " + std::to_string(slots) + " messages to one peer";
+  // A send waits for nothing of its own call when the call's messages to its peer fit their
+  // window (K, or 4 for messages in small bodies: ShmTransport::window).
+  std::unordered_map<int32_t, std::pair<uint64_t, uint64_t>> per_peer;  // messages, window
+  for (const uint32_t i : sends) {
+    const Step& s = plan.steps[i];
+    auto& [k, w] = per_peer.try_emplace(s.peer, 0, UINT64_MAX).first->second;
+    ++k;
+    w = std::min(w, shm.window(s.len * plan.header.elem_size));
+  }
+  for (const auto& [peer, kw] : per_peer)
+    if (kw.first > kw.second)
+      return "more than " + std::to_string(kw.second) + " messages to one peer";
   // below[i]: the ops op i waits on, transitively (n bits). Deps come before their op.
   const size_t words = (n + 63) / 64;
   std::vector<uint64_t> below(n * words, 0);
@@ -431,7 +441,7 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
   const char* in_turn = std::getenv("COLLKIT_SHM_IN_TURN");
   std::string why = "COLLKIT_SHM_IN_TURN=0";
   if (in_turn == nullptr || std::strcmp(in_turn, "0") != 0)
-    why = in_turn_order(plan, shm.slots(), plan.in_turn);
+    why = in_turn_order(plan, shm, plan.in_turn);
   else
     plan.in_turn.clear();
   const int forwarded = forward_copies(plan);

@@ -22,6 +22,8 @@ constexpr size_t kLine = 64;
 // The largest message through a slot, unless COLLKIT_SHM_MAX says otherwise (bytes). Above it,
 // MPI point-to-point (with its own single-copy paths) is as fast or faster: see docs/mpi.md.
 constexpr int64_t kDefaultSlotBytes = 32768;
+constexpr size_t kPage = 4096;
+constexpr size_t kColours = 4;  // offsets of a channel's counter and heads: 0-3 lines
 constexpr size_t kBudget = size_t{256} << 20;  // the segment's size at most
 
 size_t round_up(size_t x, size_t to) {
@@ -66,6 +68,15 @@ long long os_key(MPI_Comm comm, std::string& why) {
 }
 
 }  // namespace
+
+// Where a channel's small bodies start: on a page of their own after the counter and the heads.
+// Each small body is one page with an untouched page after it: bodies packed 4 KiB apart, each
+// sharing pages with the next, gained nothing at 4 KiB; a page each, packed, gained half of what
+// a page apart did (shm-small-bodies.md; the hardware prefetchers, reading on past a body into
+// the next one that its sender is writing, are the likely cause, not shown).
+size_t ShmTransport::small_offset(uint32_t k) {
+  return round_up((kColours - 1) * kLine + kLine + k * kHead, kPage);
+}
 
 std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& why,
                                                    uint32_t slots) {
@@ -137,11 +148,15 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   t->n_ = n;
   t->k_ = k_slots;
   t->mask_ = k_slots - 1;
-  // The segment: n x n channels (the diagonal unused), each a counter line, K heads and K
-  // bodies. Bodies shrink (never below 1 KiB) until the segment fits the budget; the size depends
-  // on n and the agreed request only, so it is the same on every rank of the node.
+  t->small_window_ = std::min<uint64_t>(kSmallSlots, k_slots);
+  // The segment: n x n channels (the diagonal unused), each a counter line, K heads, the small
+  // bodies and K bodies. Bodies shrink (never below 1 KiB) until the segment fits the budget; the
+  // size depends on n and the agreed request only, so it is the same on every rank of the node.
   auto chan_bytes = [&](int64_t sb) {
-    return kLine + k_slots * (kHead + round_up(static_cast<size_t>(sb), kLine));
+    // Whole pages, so that every channel's small bodies start on a page.
+    return round_up(small_offset(k_slots) + kSmallSlots * kSmallStride +
+                        k_slots * round_up(static_cast<size_t>(sb), kLine),
+                    kPage);
   };
   const auto nn = static_cast<size_t>(n) * static_cast<size_t>(n);
   while (slot_bytes > 1024 && nn * chan_bytes(slot_bytes) > kBudget) slot_bytes /= 2;
@@ -249,9 +264,19 @@ bool populate(uintptr_t lo, uintptr_t hi, bool write) {
 bool ShmTransport::map_channels(size_t cb) {
   auto* base = static_cast<std::byte*>(base_);
   auto channel = [&](int from, int to) {
-    std::byte* c =
-        base + (static_cast<size_t>(from) * static_cast<size_t>(n_) + static_cast<size_t>(to)) * cb;
-    return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kLine, c + kLine + k_ * kHead};
+    const size_t idx =
+        static_cast<size_t>(from) * static_cast<size_t>(n_) + static_cast<size_t>(to);
+    std::byte* start = base + idx * cb;  // a page
+    // The counter and heads start a line further on in each of four channels in turn: with
+    // every channel page-aligned, a rank's stamp in its out channel and its poll of the same
+    // head in its in channel sat at one page offset, and those channels' barrier and 8-byte
+    // calls got 3-11 % slower (shm-small-bodies.md; the CPUs' 4 KiB aliasing of a load with an
+    // earlier store is the likely cause).
+    std::byte* c = start + (idx % kColours) * kLine;
+    std::byte* small = start + small_offset(k_);
+    std::byte* heads = c + kLine;
+    return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), heads, small,
+                   small + kSmallSlots * kSmallStride};
   };
   for (int j = 0; j < n_; ++j) {
     out_.push_back(channel(me_, j));
@@ -264,7 +289,7 @@ bool ShmTransport::map_channels(size_t cb) {
     if (j == me_) continue;
     for (const Channel* c : {&out_[static_cast<size_t>(j)], &in_[static_cast<size_t>(j)]}) {
       const auto lo = reinterpret_cast<uintptr_t>(c->released);
-      if (!populate(lo, reinterpret_cast<uintptr_t>(c->bodies), true)) return false;
+      if (!populate(lo, reinterpret_cast<uintptr_t>(c->small), true)) return false;
     }
   }
   return true;
@@ -273,10 +298,20 @@ bool ShmTransport::map_channels(size_t cb) {
 void ShmTransport::map_bodies(int peer, int64_t bytes, bool sending) {
   if (bytes <= kInline || local_[static_cast<size_t>(peer)] < 0) return;
   Channel& c = sending ? out(peer) : in(peer);
+  if (bytes <= kSmall) {  // the four small bodies: four pages
+    if (!c.small_mapped) {
+      for (uint64_t s = 0; s < kSmallSlots; ++s) {
+        const auto lo = reinterpret_cast<uintptr_t>(c.small + s * kSmallStride);
+        (void)populate(lo, lo + kSmall, sending);
+      }
+      c.small_mapped = true;
+    }
+    return;
+  }
   if (bytes <= c.mapped) return;
   bytes = std::min(bytes, slot_bytes_);
-  // Each body up to `bytes` (a body is 32 KiB: mapping all of it for a 1 KiB message would
-  // cost 8 pages a slot where 1 does). A page that cannot be had stays unmapped and is had at
+  // Each body up to `bytes` (a body is 32 KiB: mapping all of it for an 8 KiB message would
+  // cost 8 pages a slot where 2 do). A page that cannot be had stays unmapped and is had at
   // its first touch (setup checked that /dev/shm has room for the whole segment).
   for (uint32_t s = 0; s < k_; ++s) {
     const auto lo = reinterpret_cast<uintptr_t>(c.bodies + s * stride_);

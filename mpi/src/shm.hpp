@@ -4,30 +4,39 @@
 // between nodes, and messages above the slot size, stay on MPI point-to-point.
 //
 // Layout: one channel per ordered pair (sender, receiver) of the node's ranks; a channel is a
-// `released` counter on a cache line of its own, K heads of 256 bytes and K bodies of the slot
-// size. Message q of a channel (q counts the channel's shared-memory messages from the first call
-// on the communicator) goes into slot q mod K: its stamp is always in head q mod K, its data in
-// the same head after the stamp when it fits there (at most kInline = 240 bytes), else in body
-// q mod K:
-//   - the sender waits until every message before q - K + 1 has been released (released >
-//     q - K, or q < K), copies the data and publishes it with full[s] = q + 1 (release);
+// `released` counter on a cache line of its own, K heads of 256 bytes, four small bodies of 4 KiB
+// and K bodies of the slot size. Message q of a channel (q counts the channel's shared-memory
+// messages from the first call on the communicator) has its stamp in head q mod K; its data goes
+// into the same head after the stamp when it fits there (at most kInline = 240 bytes), else into
+// small body q mod 4 up to kSmall = 4 KiB, else into body q mod K. A message's window is how far
+// its sender may run ahead: K for heads and bodies, 4 for small bodies (min(4, K)):
+//   - the sender of q waits until every message before q - W + 1 has been released (released >
+//     q - W, or q < W), copies the data and publishes it with full[s] = q + 1 (release);
 //   - the receiver waits for full[s] == q + 1 (acquire), reads the data (copies it, or reduces
 //     straight out of the slot) and releases the message; `released` (release) counts the
 //     channel's messages released without a gap (the receiver keeps a bit mask of the ones it
 //     released out of order, at most K - 1 past the gap, since message q + K cannot be sent
 //     before q is released).
-// So message q is never overwritten before it is read (the sender of q + K waits for released >
-// q), and the receiver of message q reads that message and no other (the stamp names it),
-// whatever order the executor runs the pair's messages in: pairwise order is the stamps' order,
-// as the MPI tags' order is on the MPI path. No MPI call on this path. Both sides know a
-// message's size (the schedule says it), so both find its data in the same place.
+// So message q is never overwritten before it is read: the next message to use its head is
+// q + K, the next to use its body q + K or later (q + 4 or later for a small body: a message in
+// small body q mod 4 is q + 4j), and each waits until q is released (W <= K). The receiver of
+// message q reads that message and no other (the stamp names it), whatever order the executor
+// runs the pair's messages in: pairwise order is the stamps' order, as the MPI tags' order is on
+// the MPI path. No MPI call on this path. Both sides know a message's size (the schedule says
+// it), so both find its data in the same place.
+// Why small bodies: a stream of 1-4 KiB messages through K = 32 bodies cycles 128 KiB of lines
+// between the two cores, where four keep them in the first-level caches. On the AMD EPYC VM,
+// bcast and reduce at 512 B-4 KiB took 10-35 % less time a call (benchmarks/results/
+// shm-small-bodies.md); a window of four alone, cycling 32 bodies, gained nothing. Tiny messages
+// keep K heads (a sender then reads `released` once per K messages) and large ones K bodies
+// (run-ahead pays there).
 // The heads are why a communicator's setup is cheap: each page of a channel is a page fault the
-// first time a rank touches it (2-5 us on the 2-core VM), and the K heads are 2 pages where K
-// slots of 32 KiB are 256. Setup maps the heads; the bodies are mapped up to a message's size
-// when a plan first sends or receives one that large (map_bodies), so a program whose
+// first time a rank touches it (2-5 us on the 2-core VM), and the counter and K heads are 3 pages
+// where K slots of 32 KiB are 256. Setup maps the heads; the bodies are mapped up to a message's
+// size when a plan first sends or receives one that large (map_bodies), so a program whose
 // collectives are small never pays for the pages of large messages, and one whose are large pays
 // in the first call of that size, not in each of its first K calls.
-// Waiting for all of q - K's predecessors rather than for q - K alone waits for nothing that a
+// Waiting for all of q - W's predecessors rather than for q - W alone waits for nothing that a
 // rank running its ops in program order would not have waited for (it releases in order), so a
 // schedule that completes in program order completes here, as before.
 //
@@ -63,6 +72,10 @@ class ShmTransport {
   }
   int64_t slot_bytes() const { return slot_bytes_; }
   uint32_t slots() const { return k_; }  // K: a channel's messages in flight at most
+  // W: how many of a channel's messages of `bytes` bytes the sender may have unreleased.
+  uint64_t window(int64_t bytes) const {
+    return bytes > kInline && bytes <= kSmall ? small_window_ : k_;
+  }
   int node_size() const { return n_; }
   std::string describe() const;
 
@@ -78,6 +91,7 @@ class ShmTransport {
   // next K - 1 take no page fault in the call. Messages that fit a head need none.
   void map_bodies(int peer, int64_t bytes, bool sending);
   static constexpr int64_t kInline = 240;  // the largest message carried in its slot's head
+  static constexpr int64_t kSmall = 4096;  // the largest message carried in a small body
 
   // Messages this rank has sent to / received from each comm rank through shared memory in the
   // calls before this one: the bases of the next call's q.
@@ -91,11 +105,13 @@ class ShmTransport {
   struct Channel {
     std::atomic<uint64_t>* released;  // messages released without a gap, by the receiver
     std::byte* heads;                 // K heads: the stamp, then a small message's data
+    std::byte* small;                 // 4 small bodies of kSmall bytes, kSmallStride apart
     std::byte* bodies;                // K bodies of stride_ bytes: a larger message's data
     // Local memory. Sender: its last look at `released`. Receiver: the messages it has released
     // without a gap (`low`, what `released` holds) and those released past it (bit k: low + k).
     uint64_t known = 0, low = 0, past = 0;
-    int64_t mapped = kInline;  // this rank has mapped every body up to this many bytes
+    bool small_mapped = false;  // this rank has mapped the small bodies
+    int64_t mapped = kSmall;    // this rank has mapped every body up to this many bytes
   };
   Channel& out(int peer) { return out_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
   Channel& in(int peer) { return in_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
@@ -103,13 +119,18 @@ class ShmTransport {
     return reinterpret_cast<std::atomic<uint64_t>*>(c.heads + (q & mask_) * kHead);
   }
   std::byte* data(const Channel& c, uint64_t q, int64_t bytes) const {
-    return bytes <= kInline ? c.heads + (q & mask_) * kHead + kHead - kInline
-                            : c.bodies + (q & mask_) * stride_;
+    if (bytes <= kInline) return c.heads + (q & mask_) * kHead + kHead - kInline;
+    if (bytes <= kSmall) return c.small + (q & (kSmallSlots - 1)) * kSmallStride;
+    return c.bodies + (q & mask_) * stride_;
   }
   static constexpr size_t kHead = 256;  // a head: the stamp, padded to 16 bytes, and kInline
+  static constexpr uint64_t kSmallSlots = 4;
+  static constexpr uint64_t kSmallStride = 8192;  // a page of data and an untouched page
+  static size_t small_offset(uint32_t k);         // a channel's small bodies, from its start
 
   int n_ = 0, me_ = 0;             // ranks on this node, this rank's index among them
   uint32_t k_ = 0;                 // slots per channel: a power of two
+  uint64_t small_window_ = 0;      // min(kSmallSlots, K)
   uint64_t mask_ = 0;              // k_ - 1: message q's slot is q & mask_
   int64_t slot_bytes_ = 0;         // the largest message a slot takes
   size_t stride_ = 0;              // bytes from one body to the next
@@ -123,9 +144,10 @@ class ShmTransport {
 // each, with the polls of a waiting rank, was ~10 % of an 8-byte call's instructions).
 inline std::byte* ShmTransport::send_slot(int peer, uint64_t q, int64_t bytes) {
   Channel& c = out(peer);
-  if (q >= c.known + k_) {  // the last look does not cover message q - K: look again
+  const uint64_t w = window(bytes);
+  if (q >= c.known + w) {  // the last look does not cover message q - W: look again
     c.known = c.released->load(std::memory_order_acquire);
-    if (q >= c.known + k_) return nullptr;
+    if (q >= c.known + w) return nullptr;
   }
   return data(c, q, bytes);
 }

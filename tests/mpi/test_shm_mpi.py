@@ -220,8 +220,10 @@ def test_a_wait_in_collkit_progresses_the_programs_pending_send(
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])
 def test_ring_released_out_of_order(kind: str) -> None:
     # The reader holds up to 31 messages read but not released and releases them in a random
-    # order: the sender may reuse a slot only once every earlier message is released. A slot
-    # overwritten too early shows as changed bytes ("check-order bad") or as a hang (timeout).
+    # order: the sender may reuse a slot only once every earlier message is released. Messages
+    # of 8-8192 B, in the heads, the small bodies (a window of four) and the bodies. A slot
+    # overwritten too early shows as changed bytes ("check-order bad") or as a hang (timeout);
+    # a small body's window of K instead of four fails it ("check-order bad: message 8").
     mpi = the_mpi(kind)
     r = run_program(mpi, built(mpi), 2, "collkit_bench_shm", "--check-order", "50000")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
