@@ -129,6 +129,15 @@ def test_candidates_are_the_registry_with_grids() -> None:
     assert equivalent("alltoall", "alltoall:bruck(r=3)", "mpich") == "mpich:brucks"
 
 
+def test_segmented_trees_are_candidates_only_where_a_size_has_pieces() -> None:
+    # 2 KiB pieces: tried when the campaign has a size above 4 KiB, for bcast and reduce alone
+    for coll in ("bcast", "reduce"):
+        assert f"{coll}:binomial(seg=2KiB)" not in candidates(coll, 2, largest=4096)
+        assert f"{coll}:binomial(seg=2KiB)" in candidates(coll, 2, largest=8192)
+        assert f"{coll}:binomial(seg=2KiB)" in candidates(coll, 6, largest=1 << 20)
+    assert not any("seg=2KiB" in c for c in candidates("allreduce", 2, largest=1 << 20))
+
+
 @pytest.mark.parametrize("P", [5, 64, 1000, 65536])
 def test_bruck_radixes_stay_few_and_sensible_at_any_P(P: int) -> None:
     # main: every radix 2..P, 65,535 candidates per Bruck variant at -np 65536

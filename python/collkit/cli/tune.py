@@ -7,7 +7,8 @@ call, and write it where programs will use it.
 
 Candidates: collkit's registry with parameter grids (every algorithm at its defaults, the model's
 top-k `rm` schedules for each P, Bruck radixes 2..8, powers of 2, ~sqrt P and P, k-nomial
-radices), the MPI's native call, and
+radices, binomial bcast and reduce in 2 KiB segments when a size is above 4 KiB), the MPI's
+native call, and
 the MPI's own algorithms forced one at a time (MPICH CVARs / Open MPI coll_tuned / Intel
 MPI I_MPI_ADJUST_<COLL>). Each is timed
 by collkit's bench driver with its per-iteration samples kept, interleaved with the native call

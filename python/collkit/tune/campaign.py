@@ -30,12 +30,24 @@ from collkit.tune.select import latest
 RANK_MODEL = PipelinedPostal(alpha_p=1.5e-6, alpha_r=0.4e-6, beta=1e-10)
 
 
-def candidates(collective: str, P: int, *, top_k: int = 3, nbytes: int = 8) -> list[str]:
+# Segmented trees tried when a campaign has sizes above twice this: pieces of 2 KiB travel
+# through the shared-memory transport's small bodies, one piece read while the next is written.
+# At P = 2 on the AMD EPYC VM (MPICH, 8 jobs each in turn): bcast 8-16 KiB 0.65-0.79 and reduce
+# 8 KiB 0.72 of the unsegmented tree's time; no gain at 4 KiB or 32 KiB, where 2 KiB pieces
+# cost 1.13-1.31 (docs/mpi.md, thirteenth pass).
+SEGMENT = 2048
+SEGMENTED = ("bcast:binomial", "reduce:binomial")
+
+
+def candidates(
+    collective: str, P: int, *, top_k: int = 3, nbytes: int = 8, largest: int = 0
+) -> list[str]:
     """collkit's candidates for one (collective, P): every registered algorithm at its defaults,
     the top_k `rm` schedules the model ranks for P, the Bruck radixes worth trying
     (:func:`collkit.analysis.bruck.candidate_radixes`: 2..8, the powers of two, ceil(sqrt P) and
     its neighbours, P; O(log P) of them, where every r in 2..P made 65,535 at P = 65536),
-    k-nomial radices 2..4; those whose restrictions exclude P are left out."""
+    k-nomial radices 2..4, and the binomial trees in 2 KiB segments when `largest` (the
+    campaign's largest size) is above 4 KiB; those whose restrictions exclude P are left out."""
     out: list[str] = []
     for spec in algorithms(collective):
         name = str(spec["name"])
@@ -52,6 +64,8 @@ def candidates(collective: str, P: int, *, top_k: int = 3, nbytes: int = 8) -> l
             out += [f"{name}(k={k})" for k in (2, 3, 4)]
         else:
             out.append(name)
+            if name in SEGMENTED and largest > 2 * SEGMENT:
+                out.append(f"{name}(seg={SEGMENT})")
     seen: set[str] = set()
     canon = []
     for n in out:
@@ -134,7 +148,13 @@ def measure(
     plan: list[Campaign] = []
     for coll in opts.collectives:
         for P in opts.P:
-            own = candidates(coll, P, top_k=opts.top_k, nbytes=opts.sizes[0] if opts.sizes else 8)
+            own = candidates(
+                coll,
+                P,
+                top_k=opts.top_k,
+                nbytes=opts.sizes[0] if opts.sizes else 8,
+                largest=max(opts.sizes, default=0),
+            )
             if opts.only is not None:
                 keep = only(coll, opts.only)
                 own = [a for a in own if a in keep] + [a for a in keep if a not in own]
@@ -253,7 +273,7 @@ def simulate_rows(
     plan: list[tuple[str, int, list[str]]] = []
     for coll in opts.collectives:
         for P in opts.P:
-            own = candidates(coll, P, top_k=opts.top_k)
+            own = candidates(coll, P, top_k=opts.top_k, largest=max(opts.sizes, default=0))
             if opts.only is not None:
                 keep = only(coll, opts.only)
                 own = [a for a in own if a in keep] + [a for a in keep if a not in own]
