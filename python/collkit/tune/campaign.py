@@ -32,9 +32,9 @@ RANK_MODEL = PipelinedPostal(alpha_p=1.5e-6, alpha_r=0.4e-6, beta=1e-10)
 
 # Segmented trees tried when a campaign has sizes above twice this: pieces of 2 KiB travel
 # through the shared-memory transport's small bodies, one piece read while the next is written.
-# At P = 2 on the AMD EPYC VM (MPICH, 8 jobs each in turn): bcast 8-16 KiB 0.65-0.79 and reduce
-# 8 KiB 0.72 of the unsegmented tree's time; no gain at 4 KiB or 32 KiB, where 2 KiB pieces
-# cost 1.13-1.31 (docs/mpi.md, thirteenth pass).
+# At P = 2 on the AMD EPYC VM (MPICH, 8-10 jobs each in turn): bcast 8-16 KiB 0.60-0.79 and
+# reduce 8 KiB 0.72 of the unsegmented tree's time; no gain at 4 KiB or 32 KiB, where pieces of
+# 1-2 KiB cost 1.13-1.31 (benchmarks/results/shm-small-bodies.md).
 SEGMENT = 2048
 SEGMENTED = ("bcast:binomial", "reduce:binomial")
 
