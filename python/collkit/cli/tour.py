@@ -230,10 +230,15 @@ def _tune(console: Console, out: Path, quick: bool) -> int:
     return compare_runs(console, mpi, app, table, tuned)
 
 
+PAIRS = 5  # runs of the program each way in the tour's last comparison
+
+
 def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path) -> int:
     """The program under `collkit run` with an empty table (every call to the MPI, the library
-    loaded alike) and with the tuned table, alternating three times (A B A B A B): the same
-    results, and the time per call each way as the program itself measures it."""
+    loaded alike) and with the tuned table, alternating five times (A B A B ...): the same
+    results, and the time per call each way as the program itself measures it; the ratio is the
+    median over the pairs of runs of the pair's tuned / own (this machine's state can change
+    between runs, less often within a pair)."""
     import re
     import statistics
     import subprocess
@@ -251,10 +256,10 @@ def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path
     results: dict[str, set[str]] = {w: set() for w in ways}
     console.print(
         f"[bold cyan]$ collkit run -np 2 --tuning {empty} -- {app}[/bold cyan]   and with "
-        f"{table}, alternating, 3 times each"
+        f"{table}, alternating, {PAIRS} times each"
     )
     env = {**os.environ, "MPIEXEC": mpi.mpiexec, "MPICXX": mpi.mpicxx}
-    for _ in range(3):
+    for _ in range(PAIRS):
         for way, path in ways.items():
             cmd = [sys.executable, "-m", "collkit", "run", "-np", "2", "--tuning", str(path)]
             p = subprocess.run(
@@ -284,14 +289,23 @@ def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path
             counts[1] += row.iterations
             counts[0] += row.iterations if row.algorithm != "native" else 0
     rules = load(table)
-    t = RTable(title="the program's time per call (median of 3 runs each way)")
-    for col in ("bytes", "tuned rule", "calls to it", "MPI's own µs", "tuned µs", "tuned/own"):
+    t = RTable(
+        title=f"the program's time per call, µs (medians of {PAIRS} runs each way; tuned/own: "
+        "the median of the pairs' ratios; lower: in how many pairs tuned was)"
+    )
+    for col in ("bytes", "tuned rule", "calls to it", "own", "tuned", "tuned/own", "lower"):
         t.add_column(col, justify="left" if col == "tuned rule" else "right", no_wrap=True)
     for b in sorted(times["tuned"]):
-        a, c = statistics.median(times["MPI's own"][b]), statistics.median(times["tuned"][b])
+        own, tuned_us = times["MPI's own"][b], times["tuned"][b]
+        a, c = statistics.median(own), statistics.median(tuned_us)
+        pairs = [y / x for x, y in zip(own, tuned_us, strict=False) if x > 0]
+        ratio = statistics.median(pairs) if pairs else math.nan
+        lower = f"{sum(r < 1 for r in pairs)}/{len(pairs)}"
         k, n = to_collkit.get(b, [0, 0])
         rule = rules.lookup("allreduce", 2, b)
-        t.add_row(str(b), rule, f"{k}/{n}" if n else "?", f"{a:.2f}", f"{c:.2f}", f"{c / a:.2f}")
+        t.add_row(
+            str(b), rule, f"{k}/{n}" if n else "?", f"{a:.2f}", f"{c:.2f}", f"{ratio:.2f}", lower
+        )
     console.print(t)
     console.print(
         "results identical both ways: "
