@@ -148,19 +148,22 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   t->n_ = n;
   t->k_ = k_slots;
   t->mask_ = k_slots - 1;
-  t->small_window_ = std::min<uint64_t>(kSmallSlots, k_slots);
   // The segment: n x n channels (the diagonal unused), each a counter line, K heads, the small
   // bodies and K bodies. Bodies shrink (never below 1 KiB) until the segment fits the budget; the
   // size depends on n and the agreed request only, so it is the same on every rank of the node.
+  // With small bodies, whole pages, so that every channel's small bodies start on a page. None
+  // where a slot is 4 KiB or less: its K bodies are then as small, and the channel is packed as
+  // before them (a counter line, the heads, the bodies), so that a node of 80 ranks still fits.
   auto chan_bytes = [&](int64_t sb) {
-    // Whole pages, so that every channel's small bodies start on a page.
-    return round_up(small_offset(k_slots) + kSmallSlots * kSmallStride +
-                        k_slots * round_up(static_cast<size_t>(sb), kLine),
-                    kPage);
+    const size_t bodies = k_slots * round_up(static_cast<size_t>(sb), kLine);
+    if (sb <= kSmall) return kLine + k_slots * kHead + bodies;
+    return round_up(small_offset(k_slots) + kSmallSlots * kSmallStride + bodies, kPage);
   };
   const auto nn = static_cast<size_t>(n) * static_cast<size_t>(n);
   while (slot_bytes > 1024 && nn * chan_bytes(slot_bytes) > kBudget) slot_bytes /= 2;
   t->slot_bytes_ = slot_bytes;
+  t->small_max_ = slot_bytes > kSmall ? kSmall : kInline;
+  t->small_window_ = std::min<uint64_t>(kSmallSlots, k_slots);
   t->stride_ = round_up(static_cast<size_t>(slot_bytes), kLine);
   const size_t cb = chan_bytes(slot_bytes);
   t->bytes_ = nn * cb;
@@ -266,7 +269,10 @@ bool ShmTransport::map_channels(size_t cb) {
   auto channel = [&](int from, int to) {
     const size_t idx =
         static_cast<size_t>(from) * static_cast<size_t>(n_) + static_cast<size_t>(to);
-    std::byte* start = base + idx * cb;  // a page
+    std::byte* start = base + idx * cb;  // a page, where there are small bodies
+    if (small_max_ == kInline)           // packed: a counter line, the heads, the bodies
+      return Channel{reinterpret_cast<std::atomic<uint64_t>*>(start), start + kLine, nullptr,
+                     start + kLine + k_ * kHead};
     // The counter and heads start a line further on in each of four channels in turn: with
     // every channel page-aligned, a rank's stamp in its out channel and its poll of the same
     // head in its in channel sat at one page offset, and those channels' barrier and 8-byte
@@ -274,8 +280,7 @@ bool ShmTransport::map_channels(size_t cb) {
     // earlier store is the likely cause).
     std::byte* c = start + (idx % kColours) * kLine;
     std::byte* small = start + small_offset(k_);
-    std::byte* heads = c + kLine;
-    return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), heads, small,
+    return Channel{reinterpret_cast<std::atomic<uint64_t>*>(c), c + kLine, small,
                    small + kSmallSlots * kSmallStride};
   };
   for (int j = 0; j < n_; ++j) {
@@ -289,7 +294,7 @@ bool ShmTransport::map_channels(size_t cb) {
     if (j == me_) continue;
     for (const Channel* c : {&out_[static_cast<size_t>(j)], &in_[static_cast<size_t>(j)]}) {
       const auto lo = reinterpret_cast<uintptr_t>(c->released);
-      if (!populate(lo, reinterpret_cast<uintptr_t>(c->small), true)) return false;
+      if (!populate(lo, reinterpret_cast<uintptr_t>(c->heads + k_ * kHead), true)) return false;
     }
   }
   return true;
@@ -298,7 +303,7 @@ bool ShmTransport::map_channels(size_t cb) {
 void ShmTransport::map_bodies(int peer, int64_t bytes, bool sending) {
   if (bytes <= kInline || local_[static_cast<size_t>(peer)] < 0) return;
   Channel& c = sending ? out(peer) : in(peer);
-  if (bytes <= kSmall) {  // the four small bodies: four pages
+  if (bytes <= small_max_) {  // the four small bodies: four pages
     if (!c.small_mapped) {
       for (uint64_t s = 0; s < kSmallSlots; ++s) {
         const auto lo = reinterpret_cast<uintptr_t>(c.small + s * kSmallStride);

@@ -8,8 +8,10 @@
 // and K bodies of the slot size. Message q of a channel (q counts the channel's shared-memory
 // messages from the first call on the communicator) has its stamp in head q mod K; its data goes
 // into the same head after the stamp when it fits there (at most kInline = 240 bytes), else into
-// small body q mod 4 up to kSmall = 4 KiB, else into body q mod K. A message's window is how far
-// its sender may run ahead: K for heads and bodies, 4 for small bodies (min(4, K)):
+// small body q mod 4 up to kSmall = 4 KiB, else into body q mod K. (Where the node's many ranks
+// shrink the slots to 4 KiB or less, to fit the segment's budget, there are no small bodies.) A
+// message's window is how far its sender may run ahead: K for heads and bodies, 4 for small bodies
+// (min(4, K)):
 //   - the sender of q waits until every message before q - W + 1 has been released (released >
 //     q - W, or q < W), copies the data and publishes it with full[s] = q + 1 (release);
 //   - the receiver waits for full[s] == q + 1 (acquire), reads the data (copies it, or reduces
@@ -74,7 +76,7 @@ class ShmTransport {
   uint32_t slots() const { return k_; }  // K: a channel's messages in flight at most
   // W: how many of a channel's messages of `bytes` bytes the sender may have unreleased.
   uint64_t window(int64_t bytes) const {
-    return bytes > kInline && bytes <= kSmall ? small_window_ : k_;
+    return bytes > kInline && bytes <= small_max_ ? small_window_ : k_;
   }
   int node_size() const { return n_; }
   std::string describe() const;
@@ -111,7 +113,7 @@ class ShmTransport {
     // without a gap (`low`, what `released` holds) and those released past it (bit k: low + k).
     uint64_t known = 0, low = 0, past = 0;
     bool small_mapped = false;  // this rank has mapped the small bodies
-    int64_t mapped = kSmall;    // this rank has mapped every body up to this many bytes
+    int64_t mapped = 0;         // this rank has mapped every body up to this many bytes
   };
   Channel& out(int peer) { return out_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
   Channel& in(int peer) { return in_[static_cast<size_t>(local_[static_cast<size_t>(peer)])]; }
@@ -120,7 +122,7 @@ class ShmTransport {
   }
   std::byte* data(const Channel& c, uint64_t q, int64_t bytes) const {
     if (bytes <= kInline) return c.heads + (q & mask_) * kHead + kHead - kInline;
-    if (bytes <= kSmall) return c.small + (q & (kSmallSlots - 1)) * kSmallStride;
+    if (bytes <= small_max_) return c.small + (q & (kSmallSlots - 1)) * kSmallStride;
     return c.bodies + (q & mask_) * stride_;
   }
   static constexpr size_t kHead = 256;  // a head: the stamp, padded to 16 bytes, and kInline
@@ -131,6 +133,7 @@ class ShmTransport {
   int n_ = 0, me_ = 0;             // ranks on this node, this rank's index among them
   uint32_t k_ = 0;                 // slots per channel: a power of two
   uint64_t small_window_ = 0;      // min(kSmallSlots, K)
+  int64_t small_max_ = kInline;    // kSmall, or kInline where there are no small bodies
   uint64_t mask_ = 0;              // k_ - 1: message q's slot is q & mask_
   int64_t slot_bytes_ = 0;         // the largest message a slot takes
   size_t stride_ = 0;              // bytes from one body to the next

@@ -116,6 +116,14 @@ def test_one_pair_on_both_transports(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_slots_without_small_bodies(kind: str) -> None:
+    # Slots of 4 KiB (as a node of many ranks shrinks them to fit the segment): no small bodies,
+    # messages of 241 B-4 KiB in the 32 bodies, with a window of 32.
+    log = conformance(the_mpi(kind), 3, {"COLLKIT_SHM_MAX": "4096", "COLLKIT_VERBOSE": "1"})
+    assert "slots of 4096 B" in log, log[-2000:]
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
 @pytest.mark.parametrize("P", [2, 3])
 def test_messages_up_to_the_default_slot(kind: str, P: int) -> None:
     # The default slot is 32 KiB: counts whose messages lie between 16 and 32 KiB (2500 and
