@@ -28,8 +28,9 @@
 // it), so both find its data in the same place.
 // Why small bodies: a stream of 1-4 KiB messages through K = 32 bodies cycles 128 KiB of lines
 // between the two cores, where four keep them in the first-level caches. On the AMD EPYC VM,
-// bcast and reduce at 512 B-4 KiB took 10-35 % less time a call (benchmarks/results/
-// shm-small-bodies.md); a window of four alone, cycling 32 bodies, gained nothing. Tiny messages
+// bcast at 512 B and 4 KiB took 21-44 % less time a call on MPICH and Open MPI, reduce at 4 KiB
+// 17-21 % (benchmarks/results/shm-small-bodies.md); a window of four alone, cycling 32 bodies,
+// gained nothing. Tiny messages
 // keep K heads (a sender then reads `released` once per K messages) and large ones K bodies
 // (run-ahead pays there).
 // The heads are why a communicator's setup is cheap: each page of a channel is a page fault the
