@@ -196,18 +196,17 @@ std::string in_turn_order(const Plan& plan, const ShmTransport& shm, std::vector
     if (s.shm_seq == Plan::kViaMpi) return "messages on MPI point-to-point";
     if (s.kind == OpKind::send) sends.push_back(static_cast<uint32_t>(i));
   }
-  // A send waits for nothing of its own call when the call's messages to its peer fit their
-  // window (K, or 4 for messages in small bodies: ShmTransport::window).
-  std::unordered_map<int32_t, std::pair<uint64_t, uint64_t>> per_peer;  // messages, window
+  // A send waits for nothing of its own call when the call's messages to its peer (counted in
+  // plan.shm_sent) fit their window: K, or 4 for messages in small bodies (ShmTransport::window).
+  std::unordered_map<int32_t, uint64_t> window;  // per peer: the smallest of its messages'
   for (const uint32_t i : sends) {
     const Step& s = plan.steps[i];
-    auto& [k, w] = per_peer.try_emplace(s.peer, 0, UINT64_MAX).first->second;
-    ++k;
+    uint64_t& w = window.try_emplace(s.peer, UINT64_MAX).first->second;
     w = std::min(w, shm.window(s.len * plan.header.elem_size));
   }
-  for (const auto& [peer, kw] : per_peer)
-    if (kw.first > kw.second)
-      return "more than " + std::to_string(kw.second) + " messages to one peer";
+  for (const auto& [peer, k] : plan.shm_sent)
+    if (const uint64_t w = window.at(peer); k > w)
+      return "more than " + std::to_string(w) + " messages to one peer";
   // below[i]: the ops op i waits on, transitively (n bits). Deps come before their op.
   const size_t words = (n + 63) / 64;
   std::vector<uint64_t> below(n * words, 0);

@@ -74,7 +74,6 @@ class ShmTransport {
     return bytes <= slot_bytes_ && local_[static_cast<size_t>(peer)] >= 0;
   }
   int64_t slot_bytes() const { return slot_bytes_; }
-  uint32_t slots() const { return k_; }  // K: a channel's messages in flight at most
   // W: how many of a channel's messages of `bytes` bytes the sender may have unreleased.
   uint64_t window(int64_t bytes) const {
     return bytes > kInline && bytes <= small_max_ ? small_window_ : k_;
