@@ -38,6 +38,23 @@ def _run(cmd: list[str]) -> str:
     return str(out.stdout) + str(out.stderr)
 
 
+def resolve_wrapper(path: str) -> str:
+    """`path` with its symlinks followed while they point at another compiler wrapper
+    (mpicxx -> mpicxx.openmpi), and no further (Debian's mpicxx.openmpi -> opal_wrapper: the
+    wrapper reads what it is from its name). A wrapper finds its MPI by its own path (a
+    relocatable Open MPI its prefix and wrapper data, a pip MPICH its lib/), so one called
+    through a link elsewhere compiles without the MPI's headers or libraries."""
+    p = Path(os.path.abspath(path))
+    seen: set[Path] = set()
+    while p.is_symlink() and p not in seen:
+        seen.add(p)
+        target = Path(os.path.normpath(p.parent / os.readlink(p)))
+        if not target.name.startswith("mpi"):
+            break
+        p = target
+    return str(p)
+
+
 def implementation(version_text: str) -> type[MPI]:
     """The class of the MPI whose `mpiexec --version` printed `version_text` (MPI if none)."""
     return next((c for c in IMPLEMENTATIONS if c.recognizes(version_text)), MPI)
@@ -108,7 +125,7 @@ def find_mpi(
             f"no MPI C++ compiler wrapper beside {mpiexec} (chosen: {reason}): set MPICXX, or "
             "install the MPI's development files"
         )
-    cxx = os.path.abspath(cxx)
+    cxx = resolve_wrapper(cxx)
     text = _run([mpiexec, "--version"])
     impl = implementation(text)
     return impl(mpicxx=cxx, mpiexec=mpiexec, version=impl.version_of(text), reason=reason)

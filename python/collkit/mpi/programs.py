@@ -13,9 +13,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -114,6 +116,72 @@ def _check_compiler(mpi: MPI, env: dict[str, str]) -> None:
         )
 
 
+# Where an MPI's headers and libmpi.so come from, by kind: a runtime package alone may ship the
+# compiler wrapper without them (Debian's openmpi-bin has mpicxx.openmpi; libopenmpi-dev has
+# mpi.h and libmpi.so).
+DEV_PACKAGES = {
+    "openmpi": "libopenmpi-dev (Debian, Ubuntu) or openmpi-devel (Fedora, RHEL)",
+    "mpich": "libmpich-dev (Debian, Ubuntu) or mpich-devel (Fedora, RHEL), or `pip install mpich`",
+    "intel": "impi-devel (`pip install impi-devel` of impi-rt's version) or Intel's oneAPI MPI",
+}
+
+_PROBE = """#include <mpi.h>
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Finalize();
+  return 0;
+}
+"""
+
+# GCC's and clang's words for a missing mpi.h and a missing libmpi (ld, lld, macOS's ld).
+_NO_HEADER = re.compile(r"mpi\.h'?: No such file|'mpi\.h' file not found")
+_NO_LIBRARY = re.compile(r"(cannot find|unable to find library|library not found for) -lp?mpi")
+
+
+def _check_mpi_files(mpi: MPI, env: dict[str, str]) -> None:
+    """The wrapper must find the MPI's mpi.h and libmpi: else CMake fails with a log that names
+    neither the file nor the package. A minimal program, compiled and linked (a second or so,
+    before a build of minutes)."""
+    with tempfile.TemporaryDirectory(prefix="collkit-probe-") as d:
+        src = Path(d) / "probe.cpp"
+        src.write_text(_PROBE)
+        try:
+            r = subprocess.run(
+                [mpi.mpicxx, str(src), "-o", str(Path(d) / "probe")],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+                env=env,
+                cwd=d,
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise MissingToolError(f"cannot run the MPI's C++ compiler {mpi.mpicxx}: {e}") from None
+    if r.returncode != 0:
+        raise probe_error(mpi, r.stdout + r.stderr)
+
+
+def probe_error(mpi: MPI, log: str) -> MissingToolError:
+    """The error for a minimal MPI program that `mpi`'s wrapper failed to build with `log`:
+    naming the development package where the log says mpi.h or libmpi is missing."""
+    log = log.strip()
+    missing = []
+    if _NO_HEADER.search(log):
+        missing.append("its header mpi.h")
+    if _NO_LIBRARY.search(log):
+        missing.append("its library libmpi.so")
+    if missing:
+        package = DEV_PACKAGES.get(mpi.kind, "the MPI's development package")
+        return MissingToolError(
+            f"{mpi.version}'s development files are missing: {mpi.mpicxx} cannot find "
+            f"{' and '.join(missing)}. Install {package}. The compiler said:\n{log[-800:]}"
+        )
+    return MissingToolError(
+        f"{mpi.mpicxx} cannot build a minimal MPI program (is it the wrapper of an installed "
+        f"MPI with its development files?):\n{log[-1500:]}"
+    )
+
+
 def build_dir(mpi: MPI) -> Path:
     """The cache directory of `mpi`'s programs for the current sources."""
     return cache_root() / f"mpi-{mpi.kind}-{_sources_hash(source_dir(), mpi)}"
@@ -132,6 +200,7 @@ def build(mpi: MPI, programs: Sequence[str] = PROGRAMS, *, quiet: bool = True) -
     tool = cmake()
     env = {**os.environ, **mpi.build_env()}
     _check_compiler(mpi, env)
+    _check_mpi_files(mpi, env)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two campaigns at once build once
