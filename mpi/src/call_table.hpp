@@ -1,7 +1,7 @@
 // The one table of collkit's MPI calls: one line per collective, from which the C API's ck_*
 // functions (capi.cpp), the switches of calls.hpp and the interposition library's MPI_X / MPI_X_c
 // wrappers (pmpi.cpp) are generated. MPICH generates its bindings from coll_api.txt the same way.
-// collkit.h stays written by hand for its readers; tests/test_collectives.py checks that it
+// collkit.h stays written by hand for its readers; tests/core/test_collectives.py checks that it
 // declares every collective of this table with the same parameters (and C++ refuses an extern "C"
 // ck_* whose definition here differs from its declaration there).
 //
@@ -24,6 +24,18 @@
 // A new collective is its CollectiveSpec (collective.hpp), one line here, its declaration in
 // collkit.h and its algorithms.
 #pragma once
+
+// Open MPI before MPI 4 (4.1) has the persistent collectives as MPIX_<Coll>_init (its mpi-ext.h,
+// the pcollreq extension): where it does, CK_MPIX_INIT is 1 and collkit routes those names as it
+// routes MPI 4's MPI_<Coll>_init.
+#if MPI_VERSION < 4 && defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+#if MPI_VERSION < 4 && defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define CK_MPIX_INIT 1
+#else
+#define CK_MPIX_INIT 0
+#endif
 
 #define CK_COLLECTIVES(X, Count)                                                                  \
   X(allreduce, Allreduce, 1,                                                                      \

@@ -1,7 +1,9 @@
 """Adding a collective is its CollectiveSpec (an enum value in collective.hpp and its spec in
-collective.cpp), one line of mpi/src/call_table.hpp and its algorithm files under
-core/algorithms/<collective>/: everything else (the C API, the PMPI wrappers, the executor, the
-verifier, the simulator, the CLI, the Python API) is generic over the collectives.
+collective.cpp), one line of mpi/src/call_table.hpp, its declarations in mpi/include/collkit.h
+(written by hand for its readers; test_collectives.py checks them against the table, and their
+names are ck_<name>, so this check does not see them) and its algorithm files under
+core/algorithms/<collective>/: everything else (the C API's definitions, the PMPI wrappers, the
+executor, the verifier, the simulator, the CLI, the Python API) is generic over the collectives.
 
 Shown on the collectives added last (gather, reduce_scatter_block; scatter's name is also a plot's
 word): the source files that name them in code, comments and docstrings left out, are those three,
