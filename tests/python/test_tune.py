@@ -32,6 +32,8 @@ from collkit.tune import Choice, Comparison, choose, compare, rules, size_ranges
 from collkit.tune import load as load_table
 from collkit.tune.campaign import by_element_type, candidates, element_type
 from collkit.tune.families import equivalent
+from collkit.tune.table import Rule, Table
+from collkit.tune.table import save as save_table
 from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
@@ -660,3 +662,151 @@ def test_open_mpi_rules_name_every_collective_by_its_id_or_leave_it_out() -> Non
     text = openmpi_rules(choices)
     assert "\n0  # allgather\n" in text and "\n9  # gather\n" in text
     assert "# allgatherv: no coll/tuned rules id" in text and "2  # collectives" in text
+
+
+# ---- the output folder: never a lost rule, a lost file or a traceback (--simulate, no MPI) ----
+
+
+def _tune_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    from collkit.cli import main
+
+    code = main(["tune", *args, "--no-plot"])
+    return code, capsys.readouterr().err
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())} if folder.is_dir() else {}
+
+
+def test_simulated_zero_byte_calls_are_a_tie_the_native_call_keeps() -> None:
+    rows = [
+        Row("allreduce", a, 4, 0, source="simulated", mpi="postal()", median_us=0.0)
+        for a in ("allreduce:rd", "allreduce:ring")
+    ]
+    (c,) = choose(rows)
+    assert c.collkit is None and all(x.speedup == 1.0 for x in c.candidates)
+    assert [r.algorithm for r in rules([c])] == ["native"]
+
+
+def test_a_zero_byte_size_tunes_and_later_tunes_into_the_folder_still_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(tmp_path / "d")
+    base = ("allreduce", "-P", "4", "--simulate", "postal", "--only", "rd,ring", "-o", out)
+    code, err = _tune_main(capsys, *base, "--sizes", "0")
+    assert code == 0, err
+    assert load_table(Path(out) / "collkit-tuning.json").lookup("allreduce", 4, 0) == "native"
+    code, err = _tune_main(capsys, *base, "--sizes", "8")
+    assert code == 0, err
+    t = load_table(Path(out) / "collkit-tuning.json")
+    assert t.lookup("allreduce", 4, 0) == "native" and t.lookup("allreduce", 4, 8) != "native"
+
+
+def test_a_campaign_of_another_collective_keeps_the_folders_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "d"
+    sim = ("--simulate", "postal", "-o", str(out))
+    assert _tune_main(capsys, "allreduce", "-P", "4", "--sizes", "8,64", *sim)[0] == 0
+
+    def keys(rs: list[Rule]) -> list[tuple[object, ...]]:
+        return [(r.collective, r.P, r.bytes, r.algorithm, r.source, r.median_us) for r in rs]
+
+    before = keys(load_table(out / "collkit-tuning.json").rules)
+    assert before and {k[0] for k in before} == {"allreduce"}
+    code, err = _tune_main(capsys, "bcast", "-P", "64", "--sizes", "8", *sim)
+    assert code == 0, err
+    after = keys(load_table(out / "collkit-tuning.json").rules)
+    assert [k for k in after if k[0] == "allreduce"] == before
+    assert any(k[0] == "bcast" and k[1] == (64, 64) for k in after)
+    # a rule the folder's rows do not give (a table written by hand) is kept too
+    t = load_table(out / "collkit-tuning.json")
+    t.rules.append(Rule("alltoall", (16, 16), (8, 15), "alltoall:pairwise", source="simulated"))
+    save_table(t, out / "collkit-tuning.json")
+    code, err = _tune_main(capsys, "bcast", "-P", "8", "--sizes", "8", *sim)
+    assert code == 0, err
+    assert "kept 1 rule" in err
+    assert load_table(out / "collkit-tuning.json").lookup("alltoall", 16, 8) == "alltoall:pairwise"
+
+
+def test_a_table_made_another_way_is_never_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "d"
+    out.mkdir()
+    measured = Table(
+        rules=[
+            Rule("allreduce", (4, 4), (8 << i, (16 << i) - 1), "allreduce:rd", median_us=2.0)
+            for i in range(6)
+        ],
+        mpi="MPICH 5.0.2",
+        machine="m",
+        date="d",
+    )
+    save_table(measured, out / "collkit-tuning.json")
+    before = _files(out)
+    code, err = _tune_main(
+        capsys, "bcast", "-P", "64", "--sizes", "8", "--simulate", "postal", "-o", str(out)
+    )
+    assert code == 2
+    assert "6 rules (allreduce at P = 4) made with MPICH 5.0.2" in err and "another -o" in err
+    assert _files(out) == before  # not a byte written, no tune.jsonl begun
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"format": "collkit-tuning"}', ""])
+def test_a_folders_table_collkit_cannot_read_is_not_written_over(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "collkit-tuning.json").write_text(content)
+    code, err = _tune_main(
+        capsys, "bcast", "-P", "4", "--sizes", "8", "--simulate", "postal", "-o", str(out)
+    )
+    assert code == 2 and "is not a tuning table collkit can read" in err
+    assert _files(out) == {"collkit-tuning.json": content.encode()}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--simulate", "", "-o", "o"], "--simulate '': give a model"),
+        (["--simulate", "postal", "-o", ""], "-o '': give the folder"),
+        (["--simulate", " ", "-o", "o"], "give a model"),
+        (["--simulate", "nope", "-o", "o"], "unknown model 'nope'"),
+    ],
+)
+def test_empty_model_or_folder_is_an_error_and_nothing_is_written(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    message: str,
+) -> None:
+    import collkit.cli.tune as cli_tune
+
+    def no_mpi(*_: object) -> None:
+        raise AssertionError("a campaign on the MPI was started")
+
+    monkeypatch.setattr(cli_tune, "find_mpi", no_mpi)
+    monkeypatch.chdir(tmp_path)
+    code, err = _tune_main(capsys, "allreduce", "-P", "4", "--sizes", "8", *args)
+    assert code == 2 and message in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # no folder made, nothing in the current one
+
+
+def test_a_profile_among_the_files_tune_writes_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_profile import make as make_profile
+
+    out = tmp_path / "d"
+    out.mkdir()
+    prof = make_profile().save(out / "tune.csv")
+    before = prof.read_bytes()
+    code, err = _tune_main(
+        capsys, "allreduce", "-P", "4", "--sizes", "8", "--simulate", "loggops",
+        "--profile", str(prof), "-o", str(out),
+    )  # fmt: skip
+    assert code == 2 and "which tune writes" in err
+    assert prof.read_bytes() == before

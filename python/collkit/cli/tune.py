@@ -26,7 +26,11 @@ to resume; nothing is measured twice), collkit-tuning.json (for libcollkit_pmpi.
 run --tuning`), mpich-selection.json (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE; tuning with
 MPICH only), openmpi-rules.txt (coll_tuned_dynamic_rules_filename), impi-tuning.env (Intel MPI's
 I_MPI_ADJUST_<COLL> variables) and tune.png (winner by P x size). --simulate tunes from the
-simulator instead (for P this machine cannot run), and the rules say `simulated`.
+simulator instead (for P this machine cannot run), and the rules say `simulated`. The files are
+chosen from every row in the folder made the same way (the MPI or model, machine and --block), so
+a campaign of another collective or P adds to the folder's table and keeps its rules; a folder
+whose table was made another way, or holds a collkit-tuning.json that is not a table, is refused
+before anything runs (give another -o).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from pathlib import Path
 
 from collkit.bench import machine_name
 from collkit.cli._common import (
+    _same_file,
     add_json_argument,
     check_launchable,
     input_file,
@@ -52,9 +57,9 @@ from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import IMPLEMENTATIONS, build, find_mpi
 from collkit.progress import CampaignProgress
 from collkit.results import ResultStore, Row
-from collkit.tune.campaign import TuneOptions, check_only, measure, simulate_rows
+from collkit.tune.campaign import TuneOptions, check_only, folder_rows, measure, simulate_rows
 from collkit.tune.select import Choice, choose, rules
-from collkit.tune.table import MAX_BLOCK, Table, save
+from collkit.tune.table import MAX_BLOCK, Rule, Table, load, save
 
 NAME = "tune"
 HELP = "pick the really-faster algorithm per size and write tuning files (collkit and the MPIs')"
@@ -353,12 +358,102 @@ def check_simulation_fits(Ps: list[int], model: str | None = None) -> None:
             )
 
 
+# The files tune writes into its folder: none of them may be a file it reads.
+WRITES = (
+    "tune.jsonl",
+    "tune.csv",
+    "collkit-tuning.json",
+    "tune.png",
+    *(impl.tuning_file_name for impl in IMPLEMENTATIONS),
+)
+
+
+def existing_table(out: Path) -> Table | None:
+    """The tuning table already in the folder (None: none), or an error: a file there that is
+    not a table collkit reads must not be written over."""
+    path = out / "collkit-tuning.json"
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        return load(path)
+    except CollkitError as e:
+        raise InvalidArgumentError(
+            f"-o {out}: {path} is not a tuning table collkit can read ({str(e)[:300]}); tune "
+            "would write over it: move it away, or give another -o folder"
+        ) from None
+
+
+def _rules(n: int) -> str:
+    return f"{n} rule" if n == 1 else f"{n} rules"
+
+
+def _rule_keys(rules: list[Rule]) -> str:
+    by: dict[str, set[int]] = {}
+    for r in rules:
+        by.setdefault(r.collective, set()).update({r.P[0], r.P[1]})
+    return "; ".join(f"{c} at P = {', '.join(map(str, sorted(ps)))}" for c, ps in by.items())
+
+
+def check_same_kind(old: Table | None, out: Path, label: str, block: int, machine: str) -> None:
+    """An error, before any work, when the folder's table holds rules made another way (another
+    MPI, machine or model, or another --block): one table is made one way, and this run's would
+    replace rules that a user measured."""
+    if old is None or not old.rules:
+        return
+    simulated = label.startswith("simulated")
+    why = (
+        f"made with {old.mpi}" if old.mpi != label
+        else f"timed with --block {old.block}" if old.block != block
+        else f"measured on {old.machine}" if not simulated and old.machine != machine
+        else ""
+    )  # fmt: skip
+    if why:
+        raise InvalidArgumentError(
+            f"-o {out}: its collkit-tuning.json holds {_rules(len(old.rules))} "
+            f"({_rule_keys(old.rules)}) {why}; this run ({label}, --block {block}) would "
+            "replace them: give another -o folder"
+        )
+
+
+def refuse_inputs_among_outputs(args: argparse.Namespace) -> None:
+    """An error if --profile or --hosts is one of the files tune writes into -o (by inode)."""
+    for flag, path in (("--profile", args.profile), ("--hosts", args.hosts)):
+        if path is None:
+            continue
+        for name in WRITES:
+            if _same_file(str(Path(args.out) / name), path):
+                raise InvalidArgumentError(
+                    f"{flag} {path} is {Path(args.out) / name}, which tune writes: writing it "
+                    "would destroy the input; give another -o folder"
+                )
+
+
+def kept_rules(old: Table | None, choices: list[Choice]) -> list[Rule]:
+    """The folder table's rules for (collective, P) that `choices` do not decide: kept, so a
+    campaign of one collective or P does not drop the others' rules."""
+    if old is None:
+        return []
+    decided: dict[str, set[int]] = {}
+    for c in choices:
+        decided.setdefault(c.collective, set()).add(c.P)
+    return [
+        r
+        for r in old.rules
+        if not any(r.P[0] <= P <= r.P[1] for P in decided.get(r.collective, ()))
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.simulate is not None and not args.simulate.strip():
+        raise InvalidArgumentError("--simulate '': give a model (postal, loggp, ...)")
+    if not args.out.strip():
+        raise InvalidArgumentError("-o '': give the folder to write into")
+    simulating = args.simulate is not None
     if args.top_k < 1 or args.iters < 5 or args.warmup < 0 or args.max_ms < 1:
         raise InvalidArgumentError("--top-k >= 1, --iters >= 5, --warmup >= 0, --max-ms >= 1")
     if not 1 <= args.block <= MAX_BLOCK:
         raise InvalidArgumentError(f"--block {args.block} must be in 1..{MAX_BLOCK}")
-    if args.block != 1 and args.simulate:
+    if args.block != 1 and simulating:
         raise InvalidArgumentError("--block is for measuring, not --simulate")
     if not 1 <= args.rounds <= 100:
         raise InvalidArgumentError(f"--rounds {args.rounds} must be in 1..100")
@@ -366,7 +461,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("--alpha must be in (0, 1) and --min-gain >= 0")
     if args.routing_us is not None and not 0 <= args.routing_us < 1e6:
         raise InvalidArgumentError(f"--routing-us {args.routing_us} must be in [0, 1e6)")
-    if args.routing_us is not None and args.simulate:
+    if args.routing_us is not None and simulating:
         raise InvalidArgumentError("--routing-us is for measuring, not --simulate")
     params: dict[str, str] = {}
     for kv in args.param:
@@ -374,17 +469,17 @@ def run(args: argparse.Namespace) -> int:
         if not eq or not k:
             raise InvalidArgumentError(f"--param '{kv}' must be KEY=VALUE")
         params[k] = v
-    if params and not args.simulate:
+    if params and not simulating:
         raise InvalidArgumentError("--param is for --simulate")
     if args.profile is not None:
-        if not args.simulate:
+        if not simulating:
             raise InvalidArgumentError("--profile is for --simulate")
         from collkit.profile import load_profile
 
         prof = load_profile(input_file(args.profile, "--profile"))
         params = {**prof.param_strings(args.simulate), **params}
     if args.hosts is not None:
-        if args.simulate:
+        if simulating:
             raise InvalidArgumentError("--hosts is for measuring, not --simulate")
         input_file(args.hosts, "--hosts")
     opts = TuneOptions(
@@ -403,17 +498,29 @@ def run(args: argparse.Namespace) -> int:
     )
     if opts.only is not None:
         check_only(opts.collectives, opts.only)
-    if not args.simulate:
-        check_launchable(opts.P, args.hosts)
-    else:
+    model = None
+    if simulating:
+        from collkit.sim import Model
+
+        model = Model.make(args.simulate, **params)  # a bad name or value before any file
         check_simulation_fits(opts.P, args.simulate)
+    else:
+        check_launchable(opts.P, args.hosts)
+    refuse_inputs_among_outputs(args)
     out = output_dir(args.out, "-o")  # a folder: an existing one, or one made in an existing one
-    store = ResultStore(out / "tune.jsonl")
+    old = existing_table(out)
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    machine = machine_name()
 
     mpi = None
-    if not args.simulate:
+    if model is not None:
+        label = f"simulated, {args.simulate}"
+    else:
         mpi = find_mpi(args.mpiexec, args.mpi_prefix)
+        label = mpi.version
+    check_same_kind(old, out, label, opts.block, machine)
+    store = ResultStore(out / "tune.jsonl")
+    if mpi is not None:
         print(f"MPI: {mpi.describe()}; rows: {store.jsonl}", file=sys.stderr)
     # rows done of rows planned, with an ETA: a bar on a terminal, a line every 10 s otherwise
     with CampaignProgress("tune" + (" (simulated)" if args.simulate else "")) as ticker:
@@ -424,13 +531,11 @@ def run(args: argparse.Namespace) -> int:
             elif row.error:
                 ticker.message(f"  {row.algorithm} {row.bytes:>9} B  error: {row.error[:80]}")
 
-        if args.simulate:
+        if model is not None:
             rows = simulate_rows(opts, args.simulate, params, store, progress, ticker)
-            label = f"simulated, {args.simulate}"
         else:
             assert mpi is not None
             rows = measure(opts, mpi, store, progress, ticker)
-            label = mpi.version
     routing_us = 0.0
     if mpi is not None:
         from collkit.mpi.routing import routing_cost_us
@@ -448,17 +553,34 @@ def run(args: argparse.Namespace) -> int:
             "to every collkit candidate",
             file=sys.stderr,
         )
-    choices = choose(rows, alpha=args.alpha, min_gain=args.min_gain, routing_us=routing_us)
-    if not choices:
+    mine = {(r.collective, r.P, r.bytes) for r in rows}
+    # The files are chosen from every row of the folder made this way, not only this run's:
+    # a campaign of bcast into a folder that holds allreduce keeps allreduce's rules.
+    every = folder_rows(
+        store,
+        source="simulated" if model is not None else "measured",
+        mpi=model.describe() if model is not None else label,
+        block=opts.block,
+        machine=None if model is not None else machine,
+    )
+    choices = choose(every, alpha=args.alpha, min_gain=args.min_gain, routing_us=routing_us)
+    shown = [c for c in choices if (c.collective, c.P, c.bytes) in mine]
+    if not shown:
         print("collkit tune: no usable rows (every candidate failed?)", file=sys.stderr)
         return 1
     if args.json:
-        print_json_lines(choice_json(c) for c in choices)
+        print_json_lines(choice_json(c) for c in shown)
     else:
-        _print(choices, label)
-    table = Table(
-        rules=rules(choices), mpi=label, machine=machine_name(), date=date, block=opts.block
-    )
+        _print(shown, label)
+    kept = kept_rules(old, choices)
+    if kept:
+        print(
+            f"kept {_rules(len(kept))} of {out / 'collkit-tuning.json'} that this folder's rows "
+            f"do not decide ({_rule_keys(kept)})",
+            file=sys.stderr,
+        )
+    merged = sorted(rules(choices) + kept, key=lambda r: (r.collective, r.P, r.bytes))
+    table = Table(rules=merged, mpi=label, machine=machine, date=date, block=opts.block)
     written = [store.jsonl, store.csv]
     save(table, out / "collkit-tuning.json")
     written.append(out / "collkit-tuning.json")

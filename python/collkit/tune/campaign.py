@@ -306,10 +306,30 @@ def simulate_rows(
                 if ticker:
                     ticker.advance(1, measured=new)
     store.write_csv()
+    # this campaign's rows: a folder may hold other sizes, and rows of other models, which
+    # must not be compared with these
+    return [
+        r
+        for r in campaign_rows(opts, store)
+        if r.source == "simulated" and r.mpi == made.describe()
+    ]
+
+
+def folder_rows(
+    store: ResultStore, *, source: str, mpi: str, block: int, machine: str | None = None
+) -> list[Row]:
+    """Every row of the folder made the way a campaign makes them (`source`; `mpi`, the MPI's
+    version or the model with its parameters; `block`; `machine` when measured): the rows its
+    tuning files are chosen from, so that a campaign of one collective keeps the rules of the
+    others measured there before."""
     return [
         r
         for r in store
-        if r.source == "simulated" and r.collective in opts.collectives and r.P in opts.P
+        if r.source == source
+        and r.mpi == mpi
+        and r.block == block
+        and (machine is None or r.machine == machine)
+        and (r.collective == "barrier" or element_type(r.collective, r.bytes) is not None)
     ]
 
 
@@ -319,6 +339,7 @@ __all__ = [
     "campaign_rows",
     "candidates",
     "element_type",
+    "folder_rows",
     "measure",
     "simulate_rows",
 ]

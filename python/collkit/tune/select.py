@@ -8,7 +8,8 @@ p < alpha, the whole interval lies above 1 + min_gain, it was measured interleav
 at least drift.MIN_ROUNDS of them); the winner is the one with the largest speedup, else the native
 call stays. Of a row re-measured because it was suspect, the latest attempt counts. Simulated rows
 have no samples and no native row: the fastest simulated candidate wins, and the rule says it was
-simulated.
+simulated (where the fastest costs nothing, a 0-byte call in a model without per-call cost, the
+native call stays).
 
 `routing_us` is added to every sample of collkit's own candidates (not the MPI's forced
 algorithms) before the comparison: what the interposition library adds to a call it routes to
@@ -154,13 +155,19 @@ def choose(
                     r.algorithm,
                     r.median_us,
                     math.nan,
-                    best.median_us / r.median_us,
+                    # a 0-byte call can cost nothing in a model: equal times are a tie
+                    best.median_us / r.median_us if r.median_us > 0 else 1.0,
                     math.nan,
                     (math.nan, math.nan),
                 )
                 for r in sim
             ]
-            win = next(c for c in comps if c.algorithm == best.algorithm)
+            # where the fastest costs nothing, no candidate gains anything: native stays
+            win = (
+                next(c for c in comps if c.algorithm == best.algorithm)
+                if best.median_us > 0
+                else None
+            )
             out.append(Choice(coll, P, nbytes, source, win, None, comps))
             continue
         natives = {
