@@ -9,21 +9,83 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh test
 export PATH="$PWD/.venv/bin:$PATH"  # cmake, ninja and clang-format from the venv
 
-# Open MPI, so the executor is also tested against a second MPI (Debian's, as a cluster would
-# have one). Best effort: without root or apt the Open MPI tests are skipped with a reason.
-if ! command -v mpicxx.openmpi >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "== installing Debian's Open MPI for the Open MPI tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null) \
-    || echo "   (could not install Open MPI: its tests will be skipped)"
+# >>> system packages
+# Debian's Open MPI, so the executor is also tested against a second MPI (as a cluster would have
+# one), and Debian's LAMMPS (built against Open MPI), a program collkit did not write, for the
+# interposition library's tests (tests/mpi/test_pmpi.py). apt waits up to 10 minutes for its locks
+# (an unattended upgrade, another job), and what the tests need is checked, not only a command:
+# Open MPI's headers and library (libopenmpi-dev: openmpi-bin alone has mpicxx.openmpi), LAMMPS's
+# example input. Without them their tests are skipped, said loudly here; on CI (CI=true) a missing
+# one fails the run instead.
+apt_get() {  # apt-get "$@", waiting for apt's and dpkg's locks
+  local deadline=$((SECONDS + 600)) log
+  log=$(mktemp)
+  # DPkg::Lock::Timeout waits for dpkg's lock; apt's own (lists, archives) fail at once: retried.
+  until DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@" 2>"$log"; do
+    if ! grep -q "Could not get lock\|Unable to lock\|Unable to acquire" "$log" \
+      || [ "$SECONDS" -ge "$deadline" ]; then
+      cat "$log" >&2
+      rm -f "$log"
+      return 1
+    fi
+    echo "   (apt is locked by another process; waiting)" >&2
+    sleep 10
+  done
+  rm -f "$log"
+}
+apt_updated=false
+apt_install() {
+  if ! $apt_updated; then
+    apt_get update -qq || return 1
+    apt_updated=true
+  fi
+  apt_get install -y -qq "$@" >/dev/null
+}
+openmpi_usable() {  # mpirun, and a program compiled and linked against Open MPI
+  command -v mpirun.openmpi >/dev/null 2>&1 && command -v mpicxx.openmpi >/dev/null 2>&1 \
+    || return 1
+  local d rc=0
+  d=$(mktemp -d)
+  printf '#include <mpi.h>\nint main(int c, char** v) { MPI_Init(&c, &v); return MPI_Finalize(); }\n' \
+    >"$d/probe.cpp"
+  mpicxx.openmpi "$d/probe.cpp" -o "$d/probe" >"$d/log" 2>&1 || rc=1
+  [ "$rc" = 0 ] || tail -n 3 "$d/log" | sed 's/^/   /' >&2
+  rm -rf "$d"
+  return "$rc"
+}
+lammps_usable() {
+  command -v lmp >/dev/null 2>&1 && [ -f /usr/share/lammps/examples/melt/in.melt ]
+}
+can_apt=false
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then can_apt=true; fi
+missing=()
+if ! openmpi_usable; then
+  if $can_apt; then
+    echo "== installing Debian's Open MPI for the Open MPI tests"
+    apt_install openmpi-bin libopenmpi-dev || true
+  fi
+  openmpi_usable || missing+=("Open MPI (apt-get install openmpi-bin libopenmpi-dev)")
 fi
-# Programs collkit did not write, for the interposition library's tests (tests/mpi/test_pmpi.py):
-# LAMMPS from Debian (built against Open MPI) and mpi4py built against the pip MPICH (about
-# 3 CPU-minutes). Best effort: without them those tests are skipped with a reason.
-if ! command -v lmp >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "== installing Debian's LAMMPS for the interposition tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lammps lammps-examples >/dev/null) \
-    || echo "   (could not install LAMMPS: its test will be skipped)"
+if ! lammps_usable; then
+  if $can_apt; then
+    echo "== installing Debian's LAMMPS for the interposition tests"
+    apt_install lammps lammps-examples || true
+  fi
+  lammps_usable || missing+=("LAMMPS (apt-get install lammps lammps-examples)")
 fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  $can_apt || echo "!! (installing packages needs root and apt-get)" >&2
+  for m in "${missing[@]}"; do
+    echo "!! $m is missing or unusable: its tests will be SKIPPED" >&2
+  done
+  if [ "${CI:-}" = true ]; then
+    echo "!! CI=true: failing the run instead of skipping those tests" >&2
+    exit 1
+  fi
+fi
+# <<< system packages
+# mpi4py built against the pip MPICH (about 3 CPU-minutes), for the interposition tests. Best
+# effort: without it those tests are skipped with a reason.
 if ! .venv/bin/python -c "import mpi4py" 2>/dev/null; then
   echo "== building mpi4py against the pip MPICH for the interposition tests"
   MPICC="$PWD/.venv/bin/mpicc" .venv/bin/python -m pip install -q --no-binary mpi4py mpi4py \
@@ -38,12 +100,13 @@ if command -v mpicxx.openmpi >/dev/null 2>&1 && [ ! -f .venv/mpi4py-openmpi/mpi4
     "mpi4py>=4.1" || echo "   (could not install it: the Open MPI mpi4py tests will be skipped)"
 fi
 # Intel MPI from PyPI, for its tests (tests/mpi/test_mpi_intel.py), in an environment of its own (its
-# mpiexec must not shadow the wheel's). 2021.14: the newest, 2021.19, requires libfabric>=2.6,
-# which pip finds no distribution of. Best effort: else its tests are skipped with a reason.
+# mpiexec must not shadow the wheel's). <2021.19: 2021.18.1, the newest that PyPI alone installs
+# (2021.19 requires libfabric>=2.6, which is not on PyPI). Best effort: else its tests are skipped
+# with a reason.
 if [ ! -x .venv/impi/bin/mpiexec ]; then
   echo "== installing Intel MPI (impi-rt, impi-devel) for its tests"
-  (python3 -m venv .venv/impi && .venv/impi/bin/python -m pip install -q "impi-rt<2021.15" \
-    "impi-devel<2021.15") || echo "   (could not install Intel MPI: its tests will be skipped)"
+  (python3 -m venv .venv/impi && .venv/impi/bin/python -m pip install -q "impi-rt<2021.19" \
+    "impi-devel<2021.19") || echo "   (could not install Intel MPI: its tests will be skipped)"
 fi
 
 echo "== C++ core under ASan + UBSan"
