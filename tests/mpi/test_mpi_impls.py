@@ -25,6 +25,11 @@ IMPI_VERSION = (
     "Intel(R) MPI Library for Linux* OS, Version 2021.14 Build 20250213 (id: 0d7f579)\n"
     "Copyright 2003-2025, Intel Corporation.\n"
 )
+# What the PyPI impi-rt 2021.18.1 that scripts/test.sh installs prints.
+IMPI_2021_18 = (
+    "Intel(R) MPI Library for Linux* OS, Version 2021.18.1 Build 20260626 (id: b44796a)\n"
+    "Copyright 2003-2026, Intel Corporation.\n"
+)
 
 
 def test_detection_and_versions() -> None:
@@ -35,6 +40,8 @@ def test_detection_and_versions() -> None:
     assert Mpich.version_of(MPICH_VERSION) == "MPICH 4.3.0"
     assert OpenMpi.version_of(OMPI_VERSION) == "Open MPI 4.1.4"
     assert IntelMpi.version_of(IMPI_VERSION) == "Intel MPI 2021.14"
+    assert implementation(IMPI_2021_18) is IntelMpi
+    assert IntelMpi.version_of(IMPI_2021_18) == "Intel MPI 2021.18.1"
 
 
 def _mpi(cls: type[MPI]) -> MPI:

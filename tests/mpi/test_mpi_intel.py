@@ -1,7 +1,7 @@
 """Intel MPI as the third MPI (python/collkit/mpi/intel.py): detection, rows with its own
 algorithms forced by I_MPI_ADJUST_<COLL>, collkit's executor against its collectives, and the
 tuning file it reads. Needs Intel MPI from PyPI in .venv/impi (scripts/test.sh installs
-impi-rt / impi-devel 2021.14 there: the newest, 2021.19, requires a libfabric pip cannot find);
+impi-rt / impi-devel <2021.19 there, 2021.18.1: 2021.19 requires a libfabric that is not on PyPI);
 skipped with the reason otherwise."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ IMPI = Path(sys.prefix) / "impi"
 @pytest.fixture(scope="module")
 def impi() -> MPI:
     # scripts/test.sh installs it: python -m venv .venv/impi &&
-    # .venv/impi/bin/pip install 'impi-rt<2021.15' 'impi-devel<2021.15'
+    # .venv/impi/bin/pip install 'impi-rt<2021.19' 'impi-devel<2021.19'
     mpi = intel_or_skip()
     assert isinstance(mpi, IntelMpi), mpi
     return mpi

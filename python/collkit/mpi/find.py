@@ -177,7 +177,7 @@ def find_mpi_of_kind(kind: str) -> MPI:
         if exe is None:
             raise UnsupportedError(
                 f"no Intel MPI beside this Python ({sys.prefix}/impi or {sys.prefix}): "
-                "pip install 'impi-rt<2021.15' 'impi-devel<2021.15'"
+                "pip install 'impi-rt<2021.19' 'impi-devel<2021.19'"
             )
         found = find_mpi(str(exe))
         found.reason = f"Intel MPI asked for: {exe}"
