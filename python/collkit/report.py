@@ -3,11 +3,16 @@ rather look than read.
 
 What the page holds, from what collkit writes into a folder (bench, tune, validate, calibrate,
 the tour): every row file (*.jsonl in the one row schema) as a table with a summary line (rows,
-collectives, MPIs, machines, load) and the picture collkit draws for it (the .png written beside
-it, or bench's latency plot drawn anew); tuning tables (collkit-tuning.json) as their rules;
+collectives, MPIs, machines, load), each row's speedup over the native row it was measured with,
+and the picture collkit draws for it (the .png written beside it, or bench's latency plot drawn
+anew; drawn anew without them where rows are suspect, which are marked in the table with the
+native rows they were compared with); tuning tables (collkit-tuning.json) as their rules;
 calibrated profiles as their summary; Markdown reports (validate's) as text; every other picture;
 and the list of the remaining files. Pictures are embedded (data: URIs) and the style is inline,
 so the page is one file that can be mailed or attached to a ticket.
+
+The page is written only to a new file or over a page collkit wrote (check_output): never over one
+of the folder's files or any other file.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from pathlib import Path
 from collkit.errors import InvalidArgumentError
 from collkit.results import Rejected, Row, read_jsonl
 
+# In every page's head: what tells a page collkit wrote (and may write over) from other files.
+GENERATOR = '<meta name="generator" content="collkit report">'
 MAX_TABLE_ROWS = 2000  # per row file: a longer table is cut, and says so
 
 _STYLE = """
@@ -73,6 +80,7 @@ _ROW_COLUMNS = (
     ("min (µs)", ""),
     ("median (µs)", ""),
     ("q3 (µs)", ""),
+    ("speedup", ""),
     ("iterations", ""),
     ("valid", "l"),
     ("load", ""),
@@ -80,9 +88,40 @@ _ROW_COLUMNS = (
 )
 
 
-def _row_cells(r: Row) -> list[str]:
+def _group(r: Row) -> tuple[object, ...]:
+    """What a row and the native row it is compared with share."""
+    return (r.source, r.collective, r.P, r.bytes, r.datatype, r.mpi, r.machine, r.allocation,
+            r.block, r.sync)  # fmt: skip
+
+
+def natives(rows: Sequence[Row]) -> dict[int, Row]:
+    """Each row's native row (by id of the row): the one of its own job and attempt where there
+    is one (interleaved rounds), else the latest of its group; natives have none."""
+    exact: dict[tuple[object, ...], Row] = {}
+    anyof: dict[tuple[object, ...], Row] = {}
+    for r in sorted((r for r in rows if r.algorithm == "native"), key=lambda r: r.date):
+        exact[(*_group(r), r.interleaved, r.attempt)] = r
+        anyof[_group(r)] = r
+    out: dict[int, Row] = {}
+    for r in rows:
+        if r.algorithm == "native":
+            continue
+        n = exact.get((*_group(r), r.interleaved, r.attempt)) or anyof.get(_group(r))
+        if n is not None:
+            out[id(r)] = n
+    return out
+
+
+def speedup(r: Row, native: Row | None) -> float:
+    """native median / this row's median (NaN without a native row or a median)."""
+    if native is None or r.error or native.error or not r.median_us > 0:
+        return math.nan
+    return native.median_us / r.median_us
+
+
+def _row_cells(r: Row, native: Row | None, beside: str) -> list[str]:
     valid = "" if r.valid is None else ("yes" if r.valid else "NO")
-    note = r.error or r.suspect
+    note = r.error or r.suspect or beside
     return [
         r.collective,
         r.algorithm,
@@ -92,6 +131,7 @@ def _row_cells(r: Row) -> list[str]:
         _num(r.min_us),
         _num(r.median_us),
         _num(r.q3_us),
+        _num(speedup(r, native)),
         str(r.iterations),
         valid,
         _num(r.load_avg_1m),
@@ -99,7 +139,11 @@ def _row_cells(r: Row) -> list[str]:
     ]
 
 
-def _rows_section(path: Path, rows: list[Row], rejected: list[Rejected], root: Path) -> str:
+def _rows_section(
+    path: Path, rows: list[Row], rejected: list[Rejected], root: Path
+) -> tuple[str, bool]:
+    """The section of a row file, and whether it shows the picture beside it (else that
+    picture, drawn with suspect rows, is shown with the folder's other pictures)."""
     rel = path.relative_to(root)
     parts = [f"<h2>{_e(rel)}</h2>"]
     loads = [r.load_avg_1m for r in rows if not math.isnan(r.load_avg_1m)]
@@ -121,22 +165,49 @@ def _rows_section(path: Path, rows: list[Row], rejected: list[Rejected], root: P
         facts.append(f"{errors} rows with an error, {invalid} invalid")
     if rejected:
         facts.append(f"{len(rejected)} lines that are not rows (left out)")
+    native_of = natives(rows)
+    # A suspect row's comparison is not trusted, and neither is the native row it was compared
+    # with: both are marked, and the plot leaves suspect rows out (one 24 ms outlier stretched
+    # the axis over every trusted row).
+    beside: dict[int, str] = {}
+    for r in rows:
+        n = native_of.get(id(r))
+        if r.suspect and n is not None and id(n) not in beside:
+            beside[id(n)] = f"compared with a suspect row ({r.algorithm}: {r.suspect})"
+    suspect = [r for r in rows if r.suspect]
+    if suspect:
+        facts.append(
+            f"{len(suspect)} suspect rows (marked, with the native rows they were compared "
+            "with; not plotted)"
+        )
+    if native_of:
+        facts.append("speedup = the native row's median / the row's median")
     parts.append(f'<p class="meta">{_e("; ".join(f for f in facts if f))}</p>')
     png = path.with_suffix(".png")
-    if png.is_file():
+    if png.is_file() and not suspect:
         parts.append(_img(png.read_bytes(), str(png.name)))
+        shows_png = True
     else:
-        data = _figure_png(rows, str(rel))
+        data = _figure_png([r for r in rows if not r.suspect], str(rel))
         if data is not None:
             parts.append(_img(data, f"latency of {rel}"))
+        shows_png = False
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in _ROW_COLUMNS)
     body = []
     shown = sorted(rows, key=lambda r: (r.collective, r.P, r.bytes, r.algorithm, r.source))
     for r in shown[:MAX_TABLE_ROWS]:
-        cls = "bad" if r.error or r.valid is False else ("sus" if r.suspect else "")
+        cls = (
+            "bad"
+            if r.error or r.valid is False
+            else ("sus" if r.suspect or id(r) in beside else "")
+        )
         cells = "".join(
             f'<td class="{c}">{_e(v)}</td>'
-            for v, (_, c) in zip(_row_cells(r), _ROW_COLUMNS, strict=True)
+            for v, (_, c) in zip(
+                _row_cells(r, native_of.get(id(r)), beside.get(id(r), "")),
+                _ROW_COLUMNS,
+                strict=True,
+            )
         )
         body.append(f'<tr class="{cls}">{cells}</tr>')
     parts.append(f"<table><tr>{head}</tr>{''.join(body)}</table>")
@@ -144,7 +215,7 @@ def _rows_section(path: Path, rows: list[Row], rejected: list[Rejected], root: P
         parts.append(
             f"<p>(the first {MAX_TABLE_ROWS} of {len(rows)} rows; all are in the file)</p>"
         )
-    return "\n".join(parts)
+    return "\n".join(parts), shows_png
 
 
 def _tuning_section(path: Path, root: Path) -> str | None:
@@ -195,6 +266,13 @@ def _json_format(path: Path) -> str:
     return str(d.get("format", "")) if isinstance(d, dict) else ""
 
 
+def _inputs(root: Path) -> list[Path]:
+    """The files the page of `root` reads or lists: every readable file but the pages."""
+    return sorted(
+        p for p in root.rglob("*") if p.is_file() and p.suffix != ".html" and os.access(p, os.R_OK)
+    )
+
+
 def build(folder: str | os.PathLike[str]) -> str:
     """The HTML page of `folder` (see the module's docstring)."""
     from collkit import __version__
@@ -202,9 +280,7 @@ def build(folder: str | os.PathLike[str]) -> str:
     root = Path(folder)
     if not root.is_dir():
         raise InvalidArgumentError(f"{folder}: not a folder")
-    files = sorted(
-        p for p in root.rglob("*") if p.is_file() and p.suffix != ".html" and os.access(p, os.R_OK)
-    )
+    files = _inputs(root)
     sections: list[str] = []
     used: set[Path] = set()
     for p in files:
@@ -217,10 +293,12 @@ def build(folder: str | os.PathLike[str]) -> str:
             continue
         if not rows:
             continue  # not a row file (multicast records, a trace): listed below
-        sections.append(_rows_section(p, rows, rejected, root))
+        section, shows_png = _rows_section(p, rows, rejected, root)
+        sections.append(section)
         used.add(p)
         used.add(p.with_suffix(".csv"))
-        used.add(p.with_suffix(".png"))
+        if shows_png:
+            used.add(p.with_suffix(".png"))
     for p in files:
         if p.suffix != ".json" or p in used:
             continue
@@ -256,7 +334,8 @@ def build(folder: str | os.PathLike[str]) -> str:
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     title = f"collkit results: {root.resolve().name}"
     return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">{GENERATOR}'
+        f"<title>{_e(title)}</title>"
         f"<style>{_STYLE}</style></head><body>\n<h1>{_e(title)}</h1>\n"
         f'<p class="meta">{_e(root.resolve())}; made {now} by collkit {_e(__version__)}</p>\n'
         + "\n".join(sections)
@@ -264,12 +343,64 @@ def build(folder: str | os.PathLike[str]) -> str:
     )
 
 
+def is_page(path: Path) -> bool:
+    """Whether `path` is a page this module wrote (its generator tag, or for pages written
+    without one, its doctype and title), judged by its first bytes."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return GENERATOR.encode() in head or (
+        head.startswith(b"<!DOCTYPE html>") and b"<title>collkit results: " in head
+    )
+
+
+def check_output(folder: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
+    """The page's path, or an error that says why it may not be written there: a name that is
+    no page (.html), a folder, device or file the report reads, any file that is not a page
+    collkit wrote (it would be lost), or a folder that does not exist."""
+    text = os.fspath(out)
+    what = f"-o {text}" if text else "-o ''"
+    if not text.strip():
+        raise InvalidArgumentError(f"{what}: give the page to write (a name ending in .html)")
+    path = Path(text)
+    if path.is_dir():
+        raise InvalidArgumentError(f"{what} is a folder: give the page to write (NAME.html)")
+    if path.exists():
+        if not path.is_file():
+            raise InvalidArgumentError(f"{what} is not a regular file: give another path")
+        root = Path(folder)
+        for p in _inputs(root) if root.is_dir() else []:
+            if os.path.samefile(p, path):
+                which = "" if os.path.abspath(p) == os.path.abspath(path) else f"{p}, "
+                raise InvalidArgumentError(
+                    f"{what} is {which}a file the report reads: writing it would destroy the "
+                    "input; give another path"
+                )
+        if not is_page(path):
+            raise InvalidArgumentError(
+                f"{what} exists and is not a page collkit report wrote: writing it would lose "
+                "it; move it away, or give another path"
+            )
+    if path.suffix != ".html":
+        # a page in the folder is named .html, so that the next report leaves it out
+        raise InvalidArgumentError(f"{what}: the page is HTML: give a name ending in .html")
+    if not path.resolve().parent.is_dir():
+        raise InvalidArgumentError(f"{what}: folder {path.parent} does not exist")
+    return path
+
+
 def write(folder: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
-    """Writes the page of `folder` to `out` (default FOLDER/report.html); returns its path."""
+    """Writes the page of `folder` to `out` (default FOLDER/report.html); returns its path.
+    The path is checked first (check_output): only a new file or a page collkit wrote is
+    written."""
+    if not Path(folder).is_dir():
+        raise InvalidArgumentError(f"{folder}: not a folder")
+    path = check_output(folder, out if out is not None else Path(folder) / "report.html")
     page = build(folder)
-    path = Path(out) if out is not None else Path(folder) / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
 
 
-__all__ = ["build", "write"]
+__all__ = ["build", "check_output", "is_page", "write"]

@@ -19,7 +19,14 @@ HELP = "one self-contained HTML page of a results folder (tables and plots)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("folder", metavar="DIR", help="a results folder (bench, tune, validate, tour)")
-    p.add_argument("-o", "--out", default=None, help="the page to write (default DIR/report.html)")
+    p.add_argument(
+        "-o",
+        "--out",
+        default=None,
+        metavar="FILE.html",
+        help="the page to write (default DIR/report.html): a new file, or a page collkit "
+        "report wrote (never one of DIR's files or any other file)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,8 +40,6 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
         raise InvalidArgumentError(f"{args.folder}: not a folder")
-    if args.out is not None and not Path(args.out).resolve().parent.is_dir():
-        raise InvalidArgumentError(f"-o {args.out}: folder {Path(args.out).parent} does not exist")
     path = write(folder, args.out)
     print(f"wrote {path}", file=sys.stderr)
     return 0
