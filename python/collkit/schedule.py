@@ -42,7 +42,8 @@ BUFFERS: tuple[str, ...] = ("in", "out")
 Arrays = dict[str, NDArray[Any]]
 
 # The dtype of each column (Schedule.arrays() holds them so); from_arrays takes any integer
-# dtype whose values fit, and refuses floats, bools and values that would wrap.
+# dtype at least as wide whose values fit, and refuses floats, bools, values that would wrap and
+# narrower dtypes (an int8 peer column has wrapped its ranks before from_arrays sees it).
 ARRAY_DTYPES: dict[str, type[np.integer[Any]]] = {
     "rank": np.int64,
     "kind": np.uint8,
@@ -86,8 +87,9 @@ def printable(text: str) -> str:
 
 
 def integer_column(value: object, name: str, dtype: type[np.integer[Any]]) -> NDArray[Any]:
-    """`value` as a one-dimensional array of `dtype`: integers only (a float, bool or object
-    array is refused, not truncated), each value in the dtype's range (none wraps)."""
+    """`value` as a one-dimensional array of `dtype`: integers of a dtype at least as wide (a
+    float, bool or object array is refused, not truncated; a narrower one may have wrapped),
+    each value in the dtype's range (none wraps)."""
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError, OverflowError):
@@ -100,6 +102,11 @@ def integer_column(value: object, name: str, dtype: type[np.integer[Any]]) -> ND
         raise ScheduleFormatError(
             f"{name} must hold integers, not {arr.dtype.name} (a float or bool array is "
             "refused rather than truncated)"
+        )
+    if arr.dtype.itemsize < np.dtype(dtype).itemsize:
+        raise ScheduleFormatError(
+            f"{name} is {arr.dtype.name}, narrower than its {np.dtype(dtype).name}: values may "
+            f"have wrapped before they got here (give it as {np.dtype(dtype).name})"
         )
     info = np.iinfo(dtype)
     lo, hi = int(arr.min()), int(arr.max())
@@ -129,6 +136,49 @@ def _utf8_str(value: object, name: str) -> str:
     except UnicodeEncodeError:
         raise ScheduleFormatError(f"{name} {value[:40]!r} is not valid Unicode text") from None
     return value
+
+
+def _check_regions(core: _core.Schedule, a: dict[str, NDArray[Any]]) -> None:
+    """Every data op's regions inside their buffers (the verifier's bad_op check, up front).
+    `a` holds the columns the core was built from; check_fields has vouched for their buffers,
+    ranks and lengths (a compute op's unused buffer fields are not looked at)."""
+    kind, rank, length = a["kind"], a["rank"], a["len"]
+    P, count, root, coll = int(core.P), int(core.count), int(core.root), str(core.collective)
+    # in / out sizes depend only on whether the rank is the root
+    own = [_core.buffer_elems(coll, b, P, count, root, root) for b in BUFFERS]
+    other = [_core.buffer_elems(coll, b, P, count, root, (root + 1) % P) for b in BUFFERS]
+    reads_src = (kind == OP_KINDS.index("reduce")) | (kind == OP_KINDS.index("copy"))
+    regions = [
+        ("buf", "off", np.flatnonzero(kind < OP_KINDS.index("compute"))),
+        ("src", "src_off", np.flatnonzero(reads_src)),
+    ]
+    for bcol, ocol, idx in regions:
+        if idx.size == 0:
+            continue
+        r, buf, off, n = rank[idx], a[bcol][idx].astype(np.int64), a[ocol][idx], length[idx]
+        at_root = r == root
+        size = np.where(
+            buf == 0,
+            np.where(at_root, own[0], other[0]),
+            np.where(at_root, own[1], other[1]),
+        ).astype(np.int64)
+        k = buf - len(BUFFERS)
+        sc = k >= 0
+        size[sc] = a["scratch"][a["scratch_begin"][r[sc]] + k[sc]]
+        bad = (off < 0) | (off > size) | (n > size - off)
+        if not bad.any():
+            continue
+        j = int(np.flatnonzero(bad)[0])
+        i, b = int(idx[j]), int(buf[j])
+        first = int(np.searchsorted(rank, rank[i]))  # the op's index within its rank
+        name = BUFFERS[b] if b < len(BUFFERS) else f"s{b - len(BUFFERS)}"
+        op = OP_KINDS[int(kind[i])]
+        what = "source" if bcol == "src" or op == "send" else "destination"
+        start, stop = int(off[j]), int(off[j]) + int(n[j])
+        raise ScheduleFormatError(
+            f"rank {int(rank[i])}, op {i - first} ({op}): {what} region {name}[{start}:{stop}] "
+            f"is outside {name}, which has {int(size[j])} elements"
+        )
 
 
 class RankProgram:
@@ -201,11 +251,16 @@ class Schedule:
         algorithm: str = "",
         rpn: int = 0,
         order: str = "contiguous",
+        check_ops: bool = True,
     ) -> Schedule:
         """A schedule from columns as arrays() returns them; every field is checked (a bad one
         raises ScheduleFormatError / InvalidArgumentError naming it). `rpn` / `order`: the
-        placement of ranks on nodes (rpn 0: none). Columns must be integer arrays (a float,
-        NaN or bool array is refused, never truncated); root must be a rank of P."""
+        placement of ranks on nodes (rpn 0: none). Columns must be the ones arrays() returns
+        (`cpu` and `nic` optional), integer arrays of their dtype or a wider one (a float, NaN,
+        bool or narrower array is refused, never truncated); root must be a rank of P. Each op
+        is checked as the text reader checks it (peers in [0, P), lengths >= 0, buffers the
+        rank has, dependencies on its own ops) and its regions must lie inside their buffers.
+        `check_ops=False` leaves the ops to the verifier (to build a schedule it must refuse)."""
         if not isinstance(arrays, dict):
             raise InvalidArgumentError(
                 f"arrays must be a dict of columns, not {type(arrays).__name__}"
@@ -218,17 +273,24 @@ class Schedule:
         elem_size = _header_int(elem_size, "elem_size", 1, _MAX_ELEM_SIZE)
         root = _header_int(root, "root", 0, P - 1)
         rpn = _header_int(rpn, "rpn", 0, _MAX_P)
-        columns: dict[str, Any] = {}
+        if not isinstance(check_ops, bool):
+            raise ArgumentTypeError(f"check_ops must be a bool, not {type(check_ops).__name__}")
+        columns: dict[str, NDArray[Any]] = {}
         for key, value in arrays.items():
             if not isinstance(key, str):
                 raise ScheduleFormatError(f"array names are strings, not {key!r}")
             dtype = ARRAY_DTYPES.get(key)
-            columns[key] = (
-                value if dtype is None else integer_column(value, f"array {key!r}", dtype)
-            )
+            if dtype is None:  # a misspelt column would be dropped silently
+                raise ScheduleFormatError(
+                    f"unknown array {printable(key[:40])!r} (the arrays: {', '.join(ARRAY_DTYPES)})"
+                )
+            columns[key] = integer_column(value, f"array {key!r}", dtype)
         core = _core.Schedule.from_arrays(
             collective, P, count, elem_size, root, algorithm, columns, rpn, order
         )
+        if check_ops:
+            _core.check_fields(core)  # the text reader's checks of every op
+            _check_regions(core, columns)
         return cls(core)
 
     @property

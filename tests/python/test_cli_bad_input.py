@@ -566,12 +566,14 @@ def test_from_arrays_applies_the_readers_buffer_limit(
         collkit.Schedule.from_arrays(_rd_arrays(), collective="allreduce", P=4, count=2**48 + 1)
 
 
-def test_from_arrays_takes_a_region_at_the_limit_and_leaves_its_bounds_to_the_verifier() -> None:
+def test_from_arrays_refuses_a_region_outside_its_buffer_unless_told_to_leave_it() -> None:
     arrays = {k: np.asarray(v).copy() for k, v in _rd_arrays().items()}
-    arrays["len"][0] = 2**48  # fits a buffer, not this one: the verifier's to report
-    s = collkit.Schedule.from_arrays(arrays, collective="allreduce", P=4, count=2)
+    arrays["len"][0] = 2**48  # fits the one buffer limit, not this buffer of 2 elements
+    with pytest.raises(ScheduleFormatError, match=r"rank 0, op 0 \(copy\).*outside out"):
+        collkit.Schedule.from_arrays(arrays, collective="allreduce", P=4, count=2)
+    s = collkit.Schedule.from_arrays(arrays, collective="allreduce", P=4, count=2, check_ops=False)
     assert s.rank(0).arrays()["len"][0] == 2**48
-    assert not collkit.verify(s).ok
+    assert not collkit.verify(s).ok  # the verifier's own check of it
 
 
 @pytest.mark.parametrize(
