@@ -725,11 +725,11 @@ def test_a_campaign_of_another_collective_keeps_the_folders_rules(
     save_table(t, out / "collkit-tuning.json")
     code, err = _tune_main(capsys, "bcast", "-P", "8", "--sizes", "8", *sim)
     assert code == 0, err
-    assert "kept 1 rule" in err
+    assert "alltoall at P = 16" in err  # said among the rules kept
     assert load_table(out / "collkit-tuning.json").lookup("alltoall", 16, 8) == "alltoall:pairwise"
 
 
-def test_a_table_made_another_way_is_never_replaced(
+def test_simulated_rules_join_a_measured_table_and_never_replace_its_rules(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "d"
@@ -744,13 +744,45 @@ def test_a_table_made_another_way_is_never_replaced(
         date="d",
     )
     save_table(measured, out / "collkit-tuning.json")
+    (out / "openmpi-rules.txt").write_text("# the measured campaign's\n")
     before = _files(out)
-    code, err = _tune_main(
-        capsys, "bcast", "-P", "64", "--sizes", "8", "--simulate", "postal", "-o", str(out)
-    )
+    # the same collective and P, simulated: it would replace measured rules
+    sim = ("--sizes", "8", "--simulate", "postal", "-o", str(out))
+    code, err = _tune_main(capsys, "allreduce", "-P", "4", *sim)
     assert code == 2
-    assert "6 rules (allreduce at P = 4) made with MPICH 5.0.2" in err and "another -o" in err
+    assert "6 rules (allreduce at P = 4) measured with MPICH 5.0.2" in err and "another -o" in err
     assert _files(out) == before  # not a byte written, no tune.jsonl begun
+    # another collective (or P), simulated: added beside the measured rules, which stay
+    code, err = _tune_main(capsys, "bcast", "-P", "64", *sim)
+    assert code == 0, err
+    t = load_table(out / "collkit-tuning.json")
+    assert (t.mpi, t.machine) == ("MPICH 5.0.2", "m")
+    mine = [r for r in t.rules if r.collective == "allreduce"]
+    assert [(r.bytes, r.algorithm, r.source, r.median_us) for r in mine] == [
+        (r.bytes, r.algorithm, r.source, r.median_us) for r in measured.rules
+    ]
+    assert any(r.collective == "bcast" and r.source == "simulated" for r in t.rules)
+    assert (out / "openmpi-rules.txt").read_text() == "# the measured campaign's\n"
+
+
+def test_a_measurement_with_another_mpi_never_replaces_measured_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import collkit.cli.tune as cli_tune
+
+    class Other:
+        version = "Open MPI 9.9"
+
+    monkeypatch.setattr(cli_tune, "find_mpi", lambda *_: Other())
+    monkeypatch.setattr(cli_tune, "check_launchable", lambda *_: None)
+    out = tmp_path / "d"
+    out.mkdir()
+    rule = Rule("allreduce", (4, 4), (8, 15), "allreduce:rd", median_us=2.0)
+    save_table(Table(rules=[rule], mpi="MPICH 5.0.2", machine="m"), out / "collkit-tuning.json")
+    before = _files(out)
+    code, err = _tune_main(capsys, "bcast", "-P", "2", "--sizes", "8", "-o", str(out))
+    assert code == 2 and "1 rule (allreduce at P = 4) measured with MPICH 5.0.2" in err
+    assert _files(out) == before
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"format": "collkit-tuning"}', ""])

@@ -394,25 +394,56 @@ def _rule_keys(rules: list[Rule]) -> str:
     return "; ".join(f"{c} at P = {', '.join(map(str, sorted(ps)))}" for c, ps in by.items())
 
 
-def check_same_kind(old: Table | None, out: Path, label: str, block: int, machine: str) -> None:
-    """An error, before any work, when the folder's table holds rules made another way (another
-    MPI, machine or model, or another --block): one table is made one way, and this run's would
-    replace rules that a user measured."""
-    if old is None or not old.rules:
+def _decides(r: Rule, keys: set[tuple[str, int]]) -> bool:
+    return any(c == r.collective and r.P[0] <= P <= r.P[1] for c, P in keys)
+
+
+def check_merge(
+    old: Table | None, out: Path, label: str, block: int, machine: str, keys: set[tuple[str, int]]
+) -> None:
+    """An error, before any work, where this run would lose rules a user measured: measured
+    rules of the folder's table for a (collective, P) it decides while it simulates, or measures
+    with another MPI, machine or --block; or, measuring, any measured rules made another way
+    (one table's measured rules come from one MPI on one machine)."""
+    if old is None:
         return
-    simulated = label.startswith("simulated")
-    why = (
-        f"made with {old.mpi}" if old.mpi != label
-        else f"timed with --block {old.block}" if old.block != block
-        else f"measured on {old.machine}" if not simulated and old.machine != machine
-        else ""
-    )  # fmt: skip
-    if why:
+    measured = [r for r in old.rules if r.source == "measured"]
+    if not measured:
+        return  # simulated rules are made again at will: replaced or kept, never refused
+    if label.startswith("simulated"):
+        hit = [r for r in measured if _decides(r, keys)]
+        why = f"measured with {old.mpi}"
+    else:
+        why = (
+            f"measured with {old.mpi}" if old.mpi != label
+            else f"measured with --block {old.block}" if old.block != block
+            else f"measured on {old.machine}" if old.machine != machine
+            else ""
+        )  # fmt: skip
+        hit = measured if why else []
+    if hit:
         raise InvalidArgumentError(
-            f"-o {out}: its collkit-tuning.json holds {_rules(len(old.rules))} "
-            f"({_rule_keys(old.rules)}) {why}; this run ({label}, --block {block}) would "
-            "replace them: give another -o folder"
+            f"-o {out}: its collkit-tuning.json holds {_rules(len(hit))} "
+            f"({_rule_keys(hit)}) {why}; this run ({label}, --block {block}) would replace "
+            "them: give another -o folder, or leave those collectives and P out"
         )
+
+
+def merged_rules(
+    old: Table | None, choices: list[Choice], keys: set[tuple[str, int]]
+) -> tuple[list[Rule], list[Rule]]:
+    """The table's rules, and those kept from the folder's table: for a (collective, P) this run
+    decides (`keys`), its rules; for another that the folder's table has rules for, those rules
+    (a campaign of bcast keeps allreduce's); for the rest, the rules of the folder's rows."""
+    kept = [r for r in old.rules if not _decides(r, keys)] if old else []
+    fresh = [
+        c
+        for c in choices
+        if (c.collective, c.P) in keys
+        or not any(c.collective == r.collective and r.P[0] <= c.P <= r.P[1] for r in kept)
+    ]
+    out = sorted(rules(fresh) + kept, key=lambda r: (r.collective, r.P, r.bytes))
+    return out, kept
 
 
 def refuse_inputs_among_outputs(args: argparse.Namespace) -> None:
@@ -426,21 +457,6 @@ def refuse_inputs_among_outputs(args: argparse.Namespace) -> None:
                     f"{flag} {path} is {Path(args.out) / name}, which tune writes: writing it "
                     "would destroy the input; give another -o folder"
                 )
-
-
-def kept_rules(old: Table | None, choices: list[Choice]) -> list[Rule]:
-    """The folder table's rules for (collective, P) that `choices` do not decide: kept, so a
-    campaign of one collective or P does not drop the others' rules."""
-    if old is None:
-        return []
-    decided: dict[str, set[int]] = {}
-    for c in choices:
-        decided.setdefault(c.collective, set()).add(c.P)
-    return [
-        r
-        for r in old.rules
-        if not any(r.P[0] <= P <= r.P[1] for P in decided.get(r.collective, ()))
-    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -518,7 +534,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         mpi = find_mpi(args.mpiexec, args.mpi_prefix)
         label = mpi.version
-    check_same_kind(old, out, label, opts.block, machine)
+    keys = {(c, P) for c in opts.collectives for P in opts.P}
+    check_merge(old, out, label, opts.block, machine, keys)
     store = ResultStore(out / "tune.jsonl")
     if mpi is not None:
         print(f"MPI: {mpi.describe()}; rows: {store.jsonl}", file=sys.stderr)
@@ -572,15 +589,23 @@ def run(args: argparse.Namespace) -> int:
         print_json_lines(choice_json(c) for c in shown)
     else:
         _print(shown, label)
-    kept = kept_rules(old, choices)
+    merged, kept = merged_rules(old, choices, keys)
     if kept:
         print(
-            f"kept {_rules(len(kept))} of {out / 'collkit-tuning.json'} that this folder's rows "
-            f"do not decide ({_rule_keys(kept)})",
+            f"kept {_rules(len(kept))} of {out / 'collkit-tuning.json'} for collectives and P "
+            f"this run does not tune ({_rule_keys(kept)})",
             file=sys.stderr,
         )
-    merged = sorted(rules(choices) + kept, key=lambda r: (r.collective, r.P, r.bytes))
-    table = Table(rules=merged, mpi=label, machine=machine, date=date, block=opts.block)
+    # A table with measured rules is described by its measurement (a simulated run adds rules
+    # for other P, each saying it was simulated).
+    keep_label = old is not None and model is not None and any(r.source == "measured" for r in kept)
+    table = Table(
+        rules=merged,
+        mpi=old.mpi if keep_label and old else label,
+        machine=old.machine if keep_label and old else machine,
+        date=date,
+        block=old.block if keep_label and old else opts.block,
+    )
     written = [store.jsonl, store.csv]
     save(table, out / "collkit-tuning.json")
     written.append(out / "collkit-tuning.json")
@@ -588,6 +613,14 @@ def run(args: argparse.Namespace) -> int:
     # Each MPI's own file: for the MPI measured, its forced algorithms that won; for the others,
     # their algorithms of the winners' families (the registry's mpi_equivalents).
     for impl in IMPLEMENTATIONS:
+        if keep_label:
+            if (out / impl.tuning_file_name).exists():
+                print(
+                    f"{impl.tuning_file_name} left as it is: it holds the measured campaign's "
+                    "choices (a simulated run adds only to collkit-tuning.json)",
+                    file=sys.stderr,
+                )
+            continue
         measured = mpi is not None and isinstance(mpi, impl)
         program = build(mpi, ["collkit_bench"]) / "collkit_bench" if measured and mpi else None
         path = impl.write_tuning_file(choices, out, header, program)
