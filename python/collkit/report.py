@@ -94,19 +94,25 @@ def _group(r: Row) -> tuple[object, ...]:
             r.block, r.sync)  # fmt: skip
 
 
+def _job(r: Row) -> tuple[object, ...]:
+    """_group and the job and attempt: interleaved rows are compared with their job's native."""
+    key = (*_group(r), r.interleaved, r.attempt)
+    return key
+
+
 def natives(rows: Sequence[Row]) -> dict[int, Row]:
     """Each row's native row (by id of the row): the one of its own job and attempt where there
     is one (interleaved rounds), else the latest of its group; natives have none."""
     exact: dict[tuple[object, ...], Row] = {}
     anyof: dict[tuple[object, ...], Row] = {}
     for r in sorted((r for r in rows if r.algorithm == "native"), key=lambda r: r.date):
-        exact[(*_group(r), r.interleaved, r.attempt)] = r
+        exact[_job(r)] = r
         anyof[_group(r)] = r
     out: dict[int, Row] = {}
     for r in rows:
         if r.algorithm == "native":
             continue
-        n = exact.get((*_group(r), r.interleaved, r.attempt)) or anyof.get(_group(r))
+        n = exact.get(_job(r)) or anyof.get(_group(r))
         if n is not None:
             out[id(r)] = n
     return out
