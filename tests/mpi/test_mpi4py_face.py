@@ -2,13 +2,16 @@
 MPICH (with the mpi4py scripts/test.sh builds against it) and on Debian's Open MPI (with the
 binary mpi4py that scripts/test.sh installs into .venv/mpi4py-openmpi: mpi4py >= 4.1 wheels
 carry an Open MPI build, chosen with MPI4PY_MPIABI=openmpi). Every collective is checked
-against mpi4py's own call on the same data (tests/programs/mpi4py_face.py), and errors,
-declines and tuned() blocks on their own (tests/programs/mpi4py_tuned.py)."""
+against mpi4py's own call on the same data (tests/programs/mpi4py_face.py), the non-blocking
+forms on random data with their requests completed by mpi4py's Wait / Test / Waitall / Waitany
+(tests/programs/mpi4py_face_nonblocking.py), and errors, declines and tuned() blocks, a
+communicator taken before the block included, on their own (tests/programs/mpi4py_tuned.py)."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +92,19 @@ def test_nine_collectives_match_mpi4py(mpi4py_on: tuple[MPI, dict[str, str]], P:
     r = run(mpi, env, P, str(PROGRAMS / "mpi4py_face.py"), algos)
     assert r.returncode == 0 and f"SUMMARY P={P} " in r.stdout and "failures=0" in r.stdout, (
         r.stdout[-3000:] + r.stderr[-3000:]
+    )
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4])
+def test_nonblocking_collectives_match_mpi4py(
+    mpi4py_on: tuple[MPI, dict[str, str]], P: int
+) -> None:
+    mpi, env = mpi4py_on
+    seed = random.SystemRandom().randrange(1 << 31)  # new data each run; the seed to rerun it
+    algos = json.dumps(_defaults(everything=False))
+    r = run(mpi, env, P, str(PROGRAMS / "mpi4py_face_nonblocking.py"), algos, str(seed))
+    assert r.returncode == 0 and f"SUMMARY P={P} " in r.stdout and "failures=0" in r.stdout, (
+        f"seed {seed}\n" + r.stdout[-3000:] + r.stderr[-3000:]
     )
 
 

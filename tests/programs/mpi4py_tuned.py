@@ -72,16 +72,31 @@ def app(world: MPI.Intracomm) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 plain = app(MPI.COMM_WORLD)
+routed_allreduce = type(comm).Allreduce
 with ckm.tuned(sys.argv[1]) as routed:
-    assert MPI.COMM_WORLD is routed and isinstance(routed, MPI.Intracomm)
+    assert MPI.COMM_WORLD is routed and routed is comm and isinstance(routed, MPI.Intracomm)
     under = app(MPI.COMM_WORLD)
+    # The communicator taken before the block (this module's `comm`) is routed as well, and so
+    # are the non-blocking forms, whose requests mpi4py's own Wait / Waitall complete.
+    taken_before = app(comm)
+    a = np.arange(6, dtype="d") + rank
+    s, ref = np.empty_like(a), np.empty_like(a)
+    req = comm.Iallreduce(a, s, MPI.SUM)
+    MPI.Request.Waitall([req, comm.Ibarrier()])
+calls_in_block = ckm.routed_calls()
+comm.Allreduce(a, ref, MPI.SUM)
+assert np.array_equal(s, ref), (s, ref)
 assert type(MPI.COMM_WORLD) is MPI.Intracomm  # restored
-for u, p in zip(under, plain, strict=True):
-    assert np.array_equal(u, p), (u, p)
+assert type(comm).Allreduce is routed_allreduce  # mpi4py's own method again
+for u, t, p in zip(under, taken_before, plain, strict=True):
+    assert np.array_equal(u, p) and np.array_equal(t, p), (u, t, p)
 calls = ckm.routed_calls()
+assert calls == calls_in_block, (calls, calls_in_block)  # nothing routed after the block
 # The table sends allreduce to allreduce:rd and leaves bcast and barrier native: the world's and
-# the split communicator's allreduce both went through collkit.
-assert calls.get(("allreduce", "allreduce:rd"), 0) == 2, calls
-assert calls.get(("bcast", "native"), 0) == 1 and calls.get(("barrier", "native"), 0) == 1, calls
+# the split communicators' allreduce (twice: looked up in the block, and taken before it) and
+# the Iallreduce went through collkit.
+assert calls.get(("allreduce", "allreduce:rd"), 0) == 5, calls
+assert calls.get(("bcast", "native"), 0) == 2, calls
+assert calls.get(("barrier", "native"), 0) == 3, calls  # two Barrier, one Ibarrier
 if rank == 0:
     print(f"OK P={P} routed={sorted(calls.items())}", flush=True)

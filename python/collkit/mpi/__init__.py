@@ -6,7 +6,8 @@ Two faces:
   (launch.py). Every command that runs MPI goes through these.
 - **collkit's algorithms on mpi4py communicators** (face.py): ``collkit.mpi.Allreduce(comm,
   sendbuf, recvbuf, op=MPI.SUM, algorithm="allreduce:rm(a4)")`` and the other eight
-  collectives, and ``collkit.mpi.tuned(table)``, which routes a block of unmodified mpi4py code
+  collectives, their non-blocking forms (``collkit.mpi.Iallreduce(...)`` ... return a request
+  to wait on), and ``collkit.mpi.tuned(table)``, which routes a block of unmodified mpi4py code
   by a tuning table. mpi4py is imported only when one of these is called.
 """
 
@@ -21,6 +22,15 @@ from collkit.mpi.face import (
     Bcast,
     CollkitMPIError,
     Gather,
+    Iallgather,
+    Iallreduce,
+    Ialltoall,
+    Ibarrier,
+    Ibcast,
+    Igather,
+    Ireduce,
+    Ireduce_scatter_block,
+    Iscatter,
     Reduce,
     Reduce_scatter_block,
     Scatter,
@@ -47,7 +57,16 @@ __all__ = [
     "Bcast",
     "CollkitMPIError",
     "Gather",
+    "Iallgather",
+    "Iallreduce",
+    "Ialltoall",
+    "Ibarrier",
+    "Ibcast",
+    "Igather",
     "IntelMpi",
+    "Ireduce",
+    "Ireduce_scatter_block",
+    "Iscatter",
     "MissingToolError",
     "Mpich",
     "OpenMpi",

@@ -19,9 +19,14 @@ A collkit error (a bad name, the wrong collective, a P the algorithm refuses) ra
 CollkitMPIError with collkit's message; a call that collkit declines before communicating (the
 decision is the same on every rank: collkit.h's ck_declined) goes to mpi4py's call instead.
 
+The non-blocking forms (Iallreduce ... Iscatter) take the same arguments and return an mpi4py
+Request (a subclass whose Wait / Test / Get_status / Free are libcollkit_mpi's, the calls that
+move collkit's runs); mpi4py's Request.Waitall / Waitany / Testall / ... complete it too.
+
 `tuned(table)` routes a block of mpi4py code by a tuning table: inside it, the collectives of
-mpi4py's communicators (comm.Allreduce(...), ...) run the algorithm the table picks for the
-call's size and P, as the interposition library does for a C program.
+every mpi4py intra-communicator (comm.Allreduce(...), comm.Iallreduce(...), ...), one taken
+before the block included, run the algorithm the table picks for the call's size and P, as the
+interposition library does for a C program.
 """
 
 from __future__ import annotations
@@ -127,6 +132,25 @@ def library() -> ctypes.CDLL:
             "ck_gather": [p, n, h, p, n, h, i, h, s],
             "ck_scatter": [p, n, h, p, n, h, i, h, s],
         }
+        # The non-blocking forms: the blocking call's arguments, then the MPI_Request*.
+        for name, args in list(sig.items()):
+            sig["ck_i" + name.removeprefix("ck_")] = [*args[:-1], p, s]
+        # The completion calls of the library (over PMPI_): they move collkit's runs, which the
+        # MPI's own (those mpi4py calls) would wait on for ever.
+        sig.update(
+            {
+                "MPI_Wait": [p, p],
+                "MPI_Test": [p, p, p],
+                "MPI_Request_get_status": [h, p, p],
+                "MPI_Request_free": [p],
+                "MPI_Waitall": [i, p, p],
+                "MPI_Testall": [i, p, p, p],
+                "MPI_Waitany": [i, p, p, p],
+                "MPI_Testany": [i, p, p, p, p],
+                "MPI_Waitsome": [i, p, p, p, p],
+                "MPI_Testsome": [i, p, p, p, p],
+            }
+        )
         for name, args in sig.items():
             f = getattr(lib, name)
             f.argtypes, f.restype = args, ctypes.c_int
@@ -217,16 +241,19 @@ def _name(algorithm: str) -> bytes:
     return algorithm.encode()
 
 
-def _call(fn: str, fallback: Callable[[], None], *args: Any) -> None:
+def _call(fn: str, fallback: Callable[[], Any], *args: Any) -> Any:
     lib = library()
     rc = int(getattr(lib, fn)(*args))
     if rc == 0:
-        return
+        return None
     if lib.ck_declined(rc):
-        fallback()
-        return
-    msg = lib.ck_error_message()
-    raise CollkitMPIError((msg or b"").decode(errors="replace") or f"{fn}: MPI error {rc}", rc)
+        return fallback()
+    raise _error(fn, rc)
+
+
+def _error(fn: str, rc: int) -> CollkitMPIError:
+    msg = library().ck_error_message()
+    return CollkitMPIError((msg or b"").decode(errors="replace") or f"{fn}: MPI error {rc}", rc)
 
 
 def _native(algorithm: str | None) -> bool:
@@ -245,16 +272,24 @@ def _native(algorithm: str | None) -> bool:
 
 
 def _route(collective: str, comm: Comm, nbytes: int, algorithm: str | None) -> str | None:
-    """The algorithm to run: the one given, or the tuned block's table's choice."""
+    """The algorithm to run: the one given, or, inside a tuned() block, the table's choice."""
     if algorithm is not None:
         return algorithm
     table = _tuning.table
-    if table is None or not isinstance(comm, _routed_class()):
+    if table is None or not _routable(comm):
         return None
     algo = str(table.lookup(collective, comm.Get_size(), nbytes))
     key = (collective, algo)
-    _routed_calls[key] = _routed_calls.get(key, 0) + 1
+    with _lock:
+        _routed_calls[key] = _routed_calls.get(key, 0) + 1
     return algo
+
+
+def _routable(comm: Comm) -> bool:
+    MPI = _MPI()
+    if _tuning.patched:
+        return isinstance(comm, MPI.Intracomm)
+    return isinstance(comm, _routed_class())
 
 
 def _op(op: Any) -> Any:
@@ -265,7 +300,7 @@ def _nbytes(b: _Buf) -> int:
     return b.count * int(b.datatype.Get_size())
 
 
-# ---- the nine collectives ----------------------------------------------------------------------
+# ---- the nine collectives, blocking and non-blocking ------------------------------------------
 
 
 def _run(
@@ -273,17 +308,32 @@ def _run(
     comm: Comm,
     nbytes: int,
     algorithm: str | None,
-    native: Callable[[], None],
+    native: Callable[[], Any],
     *args: Any,
-) -> None:
+    keep: tuple[Any, ...] | None = None,
+) -> Any:
     """ck_<collective>(*args, comm, algorithm) by collkit's algorithm (the one given, or the tuned
-    block's choice), or `native`, the MPI's own call, where that is native or collkit declines."""
+    block's choice), or `native`, the MPI's own call, where that is native or collkit declines.
+    With `keep` (the buffers, held until the request completes), the non-blocking form
+    ck_i<collective>, returning a Request."""
     algo = _route(collective, comm, nbytes, algorithm)
     if _native(algo):
-        native()
-        return
+        return native()
     assert algo is not None
-    _call(f"ck_{collective}", native, *args, _h(comm), _name(algo))
+    if keep is None:
+        return _call(f"ck_{collective}", native, *args, _h(comm), _name(algo))
+    req = _request_class()()
+    rc = int(
+        getattr(library(), f"ck_i{collective}")(
+            *args, _h(comm), _MPI()._addressof(req), _name(algo)
+        )
+    )
+    if rc != 0:
+        if library().ck_declined(rc):
+            return native()
+        raise _error(f"ck_i{collective}", rc)
+    req._collkit_buffers = keep
+    return req
 
 
 def _reduction(
@@ -294,26 +344,89 @@ def _reduction(
     op: Any,
     in_place_blocks: int,
     algorithm: str | None,
-    native: Callable[[Any], None],
-) -> None:
+    native: str,
+    nonblocking: bool = False,
+) -> Any:
     """The reductions to every rank: recvbuf holds `in_place_blocks` blocks when sendbuf is
     MPI.IN_PLACE; op defaults to SUM."""
     op = _op(op)
     s = _spec(sendbuf)
     r = _spec(recvbuf, in_place_blocks if s.in_place else 1)
     args = (s.address, r.address, r.count, _h(r.datatype), _h(op))
-    _run(collective, comm, _nbytes(r), algorithm, lambda: native(op), *args)
+    call = lambda: _mpi4py(native)(comm, sendbuf, recvbuf, op)  # noqa: E731
+    keep = (sendbuf, recvbuf, op) if nonblocking else None
+    return _run(collective, comm, _nbytes(r), algorithm, call, *args, keep=keep)
+
+
+def _reduce(
+    comm: Comm,
+    sendbuf: BufSpec,
+    recvbuf: BufSpec,
+    op: Any,
+    root: int,
+    algorithm: str | None,
+    nonblocking: bool,
+) -> Any:
+    op = _op(op)
+    s = _spec(sendbuf)
+    r = _spec(recvbuf)
+    data = r if s.in_place else s
+    args = (s.address, r.address, data.count, _h(data.datatype), _h(op), root)
+    name = "Ireduce" if nonblocking else "Reduce"
+    native = lambda: _mpi4py(name)(comm, sendbuf, recvbuf, op, root)  # noqa: E731
+    keep = (sendbuf, recvbuf, op) if nonblocking else None
+    return _run("reduce", comm, _nbytes(data), algorithm, native, *args, keep=keep)
+
+
+def _bcast(comm: Comm, buf: BufSpec, root: int, algorithm: str | None, nonblocking: bool) -> Any:
+    b = _spec(buf)
+    name = "Ibcast" if nonblocking else "Bcast"
+    native = lambda: _mpi4py(name)(comm, buf, root)  # noqa: E731
+    keep = (buf,) if nonblocking else None
+    args = (b.address, b.count, _h(b.datatype), root)
+    return _run("bcast", comm, _nbytes(b), algorithm, native, *args, keep=keep)
+
+
+def _pair(
+    collective: str,
+    comm: Comm,
+    sendbuf: BufSpec,
+    recvbuf: BufSpec,
+    send_blocks: int,
+    recv_blocks: int,
+    root: int | None,
+    algorithm: str | None,
+    native: str,
+    nonblocking: bool = False,
+) -> Any:
+    """The collectives with a send and a receive buffer of their own types. The MPI's own call
+    gets the buffers as the user gave them; collkit reads the root's only where MPI does."""
+    rank = comm.Get_rank()
+    send = None if collective == "scatter" and rank != root else sendbuf
+    recv = None if collective == "gather" and rank != root else recvbuf
+    s = _spec(send, send_blocks)
+    r = _spec(recv, recv_blocks)
+    if s.in_place:  # the block is where recvbuf says
+        s = _Buf(s.address, r.count, r.datatype, in_place=True)
+    elif r.address is None:  # non-root of gather: recvbuf is not read
+        r = _Buf(None, s.count, s.datatype)
+    if r.in_place:  # scatter's root: its block stays in sendbuf
+        r = _Buf(r.address, s.count, s.datatype, in_place=True)
+    elif s.address is None:  # non-root of scatter
+        s = _Buf(None, r.count, r.datatype)
+    args: list[Any] = [s.address, s.count, _h(s.datatype), r.address, r.count, _h(r.datatype)]
+    extra = () if root is None else (root,)
+    args += extra
+    call = lambda: _mpi4py(native)(comm, sendbuf, recvbuf, *extra)  # noqa: E731
+    keep = (sendbuf, recvbuf) if nonblocking else None
+    return _run(collective, comm, _nbytes(r), algorithm, call, *args, keep=keep)
 
 
 def Allreduce(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, op: Any = None, *, algorithm: str | None = None
 ) -> None:
     """MPI_Allreduce by collkit's `algorithm` (e.g. "allreduce:rm(a4)"); op defaults to SUM."""
-    base = _base(comm)
-    _reduction(
-        "allreduce", comm, sendbuf, recvbuf, op, 1, algorithm,
-        lambda op: base.Allreduce(sendbuf, recvbuf, op),
-    )  # fmt: skip
+    _reduction("allreduce", comm, sendbuf, recvbuf, op, 1, algorithm, "Allreduce")
 
 
 def Reduce(
@@ -326,53 +439,17 @@ def Reduce(
     algorithm: str | None = None,
 ) -> None:
     """MPI_Reduce; recvbuf is read at the root only (None elsewhere)."""
-    op = _op(op)
-    s = _spec(sendbuf)
-    r = _spec(recvbuf)
-    data = r if s.in_place else s
-    args = (s.address, r.address, data.count, _h(data.datatype), _h(op), root)
-    native = lambda: _base(comm).Reduce(sendbuf, recvbuf, op, root)  # noqa: E731
-    _run("reduce", comm, _nbytes(data), algorithm, native, *args)
+    _reduce(comm, sendbuf, recvbuf, op, root, algorithm, False)
 
 
 def Bcast(comm: Comm, buf: BufSpec, root: int = 0, *, algorithm: str | None = None) -> None:
     """MPI_Bcast."""
-    b = _spec(buf)
-    native = lambda: _base(comm).Bcast(buf, root)  # noqa: E731
-    _run("bcast", comm, _nbytes(b), algorithm, native, b.address, b.count, _h(b.datatype), root)
+    _bcast(comm, buf, root, algorithm, False)
 
 
 def Barrier(comm: Comm, *, algorithm: str | None = None) -> None:
     """MPI_Barrier."""
-    _run("barrier", comm, 0, algorithm, lambda: _base(comm).Barrier())
-
-
-def _pair(
-    collective: str,
-    comm: Comm,
-    sendbuf: BufSpec,
-    recvbuf: BufSpec,
-    send_blocks: int,
-    recv_blocks: int,
-    root: int | None,
-    algorithm: str | None,
-    fallback: Callable[[], None],
-) -> None:
-    """The collectives with a send and a receive buffer of their own types."""
-    s = _spec(sendbuf, send_blocks)
-    r = _spec(recvbuf, recv_blocks)
-    if s.in_place:  # the block is where recvbuf says
-        s = _Buf(s.address, r.count, r.datatype, in_place=True)
-    elif r.address is None:  # non-root of gather: recvbuf is not read
-        r = _Buf(None, s.count, s.datatype)
-    if r.in_place:  # scatter's root: its block stays in sendbuf
-        r = _Buf(r.address, s.count, s.datatype, in_place=True)
-    elif s.address is None:  # non-root of scatter
-        s = _Buf(None, r.count, r.datatype)
-    args: list[Any] = [s.address, s.count, _h(s.datatype), r.address, r.count, _h(r.datatype)]
-    if root is not None:
-        args.append(root)
-    _run(collective, comm, _nbytes(r), algorithm, fallback, *args)
+    _run("barrier", comm, 0, algorithm, lambda: _mpi4py("Barrier")(comm))
 
 
 def Alltoall(
@@ -380,34 +457,29 @@ def Alltoall(
 ) -> None:
     """MPI_Alltoall: counts per destination / source (the buffers hold P blocks)."""
     P = comm.Get_size()
-    native = lambda: _base(comm).Alltoall(sendbuf, recvbuf)  # noqa: E731
-    _pair("alltoall", comm, sendbuf, recvbuf, P, P, None, algorithm, native)
+    _pair("alltoall", comm, sendbuf, recvbuf, P, P, None, algorithm, "Alltoall")
 
 
 def Allgather(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, *, algorithm: str | None = None
 ) -> None:
     """MPI_Allgather: recvbuf holds P blocks; MPI.IN_PLACE as sendbuf."""
-    native = lambda: _base(comm).Allgather(sendbuf, recvbuf)  # noqa: E731
-    _pair("allgather", comm, sendbuf, recvbuf, 1, comm.Get_size(), None, algorithm, native)
+    P = comm.Get_size()
+    _pair("allgather", comm, sendbuf, recvbuf, 1, P, None, algorithm, "Allgather")
 
 
 def Gather(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
 ) -> None:
     """MPI_Gather: recvbuf (P blocks) at the root only; MPI.IN_PLACE as the root's sendbuf."""
-    recv = recvbuf if comm.Get_rank() == root else None
-    native = lambda: _base(comm).Gather(sendbuf, recvbuf, root)  # noqa: E731
-    _pair("gather", comm, sendbuf, recv, 1, comm.Get_size(), root, algorithm, native)
+    _pair("gather", comm, sendbuf, recvbuf, 1, comm.Get_size(), root, algorithm, "Gather")
 
 
 def Scatter(
     comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
 ) -> None:
     """MPI_Scatter: sendbuf (P blocks) at the root only; MPI.IN_PLACE as the root's recvbuf."""
-    send = sendbuf if comm.Get_rank() == root else None
-    native = lambda: _base(comm).Scatter(sendbuf, recvbuf, root)  # noqa: E731
-    _pair("scatter", comm, send, recvbuf, comm.Get_size(), 1, root, algorithm, native)
+    _pair("scatter", comm, sendbuf, recvbuf, comm.Get_size(), 1, root, algorithm, "Scatter")
 
 
 def Reduce_scatter_block(
@@ -415,11 +487,324 @@ def Reduce_scatter_block(
 ) -> None:
     """MPI_Reduce_scatter_block: each rank gets its block of the reduction of P blocks;
     MPI.IN_PLACE as sendbuf reads the P blocks from recvbuf."""
-    base = _base(comm)
+    P = comm.Get_size()
     _reduction(
-        "reduce_scatter_block", comm, sendbuf, recvbuf, op, comm.Get_size(), algorithm,
-        lambda op: base.Reduce_scatter_block(sendbuf, recvbuf, op),
+        "reduce_scatter_block", comm, sendbuf, recvbuf, op, P, algorithm, "Reduce_scatter_block"
+    )
+
+
+# The non-blocking forms (ck_i<coll>): each returns a Request, a subclass of mpi4py's, to
+# complete with its Wait / Test or mpi4py's Request.Waitall ... (as for mpi4py's own call); the
+# buffers must not be touched until then. A call that collkit declines, or "native", returns
+# mpi4py's own call's request.
+
+
+def Iallreduce(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, op: Any = None, *, algorithm: str | None = None
+) -> Any:
+    """MPI_Iallreduce: Allreduce's arguments; returns the Request."""
+    return _reduction("allreduce", comm, sendbuf, recvbuf, op, 1, algorithm, "Iallreduce", True)
+
+
+def Ireduce(
+    comm: Comm,
+    sendbuf: BufSpec,
+    recvbuf: BufSpec,
+    op: Any = None,
+    root: int = 0,
+    *,
+    algorithm: str | None = None,
+) -> Any:
+    """MPI_Ireduce: Reduce's arguments; returns the Request."""
+    return _reduce(comm, sendbuf, recvbuf, op, root, algorithm, True)
+
+
+def Ibcast(comm: Comm, buf: BufSpec, root: int = 0, *, algorithm: str | None = None) -> Any:
+    """MPI_Ibcast: Bcast's arguments; returns the Request."""
+    return _bcast(comm, buf, root, algorithm, True)
+
+
+def Ibarrier(comm: Comm, *, algorithm: str | None = None) -> Any:
+    """MPI_Ibarrier; returns the Request."""
+    native = lambda: _mpi4py("Ibarrier")(comm)  # noqa: E731
+    return _run("barrier", comm, 0, algorithm, native, keep=())
+
+
+def Ialltoall(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, *, algorithm: str | None = None
+) -> Any:
+    """MPI_Ialltoall: Alltoall's arguments; returns the Request."""
+    P = comm.Get_size()
+    return _pair("alltoall", comm, sendbuf, recvbuf, P, P, None, algorithm, "Ialltoall", True)
+
+
+def Iallgather(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, *, algorithm: str | None = None
+) -> Any:
+    """MPI_Iallgather: Allgather's arguments; returns the Request."""
+    P = comm.Get_size()
+    return _pair("allgather", comm, sendbuf, recvbuf, 1, P, None, algorithm, "Iallgather", True)
+
+
+def Igather(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
+) -> Any:
+    """MPI_Igather: Gather's arguments; returns the Request."""
+    P = comm.Get_size()
+    return _pair("gather", comm, sendbuf, recvbuf, 1, P, root, algorithm, "Igather", True)
+
+
+def Iscatter(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
+) -> Any:
+    """MPI_Iscatter: Scatter's arguments; returns the Request."""
+    P = comm.Get_size()
+    return _pair("scatter", comm, sendbuf, recvbuf, P, 1, root, algorithm, "Iscatter", True)
+
+
+def Ireduce_scatter_block(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, op: Any = None, *, algorithm: str | None = None
+) -> Any:
+    """MPI_Ireduce_scatter_block: Reduce_scatter_block's arguments; returns the Request."""
+    P = comm.Get_size()
+    return _reduction(
+        "reduce_scatter_block", comm, sendbuf, recvbuf, op, P, algorithm,
+        "Ireduce_scatter_block", True,
     )  # fmt: skip
+
+
+# ---- completing collkit's requests ------------------------------------------------------------
+#
+# collkit's runs move only inside the completion calls of libcollkit_mpi (MPI_Wait ... over
+# PMPI_). mpi4py's Request methods call the MPI's own, bound when mpi4py was loaded, which would
+# wait for ever on a collkit request. So collkit's requests are a subclass whose Wait / Test /
+# Get_status / Free are libcollkit_mpi's, and mpi4py's class-level Waitall / Testall / Waitany /
+# Testany / Waitsome / Testsome go through libcollkit_mpi when a collkit request is among them.
+
+
+def _handle_type() -> Any:
+    return ctypes.c_uint if _MPI()._sizeof(_MPI().Request) == 4 else ctypes.c_void_p
+
+
+def _statuses(n: int) -> Any:
+    return (ctypes.c_byte * (max(n, 1) * int(_MPI()._sizeof(_MPI().Status))))()
+
+
+def _copy_status(raw: Any, index: int, status: Any) -> None:
+    if status is not None:
+        size = int(_MPI()._sizeof(_MPI().Status))
+        ctypes.memmove(_MPI()._addressof(status), ctypes.addressof(raw) + index * size, size)
+
+
+def _check(fn: str, rc: int) -> None:
+    if rc != 0:
+        raise _error(fn, rc)
+
+
+class _Requests:
+    """A list of mpi4py requests as an MPI_Request array for libcollkit_mpi, and back."""
+
+    def __init__(self, requests: Any) -> None:
+        self.objs = list(requests) if requests is not None else []
+        h = _handle_type()
+        self.array = (h * max(len(self.objs), 1))()
+        for k, r in enumerate(self.objs):
+            self.array[k] = int(_MPI()._handleof(r)) if r is not None else 0
+        self.n = len(self.objs)
+
+    def back(self) -> None:
+        h = _handle_type()
+        for k, r in enumerate(self.objs):
+            if r is not None:
+                h.from_address(_MPI()._addressof(r)).value = self.array[k] or 0
+
+
+def _completion(requests: Any) -> tuple[_Requests, Any]:
+    reqs = _Requests(requests)
+    return reqs, _statuses(reqs.n)
+
+
+def _fill(raw: Any, statuses: Any, n: int) -> None:
+    if statuses is not None:
+        for k in range(min(n, len(statuses))):
+            _copy_status(raw, k, statuses[k])
+
+
+def _ck_waitall(requests: Any, statuses: Any = None) -> bool:
+    reqs, raw = _completion(requests)
+    rc = int(library().MPI_Waitall(reqs.n, reqs.array, raw))
+    reqs.back()
+    _check("MPI_Waitall", rc)
+    _fill(raw, statuses, reqs.n)
+    return True
+
+
+def _ck_testall(requests: Any, statuses: Any = None) -> bool:
+    reqs, raw = _completion(requests)
+    flag = ctypes.c_int(0)
+    rc = int(library().MPI_Testall(reqs.n, reqs.array, ctypes.byref(flag), raw))
+    reqs.back()
+    _check("MPI_Testall", rc)
+    if flag.value:
+        _fill(raw, statuses, reqs.n)
+    return bool(flag.value)
+
+
+def _ck_waitany(requests: Any, status: Any = None) -> int:
+    reqs, raw = _completion(requests)
+    index = ctypes.c_int(0)
+    rc = int(library().MPI_Waitany(reqs.n, reqs.array, ctypes.byref(index), raw))
+    reqs.back()
+    _check("MPI_Waitany", rc)
+    _copy_status(raw, 0, status)
+    return int(index.value)
+
+
+def _ck_testany(requests: Any, status: Any = None) -> tuple[int, bool]:
+    reqs, raw = _completion(requests)
+    index, flag = ctypes.c_int(0), ctypes.c_int(0)
+    rc = int(
+        library().MPI_Testany(reqs.n, reqs.array, ctypes.byref(index), ctypes.byref(flag), raw)
+    )
+    reqs.back()
+    _check("MPI_Testany", rc)
+    if flag.value:
+        _copy_status(raw, 0, status)
+    return int(index.value), bool(flag.value)
+
+
+def _ck_some(name: str, requests: Any, statuses: Any = None) -> list[int] | None:
+    reqs, raw = _completion(requests)
+    out = ctypes.c_int(0)
+    indices = (ctypes.c_int * max(reqs.n, 1))()
+    rc = int(getattr(library(), name)(reqs.n, reqs.array, ctypes.byref(out), indices, raw))
+    reqs.back()
+    _check(name, rc)
+    if out.value == int(_MPI().UNDEFINED):
+        return None
+    done = [int(indices[k]) for k in range(out.value)]
+    if statuses is not None:
+        for k, i in enumerate(done):
+            if i < len(statuses):
+                _copy_status(raw, k, statuses[i])
+    return done
+
+
+@cache
+def _request_class() -> Any:
+    """mpi4py's Request, completed through libcollkit_mpi (see above)."""
+    MPI = _MPI()
+
+    def Wait(self: Any, status: Any = None) -> bool:
+        raw = _statuses(1)
+        _check("MPI_Wait", int(library().MPI_Wait(MPI._addressof(self), raw)))
+        _copy_status(raw, 0, status)
+        return True
+
+    def Test(self: Any, status: Any = None) -> bool:
+        raw, flag = _statuses(1), ctypes.c_int(0)
+        rc = int(library().MPI_Test(MPI._addressof(self), ctypes.byref(flag), raw))
+        _check("MPI_Test", rc)
+        if flag.value:
+            _copy_status(raw, 0, status)
+        return bool(flag.value)
+
+    def Get_status(self: Any, status: Any = None) -> bool:
+        raw, flag = _statuses(1), ctypes.c_int(0)
+        h = int(MPI._handleof(self))
+        rc = int(library().MPI_Request_get_status(h, ctypes.byref(flag), raw))
+        _check("MPI_Request_get_status", rc)
+        if flag.value:
+            _copy_status(raw, 0, status)
+        return bool(flag.value)
+
+    def Free(self: Any) -> None:
+        _check("MPI_Request_free", int(library().MPI_Request_free(MPI._addressof(self))))
+
+    def wait(self: Any, status: Any = None) -> None:
+        Wait(self, status)
+
+    def test(self: Any, status: Any = None) -> tuple[bool, None]:
+        return Test(self, status), None
+
+    ns: dict[str, Any] = {
+        "__doc__": "An mpi4py Request of a collkit non-blocking collective (collkit.mpi.I...).",
+        "Wait": Wait,
+        "Test": Test,
+        "Get_status": Get_status,
+        "Free": Free,
+        "wait": wait,
+        "test": test,
+    }
+    cls = type("CollkitRequest", (MPI.Request,), ns)
+    _patch_request_class_methods(cls)
+    return cls
+
+
+def _patch_request_class_methods(ours: Any) -> None:
+    """mpi4py's Request.Waitall ...: through libcollkit_mpi when a collkit request is among
+    them (else mpi4py's own, unchanged); raises where the type cannot be changed and says so."""
+    MPI = _MPI()
+    table: dict[str, Callable[..., Any]] = {
+        "Waitall": _ck_waitall,
+        "Testall": _ck_testall,
+        "Waitany": _ck_waitany,
+        "Testany": _ck_testany,
+        "Waitsome": lambda r, s=None: _ck_some("MPI_Waitsome", r, s),
+        "Testsome": lambda r, s=None: _ck_some("MPI_Testsome", r, s),
+    }
+    new: dict[str, Any] = {}
+    for name, ck in table.items():
+        orig = MPI.Request.__dict__.get(name)
+        if orig is None:
+            continue
+        mpi4py_call = getattr(MPI.Request, name)  # bound to the class (a classmethod)
+
+        def call(
+            cls: Any,
+            requests: Any,
+            *args: Any,
+            _ck: Callable[..., Any] = ck,
+            _orig: Any = mpi4py_call,
+        ) -> Any:
+            if requests is not None and any(isinstance(r, ours) for r in requests):
+                return _ck(requests, *args)
+            return _orig(requests, *args)
+
+        call.__name__ = name
+        new[name] = classmethod(call)
+    if not _set_type_attributes(MPI.Request, new):
+        import warnings
+
+        warnings.warn(
+            "collkit.mpi: mpi4py's Request.Waitall / Waitany / ... cannot be extended on this "
+            "Python, and would wait for ever on a collkit request: complete collkit's requests "
+            "with their own Wait() / Test()",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _set_type_attributes(cls: Any, attrs: dict[str, Any]) -> bool:
+    """Sets `attrs` on `cls`, one of mpi4py's classes (immutable extension types: setattr
+    refuses), through the type's own dict, as CPython allows; False where that is impossible
+    (another Python)."""
+    import gc
+    import sys
+
+    if sys.implementation.name != "cpython":
+        return False
+    dicts = [d for d in gc.get_referents(cls.__dict__) if isinstance(d, dict)]
+    if len(dicts) != 1:
+        return False
+    d = dicts[0]
+    for name, value in attrs.items():
+        if value is None:
+            d.pop(name, None)
+        else:
+            d[name] = value
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+    return True
 
 
 # ---- routing a block of mpi4py code by a tuning table --------------------------------------------
@@ -427,6 +812,7 @@ def Reduce_scatter_block(
 
 class _Tuning(threading.local):
     table: Any = None
+    patched: bool = False  # mpi4py's classes route (this thread's table), not only a wrapper
 
 
 _tuning = _Tuning()
@@ -439,14 +825,7 @@ def routed_calls() -> dict[tuple[str, str], int]:
     return dict(_routed_calls)
 
 
-def _base(comm: Comm) -> Any:
-    """The communicator as mpi4py's own class (its methods are mpi4py's, not routed ones)."""
-    if isinstance(comm, _routed_class()):
-        return _MPI().Intracomm(comm)
-    return comm
-
-
-_ROUTED: dict[str, Callable[..., None]] = {
+_ROUTED: dict[str, Callable[..., Any]] = {
     "Allreduce": Allreduce,
     "Reduce": Reduce,
     "Bcast": Bcast,
@@ -456,20 +835,74 @@ _ROUTED: dict[str, Callable[..., None]] = {
     "Gather": Gather,
     "Scatter": Scatter,
     "Reduce_scatter_block": Reduce_scatter_block,
+    "Iallreduce": Iallreduce,
+    "Ireduce": Ireduce,
+    "Ibcast": Ibcast,
+    "Ibarrier": Ibarrier,
+    "Ialltoall": Ialltoall,
+    "Iallgather": Iallgather,
+    "Igather": Igather,
+    "Iscatter": Iscatter,
+    "Ireduce_scatter_block": Ireduce_scatter_block,
 }
 
 
 @cache
+def _originals() -> dict[str, tuple[Any, Any]]:
+    """mpi4py's own collective methods, as found before tuned() changes anything: name ->
+    (the class that defines it, its function)."""
+    MPI = _MPI()
+    out: dict[str, tuple[Any, Any]] = {}
+    for name in _ROUTED:
+        for cls in MPI.Intracomm.__mro__:
+            if name in cls.__dict__:
+                out[name] = (cls, cls.__dict__[name])
+                break
+    return out
+
+
+def _mpi4py(name: str) -> Callable[..., Any]:
+    """mpi4py's own method `name` of the communicators (never a routed one)."""
+    return _originals()[name][1]  # type: ignore[no-any-return]
+
+
+# tuned() blocks active in any thread: mpi4py's classes route while there is one.
+_blocks = 0
+
+
+def _patch(on: bool) -> bool:
+    """Routes (on) or restores (off) mpi4py's communicator classes' collectives; False where
+    the classes cannot be changed."""
+    by_class: dict[Any, dict[str, Any]] = {}
+    for name, (cls, orig) in _originals().items():
+        if on:
+            fn = _ROUTED[name]
+
+            def method(
+                self: Any, *args: Any, _fn: Callable[..., Any] = fn, _o: Any = orig, **kw: Any
+            ) -> Any:
+                if _tuning.table is None or not isinstance(self, _MPI().Intracomm):
+                    return _o(self, *args, **kw)
+                return _fn(self, *args, **kw)
+
+            method.__name__ = name
+            method.__doc__ = getattr(orig, "__doc__", None)
+            by_class.setdefault(cls, {})[name] = method
+        else:
+            by_class.setdefault(cls, {})[name] = orig
+    return all(_set_type_attributes(cls, attrs) for cls, attrs in by_class.items())
+
+
+@cache
 def _routed_class() -> Any:
-    """An MPI.Intracomm whose nine collectives go through collkit (mpi4py's classes cannot
-    be patched: they are immutable extension types), and whose Dup / Split / Split_type /
-    Create stay routed."""
+    """Where mpi4py's classes cannot be changed: an MPI.Intracomm whose collectives go through
+    collkit, and whose Dup / Split / Split_type / Create stay routed."""
     MPI = _MPI()
     ns: dict[str, Any] = {"__doc__": "An mpi4py Intracomm routed by collkit.mpi.tuned()."}
     for name, fn in _ROUTED.items():
 
-        def method(self: Any, *args: Any, _fn: Callable[..., None] = fn, **kw: Any) -> None:
-            _fn(self, *args, **kw)
+        def method(self: Any, *args: Any, _fn: Callable[..., Any] = fn, **kw: Any) -> Any:
+            return _fn(self, *args, **kw)
 
         method.__name__ = name
         ns[name] = method
@@ -489,30 +922,59 @@ def _routed_class() -> Any:
 def tuned(table: Any, comm: Comm = None) -> Iterator[Any]:
     """Route a block of mpi4py code by a collkit tuning table (a path or a loaded Table).
 
-    Inside the block, MPI.COMM_WORLD (or the `comm` given) is the same communicator in a class
-    whose nine collectives (comm.Allreduce(...), ..., as mpi4py spells them) run the algorithm
-    the table picks for the call's P and bytes, and the MPI's own where it picks none;
-    communicators made from it (Dup, Split, ...) are routed too. Yields that communicator:
+    Inside the block, the collectives of every mpi4py intra-communicator (comm.Allreduce(...),
+    comm.Iallreduce(...), ..., as mpi4py spells them), whenever the communicator object was
+    taken (a module's `comm = MPI.COMM_WORLD` before the block included), run the algorithm the
+    table picks for the call's P and bytes, and the MPI's own where it picks none. The block
+    routes the calls of the thread that entered it. Yields the communicator (MPI.COMM_WORLD or
+    the `comm` given):
 
+        comm = MPI.COMM_WORLD
         with collkit.mpi.tuned("tune-results/collkit-tuning.json"):
-            app(MPI.COMM_WORLD)        # unmodified mpi4py code
+            app(comm)        # unmodified mpi4py code
+
+    On a Python where mpi4py's classes cannot be changed (CPython can), only the communicator
+    yielded, MPI.COMM_WORLD inside the block and communicators made from them are routed, and a
+    RuntimeWarning says so.
     """
     from collkit.tune.table import Table, load
 
+    global _blocks
     t = table if isinstance(table, Table) else load(str(table))
     MPI = _MPI()
-    world = comm is None
-    base = MPI.COMM_WORLD if world else comm
+    base = MPI.COMM_WORLD if comm is None else comm
     if isinstance(base, MPI.Intercomm) or not isinstance(base, MPI.Intracomm):
         raise CollkitMPIError("collkit.mpi.tuned() routes intra-communicators only")
-    routed = _routed_class()(base)
-    old = _tuning.table
-    _tuning.table = t
-    if world:
-        MPI.COMM_WORLD = routed
+    with _lock:
+        patched = _blocks > 0 or _patch(True)
+        if patched:
+            _blocks += 1
+    old, old_patched = _tuning.table, _tuning.patched
+    _tuning.table, _tuning.patched = t, patched
+    world = comm is None
+    if patched:
+        routed = base
+    else:
+        import warnings
+
+        warnings.warn(
+            "collkit.mpi.tuned(): mpi4py's classes cannot be changed on this Python, so only the "
+            "communicator this block yields (and MPI.COMM_WORLD looked up inside it, and "
+            "communicators made from them) is routed; one taken before the block is not",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        routed = _routed_class()(base)
+        if world:
+            MPI.COMM_WORLD = routed
     try:
         yield routed
     finally:
-        _tuning.table = old
-        if world:
+        _tuning.table, _tuning.patched = old, old_patched
+        if not patched and world:
             MPI.COMM_WORLD = base
+        if patched:
+            with _lock:
+                _blocks -= 1
+                if _blocks == 0:
+                    _patch(False)
