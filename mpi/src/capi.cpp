@@ -224,6 +224,21 @@ const Keyval& keyval() {
 
 int comm_state_lookup(MPI_Comm comm, CommState*& out);
 
+// The largest tag, from MPI_COMM_WORLD: the standard puts MPI_TAG_UB there (and on
+// MPI_COMM_SELF), not on the communicators a program makes, and Open MPI leaves it off those
+// (a split communicator's lookup finds nothing). The value is the same for every communicator.
+int tag_upper_bound() {
+  static const int ub = [] {
+    int* v = nullptr;
+    int found = 0;
+    if (MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &found) == MPI_SUCCESS && found &&
+        *v >= 32767)
+      return *v;
+    return 32767;  // the least the standard allows
+  }();
+  return ub;
+}
+
 int comm_state(MPI_Comm comm, CommState*& out) {
   struct Last {
     MPI_Comm comm = MPI_COMM_NULL;
@@ -263,8 +278,7 @@ int comm_state_lookup(MPI_Comm comm, CommState*& out) {
   s->threaded = provided == MPI_THREAD_MULTIPLE;
   MPI_Comm_rank(s->dup, &s->rank);
   MPI_Comm_size(s->dup, &s->size);
-  int* ub = nullptr;
-  if (MPI_Comm_get_attr(s->dup, MPI_TAG_UB, &ub, &found) == MPI_SUCCESS && found) s->tag_ub = *ub;
+  s->tag_ub = tag_upper_bound();
   rc = MPI_Comm_set_attr(comm, kv, s.get());
   if (rc != MPI_SUCCESS) {
     MPI_Comm_free(&s->dup);
@@ -952,10 +966,13 @@ CK_COLLECTIVES(CK_DEFINE_I, MPI_Count)
 
 // The persistent ck_<name>_init from the same lines: the plan is built (and every decline
 // decided) now, each MPI_Start runs it (nbc.hpp's Persistent). "native" is the MPI's own
-// PMPI_<Name>_init (MPI 4), or before MPI 4 a persistent handle of collkit's whose every start
-// is the MPI's own non-blocking call. The info argument is accepted and not read.
+// PMPI_<Name>_init (MPI 4; Open MPI 4's PMPIX_<Name>_init), or before MPI 4 a persistent handle
+// of collkit's whose every start is the MPI's own non-blocking call. The info argument is accepted
+// and not read.
 #if MPI_VERSION >= 4
 #define CK_NATIVE_INIT(name, Name, args) PMPI_##Name##_init(CK_UNPAREN args, info, request)
+#elif CK_MPIX_INIT
+#define CK_NATIVE_INIT(name, Name, args) PMPIX_##Name##_init(CK_UNPAREN args, info, request)
 #else
 #define CK_NATIVE_INIT(name, Name, args)                                                       \
   (static_cast<void>(info),                                                                    \

@@ -11,6 +11,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "env.hpp"
 #include "fast_reduce.hpp"
 
 namespace collkit::mpi {
@@ -313,9 +314,7 @@ int forward_copies(Plan& plan) {
 
 // COLLKIT_VERBOSE: any value but 0 is level 1 (the transport), 2 also each plan's way of running.
 bool verbose(int level) {
-  const char* v = std::getenv("COLLKIT_VERBOSE");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return false;
-  return level <= 1 || std::atoi(v) >= level;
+  return env_int("COLLKIT_VERBOSE", 0, 0, 9, "a level") >= level;
 }
 
 // The plan's view of the shared-memory transport: which messages go through it (and their index
@@ -437,9 +436,8 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
     }
   }
   // COLLKIT_SHM_IN_TURN=0: every plan through the general loop (to compare the two; docs/mpi.md).
-  const char* in_turn = std::getenv("COLLKIT_SHM_IN_TURN");
   std::string why = "COLLKIT_SHM_IN_TURN=0";
-  if (in_turn == nullptr || std::strcmp(in_turn, "0") != 0)
+  if (env_flag("COLLKIT_SHM_IN_TURN", true))
     why = in_turn_order(plan, shm, plan.in_turn);
   else
     plan.in_turn.clear();
@@ -463,8 +461,8 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
 // made small one-way collectives slower on both MPIs, and it did not help LAMMPS; docs/mpi.md.)
 std::chrono::nanoseconds spin_limit() {
   static const std::chrono::nanoseconds limit = [] {
-    const char* v = std::getenv("COLLKIT_SPIN_US");
-    return std::chrono::nanoseconds(v != nullptr && *v != '\0' ? std::atoll(v) * 1000 : 20000);
+    return std::chrono::nanoseconds(
+        env_int("COLLKIT_SPIN_US", 20, 0, 10'000'000, "a number of microseconds") * 1000);
   }();
   return limit;
 }

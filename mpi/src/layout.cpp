@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "env.hpp"
+
 namespace collkit::mpi {
 
 namespace {
@@ -100,12 +102,7 @@ TypeInfo TypeInfo::bytes() {
 
 int64_t max_chunk_elems() {
   static const int64_t chunk = [] {
-    int64_t c = INT_MAX;
-    if (const char* e = std::getenv("COLLKIT_MAX_CHUNK")) {
-      const long long v = std::atoll(e);
-      if (v > 0 && v < c) c = v;
-    }
-    return c;
+    return env_int("COLLKIT_MAX_CHUNK", INT_MAX, 1, INT_MAX, "a number of elements");
   }();
   return chunk;
 }

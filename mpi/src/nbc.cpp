@@ -48,6 +48,40 @@ void complete_op(NbRun& r, uint32_t i) {
     if (--r.remaining[j] == 0) r.ready.push_back(j);
 }
 
+// The pair (plan.win_begin's index) of a message op.
+size_t pair_of(const Op& op) {
+  return 2 * static_cast<size_t>(op.peer) + (op.kind == OpKind::recv ? 1 : 0);
+}
+
+// Whether message op i must wait for the tag window (NbRun::tag_window); if so it is marked held.
+bool held_by_tag_window(NbRun& r, uint32_t i) {
+  if (!r.tag_window) return false;
+  const uint32_t base = r.msg_base[pair_of(r.plan->ops[i])];
+  if (r.plan->seq[i] - base < static_cast<uint32_t>(r.tag_span)) return false;
+  r.msg_state[i] = 1;
+  return true;
+}
+
+// Message op i completed: its pair's first incomplete message moves on, and the messages that
+// lets into the window and that were held back become ready.
+void message_done(NbRun& r, uint32_t i) {
+  const Plan& plan = *r.plan;
+  r.msg_state[i] = 2;
+  const size_t w = pair_of(plan.ops[i]);
+  const uint64_t begin = plan.win_begin[w], count = plan.win_begin[w + 1] - begin;
+  const auto span = static_cast<uint64_t>(r.tag_span);
+  uint32_t& base = r.msg_base[w];
+  const uint64_t before = base;
+  while (base < count && r.msg_state[plan.msg_op[begin + base]] == 2) ++base;
+  for (uint64_t q = before + span; q < base + span && q < count; ++q) {
+    const uint32_t j = plan.msg_op[begin + q];
+    if (r.msg_state[j] == 1) {
+      r.msg_state[j] = 0;
+      r.ready.push_back(j);
+    }
+  }
+}
+
 // Runs every ready op (posting messages, reducing, copying), then tests the messages in flight,
 // until nothing more moves. true when the run is over (done or failed).
 bool advance(NbRun& r) {
@@ -62,6 +96,7 @@ bool advance(NbRun& r) {
       switch (op.kind) {
         case OpKind::send:
         case OpKind::recv: {
+          if (held_by_tag_window(r, i)) continue;  // posted when message_done lets it in
           const int tag = r.tag_base + static_cast<int>(plan.seq[i] % uint32_t(r.tag_span));
           int64_t done = 0;
           do {  // a zero-length message is still one message: both sides must agree
@@ -117,7 +152,9 @@ bool advance(NbRun& r) {
     if (outcount == MPI_UNDEFINED || outcount == 0) return false;
     for (int k = 0; k < outcount; ++k) {
       const uint32_t i = r.req_op[static_cast<size_t>(r.done_idx[k])];
-      if (--r.pending[i] == 0) complete_op(r, i);
+      if (--r.pending[i] != 0) continue;
+      if (r.tag_window) message_done(r, i);
+      complete_op(r, i);
     }
     // Drop the completed requests (MPI set them to MPI_REQUEST_NULL).
     size_t w = 0;
@@ -131,11 +168,21 @@ bool advance(NbRun& r) {
   }
 }
 
-// A failed run's messages still in flight: cancelled and freed, so nothing writes later.
+// A failed run's messages still in flight. A receive is cancelled and completed, so nothing
+// writes into the user's memory later; a send is freed, not cancelled (MPI 4.1 deprecates
+// cancelling a send, and Open MPI refuses it): it completes on its own, and only reads. A
+// request the MPI already completed and set to MPI_REQUEST_NULL (a PMPI_Testsome that failed
+// part way) is skipped: cancelling it is erroneous, and fatal on MPI_COMM_WORLD's handler.
 void abandon(NbRun& r) {
-  for (MPI_Request& q : r.reqs) {
-    MPI_Cancel(&q);
-    MPI_Request_free(&q);
+  for (size_t k = 0; k < r.reqs.size(); ++k) {
+    MPI_Request& q = r.reqs[k];
+    if (q == MPI_REQUEST_NULL) continue;
+    if (r.plan->ops[r.req_op[k]].kind == OpKind::recv) {
+      PMPI_Cancel(&q);
+      PMPI_Wait(&q, MPI_STATUS_IGNORE);
+    } else {
+      PMPI_Request_free(&q);
+    }
   }
   r.reqs.clear();
 }
@@ -166,6 +213,11 @@ int launch(NbRun& r, MPI_Request* request, bool& over) {
   r.req_op.clear();
   r.error = MPI_SUCCESS;
   r.work.run.shm_checked = true;  // point-to-point only
+  r.tag_window = plan.max_pair_messages > static_cast<uint64_t>(r.tag_span);
+  if (r.tag_window) {  // plan.msg_op is there: the pair has more than kMessageWindow messages
+    r.msg_base.assign(plan.win_begin.size() - 1, 0);
+    r.msg_state.assign(n, 0);
+  }
   // Buffer addresses: in, out, then the scratch buffers carved from the run's own arena.
   r.bufs.assign(kFirstScratch + plan.scratch.size(), nullptr);
   r.bufs[kIn] = static_cast<std::byte*>(r.args.in);

@@ -39,6 +39,13 @@ struct NbRun {
   RunArgs args;
   int tag_base = 0;  // the call's own tags: tag_base + seq % tag_span
   int tag_span = 1;
+  // Where a pair of ranks has more messages than tag_span, two of its messages with one tag could
+  // be in flight at once and match out of order: then message q of a pair is posted only once
+  // every message of the pair before q - tag_span + 1 has completed (on both sides alike), so
+  // the pair's messages in flight have distinct tags. set by launch from the plan.
+  bool tag_window = false;
+  std::vector<uint32_t> msg_base;  // per pair (plan.win_begin's index): first incomplete message
+  std::vector<uint8_t> msg_state;  // per op: 1 held back by the tag window, 2 message complete
   Workspace work;
   std::function<int()> after;  // once every op is done (copy back, unpack): an MPI error code
 

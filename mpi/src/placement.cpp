@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collkit/error.hpp"
+#include "env.hpp"
 
 namespace collkit::mpi {
 namespace {
@@ -127,8 +128,7 @@ Found find(MPI_Comm comm) {
 // COLLKIT_VERBOSE (as the interposition library reads it): rank 0 of the communicator says what
 // was found, once per communicator, so that a run across nodes shows the placement it used.
 void log_found(MPI_Comm comm, const Found& f) {
-  const char* v = std::getenv("COLLKIT_VERBOSE");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return;
+  if (env_int("COLLKIT_VERBOSE", 0, 0, 9, "a level") < 1) return;
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
   if (rank != 0) return;

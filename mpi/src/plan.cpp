@@ -1,5 +1,6 @@
 #include "plan.hpp"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -84,8 +85,10 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
 
   // More messages in one pair than the window: the executor bounds those in flight (#27).
   for (const auto* m : {&sends, &recvs})
-    for (const auto& [peer, k] : *m)
+    for (const auto& [peer, k] : *m) {
       if (k > kMessageWindow) p.windowed = true;
+      p.max_pair_messages = std::max<uint64_t>(p.max_pair_messages, k);
+    }
   if (p.windowed) {
     const auto windows = static_cast<size_t>(2 * h.P);
     p.msg_done.assign(windows, 0);

@@ -79,6 +79,7 @@ struct Plan {
   // messages than the window. msg_op lists each window's ops by their seq, from win_begin[w]
   // (w = 2 * peer + (recv ? 1 : 0)), so the op a completion lets in is found in O(1).
   bool windowed = false;
+  uint64_t max_pair_messages = 0;   // the most messages of one (peer, kind)
   std::vector<uint32_t> msg_done;   // per run, [w]
   std::vector<uint64_t> win_begin;  // 2P + 1 offsets into msg_op
   std::vector<uint32_t> msg_op;

@@ -2,10 +2,11 @@
 // tuning table. LD_PRELOAD it (or link it before the MPI) and set COLLKIT_TUNING=table.json:
 // MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall, MPI_Barrier, MPI_Allgather,
 // MPI_Reduce_scatter_block, MPI_Gather and MPI_Scatter (and the MPI-4 `_c` forms), their
-// non-blocking MPI_I<coll> and their persistent MPI_<Coll>_init (MPI 4) go to the table's
-// algorithm for (communicator size, bytes); everything else goes to PMPI_. The wrappers are
-// generated from the one table of calls (call_table.hpp). What a collective
-// reads (root, op, which side's count is significant on a rank) comes from its CollectiveSpec.
+// non-blocking MPI_I<coll> and their persistent MPI_<Coll>_init (MPI 4; Open MPI 4.1's
+// MPIX_<Coll>_init) go to the table's algorithm for (communicator size, bytes); everything else
+// goes to PMPI_. The wrappers are generated from the one table of calls (call_table.hpp). What a
+// collective reads (root, op, which side's count is significant on a rank) comes from its
+// CollectiveSpec.
 //
 // Every rank must take the same decision, so it reads only what MPI makes equal on all ranks of
 // the communicator: its size and kind (intra / inter), count x type-signature size, the op and
@@ -34,6 +35,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -55,6 +57,7 @@
 #include "collkit/registry.hpp"
 #include "collkit/tuning.hpp"
 #include "collkit_pmpi.h"
+#include "env.hpp"
 #include "layout.hpp"
 #include "nbc.hpp"
 
@@ -156,22 +159,12 @@ void use(State& s, const char* path) {
 }
 
 void load(State& s) {
-  const char* v = std::getenv("COLLKIT_VERBOSE");
-  s.verbose = v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  s.verbose = collkit::mpi::env_int("COLLKIT_VERBOSE", 0, 0, 9, "a level") > 0;
   const char* st = std::getenv("COLLKIT_STATS");
   if (st != nullptr) s.stats_path = st;
   s.timing = s.verbose || !s.stats_path.empty();
-  if (const char* v = std::getenv("COLLKIT_SETUP_US"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    const double us = std::strtod(v, &end);
-    if (end != v && *end == '\0' && us >= 0 && us <= 1e9)
-      s.setup_us = us;
-    else if (world_rank() == 0)
-      std::fprintf(stderr,
-                   "collkit: COLLKIT_SETUP_US=%s is not a number of microseconds >= 0: "
-                   "%.0f is used\n",
-                   v, s.setup_us);
-  }
+  s.setup_us =
+      collkit::mpi::env_number("COLLKIT_SETUP_US", s.setup_us, 0, 1e9, "a number of microseconds");
   const char* path = std::getenv("COLLKIT_TUNING");
   if (path == nullptr || *path == '\0') {
     if (s.verbose && world_rank() == 0)
@@ -547,7 +540,8 @@ void finish(State& s) {
   if (s.stats_path.empty()) return;
   std::FILE* f = std::fopen(s.stats_path.c_str(), "a");
   if (f == nullptr) {
-    std::fprintf(stderr, "collkit: cannot write COLLKIT_STATS=%s\n", s.stats_path.c_str());
+    std::fprintf(stderr, "collkit: cannot write COLLKIT_STATS=%s: %s\n", s.stats_path.c_str(),
+                 std::strerror(errno));
     return;
   }
   char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
@@ -571,7 +565,12 @@ void finish(State& s) {
                  name_of(std::get<0>(k)), std::get<1>(k).c_str(), std::get<2>(k),
                  static_cast<long long>(std::get<3>(k)), clean.c_str(), table.c_str(), n.calls,
                  n.min * 1e6, n.total / static_cast<double>(n.calls) * 1e6, n.max * 1e6);
-  std::fclose(f);
+  // A full disk (or /dev/full) shows only when the buffered rows are written out: said, not lost
+  // silently.
+  const bool failed = std::ferror(f) != 0;
+  if (std::fclose(f) != 0 || failed)
+    std::fprintf(stderr, "collkit: cannot write COLLKIT_STATS=%s: %s\n", s.stats_path.c_str(),
+                 std::strerror(errno));
 }
 
 // One side of a call from the table's (buffer, count, datatype), or none.
@@ -613,8 +612,9 @@ CK_COLLECTIVES(CK_ROUTED_I, Count)
 
 // The persistent forms, MPI 4's MPI_<Coll>_init (and MPI_<Coll>_init_c), from the same lines and
 // the same table and decline rules, decided at init: collkit's ck_<coll>_init (its handle is
-// started by MPI_Start, nbc.hpp), or the MPI's own PMPI_<Coll>_init. An MPI before 4 has none.
-#if MPI_VERSION >= 4
+// started by MPI_Start, nbc.hpp), or the MPI's own PMPI_<Coll>_init. An MPI before 4 has none,
+// but Open MPI 4 has them as MPIX_<Coll>_init (call_table.hpp's CK_MPIX_INIT).
+#if MPI_VERSION >= 4 || CK_MPIX_INIT
 #define CK_ROUTED_INIT(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
   template <class Count, auto Native>                                                       \
   int name##_init(CK_UNPAREN params, MPI_Info info, MPI_Request* request) {                 \
@@ -678,6 +678,15 @@ CK_COLLECTIVES(CK_MPI_INIT, int)
       })
 CK_COLLECTIVES(CK_MPI_INIT_C, MPI_Count)
 #undef CK_MPI_INIT_C
+#endif
+
+#if CK_MPIX_INIT
+#define CK_MPIX_INIT_X(name, Name, counted, params, args, ...)                     \
+  int MPIX_##Name##_init(CK_UNPAREN params, MPI_Info info, MPI_Request* request) { \
+    return name##_init<int, PMPIX_##Name##_init>(CK_UNPAREN args, info, request);  \
+  }
+CK_COLLECTIVES(CK_MPIX_INIT_X, int)
+#undef CK_MPIX_INIT_X
 #endif
 
 int collkit_pmpi_check_table(const char* path, char* message, int length) {

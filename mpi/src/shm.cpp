@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "env.hpp"
 #include "placement.hpp"
 
 namespace collkit::mpi {
@@ -31,12 +32,9 @@ size_t round_up(size_t x, size_t to) {
 }
 
 int64_t requested_slot_bytes() {
-  if (const char* v = std::getenv("COLLKIT_SHM_MAX")) {
-    char* end = nullptr;
-    const long long x = std::strtoll(v, &end, 10);
-    if (end != v && *end == '\0' && x >= 0) return std::min<long long>(x, int64_t{1} << 30);
-  }
-  return kDefaultSlotBytes;
+  static const int64_t bytes =
+      env_int("COLLKIT_SHM_MAX", kDefaultSlotBytes, 0, int64_t{1} << 30, "a number of bytes");
+  return bytes;
 }
 
 // 64-bit FNV-1a: the same key from the same text in every process, whatever its build.
@@ -86,8 +84,7 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, std::string& w
   int rank = 0, size = 1;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
-  const char* env = std::getenv("COLLKIT_SHM");
-  const bool want = !(env != nullptr && std::strcmp(env, "0") == 0);
+  const bool want = env_flag("COLLKIT_SHM", true);
   std::string why_node;
   // What every rank knows, so every rank decides alike: the key of its operating system (host
   // name, boot id, network namespace: ranks with one key share /dev/shm), whether it wants shared
