@@ -269,13 +269,10 @@ def _writable(path: str, what: str) -> str | None:
 
 
 def _available_memory() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    """What a run may take: MemAvailable, RLIMIT_AS / RLIMIT_DATA and the cgroup's limit."""
+    from collkit.sim.memory import available_memory
+
+    return available_memory()
 
 
 def run(args: argparse.Namespace) -> int:

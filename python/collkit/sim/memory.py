@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import resource
+from pathlib import Path
+
 from collkit.algorithms import Algorithm
 from collkit.placement import Placement
+from collkit.sim.options import Model, check_flag, check_placement
 
 # The peak resident memory of a simulation, from its parts as measured (bench_simulate.py --suite
 # memory, benchmarks/results/bench_simulate.md): the process with Python, numpy and collkit
@@ -66,6 +71,11 @@ def memory_estimate(
     P = 512, else from the root and up to 256 ranks spread over 0..P-1 (most ranks of a tree or
     of Rabenseifner at small counts hold far fewer ops than the root or rank P/2)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
+    P, count, elem_size, root = algo._args(P, count, elem_size, root)  # types and ranges
+    check_flag(timeline, "timeline")
+    check_placement(placement)
+    if model is not None:
+        Model.make(model)  # a known model name
 
     def ops_of(r: int) -> int:
         return len(algo.generate_rank(P, r, count, elem_size, root, placement=placement))
@@ -84,3 +94,106 @@ def memory_estimate(
     events = (rank_memory_bytes(model) - _STATE_BYTES) * min(1.0, total_ops / P / _EVENTS_PER_RANK)
     rank_bytes = _STATE_BYTES + round(events)
     return _PROCESS_BYTES + P * rank_bytes + total_ops * per_op, total_ops
+
+
+# A cgroup v1 "no limit" is a page-rounded INT64_MAX; anything this large is no limit.
+_NO_LIMIT = 1 << 62
+
+
+def _read_int(path: Path) -> int | None:
+    """The integer a one-value file holds (None: absent, unreadable, 'max' or no limit)."""
+    try:
+        text = path.read_text().strip()
+        v = int(text)
+    except (OSError, ValueError):
+        return None
+    return v if 0 <= v < _NO_LIMIT else None
+
+
+def _stat_field(path: Path, key: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(" ")
+            if k == key:
+                return int(v)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _proc_kib(status: Path, key: str) -> int:
+    """A `key:  N kB` field of /proc/self/status in bytes (0 if absent)."""
+    try:
+        for line in status.read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _cgroup_dirs(proc_cgroup: Path, root: Path) -> list[tuple[Path, bool]]:
+    """The memory cgroup of this process and its ancestors, nearest first, as (folder, is v2).
+    A path that /proc names but this mount namespace does not show (a container sees its own
+    cgroup as the root) falls back to the mount's root."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return []
+    out: list[tuple[Path, bool]] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, rel = parts
+        if controllers == "" and parts[0] == "0":
+            base, v2 = root, True  # the unified hierarchy
+            if not (base / "cgroup.controllers").exists():
+                base = root / "unified"
+        elif "memory" in controllers.split(","):
+            base, v2 = root / "memory", False
+        else:
+            continue
+        d = base / rel.lstrip("/")
+        if not d.is_dir():
+            d = base
+        while True:
+            out.append((d, v2))
+            if d == base or base not in d.parents:
+                break
+            d = d.parent
+    return out
+
+
+def available_memory(
+    *,
+    meminfo: str | os.PathLike[str] = "/proc/meminfo",
+    cgroup_root: str | os.PathLike[str] = "/sys/fs/cgroup",
+    proc_self: str | os.PathLike[str] = "/proc/self",
+) -> int | None:
+    """Bytes this process may still allocate: the least of the machine's MemAvailable, its
+    RLIMIT_AS and RLIMIT_DATA less what it already maps, and each memory cgroup's limit (v2
+    memory.max, v1 memory.limit_in_bytes, of its own cgroup and every ancestor) less the
+    cgroup's usage (its inactive file cache left out: the kernel reclaims that first). None
+    when nothing says (not Linux). The paths are parameters for tests."""
+    limits: list[int] = []
+    try:
+        for line in Path(meminfo).read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                limits.append(int(line.split()[1]) * 1024)
+                break
+    except (OSError, ValueError, IndexError):
+        pass
+    status = Path(proc_self) / "status"
+    for rlimit, field in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
+        soft, _ = resource.getrlimit(rlimit)
+        if soft != resource.RLIM_INFINITY and 0 <= soft < _NO_LIMIT:
+            limits.append(max(0, soft - _proc_kib(status, field)))
+    for d, v2 in _cgroup_dirs(Path(proc_self) / "cgroup", Path(cgroup_root)):
+        limit = _read_int(d / ("memory.max" if v2 else "memory.limit_in_bytes"))
+        if limit is None:
+            continue
+        used = _read_int(d / ("memory.current" if v2 else "memory.usage_in_bytes")) or 0
+        cache = _stat_field(d / "memory.stat", "inactive_file" if v2 else "total_inactive_file")
+        limits.append(max(0, limit - max(0, used - cache)))
+    return min(limits) if limits else None
