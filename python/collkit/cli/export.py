@@ -29,7 +29,7 @@ from collkit.cli._common import (
     placement_of,
     refuse_problem_options,
 )
-from collkit.placement import core_args
+from collkit.placement import Placement, core_args
 from collkit.simulate import memory_estimate
 
 NAME = "export"
@@ -88,10 +88,15 @@ _MIN_BYTES_PER_OP = 20
 _STDOUT_LIMIT = 2**40
 
 
-def _too_large(args: argparse.Namespace, count: int, to_stdout: bool) -> str | None:
+def _too_large(
+    args: argparse.Namespace, count: int, to_stdout: bool, placement: Placement | None
+) -> str | None:
     """Why the output could not be written (more than the disk holds, or than 1 TiB to
-    stdout), from the op counts of three sample ranks; None if it fits."""
-    _, ops = memory_estimate(args.algorithm, args.P, count, args.elem_size, args.root)
+    stdout), from the op counts of sample ranks (with the placement a node-aware algorithm
+    needs); None if it fits."""
+    _, ops = memory_estimate(
+        args.algorithm, args.P, count, args.elem_size, args.root, placement=placement
+    )
     need = ops * _MIN_BYTES_PER_OP
     if to_stdout:
         room, where = _STDOUT_LIMIT, "the 1024 GiB collkit writes to stdout"
@@ -129,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         to_stdout = args.output in (None, "-")
         if not to_stdout and Path(args.output).is_dir():
             return _usage(f"cannot write {args.output}: it is a directory")
-        too_large = _too_large(args, count, to_stdout)
+        too_large = _too_large(args, count, to_stdout, placement)
         if too_large:
             return _usage(too_large)
         _core.write_schedule(
