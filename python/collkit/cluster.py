@@ -58,7 +58,10 @@ BRIDGE, NODE_IF = "br0", "ck0"
 MAX_NODES = 64
 MARKER = "# collkit emulated cluster "
 _NAME = re.compile(r"[a-z][a-z0-9]{0,11}")
-_RATE = re.compile(r"(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)", re.IGNORECASE)
+# ASCII digits: \d alone takes any script's, and tc would not
+_RATE = re.compile(
+    r"([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)", re.IGNORECASE | re.ASCII
+)
 _RATE_BYTES = {
     "bit": 1 / 8,
     "kbit": 1e3 / 8,

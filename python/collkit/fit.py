@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from collkit import units
 from collkit.errors import InvalidArgumentError
 
 MODELS: dict[str, str] = {
@@ -422,9 +423,9 @@ def fit(
         if k not in df.columns:
             raise _bad(f"unknown column '{k}' (columns: {', '.join(COLUMNS)})")
         if df[k].dtype.kind == "f":  # P, size, ...: compare as numbers ("8" selects 8.0)
-            try:
-                df = df[df[k] == float(v)]
-            except (TypeError, ValueError):
+            try:  # units' ASCII grammar: float() would take '٣', '８' and '1_0'
+                df = df[df[k] == units.parse_float(v, f"column '{k}'")]
+            except InvalidArgumentError:
                 raise _bad(f"column '{k}' holds numbers, not '{v}'") from None
         else:
             df = df[df[k].astype(str) == str(v)]

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from collkit import files
+from collkit import files, units
 from collkit.errors import InvalidArgumentError
 from collkit.strictjson import unique_keys
 
@@ -127,7 +127,7 @@ _BOOL_FIELDS = {"interleaved"}
 
 
 _MAX_INT = (1 << 63) - 1
-_CSV_INT = re.compile(r"^\s*[+-]?\d{1,19}\s*$")
+_CSV_INT = re.compile(r"^\s*[+-]?[0-9]{1,19}\s*$", re.ASCII)  # \d: any script's digits
 
 
 def _int_value(k: str, v: Any) -> int:
@@ -157,6 +157,9 @@ def _stat_value(k: str, v: Any) -> float:
         return math.nan
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise InvalidArgumentError(f"'{k}' must be a number, not {type(v).__name__}")
+    if isinstance(v, str) and v.strip().lower() not in ("nan", "inf", "+inf", "-inf"):
+        # units' ASCII grammar: float() would take '٣', '８' and '1_0'
+        v = units.parse_float(v, f"'{k}'")
     try:
         x = float(v)
     except (ValueError, OverflowError):

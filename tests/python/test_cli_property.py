@@ -17,6 +17,7 @@ import signal
 import tempfile
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -220,3 +221,68 @@ def test_every_command_with_every_flag_and_no_value(cmd: str) -> None:
     for opt in OPTIONS[cmd]:
         argv = [cmd, opt, *mpi_tail(cmd)]
         check(argv, b"", 0, "")
+
+
+def _numeric_options() -> list[tuple[str, str, Any]]:
+    """(command, flag, type) of every option whose value is a number: its type reads '3'."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    out = []
+    for name, p in sub.choices.items():
+        for a in p._actions:
+            if not a.option_strings or a.type in (None, str):
+                continue
+            t = p._registry_get("type", a.type, a.type)  # type=int: what collkit registered
+            try:
+                t("3")
+            except (argparse.ArgumentTypeError, ValueError, TypeError):
+                continue
+            out.append((name, a.option_strings[0], t))
+    return out
+
+
+NUMERIC_OPTIONS = _numeric_options()
+# Digits that Python's int() and float() read as 3 (Arabic-Indic, fullwidth, Devanagari, bold).
+FOREIGN_THREES = "٣３३𝟑"
+
+
+def test_every_numeric_option_is_found() -> None:
+    flags = {(c, f) for c, f, _ in NUMERIC_OPTIONS}
+    for c, f in (("show", "-P"), ("show", "--rank"), ("simulate", "--trials"),
+                 ("schedules", "--simulate"), ("schedules", "--max-fanout"), ("fit", "--threshold"),
+                 ("bench", "--iters"), ("tune", "--alpha"), ("simulate", "--seed")):  # fmt: skip
+        assert (c, f) in flags
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(NUMERIC_OPTIONS),
+    st.text(alphabet="0123456789", max_size=3),
+    st.sampled_from([*FOREIGN_THREES, "_", "1_0", "٣_"]),
+    st.text(alphabet="0123456789", max_size=3),
+    st.sampled_from(["", "ns", "us", "KiB", "B", "..8", ",8", "^2"]),
+)
+def test_numeric_options_refuse_other_digits_and_underscores(
+    option: tuple[str, str, Any], head: str, odd: str, tail: str, unit: str
+) -> None:
+    # int() and float() read '٣' as 3 and '1_0' as 10: every option refuses them instead.
+    cmd, flag, parse = option
+    text = head + odd + tail + unit
+    with pytest.raises((argparse.ArgumentTypeError, ValueError)):
+        parse(text)
+        pytest.fail(f"collkit {cmd} {flag} {text} was accepted")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["show", "allreduce:rd", "-P", "٣"], ["show", "allreduce:rd", "-P", "８"],
+     ["show", "allreduce:rd", "-P", "1_0"],
+     ["simulate", "allreduce:rd", "-P", "8", "--alpha", "٣ns"],
+     ["simulate", "allreduce:rd", "-P", "8", "--trials", "٣"],
+     ["schedules", "allreduce", "-P", "8", "--top", "1_0"],
+     ["simulate", "allreduce:rd", "-P", "8", "--topology", "fattree(k=1_0,hop=1ns)"],
+     ["simulate", "allreduce:rd", "-P", "8", "--noise", "lognormal(1us,1_0)"]],
+)  # fmt: skip
+def test_other_digits_and_underscores_exit_2_with_a_message(argv: list[str]) -> None:
+    code, out = run_cli(argv)
+    assert code == 2 and "error" in out and "Traceback" not in out, out

@@ -69,3 +69,87 @@ def test_hostile_values_parse_or_raise_invalid_argument(parse: object, value: ob
     except InvalidArgumentError:
         return
     assert isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+
+
+# Digits of other scripts that Python's int() and float() read: Arabic-Indic, fullwidth,
+# Devanagari, Bengali, mathematical bold (U+1D7CE).
+FOREIGN_DIGITS = "٣٠８０३৩𝟑"
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [(units.parse_time, "٣ns"), (units.parse_time, "٣"), (units.parse_time, "1_0"),
+     (units.parse_time, "１ns"), (units.parse_per_byte, "٣ns/B"), (units.parse_per_byte, "٣GB/s"),
+     (units.parse_bandwidth, "1_0GB/s"), (units.parse_size, "٣KiB"), (units.parse_size, "1_0"),
+     (units.parse_int, "٣"), (units.parse_int, "８"), (units.parse_int, "1_0"),
+     (units.parse_int, "1.5"), (units.parse_int, ""), (units.parse_float, "٣"),
+     (units.parse_float, "1_0.5"), (units.parse_float, "nan"), (units.parse_float, "inf"),
+     (units.parse_float, "")],
+)  # fmt: skip
+def test_only_ascii_digits_are_numbers(parse: object, text: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="--thing"):
+        parse(text, "--thing")  # type: ignore[operator]
+
+
+def test_integers_and_numbers() -> None:
+    assert units.parse_int("8") == 8 and units.parse_int(" -3 ") == -3 and units.parse_int(5) == 5
+    assert units.parse_int("+7", lo=0, hi=7) == 7
+    with pytest.raises(InvalidArgumentError, match="at least 1"):
+        units.parse_int("0", "--top", lo=1)
+    with pytest.raises(InvalidArgumentError, match="at most 7"):
+        units.parse_int("8", "--x", hi=7)
+    with pytest.raises(InvalidArgumentError, match="expected an integer"):
+        units.parse_int(True)  # type: ignore[arg-type]
+    assert units.parse_float("0.01") == 0.01 and units.parse_float("1e-3") == 1e-3
+    assert units.parse_float(" -2 ") == -2.0 and units.parse_float(3) == 3.0
+    with pytest.raises(InvalidArgumentError, match="too large"):
+        units.parse_float(10**400)
+
+
+NUMBER_PARSERS = [*PARSERS, units.parse_int, units.parse_float]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(NUMBER_PARSERS),
+    st.lists(st.sampled_from([*"0123456789", *FOREIGN_DIGITS, "_", "+", "-", ".", "e"]),
+             min_size=1, max_size=12).map("".join),
+    st.sampled_from(["", "ns", "us", "B", "KiB", "GB/s", " "]),
+)  # fmt: skip
+def test_foreign_digits_and_underscores_are_refused_everywhere(
+    parse: object, number: str, unit: str
+) -> None:
+    text = number + unit
+    try:
+        v = parse(text)  # type: ignore[operator]
+    except InvalidArgumentError:
+        return
+    # What parses is plain ASCII: no other script's digit and no underscore got through.
+    assert text.isascii() and "_" not in text, (text, v)
+    assert isinstance(v, (int, float)) and math.isfinite(v)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(NUMBER_PARSERS), st.integers(min_value=-(10**30), max_value=10**400))
+def test_huge_and_signed_integers_parse_or_say_why(parse: object, n: int) -> None:
+    for value in (n, str(n), f"+{n}" if n >= 0 else str(n)):
+        try:
+            v = parse(value)  # type: ignore[operator]
+        except InvalidArgumentError:
+            continue
+        assert isinstance(v, (int, float)) and math.isfinite(v)
+        if parse is units.parse_int:
+            assert v == n
+        elif parse is not units.parse_float:
+            assert v >= 0  # times, costs, bandwidths and sizes are never negative
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(NUMBER_PARSERS), st.text(max_size=40))
+def test_any_text_parses_or_raises_invalid_argument(parse: object, text: str) -> None:
+    try:
+        v = parse(text)  # type: ignore[operator]
+    except InvalidArgumentError:
+        return
+    assert isinstance(v, (int, float)) and math.isfinite(v)
+    assert all(not c.isdigit() or c in "0123456789" for c in text), text

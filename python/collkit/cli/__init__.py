@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from collkit.cli._common import refuse_output_over_input
+from collkit.cli._common import refuse_output_over_input, register_number_types
 from collkit.errors import CollkitError
 
 # Subcommand modules, in the order `collkit --help` lists them. Each has:
@@ -77,6 +77,7 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
             description=mod.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+        register_number_types(p)  # type=int / float: ASCII digits, as every number collkit reads
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser

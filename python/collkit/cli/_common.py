@@ -49,11 +49,11 @@ def _int_or_pow(text: str, what: str, limit: int) -> int:
     text = text.strip()
     try:
         if "^" not in text:
-            return int(text)
+            return units.parse_int(text, what)
         base_s, _, exp_s = text.partition("^")
-        base, exp = int(base_s), int(exp_s)
-    except ValueError:
-        raise InvalidArgumentError(f"bad {what} '{text}'") from None
+        base, exp = units.parse_int(base_s, what), units.parse_int(exp_s, what)
+    except InvalidArgumentError:  # units' ASCII grammar: int() would take '٣', '８', '1_0'
+        raise InvalidArgumentError(f"bad {what} '{text}' (ASCII digits 0-9)") from None
     if exp < 0:
         raise InvalidArgumentError(f"{what} {text}: negative exponent")
     if abs(base) >= 2 and exp * math.log2(abs(base)) > math.log2(limit) + 1:
@@ -156,6 +156,37 @@ parse_elem_size = _usage(elem_size)
 parse_bytes = _usage(units.parse_size)
 parse_time = _usage(units.parse_time)
 parse_per_byte = _usage(units.parse_per_byte)
+
+
+def _int_type(text: str) -> int:
+    """argparse's type=int, in units' ASCII grammar (int() takes '٣', '８' and '1_0')."""
+    return units.parse_int(text, "bad value")
+
+
+def _float_type(text: str) -> float:
+    """argparse's type=float, in units' ASCII grammar: finite (no nan, inf), no other digits."""
+    return units.parse_float(text, "bad value")
+
+
+def _nonnegative(text: str) -> int:
+    return units.parse_int(text, "value", lo=0)
+
+
+def _positive(text: str) -> int:
+    return units.parse_int(text, "value", lo=1)
+
+
+parse_int = _usage(_int_type)
+parse_float = _usage(_float_type)
+parse_nonnegative = _usage(_nonnegative)
+parse_positive = _usage(_positive)
+
+
+def register_number_types(p: argparse.ArgumentParser) -> None:
+    """Make `type=int` and `type=float` in `p` (and its groups) mean the ASCII grammar: every
+    command's integer and number options read numbers the same way, declared here once."""
+    p.register("type", int, parse_int)
+    p.register("type", float, parse_float)
 
 
 def _rpn(text: str) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from collkit import fit as F
+from collkit import units
 from collkit.cli._common import add_json_argument, output_dir, print_json_lines
 from collkit.errors import InvalidArgumentError, UnsupportedError
 
@@ -188,10 +189,10 @@ def run(args: argparse.Namespace) -> int:
         for values in args.predict:
             numeric: dict[str, float | str] = {}
             for k, v in values.items():
-                try:
-                    numeric[k] = float(v) if k in ("P", "size", "bytes") else v
-                except ValueError:
-                    raise InvalidArgumentError(f"--predict {k}={v}: not a number") from None
+                # units' ASCII grammar: float() would take '٣', '８' and '1_0'
+                numeric[k] = (
+                    units.parse_float(v, f"--predict {k}") if k in ("P", "size", "bytes") else v
+                )
             pr = f.predict(alpha=args.alpha, **numeric)
             at = ", ".join(f"{k}={v}" for k, v in values.items())
             predictions.append(

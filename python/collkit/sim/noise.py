@@ -9,12 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collkit import units
 from collkit.errors import InvalidArgumentError
 from collkit.sim.options import parse_time
 from collkit.sim.spec import parse_spec
 
 # A bare number: how a LogGOPSim noise trace writes its columns.
-_BARE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+_BARE = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")  # ASCII digits
 
 # Each kind of spec and how many arguments it takes (exp is exponential).
 _ARITY = {"none": 0, "constant": 1, "uniform": 2, "exponential": 1, "lognormal": 2, "file": 1}
@@ -107,12 +108,7 @@ def parse_distribution(spec: str | Distribution | None, what: str = "noise") -> 
         return _read_file(args[0], what)
     if kind == "lognormal":
         median = parse_time(args[0], f"{what} median")
-        try:
-            sigma = float(args[1])
-        except ValueError:
-            raise InvalidArgumentError(
-                f"{what}: lognormal sigma '{args[1]}' is not a number"
-            ) from None
+        sigma = units.parse_float(args[1], f"{what}: lognormal sigma")
         if median <= 0 or not math.isfinite(sigma) or not 0 <= sigma <= 10:
             raise InvalidArgumentError(f"{what}: lognormal needs median > 0 and sigma in [0, 10]")
         return Distribution("lognormal", median, sigma)

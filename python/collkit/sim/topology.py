@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from collkit import units
 from collkit.errors import InvalidArgumentError
 from collkit.placement import Placement
 from collkit.sim.options import Time, parse_per_byte, parse_time
@@ -95,10 +96,7 @@ def parse_topology(
         text = values.get(key)
         if text is None:
             return default
-        try:
-            v = int(text)
-        except ValueError:
-            raise InvalidArgumentError(f"topology: {key}='{text}' is not an integer") from None
+        v = units.parse_int(text, f"topology: {key}")
         if v < lo or v > 2**31:
             raise InvalidArgumentError(f"topology: {key} must be in [{lo}, 2^31], got {v}")
         return v
@@ -110,8 +108,8 @@ def parse_topology(
                 "topology: torus needs dims=AxBx..., e.g. torus(dims=8x8x8,hop=50ns)"
             )
         try:
-            dims = tuple(int(d) for d in values["dims"].lower().split("x"))
-        except ValueError:
+            dims = tuple(units.parse_int(d, "dims") for d in values["dims"].lower().split("x"))
+        except InvalidArgumentError:
             raise InvalidArgumentError(
                 f"topology: dims '{values['dims']}' must look like 8x8x8"
             ) from None
