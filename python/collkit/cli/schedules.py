@@ -32,13 +32,15 @@ from collkit.analysis.recmult import (
     rank_schedules,
     search,
 )
-from collkit.analysis.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES
+from collkit.analysis.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES, useful_fanout
 from collkit.analysis.recmult.timelines import simulator
 from collkit.cli._common import (
     add_json_argument,
     add_p_argument,
     parse_bytes,
+    parse_nonnegative,
     parse_per_byte,
+    parse_positive,
     parse_time,
     print_json_lines,
 )
@@ -50,16 +52,8 @@ HELP = "rank recursive multiplying schedules by modelled cost (enumeration or se
 MODELS = ("pipelined-postal",)
 MAX_ENUMERATE_P = 4096  # beyond this, --search
 MAX_TOTALS_P = 1 << 18  # counting takes ~50 s at 2^20 here and grows past it
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
-    return v
+# Counting the merged family takes ~P x fan-out steps: 9 s at P = 8192 with fan-out 8191.
+MAX_TOTALS_WORK = 1 << 25
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -108,7 +102,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-fanout",
-        type=_positive,
+        type=parse_positive,
         default=DEFAULT_MAX_FANOUT,
         metavar="B",
         help=f"most sends per rank and stage (default {DEFAULT_MAX_FANOUT})",
@@ -121,7 +115,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="only these families (repeatable; default all)",
     )
     p.add_argument(
-        "--top", type=_positive, default=10, metavar="K", help="rows to show per P (default 10)"
+        "--top",
+        type=parse_positive,
+        default=10,
+        metavar="K",
+        help="rows to show per P (default 10)",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
@@ -144,7 +142,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--simulate",
-        type=int,
+        type=parse_nonnegative,
         default=2000,
         metavar="K",
         help="simulate the model's best K schedules too (pipelined postal, same "
@@ -264,10 +262,12 @@ def run(args: argparse.Namespace) -> int:
     families = tuple(args.family) if args.family else FAMILIES
     status = 0
     info = sys.stderr if args.json else sys.stdout
+    # No schedule of P ranks sends more than P - 1 messages a stage: a larger limit is that one.
+    fanout = max(useful_fanout(P, args.max_fanout) for P in args.P)
     print(
         f"model {args.model}: alpha_p = {model.alpha_p * 1e6:g} us, alpha_r = "
         f"{model.alpha_r * 1e6:g} us, beta = {model.beta * 1e9:g} ns/B, gamma = "
-        f"{model.gamma * 1e9:g} ns/B; n = {args.bytes} B; fan-out <= {args.max_fanout}",
+        f"{model.gamma * 1e9:g} ns/B; n = {args.bytes} B; fan-out <= {fanout}",
         file=info,
     )
     for P in args.P:
@@ -276,6 +276,13 @@ def run(args: argparse.Namespace) -> int:
                 raise InvalidArgumentError(
                     f"P = {P}: counting every schedule would take minutes or hours "
                     f"(--totals serves P <= 2^18); --search finds the best one"
+                )
+            f = useful_fanout(P, args.max_fanout)
+            if "merged" in families and P * f > MAX_TOTALS_WORK:
+                raise InvalidArgumentError(
+                    f"P = {P} with --max-fanout {args.max_fanout}: counting the merged "
+                    f"schedules would take minutes or hours (--totals serves P x fan-out <= "
+                    f"2^25; here {P * f}); lower --max-fanout or leave out --family merged"
                 )
             c = count_schedules(P, args.max_fanout, families)
             parts = ", ".join(f"{k} {v}" for k, v in c.items())
@@ -292,10 +299,15 @@ def run(args: argparse.Namespace) -> int:
                 file=info,
             )
             ranked = [Ranked(found.schedule, found.family, found.cost, 0)]
+            total = 1
         else:
-            ranked = rank_schedules(P, model, args.bytes, args.max_fanout, families)
+            # Only the rows shown and simulated, not every schedule (millions at P = 4096 with
+            # a large fan-out): the same first rows as the full ranking.
+            total = sum(count_schedules(P, args.max_fanout, families).values())
+            keep = max(args.top, args.simulate)
+            ranked = rank_schedules(P, model, args.bytes, args.max_fanout, families, top=keep)
             print(
-                f"\nP = {P}: {len(ranked)} schedules, best {min(args.top, len(ranked))} by model",
+                f"\nP = {P}: {total} schedules, best {min(args.top, len(ranked))} by model",
                 file=info,
             )
         model_rank = _ranks({r.schedule: r.cost * 1e6 for r in ranked})
@@ -307,8 +319,8 @@ def run(args: argparse.Namespace) -> int:
                     "(no simulated column: the simulator, collkit.simulate, is not built in)",
                     file=info,
                 )
-            elif len(ranked) > len(sims):
-                print(f"(simulated: the model's best {len(sims)} of {len(ranked)})", file=info)
+            elif total > len(sims):
+                print(f"(simulated: the model's best {len(sims)} of {total})", file=info)
         sim_rank = _ranks(sims) if sims else {}
         rows = [(model_rank[r.schedule], r.schedule, r.family, r.cost) for r in ranked[: args.top]]
         if args.json:

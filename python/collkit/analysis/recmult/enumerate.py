@@ -52,6 +52,13 @@ def factorisations(n: int, max_base: int) -> tuple[tuple[int, ...], ...]:
     return _factorisations(n, max_base)
 
 
+def useful_fanout(N: int, max_fanout: int) -> int:
+    """`max_fanout` lowered to the most any schedule of N ranks has (N - 1: aN and eNmN; merged
+    stages send at most about N/2): every larger limit admits the same schedules, and the loops
+    over bases stop at N instead of at a limit of 2^31."""
+    return max(1, min(max_fanout, N - 1))
+
+
 def check_space(
     N: int, max_fanout: int, families: Iterable[str], max_N: int | None = None
 ) -> tuple[str, ...]:
@@ -74,11 +81,11 @@ def _merge_shapes(N: int, f: int) -> Iterator[tuple[int, int, int, int]]:
     """(R, B1, Bs, middle product) of every merged schedule's outer stages."""
     for R in range(1, N - 3):
         inner = N - R
-        for b1 in range(2, f + 1):  # a remainder rank sends B1 messages
+        for b1 in range(2, min(f, inner) + 1):  # a remainder rank sends B1 messages
             if inner % b1:
                 continue
             rest = inner // b1
-            for bs in range(2, f + 2):
+            for bs in range(2, min(f + 1, rest) + 1):
                 if rest % bs or bs - 1 + -(-R // (inner // bs)) > f:
                     continue
                 yield R, b1, bs, rest // bs
@@ -99,7 +106,7 @@ def shells(
     `keep(product)`: only the shells it keeps (most products past a few thousand have no
     factorisation into the bases: their shells hold no schedule)."""
     fams = check_space(N, max_fanout, families)
-    f = max_fanout
+    f = useful_fanout(N, max_fanout)
     if "factored" in fams and (keep is None or keep(N)):
         yield "factored", None, N, None
     if "split" in fams:
@@ -124,8 +131,9 @@ def structures(
     N: int, max_fanout: int = DEFAULT_MAX_FANOUT, families: Iterable[str] = FAMILIES
 ) -> Iterator[Structure]:
     """(family, first stage or None, factor bases, last stage or None) of every schedule."""
+    f = useful_fanout(N, max_fanout)
     for family, head, mid, tail in shells(N, max_fanout, families):
-        for fac in _factorisations(mid, max_fanout + 1):
+        for fac in _factorisations(mid, f + 1):
             yield family, head, fac, tail
 
 
@@ -149,7 +157,7 @@ def count_schedules(
 ) -> dict[str, int]:
     """How many schedules enumerate_schedules yields, per family, counted without listing them."""
     fams = check_space(N, max_fanout, families)
-    f = max_fanout
+    f = useful_fanout(N, max_fanout)
     out = dict.fromkeys(fams, 0)
     if "factored" in fams:
         out["factored"] = _num_factorisations(N, f + 1)

@@ -9,7 +9,14 @@ from itertools import pairwise
 
 import numpy as np
 
-from collkit.analysis.recmult.enumerate import DEFAULT_MAX_FANOUT, FAMILIES, factorisations, shells
+from collkit.analysis.recmult.enumerate import (
+    DEFAULT_MAX_FANOUT,
+    FAMILIES,
+    check_space,
+    factorisations,
+    shells,
+    useful_fanout,
+)
 from collkit.analysis.recmult.model import PipelinedPostal, stage_cost
 from collkit.analysis.recmult.search import _factored_table
 from collkit.analysis.recmult.stages import Stage
@@ -44,6 +51,8 @@ def rank_schedules(
     above the top-th cost found (by more than rounding): no later shell can hold one of the
     top. The result is the exhaustive ranking's first `top` rows (tests/core/test_rm_rank.py
     compares them), at N = 65536 in seconds where listing every shell took minutes."""
+    check_space(N, max_fanout, families)
+    max_fanout = useful_fanout(N, max_fanout)
     fcost = {b: stage_cost(Stage("factor", b), model, nbytes) for b in range(2, max_fanout + 2)}
     # Per product of the factor stages: (cost, ascending?, text, stages) of each factorisation,
     # computed once and shared by every shell around it.

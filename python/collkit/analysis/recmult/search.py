@@ -31,12 +31,26 @@ from collkit.analysis.recmult.enumerate import (
     FAMILIES,
     check_space,
     text_of,
+    useful_fanout,
 )
 from collkit.analysis.recmult.model import PipelinedPostal, stage_cost
 from collkit.analysis.recmult.stages import Stage
 from collkit.errors import InvalidArgumentError
 
 MAX_SEARCH_N = 1 << 27  # arrays of N + 1 floats: 1 GiB at this bound
+# Python-level steps (pairs of merged bases, factor bases) a search may take: ~4 s at N = 10^4
+# with any fan-out; a fan-out near N = 10^5 would take ~1 min, 10^6 hours.
+MAX_SEARCH_STEPS = 200_000
+
+
+def _steps(N: int, f: int) -> int:
+    """The search's Python-level steps at N ranks and fan-out f (counted up to the bound)."""
+    n = min(f + 1, N)
+    for b1 in range(2, min(f, (N - 1) // 2) + 1):
+        n += max(0, min(f + 1, (N - 1) // b1) - 1)
+        if n > MAX_SEARCH_STEPS:
+            break
+    return n
 
 
 @dataclass(frozen=True)
@@ -89,7 +103,13 @@ def search(
     """The cheapest schedule for N ranks under the pipelining postal model."""
     fams = check_space(N, max_fanout, families, MAX_SEARCH_N)
     t0 = time.perf_counter()
-    f = max_fanout
+    f = useful_fanout(N, max_fanout)
+    if _steps(N, f) > MAX_SEARCH_STEPS:
+        raise InvalidArgumentError(
+            f"fan-out {max_fanout} at N = {N}: the search would try more than "
+            f"{MAX_SEARCH_STEPS} pairs of bases (minutes to hours); give a smaller maximum "
+            f"fan-out (default {DEFAULT_MAX_FANOUT})"
+        )
     best, choice = _factored_table(N, model, nbytes, f + 1)
     cand: list[tuple[float, str, Stage | None, int, Stage | None]] = []
     evaluated = 0
@@ -111,16 +131,17 @@ def search(
                 extra = stage_cost(c, model, nbytes) + stage_cost(e, model, nbytes)
                 cand.append((float(total[i]) + extra, "split", c, int(inner[i]), e))
     if "merged" in fams and N >= 5:
-        R = np.arange(1, N - 3)
-        inner = N - R
         per_msg = model.alpha_r + nbytes * model.beta
         g = nbytes * model.gamma
-        for b1 in range(2, f + 1):
-            for bs in range(2, f + 2):
-                ok = inner % (b1 * bs) == 0
-                if not ok.any():
+        for b1 in range(2, min(f, (N - 1) // 2) + 1):
+            for bs in range(2, min(f + 1, (N - 1) // b1) + 1):
+                # The inner sizes N - R (R in 1..N-4) that B1·Bs divides, R ascending: only
+                # those, not every R (a fan-out near N makes ~N log N pairs of bases).
+                inn = np.arange(b1 * bs, N, b1 * bs)[::-1]
+                inn = inn[inn >= 4]
+                if inn.size == 0:
                     continue
-                r, inn = R[ok], inner[ok]
+                r = N - inn
                 k1 = -(-r // (inn // b1))
                 ks = -(-r // (inn // bs))
                 fan = (bs - 1 + ks) <= f
