@@ -616,13 +616,20 @@ def _executor_from_dict(ex: Any, source: str, models: Mapping[str, Any]) -> dict
     return out
 
 
+# A profile is a few KiB of JSON; 64 MiB is far above any that calibrate writes.
+_MAX_PROFILE = 1 << 26
+
+
 def load_profile(path: str | os.PathLike[str]) -> Profile:
-    """Read a profile written by `collkit calibrate` (InvalidArgumentError if it is not one)."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise _bad(f"cannot read profile '{path}': {getattr(e, 'strerror', None) or e}") from None
+    """Read a profile written by `collkit calibrate` (InvalidArgumentError if it is not one;
+    ArgumentTypeError if `path` is not a path)."""
+    from collkit import files
+    from collkit.errors import ArgumentTypeError
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentTypeError(f"path must be a str or a path, not {type(path).__name__}")
+    # only a regular file, of a bounded size: /dev/zero would be read until MemoryError
+    text = files.read_text(path, "profile", _MAX_PROFILE)
     try:
         d = json.loads(text, object_pairs_hook=unique_keys(InvalidArgumentError))
     except json.JSONDecodeError as e:

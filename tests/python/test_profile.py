@@ -247,7 +247,7 @@ def test_bad_profiles_are_refused(mutate: Any, message: str) -> None:
 
 
 def test_unreadable_profiles_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(InvalidArgumentError, match="cannot read profile"):
+    with pytest.raises(InvalidArgumentError, match=r"profile: cannot read .*missing\.json"):
         load_profile(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{")

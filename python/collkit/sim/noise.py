@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from collkit import units
-from collkit.errors import InvalidArgumentError
+from collkit.errors import ArgumentTypeError, InvalidArgumentError
 from collkit.sim.options import parse_time
 from collkit.sim.spec import parse_spec
 
@@ -80,7 +80,7 @@ def parse_distribution(spec: str | Distribution | None, what: str = "noise") -> 
     if isinstance(spec, Distribution):
         return spec
     if not isinstance(spec, str):
-        raise InvalidArgumentError(
+        raise ArgumentTypeError(
             f"{what}: expected a distribution spec string, got {type(spec).__name__}"
         )
     kind, parsed = parse_spec(spec, what)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from collkit import _core, units
-from collkit.errors import InvalidArgumentError
+from collkit.errors import ArgumentTypeError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from collkit.sim.noise import Distribution
@@ -76,6 +76,10 @@ class Model:
     @staticmethod
     def make(name: str, **params: Time | None) -> Model:
         """Model `name` with defaults overridden by `params` (numbers in ns or unit strings)."""
+        if not isinstance(name, str):
+            raise ArgumentTypeError(
+                f"model must be a name such as 'postal' or a Model, not {type(name).__name__}"
+            )
         key = name.replace("_", "-").lower()
         if key not in MODELS:
             known = ", ".join(MODELS)
@@ -106,6 +110,10 @@ class Model:
 
 def model_of(model: str | Model, params: Mapping[str, Time | None]) -> Model:
     """The Model a call names: a ready Model (and no keywords), or a name and its keywords."""
+    if not isinstance(model, (str, Model)):
+        raise ArgumentTypeError(
+            f"model must be a name such as 'postal' or a Model, not {type(model).__name__}"
+        )
     if isinstance(model, Model):
         if params:
             raise InvalidArgumentError(
@@ -113,6 +121,24 @@ def model_of(model: str | Model, params: Mapping[str, Time | None]) -> Model:
             )
         return model
     return Model.make(model, **params)
+
+
+def check_flag(value: object, what: str) -> bool:
+    """`value` if it is a bool (a string 'yes' is not: the core would raise its own TypeError)."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{what} must be True or False, not {value!r:.60}")
+    return value
+
+
+def check_placement(placement: object) -> None:
+    """None or a Placement (a string or an int has no rpn: AttributeError deep inside)."""
+    from collkit.placement import Placement
+
+    if placement is not None and not isinstance(placement, Placement):
+        raise ArgumentTypeError(
+            f"placement must be a collkit Placement (e.g. Placement(16)) or None, not "
+            f"{type(placement).__name__}"
+        )
 
 
 def check_run(trials: int, seed: int) -> None:

@@ -5,15 +5,30 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+import numpy as np
+
 from collkit import _core, units
 from collkit.algorithms import Algorithm
-from collkit.errors import CollkitError, InvalidArgumentError, ScheduleFormatError
+from collkit.errors import (
+    ArgumentTypeError,
+    CollkitError,
+    InvalidArgumentError,
+    ScheduleFormatError,
+)
 from collkit.placement import Placement, core_args
 from collkit.progress import format_duration
 from collkit.results import ResultStore, Row
 from collkit.schedule import Schedule, printable
 from collkit.sim.noise import Distribution, parse_distribution
-from collkit.sim.options import Model, Time, check_run, core_options, model_of
+from collkit.sim.options import (
+    Model,
+    Time,
+    check_flag,
+    check_placement,
+    check_run,
+    core_options,
+    model_of,
+)
 from collkit.sim.result import SimResult, set_makespans, simulated_row
 from collkit.sim.topology import Topology, parse_topology, placed_topology
 
@@ -48,6 +63,9 @@ def simulate_file(
     from collkit import files, io
 
     m = model_of(model, params)
+    timeline = check_flag(timeline, "timeline")
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentTypeError(f"path must be a str or a path, not {type(path).__name__}")
     files.check_regular(path, "schedule file")  # /dev/zero or a FIFO would be read forever
     fmt = io.format_for_path(path)
     if fmt is None:
@@ -126,7 +144,16 @@ def _count_of(count: int | None, nbytes: int | str | None, elem_size: int) -> in
     if count is not None and nbytes is not None:
         raise InvalidArgumentError("give count or bytes, not both")
     if nbytes is not None:
-        n = units.parse_size(nbytes, "bytes") if isinstance(nbytes, str) else int(nbytes)
+        # an int or a size string: int() of a float would raise OverflowError for inf, ValueError
+        # for NaN, and truncate 1.5
+        if isinstance(nbytes, str):
+            n = units.parse_size(nbytes, "bytes")
+        elif isinstance(nbytes, (int, np.integer)) and not isinstance(nbytes, bool):
+            n = int(nbytes)
+        else:
+            raise ArgumentTypeError(
+                f"bytes must be an integer or a size such as '64KiB', not {nbytes!r:.60}"
+            )
         if n < 0:
             raise InvalidArgumentError(f"bytes must be >= 0, got {nbytes!r}")
         return -(-n // elem_size)
@@ -165,6 +192,8 @@ def simulate(
     """
     m = model_of(model, params)
     check_run(trials, seed)
+    timeline = check_flag(timeline, "timeline")
+    check_placement(placement)
     noise_d = parse_distribution(noise, "noise")
     skew_d = parse_distribution(skew, "skew")
     topo = parse_topology(topology)

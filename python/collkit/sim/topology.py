@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from collkit import units
-from collkit.errors import InvalidArgumentError
+from collkit.errors import ArgumentTypeError, InvalidArgumentError
 from collkit.placement import Placement
 from collkit.sim.options import Time, parse_per_byte, parse_time
 from collkit.sim.spec import parse_spec
@@ -68,9 +68,9 @@ def parse_topology(
     for each other, congestion)."""
     if isinstance(spec, Topology):
         return spec
-    spec = spec or "none"
+    spec = "none" if spec is None or spec == "" else spec  # not `or`: 0 or [] is no spec
     if not isinstance(spec, str):
-        raise InvalidArgumentError(
+        raise ArgumentTypeError(
             f"topology: expected a spec string such as fattree(k=16,hop=100ns), "
             f"got {type(spec).__name__}"
         )
