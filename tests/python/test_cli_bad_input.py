@@ -955,3 +955,59 @@ def test_python_api_misuse_raises_collkits_own_error(call: str) -> None:
     # main: the binding's "incompatible function arguments" TypeError or an AttributeError
     with pytest.raises(CollkitError):
         API_MISUSES[call]()
+
+
+# ---- comma lists: an empty or bad element is an error before anything runs, not a skip ----
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["simulate", "allreduce:rd", "-P", "8", "--alpha", "1,,2"], "--alpha 1,,2"),
+        (["simulate", "allreduce:rd", "-P", "8", "--alpha", "1,2,"], "--alpha 1,2,"),
+        (["simulate", "allreduce:rd", "-P", "8", "--alpha", "1,fast"], "'fast' is not a time"),
+        (["simulate", "allreduce:rd", "-P", "8", "--model", "loggops", "--L", ",500"], "--L ,500"),
+        (["simulate", "allreduce:rd", "-P", "8", "--beta", "0.4,,2.5GB/s"], "--beta"),
+        (["simulate", "allreduce:rd", "-P", "8,,16"], "empty entry"),
+        (["simulate", "allreduce:rd", "-P", "8", "--bytes", "8,,64"], "size"),
+        (["simulate", "allreduce:rd,,allreduce:ring", "-P", "8"], "ALGO"),
+        (["simulate", "allreduce:rd", "-P", "8,16", "--noise", "exponential(x)"], "noise"),
+        (["simulate", "allreduce:rd", "-P", "8,16", "--topology", "fattree(k=1,hop=1ns)"], "k"),
+    ],
+)
+def test_a_bad_element_of_a_list_stops_the_sweep_before_it_runs(
+    capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    # main: '--alpha 1,,2' printed "skipped ... '' is not a time", ran 1 and 2 and exited 0
+    code = main_code(argv)
+    out = capsys.readouterr()
+    assert code == 2, (argv, out)
+    assert out.out == "", "nothing runs"
+    assert needle in out.err and "skipped" not in out.err and "Traceback" not in out.err
+
+
+def main_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as e:  # argparse's usage errors
+        return e.code if isinstance(e.code, int) else 2
+
+
+def test_bench_map_by_refuses_an_empty_entry(capsys: pytest.CaptureFixture[str]) -> None:
+    # main: 'core,,node' swept the MPI's default placement too, without a word
+    argv = ["bench", "allreduce", "-P", "2", "--map-by", "core,,node", "--no-plot"]
+    code, out = cli(capsys, *argv, "--mpiexec", "/nonexistent/mpiexec")
+    assert code == 2 and "--map-by 'core,,node': empty entry" in out
+
+
+def test_validate_lists_refuse_an_empty_entry(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from test_profile import make
+
+    prof = str(make().save(tmp_path / "p.json"))
+    code, out = cli(capsys, "validate", "--profile", prof, "--collectives", "allreduce,,bcast")
+    assert code == 2 and "--collectives 'allreduce,,bcast': empty entry" in out
+    code, out = cli(capsys, "validate", "--profile", prof, "--collectives", "allreduce",
+                    "--algos", "rd,,ring")  # fmt: skip
+    assert code == 2 and "--algos 'rd,,ring': empty entry" in out

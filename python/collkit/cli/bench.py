@@ -208,6 +208,9 @@ def _check(args: argparse.Namespace) -> None:
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
     check_launchable(args.P, args.hosts)
+    if args.map_by and not all(x.strip() for x in args.map_by.split(",")):
+        # an empty element would sweep the MPI's default placement too, without a word
+        raise InvalidArgumentError(f"--map-by '{args.map_by}': empty entry (e.g. core,socket)")
     if args.collective in ROOTED:
         for P in args.P:
             if args.root >= P:

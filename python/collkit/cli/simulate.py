@@ -55,7 +55,7 @@ from collkit.cli._common import (
     placement_of,
     plot_format_error,
 )
-from collkit.errors import CollkitError
+from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.results import row_to_json
 from collkit.simulate import (
     LOCAL_PARAMS,
@@ -188,6 +188,16 @@ def _sweep(
         return _fail("a sweep needs ALGO and -P (lists allowed: rd,ring -P 8,64)")
     if args.timeline is not None or args.plot is not None or args.per_rank:
         return _fail("a sweep prints one row per run: leave out --timeline, --plot, --per-rank")
+    # What is the same for every run is read once, before any: a bad noise, skew or topology
+    # spec is the user's error, not a run to skip (and a trace file is read once, not per run).
+    from collkit.sim.noise import parse_distribution
+    from collkit.sim.options import check_run
+    from collkit.sim.topology import parse_topology
+
+    check_run(args.trials, args.seed)
+    args.noise = parse_distribution(args.noise, "noise")
+    args.skew = parse_distribution(args.skew, "skew")
+    args.topology = parse_topology(args.topology)
     esize = args.elem_size
     avail = _available_memory()
     names = list(values)
@@ -303,6 +313,16 @@ def run(args: argparse.Namespace) -> int:
         k: [x.strip() for x in v.split(",")] if isinstance(v, str) else [v]
         for k, v in params.items()
     }
+    # Every value of every list is checked before anything runs: '--alpha 1,,2' is an error
+    # (exit 2, nothing simulated), not a sweep that skips its empty element.
+    from collkit.sim.options import Model
+
+    for k, vs in values.items():
+        for x in vs:
+            try:
+                Model.make(args.model, **{k: x})
+            except CollkitError as e:
+                raise InvalidArgumentError(f"{_flag(k)} {params[k]}: {e}") from None
     runs = len(algos) * len(Ps) * len(sizes) * math.prod(len(v) for v in values.values())
     if runs > 1:
         return _sweep(args, algos, Ps, sizes, values)

@@ -134,7 +134,10 @@ def run(args: argparse.Namespace) -> int:
     prof = load_profile(input_file(args.profile, "--profile"))
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
-    colls = [c.strip() for c in args.collectives.split(",") if c.strip()]
+    colls = [c.strip() for c in args.collectives.split(",")]
+    if len(colls) > 1 and not all(colls):  # 'allreduce,,bcast': a typo, not a list to shorten
+        raise InvalidArgumentError(f"--collectives '{args.collectives}': empty entry")
+    colls = [c for c in colls if c]
     for c in colls:
         if c not in COLLECTIVES:
             raise InvalidArgumentError(f"--collectives: unknown '{c}' (one of {COLLECTIVES})")
@@ -148,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
     if args.algos:
         algos = {}
         for name in split_names(args.algos):
+            if not name:
+                raise InvalidArgumentError(f"--algos '{args.algos}': empty entry")
             if ":" not in name:  # 'rd' is allreduce:rd when one collective is validated
                 if len(colls) != 1:
                     raise InvalidArgumentError(
