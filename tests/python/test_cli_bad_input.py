@@ -1011,3 +1011,34 @@ def test_validate_lists_refuse_an_empty_entry(
     code, out = cli(capsys, "validate", "--profile", prof, "--collectives", "allreduce",
                     "--algos", "rd,,ring")  # fmt: skip
     assert code == 2 and "--algos 'rd,,ring': empty entry" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["show", "allreduce:rd", "-P", "6", "--rank", "10"], "--rank 10 is not in [0, 6)"),
+        (["show", "allreduce:rd", "-P", "100"], "pick some with --rank"),
+        (["algorithms", "allgatherv"], "unknown collective"),
+        (["verify", "--file", "missing.txt"], "missing.txt"),
+        (["simulate", "allreduce:rd", "-P", "8", "--alpha", "fast"], "not a time"),
+        (["schedules", "bcast", "-P", "8"], "allreduce only"),
+        (["export", "allreduce:rd", "-P", "4", "-o", "no/such/folder/x.json"], "x.json"),
+        (["limit", "reduce", "-P", "0"], "P = 0"),
+        (["fit", "missing.jsonl"], "missing.jsonl"),
+        (["report", "no-such-folder"], "no-such-folder"),
+        (["validate"], "--profile is required"),
+        (["calibrate", "--iters", "0"], "--iters"),
+        (["run", "-np", "2^31", "--", "true"], "2^31 - 1"),
+        (["bench", "allreduce", "-P", "2", "--mpiexec", "/nonexistent/mpiexec"], "mpiexec"),
+        (["tune", "allreduce", "-P", "2", "--mpiexec", "/nonexistent/mpiexec"], "mpiexec"),
+    ],
+)
+def test_errors_go_to_stderr_and_stdout_stays_clean(
+    capsys: pytest.CaptureFixture[str], chdir_tmp: Path, argv: list[str], needle: str
+) -> None:
+    # main: `collkit show ... --rank 10` printed its error on stdout, into the pipe
+    code = main_code(argv)
+    out = capsys.readouterr()
+    assert code == 2, (argv, out)
+    assert needle in out.err and "error:" in out.err, out.err
+    assert "error" not in out.out and needle not in out.out, out.out

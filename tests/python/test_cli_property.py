@@ -133,6 +133,15 @@ def _address_space_limit() -> tuple[int, int]:
 
 
 def run_cli(argv: list[str]) -> tuple[int, str]:
+    """main(argv) in this process: (exit status, stderr + stdout)."""
+    code, out, err = run_cli_split(argv)
+    return code, err + out
+
+
+def run_cli_split(argv: list[str]) -> tuple[int, str, str]:
+    """main(argv) in this process, within TIME_LIMIT and MEMORY_HEADROOM: (exit status, stdout,
+    stderr)."""
+
     def alarm(signum: int, frame: FrameType | None) -> None:
         raise Hung(f"collkit {' '.join(argv)[:200]} ran past {TIME_LIMIT} s")
 
@@ -152,7 +161,7 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
         signal.signal(signal.SIGALRM, old)
         resource.setrlimit(resource.RLIMIT_AS, limits)
         os.chdir(old_dir)
-    return code, err.getvalue() + out.getvalue()
+    return code, out.getvalue(), err.getvalue()
 
 
 # A valid command line per command, which the test then perturbs: most random vectors would
@@ -188,10 +197,12 @@ def argv_for(draw: st.DrawFn) -> list[str]:
 
 def check(argv: list[str], random_bytes: bytes, mutate_at: int, junk: str) -> None:
     _write_files(random_bytes, mutate_at, junk)
-    code, out = run_cli(argv)
+    code, stdout, stderr = run_cli_split(argv)
+    out = stderr + stdout
     assert code in (0, 1, 2), (argv, code, out[-2000:])
-    if code == 2:
-        assert out.strip(), f"exit 2 without a message: {argv}"
+    if code == 2:  # the message on stderr: stdout is the command's output, read by a pipe
+        assert stderr.strip(), f"exit 2 without a message on stderr: {argv} (stdout: {stdout})"
+        assert "error:" not in stdout, (argv, stdout[-2000:])
     assert "Traceback" not in out, (argv, out[-2000:])
 
 

@@ -152,12 +152,10 @@ def run(args: argparse.Namespace) -> int:
             default = f" (default {p['default']})" if p["default"] else ""
             out.print(f"  param {p['name']}: {p['type']}{rng}{default}: {p['doc']}")
         return 0
-    if which and which not in COLLECTIVES:
-        out.print(
-            f"[red]unknown collective '{which}'[/red] "
-            f"({', '.join(COLLECTIVES)}, or an algorithm name)"
+    if which and which not in COLLECTIVES:  # main() prints it on stderr, not into the table
+        raise InvalidArgumentError(
+            f"unknown collective '{which}' ({', '.join(COLLECTIVES)}, or an algorithm name)"
         )
-        return 2
     specs = algorithms(which)
     if args.json:
         print(json.dumps(specs, indent=2))

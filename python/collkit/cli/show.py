@@ -23,6 +23,7 @@ from collkit.cli._common import (
     parse_rank,
     placement_of,
 )
+from collkit.errors import InvalidArgumentError
 
 NAME = "show"
 HELP = "print a schedule, per rank, as text"
@@ -50,9 +51,8 @@ def run(args: argparse.Namespace) -> int:
     placement = placement_of(args)
     ranks: Sequence[int] = args.rank if args.rank else range(P)  # a range: P may be 2^31
     for r in args.rank or []:
-        if not 0 <= r < P:
-            print(f"collkit show: error: rank {r} is not in [0, {P})")
-            return 2
+        if not 0 <= r < P:  # main() prints it on stderr and exits 2
+            raise InvalidArgumentError(f"--rank {r} is not in [0, {P}), the ranks of P = {P}")
     if args.stats:
         if args.rank:
             progs = [
@@ -65,11 +65,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{algo.canonical} P={P} count={count}: {ops} ops over {len(ranks)} rank(s)")
         return 0
     if not args.rank and P > 64:
-        print(
-            f"collkit show: P = {P} would print {P} ranks; pick some with --rank R "
-            "(or use collkit export)"
+        raise InvalidArgumentError(
+            f"P = {P} would print {P} ranks; pick some with --rank R (or use collkit export)"
         )
-        return 2
     print(
         io.header_text(algo.canonical, P, count, args.elem_size, root, placement=placement),
         end="",
