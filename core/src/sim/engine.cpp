@@ -178,7 +178,7 @@ class Engine {
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = cpu_now();
     for (uint32_t r = 0; r < P_; ++r) {
-      double t = opt_.skew.kind == DistKind::none ? 0.0 : sample(opt_.skew, rng_) + 0.0;
+      double t = opt_.skew.kind == DistKind::none ? 0.0 : on_grid(sample(opt_.skew, rng_));
       ranks_[r].finish = t;
       if (t == 0.0)
         start_rank(r);
@@ -231,7 +231,9 @@ class Engine {
     if (const Event* f = queue_.peek(4)) ranks_.prefetch_counters(f->rank);
   }
 
-  double noise() { return has_noise_ ? sample(opt_.noise, rng_) : 0.0; }
+  // Every time the engine adds is on the picosecond grid (model.hpp's on_grid), and so is every
+  // sum it forms: ties do not depend on rounding.
+  double noise() { return has_noise_ ? on_grid(sample(opt_.noise, rng_)) : 0.0; }
   // A noise trace's detours met by rank r's CPU busy from `start` for `len` ns. Each rank's
   // offset into the trace comes from the run's seed and the trial, so a run is reproducible.
   double detour(uint32_t r, double start, double len) const {
@@ -241,7 +243,7 @@ class Engine {
       Rng x(trial_seed_ ^ ((uint64_t{r} + 1) * 0xbf58476d1ce4e5b9ULL));
       offset = x.uniform01() * trace_->period();
     }
-    return trace_->detour(offset, start, len);
+    return on_grid(trace_->detour(offset, start, len));
   }
   void at(double t, uint32_t r, uint32_t i, EventType type) {
     if (t <= now_)
@@ -328,13 +330,13 @@ class Engine {
         return;
       case OpKind::recv: {
         if (record_) rec_.cause[gidx(r, i)] = trigger;
-        at(now_ + noise(), r, i, kDone);
+        at(on_grid(now_ + noise()), r, i, kDone);
         return;
       }
       default: {
         double& cpu = ranks_.cpu_free(r, unit & 15);
         const double s = std::max(now_, cpu);
-        const double e = s + o.amount + noise() + detour(r, s, o.amount);
+        const double e = on_grid(s + o.amount + noise() + detour(r, s, o.amount));
         if (record_) {
           const uint64_t k = gidx(r, i);
           rec_.op_start[k] = s;
@@ -352,7 +354,7 @@ class Engine {
     double& port_free = ranks_.send_free(r, unit >> 4);
     const uint32_t dst = store_.peer_of(r, o);
     const double n = o.amount;
-    const double extra = has_topology_ ? topo_.extra_latency(r, dst) : 0.0;
+    const double extra = has_topology_ ? on_grid(topo_.extra_latency(r, dst)) : 0.0;
     const double d = noise();
     ++messages_;
     bytes_ += n;
@@ -366,7 +368,7 @@ class Engine {
     port_free = c.port_free;
     if (!on_arrival_) at(c.pushed, r, i, kDone);  // else done on arrival
     if (congestion_) {  // the message enters the network when the send starts
-      arrival += link_wait(r, dst, s, n);
+      arrival = on_grid(arrival + link_wait(r, dst, s, n));
       if (on_arrival_) port_free = arrival;  // busy until it arrives
     }
     if (record_) {
@@ -433,10 +435,14 @@ class Engine {
   bool rendezvous(double n) const { return n > rdv_above_; }
   // A message's times, starting now: the built-in model's without a virtual call per message.
   SendTimes send_times(double n) const {
-    return lgm_ ? lgm_->send(now_, n) : model_->send(now_, n);
+    if (lgm_) return lgm_->send(now_, n);  // on the grid already
+    const SendTimes c = model_->send(now_, n);
+    return {on_grid(c.cpu_end), on_grid(c.gap_end), on_grid(c.first_byte), on_grid(c.overhead)};
   }
   RecvTimes recv_times(double n) const {
-    return lgm_ ? lgm_->recv(now_, n) : model_->recv(now_, n);
+    if (lgm_) return lgm_->recv(now_, n);
+    const RecvTimes c = model_->recv(now_, n);
+    return {on_grid(c.cpu_end), on_grid(c.gap_end), on_grid(c.overhead)};
   }
   // Op (r, j) of program p has its deps complete: op `trigger` (global, recording) completed at
   // `after`.
@@ -540,7 +546,7 @@ class Engine {
           if (record_) rec_.cause[gidx(r, i)] = rec_.cpu_owner[r];
           return lots_.wait(e, lk, cpu, queue_);
         }
-        const double end = now_ + o.amount + noise() + detour(r, now_, o.amount);
+        const double end = on_grid(now_ + o.amount + noise() + detour(r, now_, o.amount));
         cpu = end;
         if (record_) {
           const uint64_t k = gidx(r, i);
@@ -561,12 +567,14 @@ class Engine {
     bytes_ += n;
     const SendTimes c = send_times(n);
     // A trace's detours over the overhead o, as LogGOPSim counts them.
-    const double cpu_end = c.cpu_end + noise() + detour(r, now_, c.overhead);
+    const double cpu_end = on_grid(c.cpu_end + noise() + detour(r, now_, c.overhead));
     cpu = cpu_end;
     gap = c.gap_end;
     ranks_[r].finish = std::max(ranks_[r].finish, cpu_end);
-    double arrival = c.first_byte + (has_topology_ ? topo_.extra_latency(r, dst) : 0.0);
-    if (congestion_) arrival += link_wait(r, dst, now_ + c.overhead, n);  // enters after o
+    double arrival = c.first_byte;
+    if (has_topology_) arrival = on_grid(arrival + on_grid(topo_.extra_latency(r, dst)));
+    if (congestion_)  // it enters the network after o
+      arrival = on_grid(arrival + link_wait(r, dst, on_grid(now_ + c.overhead), n));
     if (record_) {
       const uint64_t k = gidx(r, i);
       rec_.op_start[k] = now_;
@@ -593,7 +601,7 @@ class Engine {
     const double free = std::max(cpu, gap);
     if (free > now_) return lots_.wait(e, lk, free, queue_);
     const RecvTimes c = recv_times(so.amount);
-    const double end = c.cpu_end + noise() + detour(r, now_, c.overhead);
+    const double end = on_grid(c.cpu_end + noise() + detour(r, now_, c.overhead));
     cpu = end;
     gap = c.gap_end;
     ranks_[r].finish = std::max(ranks_[r].finish, end);
@@ -706,13 +714,13 @@ class Engine {
   double link_wait(uint32_t src, uint32_t dst, double t, double n) {
     topo_.route(src, dst, route_);
     double at = t;
-    const double busy = n * topo_.link;
+    const double busy = on_grid(n * topo_.link);
     for (uint64_t l : route_) {
       double& free = link_free_[l];
       at = std::max(at, free);
-      free = at + busy;
+      free = on_grid(at + busy);
     }
-    return at - t;
+    return on_grid(at - t);
   }
 
   [[noreturn, gnu::cold]] void unmatched(uint32_t r, uint32_t q, uint32_t seq) {

@@ -18,7 +18,13 @@
 // Local ops, in every model: reduce costs reduce_base + gamma n, copy costs copy_beta n, compute
 // and sleep their own duration; they run one at a time on the rank's CPU. Congestion (links
 // shared by messages) belongs to the topology (topology.hpp's `link`), under any model.
+//
+// The clock ticks in whole picoseconds (on_grid): every duration is rounded to one and every time
+// is a sum of them, so times that are equal in exact arithmetic are equal here, however they were
+// summed and whatever the parameters' scale, and ties are ordered alike (parameters scaled by 10
+// give 10 times the makespan, not another order of ties).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -28,6 +34,18 @@
 #include <vector>
 
 namespace collkit::sim {
+
+// ns rounded to a whole picosecond: the double nearest to it, so that one ps count is always the
+// same double and a sum of such times, rounded again, is exact while times are below 2^37 ns
+// (137 s of simulated time, where a double's step is 0.03 ps; beyond, ties may depend on
+// rounding again). Models round each duration they compute and each time they return; the
+// engine rounds what it adds.
+[[gnu::always_inline]] inline double on_grid(double ns) {
+  const double ps = ns * 1e3;
+  // Adding 2^52 rounds to a whole number without a libm call (no SSE4.1 round instruction).
+  const double whole = ps >= 0 && ps < 0x1p52 ? (ps + 0x1p52) - 0x1p52 : std::nearbyint(ps);
+  return whole / 1e3 + 0.0;  // + 0.0: never -0.0 (the event queue's keys)
+}
 
 // A parameter of a model: its name, unit ("ns", "ns/B" a time per byte, "B" a size), meaning and
 // default. Models that share a parameter (L, o, g of the LogP family) declare it alike.

@@ -17,20 +17,22 @@ namespace collkit::sim::detail {
 
 class LogGOPS final : public CostModel {
  public:
+  // Times on the picosecond grid (model.hpp's on_grid): L, o, g rounded once, the per-byte
+  // terms per message.
   LogGOPS(double L, double o, double g, double G, double O, double S)
-      : L_(L), o_(o), g_(g), G_(G), O_(O), S_(S) {}
+      : L_(on_grid(L)), o_(on_grid(o)), g_(on_grid(g)), G_(G), O_(O), S_(S) {}
   Rules rules() const override { return Rules::loggops; }
   SendTimes send(double now, double n) const override {
-    return {now + o_ + b1(n) * O_, gap_end(now, n), now + o_ + L_, o_};
+    return {on_grid(now + o_ + on_grid(b1(n) * O_)), gap_end(now, n), on_grid(now + o_ + L_), o_};
   }
   RecvTimes recv(double now, double n) const override {
-    return {now + o_ + std::max(b1(n) * O_, b1(n) * G_), gap_end(now, n), o_};
+    return {on_grid(now + o_ + on_grid(std::max(b1(n) * O_, b1(n) * G_))), gap_end(now, n), o_};
   }
   double rendezvous_above() const override { return S_; }
 
  private:
   static double b1(double n) { return std::max(n - 1.0, 0.0); }  // (n - 1), 0 for n = 0
-  double gap_end(double now, double n) const { return now + g_ + b1(n) * G_; }
+  double gap_end(double now, double n) const { return on_grid(now + g_ + on_grid(b1(n) * G_)); }
   double L_, o_, g_, G_, O_, S_;
 };
 

@@ -10,13 +10,17 @@ namespace {
 class PipelinedPostal final : public CostModel {
  public:
   explicit PipelinedPostal(const ModelParams& p)
-      : alpha_p_(p.get("alpha_p")), alpha_r_(p.get("alpha_r")), beta_(p.get("beta")) {}
+      : alpha_p_(on_grid(p.get("alpha_p"))),
+        alpha_r_(on_grid(p.get("alpha_r"))),
+        beta_(p.get("beta")) {}
   Rules rules() const override { return Rules::port; }
   bool done_on_arrival() const override { return false; }
+  // s, extra, delay and the detour are on the picosecond grid (model.hpp's on_grid).
   PortSend port_send(double s, double n, double extra, double delay,
                      const Detour& detour) const override {
-    const double pushed = s + alpha_r_ + n * beta_ + delay + detour(alpha_r_ + n * beta_);
-    return {pushed, pushed + alpha_p_ + extra, pushed};
+    const double push = on_grid(alpha_r_ + on_grid(n * beta_));
+    const double pushed = on_grid(s + push + delay + detour(push));
+    return {pushed, on_grid(pushed + alpha_p_ + extra), pushed};
   }
 
  private:

@@ -8,12 +8,14 @@ namespace {
 
 class Postal final : public CostModel {
  public:
-  explicit Postal(const ModelParams& p) : alpha_(p.get("alpha")), beta_(p.get("beta")) {}
+  explicit Postal(const ModelParams& p) : alpha_(on_grid(p.get("alpha"))), beta_(p.get("beta")) {}
   Rules rules() const override { return Rules::port; }
   bool done_on_arrival() const override { return true; }
+  // s, extra, delay and the detour are on the picosecond grid (model.hpp's on_grid).
   PortSend port_send(double s, double n, double extra, double delay,
                      const Detour& detour) const override {
-    const double arrival = s + alpha_ + extra + n * beta_ + delay + detour(alpha_ + n * beta_);
+    const double wire = on_grid(n * beta_);
+    const double arrival = on_grid(s + alpha_ + extra + wire + delay + detour(alpha_ + wire));
     return {arrival, arrival, arrival};
   }
 
