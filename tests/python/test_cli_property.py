@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import collkit
 from collkit import io
-from collkit.cli import COMMANDS, build_parser, main
+from collkit.cli import COMMANDS, _common, build_parser, main
 
 MEMORY_HEADROOM = 4 << 30  # bytes a run may add to this process's address space
 TIME_LIMIT = 30  # seconds per run: generous on a loaded 2-core machine; a hang is minutes
@@ -297,3 +297,56 @@ def test_numeric_options_refuse_other_digits_and_underscores(
 def test_other_digits_and_underscores_exit_2_with_a_message(argv: list[str]) -> None:
     code, out = run_cli(argv)
     assert code == 2 and "error" in out and "Traceback" not in out, out
+
+
+# The list and number parsers of the shared options, fed hostile lists: empty elements, signs,
+# other scripts' digits, underscores, huge values. Each either gives what the text says (ASCII,
+# in range) or refuses it with InvalidArgumentError: never a skipped element or a traceback.
+LIST_PARSERS = {
+    "-P": _common.p_list,
+    "--count": _common.count_list,
+    "--bytes": _common.bytes_list,
+    "--rank": _common.rank,
+    "--elem-size": _common.elem_size,
+    "--rpn": _common._rpn,
+}
+ELEMENT = st.one_of(
+    st.integers(-5, 300).map(str),
+    st.sampled_from(["", " ", "0", "-0", "+8", "-1", "2^10", "2^64", "9" * 40, "1..8", "8..1",
+                     "2^1..2^5:pow2", "1_0", "٣", "８", "1e3", "8B", "1KiB", "nan", "0x10"]),
+    st.text(max_size=4),
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(sorted(LIST_PARSERS)), st.lists(ELEMENT, min_size=1, max_size=5))
+def test_list_options_parse_every_element_or_refuse_the_list(flag: str, parts: list[str]) -> None:
+    text = ",".join(parts)
+    try:
+        v = LIST_PARSERS[flag](text)
+    except (collkit.CollkitError, argparse.ArgumentTypeError):
+        return
+    values = v if isinstance(v, list) else [v]
+    assert values and all(isinstance(x, int) and 0 <= x < 2**63 for x in values), (text, v)
+    # An empty element or a non-ASCII digit never gets through (it would be skipped or read
+    # as a number).
+    assert all(p.strip() for p in parts), (text, v)
+    assert text.isascii() and "_" not in text, (text, v)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.sampled_from(["--alpha", "--beta", "--gamma"]),
+    st.lists(st.sampled_from(["1", "2ns", "0.5us", "", " ", "٣", "1_0", "x", "-1", "2.5GB/s"]),
+             min_size=2, max_size=4),
+)  # fmt: skip
+def test_simulate_parameter_lists_run_all_or_nothing(flag: str, parts: list[str]) -> None:
+    text = ",".join(parts)
+    code, out, err = run_cli_split(["simulate", "allreduce:rd", "-P", "4", flag, text])
+    ok = all(p.strip() and p.isascii() and "_" not in p and p not in ("x", "-1") for p in parts)
+    if flag == "--alpha" and "2.5GB/s" in parts:
+        ok = False  # a bandwidth is a per-byte cost (beta, gamma), not a time
+    if ok:
+        assert code == 0 and len(out.splitlines()) == len(parts), (text, err)
+    else:
+        assert code == 2 and out == "" and "error:" in err and "skipped" not in err, (text, err)
