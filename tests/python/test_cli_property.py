@@ -236,11 +236,14 @@ def test_every_command_with_every_flag_and_no_value(cmd: str) -> None:
 
 def _numeric_options() -> list[tuple[str, str, Any]]:
     """(command, flag, type) of every option whose value is a number: its type reads '3'."""
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     out = []
-    for name, p in sub.choices.items():
+
+    def walk(p: argparse.ArgumentParser, name: str) -> None:
         for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):  # commands, and cluster's up, down...
+                for sub, sp in a.choices.items():
+                    walk(sp, f"{name} {sub}".strip())
+                continue
             if not a.option_strings or a.type in (None, str):
                 continue
             t = p._registry_get("type", a.type, a.type)  # type=int: what collkit registered
@@ -249,6 +252,8 @@ def _numeric_options() -> list[tuple[str, str, Any]]:
             except (argparse.ArgumentTypeError, ValueError, TypeError):
                 continue
             out.append((name, a.option_strings[0], t))
+
+    walk(build_parser(), "")
     return out
 
 
@@ -261,7 +266,8 @@ def test_every_numeric_option_is_found() -> None:
     flags = {(c, f) for c, f, _ in NUMERIC_OPTIONS}
     for c, f in (("show", "-P"), ("show", "--rank"), ("simulate", "--trials"),
                  ("schedules", "--simulate"), ("schedules", "--max-fanout"), ("fit", "--threshold"),
-                 ("bench", "--iters"), ("tune", "--alpha"), ("simulate", "--seed")):  # fmt: skip
+                 ("bench", "--iters"), ("tune", "--alpha"), ("simulate", "--seed"),
+                 ("cluster up", "--nodes")):  # fmt: skip
         assert (c, f) in flags
 
 

@@ -77,8 +77,8 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
             description=mod.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        register_number_types(p)  # type=int / float: ASCII digits, as every number collkit reads
         mod.add_arguments(p)
+        register_number_types(p)  # type=int / float: ASCII digits, as every number collkit reads
         p.set_defaults(_run=mod.run)
     return parser
 

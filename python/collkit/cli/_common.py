@@ -183,10 +183,16 @@ parse_positive = _usage(_positive)
 
 
 def register_number_types(p: argparse.ArgumentParser) -> None:
-    """Make `type=int` and `type=float` in `p` (and its groups) mean the ASCII grammar: every
-    command's integer and number options read numbers the same way, declared here once."""
+    """Make `type=int` and `type=float` in `p`, its groups and its subcommands' parsers (cluster
+    up ...) mean the ASCII grammar: every command's integer and number options read numbers the
+    same way, declared here once. Types are looked up as arguments are parsed, so this may come
+    after the arguments are added."""
     p.register("type", int, parse_int)
     p.register("type", float, parse_float)
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sub in a.choices.values():
+                register_number_types(sub)
 
 
 def _rpn(text: str) -> int:
