@@ -269,6 +269,7 @@ int comm_state_lookup(MPI_Comm comm, CommState*& out) {
   int inter = 0;
   MPI_Comm_test_inter(comm, &inter);
   if (inter) return decline("intercommunicators are not supported");
+  read_settings();
   auto s = std::make_unique<CommState>();
   rc = MPI_Comm_dup(comm, &s->dup);
   if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Comm_dup");

@@ -902,4 +902,17 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   return MPI_SUCCESS;
 }
 
+void read_settings() {
+  static const bool once = [] {
+    static_cast<void>(spin_limit());
+    static_cast<void>(verbose(1));
+    static_cast<void>(max_chunk_elems());
+    static_cast<void>(requested_slot_bytes());
+    static_cast<void>(env_flag("COLLKIT_SHM", true));
+    static_cast<void>(env_flag("COLLKIT_SHM_IN_TURN", true));
+    return true;
+  }();
+  static_cast<void>(once);
+}
+
 }  // namespace collkit::mpi

@@ -65,6 +65,10 @@ struct RunState {
 // Returns MPI_SUCCESS or the MPI error code of the call that failed.
 int run_plan(Plan& plan, const RunArgs& a, RunState& st);
 
+// Reads every setting of the executor and the transport from the environment once (env.hpp), so
+// that a bad value is said at a communicator's first call, whichever path its calls take later.
+void read_settings();
+
 // MPI's predefined reduction ops (all commutative).
 bool is_predefined(MPI_Op op);
 

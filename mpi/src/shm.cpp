@@ -31,12 +31,6 @@ size_t round_up(size_t x, size_t to) {
   return (x + to - 1) / to * to;
 }
 
-int64_t requested_slot_bytes() {
-  static const int64_t bytes =
-      env_int("COLLKIT_SHM_MAX", kDefaultSlotBytes, 0, int64_t{1} << 30, "a number of bytes");
-  return bytes;
-}
-
 // 64-bit FNV-1a: the same key from the same text in every process, whatever its build.
 uint64_t fnv1a(const std::string& text) {
   uint64_t h = 14695981039346656037ULL;
@@ -66,6 +60,13 @@ long long os_key(MPI_Comm comm, std::string& why) {
 }
 
 }  // namespace
+
+// The slot size this rank asks for: COLLKIT_SHM_MAX, or the default.
+int64_t requested_slot_bytes() {
+  static const int64_t bytes =
+      env_int("COLLKIT_SHM_MAX", kDefaultSlotBytes, 0, int64_t{1} << 30, "a number of bytes");
+  return bytes;
+}
 
 // Where a channel's small bodies start: on a page of their own after the counter and the heads.
 // Each small body is one page with an untouched page after it: bodies packed 4 KiB apart, each

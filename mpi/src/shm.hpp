@@ -58,6 +58,9 @@
 
 namespace collkit::mpi {
 
+// COLLKIT_SHM_MAX, or the default slot size (32 KiB).
+int64_t requested_slot_bytes();
+
 class ShmTransport {
  public:
   // Collective over `comm`. Returns nullptr on every rank alike when shared memory is off
