@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <istream>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
@@ -319,6 +321,20 @@ class PeerCounter {
     }
     return slots_[i].second++;
   }
+  // True, counting it, if `tag` is the count of `peer` so far; false (nothing counted) if not.
+  bool take(int64_t peer, int64_t tag) {
+    if ((used_.size() + 1) * 2 > slots_.size()) grow();
+    const size_t i = slot(peer);
+    if (slots_[i].first == kFree) {
+      if (tag != 0) return false;
+      slots_[i] = {peer, 1};
+      used_.push_back(i);
+      return true;
+    }
+    if (slots_[i].second != tag) return false;
+    ++slots_[i].second;
+    return true;
+  }
   void clear() {
     for (size_t i : used_) slots_[i].first = kFree;
     used_.clear();
@@ -434,12 +450,18 @@ class GoalParser {
       : on_header_(std::move(on_header)),
         on_rank_(std::move(on_rank)),
         pass_(pass),
-        index_(index) {}
+        index_(index),
+        direct_ok_(true) {}
   // After the first pass: a plain file, its sends indexed, to be read again.
   bool needs_second_pass() const { return pass_ == GoalPass::index && !collkit_; }
 
   void line(std::string_view raw, int64_t number) {
     number_ = number;
+    // A line block() did not take: what it read becomes GoalOps first (a block's closing line,
+    // a blank one and its scratch line before any op leave it be).
+    if (direct_ && !raw.empty() && raw != "}" &&
+        !(program_.ops.empty() && raw.starts_with("// collkit: scratch")))
+      spill();
     if (cur_ >= 0 && !in_block_ && fast_line(raw)) return;
     std::string_view line = blank_block_comments(raw, number);
     size_t c = line.find("//");
@@ -538,6 +560,62 @@ class GoalParser {
     return true;
   }
 
+  // ---- a collkit file's blocks read straight into the rank's program --------------------------
+  // While a block holds its ops as write_goal writes them (each op's comment, its GOAL op, then
+  // its requires lines on earlier ops), read_goal hands the buffered text to block(), which
+  // appends each op to program_ as it comes: no GoalOp, label table or sort of the deps when
+  // the block closes (most of what reading cost). Anything else stops it before that line, and
+  // line() first turns what it read into GoalOps (spill): every error is line()'s own.
+  bool direct() const { return direct_; }
+  // Reads whole lines from the start of `text` (line `number` was the last read); returns the
+  // bytes and lines taken (none: the next line is line()'s).
+  std::pair<size_t, int64_t> block(std::string_view text, int64_t number) {
+    const char* const begin = text.data();
+    const char* p = begin;
+    int64_t n = 0;
+    RankProgram& prog = program_;
+    const size_t num_scratch = rank_->scratch.size();
+    // Each line is parsed up to its '\n' (no search for it first): a line whose shape differs
+    // stops before the '\n' and is left to line().
+    io::Strict c(text);
+    auto eol = [&c] {
+      if (c.done() || *c.p != '\n') return false;
+      ++c.p;
+      return true;
+    };
+    for (;;) {
+      c.p = p;
+      const uint32_t i = static_cast<uint32_t>(prog.ops.size());
+      if (c.lit("l")) {  // a requires line of the last op
+        uint32_t to;
+        if (i == 0 || !direct_label(c, i - 1) || !c.lit(" requires l") ||
+            !direct_earlier(c, i - 1, to) || !eol())
+          break;
+        prog.deps.push_back(to);
+        prog.dep_begin.back() = static_cast<uint32_t>(prog.deps.size());
+        p = c.p, ++n;
+        continue;
+      }
+      if (c.lit("}\n")) {
+        number_ = number + n + 1;
+        close_block();
+        return {static_cast<size_t>(c.p - begin), n + 1};
+      }
+      int64_t index, stage = 0;
+      Op op{};
+      if (!c.lit("// collkit: ") || !c.num(index) || index != i || !c.lit(": ") ||
+          !io::fast_op_body(c, hr_.h.P, num_scratch, hr_.h.elem_size, op) ||
+          (c.lit(" stage ") && !c.num(stage, UINT16_MAX)) || !eol() || !direct_goal_op(c, i, op) ||
+          !eol() || !direct_tag(op))
+        break;
+      prog.append(op, {}, static_cast<uint16_t>(stage));
+      op_lines_.push_back(number + n + 2);
+      p = c.p, n += 2;
+    }
+    number_ = number + n;
+    return {static_cast<size_t>(p - begin), n};
+  }
+
   void finish() {
     if (in_block_) fail_line(block_line_, block_column_, "unterminated '/*' comment");
     Scanner eof("", number_ + 1);
@@ -586,6 +664,83 @@ class GoalParser {
       }
     }
     return out;
+  }
+
+  // The number k of a label l<k> after its 'l', as Labels::number reads it (digits, no leading
+  // zero, below 2^22).
+  static bool label_number(io::Strict& c, uint32_t& k) {
+    const char* d = c.p;
+    uint32_t v = 0;
+    while (!c.done() && io::is_digit(*c.p) && c.p - d < 7)
+      v = v * 10 + static_cast<uint32_t>(*c.p++ - '0');
+    const auto len = c.p - d;
+    if (len == 0 || (len > 1 && *d == '0') || (!c.done() && io::is_digit(*c.p)) ||
+        v >= kMaxNumbered)
+      return false;
+    k = v;
+    return true;
+  }
+  static bool direct_label(io::Strict& c, uint32_t k) {
+    uint32_t v;
+    return label_number(c, v) && v == k;
+  }
+  // A label l<t> of an op before op k.
+  static bool direct_earlier(io::Strict& c, uint32_t k, uint32_t& t) {
+    return label_number(c, t) && t < k;
+  }
+  // The GOAL op of op i (`op`, from its comment) as write_goal writes it, up to its line's end,
+  // agreeing with it as check_agrees asks; a message's tag in tag_.
+  bool direct_goal_op(io::Strict& c, uint32_t i, const Op& op) {
+    if (!c.lit("l") || !direct_label(c, i) || !c.lit(": ")) return false;
+    const bool send = op.kind == OpKind::send, recv = op.kind == OpKind::recv;
+    if (send || recv) {
+      if (!(send ? c.lit("send ") : c.lit("recv "))) return false;
+      const char* d = c.p;
+      while (!c.done() && io::is_digit(*c.p)) ++c.p;
+      std::string_view digits(d, static_cast<size_t>(c.p - d));
+      while (digits.size() > 1 && digits[0] == '0') digits.remove_prefix(1);
+      int64_t peer;
+      if (digits.empty() || !is_product(digits, op.len, hr_.h.elem_size) ||
+          !(send ? c.lit("b to ") : c.lit("b from ")) || !c.num(peer, P_ - 1) || peer != op.peer ||
+          !c.lit(" tag ") || !c.num(tag_, kMaxTag))
+        return false;
+      return true;
+    }
+    int64_t value;
+    if (!c.lit("calc ") || !c.num(value)) return false;
+    return !((op.kind == OpKind::compute || op.kind == OpKind::sleep) && value != op.len);
+  }
+  // The tag just read (tag_) is the next on the message's pair: counted if so. Last, once the
+  // op is sure to be taken.
+  bool direct_tag(const Op& op) {
+    if (op.kind != OpKind::send && op.kind != OpKind::recv) return true;
+    return (op.kind == OpKind::send ? sent_ : received_).take(op.peer, tag_);
+  }
+  // What block() read, as the GoalOps, labels and requires that line() would have made.
+  void spill() {
+    direct_ = false;
+    GoalRank& r = *rank_;
+    const RankProgram& p = program_;
+    for (uint32_t k = 0; k < p.ops.size(); ++k) {
+      const Op& o = p.ops[k];
+      GoalOp g;
+      g.kind = o.kind == OpKind::send   ? GoalKind::send
+               : o.kind == OpKind::recv ? GoalKind::recv
+                                        : GoalKind::calc;
+      g.value = 0;
+      if (g.kind != GoalKind::calc) g.peer = o.peer;
+      const std::string label = "l" + std::to_string(k);
+      g.line = op_lines_[k];
+      g.column = static_cast<int64_t>(label.size()) + 3;  // after "lK: "
+      g.op = o;
+      g.stage = p.stage[k];
+      labels_.define(label, k);
+      r.ops.push_back(g);
+      for (uint32_t e = p.dep_begin[k]; e < p.dep_begin[k + 1]; ++e)
+        r.requires_.push_back({k, p.deps[e]});
+    }
+    program_.clear(cur_);
+    op_lines_.clear();
   }
 
   // ---- reading -----------------------------------------------------------------------------
@@ -681,6 +836,12 @@ class GoalParser {
         rank_->reuse(spare_);
         if (!opened_.empty()) opened_[static_cast<size_t>(r)] = true;
         scratch_seen_ = false;
+        // The next rank to go out, alone on its line: block() may read it.
+        direct_ = direct_ok_ && collkit_ && r == next_ && !in_block_ && sc.at_end();
+        if (direct_) {
+          program_.clear(r);
+          op_lines_.clear();
+        }
         return;
       }
       sc.fail_here("'num_ranks N' or 'rank N {'");
@@ -790,6 +951,7 @@ class GoalParser {
   // An op read (by the Scanner or the fast path) joins the rank: its label, and in a collkit file
   // the check against its comment and its tag.
   void add_op(GoalOp& op, std::string_view label) {
+    if (direct_) spill();  // an op on the line that opened the block
     GoalRank& r = *rank_;
     if (!label.empty()) {
       if (!labels_.define(label, static_cast<uint32_t>(r.ops.size())))
@@ -881,6 +1043,8 @@ class GoalParser {
     labels_.clear();
     sent_.clear();
     received_.clear();
+    const bool direct = direct_;  // program_ holds this rank, the next to go out
+    direct_ = false;
     cur_ = -1;
     rank_ = nullptr;
     ++closed_;
@@ -889,8 +1053,13 @@ class GoalParser {
     // So do a plain file's on its second pass, its receives paired with the sends to it.
     if (collkit_ || pass_ == GoalPass::paired)
       for (auto it = ranks_.find(next_); it != ranks_.end(); it = ranks_.find(next_)) {
-        if (!collkit_) pair_rank(next_, it->second);
-        emit(next_, it->second);
+        if (direct && it->second.ops.empty() && program_.rank == next_) {
+          program_.scratch = it->second.scratch;
+          on_rank_(program_.view());
+        } else {
+          if (!collkit_) pair_rank(next_, it->second);
+          emit(next_, it->second);
+        }
         spare_.reuse(it->second);
         ranks_.erase(it);
         ++next_;
@@ -1244,6 +1413,10 @@ class GoalParser {
   int64_t block_line_ = 0, block_column_ = 0, number_ = 0;
   int64_t closed_ = 0, next_ = 0;  // blocks closed; the next rank to go out (collkit files)
   bool collkit_ = false;
+  const bool direct_ok_ = false;   // read_goal's stream: block() may be called
+  bool direct_ = false;            // the open block is read by block() into program_
+  std::vector<int64_t> op_lines_;  // block(): the line of each op's GOAL op
+  int64_t tag_ = 0;                // block(): the tag of the GOAL op just read
   io::HeaderReader hr_;
   int64_t P_ = -1;
   int64_t cur_ = -1;
@@ -1273,7 +1446,15 @@ void read_goal(std::istream& in, const std::function<void(const ScheduleHeader&)
   auto lines = [&](GoalParser& parser) {
     io::StreamLines l(in);
     std::string_view line;
-    while (l.next(line)) parser.line(line, l.number());
+    for (;;) {
+      while (parser.direct()) {  // a block as collkit writes it, read from the buffer
+        const auto [bytes, n] = parser.block(l.buffered(size_t{1} << 16), l.number());
+        if (bytes == 0) break;
+        l.skip(bytes, n);
+      }
+      if (!l.next(line)) break;
+      parser.line(line, l.number());
+    }
     parser.finish();
   };
   SendIndex index;

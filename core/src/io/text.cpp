@@ -93,7 +93,7 @@ ParsedRegion parse_region(Scanner& sc, size_t num_scratch, int32_t elem_size) {
 }
 
 // "in", "out" or "sK" with K < the rank's scratch buffers, not followed by a word character.
-bool fast_buffer(io::Strict& c, size_t num_scratch, BufId& buf) {
+[[gnu::always_inline]] inline bool fast_buffer(io::Strict& c, size_t num_scratch, BufId& buf) {
   if (c.lit("out")) {
     buf = kOut;
   } else if (c.lit("in")) {
@@ -108,7 +108,8 @@ bool fast_buffer(io::Strict& c, size_t num_scratch, BufId& buf) {
   return c.done() || !io::is_ident_char(*c.p);
 }
 // "[a:b]" with a <= b and a region that fits a buffer.
-bool fast_bounds(io::Strict& c, int32_t elem_size, int64_t& off, int64_t& len) {
+[[gnu::always_inline]] inline bool fast_bounds(io::Strict& c, int32_t elem_size, int64_t& off,
+                                               int64_t& len) {
   int64_t stop;
   if (!c.lit("[") || !c.num(off) || !c.lit(":") || !c.num(stop) || !c.lit("]") || stop < off)
     return false;
@@ -116,8 +117,8 @@ bool fast_bounds(io::Strict& c, int32_t elem_size, int64_t& off, int64_t& len) {
   int64_t bytes;  // buffer_fits without its division
   return len <= kMaxElems && (elem_size < 1 || !__builtin_mul_overflow(len, elem_size, &bytes));
 }
-bool fast_region(io::Strict& c, size_t num_scratch, int32_t elem_size, BufId& buf, int64_t& off,
-                 int64_t& len) {
+[[gnu::always_inline]] inline bool fast_region(io::Strict& c, size_t num_scratch, int32_t elem_size,
+                                               BufId& buf, int64_t& off, int64_t& len) {
   return fast_buffer(c, num_scratch, buf) && fast_bounds(c, elem_size, off, len);
 }
 

@@ -85,6 +85,29 @@ class StreamLines {
     return refill(line);
   }
   int64_t number() const { return number_; }
+  // The text after the last line read, at least `want` bytes of it unless the stream ends
+  // first: for a reader that takes whole lines from it itself, then skip()s them.
+  std::string_view buffered(size_t want) {
+    if (end_ - pos_ < want && !eof_ && number_ != 0) {
+      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+      end_ -= pos_;
+      pos_ = 0;
+      if (buf_.size() < want) buf_.resize(want);
+      while (end_ < buf_.size() && !eof_) {
+        in_.read(buf_.data() + end_, static_cast<std::streamsize>(buf_.size() - end_));
+        const size_t got = static_cast<size_t>(in_.gcount());
+        end_ += got;
+        if (in_.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number_));
+        if (got == 0) eof_ = true;
+      }
+    }
+    return {buf_.data() + pos_, end_ - pos_};
+  }
+  // `bytes` of buffered() taken as `lines` whole lines.
+  void skip(size_t bytes, int64_t lines) {
+    pos_ += bytes;
+    number_ += lines;
+  }
 
  private:
   bool refill(std::string_view& line) {
