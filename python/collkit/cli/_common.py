@@ -44,6 +44,9 @@ def _usage(fn: Callable[[str], T]) -> Callable[[str], T]:
     return parse
 
 
+_DIGITS = re.compile(r"[+-]?[0-9]+(\^[+-]?[0-9]+)?", re.ASCII)
+
+
 def _int_or_pow(text: str, what: str, limit: int) -> int:
     """An integer, or B^E; a power is refused before it is computed if it exceeds `limit`."""
     text = text.strip()
@@ -53,6 +56,10 @@ def _int_or_pow(text: str, what: str, limit: int) -> int:
         base_s, _, exp_s = text.partition("^")
         base, exp = units.parse_int(base_s, what), units.parse_int(exp_s, what)
     except InvalidArgumentError:  # units' ASCII grammar: int() would take '٣', '８', '1_0'
+        if _DIGITS.fullmatch(text) and "^" not in text and len(text) <= 1000:
+            return int(text)  # ASCII digits past int64: the caller's range check says so
+        if _DIGITS.fullmatch(text):
+            raise InvalidArgumentError(f"{what} {text[:40]}... is more than {limit}") from None
         raise InvalidArgumentError(f"bad {what} '{text}' (ASCII digits 0-9)") from None
     if exp < 0:
         raise InvalidArgumentError(f"{what} {text}: negative exponent")
