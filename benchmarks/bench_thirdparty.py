@@ -50,7 +50,14 @@ from typing import Any
 from collkit import tune as tuning
 from collkit.bench import machine_name
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
-from collkit.mpi import MPI, cache_root, find_mpi_of_kind, launch_command, launch_env
+from collkit.mpi import (
+    MPI,
+    cache_root,
+    find_mpi_of_kind,
+    launch_command,
+    launch_env,
+    source_dir,
+)
 from collkit.tune.table import to_dict
 from tune_loop import collkit, mpi_env, winners
 
@@ -78,6 +85,7 @@ IMB_COLLECTIVES: dict[str, tuple[str, str, bool]] = {
     "scatter": ("Scatter", "scatter", False),
     "reduce_scatter_block": ("Reduce_scatter_block", "reduce_scatter_block", True),
 }
+REJECTS = 3  # unreadable IMB outputs of one run in a row before the campaign stops
 # Open MPI's C++ bindings (which IMB does not use) fail IMB's -Wextra -Werror with g++ 12.
 MAKE_EXTRA = {"openmpi": ["CPPFLAGS=-DOMPI_SKIP_MPICXX"]}
 # IMB's settings the reference run used, beside -npmin, -msglog, -iter and the variant's flags.
@@ -454,10 +462,6 @@ def collkit_share(runs: list[dict[str, Any]], key: dict[str, Any], variant: str,
 # Running
 
 
-def find(kind: str) -> MPI:
-    return find_mpi_of_kind(kind)
-
-
 def run_imb(
     way: str, mpi: MPI, binary: Path, args: list[str], a: argparse.Namespace, table: Path
 ) -> tuple[str, list[dict[str, Any]], list[str]]:
@@ -492,7 +496,9 @@ def run_imb(
                 s = json.loads(ln)
                 routes.append({k: s[k] for k in ("collective", "algorithm", "P", "bytes")})
                 routes[-1]["calls"] = s["iterations"]
-    return p.stdout, routes, cmd
+    # the stats file is a temporary one: the command as a person would rerun it
+    shown = [("STATS.jsonl" if c == str(stats) else c) for c in cmd]
+    return p.stdout, routes, shown
 
 
 def table_for(mpi: MPI, a: argparse.Namespace) -> Path:
@@ -538,11 +544,31 @@ def measure(
         print(f"{mpi.version}: {total - len(left)} of {total} runs already in {log}", flush=True)
     for i, variant, way in left:
         load0 = os.getloadavg()[0]
-        text, routes, cmd = run_imb(way, mpi, binary, imb_args(a, variant), a, table)
-        parsed = parse_imb(text)
-        missing = [b for b in a.collectives if a.np not in parsed.get(b, {})]
-        if missing:
-            raise UnsupportedError(f"IMB printed no table of {', '.join(missing)} at P = {a.np}")
+        rejected: list[str] = []
+        while True:
+            text, routes, cmd = run_imb(way, mpi, binary, imb_args(a, variant), a, table)
+            try:
+                parsed = parse_imb(text)
+                missing = [b for b in a.collectives if a.np not in parsed.get(b, {})]
+                if missing:
+                    raise InvalidArgumentError(
+                        f"IMB output: no table of {', '.join(missing)} at P = {a.np}"
+                    )
+                break
+            except InvalidArgumentError as e:
+                # Kept, said and run again: another process's message written into IMB's
+                # table is not a measurement, and one stray line should not stop the campaign.
+                bad = log.with_name(
+                    f"{log.stem}.rejected-{mpi.kind}-{i}-{variant}-{way}-{len(rejected)}.txt"
+                )
+                bad.write_text(text)
+                rejected.append(bad.name)
+                print(f"{mpi.kind} pair {i + 1} {variant} {way}: {e}; output kept in {bad}")
+                if len(rejected) == REJECTS:
+                    raise UnsupportedError(
+                        f"{REJECTS} IMB outputs in a row not readable ({e}); kept in "
+                        f"{', '.join(rejected)} beside {log}"
+                    ) from None
         run = {
             "key": key,
             "pair": i,
@@ -556,6 +582,7 @@ def measure(
             "load": [load0, os.getloadavg()[0]],
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "command": shlex.join(cmd),
+            "rejected": rejected,
         }
         append_run(log, run)
         runs.append(run)
@@ -565,6 +592,17 @@ def measure(
 
 # ---------------------------------------------------------------------------------------------
 # The report
+
+
+def collkit_version() -> str:
+    """Which collkit's library the collkit runs preloaded: its sources and their commit."""
+    root = source_dir()
+    git = subprocess.run(
+        ["git", "-C", str(root), "describe", "--always", "--dirty"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    head = git.stdout.strip() if git.returncode == 0 else "not a git checkout"
+    return f"sources at {root} ({head})"
 
 
 def first_commands(runs: list[dict[str, Any]], key: dict[str, Any]) -> list[str]:
@@ -619,15 +657,27 @@ def report(
         f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='minutes')} (UTC)",
         f"- load average (1, 5, 15 min): before {la}, after {lb}",
         f"- command: `.venv/bin/python benchmarks/bench_thirdparty.py {shlex.join(argv)}`",
+        f"- collkit: {collkit_version()}",
         f"- pairs: {a.pairs} per MPI and variant, plain then collkit (A B A B ...); each run "
         "is one IMB job over every collective and size; a pair's ratio is collkit's IMB t_avg / "
         "the plain run's; won: ratio < 1",
         f"- runs (every one, as measured): `{a.out.with_suffix('.jsonl').name}` beside this file",
-        "",
     ]
+    cores = len(os.sched_getaffinity(0))
+    peak = max([*load_before[:1], load_after[0]] + [x for *_, rs, _ in done for r in rs
+                                                     for x in r["load"]])  # fmt: skip
+    if peak > cores:
+        lines.append(
+            f"- the load average (up to {peak:.1f}) exceeded the {cores} cores: other work shared "
+            "them while this ran, so these numbers show that the benchmark runs and are no "
+            "evidence for or against the table"
+        )
+    lines.append("")
     for mpi, key, table, runs, cmds in done:
         loads = [x for r in runs if r["key"] == key for x in r["load"]]
         tbl = tuning.load(table)
+        mine = [r for r in runs if r["key"] == key]
+        rejects = [f for r in mine for f in r.get("rejected", [])]
         lines += [
             f"## {mpi.version}",
             "",
@@ -636,6 +686,8 @@ def report(
             f"- load (1 min) over its runs: {min(loads):.2f} .. {max(loads):.2f}",
             f"- table: `{table}` (sha256 {key['table']}, its MPI: {tbl.mpi or 'not given'})",
             *[f"- {w}: `{c}`" for w, c in zip(WAYS, cmds, strict=False)],
+            f"- IMB outputs not readable, run again: {len(rejects)}"
+            + (f" (kept: {', '.join(f'`{f}`' for f in rejects)})" if rejects else ""),
             "",
         ]
         lines += winners(to_dict(tbl) | {"mpi": tbl.mpi or "not given"})
@@ -652,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         commit = imb_commit(a.imb_src)
         kinds = ["mpich", "openmpi"] if a.mpi == "both" else [a.mpi]
-        mpis = [find(k) for k in kinds]
+        mpis = [find_mpi_of_kind(k) for k in kinds]
         cache = a.cache or cache_root() / "imb"
         log = a.out.with_suffix(".jsonl")
         log.parent.mkdir(parents=True, exist_ok=True)

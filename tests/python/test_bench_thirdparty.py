@@ -357,3 +357,29 @@ def test_parse_msglog_random_text_is_a_range_or_a_clear_error(text: str) -> None
         assert "msglog" in str(e)
         return
     assert 0 <= lo <= hi <= 30
+
+
+def test_measure_keeps_an_unreadable_output_and_runs_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "pairs.jsonl"
+    a = SimpleNamespace(np=2, msglog=(3, 6), iter=200, collectives=["Allreduce", "Bcast"],
+                        variants=["default"], pairs=1)  # fmt: skip
+    mpi = SimpleNamespace(version=KEY["mpi"], kind="mpich")
+    # another process's message written into the middle of a table row
+    stray = SAMPLE.replace("0.66\n", "0.66[proxy:0@vm] write error: Broken pipe\n")
+    outputs = [stray, SAMPLE, SAMPLE]
+
+    def fake(way: str, mpi: Any, binary: Path, args: list[str], a: Any, table: Path) -> Any:
+        return outputs.pop(0), [], [way]
+
+    monkeypatch.setattr(bt, "run_imb", fake)
+    runs = bt.measure(mpi, tmp_path / "IMB-MPI1", KEY, a, tmp_path / "t.json", log)  # type: ignore[arg-type]
+    assert [(r["way"], len(r["rejected"])) for r in runs] == [("native", 1), ("collkit", 0)]
+    kept = tmp_path / runs[0]["rejected"][0]
+    assert kept.read_text() == stray and not outputs
+
+    outputs[:] = [stray] * bt.REJECTS
+    with pytest.raises(CollkitError, match=f"{bt.REJECTS} IMB outputs in a row not readable"):
+        bt.measure(mpi, tmp_path / "IMB-MPI1", {**KEY, "np": 3}, a, tmp_path / "t.json", log)  # type: ignore[arg-type]
+    assert len(bt.read_runs(log)) == 2  # nothing recorded of the unreadable run
