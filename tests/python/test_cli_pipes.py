@@ -86,11 +86,6 @@ def test_bench_table_is_plain_in_a_pipe() -> None:
     assert "[Errno 2] no such file" in out  # an error's text is printed as it is
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/tune.py's _print builds its own rich Table and Console(width=200): it is to take "
-    "collkit.cli._common.table() and console(), which give plain columns in a pipe",
-)
 def test_tune_table_is_plain_in_a_pipe(tmp_path: Path) -> None:
     out = piped("tune", "allreduce", "-P", "4", "--sizes", "8", "--simulate", "postal",
                 "-o", str(tmp_path / "t"), "--no-plot")  # fmt: skip

@@ -606,7 +606,10 @@ def add_json_argument(p: argparse.ArgumentParser, what: str = "") -> None:
         "--json",
         action="store_true",
         help="print JSON lines instead of the table: "
-        + (what or "one result row a line, with the row files' keys (docs/results.md)"),
+        + (
+            what
+            or "one result row a line, with the row files' keys (docs/mpi.md, 'The row schema')"
+        ),
     )
 
 

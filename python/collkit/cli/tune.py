@@ -46,10 +46,12 @@ from collkit.cli._common import (
     _same_file,
     add_json_argument,
     check_launchable,
+    console,
     input_file,
     output_dir,
     parse_p_list,
     print_json_lines,
+    table,
 )
 from collkit.cli.bench import parse_sizes
 from collkit.collectives import COLLECTIVES
@@ -191,10 +193,7 @@ def split_names(text: str) -> list[str]:
 
 
 def _print(choices: list[Choice], mpi_label: str) -> None:
-    from rich.console import Console
-    from rich.table import Table as RTable
-
-    t = RTable(title=f"winners per size ({mpi_label}); speedup = native median / winner median")
+    t = table(f"winners per size ({mpi_label}); speedup = native median / winner median")
     for col in (
         "coll",
         "P",
@@ -227,7 +226,7 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
             c.mpi.algorithm if c.mpi else "default",
             _note(c),
         )
-    Console(width=200).print(t)
+    console().print(t)
 
 
 def choice_json(c: Choice) -> dict[str, object]:
