@@ -3,6 +3,7 @@
 //   "line L, column C: expected <what>, found <token>"
 // so that every malformed input ends in one readable Error(format).
 #pragma once
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -254,21 +255,37 @@ struct Strict {
   explicit Strict(std::string_view s, size_t start = 0)
       : p(s.data() + start), e(s.data() + s.size()) {}
   bool done() const { return p == e; }
-  // A literal: a string constant, compared 8 bytes at a time (memcmp was a call).
+  // A literal: a string constant, compared 8 bytes at a time (memcmp was a call), its tail as
+  // one word too: the last 8 bytes again, or for a short literal with 8 bytes to read, one
+  // masked word (a byte at a time was a branch a byte).
   template <size_t N>
   [[gnu::always_inline]] bool lit(const char (&s)[N]) {
     constexpr size_t n = N - 1;
-    if (static_cast<size_t>(e - p) < n) return false;
-    size_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-      uint64_t a, b;
-      std::memcpy(&a, p + k, 8);
-      std::memcpy(&b, s + k, 8);
-      if (a != b) return false;
+    const size_t avail = static_cast<size_t>(e - p);
+    if (avail < n) return false;
+    uint64_t a = 0, b = 0;
+    if constexpr (n >= 8) {
+      for (size_t k = 0; k + 8 <= n; k += 8) {
+        std::memcpy(&a, p + k, 8);
+        std::memcpy(&b, s + k, 8);
+        if (a != b) return false;
+      }
+      if constexpr (n % 8 != 0) {
+        std::memcpy(&a, p + n - 8, 8);
+        std::memcpy(&b, s + n - 8, 8);
+        if (a != b) return false;
+      }
+    } else if (std::endian::native == std::endian::little && avail >= 8) {
+      // The literal's bytes as a word by shifts (folded to a constant; a partial memcpy put it
+      // in memory and stalled the load).
+      for (size_t k = 0; k < n; ++k) b |= uint64_t{static_cast<unsigned char>(s[k])} << (8 * k);
+      std::memcpy(&a, p, 8);
+      if ((a & ((uint64_t{1} << (8 * n)) - 1)) != b) return false;
+    } else {
+      for (size_t k = 0; k < n; ++k)
+        if (p[k] != s[k]) return false;
     }
-    for (; k < n; ++k)
-      if (p[k] != s[k]) return false;
-    p += N - 1;
+    p += n;
     return true;
   }
   // 1 to 18 decimal digits (no sign), at most `hi`; the next character must not be a digit.
