@@ -177,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--variants", type=parse_variants, default=["default"])
     ap.add_argument("--out", type=Path, default=RESULT, help="the report (.md); pairs beside it")
     ap.add_argument("--cache", type=Path, default=None, help="IMB builds (collkit's cache/imb)")
+    ap.add_argument(
+        "--note", action="append", default=[], help="a line for the report (repeatable)"
+    )
     ap.add_argument("--run-timeout", type=positive, default=1800, help="seconds per IMB run")
     return ap
 
@@ -647,15 +650,21 @@ def report(
     started: str,
 ) -> str:
     load_after = os.getloadavg()
+    dates = sorted(r["date"] for _, key, _, rs, _ in done for r in rs if r["key"] == key)
+    first, last = (dates[0], dates[-1]) if dates else (started, started)
+    ran = {mpi.kind: sum(r["key"] == key and r["date"] >= started for r in rs)
+           for mpi, key, _, rs, _ in done}  # fmt: skip
+    here = ", ".join(f"{n} runs on {k}" for k, n in ran.items())
     la = " ".join(f"{x:.2f}" for x in load_before)
     lb = " ".join(f"{x:.2f}" for x in load_after)
     lines = [
         "# IMB-MPI1 plain against under `collkit run --tuning`",
         "",
         f"- machine: {machine_name()}, {len(os.sched_getaffinity(0))} cores",
-        f"- date: {started} .. "
-        f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='minutes')} (UTC)",
-        f"- load average (1, 5, 15 min): before {la}, after {lb}",
+        f"- date of the runs: {first} .. {last} (UTC)",
+        f"- load average (1, 5, 15 min) of this invocation: before {la}, after {lb} (it ran "
+        f"{here}; the rest were in the pairs file)",
+        *[f"- note: {n}" for n in a.note],
         f"- command: `.venv/bin/python benchmarks/bench_thirdparty.py {shlex.join(argv)}`",
         f"- collkit: {collkit_version()}",
         f"- pairs: {a.pairs} per MPI and variant, plain then collkit (A B A B ...); each run "
@@ -699,7 +708,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     argv = sys.argv[1:] if argv is None else argv
     a = ap.parse_args(argv)
-    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes")
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     load_before = os.getloadavg()
     try:
         commit = imb_commit(a.imb_src)
