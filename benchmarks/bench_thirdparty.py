@@ -508,7 +508,6 @@ def table_for(mpi: MPI, a: argparse.Namespace) -> Path:
     """--tuning, or the table `collkit tune` writes for the benchmark's collectives and sizes."""
     if not a.tune:
         path: Path = a.tuning
-        tuning.load(path)  # a clear error before anything runs
         return path
     out = a.tune_dir / mpi.kind
     colls = [IMB_COLLECTIVES[b.lower()][1] for b in a.collectives]
@@ -712,6 +711,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     try:
         commit = imb_commit(a.imb_src)
+        if a.tuning is not None:
+            tuning.load(a.tuning)  # a table that does not load stops us before any build
         kinds = ["mpich", "openmpi"] if a.mpi == "both" else [a.mpi]
         mpis = [find_mpi_of_kind(k) for k in kinds]
         cache = a.cache or cache_root() / "imb"
@@ -726,11 +727,11 @@ def main(argv: list[str] | None = None) -> int:
             runs = measure(mpi, binary, key, a, table, log)
             done.append((mpi, key, table, runs, first_commands(runs, key)))
         text = report(done, a, argv, load_before, started)
-    except CollkitError as e:
+        a.out.write_text(text)
+    except (CollkitError, OSError) as e:
         print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
     print(text)
-    a.out.write_text(text)
     print(f"wrote {a.out} (runs in {log})")
     return 0
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -282,6 +283,37 @@ def test_imb_args_of_each_variant() -> None:
 def test_table_bytes_per_block_where_imb_gives_the_vector() -> None:
     assert bt.table_bytes("Reduce_scatter_block", 64, 4) == 16
     assert bt.table_bytes("Allreduce", 64, 4) == 64
+
+
+def fake_checkout(root: Path) -> Path:
+    """A folder that passes for an IMB checkout: the files the check looks for, committed."""
+    (root / "src_cpp" / "MPI1").mkdir(parents=True)
+    (root / "src_c").mkdir()
+    (root / "src_c" / "IMB_allreduce.c").write_text("int x;\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [(None, "No such file|cannot read|not found"), ('{"format": "x"}', "format")],
+)
+def test_a_table_that_does_not_load_stops_before_any_build(
+    tmp_path: Path, table: str | None, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = fake_checkout(tmp_path / "imb")
+    path = tmp_path / "t.json"
+    if table is not None:
+        path.write_text(table)
+    cache = tmp_path / "cache"
+    args = ["--imb-src", str(src), "--tuning", str(path), "--cache", str(cache)]
+    assert bt.main([*args, "--out", str(tmp_path / "r.md")]) == 2
+    err = capsys.readouterr().err
+    assert re.search(says, err) and "bench_thirdparty.py: error:" in err
+    assert not cache.exists()
 
 
 def test_imb_src_missing_or_not_a_checkout_names_where_to_get_it(tmp_path: Path) -> None:
