@@ -56,18 +56,43 @@ def source_dir() -> Path:
     )
 
 
-def _sources_hash(root: Path, mpi: MPI) -> str:
+# What the MPI programs are built from: copied into the build folder (so the build tree is tied to
+# that copy, not to where collkit is installed) and hashed for its name.
+BUILD_SOURCES = (
+    "core/include",
+    "core/src",
+    "core/algorithms",
+    "mpi/include",
+    "mpi/src",
+    "mpi/tests",
+)
+
+
+def _tree_files(root: Path, subs: Sequence[str]) -> list[Path]:
+    return [
+        p
+        for sub in subs
+        for p in sorted((root / sub).rglob("*"))
+        if p.is_file() and p.suffix in (".cpp", ".hpp", ".h", ".txt")
+    ]
+
+
+def _tree_hash(root: Path, subs: Sequence[str]) -> str:
     h = hashlib.sha256()
-    # The source folder too: CMake's build tree is tied to it, so two installs of the same
-    # sources (two venvs, a wheel and a checkout) must not share one build folder.
-    h.update(str(root.resolve()).encode())
+    for p in _tree_files(root, subs):
+        h.update(str(p.relative_to(root)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _sources_hash(root: Path, mpi: MPI) -> str:
+    """The build folder's key: the MPI (wrapper, version) and the sources' contents, not their
+    place, so two installs of the same sources (two venvs, a wheel and a checkout) share one
+    build."""
+    h = hashlib.sha256()
     h.update(mpi.mpicxx.encode())
     h.update(mpi.version.encode())
-    for sub in ("core", "mpi"):
-        for p in sorted((root / sub).rglob("*")):
-            if p.is_file() and p.suffix in (".cpp", ".hpp", ".h", ".txt"):
-                h.update(str(p.relative_to(root)).encode())
-                h.update(p.read_bytes())
+    h.update(_tree_hash(root, (*BUILD_SOURCES, "mpi/CMakeLists.txt")).encode())
     return h.hexdigest()[:16]
 
 
@@ -96,8 +121,9 @@ def cmake() -> str:
     return found
 
 
-def _check_compiler(mpi: MPI, env: dict[str, str]) -> None:
-    """The MPI's C++ wrapper must run: it wraps a C++ compiler that may be missing."""
+def _check_compiler(mpi: MPI, env: dict[str, str]) -> str:
+    """The MPI's C++ wrapper must run: it wraps a C++ compiler that may be missing. Returns what
+    it says of its compiler's version."""
     try:
         r = subprocess.run(
             [mpi.mpicxx, "--version"],
@@ -114,6 +140,7 @@ def _check_compiler(mpi: MPI, env: dict[str, str]) -> None:
             f"the MPI's C++ compiler {mpi.mpicxx} does not run (is a C++ compiler, e.g. g++, "
             f"installed?): {(r.stdout + r.stderr).strip()[-500:]}"
         )
+    return r.stdout + r.stderr
 
 
 # Where an MPI's headers and libmpi.so come from, by kind: a runtime package alone may ship the
@@ -182,6 +209,43 @@ def probe_error(mpi: MPI, log: str) -> MissingToolError:
     )
 
 
+def core_archive(root: Path, compiler_version: str) -> Path | None:
+    """The core archive the Python package installed (collkit/_lib/libcollkit_core.a), where the
+    MPI programs can link it instead of compiling the core again with the MPI's wrapper: it was
+    built from the same core sources as `root`'s (an editable install's tree after a core edit is
+    not) by the compiler the wrapper runs (`compiler_version`: its `--version`). None otherwise."""
+    from collkit import _core
+
+    lib = Path(_core.__file__).resolve().parent
+    archive, made_by = lib / "_lib" / "libcollkit_core.a", lib / "_lib" / "core-compiler.txt"
+    installed = lib / "_src"
+    if not (archive.is_file() and made_by.is_file() and (installed / "core").is_dir()):
+        return None
+    kind, _, version = made_by.read_text().strip().partition(" ")
+    words = {"GNU": ("g++", "gcc"), "Clang": ("clang",)}.get(kind, ())
+    said = compiler_version.lower()
+    if not version or version not in compiler_version or not any(w in said for w in words):
+        return None
+    core = ("core/include", "core/src", "core/algorithms")
+    if installed.resolve() != root.resolve() and _tree_hash(installed, core) != _tree_hash(
+        root, core
+    ):
+        return None
+    return archive
+
+
+def _copy_sources(root: Path, dest: Path) -> None:
+    """The sources the build needs, copied whole into `dest` (once: a folder renamed into place)."""
+    if (dest / "mpi" / "CMakeLists.txt").exists():
+        return
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for sub in BUILD_SOURCES:
+        shutil.copytree(root / sub, tmp / sub)
+    shutil.copy2(root / "mpi" / "CMakeLists.txt", tmp / "mpi" / "CMakeLists.txt")
+    tmp.replace(dest)
+
+
 def build_dir(mpi: MPI) -> Path:
     """The cache directory of `mpi`'s programs for the current sources."""
     return cache_root() / f"mpi-{mpi.kind}-{_sources_hash(source_dir(), mpi)}"
@@ -199,7 +263,7 @@ def build(mpi: MPI, programs: Sequence[str] = PROGRAMS, *, quiet: bool = True) -
         return out
     tool = cmake()
     env = {**os.environ, **mpi.build_env()}
-    _check_compiler(mpi, env)
+    version = _check_compiler(mpi, env)
     _check_mpi_files(mpi, env)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".lock", "w") as lock:
@@ -208,19 +272,31 @@ def build(mpi: MPI, programs: Sequence[str] = PROGRAMS, *, quiet: bool = True) -
         if not todo:
             return out
         bdir = out / "build"
+        _copy_sources(root, out / "src")
         ninja = _tool("ninja")
         gen = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if ninja else []
+        # The core from the package's archive where it fits (then only mpi/ is compiled here),
+        # copied beside the build so that a later install does not change it under the build.
+        archive = core_archive(root, version)
+        core = ""
+        if archive is not None:
+            shutil.copy2(archive, out / "libcollkit_core.a")
+            core = str(out / "libcollkit_core.a")
+        ccache = shutil.which("ccache")
+        launcher = [f"-DCMAKE_CXX_COMPILER_LAUNCHER={ccache}"] if ccache else []
         targets = [p.removeprefix("lib").removesuffix(".so") for p in todo]
         cmds = [
             [
                 tool,
                 "-S",
-                str(root / "mpi"),
+                str(out / "src" / "mpi"),
                 "-B",
                 str(bdir),
                 *gen,
+                *launcher,
                 f"-DCMAKE_CXX_COMPILER={mpi.mpicxx}",
                 "-DCMAKE_BUILD_TYPE=Release",
+                f"-DCOLLKIT_CORE_ARCHIVE={core}",
             ],
             [tool, "--build", str(bdir), "-j", "2", "--target", *targets],
         ]
