@@ -1,4 +1,4 @@
-"""The executor's cost (issue 11): each collkit algorithm against the MPI's own implementation of
+"""The executor's cost: each collkit algorithm against the MPI's own implementation of
 the same algorithm, forced, side by side in one MPI job, as a ratio of medians, repeated to show
 the spread.
 
@@ -7,7 +7,7 @@ the spread.
     .venv/bin/python benchmarks/bench_executor.py --repeats 3 --sizes 8,1KiB --pairs allreduce:rd
     .venv/bin/python benchmarks/bench_executor.py --collectives gather,scatter --out blocks-mpich
 
-Two more tables (issue 20 and issue 27 item 5):
+Two more tables (the shared-memory transport, and the time per segment):
 
     .venv/bin/python benchmarks/bench_executor.py --shm [--mpi openmpi]
     .venv/bin/python benchmarks/bench_executor.py --shm --against DIR   # DIR: an earlier build
@@ -157,7 +157,7 @@ def header(title: str, mpi: MPI, argv: list[str] | None, extra: list[str]) -> li
         f"# {title}",
         "",
         f"- machine: {machine_name()}, {platform.system()} {platform.release()}, "
-        f"{len(os.sched_getaffinity(0))} cores shared with other developers",
+        f"{len(os.sched_getaffinity(0))} cores shared with other work",
         f"- load average when it ran: {' '.join(load)} (as the report was written; the machine "
         "is busy: read ratios, measured interleaved, rather than absolute times)",
         f"- MPI: {mpi.version}",
@@ -344,7 +344,7 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
 
 
 def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
-    """Time per segment of seg=16 schedules from 1 Ki to --max-segments (issue 27 item 5).
+    """Time per segment of seg=16 schedules from 1 Ki to --max-segments.
 
     One job (collkit_bench_shm --segments) goes round after round through every (segments,
     algorithm) row and, within it, the three variants in rotated order: collkit with shared

@@ -1,4 +1,4 @@
-"""Node-aware (hierarchical) against flat algorithms, simulated (issue 15 part 2).
+"""Node-aware (hierarchical) against flat algorithms, simulated.
 
 For P = 1024 .. 65536 ranks at 16 .. 128 ranks per node (contiguous and round-robin), the
 allreduce of 8 B and 64 KiB per rank, the allgather of 8 B blocks (P <= 16384) and the

@@ -1,4 +1,4 @@
-"""Large counts (issue 6): bandwidth of reduce:rabenseifner against tree reduces and of
+"""Large counts: bandwidth of reduce:rabenseifner against tree reduces and of
 allreduce:rabenseifner / allreduce:ring against allreduce:rd, from 8 B to 16 MiB per rank, measured
 on this machine's MPI (collkit bench, results checked against the MPI's own call), simulated at
 P = 16..1024 and by the alpha-beta-gamma closed forms; the count limit per P in the shape of
@@ -53,7 +53,7 @@ def sizes_between(lo: int, hi: int) -> list[int]:
 
 
 def tree_reduces() -> list[str]:
-    """The tree reduces registered besides folded_binomial (issue 8's, once on main)."""
+    """The tree reduces registered besides folded_binomial (those of them this build has)."""
     names = {a["name"] for a in collkit.algorithms("reduce")}
     return [n for n in ("reduce:binomial", "reduce:binary") if n in names]
 

@@ -1,4 +1,4 @@
-"""Simulated events per second, whole-command time and peak memory of the simulator (issues 3, 14).
+"""Simulated events per second, whole-command time and peak memory of the simulator.
 
 Suites:
 - `engine` (default): allreduce:rd at P = 2^10, 2^16, 2^20 through `collkit.simulate` (programs

@@ -1,5 +1,5 @@
 """Seed 002 Table 2 (recursive doubling vs recursive multiplying on ARCHER, small allreduce)
-simulated without and with congestion (issue 14).
+simulated without and with congestion.
 
 The seed explains its measured gains and their spread by congestion, not latency. This runs its
 Table 2 schedules through the simulator with the seed's own simulator settings (pipelined postal:

@@ -1,4 +1,4 @@
-"""The first collkit call on a communicator: what its setup costs a program (issue #20).
+"""The first collkit call on a communicator: what its setup costs a program.
 
 A program's first collective that collkit runs on a communicator sets the communicator up
 (collectively): a private MPI_Comm_dup, the grouping of its ranks by node and the shared-memory

@@ -1,4 +1,4 @@
-"""LAMMPS's minimization example under `collkit run --tuning` on Open MPI (issue #20): does an
+"""LAMMPS's minimization example under `collkit run --tuning` on Open MPI: does an
 unmodified program spend less time in collectives than with the MPI's own calls?
 
 The input is Debian's `examples/min/in.min` (a 2-d Lennard-Jones melt, then a minimization) with

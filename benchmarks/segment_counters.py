@@ -1,4 +1,4 @@
-"""Load-independent counts per segment of the executor (issue 27 item 5), from callgrind.
+"""Load-independent counts per segment of the executor, from callgrind.
 
 This VM has no hardware counters (`perf stat`: "PMU not available due to virtualization"), so
 instructions and cache misses come from valgrind's simulated caches (callgrind --cache-sim=yes:

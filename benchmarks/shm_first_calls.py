@@ -1,4 +1,4 @@
-"""A collective's first calls through the shared-memory slots, against its later ones (issue #20).
+"""A collective's first calls through the shared-memory slots, against its later ones.
 
 Each pair of a node's ranks has a ring of 32 slots of 32 KiB. A page of a slot that no message has
 covered yet takes a page fault when a message first covers it (~2-3 us a fault on this VM, in the

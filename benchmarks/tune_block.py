@@ -1,4 +1,4 @@
-"""Single calls or loops: collkit's algorithms against the native call timed both ways (issue #20).
+"""Single calls or loops: collkit's algorithms against the native call timed both ways.
 
 `collkit tune` times one call after a barrier by default and, with `--block N`, N back-to-back
 calls per sample (OSU's way). This runs `collkit bench` (native and collkit's algorithm

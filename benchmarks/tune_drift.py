@@ -1,13 +1,14 @@
 """A load change injected into a campaign: CPU hogs (busy processes, 2 per core) run from the
-start and are stopped the moment the first row is written (issue #27's tour: the load fell
-mid-campaign). Three campaigns, each under the same injection, P = 2, MPICH wheel:
+start and are stopped the moment the first row is written (the load falls mid-campaign, as it
+does on a shared machine). Three campaigns, each under the same injection, P = 2, MPICH wheel:
 
-1. `collkit bench --no-interleave` (one job per algorithm, as before): native / rd per size;
+1. `collkit bench --no-interleave` (one job per algorithm, not interleaved): native / rd per size;
 2. `collkit bench` (interleaved, the default): the same, with rounds won and suspect flags;
 3. `collkit tune --only rd --no-mpi-algos`: the verdicts and the table it writes.
 
-For 1 and 2 the table also gives the verdict of the rule `collkit tune` used before issue #27 (a
-Mann-Whitney U test, p < 0.01, and a bootstrap CI of the speedup above 1, on the pooled samples).
+For 1 and 2 the table also gives the verdict of a rule that ignores the rounds (the
+"old rule" column: a Mann-Whitney U test, p < 0.01, and a bootstrap CI of the speedup above 1, on
+the pooled samples), to show what drift does to a test that pools the samples.
 
 Writes benchmarks/results/tune_drift.md (machine, date, load, commands) and the row files beside
 it. Short: a few minutes on a loaded 2-core machine.

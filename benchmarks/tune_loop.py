@@ -1,4 +1,4 @@
-"""The tuning loop end to end on this machine (issue #20): `collkit tune` on each MPI, then
+"""The tuning loop end to end on this machine: `collkit tune` on each MPI, then
 unmodified programs run three ways, alternating (A B C A B C) so that drift hits all alike:
 
   plain       the program alone (no collkit),
