@@ -1,6 +1,6 @@
 // The CollectiveSpec table and the helpers the IR and verifier read from it, for the collectives
-// of MPI-1 that collkit has: allreduce, reduce, bcast, alltoall, barrier, and those issue #15
-// added with no new code outside the table (allgather, reduce_scatter_block, gather, scatter).
+// of MPI-1 that collkit has: allreduce, reduce, bcast, alltoall, barrier, and those added
+// with no new code outside the table (allgather, reduce_scatter_block, gather, scatter).
 #include <string>
 
 #include "check.hpp"

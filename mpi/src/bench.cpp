@@ -227,8 +227,8 @@ std::string json_number(double x) {
 // kTrips within kProbeSeconds, never past kProbeMaxSeconds). The fastest, not the median: on a
 // loaded machine most round trips wait for a descheduled partner, while the fastest still shows
 // where the two cores are. On a VM the same two ranks see ~115 ns or ~510 ns depending on where
-// the host places them (issue #27), and the winner of a comparison can change with it. A waiting
-// side yields the CPU now and then, so that a partner sharing its core gets to answer.
+// the host places them (docs/tuning.md), and the winner of a comparison can change with it. A
+// waiting side yields the CPU now and then, so that a partner sharing its core gets to answer.
 struct Probe {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Win win = MPI_WIN_NULL;

@@ -1,4 +1,4 @@
-// The shared-memory transport against the MPI, in one job (issue 20; benchmarks/bench_shm.py):
+// The shared-memory transport against the MPI, in one job (benchmarks/bench_executor.py --shm):
 //
 // 1. The physical limit: an 8-byte exchange between two ranks through the transport's slots
 //    (each rank publishes 8 bytes to the other and waits for the other's), ns per exchange,
@@ -13,13 +13,13 @@
 //                     [--algos allreduce:rd,reduce:binomial,...] [--limit-iters 100000]
 // One JSON object per line on rank 0: {"kind":"limit",...} and {"kind":"row",...}.
 //
-// 3. --segments 1024,65536,...: time per segment of tiny-segment schedules (issue 27 item 5),
+// 3. --segments 1024,65536,...: time per segment of tiny-segment schedules,
 //    reduce:binomial(seg=16) and bcast:pipeline(seg=16) on ints, with shared memory, without
 //    it, and the data's own cost ("floor": the same bytes through a plain local reduce / copy
 //    in 16-byte pieces, between two buffers of the call's size), every (segments, variant)
 //    once per round, rounds interleaved; one {"kind":"segments",...} line per round and row.
 //
-// 4. --exchange 4096,16384: what a two-way exchange of B bytes costs (issue 20 item 1), ranks 0
+// 4. --exchange 4096,16384: what a two-way exchange of B bytes costs, ranks 0
 //    and 1 each sending B bytes to the other and waiting for the other's, ns per exchange, in
 //    rotated order round by round; one {"kind":"exchange",...} line per round, size and variant:
 //    - slots: the transport as the executor uses it (the next of its 32 slots each call: copy in,

@@ -83,7 +83,8 @@ Plan make_plan(const ScheduleHeader& h, const RankProgram& program) {
     }
   }
 
-  // More messages in one pair than the window: the executor bounds those in flight (#27).
+  // More messages in one pair than the window: the executor bounds those in flight
+  // (so the requests in flight, and each completion step's cost, do not grow with the count).
   for (const auto* m : {&sends, &recvs})
     for (const auto& [peer, k] : *m) {
       if (k > kMessageWindow) p.windowed = true;

@@ -17,7 +17,7 @@ constexpr uint32_t kMessageWindow = 256;
 // The blocking executor's form of one op: everything run_plan reads about an op on its hot path
 // in one 48-byte record (the Schedule IR's op, its message number, its shared-memory number and
 // its successors), so a step touches one record, not seven parallel arrays; ops are visited
-// nearly in order, so the records stream through the caches as the data does (#27 item 5).
+// nearly in order, so the records stream through the caches as the data does.
 struct Step {
   int64_t off = 0, src_off = 0, len = 0;
   int32_t peer = -1;
@@ -68,7 +68,7 @@ struct Plan {
   // How a run starts: the state words (num_deps, with kHeld on the roots that are messages past
   // their pair's window, which every run holds back at its start) and the roots it starts with.
   // So a run never visits the held-back roots until the window lets them in: at 1 Mi segments a
-  // first pass over them read every record twice (a cache miss each time, issue 27 item 5).
+  // first pass over them would read every record twice (a cache miss each time).
   std::vector<uint32_t> start_state;
   std::vector<uint32_t> start;
   static constexpr uint32_t kCount = 0x3fffffff;  // state: the count
