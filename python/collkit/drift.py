@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 from collkit.results import Row
 
-# Probes agree when the largest is at most 1.5x the smallest. The two placements seen on the
-# 2-core VM of issue #27 give ~115 ns and ~510 ns (4.4x apart); one placement's probes differ by
+# Probes agree when the largest is at most 1.5x the smallest. The two placements seen on a
+# 2-core VM give ~115 ns and ~510 ns (4.4x apart, docs/tuning.md); one placement's probes differ by
 # a few percent on a quiet machine and by up to ~30% under load.
 PROBE_TOLERANCE = 0.5
-# A speedup over native beyond this is not believed (issue #27: 5,338x "wins" were drift).
+# A speedup over native beyond this is not believed (drift gave 5,338x "wins", docs/tuning.md).
 MAX_SPEEDUP = 10.0
 # Native may move this much (largest / smallest block median - 1) between the blocks around a
 # candidate before the comparison is not trusted.

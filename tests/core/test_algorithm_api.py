@@ -1,4 +1,4 @@
-"""collkit.Algorithm: the typed public class over the private core's (issue 12)."""
+"""collkit.Algorithm: the typed public class over the private core's."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The block collectives of issue 15 (allgather, reduce_scatter_block, gather, scatter): every
+"""The block collectives (allgather, reduce_scatter_block, gather, scatter): every
 registered algorithm and parameter set through the verifier, for every root of the rooted ones,
 under MPI_IN_PLACE as the spec places it, with counts 0, 1, odd and P - 1, and with a
 non-commutative op wherever the algorithm does not declare that it needs a commutative one.

@@ -1,4 +1,4 @@
-"""Node-aware algorithms (issue 15 part 2): the placement of ranks on nodes, carried in the
+"""Node-aware algorithms: the placement of ranks on nodes, carried in the
 schedule's header; allreduce:hier and alltoall:bruck_local composed from named algorithms on
 node groups, proven by the verifier over sweeps of P and ranks per node in both orders; the
 simulator's topology taking its node size from the placement."""

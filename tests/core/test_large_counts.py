@@ -1,4 +1,4 @@
-"""Large-count algorithms (issue 6): Rabenseifner's reduce and allreduce, the ring allreduce, and
+"""Large-count algorithms: Rabenseifner's reduce and allreduce, the ring allreduce, and
 switching between small- and large-count protocols without changing a bit ([Rabenseifner]).
 
 Every P <= 128 and sampled P up to 4096, odd counts (counts below, at and above P, so that some

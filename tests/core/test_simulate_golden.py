@@ -1,15 +1,14 @@
 """Golden LogGOPS cross-checks: makespans and event counts of shared schedules, pinned.
 
-Issue 14 measured collkit's engine side by side with LogGOPSim (built from its repository, its
+collkit's engine was run side by side with LogGOPSim (built from its repository, its
 ready-op sort made stable) on GOAL schedules of recursive doubling, Rabenseifner, binomial bcast
 and Bruck, P up to 16384, 8 B and 64 KiB, three LogGOPS parameter sets: identical makespans and
 event counts. LogGOPSim is not part of collkit, so these tests pin what collkit's engine gives
-(tests/golden/sim_loggops.json, written by `python tests/core/test_simulate_golden.py`; re-pinned in
-issue 26, when 10 values changed: rd with g > o and Rabenseifner at P not a power of two, where
-the engine before had booked a CPU ahead for a send waiting out its gap, the cases where it had
-differed from LogGOPSim). Each value at P <= 100 is checked against tests/loggops_reference.py,
-a simulator written from the paper's rules, and, where one exists, against a closed form derived
-by hand from LogGOPSim's semantics:
+(tests/golden/sim_loggops.json, written by `python tests/core/test_simulate_golden.py`). A send
+that waits out its gap g does not hold its CPU meanwhile, as in LogGOPSim: the values of rd with
+g > o and of Rabenseifner at P not a power of two depend on it. Each value at P <= 100 is checked
+against tests/loggops_reference.py, a simulator written from the paper's rules, and, where one
+exists, against a closed form derived by hand from LogGOPSim's semantics:
 
 - a message of n bytes costs its sender's CPU o (+ (n-1)O), arrives o + L after the send
   starts, and costs its receiver's CPU o + (n-1)max(O, G); a NIC sends again after g + (n-1)G;

@@ -1,4 +1,4 @@
-"""The simulator's face (issue 12): parameters declared once, one options object, a schedule's
+"""The simulator's face: parameters declared once, one options object, a schedule's
 problem not silently overridden, and every bad input answered with exit 2 and a message."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""LogGOPS makespans equal to LogGOPSim's rules (issue 26 item 1).
+"""LogGOPS makespans equal to LogGOPSim's rules.
 
 The expected makespans come from tests/loggops_reference.py, a small simulator written from the
 rules of LogGOPSim's paper (Hoefler, Schneider, Lumsdaine, "LogGOPSim - Simulating Large-Scale
 Applications in the LogGOPS Model", 2010), not from collkit's engine: every registry algorithm
 at P powers of two and not, several sizes and parameter sets. Two cases are fixed by the values
-LogGOPSim itself gives (measured in issue 26): a send that waits out its gap g does not hold the
+LogGOPSim itself gives (measured by running it): a send that waits out its gap g does not hold the
 CPU meanwhile, and events due together are served in insertion order.
 """
 

@@ -1,4 +1,4 @@
-"""LogGOPSim's GOAL features in the simulator (issue 14): several CPUs and NICs per host, wildcard
+"""LogGOPSim's GOAL features in the simulator: several CPUs and NICs per host, wildcard
 receives matched as LogGOPSim matches them, and its noise traces replayed in time.
 
 Times are hand-computed with collkit's LogGOPS defaults (L = 500, o = 100, g = 100, G = O = 0,

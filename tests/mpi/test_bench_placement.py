@@ -1,4 +1,4 @@
-"""Process placement in benchmark campaigns (issue 8): the launcher arguments per MPI, the
+"""Process placement in benchmark campaigns: the launcher arguments per MPI, the
 allocation recorded in each row, and collkit fit reading it back as the placement."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The node-aware algorithms on a real MPI (issue 15 part 2): the executor finds the placement
+"""The node-aware algorithms on a real MPI: the executor finds the placement
 with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) (mpi/src/placement.cpp), runs allreduce:hier and
 alltoall:bruck_local there, checked against the MPI's own call by collkit_conformance, and
 declines (the MPI's own call runs) where the placement is not one the algorithm can use.

@@ -185,7 +185,7 @@ def test_openmpi_full_P8(openmpi: tuple[MPI, Path], collective: str) -> None:
 # ---- through the interposition library ----------------------------------------------------
 
 # Besides each registry algorithm at its defaults: the staged schedules whose stages divide only
-# some P (issue 27: they failed instead of declining).
+# some P (where P does not divide, they must decline, not fail).
 STAGED = ["allreduce:rm(a2,a2)", "allgather:rm(a2,a2)", "allreduce:rm(a3)"]
 
 

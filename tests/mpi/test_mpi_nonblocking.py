@@ -1,4 +1,4 @@
-"""The non-blocking and persistent collectives (issue 23): ck_i<coll> and ck_<coll>_init in the C
+"""The non-blocking and persistent collectives: ck_i<coll> and ck_<coll>_init in the C
 API, MPI_I<coll> and MPI_<Coll>_init through the interposition library, generated from the one
 table of calls (mpi/src/call_table.hpp).
 

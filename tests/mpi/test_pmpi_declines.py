@@ -1,5 +1,5 @@
 """The interposition library steps aside where the standard lets it, and otherwise fails as the
-MPI would (issue 27, items 3 and 4), on both MPIs:
+MPI would, on both MPIs:
 
 - a table rule whose algorithm cannot take a call (a staged rm / allgather:rm at a P its stages
   do not divide; an element past the registry's 1 MiB with a user op) is declined alike on every

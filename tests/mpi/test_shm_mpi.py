@@ -1,4 +1,4 @@
-"""The executor's shared-memory transport (mpi/src/shm.cpp, issue 20) on both MPIs.
+"""The executor's shared-memory transport (mpi/src/shm.cpp) on both MPIs.
 
 The conformance matrix (test_mpi_conformance.py) runs with shared memory on, its default; here:
 that it is on (and off with COLLKIT_SHM=0), checked against the MPI's own calls with peers on and

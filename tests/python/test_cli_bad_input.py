@@ -1,6 +1,6 @@
-"""Bad input to the `collkit` command, each case tried on main (issue 12): exit 2 and a message
-that says what is wrong, never a traceback, a hang, a wrong answer or a silent repair. The CLI
-runs in-process (main(argv); argparse's usage errors arrive as SystemExit(2))."""
+"""Bad input to the `collkit` command: exit 2 and a message that says what is wrong, never a
+traceback, a hang, a wrong answer or a silent repair. The CLI runs in-process (main(argv);
+argparse's usage errors arrive as SystemExit(2))."""
 
 from __future__ import annotations
 
@@ -306,7 +306,7 @@ def test_piped_tables_keep_names_whole() -> None:
     assert "│" not in p.stdout and "\x1b[" not in p.stdout
 
 
-# ---- issue 19: hostile input that gave a silent wrong answer, lost data, hung or crashed ----
+# ---- hostile input that could give a silent wrong answer, lose data, hang or crash ----------
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,7 @@ VALUES = [
     # paths: good files, missing, a folder, unwritable, nested missing folders
     "sched.txt", "sched.json", "sched.goal", "rows.jsonl", "hosts", "random.bin", "missing.txt",
     ".", "/proc/collkit-out", "no/such/folder/out.png", "out.png", "out.json", "-",
-    # issue 19: past the launcher, tiny segments, devices, a deep file, huge costs
+    # hostile: past the launcher, tiny segments, devices, a deep file, huge costs
     "2147483648", "2^31", "bcast:pipeline(seg=1B)", "allreduce:ring(seg=1B)", "2^40", "1TiB",
     "file(/dev/zero)", "/dev/zero", "/dev/full", "deep.json", "1e300", "rows.jsonl.rejected",
 ]  # fmt: skip

@@ -117,7 +117,7 @@ EQUAL: Costs = {"native": 2.0, "allreduce:rd": 2.0, "allreduce:ring": 2.1}
 
 def test_a_hog_that_stops_after_native_makes_a_false_winner_the_old_way_only() -> None:
     # The hog stops after native's row (~90 calls x 40 µs): the old way, every candidate is
-    # measured on a quiet machine against a native measured under load (issue #27's 5,338x).
+    # measured on a quiet machine against a native measured under load (docs/tuning.md's 5,338x).
     old = sequential(FakeMachine(hog_until(3600.0)), EQUAL)
     assert old[1].median_us < old[0].median_us / 10  # the drift the old way compares
     new_rows = interleaved(FakeMachine(hog_until(3600.0)), EQUAL)
@@ -159,7 +159,7 @@ def probe_flip(t_flip: float) -> Callable[[float], float]:
 
 def test_blocks_whose_probes_disagree_are_not_compared() -> None:
     # The candidate is 0.5x native while the cores are close, 1.48x when they are far apart
-    # (issue #27: MPICH 1 MiB reduce); the placement flips mid-campaign.
+    # (as MPICH's 1 MiB reduce on a VM, docs/tuning.md); the placement flips mid-campaign.
     costs: Costs = {
         "native": 10.0,
         "allreduce:rd": lambda probe_ns: 20.0 if probe_ns < 300 else 10.0 / 1.48,

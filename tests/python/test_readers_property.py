@@ -1,4 +1,4 @@
-"""Property tests of every reader of a user's file and of Schedule.from_arrays (issue 19):
+"""Property tests of every reader of a user's file and of Schedule.from_arrays:
 whatever they are given (random bytes, random rows, huge or deeply nested input, columns of any
 dtype, a device or a FIFO instead of a file) they return or raise one of collkit's own errors,
 in bounded time and memory; a row file's bad lines are set aside, never lost and never kept.

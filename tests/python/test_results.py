@@ -125,7 +125,7 @@ def test_drift_fields_round_trip_and_old_files_still_read(tmp_path: Path) -> Non
     assert make_row(interleaved=True).key() != o.key()
 
 
-# The row fields before issue #27 added the drift fields (they come after `samples`).
+# The row fields of a file written before rows had the drift fields (those come after `samples`).
 OLD_FIELDS = FIELDS[: FIELDS.index("samples") + 1]
 
 

@@ -142,8 +142,8 @@ def test_search_a_million_ranks() -> None:
 
 @pytest.mark.parametrize("N", [*range(1, 33), 48, 60, 64, 96, 97, 120, 128, 210])
 def test_the_top_of_the_ranking_is_the_exhaustive_rankings_first_rows(N: int) -> None:
-    # rank_schedules(top=k) opens shells cheapest bound first and stops early (#19: the full
-    # walk took minutes at 65536 ranks); it must give the same rows, in the same order
+    # rank_schedules(top=k) opens shells cheapest bound first and stops early (the full
+    # walk takes minutes at 65536 ranks); it must give the same rows, in the same order
     for model, nbytes, fanout in ((M, 8, 8), (M, 4096, 8), (M, 0, 4), (M, 8, 2)):
         full = recmult.rank_schedules(N, model, nbytes, max_fanout=fanout)
         for top in (1, 3, 10):

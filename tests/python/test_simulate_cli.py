@@ -276,7 +276,7 @@ def test_simulate_hostile_parameters_never_crash(model: str, value: object, P: i
     assert r.makespan >= 0
 
 
-# --- sweeps (issue 26 item 3) ------------------------------------------------------------------
+# --- sweeps ------------------------------------------------------------------------------------
 
 
 def test_cli_sweep_prints_one_row_per_combination(

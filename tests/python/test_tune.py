@@ -408,7 +408,7 @@ def test_a_4_byte_allreduce_is_timed_in_ints_and_gets_its_rule(
 def test_tune_times_blocks_of_back_to_back_calls_and_never_mixes_them_with_single_calls(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
-    """--block N (issue #20): each sample is N back-to-back calls, the way a loop calls them;
+    """--block N: each sample is N back-to-back calls, the way a loop calls them;
     rows timed as single calls in the same folder are neither reused nor compared."""
     out = tmp_path / "t"
     base = ["allreduce", "-np", "2", "--sizes", "8B", "--only", "rd", "--no-mpi-algos"]
@@ -434,7 +434,7 @@ def test_tune_times_blocks_of_back_to_back_calls_and_never_mixes_them_with_singl
 def test_a_cpu_hog_that_stops_mid_campaign_makes_no_winner(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
-    """Issue #27: a campaign starts on a loaded machine and the load goes away mid-campaign (here:
+    """A campaign starts on a loaded machine and the load goes away mid-campaign (here:
     busy processes, stopped the moment the first row is written). Measured one algorithm after
     another, native was timed under the load and the candidate without it, and the candidate
     "won" by the load's factor. Interleaved, no candidate wins because of the change."""
@@ -491,8 +491,8 @@ def test_the_tour_says_when_a_chosen_rule_loses_and_does_not_use_it(
     mpich_fp: tuple[MPI, Path, Path], tmp_path: Path
 ) -> None:
     """After tune, the tour measures each chosen rule against native in one job; a rule that
-    loses there is said to lose and the program runs without it (issue #27: the tour's tune
-    step printed wins that its next step showed 5-54x slower)."""
+    loses there is said to lose and the program runs without it (a tune step's win can be drift
+    that a check in one job shows to be slower)."""
     from rich.console import Console
 
     from collkit.cli.tour import check_rules
