@@ -35,8 +35,8 @@
 
 namespace collkit::sim {
 
-// ns rounded to a whole picosecond: the double nearest to it, so that one ps count is always the
-// same double and a sum of such times, rounded again, is exact while times are below 2^37 ns
+// ns rounded to a whole picosecond, as one double per ps count, so that a sum of such times,
+// rounded again, is exact while times are below 2^37 ns
 // (137 s of simulated time, where a double's step is 0.03 ps; beyond, ties may depend on
 // rounding again). Models round each duration they compute and each time they return; the
 // engine rounds what it adds.
