@@ -47,7 +47,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from collkit.errors import InvalidArgumentError
-from collkit.validate import DATATYPE_BYTES, datatype_of
+from collkit.sim.options import LOCAL_PARAMS as _LOCAL_PARAMS
+from collkit.sim.options import MODELS as _SIM_MODELS
+from collkit.sim.options import PARAM_UNITS as _PARAM_UNITS
+from collkit.sim.options import PER_BYTE as _PER_BYTE
+from collkit.measure import DATATYPE_BYTES, datatype_of, element_sizes, largest_message, measure
 
 if TYPE_CHECKING:
     from collkit.mpi import MPI
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CALIBRATION_ALGOS",
     "CALIBRATION_SIZES",
+    "EXECUTOR_REGIMES",
     "FREE_PARAMS",
     "ExecutorCase",
     "executor_threshold",
@@ -81,16 +86,17 @@ CALIBRATION_ALGOS = (
 # largest, 96 KiB MPI's smallest (allreduce:ring's 48 KiB halves at P = 2); 1.5 and 3 MiB are
 # beyond the caches (the regime "large", see large_threshold), where 1 MiB falls.
 CALIBRATION_SIZES = (64, 512, 4096, 12288, 98304, 262144, 524288, 1572864, 3145728)
-# The parameters fitted per model (S is the transport's, never fitted).
+# The parameters fitted per model, every registered model's own but its sizes (S, the
+# transport's threshold, is never fitted).
 FREE_PARAMS: dict[str, tuple[str, ...]] = {
-    "postal": ("alpha", "beta"),
-    "pipelined-postal": ("alpha_p", "alpha_r", "beta"),
-    "logp": ("L", "o", "g"),
-    "loggp": ("L", "o", "g", "G"),
-    "loggops": ("L", "o", "g", "G", "O"),
+    m: tuple(k for k in ps if _PARAM_UNITS[k] != "B") for m, ps in _SIM_MODELS.items()
 }
-PER_BYTE = ("beta", "G", "O")  # the models' costs a byte of a message
+# The models' costs a byte of a message (not the local ops').
+PER_BYTE = tuple(sorted(_PER_BYTE - set(_LOCAL_PARAMS)))
 SHM_DEFAULT_MAX = 32768  # mpi/src/shm.cpp's kDefaultSlotBytes
+# The regimes fit_executor fits (a profile's executor section is keyed by them); "slots" fits
+# the eager cases through the shared-memory slots with their copies as ops of their own.
+EXECUTOR_REGIMES = ("eager", "slots", "rendezvous", "large")
 MIN_LARGE_CASES = 6  # fewer cases beyond the caches: they stay in the MPI regime
 
 
@@ -172,8 +178,6 @@ def measure_executor(
 ) -> list[dict[str, Any]]:
     """The calibration set measured with the bench driver (interleaved rounds, as validate
     measures): one record per (algorithm, bytes), times in µs as the kernel writes them."""
-    from collkit.validate import element_sizes, largest_message, measure
-
     by_coll: dict[str, list[str]] = {}
     for a in algorithms:
         by_coll.setdefault(a.split(":", 1)[0], []).append(a)
@@ -563,8 +567,6 @@ def fit_executor(
     "rendezvous" above, and "large" from half the L2 cache up (large_threshold), when the
     records say the cache's size (measure_executor's "cache" record; `l2_bytes` overrides) and
     hold enough cases there."""
-    from collkit.profile import EXECUTOR_REGIMES
-
     cases = cases_from_records(records)
     if not cases:
         raise InvalidArgumentError("no executor measurements to fit")

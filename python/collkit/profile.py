@@ -47,6 +47,12 @@ from typing import Any
 
 import numpy as np
 
+from collkit.calibrate_executor import (
+    CALIBRATION_SIZES,
+    EXECUTOR_REGIMES,
+    fit_executor,
+    measure_executor,
+)
 from collkit.errors import InvalidArgumentError, UnsupportedError
 from collkit.strictjson import unique_keys
 
@@ -65,9 +71,6 @@ __all__ = [
 FORMAT = "collkit-profile"
 VERSION = 3
 # Terms of an executor fit that are not simulator parameters (Profile.call_ns, barrier_skew_ns).
-# The executor's regimes (collkit.calibrate_executor.fit_executor); "slots" fits the eager cases
-# through the shared-memory slots with their copies as ops of their own.
-EXECUTOR_REGIMES = ("eager", "slots", "rendezvous", "large")
 EXECUTOR_TERMS = ("call", "barrier_skew", "slot_copy")  # not Model parameters
 # 2 added the optional `executor` section (collkit.calibrate_executor); 3 the shared-memory
 # transport's own fits (models[stat]["shm"], shm_bytes).
@@ -794,8 +797,6 @@ def fit_profile(
         measurements=[dict(r) for r in records] + [dict(r) for r in multicast],
     )
     if any(r.get("kind") == "executor" for r in records):
-        from collkit.calibrate_executor import fit_executor
-
         prof.executor = fit_executor(prof, records, on_one_node=pair == "intra-node")
     return prof
 
@@ -933,8 +934,6 @@ def calibrate(
     )
     multicast = [] if hosts else run_multicast(mpi, 2, iterations=max(iterations * 10, 100))
     if executor:
-        from collkit.calibrate_executor import CALIBRATION_SIZES, measure_executor
-
         recs += measure_executor(
             mpi,
             hosts=hosts,
