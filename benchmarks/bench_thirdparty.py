@@ -308,6 +308,11 @@ def parse_imb(text: str) -> ImbTables:
         if not line or cols is None or block is None:
             continue
         fields = line.split()
+        if "time-out." in line:  # IMB's -time budget (per sample x sizes) ran out: sizes lost
+            raise InvalidArgumentError(
+                f"IMB output line {n}: IMB stopped {block[0]} at {fields[0]} B: its time limit "
+                "(-time x the number of sizes) ran out"
+            )
         if len(fields) != len(cols):
             raise InvalidArgumentError(
                 f"IMB output line {n}: {len(fields)} fields under a header of {len(cols)} "
@@ -532,8 +537,15 @@ def run_key(mpi: MPI, commit: str, a: argparse.Namespace, table: Path) -> dict[s
         "msglog": list(a.msglog),
         "iter": a.iter,
         "collectives": a.collectives,
-        "table": hashlib.sha256(table.read_bytes()).hexdigest()[:16],
+        "table": routing_hash(table),
     }
+
+
+def routing_hash(table: Path) -> str:
+    """The table's routing (its rules' ranges and algorithms), not its bytes: `collkit tune`
+    rewrites the file on every resumed call (a new date), and that must not orphan the pairs."""
+    rules = [[r.collective, *r.P, *r.bytes, r.algorithm] for r in tuning.load(table).rules]
+    return hashlib.sha256(json.dumps(rules).encode()).hexdigest()[:16]
 
 
 def measure(
@@ -692,7 +704,8 @@ def report(
             f"- IMB: {IMB_URL} at {key['imb']}, built with its Makefile "
             f"(`{shlex.join(make_command(mpi))}`)",
             f"- load (1 min) over its runs: {min(loads):.2f} .. {max(loads):.2f}",
-            f"- table: `{table}` (sha256 {key['table']}, its MPI: {tbl.mpi or 'not given'})",
+            f"- table: `{table}` (its rules' hash {key['table']}, its MPI: "
+            f"{tbl.mpi or 'not given'})",
             *[f"- {w}: `{c}`" for w, c in zip(WAYS, cmds, strict=False)],
             f"- IMB outputs not readable, run again: {len(rejects)}"
             + (f" (kept: {', '.join(f'`{f}`' for f in rejects)})" if rejects else ""),

@@ -107,6 +107,16 @@ def test_parse_imb_keeps_process_counts_apart() -> None:
         ),
         # the run stopped after a block's header: not a silent empty result
         (SAMPLE[: SAMPLE.index("            8          200         0.16")], "Bcast at 2"),
+        # IMB's own line when its -time budget runs out (a loaded machine): the rest not timed
+        (
+            SAMPLE.replace(
+                "           32          200         0.62         0.69         0.66\n",
+                "           32 time-out.; Time limit (secs_per_sample * msg_sizes_list_len)"
+                ' is over; use "-time X" or SECS_PER_SAMPLE=X (IMB_settings.h) to increase'
+                " time limit.\n",
+            ),
+            "stopped Allreduce at 32 B: its time limit",
+        ),
         (SAMPLE.replace("0.66\n", "0.66   7\n"), f"line {LINE_66}: 6 fields under a header of 5"),
         (SAMPLE.replace("0.38\n\n#---", "x.38\n\n#---", 1), "not a number"),
         (SAMPLE.replace("0.39         0.39\n", "0.39         nan\n"), "out of range"),
@@ -415,3 +425,25 @@ def test_measure_keeps_an_unreadable_output_and_runs_it_again(
     with pytest.raises(CollkitError, match=f"{bt.REJECTS} IMB outputs in a row not readable"):
         bt.measure(mpi, tmp_path / "IMB-MPI1", {**KEY, "np": 3}, a, tmp_path / "t.json", log)  # type: ignore[arg-type]
     assert len(bt.read_runs(log)) == 2  # nothing recorded of the unreadable run
+
+
+def test_the_key_follows_the_tables_routing_not_its_bytes(tmp_path: Path) -> None:
+    rule = {"collective": "allreduce", "P": [2, 2], "bytes": [8, 4096], "source": "measured"}
+
+    def table(name: str, date: str, algorithm: str) -> Path:
+        t = {"format": "collkit-tuning", "version": 1, "mpi": "MPICH 5.0", "date": date,
+             "rules": [{**rule, "algorithm": algorithm}]}  # fmt: skip
+        (tmp_path / name).write_text(json.dumps(t))
+        return tmp_path / name
+
+    a = SimpleNamespace(np=2, msglog=(3, 6), iter=200, collectives=["Allreduce"])
+    mpi = SimpleNamespace(version="MPICH 5.0", kind="mpich")
+    key = [  # tune rewrites its table (a new date) when a campaign is resumed
+        bt.run_key(mpi, "c0ffee", a, table(n, d, alg))  # type: ignore[arg-type]
+        for n, d, alg in [
+            ("a", "monday", "allreduce:rd"),
+            ("b", "tuesday", "allreduce:rd"),
+            ("c", "monday", "allreduce:ring"),
+        ]
+    ]
+    assert key[0] == key[1] and key[0] != key[2]
