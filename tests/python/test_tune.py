@@ -768,13 +768,13 @@ def test_simulated_rules_join_a_measured_table_and_never_replace_its_rules(
 def test_a_measurement_with_another_mpi_never_replaces_measured_rules(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import collkit.cli.tune as cli_tune
+    import collkit.tune.run as tune_run
 
     class Other:
         version = "Open MPI 9.9"
 
-    monkeypatch.setattr(cli_tune, "find_mpi", lambda *_: Other())
-    monkeypatch.setattr(cli_tune, "check_launchable", lambda *_: None)
+    monkeypatch.setattr(tune_run, "find_mpi", lambda *_: Other())
+    monkeypatch.setattr(tune_run, "check_launchable", lambda *_: None)
     out = tmp_path / "d"
     out.mkdir()
     rule = Rule("allreduce", (4, 4), (8, 15), "allreduce:rd", median_us=2.0)
@@ -815,12 +815,12 @@ def test_empty_model_or_folder_is_an_error_and_nothing_is_written(
     args: list[str],
     message: str,
 ) -> None:
-    import collkit.cli.tune as cli_tune
+    import collkit.tune.run as tune_run
 
     def no_mpi(*_: object) -> None:
         raise AssertionError("a campaign on the MPI was started")
 
-    monkeypatch.setattr(cli_tune, "find_mpi", no_mpi)
+    monkeypatch.setattr(tune_run, "find_mpi", no_mpi)
     monkeypatch.chdir(tmp_path)
     code, err = _tune_main(capsys, "allreduce", "-P", "4", "--sizes", "8", *args)
     assert code == 2 and message in err and "Traceback" not in err

@@ -1,7 +1,11 @@
 """Tuning: measure (or simulate) candidates, keep the winners that are real, write collkit's
-table, MPICH's selection file and Open MPI's rules file (docs/tuning.md)."""
+table, MPICH's selection file and Open MPI's rules file (docs/tuning.md).
+
+``tune(TuneOptions(...))`` runs a campaign as `collkit tune` does and returns its TuneResult;
+``check(options)`` makes its checks alone."""
 
 from collkit.tune.campaign import TuneOptions, candidates, measure, simulate_rows
+from collkit.tune.run import TunePlan, TuneResult, check, tune
 from collkit.tune.select import Choice, Comparison, choose, compare, rules, size_ranges
 from collkit.tune.table import Rule, Table, load, save, validate
 
@@ -11,7 +15,10 @@ __all__ = [
     "Rule",
     "Table",
     "TuneOptions",
+    "TunePlan",
+    "TuneResult",
     "candidates",
+    "check",
     "choose",
     "compare",
     "load",
@@ -20,5 +27,6 @@ __all__ = [
     "save",
     "simulate_rows",
     "size_ranges",
+    "tune",
     "validate",
 ]

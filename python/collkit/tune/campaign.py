@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from collkit.algorithms import Algorithm, algorithms
 from collkit.analysis.bruck import candidate_radixes
@@ -98,11 +98,14 @@ def by_element_type(collective: str, sizes: list[int]) -> dict[str | None, list[
 
 @dataclass
 class TuneOptions:
+    """A tuning campaign: what `collkit tune` takes (collkit.tune.tune runs it); each field is
+    the option of the same name (docs/tuning.md), the defaults are its defaults."""
+
     collectives: list[str]
     P: list[int]
     sizes: list[int]
     top_k: int = 3
-    iterations: int = 100
+    iterations: int = 100  # --iters
     warmup: int = 10
     max_ms: int = 500
     mpi_algorithms: bool = True  # the MPI's own algorithms, forced, are candidates too
@@ -110,6 +113,16 @@ class TuneOptions:
     rounds: int = 3  # interleaved rounds per size (collkit.drift)
     hosts: str | None = None  # host file, to run across nodes (bench's --hosts)
     block: int = 1  # calls per timed sample (bench's --block): 1 single calls, N back-to-back
+    alpha: float = 0.01  # significance level of a win
+    min_gain: float = 0.0  # the speedup interval must lie above 1 + this
+    routing_us: float | None = None  # the interposition library's cost a call; None: measured
+    simulate: str | None = None  # a model: tune from the simulator (no MPI)
+    params: dict[str, str] = field(default_factory=dict)  # the model's parameters (--param)
+    profile: str | None = None  # for simulate: the parameters from a machine profile
+    mpiexec: str | None = None
+    mpi_prefix: str | None = None
+    out: str = "tune-results"  # the folder the rows and the tuning files go into
+    plot: bool = True  # draw tune.png
 
 
 def only(collective: str, names: list[str]) -> list[str]:
