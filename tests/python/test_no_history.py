@@ -41,7 +41,9 @@ PATTERNS: dict[str, re.Pattern[str]] = {
         r"pass\b|\b(?:in|from|since|after|before|of) pass \d",
         re.I,
     ),
-    "developer": re.compile(r"\bdevelopers?\b|\bengineers?\b|\bthe lead'?s?\b", re.I),
+    "developer": re.compile(
+        r"\bdevelopers?\b|\bdeveloped on\b|\bengineers?\b|\bthe lead'?s?\b", re.I
+    ),
     "worktree": re.compile(r"\bworktrees?\b|/work/wt-|\bwt-[a-z]", re.I),
     "stop number": re.compile(r"\bstop \d", re.I),
 }
@@ -82,6 +84,7 @@ def hits(name: str, text: str) -> list[str]:
         "this pass also adds the 12th pass's fix",
         "as measured since pass 4",
         "2 cores shared with other developers",
+        "the shared 2-core machine these were developed on",
         "while other engineers built",
         "the lead's session was idle",
         "failed: /work/wt-sim/.venv/bin/collkit simulate",
