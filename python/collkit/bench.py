@@ -8,6 +8,7 @@ rerun measures only what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import itertools
 import json
@@ -15,16 +16,26 @@ import platform
 import socket
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from collkit.algorithms import Algorithm, parse_row_name
-from collkit.collectives import COLLECTIVES, REDUCTIONS, collective
+from collkit.cli._common import check_launchable, input_file
+from collkit.collectives import COLLECTIVES, REDUCTIONS, ROOTED, collective
 from collkit.drift import Block, attach_rounds, load_avg_1m, suspect_reason
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
-from collkit.mpi import MPI, PLACEMENTS, allocation, build, launch_command, launch_env
-from collkit.progress import Ticker
+from collkit.mpi import (
+    MPI,
+    PLACEMENTS,
+    allocation,
+    build,
+    find_mpi,
+    launch_command,
+    launch_env,
+)
+from collkit.progress import CampaignProgress, Ticker
 from collkit.results import STAT_FIELDS, ResultStore, Row
 
 if TYPE_CHECKING:
@@ -379,4 +390,208 @@ def plot(rows: Sequence[Row], path: str | Path | None = None, title: str = "") -
     return fig
 
 
-__all__ = ["Campaign", "CollkitError", "machine_name", "plot", "run_campaign", "run_multicast"]
+@dataclass
+class BenchOptions:
+    """A benchmark, as `collkit bench` takes it (bench runs it); each field is the option of
+    the same name, the defaults are its defaults. `algorithms`: collkit names (rd or
+    allreduce:rd), native, the MPI's own (mpich:ring), or all-mpi for all of this MPI's;
+    `placements`: the rank placements to sweep ("" the MPI's own); `out`: the results file,
+    COLLECTIVE in it replaced by the collective."""
+
+    collective: str
+    algorithms: list[str] = field(default_factory=lambda: ["native"])
+    P: list[int] = field(default_factory=lambda: [4])
+    sizes: list[int] = field(default_factory=lambda: [8])
+    datatype: str = ""
+    iterations: int = 200
+    warmup: int = 20
+    block: int = 1
+    sync: str = "barrier"
+    max_ms: int = 2000
+    rounds: int = 3
+    interleave: bool = True
+    validate: bool = True
+    raw: bool = False
+    root: int = 0
+    placements: list[str] = field(default_factory=lambda: [""])
+    hosts: str | None = None
+    mpiexec: str | None = None
+    mpi_prefix: str | None = None
+    out: str = "bench-results/COLLECTIVE.jsonl"
+    plot: bool = True
+
+
+@dataclass
+class BenchPlan:
+    """A benchmark checked and ready to run (check_bench): the campaign, the MPI, the file."""
+
+    options: BenchOptions
+    campaign: Campaign
+    mpi: MPI
+    out: Path
+
+
+@dataclass
+class BenchResult:
+    """The benchmark's rows (those of the results file this campaign asks for, measured now or
+    before), sorted by P, bytes and algorithm, and the files written."""
+
+    rows: list[Row]
+    out: Path
+    written: list[Path]
+    mpi: str  # the MPI's version
+
+    @property
+    def ok(self) -> bool:
+        """Every row measured, and none whose result differs from the MPI's own collective."""
+        return all(not r.error and r.valid is not False for r in self.rows)
+
+
+def check_bench(opts: BenchOptions) -> BenchPlan:
+    """Every check bench makes before it starts anything (an InvalidArgumentError, or the
+    registry's AlgorithmNameError, naming the option), and the plan."""
+    if opts.hosts is not None:
+        input_file(opts.hosts, "--hosts")
+    check_launchable(opts.P, opts.hosts)
+    if opts.collective in ROOTED:
+        for P in opts.P:
+            if opts.root >= P:
+                raise InvalidArgumentError(f"--root {opts.root} is not a rank of P = {P}")
+    elif opts.root != 0:
+        raise InvalidArgumentError(f"{opts.collective} has no root (--root {opts.root})")
+    if opts.collective not in COLLECTIVES:
+        raise InvalidArgumentError(
+            f"unknown collective '{opts.collective}' (one of {', '.join(COLLECTIVES)})"
+        )
+    mpi = find_mpi(opts.mpiexec, opts.mpi_prefix)
+    algos: list[str] = []
+    for a in opts.algorithms:
+        if not a.strip():
+            raise InvalidArgumentError(f"empty entry in --algos '{','.join(opts.algorithms)}'")
+        if a != "all-mpi":
+            algos.append(a)
+            continue
+        own = mpi.native_algorithms(opts.collective)
+        if not own:
+            raise InvalidArgumentError(
+                f"--algos all-mpi: collkit knows no algorithms of this MPI ({mpi.describe()}) "
+                f"for {opts.collective} to force (it knows MPICH's, Open MPI's and Intel MPI's)"
+            )
+        algos.extend(own)
+    campaign = Campaign(
+        collective=opts.collective,
+        algorithms=algos,
+        P=list(opts.P),
+        sizes=list(opts.sizes),
+        datatype=opts.datatype,
+        iterations=opts.iterations,
+        warmup=opts.warmup,
+        block=opts.block,
+        sync=opts.sync,
+        max_ms=opts.max_ms,
+        validate=opts.validate,
+        raw=opts.raw,
+        root=opts.root,
+        hosts=opts.hosts,
+        placements=list(opts.placements),
+        interleave=opts.interleave,
+        rounds=opts.rounds,
+    )
+    elem = DATATYPES[campaign.datatype]
+    for size in campaign.sizes:  # fail before measuring anything
+        if size % elem:
+            raise InvalidArgumentError(
+                f"size {size} B is not a whole number of {elem}-byte {campaign.datatype} "
+                f"elements: give a multiple of {elem} (or --datatype char)"
+            )
+    for a in campaign.algorithms:
+        if parse_row_name(a).kind == "mpi":
+            mpi.force_env(campaign.collective, a)
+    out = Path(opts.out.replace("COLLECTIVE", opts.collective))
+    return BenchPlan(opts, campaign, mpi, out)
+
+
+def _no_progress(_what: str, _total: int) -> AbstractContextManager[CampaignProgress | None]:
+    return contextlib.nullcontext(None)
+
+
+def run_bench(
+    plan: BenchPlan,
+    *,
+    say: Callable[[str], None] | None = None,
+    progress: Callable[[str, int], AbstractContextManager[CampaignProgress | None]] = (
+        _no_progress
+    ),
+) -> BenchResult:
+    """Measure what the plan's results file still lacks (check_bench); see bench."""
+    campaign, mpi, out = plan.campaign, plan.mpi, plan.out
+    store = ResultStore(out)
+    # rows done of rows planned, with an ETA: a bar on a terminal, a line every 10 s otherwise
+    with progress("bench", planned_rows(campaign)) as ticker:
+
+        def message(msg: str) -> None:
+            if ticker is not None:
+                ticker.message(msg)
+            elif say:
+                say(msg)
+
+        def on_row(msg: str, row: Row | None) -> None:
+            if row is None:
+                message(msg)
+            elif row.error:
+                message(f"  {row.bytes:>9} B  error: {row.error}")
+            else:
+                message(f"  {row.algorithm} {row.bytes:>9} B  median {row.median_us:10.2f} µs")
+
+        run_campaign(campaign, mpi, store, on_row, ticker)
+    sizes = {campaign.count(s) * DATATYPES[campaign.datatype] for s in campaign.sizes}
+    rows = sorted(
+        (
+            r
+            for r in store
+            if r.collective == campaign.collective
+            and r.P in campaign.P
+            and r.algorithm in campaign.algorithms
+            and r.bytes in sizes
+            and r.datatype == campaign.datatype
+            and r.mpi == mpi.version
+        ),
+        key=lambda r: (r.P, r.bytes, r.algorithm),
+    )
+    written = [store.jsonl, store.csv]
+    if plan.options.plot and rows:
+        png = out.with_suffix(".png")
+        plot(rows, png, title=f"{campaign.collective}, {mpi.version}")
+        written.append(png)
+    return BenchResult(rows, out, written, mpi.version)
+
+
+def bench(
+    opts: BenchOptions,
+    *,
+    say: Callable[[str], None] | None = None,
+    progress: Callable[[str, int], AbstractContextManager[CampaignProgress | None]] = (
+        _no_progress
+    ),
+) -> BenchResult:
+    """Run the benchmark `opts` as `collkit bench` does: check it (check_bench), build the
+    driver for the MPI (once per MPI), measure the rows the results file still lacks, and
+    return the campaign's rows. `say` receives the progress messages when `progress(what,
+    rows planned)` gives no ticker (collkit.progress.CampaignProgress gives one)."""
+    return run_bench(check_bench(opts), say=say, progress=progress)
+
+
+__all__ = [
+    "BenchOptions",
+    "BenchPlan",
+    "BenchResult",
+    "Campaign",
+    "CollkitError",
+    "bench",
+    "check_bench",
+    "machine_name",
+    "plot",
+    "run_bench",
+    "run_campaign",
+    "run_multicast",
+]

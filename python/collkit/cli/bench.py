@@ -33,8 +33,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from collkit.algorithms import parse_row_name
-from collkit.bench import DATATYPES, Campaign, planned_rows, plot, run_campaign, run_multicast
+from collkit.bench import BenchOptions, check_bench, run_bench, run_multicast
 from collkit.cli._common import (
     add_json_argument,
     add_p_argument,
@@ -52,7 +51,7 @@ from collkit.drift import rounds_won
 from collkit.errors import InvalidArgumentError
 from collkit.mpi import MPI, PROGRAMS, build, find_mpi
 from collkit.progress import CampaignProgress
-from collkit.results import ResultStore, Row
+from collkit.results import Row
 
 NAME = "bench"
 HELP = "time collectives on a real MPI (collkit's algorithms, native, the MPI's own)"
@@ -203,19 +202,45 @@ def _print_table(rows: list[Row]) -> None:
             print(f"suspect: {r.algorithm} P={r.P} {r.bytes} B: {r.suspect}", file=sys.stderr)
 
 
-def _check(args: argparse.Namespace) -> None:
+def options_of(args: argparse.Namespace) -> BenchOptions:
+    """The benchmark the command line asks for (its checks are collkit.bench.check_bench's)."""
+    if args.map_by and not all(x.strip() for x in args.map_by.split(",")):
+        # an empty element would sweep the MPI's default placement too, without a word
+        raise InvalidArgumentError(f"--map-by '{args.map_by}': empty entry (e.g. core,socket)")
+    algos = split_names(args.algos)
+    if not all(algos):
+        raise InvalidArgumentError(f"empty entry in --algos '{args.algos}'")
+    return BenchOptions(
+        collective=args.collective,
+        algorithms=algos,
+        P=args.P,
+        sizes=args.sizes,
+        datatype=args.datatype,
+        iterations=args.iters,
+        warmup=args.warmup,
+        block=args.block,
+        sync=args.sync,
+        max_ms=args.max_ms,
+        rounds=args.rounds,
+        interleave=not args.no_interleave,
+        validate=not args.no_validate,
+        raw=args.raw,
+        root=args.root,
+        placements=[x.strip() for x in args.map_by.split(",")],
+        hosts=args.hosts,
+        mpiexec=args.mpiexec,
+        mpi_prefix=args.mpi_prefix,
+        out=args.out,
+        plot=not args.no_plot,
+    )
+
+
+def _check_multicast(args: argparse.Namespace) -> None:
     """What the MPI would otherwise abort on, said before it starts."""
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
     check_launchable(args.P, args.hosts)
-    if args.map_by and not all(x.strip() for x in args.map_by.split(",")):
-        # an empty element would sweep the MPI's default placement too, without a word
-        raise InvalidArgumentError(f"--map-by '{args.map_by}': empty entry (e.g. core,socket)")
-    if args.collective in ROOTED:
-        for P in args.P:
-            if args.root >= P:
-                raise InvalidArgumentError(f"--root {args.root} is not a rank of P = {P}")
-    elif args.root != 0:
+    if args.root != 0:
         raise InvalidArgumentError(f"{args.collective} has no root (--root {args.root})")
 
 
@@ -291,89 +316,19 @@ def _multicast(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    _check(args)
     if args.collective == "multicast":
+        if args.map_by and not all(x.strip() for x in args.map_by.split(",")):
+            raise InvalidArgumentError(f"--map-by '{args.map_by}': empty entry (e.g. core,socket)")
+        _check_multicast(args)
         return _multicast(args)
-    mpi = find_mpi(args.mpiexec, args.mpi_prefix)
-    algos: list[str] = []
-    for a in split_names(args.algos):
-        if not a:
-            raise InvalidArgumentError(f"empty entry in --algos '{args.algos}'")
-        if a != "all-mpi":
-            algos.append(a)
-            continue
-        own = mpi.native_algorithms(args.collective)
-        if not own:
-            raise InvalidArgumentError(
-                f"--algos all-mpi: collkit knows no algorithms of this MPI ({mpi.describe()}) "
-                f"for {args.collective} to force (it knows MPICH's, Open MPI's and Intel MPI's)"
-            )
-        algos.extend(own)
-    campaign = Campaign(
-        collective=args.collective,
-        algorithms=algos,
-        P=args.P,
-        sizes=args.sizes,
-        datatype=args.datatype,
-        iterations=args.iters,
-        warmup=args.warmup,
-        block=args.block,
-        sync=args.sync,
-        max_ms=args.max_ms,
-        validate=not args.no_validate,
-        raw=args.raw,
-        root=args.root,
-        hosts=args.hosts,
-        placements=[x.strip() for x in args.map_by.split(",")],
-        interleave=not args.no_interleave,
-        rounds=args.rounds,
-    )
-    elem = DATATYPES[campaign.datatype]
-    for size in campaign.sizes:  # fail before measuring anything
-        if size % elem:
-            raise InvalidArgumentError(
-                f"size {size} B is not a whole number of {elem}-byte {campaign.datatype} "
-                f"elements: give a multiple of {elem} (or --datatype char)"
-            )
-    for a in campaign.algorithms:
-        if parse_row_name(a).kind == "mpi":
-            mpi.force_env(campaign.collective, a)
-    out = Path(args.out.replace("COLLECTIVE", args.collective))
-    store = ResultStore(out)
-    print(f"MPI: {mpi.describe()}; results: {out}", file=sys.stderr)
-    _build(mpi, ["collkit_bench"])
-
-    # rows done of rows planned, with an ETA: a bar on a terminal, a line every 10 s otherwise
-    with CampaignProgress("bench", planned_rows(campaign)) as ticker:
-
-        def progress(msg: str, row: Row | None) -> None:
-            if row is None:
-                ticker.message(msg)
-            elif row.error:
-                ticker.message(f"  {row.bytes:>9} B  error: {row.error}")
-            else:
-                ticker.message(
-                    f"  {row.algorithm} {row.bytes:>9} B  median {row.median_us:10.2f} µs"
-                )
-
-        run_campaign(campaign, mpi, store, progress, ticker)
-    sizes = {campaign.count(s) * DATATYPES[campaign.datatype] for s in campaign.sizes}
-    rows = [
-        r
-        for r in store
-        if r.collective == campaign.collective
-        and r.P in campaign.P
-        and r.algorithm in campaign.algorithms
-        and r.bytes in sizes
-        and r.datatype == campaign.datatype
-        and r.mpi == mpi.version
-    ]
+    plan = check_bench(options_of(args))
+    print(f"MPI: {plan.mpi.describe()}; results: {plan.out}", file=sys.stderr)
+    _build(plan.mpi, ["collkit_bench"])
+    result = run_bench(plan, progress=CampaignProgress)
     if args.json:
-        print_json_lines(sorted(rows, key=lambda r: (r.P, r.bytes, r.algorithm)))
+        print_json_lines(result.rows)
     else:
-        _print_table(rows)
-    if not args.no_plot and rows:
-        png = out.with_suffix(".png")
-        plot(rows, png, title=f"{campaign.collective}, {mpi.version}")
-        print(f"wrote {out}, {out.with_suffix('.csv')}, {png}", file=sys.stderr)
-    return 0 if all(not r.error and r.valid is not False for r in rows) else 1
+        _print_table(result.rows)
+    if len(result.written) > 2:
+        print(f"wrote {', '.join(map(str, [result.out, *result.written[1:]]))}", file=sys.stderr)
+    return 0 if result.ok else 1
