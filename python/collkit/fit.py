@@ -280,7 +280,7 @@ def _new_row(data: Any, values: Mapping[str, float | str], threshold: int) -> An
         c for c in ("P", "size") if c not in values and not (c == "size" and "bytes" in values)
     ]
     missing = [c for c in missing if data[c].nunique() > 1]
-    if missing:  # main took the first row's P without a word
+    if missing:  # else the first row's P would be used without a word
         raise _bad(
             f"give {' and '.join(missing)} to predict at (the rows have more than one value "
             f"of {' and '.join(missing)}): e.g. P=4096,size=8"

@@ -19,7 +19,7 @@ def test_public_class_wraps_the_core() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        ((4, 2**70), "count"),  # main: the binding's TypeError
+        ((4, 2**70), "count"),  # unchecked: the binding's TypeError
         ((2**40, 1), "P"),
         ((4, 1.5), "count must be an integer"),
         ((4, True), "count must be an integer"),
@@ -69,7 +69,7 @@ def test_bruck_radix_refused_when_the_name_is_parsed(radix: str) -> None:
 
 
 def test_schedule_and_rank_program_are_typed_public_classes() -> None:
-    # main: collkit.Schedule and RankProgram were the raw binding classes
+    # unchecked: collkit.Schedule and RankProgram were the raw binding classes
     s = collkit.generate("reduce:binomial", P=5, count=2, root=3)
     assert type(s) is collkit.Schedule and isinstance(s.core, _core.Schedule)
     assert repr(s) == "Schedule('reduce:binomial', P=5, count=2, elem_size=8, root=3, ops=14)"

@@ -582,7 +582,8 @@ def test_the_largest_region_round_trips_and_one_past_is_refused() -> None:
     assert io.from_json(io.to_json(s)) == s
     with pytest.raises(ScheduleFormatError, match="disagrees"):
         io.from_goal(g.replace(f"{2**48 * 32767}b", f"{2**48 * 32767 - 1}b"))
-    # main: 2^48 x 32769 B (past 2^63) and 2^60 elements were read, and printed as negative bytes
+    # unchecked: 2^48 x 32769 B (past 2^63) and 2^60 elements were read, and printed as negative
+    # bytes
     for length, elem in ((2**48, 32769), (2**48 + 1, 1), (2**60, 8), (2**63 - 1, 2**31 - 1)):
         with pytest.raises(ScheduleFormatError, match="at most 2\\^48 elements and 2\\^63 bytes"):
             io.from_text(_largest(length, elem))

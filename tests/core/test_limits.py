@@ -134,7 +134,7 @@ def test_cli_rejects_an_algorithm_of_another_collective() -> None:
 
 
 def test_cli_times_take_units_and_bare_numbers_are_ns(capsys: pytest.CaptureFixture[str]) -> None:
-    # On main `limit` read seconds only and rejected '2us'; a bare number is ns everywhere now.
+    # `limit` takes a unit too ('2us'); a bare number is ns everywhere.
     outs = []
     for alpha in ("2us", "2000", "0.002ms"):
         assert _run_limit(["reduce", "-P", "2..5", "--alpha", alpha, "--beta", "10GB/s"]) == 0

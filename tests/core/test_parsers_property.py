@@ -376,12 +376,12 @@ def _fits(n: int, elem: int) -> bool:
 
 @SETTINGS
 @given(length=lengths, scratch=lengths, count=lengths, elem=elem_sizes)
-# 2^63 - 8 bytes: the largest message that fits, whose double rounds to 2^63 (main: -2^63)
+# 2^63 - 8 bytes: the largest message that fits, whose double rounds to 2^63 (unchecked: -2^63)
 @example(length=(2**63 - 1) // 32769, scratch=(2**63 - 1) // 32769, count=1, elem=32769)
 def test_region_sizes_fit_a_buffer_or_are_refused(
     length: int, scratch: int, count: int, elem: int
 ) -> None:
-    # main: `send in[0:2^60]` was read, and the simulator printed "bytes sent -2^63"
+    # unchecked: `send in[0:2^60]` was read, and the simulator printed "bytes sent -2^63"
     text = (
         f"collective allreduce\nP 2\ncount {count}\nelem_size {elem}\n"
         f"rank 0 scratch {scratch}\n  0: send s0[0:{length}] to 1\n"

@@ -179,8 +179,8 @@ def test_the_wheel_when_no_mpiexec_is_on_path(
 
 
 def test_a_relative_mpiexec_or_prefix_is_made_absolute(monkeypatch: pytest.MonkeyPatch) -> None:
-    # main: `collkit calibrate --mpiexec .venv/bin/mpiexec` (docs/simulator.md's command) failed
-    # in CMake: "The CMAKE_CXX_COMPILER: .venv/bin/mpicxx is not a full path"
+    # unchecked: `collkit calibrate --mpiexec .venv/bin/mpiexec` (docs/simulator.md's command)
+    # failed in CMake: "The CMAKE_CXX_COMPILER: .venv/bin/mpicxx is not a full path"
     wheel = wheel_mpiexec()
     if wheel is None:
         pytest.skip("the PyPI mpich wheel is not installed in this Python")

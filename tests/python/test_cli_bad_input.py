@@ -64,21 +64,21 @@ def chdir_tmp(tmp_path: Path) -> Iterator[Path]:
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        # main: "all verified: 0 of 0" and exit 0
+        # unchecked: "all verified: 0 of 0" and exit 0
         (["verify", "allreduce:rd", "-P", "4", "--count", ""], "empty entry in counts"),
         (["verify", "allreduce:rd", "-P", "4", "--count", ",,"], "empty entry in counts"),
-        # main: computed 10^999999999 (hangs)
+        # unchecked: computed 10^999999999 (hangs)
         (["verify", "allreduce:rd", "-P", "10^999999999"], "is more than 2147483648"),
         (["show", "allreduce:rd", "-P", "4", "--rank", "2^99999999999"], "rank 2^99999999999"),
-        # main: MemoryError / bad_alloc traceback
+        # unchecked: MemoryError / bad_alloc traceback
         (["verify", "allreduce:rd", "-P", "2^31"], "GiB for its buffers"),
         (["export", "allreduce:rd", "-P", "2^31"], "1024 GiB collkit writes to stdout"),
-        # main: the binding layer's TypeError
+        # unchecked: the binding layer's TypeError
         (["show", "allreduce:rd", "-P", "4", "--count", "9" * 30], "more than 2^48"),
         (["verify", "allreduce:rd", "-P", "4", "--count", "2^60"], "more than"),
         (["verify", "reduce:binomial", "-P", "4", "--root", "5"], "--root 5 is not a rank"),
-        (["show", "allreduce:rd", "-P", "2^31", "--stats"], "--rank R"),  # main: killed (memory)
-        (["schedules", "allreduce", "-P", "2^31", "--totals"], "--search"),  # main: hours
+        (["show", "allreduce:rd", "-P", "2^31", "--stats"], "--rank R"),  # unchecked: OOM
+        (["schedules", "allreduce", "-P", "2^31", "--totals"], "--search"),  # unchecked: hours
         (["show", "allreduce:rd", "-P", "4", "--elem-size", "0"], "--elem-size"),
         (["limit", "reduce", "--alpha", "fast"], "is not a time"),
         (["schedules", "allreduce", "-P", "8", "--beta", "0GB/s"], "bandwidth"),
@@ -128,7 +128,7 @@ def test_verify_file_with_huge_buffers_is_refused_before_allocating(
 def test_a_region_past_2_48_elements_is_refused_as_it_is_read(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, schedule_text: str, command: str
 ) -> None:
-    # main: `send in[0:2^60]` was read and simulated: "bytes sent -9223372036854775808"
+    # unchecked: `send in[0:2^60]` was read and simulated: "bytes sent -9223372036854775808"
     head, _, rank1 = schedule_text.partition("rank 1")
     f = tmp_path / "huge.txt"
     f.write_text(head.replace("send out[0:2]", f"send in[0:{2**60}]", 1) + "rank 1" + rank1)
@@ -142,7 +142,7 @@ def test_a_region_past_2_48_elements_is_refused_as_it_is_read(
 def test_verify_file_with_a_100kb_algorithm_name_is_quick(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, schedule_text: str
 ) -> None:
-    # main: the terminal highlighter crawled over the name for minutes
+    # unchecked: the terminal highlighter crawled over the name for minutes
     f = tmp_path / "long.txt"
     f.write_text(schedule_text.replace("algorithm allreduce:rd", "algorithm " + "x" * 100_000))
     t0 = time.perf_counter()
@@ -157,7 +157,7 @@ def test_a_100kb_algorithm_argument_is_refused(capsys: pytest.CaptureFixture[str
 
 
 def test_show_and_verify_share_the_default_count(capsys: pytest.CaptureFixture[str]) -> None:
-    # main: show defaulted to count 4, verify to 3
+    # unchecked: show defaulted to count 4, verify to 3
     code, out = cli(capsys, "show", "allreduce:rd", "-P", "2")
     assert code == 0 and "count 4" in out
     code, out = cli(capsys, "verify", "allreduce:rd", "-P", "2", "-v")
@@ -190,7 +190,7 @@ def test_export_reads_goal_costs_with_units(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_verify_of_nothing_is_not_all_verified(capsys: pytest.CaptureFixture[str]) -> None:
-    # main: every P refused by the algorithm printed "all verified: 0 of 0 cases" and exit 0
+    # unchecked: every P refused by the algorithm printed "all verified: 0 of 0 cases" and exit 0
     code, out = cli(capsys, "verify", "alltoall:bruck_local", "-P", "10", "--rpn", "4")
     assert code == 2 and "nothing verified" in out and "all verified" not in out
     # a sweep where some P are refused still verifies the others
@@ -199,7 +199,7 @@ def test_verify_of_nothing_is_not_all_verified(capsys: pytest.CaptureFixture[str
 
 
 def test_schedules_reads_a_bare_time_as_ns(capsys: pytest.CaptureFixture[str]) -> None:
-    # main: --alpha-p 500 was 500 s (printed "alpha_p = 5e+08 us")
+    # unchecked: --alpha-p 500 was 500 s (printed "alpha_p = 5e+08 us")
     code, out = cli(capsys, "schedules", "allreduce", "-P", "4", "--alpha-p", "500", "--totals")
     assert code == 0 and "alpha_p = 0.5 us" in out
     code, out = cli(capsys, "schedules", "allreduce", "-P", "4", "--count")
@@ -218,7 +218,7 @@ def _row(P: int, median: float) -> str:
 
 
 def test_fit_names_a_garbage_last_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    # main: the last line was dropped without a word (then: refused, the fit stopped there)
+    # unchecked: the last line was dropped without a word (then: refused, the fit stopped there)
     rows = [_row(P, 1.0 + P) for P in (2, 4, 8, 16)]
     f = _rows_file(tmp_path / "r.jsonl", [*rows, "garbage{"])
     code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P")
@@ -226,7 +226,7 @@ def test_fit_names_a_garbage_last_line(capsys: pytest.CaptureFixture[str], tmp_p
 
 
 def test_duplicate_json_keys_are_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    # main: silently the last value
+    # unchecked: silently the last value
     rows = [_row(P, 1.0 + P) for P in (2, 4, 8)]
     rows.append(rows[0][:-1] + ', "P": 64}')
     f = _rows_file(tmp_path / "r.jsonl", rows)
@@ -240,7 +240,7 @@ def test_duplicate_json_keys_are_errors(capsys: pytest.CaptureFixture[str], tmp_
 def test_fit_plots_makes_no_folders_anywhere(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # main: --plots a/b/c made every missing folder; unwritable paths gave tracebacks
+    # unchecked: --plots a/b/c made every missing folder; unwritable paths gave tracebacks
     f = _rows_file(tmp_path / "r.jsonl", [_row(P, 1.0 + P) for P in (2, 4, 8, 16)])
     deep = tmp_path / "a" / "b" / "c"
     code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P", "--plots", str(deep))
@@ -254,9 +254,9 @@ def test_fit_plots_makes_no_folders_anywhere(
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        # main: 3 B became 0 doubles without a word
+        # unchecked: 3 B became 0 doubles without a word
         (["allreduce", "-P", "2", "--sizes", "3"], "not a whole number of 8-byte double"),
-        # main: the MPI's own abort
+        # unchecked: the MPI's own abort
         (["reduce", "-np", "2", "--root", "5"], "--root 5 is not a rank of P = 2"),
         (["allreduce", "-np", "2", "--hosts", "no-such-hostfile"], "does not exist"),
         (["allreduce", "-np", "2", "--root", "1"], "allreduce has no root"),
@@ -285,7 +285,7 @@ def test_bench_np_is_an_alias_of_p() -> None:
 def test_bench_says_it_is_building(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # main: the first `collkit bench` compiled for minutes in silence
+    # unchecked: the first `collkit bench` compiled for minutes in silence
     from collkit.cli import bench as bench_cli
     from collkit.mpi import find_mpi
 
@@ -296,7 +296,7 @@ def test_bench_says_it_is_building(
 
 
 def test_piped_tables_keep_names_whole() -> None:
-    # main: rich folded names at 80 columns when stdout was a pipe
+    # unchecked: rich folded names at 80 columns when stdout was a pipe
     p = subprocess.run(
         [sys.executable, "-m", "collkit", "algorithms"], capture_output=True, text=True, timeout=60
     )
@@ -312,7 +312,7 @@ def test_piped_tables_keep_names_whole() -> None:
 @pytest.mark.parametrize(
     "argv",
     [
-        # main: mpiexec wrapped 2^31 and started one rank; the row said P = 2147483648
+        # unchecked: mpiexec wrapped 2^31 and started one rank; the row said P = 2147483648
         ["bench", "allreduce", "-np", "2^31", "--no-plot"],
         ["run", "-np", "2^31", "--", "true"],
         ["tune", "allreduce", "-np", "2^31", "--sizes", "8"],
@@ -353,7 +353,7 @@ def _in_place_hazard(tmp_path: Path) -> Path:
 def test_verify_file_in_place_finds_what_the_python_verify_finds(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # main: `verify --file F --in-place` said "verified" (the flag was dropped)
+    # unchecked: `verify --file F --in-place` said "verified" (the flag was dropped)
     f = _in_place_hazard(tmp_path)
     s = io.load(f)
     assert collkit.verify(s).ok and not collkit.verify(s, in_place=True).ok
@@ -376,7 +376,7 @@ def test_verify_file_in_place_finds_what_the_python_verify_finds(
 def test_problem_options_with_a_file_are_refused_not_dropped(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, schedule_text: str, extra: list[str]
 ) -> None:
-    # main: verify --file and export --from dropped --count, --root, --rpn, --elem-size
+    # unchecked: verify --file and export --from dropped --count, --root, --rpn, --elem-size
     f = tmp_path / "s.txt"
     f.write_text(schedule_text)
     code, out = cli(capsys, "verify", "--file", str(f), *extra)
@@ -401,7 +401,7 @@ def test_problem_options_with_a_file_are_refused_not_dropped(
 def test_an_output_that_is_an_input_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], needle: str
 ) -> None:
-    # main: `simulate --file s.json --timeline s.json` replaced the schedule with the trace
+    # unchecked: `simulate --file s.json --timeline s.json` replaced the schedule with the trace
     s = tmp_path / "s.json"
     s.write_text(io.to_json(collkit.generate("allreduce:rd", P=2, count=2)))
     link = tmp_path / "hard-link.json"
@@ -421,7 +421,7 @@ def _bench_row(P: int) -> str:
 def test_a_corrupt_line_of_a_row_file_is_set_aside_and_the_rest_goes_on(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # main: the rerun appended after the bad line and exit 0; the next rerun and fit stopped
+    # unchecked: the rerun appended after the bad line and exit 0; the next rerun and fit stopped
     # there until the file was edited by hand
     from collkit.results import ResultStore, Row, read_jsonl
 
@@ -466,7 +466,7 @@ def test_fit_says_which_lines_it_left_out_and_fits_the_rest(
 def test_row_fields_are_read_as_what_they_are(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, value: str, needle: str
 ) -> None:
-    # main: "P": true was 1, 64.9 was 64, negative and infinite latencies were kept or dropped
+    # unchecked: "P": true was 1, 64.9 was 64, negative and infinite latencies were kept or dropped
     # without a word, Infinity / 400 digits gave an OverflowError traceback
     from collkit.results import read_jsonl
 
@@ -495,7 +495,7 @@ def test_row_fields_are_read_as_what_they_are(
 def test_fit_reads_csv_strictly(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, csv_text: str, needle: str
 ) -> None:
-    # main: duplicate columns kept the last, an extra column was a TypeError, a field over
+    # unchecked: duplicate columns kept the last, an extra column was a TypeError, a field over
     # 128 KiB a _csv.Error traceback
     f = tmp_path / "r.csv"
     f.write_text(csv_text)
@@ -531,7 +531,7 @@ def _rd_arrays() -> dict[str, object]:
     ],
 )
 def test_from_arrays_checks_the_header(change: dict[str, object], needle: str) -> None:
-    # main: root 7 of P = 4, count -2 (the simulator said bytes_per_rank -16), elem_size 0
+    # unchecked: root 7 of P = 4, count -2 (the simulator said bytes_per_rank -16), elem_size 0
     # were accepted and "verified"; "\ud800" was the binding's TypeError
     kw: dict[str, object] = {"collective": "allreduce", "P": 4, "count": 2, "root": 0}
     kw.update(change)
@@ -553,8 +553,8 @@ _LIMIT = "a buffer holds at most 2^48 elements and 2^63 bytes"  # the readers' (
 def test_from_arrays_applies_the_readers_buffer_limit(
     column: str, value: int, elem_size: int, needle: str
 ) -> None:
-    # main: a region or scratch buffer above 2^48 elements (or 2^63 bytes) built from arrays was
-    # accepted, where the text, JSON and GOAL readers refuse it
+    # unchecked: a region or scratch buffer above 2^48 elements (or 2^63 bytes) built from arrays
+    # was accepted, where the text, JSON and GOAL readers refuse it
     arrays = {k: np.asarray(v).copy() for k, v in _rd_arrays().items()}
     arrays[column][0] = value
     with pytest.raises(ScheduleFormatError, match=re.escape(needle) + ".*" + re.escape(_LIMIT)):
@@ -587,7 +587,7 @@ def test_from_arrays_refuses_a_region_outside_its_buffer_unless_told_to_leave_it
     ],
 )
 def test_from_arrays_refuses_columns_it_would_truncate(column: str, make: Any, needle: str) -> None:
-    # main: peer 1.9 became 1, NaN lengths INT64_MIN, a bool array passed as 0 / 1
+    # unchecked: peer 1.9 became 1, NaN lengths INT64_MIN, a bool array passed as 0 / 1
     arrays = _rd_arrays()
     arrays[column] = make(np.asarray(arrays[column]))
     with pytest.raises(ScheduleFormatError, match=needle):
@@ -607,7 +607,7 @@ def test_from_arrays_refuses_columns_it_would_truncate(column: str, make: Any, n
 def test_tiny_segments_are_refused_with_the_estimate(
     capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
-    # main: 2 GB in 30 s and growing, before anything was said
+    # unchecked: 2 GB in 30 s and growing, before anything was said
     code, out = cli(capsys, *argv)
     assert code == 2 and "segments, at least as many ops on every rank" in out, out
     with pytest.raises(InvalidArgumentError, match="segments"):
@@ -615,7 +615,7 @@ def test_tiny_segments_are_refused_with_the_estimate(
 
 
 def test_a_long_after_list_parses_in_linear_time(tmp_path: Path) -> None:
-    # main: 10^5 entries took 23-45 s (each entry's column counted from the line's start)
+    # unchecked: 10^5 entries took 23-45 s (each entry's column counted from the line's start)
     n = 400_000
     ops = "\n".join(f"  {i}: compute 1ns" for i in range(n))
     after = ",".join(str(i) for i in range(n))
@@ -632,7 +632,7 @@ def test_a_long_after_list_parses_in_linear_time(tmp_path: Path) -> None:
 def test_readers_refuse_what_is_not_a_regular_file(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # main: collkit.load("/dev/zero") and --noise 'file(/dev/zero)' read until killed
+    # unchecked: collkit.load("/dev/zero") and --noise 'file(/dev/zero)' read until killed
     with pytest.raises(InvalidArgumentError, match="not a regular file"):
         collkit.load("/dev/zero")
     fifo = tmp_path / "fifo"
@@ -650,7 +650,7 @@ def test_readers_refuse_what_is_not_a_regular_file(
 
 
 def test_verify_refuses_before_generating(capsys: pytest.CaptureFixture[str]) -> None:
-    # main: refused only after 71 s and 6.5 GB
+    # unchecked: refused only after 71 s and 6.5 GB
     t0 = time.perf_counter()
     code, out = cli(capsys, "verify", "allreduce:rd", "-P", "2^20", "--count", "2^20")
     assert code == 2 and "GiB for its buffers" in out, out
@@ -662,7 +662,7 @@ def test_verify_refuses_before_generating(capsys: pytest.CaptureFixture[str]) ->
 def test_tune_simulate_refuses_what_cannot_fit(
     capsys: pytest.CaptureFixture[str], chdir_tmp: Path
 ) -> None:
-    # main: grew to 24 GB and was killed
+    # unchecked: grew to 24 GB and was killed
     code, out = cli(
         capsys, "tune", "allreduce", "-np", "2^31", "--simulate", "loggp", "--sizes", "8"
     )
@@ -671,7 +671,7 @@ def test_tune_simulate_refuses_what_cannot_fit(
 
 @pytest.mark.parametrize("P", [2**31, 2**24 + 1])
 def test_count_ops_refuses_a_huge_P_up_front(P: int) -> None:
-    # main: count_ops(2**31, 0) took minutes before an answer (interruptible, never refused)
+    # unchecked: count_ops(2**31, 0) took minutes before an answer (interruptible, never refused)
     t0 = time.perf_counter()
     with pytest.raises(InvalidArgumentError, match=f"P = {P}: counting every rank's ops"):
         collkit.Algorithm("allreduce:rd").count_ops(P=P, count=0)
@@ -680,7 +680,7 @@ def test_count_ops_refuses_a_huge_P_up_front(P: int) -> None:
 
 
 def test_count_ops_is_interruptible() -> None:
-    # main: count_ops(P=2**31) ran past 60 s and Ctrl-C waited for it; the largest P counted
+    # unchecked: count_ops(P=2**31) ran past 60 s and Ctrl-C waited for it; the largest P counted
     # (2^24) still takes tens of seconds
     def alarm(signum: int, frame: FrameType | None) -> None:
         raise Hung("interrupted")
@@ -698,7 +698,7 @@ def test_count_ops_is_interruptible() -> None:
 
 
 def test_simulate_stops_at_ctrl_c() -> None:
-    # main: simulate ignored Ctrl-C until the engine finished (21 s at 2^22); this run takes
+    # unchecked: simulate ignored Ctrl-C until the engine finished (21 s at 2^22); this run takes
     # many minutes, and stops within seconds of the signal
     code = (
         "import collkit, sys\n"
@@ -749,7 +749,7 @@ def test_simulate_stops_at_ctrl_c() -> None:
     ],
 )
 def test_a_full_disk_on_stdout_is_a_message(argv: list[str]) -> None:
-    # main: an OSError traceback
+    # unchecked: an OSError traceback
     with open("/dev/full", "w") as full:
         p = subprocess.run(
             [sys.executable, "-m", "collkit", *argv],
@@ -763,7 +763,7 @@ def test_a_full_disk_on_stdout_is_a_message(argv: list[str]) -> None:
 
 
 def test_a_broken_pipe_is_not_a_failed_verification() -> None:
-    # main: exit 1, which means "verification failed"
+    # unchecked: exit 1, which means "verification failed"
     p = subprocess.Popen(
         [sys.executable, "-m", "collkit", "verify", "allreduce:rd", "-P", "2..400", "-v"],
         stdout=subprocess.PIPE,
@@ -778,7 +778,7 @@ def test_a_broken_pipe_is_not_a_failed_verification() -> None:
 def test_a_lone_surrogate_in_a_json_schedule_is_a_format_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # main: TypeError in verify --file, export --from, from_json; UnicodeDecodeError in
+    # unchecked: TypeError in verify --file, export --from, from_json; UnicodeDecodeError in
     # simulate --file
     doc = io.to_json(collkit.generate("allreduce:rd", P=2, count=1))
     doc = doc.replace('"algorithm": "allreduce:rd"', '"algorithm": "\\ud800"')
@@ -830,7 +830,7 @@ def test_what_was_a_traceback_or_a_silent_answer_is_a_message(
 def test_a_goal_calc_past_2_63_ns_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, cost: list[str], to_file: bool
 ) -> None:
-    # main: `export --gamma 1e300 --format goal` wrote `calc 9223372036854775807` without a word
+    # unchecked: `export --gamma 1e300 --format goal` wrote `calc 9223372036854775807` silently
     out_file = tmp_path / "rd.goal"
     argv = ["export", "allreduce:rd", "-P", "2", "--count", "2", "--format", "goal", *cost]
     # (rd at P = 2 copies `in` to `out` first, then reduces: a calc of each)
@@ -845,7 +845,7 @@ def test_a_goal_calc_past_2_63_ns_is_refused(
 
 
 def test_a_goal_calc_refused_on_stdout_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    # main: only the root (the last rank) of reduce:linear reduces, so the megabyte and more of
+    # unchecked: only the root (the last rank) of reduce:linear reduces, so the megabyte and more of
     # the ranks before it were printed before the refusal, a GOAL file cut short on stdout
     argv = ["export", "reduce:linear", "-P", "2^14", "--root", "16383", "--count", "2"]
     code, out = cli(capsys, *argv, "--format", "goal", "--gamma", "1e300")
@@ -863,7 +863,7 @@ def test_goal_calc_refusal_in_python() -> None:
 
 
 def test_a_verify_sweep_is_refused_before_its_first_P(capsys: pytest.CaptureFixture[str]) -> None:
-    # main: P = 1..2^31 with count 0 verified P = 1, 2, 4, ... for minutes before the refusal
+    # unchecked: P = 1..2^31 with count 0 verified P = 1, 2, 4, ... for minutes before the refusal
     t0 = time.perf_counter()
     code, out = cli(capsys, "verify", "allreduce:rd", "-P", "1..2^31:pow2", "--count", "0")
     assert code == 2 and re.search(r"verifying P = \d+, count = 0 needs about", out), out
@@ -880,7 +880,7 @@ def test_parse_time_of_a_huge_int() -> None:
 def test_control_characters_in_a_file_name_are_not_printed_raw(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, schedule_text: str
 ) -> None:
-    # main: an ANSI escape or a newline in a file's algorithm name went to the terminal raw
+    # unchecked: an ANSI escape or a newline in a file's algorithm name went to the terminal raw
     f = tmp_path / "s.txt"
     f.write_text(schedule_text.replace("algorithm allreduce:rd", 'algorithm "a\\x1b[2Jb\\x0afake"'))
     code, out = cli(capsys, "verify", "--file", str(f))
@@ -892,7 +892,7 @@ def test_control_characters_in_a_file_name_are_not_printed_raw(
 def test_fit_refuses_a_fit_the_rows_cannot_make(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # main: every row at one P gave a "fit" with t = 4.24 (P and the intercept are one column)
+    # unchecked: every row at one P gave a "fit" with t = 4.24 (P and the intercept are one column)
     rows = [
         json.dumps({"collective": "bcast", "algorithm": "b", "P": 8, "bytes": b, "median": m})
         for b, m in ((8, 1.0), (16, 1.5), (32, 1.2), (64, 2.0))
@@ -908,7 +908,7 @@ def test_fit_refuses_a_fit_the_rows_cannot_make(
 def test_fit_refuses_a_negative_prediction(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # main: the prediction past the rows was printed as a latency of -18 us
+    # unchecked: the prediction past the rows was printed as a latency of -18 us
     f = _rows_file(tmp_path / "r.jsonl", [_row(P, 40.0 - P) for P in (2, 4, 8, 16)])
     code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P", "--predict", "P=64")
     assert code == 2 and "predicts a negative latency" in out and "P 2..16" in out, out
@@ -917,7 +917,7 @@ def test_fit_refuses_a_negative_prediction(
 def test_fit_predict_needs_the_values_the_rows_vary_in(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # main: --predict size=8 without P used the first row's P without a word
+    # unchecked: --predict size=8 without P used the first row's P without a word
     f = _rows_file(tmp_path / "r.jsonl", [_row(P, 1.0 + P) for P in (2, 4, 8, 16)])
     code, out = cli(capsys, "fit", str(f), "--model", "latency ~ P", "--predict", "size=8")
     assert code == 2 and "give P to predict at" in out, out
@@ -952,7 +952,7 @@ API_MISUSES: dict[str, Any] = {
 
 @pytest.mark.parametrize("call", sorted(API_MISUSES))
 def test_python_api_misuse_raises_collkits_own_error(call: str) -> None:
-    # main: the binding's "incompatible function arguments" TypeError or an AttributeError
+    # unchecked: the binding's "incompatible function arguments" TypeError or an AttributeError
     with pytest.raises(CollkitError):
         API_MISUSES[call]()
 
@@ -978,7 +978,7 @@ def test_python_api_misuse_raises_collkits_own_error(call: str) -> None:
 def test_a_bad_element_of_a_list_stops_the_sweep_before_it_runs(
     capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
 ) -> None:
-    # main: '--alpha 1,,2' printed "skipped ... '' is not a time", ran 1 and 2 and exited 0
+    # unchecked: '--alpha 1,,2' printed "skipped ... '' is not a time", ran 1 and 2 and exited 0
     code = main_code(argv)
     out = capsys.readouterr()
     assert code == 2, (argv, out)
@@ -994,7 +994,7 @@ def main_code(argv: list[str]) -> int:
 
 
 def test_bench_map_by_refuses_an_empty_entry(capsys: pytest.CaptureFixture[str]) -> None:
-    # main: 'core,,node' swept the MPI's default placement too, without a word
+    # unchecked: 'core,,node' swept the MPI's default placement too, without a word
     argv = ["bench", "allreduce", "-P", "2", "--map-by", "core,,node", "--no-plot"]
     code, out = cli(capsys, *argv, "--mpiexec", "/nonexistent/mpiexec")
     assert code == 2 and "--map-by 'core,,node': empty entry" in out
@@ -1036,7 +1036,7 @@ def test_validate_lists_refuse_an_empty_entry(
 def test_errors_go_to_stderr_and_stdout_stays_clean(
     capsys: pytest.CaptureFixture[str], chdir_tmp: Path, argv: list[str], needle: str
 ) -> None:
-    # main: `collkit show ... --rank 10` printed its error on stdout, into the pipe
+    # unchecked: `collkit show ... --rank 10` printed its error on stdout, into the pipe
     code = main_code(argv)
     out = capsys.readouterr()
     assert code == 2, (argv, out)

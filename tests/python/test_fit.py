@@ -200,7 +200,7 @@ def _at(Ps: tuple[int, ...], repeat: int = 3) -> list[dict[str, object]]:
     [
         # every row of _rows() has bytes = 1: size is the intercept again
         ("latency ~ P + size", (2, 8, 14, 20), "size is 1 in every row"),
-        # all rows at one P: P is the intercept again (main: t = 4.24 for this fit)
+        # all rows at one P: P is the intercept again (unchecked: t = 4.24 for this fit)
         ("latency ~ P", (8,), "P is 8 in every row"),
         # a column that is a multiple of another
         ("latency ~ P + I(2 * P)", (2, 8, 14), "P, I(2 * P) are linearly dependent"),
@@ -233,7 +233,7 @@ def test_two_points_determine_a_line_but_not_its_error() -> None:
 
 @pytest.mark.parametrize("stat", ["median", "min"])
 def test_negative_latencies_are_refused(stat: str) -> None:
-    # main: a negative median (a broken clock, a hand-edited file) was fitted without a word
+    # unchecked: a negative median (a broken clock, a hand-edited file) was fitted without a word
     rows = _rows()
     rows[5] = dict(rows[5], **{stat: -0.25})
     with pytest.raises(collkit.InvalidArgumentError, match=rf"'{stat}_us' is -0.25: a time"):
@@ -241,7 +241,7 @@ def test_negative_latencies_are_refused(stat: str) -> None:
 
 
 def test_infinite_latencies_and_bool_P_are_refused_not_dropped() -> None:
-    # main: Infinity was dropped like a missing value, P = True read as 1
+    # unchecked: Infinity was dropped like a missing value, P = True read as 1
     for change in ({"median": math.inf}, {"P": True}, {"P": 64.5}):
         rows = _rows()
         rows[3] = dict(rows[3], **change)

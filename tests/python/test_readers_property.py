@@ -60,7 +60,7 @@ def _only_collkit_errors(fn: Callable[[], object]) -> None:
 @pytest.mark.parametrize("reader", sorted(READERS))
 @pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "folder", "missing"])
 def test_a_reader_refuses_what_is_not_a_regular_file(reader: str, kind: str) -> None:
-    # main: /dev/zero was read until killed; a FIFO with no writer blocked forever
+    # unchecked: /dev/zero was read until killed; a FIFO with no writer blocked forever
     path = {"/dev/zero": Path("/dev/zero"), "folder": WORK, "missing": WORK / "missing"}.get(kind)
     if kind == "fifo":
         path = WORK / f"fifo-{reader.replace(' ', '-')}"

@@ -156,7 +156,7 @@ def test_the_top_of_the_ranking_is_the_exhaustive_rankings_first_rows(N: int) ->
 
 
 def test_the_top_at_65536_ranks_is_the_searchs_optimum_first() -> None:
-    # main: candidates("allreduce", 65536) did not finish in 300 s
+    # unchecked: candidates("allreduce", 65536) did not finish in 300 s
     ranked = recmult.rank_schedules(65536, M, 8, top=3)
     assert len(ranked) == 3
     assert ranked[0].cost == pytest.approx(recmult.search(65536, M, 8).cost, rel=1e-12)

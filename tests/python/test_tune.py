@@ -142,7 +142,7 @@ def test_segmented_trees_are_candidates_only_where_a_size_has_pieces() -> None:
 
 @pytest.mark.parametrize("P", [5, 64, 1000, 65536])
 def test_bruck_radixes_stay_few_and_sensible_at_any_P(P: int) -> None:
-    # main: every radix 2..P, 65,535 candidates per Bruck variant at -np 65536
+    # unchecked: every radix 2..P, 65,535 candidates per Bruck variant at -np 65536
     for variant in ("alltoall:bruck", "alltoall:bruck_modified", "allgather:bruck"):
         coll = variant.split(":")[0]
         names = [x for x in candidates(coll, P) if x.split("(")[0] == variant]
@@ -587,7 +587,7 @@ def test_tune_from_the_simulator_marks_rows_simulated(tmp_path: Path) -> None:
 def test_a_simulation_that_cannot_fit_is_a_row_with_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # main: tune --simulate -np 65536 went on simulating allreduce:ring at 1 MiB (8.6e9 ops,
+    # unchecked: tune --simulate -np 65536 went on simulating allreduce:ring at 1 MiB (8.6e9 ops,
     # hours); collkit simulate's limit (its memory estimate against the memory available) now
     # applies to every candidate
     import collkit.cli.simulate as cli_simulate
@@ -609,7 +609,7 @@ def test_a_simulation_that_cannot_fit_is_a_row_with_the_reason(
 def test_a_long_simulation_is_announced_before_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # main: tune --simulate -np 65536 --sizes 64KiB sat silent for 15 minutes (and was stopped
+    # unchecked: tune --simulate -np 65536 --sizes 64KiB sat silent for 15 minutes (and was stopped
     # there) on allreduce:ring, 8.6e9 ops; a candidate over ANNOUNCE_OPS is now said first
     import collkit.sim.run as sim_run
     from collkit.results import ResultStore
