@@ -447,9 +447,10 @@ class BenchResult:
         return all(not r.error and r.valid is not False for r in self.rows)
 
 
-def check_bench(opts: BenchOptions) -> BenchPlan:
+def check_bench(opts: BenchOptions, *, mpi: MPI | None = None) -> BenchPlan:
     """Every check bench makes before it starts anything (an InvalidArgumentError, or the
-    registry's AlgorithmNameError, naming the option), and the plan."""
+    registry's AlgorithmNameError, naming the option), and the plan. `mpi`: the MPI to run on
+    (default: found from opts.mpiexec and opts.mpi_prefix, as the command finds it)."""
     if opts.hosts is not None:
         input_file(opts.hosts, "--hosts")
     check_launchable(opts.P, opts.hosts)
@@ -463,7 +464,8 @@ def check_bench(opts: BenchOptions) -> BenchPlan:
         raise InvalidArgumentError(
             f"unknown collective '{opts.collective}' (one of {', '.join(COLLECTIVES)})"
         )
-    mpi = find_mpi(opts.mpiexec, opts.mpi_prefix)
+    if mpi is None:
+        mpi = find_mpi(opts.mpiexec, opts.mpi_prefix)
     algos: list[str] = []
     for a in opts.algorithms:
         if not a.strip():
@@ -569,6 +571,7 @@ def run_bench(
 def bench(
     opts: BenchOptions,
     *,
+    mpi: MPI | None = None,
     say: Callable[[str], None] | None = None,
     progress: Callable[[str, int], AbstractContextManager[CampaignProgress | None]] = (
         _no_progress
@@ -577,8 +580,9 @@ def bench(
     """Run the benchmark `opts` as `collkit bench` does: check it (check_bench), build the
     driver for the MPI (once per MPI), measure the rows the results file still lacks, and
     return the campaign's rows. `say` receives the progress messages when `progress(what,
-    rows planned)` gives no ticker (collkit.progress.CampaignProgress gives one)."""
-    return run_bench(check_bench(opts), say=say, progress=progress)
+    rows planned)` gives no ticker (collkit.progress.CampaignProgress gives one); `mpi` as in
+    check_bench."""
+    return run_bench(check_bench(opts, mpi=mpi), say=say, progress=progress)
 
 
 __all__ = [

@@ -154,3 +154,10 @@ def test_a_bench_from_python_gives_the_rows_the_command_prints(
     assert [(d["algorithm"], d["bytes"], d["median_us"]) for d in printed] == [
         (r.algorithm, r.bytes, r.median_us) for r in res.rows
     ]
+
+
+def test_a_given_mpi_is_the_one_benched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(cb, "find_mpi", _no_mpi)
+    mine = _FakeMPI()
+    plan = cb.check_bench(BenchOptions("bcast", P=[2], out=str(tmp_path / "r.jsonl")), mpi=mine)
+    assert plan.mpi is mine and plan.campaign.algorithms == ["native"]

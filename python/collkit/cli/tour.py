@@ -351,9 +351,8 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
     the tour never presents a losing rule as a win."""
     from rich.table import Table as RTable
 
-    from collkit.bench import Campaign, run_campaign
+    from collkit.bench import BenchOptions, check_bench, run_bench
     from collkit.drift import rounds_won
-    from collkit.results import ResultStore
     from collkit.tune.table import load, save
 
     table = load(tuned / "collkit-tuning.json")
@@ -381,18 +380,21 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
         "(the chosen rules against native, interleaved in one job)"
     )
     (tuned / "check.jsonl").unlink(missing_ok=True)  # a fresh measurement each tour
-    store = ResultStore(tuned / "check.jsonl")
-    c = Campaign(
-        collective="allreduce",
-        algorithms=["native", *algos],
+    opts = BenchOptions(
+        "allreduce",
+        ["native", *algos],
         P=[2],
         sizes=check_sizes,
         iterations=50,
         max_ms=200,
         rounds=3,
         block=table.block,  # timed as tune timed them
+        out=str(tuned / "check.jsonl"),
+        plot=False,
     )
-    rows = run_campaign(c, mpi, store)
+    plan = check_bench(opts, mpi=mpi)
+    c = plan.campaign
+    rows = run_bench(plan).rows
     t = RTable(title="the chosen rules against native in the same job")
     for col in ("rule", "bytes", "tune said", "now", "rounds won", "verdict"):
         t.add_column(col, justify="left" if col in ("rule", "verdict") else "right")
