@@ -1,0 +1,123 @@
+"""Algorithms written after an MPI's own: each rank posts the messages that MPI posts (the same
+peers, in the same order, with the same bound on requests in flight), and what the MPI refuses
+is refused with a clear error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import collkit
+
+SEND, RECV, COPY, COMPUTE = 0, 1, 3, 4
+
+
+def _program(name: str, P: int, rank: int, count: int = 2) -> dict[str, Any]:
+    return dict(collkit.Algorithm(name).generate_rank(P, rank, count).arrays())
+
+
+def _deps(a: dict[str, Any], i: int) -> list[int]:
+    return [int(d) for d in a["deps"][int(a["dep_begin"][i]) : int(a["dep_begin"][i + 1])]]
+
+
+def _ancestors(a: dict[str, Any]) -> list[set[int]]:
+    """Every op's transitive dependencies (ops only wait on earlier ops)."""
+    out: list[set[int]] = []
+    for i in range(len(a["kind"])):
+        s: set[int] = set()
+        for d in _deps(a, i):
+            s |= {d} | out[d]
+        out.append(s)
+    return out
+
+
+def _messages(a: dict[str, Any], kind: int) -> list[int]:
+    return [i for i, k in enumerate(a["kind"]) if k == kind]
+
+
+def _peers(a: dict[str, Any], kind: int) -> list[int]:
+    return [int(a["peer"][i]) for i in _messages(a, kind)]
+
+
+# ---- alltoall:two_proc (Open MPI) -----------------------------------------------------------
+
+
+def test_two_proc_exchanges_with_the_other_rank_then_copies() -> None:
+    for rank in (0, 1):
+        a = _program("alltoall:two_proc", 2, rank)
+        assert _peers(a, RECV) == [1 - rank] and _peers(a, SEND) == [1 - rank]
+        (copy,) = _messages(a, COPY)
+        assert set(_deps(a, copy)) == set(_messages(a, SEND) + _messages(a, RECV))
+    r = collkit.verify(collkit.generate("alltoall:two_proc", 2, 3), commutative=False)
+    assert r.ok, r.summary()
+
+
+@pytest.mark.parametrize("P", [1, 3, 4, 64])
+def test_two_proc_refuses_any_other_P(P: int) -> None:
+    with pytest.raises(collkit.UnsupportedError, match="P >= 2|exactly P = 2"):
+        collkit.Algorithm("alltoall:two_proc").generate(P, 1)
+
+
+def test_two_proc_refusal_reaches_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from collkit.cli import main
+
+    assert main(["verify", "alltoall:two_proc", "-P", "3"]) == 2
+    out = capsys.readouterr()
+    assert "exactly P = 2" in out.out + out.err and "collkit verify: error:" in out.err
+
+
+# ---- alltoall:scattered (MPICH) --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("P", [1, 2, 5, 8, 13])
+@pytest.mark.parametrize("bound", [1, 2, 3, 0, 32])
+def test_scattered_posts_mpichs_rounds(P: int, bound: int) -> None:
+    b = P if bound == 0 else bound
+    for rank in range(P):
+        a = _program(f"alltoall:scattered(bound={bound})", P, rank)
+        # MPICH: distance i receives from rank + i and sends to rank - i; i = 0 is the copy.
+        assert _peers(a, RECV) == [(rank + i) % P for i in range(1, P)]
+        assert _peers(a, SEND) == [(rank - i) % P for i in range(1, P)]
+        anc = _ancestors(a)
+        # The op of distance i, whichever kind; the copy is distance 0.
+        ops = {0: _messages(a, COPY)}
+        for kind in (RECV, SEND):
+            for i, op in enumerate(_messages(a, kind), start=1):
+                ops.setdefault(i, []).append(op)
+        for i, mine in ops.items():
+            for j, theirs in ops.items():
+                for x in mine:
+                    for y in theirs:
+                        # Round i // b waits for every op of the rounds before, and for none of
+                        # its own: at most b distances in flight.
+                        assert (y in anc[x]) == (j // b < i // b), (rank, i, j)
+
+
+@pytest.mark.parametrize("name", ["scattered", "linear_sync"])
+@pytest.mark.parametrize("bound", ["-1", "x", "1.5", ""])
+def test_a_bad_bound_is_refused_by_name(name: str, bound: str) -> None:
+    with pytest.raises(collkit.AlgorithmNameError, match="bound"):
+        collkit.Algorithm(f"alltoall:{name}(bound={bound})")
+
+
+# ---- alltoall:linear_sync (Open MPI) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("P", [1, 2, 5, 8, 13])
+@pytest.mark.parametrize("bound", [0, 1, 3, 12, 100])
+def test_linear_sync_keeps_a_window_of_bound_requests(P: int, bound: int) -> None:
+    K = P - 1 if bound == 0 or bound > P - 1 else bound
+    for rank in range(P):
+        a = _program(f"alltoall:linear_sync(bound={bound})", P, rank)
+        # Open MPI: receives from rank + 1, rank + 2, ...; sends to rank - 1, rank - 2, ...
+        assert _peers(a, RECV) == [(rank + j) % P for j in range(1, P)]
+        assert _peers(a, SEND) == [(rank - j) % P for j in range(1, P)]
+        for kind in (RECV, SEND):
+            ops = _messages(a, kind)
+            for j, op in enumerate(ops):
+                # Each new request of a kind replaces the one K before it.
+                assert _deps(a, op) == ([ops[j - K]] if j >= K else []), (rank, kind, j)
+        # The first window of receives is posted before any send, as Open MPI posts it.
+        first_send = min(_messages(a, SEND), default=len(a["kind"]))
+        assert sum(1 for i in _messages(a, RECV) if i < first_send) == K
