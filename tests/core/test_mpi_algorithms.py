@@ -55,7 +55,7 @@ def test_two_proc_exchanges_with_the_other_rank_then_copies() -> None:
 
 @pytest.mark.parametrize("P", [1, 3, 4, 64])
 def test_two_proc_refuses_any_other_P(P: int) -> None:
-    with pytest.raises(collkit.UnsupportedError, match="P >= 2|exactly P = 2"):
+    with pytest.raises(collkit.UnsupportedError, match=r"P >= 2|exactly P = 2"):
         collkit.Algorithm("alltoall:two_proc").generate(P, 1)
 
 
@@ -121,3 +121,37 @@ def test_linear_sync_keeps_a_window_of_bound_requests(P: int, bound: int) -> Non
         # The first window of receives is posted before any send, as Open MPI posts it.
         first_send = min(_messages(a, SEND), default=len(a["kind"]))
         assert sum(1 for i in _messages(a, RECV) if i < first_send) == K
+
+
+# ---- allreduce:allgather_reduce (Open MPI 5) -------------------------------------------------
+
+
+@pytest.mark.parametrize("gather", ["allgather:bruck", "allgather:ring", "allgather:rd"])
+@pytest.mark.parametrize("P", [1, 2, 6, 8, 11])
+def test_allgather_reduce_sends_what_its_allgather_sends(gather: str, P: int) -> None:
+    name = f"allreduce:allgather_reduce(allgather={gather})"
+    for rank in range(P):
+        mine, theirs = _program(name, P, rank, 3), _program(gather, P, rank, 3)
+        for kind in (SEND, RECV):
+            assert _peers(mine, kind) == _peers(theirs, kind)
+        # Then P - 1 reductions, one after another, each taking the next rank's vector on the
+        # right: rank order, whatever the op.
+        reduces = _messages(mine, 2)
+        assert len(reduces) == P - 1
+        assert [int(mine["side"][i]) for i in reduces] == [1] * (P - 1)
+        assert [int(mine["src_off"][i]) for i in reduces] == [3 * q for q in range(1, P)]
+    r = collkit.verify(collkit.generate(name, P, 3), commutative=False)
+    assert r.ok and r.consistent_noncommutative, r.summary()
+
+
+def test_allgather_reduce_cost_is_its_allgathers_plus_the_reductions() -> None:
+    for gather in ("allgather:bruck", "allgather:ring"):
+        c = collkit.Algorithm(f"allreduce:allgather_reduce(allgather={gather})").cost(12, 100)
+        g = collkit.Algorithm(gather).cost(12, 100)
+        assert (c["alpha"], c["beta"]) == (g["alpha"], g["beta"])
+        assert c["gamma"] == g["gamma"] + 11 * 100
+
+
+def test_allgather_reduce_refuses_what_is_not_an_allgather() -> None:
+    with pytest.raises(collkit.AlgorithmNameError):
+        collkit.Algorithm("allreduce:allgather_reduce(allgather=allreduce:rd)")
