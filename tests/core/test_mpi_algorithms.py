@@ -13,8 +13,8 @@ import collkit
 SEND, RECV, COPY, COMPUTE = 0, 1, 3, 4
 
 
-def _program(name: str, P: int, rank: int, count: int = 2) -> dict[str, Any]:
-    return dict(collkit.Algorithm(name).generate_rank(P, rank, count).arrays())
+def _program(name: str, P: int, rank: int, count: int = 2, root: int = 0) -> dict[str, Any]:
+    return dict(collkit.Algorithm(name).generate_rank(P, rank, count, 8, root).arrays())
 
 
 def _deps(a: dict[str, Any], i: int) -> list[int]:
@@ -155,3 +155,67 @@ def test_allgather_reduce_cost_is_its_allgathers_plus_the_reductions() -> None:
 def test_allgather_reduce_refuses_what_is_not_an_allgather() -> None:
     with pytest.raises(collkit.AlgorithmNameError):
         collkit.Algorithm("allreduce:allgather_reduce(allgather=allreduce:rd)")
+
+
+# ---- reduce:in_order_binary (Open MPI) -------------------------------------------------------
+
+
+def _ompi_in_order_tree(P: int) -> dict[int, tuple[int, list[int]]]:
+    """Open MPI's in-order binary tree as its pictures draw it: rank -> (parent, children).
+    A range [lo, lo + s) is rooted at its largest rank; the rank below it roots the upper
+    s - 1 - s // 2 ranks, the top of the lower s // 2 ranks roots those (s = 2: only the first)."""
+    tree: dict[int, tuple[int, list[int]]] = {}
+
+    def build(lo: int, s: int, parent: int) -> None:
+        node = lo + s - 1
+        h = 0 if s == 2 else s // 2
+        kids = ([node - 1] if s >= 2 else []) + ([lo + h - 1] if h >= 1 else [])
+        tree[node] = (parent, kids)
+        if s >= 2:
+            build(lo + h, s - 1 - h, node)
+        if h >= 1:
+            build(lo, h, node)
+
+    build(0, P, -1)
+    return tree
+
+
+def test_in_order_tree_is_open_mpis_pictures() -> None:
+    # The trees drawn above ompi_coll_base_topo_build_in_order_bintree.
+    assert _ompi_in_order_tree(9) == {
+        8: (-1, [7, 3]), 7: (8, [6, 5]), 6: (7, []), 5: (7, [4]), 4: (5, []),
+        3: (8, [2, 1]), 2: (3, []), 1: (3, [0]), 0: (1, []),
+    }  # fmt: skip
+    assert _ompi_in_order_tree(4) == {3: (-1, [2, 1]), 2: (3, []), 1: (3, [0]), 0: (1, [])}
+    assert _ompi_in_order_tree(2) == {1: (-1, [0]), 0: (1, [])}
+
+
+@pytest.mark.parametrize("P", [2, 3, 4, 7, 9, 16, 33])
+@pytest.mark.parametrize("root", [0, 1, -1])
+def test_in_order_binary_sends_along_open_mpis_tree(P: int, root: int) -> None:
+    root %= P
+    tree = _ompi_in_order_tree(P)
+    segs = 3  # 5 elements in segments of 2 (16 B of doubles)
+    for rank in range(P):
+        a = _program("reduce:in_order_binary(seg=16)", P, rank, 5, root)
+        parent, kids = tree[rank]
+        # Per segment, one receive from each child, the first child first.
+        expect_recv = kids * segs
+        expect_send = [parent] * segs if parent >= 0 else []
+        if root != P - 1 and rank == P - 1:
+            expect_send.append(root)  # the result's one hop to the root
+        if root != P - 1 and rank == root:
+            expect_recv.append(P - 1)
+        assert _peers(a, RECV) == expect_recv, rank
+        assert _peers(a, SEND) == expect_send, rank
+        # Each reduction puts the child's partial result on the left: acc = child (+) acc.
+        assert all(int(a["side"][i]) == 0 for i in _messages(a, 2))
+    r = collkit.verify(collkit.generate("reduce:in_order_binary(seg=16)", P, 5, 8, root))
+    assert r.ok and r.consistent_noncommutative, r.summary()
+
+
+def test_in_order_binary_in_place_root_receives_last() -> None:
+    for P, root in ((5, 0), (8, 3), (9, 8)):
+        s = collkit.generate("reduce:in_order_binary", P, 4, 8, root)
+        r = collkit.verify(s, commutative=False, in_place=True)
+        assert r.ok, r.summary()
