@@ -219,3 +219,69 @@ def test_in_order_binary_in_place_root_receives_last() -> None:
         s = collkit.generate("reduce:in_order_binary", P, 4, 8, root)
         r = collkit.verify(s, commutative=False, in_place=True)
         assert r.ok, r.summary()
+
+
+# ---- allreduce:segmented_ring (Open MPI) -----------------------------------------------------
+
+
+def _split(n: int, parts: int) -> list[int]:
+    """Open MPI's COMPUTE_BLOCKCOUNT: n into `parts`, the first n % parts one longer."""
+    return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
+
+
+def _ompi_segmented_ring(P: int, n: int, c: int, rank: int) -> tuple[list, list]:
+    """The (peer, elements) of each send and receive of Open MPI's segmented ring, in order."""
+    if n < P * c:
+        np_ = 1
+    else:
+        rest = n % (P * c)
+        np_ = n // (P * c) + (1 if rest >= P and rest > P * c // 2 else 0)
+    blocks = _split(n, P)
+    to, frm = (rank + 1) % P, (rank - 1) % P
+    sends: list[tuple[int, int]] = []
+    recvs: list[tuple[int, int]] = []
+    for p in range(np_):
+        piece = [_split(b, np_)[p] for b in blocks]
+        recvs.append((frm, piece[(rank - 1) % P]))
+        sends.append((to, piece[rank]))
+        for k in range(2, P):
+            recvs.append((frm, piece[(rank - k) % P]))
+            sends.append((to, piece[(rank - k + 1) % P]))
+    for k in range(P - 1):
+        sends.append((to, blocks[(rank + 1 - k) % P]))
+        recvs.append((frm, blocks[(rank - k) % P]))
+    # Empty messages are not sent (every rank knows which are empty).
+    return [m for m in sends if m[1]], [m for m in recvs if m[1]]
+
+
+def _sized(a: dict[str, Any], kind: int) -> list[tuple[int, int]]:
+    return [(int(a["peer"][i]), int(a["len"][i])) for i in _messages(a, kind)]
+
+
+@pytest.mark.parametrize("P", [2, 3, 4, 7, 12])
+@pytest.mark.parametrize(("n", "seg"), [(5, 0), (100, 16), (101, 8), (37, 8), (3, 8), (64, 0)])
+def test_segmented_ring_posts_open_mpis_messages(P: int, n: int, seg: int) -> None:
+    name = f"allreduce:segmented_ring(seg={seg})"
+    c = n if seg == 0 else max(1, seg // 8)
+    for rank in range(P):
+        a = _program(name, P, rank, n)
+        sends, recvs = _ompi_segmented_ring(P, n, c, rank)
+        assert _sized(a, SEND) == sends, rank
+        assert _sized(a, RECV) == recvs, rank
+    s = collkit.generate(name, P, n)
+    for in_place in (False, True):
+        r = collkit.verify(s, commutative=True, in_place=in_place)
+        assert r.ok, r.summary()
+
+
+def test_segmented_ring_needs_a_commutative_op() -> None:
+    s = collkit.generate("allreduce:segmented_ring(seg=16)", 4, 40)
+    assert not collkit.verify(s, commutative=False).ok
+
+
+def test_segmented_ring_cost_counts_its_phases() -> None:
+    # 100 B on 4 ranks in segments of 2 B: 100 // 8 = 12 phases (the rest, 4, is not > 4).
+    c = collkit.Algorithm("allreduce:segmented_ring(seg=2)").cost(4, 100)
+    assert c["alpha"] == (12 + 1) * 3
+    assert c["beta"] == pytest.approx(2 * 3 / 4 * 100)
+    assert collkit.Algorithm("allreduce:segmented_ring").cost(4, 100)["alpha"] == 2 * 3
