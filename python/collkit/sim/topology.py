@@ -68,7 +68,8 @@ def parse_topology(
     for each other, congestion)."""
     if isinstance(spec, Topology):
         return spec
-    spec = "none" if spec is None or spec == "" else spec  # not `or`: 0 or [] is no spec
+    # Not `or`: 0 or [] is no spec; and only a str is compared (an array's == is elementwise).
+    spec = "none" if spec is None or (isinstance(spec, str) and spec == "") else spec
     if not isinstance(spec, str):
         raise ArgumentTypeError(
             f"topology: expected a spec string such as fattree(k=16,hop=100ns), "
