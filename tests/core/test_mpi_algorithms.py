@@ -285,3 +285,89 @@ def test_segmented_ring_cost_counts_its_phases() -> None:
     assert c["alpha"] == (12 + 1) * 3
     assert c["beta"] == pytest.approx(2 * 3 / 4 * 100)
     assert collkit.Algorithm("allreduce:segmented_ring").cost(4, 100)["alpha"] == 2 * 3
+
+
+# ---- bcast:split_binary_tree (Open MPI) ------------------------------------------------------
+
+
+def _ompi_bintree(P: int) -> dict[int, list[int]]:
+    """Open MPI's fanout-2 tree (topo_build_tree) over positions: v at level l has children
+    v + 2^l and v + 2^(l+1)."""
+    kids: dict[int, list[int]] = {}
+    for v in range(P):
+        level, first = 0, 0
+        while first + (1 << level) <= v:
+            first += 1 << level
+            level += 1
+        kids[v] = [c for c in (v + (1 << level), v + (2 << level)) if c < P]
+    return kids
+
+
+def _ompi_split_bintree(P: int, n: int, seg: int, v: int) -> tuple[list, list]:
+    """(position, offset, length) of each send and receive of position v, in Open MPI's order."""
+    kids = _ompi_bintree(P)
+    parent = next((p for p, ks in kids.items() if v in ks), -1)
+    sizes, begins = (n // 2, n - n // 2), (0, n // 2)
+    seg = seg or sizes[1]
+
+    def pieces(h: int) -> list[tuple[int, int]]:
+        return [(begins[h] + o, min(seg, sizes[h] - o)) for o in range(0, sizes[h], seg)]
+
+    sends: list[tuple[int, int, int]] = []
+    recvs: list[tuple[int, int, int]] = []
+    if v == 0:
+        per_kid = [pieces(h) for h in range(min(2, len(kids[0])))]
+        for j in range(max(len(p) for p in per_kid)):
+            for h, ps in enumerate(per_kid):
+                if j < len(ps):
+                    sends.append((kids[0][h], *ps[j]))
+    else:
+        lr = 0 if v % 2 else 1
+        for piece in pieces(lr):
+            recvs.append((parent, *piece))
+            sends.extend((c, *piece) for c in kids[v])
+    if P % 2 == 0 and v == 0:
+        sends.append((P - 1, begins[1], sizes[1]))
+    elif P % 2 == 0 and v == P - 1:
+        recvs.append((0, begins[1], sizes[1]))
+    elif v != 0:
+        lr = 0 if v % 2 else 1
+        twin = v + 1 if lr == 0 else v - 1
+        recvs.append((twin, begins[1 - lr], sizes[1 - lr]))
+        sends.append((twin, begins[lr], sizes[lr]))
+    return sends, recvs
+
+
+def test_open_mpis_bintree_splits_odd_and_even_positions() -> None:
+    kids = _ompi_bintree(15)
+    assert kids[0] == [1, 2] and kids[1] == [3, 5] and kids[2] == [4, 6] and kids[3] == [7, 11]
+
+
+def _placed(a: dict[str, Any], kind: int, P: int, root: int) -> list[tuple[int, int, int]]:
+    return [
+        ((int(a["peer"][i]) - root) % P, int(a["off"][i]), int(a["len"][i]))
+        for i in _messages(a, kind)
+    ]
+
+
+@pytest.mark.parametrize("P", [2, 3, 4, 7, 8, 13])
+@pytest.mark.parametrize(("n", "seg"), [(2, 0), (7, 0), (40, 8), (41, 3), (9, 1)])
+@pytest.mark.parametrize("root", [0, 2])
+def test_split_binary_tree_posts_open_mpis_messages(P: int, n: int, seg: int, root: int) -> None:
+    root %= P
+    name = f"bcast:split_binary_tree(seg={seg})"
+    for rank in range(P):
+        v = (rank - root) % P
+        a = dict(collkit.Algorithm(name).generate_rank(P, rank, n, 1, root).arrays())
+        sends, recvs = _ompi_split_bintree(P, n, seg, v)
+        assert _placed(a, SEND, P, root) == sends, v
+        assert _placed(a, RECV, P, root) == recvs, v
+    r = collkit.verify(collkit.generate(name, P, n, 1, root))
+    assert r.ok, r.summary()
+
+
+def test_split_binary_tree_one_element_is_a_chain() -> None:
+    for rank in range(5):
+        a = _program("bcast:split_binary_tree", 5, rank, 1)
+        assert _peers(a, RECV) == ([rank - 1] if rank else [])
+        assert _peers(a, SEND) == ([rank + 1] if rank < 4 else [])
