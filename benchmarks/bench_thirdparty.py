@@ -22,11 +22,11 @@ what the table routes that size to and the share of rank 0's calls that went to 
         --pairs 3 --msglog 3:12 --iter 500 --collectives Allreduce,Bcast --variants default,sync0
 
 --tune runs `collkit tune` per MPI for the benchmark's collectives and sizes first (into
---tune-dir/<mpi>; resumable like tune itself). Every run is appended to the pairs file (--out with
-.jsonl, benchmarks/results/thirdparty-imb.jsonl by default) as it finishes: rerun the same command
-to continue where it stopped (runs of other settings in the file are kept and not used). The
-report (machine, date, load average before and after, the command, the tables) goes to --out
-(benchmarks/results/thirdparty-imb.md).
+--tune-dir/<mpi>; resumable like tune itself). Every run is appended to the pairs file (in the cache
+folder, named after --out: ~/.cache/collkit/imb/thirdparty-imb.jsonl by default) as it finishes:
+rerun the same command to continue where it stopped (runs of other settings in the file are kept
+and not used). The report (machine, date, load average before and after, the command, the tables)
+goes to --out (benchmarks/results/thirdparty-imb.md); the runs stay out of the source tree.
 """
 
 from __future__ import annotations
@@ -659,6 +659,7 @@ def report(
     argv: list[str],
     load_before: tuple[float, float, float],
     started: str,
+    log: Path,
 ) -> str:
     load_after = os.getloadavg()
     dates = sorted(r["date"] for _, key, _, rs, _ in done for r in rs if r["key"] == key)
@@ -681,7 +682,7 @@ def report(
         f"- pairs: {a.pairs} per MPI and variant, plain then collkit (A B A B ...); each run "
         "is one IMB job over every collective and size; a pair's ratio is collkit's IMB t_avg / "
         "the plain run's; won: ratio < 1",
-        f"- runs (every one, as measured): `{a.out.with_suffix('.jsonl').name}` beside this file",
+        f"- runs (every one, as measured): `{log}`",
     ]
     cores = len(os.sched_getaffinity(0))
     peak = max([*load_before[:1], load_after[0]] + [x for *_, rs, _ in done for r in rs
@@ -729,7 +730,7 @@ def main(argv: list[str] | None = None) -> int:
         kinds = ["mpich", "openmpi"] if a.mpi == "both" else [a.mpi]
         mpis = [find_mpi_of_kind(k) for k in kinds]
         cache = a.cache or cache_root() / "imb"
-        log = a.out.with_suffix(".jsonl")
+        log = cache / f"{a.out.stem}.jsonl"  # the runs, kept out of the source tree
         log.parent.mkdir(parents=True, exist_ok=True)
         read_runs(log)  # a pairs file that is not ours stops us before anything is built
         done = []
@@ -739,7 +740,7 @@ def main(argv: list[str] | None = None) -> int:
             key = run_key(mpi, commit, a, table)
             runs = measure(mpi, binary, key, a, table, log)
             done.append((mpi, key, table, runs, first_commands(runs, key)))
-        text = report(done, a, argv, load_before, started)
+        text = report(done, a, argv, load_before, started, log)
         a.out.write_text(text)
     except (CollkitError, OSError) as e:
         print(f"{ap.prog}: error: {e}", file=sys.stderr)

@@ -11,7 +11,8 @@ Figs.
 
 Options: --P, --sizes, --iters, --warmup (the seed used 20000 and 1000; this 2-core machine, shared,
 gets less), --sim-P.
-Rows go to benchmarks/results/rooted/{measured,simulated}.jsonl, pictures to docs/img/rooted/.
+Rows go to docs/data/rooted/{measured,simulated}.jsonl (the data the fit example in
+docs/rooted-and-fit.md reads), pictures to docs/img/rooted/.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collkit import fit as F
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "results" / "rooted"
+RESULTS = ROOT / "docs" / "data" / "rooted"
 IMG = ROOT / "docs" / "img" / "rooted"
 ALGOS = ["linear", "pipeline", "binary", "binomial"]
 COLLECTIVES = ("bcast", "reduce")
