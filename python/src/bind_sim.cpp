@@ -127,7 +127,8 @@ void bind_sim(nb::module_& m) {
   bind_array(result, "msg_arrive", &SimResult::msg_arrive);
 
   // The models' parameters, as each model file declares them (sim/model.hpp): name, unit,
-  // meaning, default, and the models that use each (all of them for a local op's parameter).
+  // meaning, default, the models that use each (all of them for a local op's parameter) and
+  // whether it is a local op's.
   m.def("model_params", [] {
     nb::list out;
     for (const ParamUse& u : all_params()) {
@@ -139,11 +140,13 @@ void bind_sim(nb::module_& m) {
       nb::list models;
       for (std::string_view k : u.models) models.append(std::string(k));
       d["models"] = models;
+      d["local"] = u.local;
       out.append(d);
     }
     return out;
   });
-  // The registered models, in their order: name, aliases, meaning, own parameters' names.
+  // The registered models, in their order: name, aliases, meaning, own parameters' names, the
+  // engine's rules they follow ("port" or "loggops").
   m.def("models", [] {
     nb::list out;
     for (const ModelInfo* mi : models()) {
@@ -155,8 +158,17 @@ void bind_sim(nb::module_& m) {
       d["aliases"] = aliases;
       d["doc"] = std::string(mi->doc);
       d["params"] = params;
+      d["rules"] = mi->rules == Rules::port ? "port" : "loggops";
       out.append(d);
     }
+    return out;
+  });
+
+  // The registry's problems (sim/model.hpp's check_models): empty unless a model file declares a
+  // parameter unlike another model, or takes another's name; the tests fail while it is not.
+  m.def("model_problems", [] {
+    nb::list out;
+    for (const std::string& p : model_problems()) out.append(p);
     return out;
   });
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <limits>
 #include <stdexcept>
@@ -34,6 +35,10 @@ void check_value(const ParamInfo& i, double v) {
     fail(ErrorKind::invalid_argument, "model parameter " + std::string(i.name) +
                                           " must be a finite time >= 0, got " + std::to_string(v));
   }
+}
+
+const ModelInfo& find_model_in(const std::vector<const ModelInfo*>& ms, std::string_view name) {
+  return **std::find_if(ms.begin(), ms.end(), [&](const ModelInfo* m) { return m->name == name; });
 }
 
 const ParamUse* find_param(std::string_view name) {
@@ -69,48 +74,124 @@ double CostModel::rendezvous_above() const {
   not_these_rules("a rendezvous threshold");
 }
 
-ModelRegistrar::ModelRegistrar(ModelInfo info) {
+namespace {
+
+// The file as a path from the repository (core/...), not the build machine's absolute path.
+std::string_view short_file(std::string_view f) {
+  const size_t at = f.rfind("/core/");
+  return at == std::string_view::npos ? f : f.substr(at + 1);
+}
+
+std::string where(const ModelInfo& m) {
+  return "model " + std::string(m.name) + " (" +
+         std::string(m.file.empty() ? std::string_view("?") : m.file) + ")";
+}
+
+bool same_default(double a, double b) {
+  return a == b || (std::isinf(a) && std::isinf(b) && (a > 0) == (b > 0));
+}
+
+std::string describe(const ParamInfo& p) {
+  char v[32];
+  std::snprintf(v, sizeof v, "%g", p.default_value);
+  return std::string(p.unit) + ", default " + v;
+}
+
+const ModelTable& table() {
+  static const ModelTable t = [] {
+    std::vector<const ModelInfo*> v;
+    for (const ModelInfo& m : registry()) v.push_back(&m);
+    return check_models(v);
+  }();
+  return t;
+}
+
+}  // namespace
+
+ModelRegistrar::ModelRegistrar(ModelInfo info, std::source_location loc) {
+  if (info.file.empty()) info.file = short_file(loc.file_name());
   registry().push_back(std::move(info));
 }
 
+ModelTable check_models(std::span<const ModelInfo* const> registered) {
+  ModelTable t;
+  std::vector<const ModelInfo*> sorted(registered.begin(), registered.end());
+  // By order, then name: the link order of the model files decides nothing.
+  std::stable_sort(sorted.begin(), sorted.end(), [](const ModelInfo* a, const ModelInfo* b) {
+    return a->order != b->order ? a->order < b->order : a->name < b->name;
+  });
+  auto owner_of_name = [&](std::string_view n) -> const ModelInfo* {
+    for (const ModelInfo* u : t.models)
+      if (u->name == n || std::find(u->aliases.begin(), u->aliases.end(), n) != u->aliases.end())
+        return u;
+    return nullptr;
+  };
+  auto find_use = [&](std::string_view n) {
+    return std::find_if(t.params.begin(), t.params.end(),
+                        [&](const ParamUse& u) { return u.info.name == n; });
+  };
+  for (const ModelInfo* m : sorted) {
+    std::string refusal;
+    std::vector<std::string> notes;
+    std::vector<std::string_view> names{m->name};
+    names.insert(names.end(), m->aliases.begin(), m->aliases.end());
+    for (std::string_view n : names)
+      if (const ModelInfo* u = owner_of_name(n); u != nullptr && refusal.empty())
+        refusal = "its name or alias '" + std::string(n) + "' is " + where(*u) + "'s";
+    for (size_t i = 0; i < m->params.size() && refusal.empty(); ++i) {
+      const ParamInfo& p = m->params[i];
+      for (size_t j = 0; j < i; ++j)
+        if (m->params[j].name == p.name)
+          refusal = "it declares parameter " + std::string(p.name) + " twice";
+      for (const ParamInfo& l : local_params())
+        if (l.name == p.name)
+          refusal =
+              "it declares " + std::string(p.name) + ", a local op's parameter of every model";
+      auto it = find_use(p.name);
+      if (!refusal.empty() || it == t.params.end()) continue;
+      const ModelInfo& first = find_model_in(t.models, it->models.front());
+      if (it->info.unit != p.unit || !same_default(it->info.default_value, p.default_value))
+        refusal = "it declares parameter " + std::string(p.name) + " (" + describe(p) +
+                  ") unlike " + where(first) + " (" + describe(it->info) + ")";
+      else if (it->info.doc != p.doc)
+        notes.push_back(where(*m) + " declares parameter " + std::string(p.name) + " as '" +
+                        std::string(p.doc) + "', unlike " + where(first) + " ('" +
+                        std::string(it->info.doc) + "'): the parameter keeps the first text");
+    }
+    if (!refusal.empty()) {
+      std::string line = where(*m) + " is not registered: " + refusal;
+      t.problems.push_back(line);
+      t.refused.emplace_back(m, std::move(line));
+      continue;
+    }
+    t.problems.insert(t.problems.end(), notes.begin(), notes.end());
+    t.models.push_back(m);
+    for (const ParamInfo& p : m->params) {
+      auto it = find_use(p.name);
+      if (it == t.params.end())
+        t.params.push_back({p, {m->name}, false});
+      else
+        it->models.push_back(m->name);
+    }
+  }
+  for (const ParamInfo& p : local_params()) {
+    ParamUse u{p, {}, true};
+    for (const ModelInfo* m : t.models) u.models.push_back(m->name);
+    t.params.push_back(std::move(u));
+  }
+  return t;
+}
+
 std::span<const ModelInfo* const> models() {
-  static const std::vector<const ModelInfo*> sorted = [] {
-    std::vector<const ModelInfo*> v;
-    for (const ModelInfo& m : registry()) v.push_back(&m);
-    std::stable_sort(v.begin(), v.end(),
-                     [](const ModelInfo* a, const ModelInfo* b) { return a->order < b->order; });
-    return v;
-  }();
-  return sorted;
+  return table().models;
 }
 
 const std::vector<ParamUse>& all_params() {
-  static const std::vector<ParamUse> table = [] {
-    std::vector<ParamUse> out;
-    for (const ModelInfo* m : models())
-      for (const ParamInfo& p : m->params) {
-        auto it = std::find_if(out.begin(), out.end(),
-                               [&](const ParamUse& u) { return u.info.name == p.name; });
-        if (it == out.end()) {
-          out.push_back({p, {m->name}, false});
-          continue;
-        }
-        if (it->info.unit != p.unit || it->info.doc != p.doc ||
-            !(it->info.default_value == p.default_value ||
-              (std::isinf(it->info.default_value) && std::isinf(p.default_value))))
-          throw std::logic_error("model " + std::string(m->name) + " declares parameter " +
-                                 std::string(p.name) + " unlike model " +
-                                 std::string(it->models.front()));
-        it->models.push_back(m->name);
-      }
-    for (const ParamInfo& p : local_params()) {
-      ParamUse u{p, {}, true};
-      for (const ModelInfo* m : models()) u.models.push_back(m->name);
-      out.push_back(std::move(u));
-    }
-    return out;
-  }();
-  return table;
+  return table().params;
+}
+
+std::span<const std::string> model_problems() {
+  return table().problems;
 }
 
 const ModelInfo& find_model(std::string_view name) {
@@ -122,6 +203,10 @@ const ModelInfo& find_model(std::string_view name) {
     if (!known.empty()) known += ", ";
     known += m->aliases.empty() ? m->name : m->aliases.front();
   }
+  for (const auto& [m, why] : table().refused)
+    if (m->name == name ||
+        std::find(m->aliases.begin(), m->aliases.end(), name) != m->aliases.end())
+      fail(ErrorKind::invalid_argument, why);
   fail(ErrorKind::invalid_argument,
        "unknown model '" + std::string(name) + "' (known: " + known + ")");
 }

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from collkit.algorithms import Algorithm
 from collkit.placement import Placement
-from collkit.sim.options import Model, check_flag, check_placement
+from collkit.sim.options import MODEL_RULES, Model, check_flag, check_placement
 
 # The peak resident memory of a simulation, from its parts as measured (bench_simulate.py --suite
 # memory, benchmarks/results/bench_simulate.md): the process with Python, numpy and collkit
@@ -50,8 +50,8 @@ def _sample_ranks(P: int, root: int) -> list[int]:
 def rank_memory_bytes(model: str | None = None) -> int:
     """Bytes of simulator state per rank under `model` (None: LogGOPS, the larger), whatever the
     algorithm: memory_estimate's per-rank term, the floor of simulating P ranks."""
-    postal = model is not None and model.replace("_", "-").lower() in ("postal", "pipelined-postal")
-    return _RANK_BYTES_POSTAL if postal else _RANK_BYTES
+    port = model is not None and MODEL_RULES.get(model.replace("_", "-").lower()) == "port"
+    return _RANK_BYTES_POSTAL if port else _RANK_BYTES
 
 
 def memory_estimate(

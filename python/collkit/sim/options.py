@@ -28,9 +28,7 @@ Time = float | int | str
 _PARAMS: list[dict[str, Any]] = list(_core.model_params())
 # The models, as the core registers them (one file each under core/src/sim/models/).
 MODEL_NAMES: tuple[str, ...] = tuple(str(m["name"]) for m in _core.models())
-LOCAL_PARAMS: dict[str, float] = {
-    p["name"]: float(p["default"]) for p in _PARAMS if len(p["models"]) == len(MODEL_NAMES)
-}
+LOCAL_PARAMS: dict[str, float] = {p["name"]: float(p["default"]) for p in _PARAMS if p["local"]}
 MODELS: dict[str, dict[str, float]] = {
     m.replace("_", "-"): {
         p["name"]: float(p["default"])
@@ -38,6 +36,10 @@ MODELS: dict[str, dict[str, float]] = {
         if m in p["models"] and p["name"] not in LOCAL_PARAMS
     }
     for m in MODEL_NAMES
+}
+# The engine's rules of each model ("port": a send port per rank; "loggops": CPU and NIC).
+MODEL_RULES: dict[str, str] = {
+    str(m["name"]).replace("_", "-"): str(m["rules"]) for m in _core.models()
 }
 PER_BYTE = {p["name"] for p in _PARAMS if p["unit"] == "ns/B"}
 PARAM_DOCS: dict[str, str] = {p["name"]: str(p["doc"]) for p in _PARAMS}

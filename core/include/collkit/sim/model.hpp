@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <span>
 #include <string>
 #include <string_view>
@@ -134,7 +135,8 @@ class CostModel {
 };
 
 // A registered model: its name, aliases the CLI also accepts, meaning, rules, parameters (in the
-// order users see them; the local ones apart) and how to make it from values.
+// order users see them; the local ones apart), how to make it from values, and the file that
+// registered it (filled by ModelRegistrar, for the registry's errors).
 struct ModelInfo {
   std::string_view name;
   std::vector<std::string_view> aliases;
@@ -143,19 +145,16 @@ struct ModelInfo {
   Rules rules;
   std::vector<ParamInfo> params;
   std::unique_ptr<CostModel> (*make)(const ModelParams&);
+  std::string_view file = {};
 };
 
 // One per model file: `static const ModelRegistrar reg{{...}};`.
 class ModelRegistrar {
  public:
-  explicit ModelRegistrar(ModelInfo info);
+  explicit ModelRegistrar(ModelInfo info,
+                          std::source_location where = std::source_location::current());
 };
 
-// Every registered model, by `order`; throws std::logic_error at first use when two declare one
-// parameter differently.
-std::span<const ModelInfo* const> models();
-// By name or alias; throws Error(invalid_argument) naming the known ones otherwise.
-const ModelInfo& find_model(std::string_view name);
 // Every parameter once (the models' in model order, then the local ones), with the models that
 // use each (every model for a local parameter).
 struct ParamUse {
@@ -163,7 +162,34 @@ struct ParamUse {
   std::vector<std::string_view> models;
   bool local;
 };
+
+// What the registry makes of the registered models, checked (check_models). A parameter name
+// means one thing: models that share it must declare it with one unit and one default, or a
+// value set for one would mean something else to the other. A model that declares a shared
+// parameter in another unit or with another default, declares a local parameter, a parameter
+// twice, or a name or alias another model has, is refused: it is left out of `models` and a
+// `problems` line names it, its file and the model it clashes with (find_model on its name
+// gives that line as the error). Models that differ only in a parameter's doc text are both
+// kept and the parameter keeps the first model's (by order) text: one description per name,
+// and a `problems` line all the same. Nothing here throws: a bad model file costs its own
+// model, never the rest of the registry or the import of the library; the unit tests (C++ and
+// Python) fail while `problems` is not empty.
+struct ModelTable {
+  std::vector<const ModelInfo*> models;  // the usable ones, by order (then name)
+  std::vector<ParamUse> params;
+  std::vector<std::string> problems;
+  std::vector<std::pair<const ModelInfo*, std::string>> refused;  // with its problem line
+};
+ModelTable check_models(std::span<const ModelInfo* const> registered);
+
+// Every usable registered model, by `order` (check_models).
+std::span<const ModelInfo* const> models();
+// By name or alias; throws Error(invalid_argument) naming the known ones otherwise (or, for a
+// refused model, why it was refused).
+const ModelInfo& find_model(std::string_view name);
 const std::vector<ParamUse>& all_params();
+// The registry's problems (check_models): empty unless a model file is wrong.
+std::span<const std::string> model_problems();
 
 // The model with its values, checked: every time finite and >= 0 (S may be infinite).
 std::unique_ptr<CostModel> make_model(const ModelParams& p);
