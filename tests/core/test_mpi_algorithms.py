@@ -371,3 +371,31 @@ def test_split_binary_tree_one_element_is_a_chain() -> None:
         a = _program("bcast:split_binary_tree", 5, rank, 1)
         assert _peers(a, RECV) == ([rank - 1] if rank else [])
         assert _peers(a, SEND) == ([rank + 1] if rank < 4 else [])
+
+
+# ---- alltoall:pairwise_sendrecv_replace (MPICH) ----------------------------------------------
+
+
+@pytest.mark.parametrize("P", [1, 2, 5, 8])
+def test_sendrecv_replace_swaps_pairs_in_mpichs_global_order(P: int) -> None:
+    for rank in range(P):
+        a = _program("alltoall:pairwise_sendrecv_replace", P, rank, 3)
+        # MPICH: pairs (i, j), i < j, lexicographically: rank r meets 0..r-1, then r+1..P-1.
+        order = [p for p in range(P) if p != rank]
+        assert _peers(a, SEND) == order and _peers(a, RECV) == order
+        anc = _ancestors(a)
+        sends, recvs = _messages(a, SEND), _messages(a, RECV)
+        for k in range(1, P - 1):
+            # Each exchange after the previous one, both halves (a blocking sendrecv_replace).
+            assert {sends[k - 1], recvs[k - 1]} <= anc[sends[k]] & anc[recvs[k]]
+        # The block is sent from scratch (packed first), so out[peer] may receive at once.
+        assert all(int(a["buf"][i]) >= 2 for i in sends)
+    r = collkit.verify(collkit.generate("alltoall:pairwise_sendrecv_replace", P, 3))
+    assert r.ok, r.summary()
+
+
+@pytest.mark.parametrize("P", [2, 3, 6, 11])
+def test_sendrecv_replace_cost_is_the_simulated_critical_path(P: int) -> None:
+    c = collkit.Algorithm("alltoall:pairwise_sendrecv_replace").cost(P, 0)
+    t = collkit.simulate("alltoall:pairwise_sendrecv_replace", P, count=1, alpha="1us")
+    assert t.makespan == pytest.approx(c["alpha"] * 1000)  # ns
