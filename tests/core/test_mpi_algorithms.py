@@ -399,3 +399,61 @@ def test_sendrecv_replace_cost_is_the_simulated_critical_path(P: int) -> None:
     c = collkit.Algorithm("alltoall:pairwise_sendrecv_replace").cost(P, 0)
     t = collkit.simulate("alltoall:pairwise_sendrecv_replace", P, count=1, alpha="1us")
     assert t.makespan == pytest.approx(c["alpha"] * 1000)  # ns
+
+
+# ---- reduce_scatter_block:recursive_doubling (MPICH) -----------------------------------------
+
+
+def _mpich_rsb_rd(P: int, n: int, rank: int) -> tuple[list, list]:
+    """(peer, elements) of each send and receive of MPICH's recursive doubling, in order."""
+
+    def outside(root: int, m: int) -> int:
+        return (P - min(root + m, P) + root) * n
+
+    sends: list[tuple[int, int]] = []
+    recvs: list[tuple[int, int]] = []
+    mask, i = 1, 0
+    while mask < P:
+        dst = rank ^ mask
+        dst_root, my_root = dst >> i << i, rank >> i << i
+        if dst < P:
+            sends.append((dst, outside(my_root, mask)))
+            recvs.append((dst, outside(dst_root, mask)))
+        if dst_root + mask > P:
+            done = P - my_root - mask
+            k = mask.bit_length() - 1
+            tm = mask >> 1
+            while tm:
+                peer, tree_root = rank ^ tm, rank >> k << k
+                if peer > rank and rank < tree_root + done and peer >= tree_root + done:
+                    sends.append((peer, outside(dst_root, mask)))
+                elif peer < rank and peer < tree_root + done and rank >= tree_root + done:
+                    recvs.append((peer, outside(dst_root, mask)))
+                tm >>= 1
+                k -= 1
+        mask <<= 1
+        i += 1
+    return sends, recvs
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 5, 6, 8, 11, 13, 16])
+def test_rsb_recursive_doubling_posts_mpichs_messages(P: int) -> None:
+    name = "reduce_scatter_block:recursive_doubling"
+    for rank in range(P):
+        a = _program(name, P, rank, 2)
+        sends, recvs = _mpich_rsb_rd(P, 2, rank)
+        assert _sized(a, SEND) == sends and _sized(a, RECV) == recvs, rank
+    s = collkit.generate(name, P, 2)
+    for in_place in (False, True):
+        r = collkit.verify(s, commutative=False, in_place=in_place)
+        assert r.ok and r.consistent_noncommutative, r.summary()
+
+
+@pytest.mark.parametrize("P", [2, 4, 8, 16])
+def test_rsb_recursive_doubling_sends_what_its_cost_says(P: int) -> None:
+    # P = 2^k: every rank sends (P lg P - P + 1) blocks in lg P messages.
+    lg = P.bit_length() - 1
+    for rank in range(P):
+        a = _program("reduce_scatter_block:recursive_doubling", P, rank, 1)
+        assert len(_messages(a, SEND)) == lg
+        assert sum(int(a["len"][i]) for i in _messages(a, SEND)) == P * lg - P + 1
