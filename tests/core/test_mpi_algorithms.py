@@ -457,3 +457,46 @@ def test_rsb_recursive_doubling_sends_what_its_cost_says(P: int) -> None:
         a = _program("reduce_scatter_block:recursive_doubling", P, rank, 1)
         assert len(_messages(a, SEND)) == lg
         assert sum(int(a["len"][i]) for i in _messages(a, SEND)) == P * lg - P + 1
+
+
+# ---- bcast:pipelined_tree (MPICH) ------------------------------------------------------------
+
+
+def _mpich_chunks(n: int, c: int) -> list[tuple[int, int]]:
+    """MPIR_Algo_calculate_pipeline_chunk_info: the remainder first, then whole chunks."""
+    if c <= 0 or c >= n:
+        return [(0, n)]
+    first = n % c or c
+    return [(0, first)] + [(o, c) for o in range(first, n, c)]
+
+
+@pytest.mark.parametrize("P", [2, 5, 9, 16])
+@pytest.mark.parametrize(("k", "seg", "n"), [(2, 8192, 100), (2, 16, 100), (3, 7, 30), (1, 4, 9)])
+@pytest.mark.parametrize("root", [0, 3])
+def test_pipelined_tree_posts_mpichs_messages(P: int, k: int, seg: int, n: int, root: int) -> None:
+    root %= P
+    name = f"bcast:pipelined_tree(k={k},seg={seg})"
+    chunks = _mpich_chunks(n, seg)
+    for rank in range(P):
+        v = (rank - root) % P
+        a = dict(collkit.Algorithm(name).generate_rank(P, rank, n, 1, root).arrays())
+        kids = [(v * k + j + root) % P for j in range(1, k + 1) if v * k + j < P]
+        parent = [((v - 1) // k + root) % P] if v else []
+        assert _placed(a, RECV, 1, 0) == [(0, o, ln) for o, ln in chunks for _ in parent]
+        assert [int(a["peer"][i]) for i in _messages(a, RECV)] == parent * len(chunks)
+        sends = [(p, o, ln) for o, ln in chunks for p in kids]
+        got = [(int(a["peer"][i]), int(a["off"][i]), int(a["len"][i])) for i in _messages(a, SEND)]
+        assert got == sends, v
+        # Three receives pre-posted; each later one waits for the one before it.
+        recvs = _messages(a, RECV)
+        for i, op in enumerate(recvs):
+            expect = [recvs[i - 1]] if len(recvs) > 3 and i >= 3 else []
+            assert _deps(a, op) == expect
+    r = collkit.verify(collkit.generate(name, P, n, 1, root))
+    assert r.ok, r.summary()
+
+
+def test_pipelined_tree_refuses_a_bad_k() -> None:
+    for k in ("0", "65", "x"):
+        with pytest.raises(collkit.AlgorithmNameError, match="k"):
+            collkit.Algorithm(f"bcast:pipelined_tree(k={k})")
