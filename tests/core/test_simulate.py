@@ -369,7 +369,7 @@ def test_message_larger_than_its_receive_is_an_error() -> None:
         {"alpha": "fast"},
         {"alpha": math.nan},
         {"beta": math.inf},
-        {"model": "hockney"},
+        {"model": "no-such-model"},
         {"model": "postal", "L": 5},
         {"noise": "gaussian(1ns)"},
         {"noise": "uniform(5ns,1ns)"},

@@ -122,7 +122,7 @@ def test_cli_writes_timeline_and_plot(tmp_path: Path, monkeypatch: pytest.Monkey
     [
         ["--alpha", "-1us"],
         ["--alpha", "fast"],
-        ["--model", "hockney"],
+        ["--model", "no-such-model"],
         ["--L", "5us"],  # not a postal parameter
         ["--noise", "gaussian(1us)"],
         ["--skew", "uniform(2us,1us)"],
