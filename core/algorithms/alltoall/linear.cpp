@@ -37,7 +37,7 @@ const Registrar reg{{
             "network with enough injection bandwidth, which is why it wins for large N)",
     .reference =
         "Fan & Kumar 2022 (\"spread-out\", P-1 steps); MPICH MPIR_Alltoall_intra_scattered",
-    .mpi_equivalents = {"mpich:scattered", "ompi:linear", "impi:isend_irecv_waitall"},
+    .mpi_equivalents = {"ompi:linear", "impi:isend_irecv_waitall"},  // MPICH's: alltoall:scattered
     .params = {},
     .restrictions = {},
     .prepare = {},
