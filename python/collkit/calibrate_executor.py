@@ -47,11 +47,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from collkit.errors import InvalidArgumentError
+from collkit.measure import DATATYPE_BYTES, datatype_of, element_sizes, largest_message, measure
 from collkit.sim.options import LOCAL_PARAMS as _LOCAL_PARAMS
 from collkit.sim.options import MODELS as _SIM_MODELS
 from collkit.sim.options import PARAM_UNITS as _PARAM_UNITS
 from collkit.sim.options import PER_BYTE as _PER_BYTE
-from collkit.measure import DATATYPE_BYTES, datatype_of, element_sizes, largest_message, measure
 
 if TYPE_CHECKING:
     from collkit.mpi import MPI

@@ -54,6 +54,7 @@ from collkit.calibrate_executor import (
     measure_executor,
 )
 from collkit.errors import InvalidArgumentError, UnsupportedError
+from collkit.sim.options import MODELS as _SIM_PARAMS
 from collkit.strictjson import unique_keys
 
 __all__ = [
@@ -77,7 +78,10 @@ EXECUTOR_TERMS = ("call", "barrier_skew", "slot_copy")  # not Model parameters
 READ_VERSIONS = (1, 2, 3)
 REGIMES = ("eager", "rendezvous", "shm")
 STATS = ("min", "median")
-SIM_MODELS = ("postal", "pipelined-postal", "logp", "loggp", "loggops")
+# The simulator's models, as the core registers them (one file each, core/src/sim/models/): a
+# profile holds, per regime, the value of each parameter it fits, and every model whose
+# parameters are all among them.
+SIM_MODELS: tuple[str, ...] = tuple(_SIM_PARAMS)
 DATATYPES = ("double", "float", "int", "char")
 OPS = ("sum", "prod", "max", "min")
 DEFAULT_SIZES = (1, 8, 64, 512, 4096, 16384, 65536, 262144, 1048576)
@@ -97,6 +101,30 @@ class Line:
 
     def at(self, x: float) -> float:
         return self.a + self.b * x
+
+
+def _models_of(values: Mapping[str, float]) -> dict[str, dict[str, float]]:
+    """Every registered model whose parameters all have a value in `values`, with them."""
+    return {
+        m: {k: values[k] for k in ps} for m, ps in _SIM_PARAMS.items() if set(ps) <= set(values)
+    }
+
+
+def _one_value_each(models: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """The value of each parameter the models give: a parameter (one name, one meaning in the
+    registry) has one fit, so two models that give it differently are an error."""
+    out: dict[str, float] = {}
+    first: dict[str, str] = {}
+    for m, ps in models.items():
+        for k, v in ps.items():
+            same = k not in out or out[k] == v or (math.isnan(out[k]) and math.isnan(v))
+            if not same:
+                raise InvalidArgumentError(
+                    f"{m} gives {k}={v:g} unlike {first[k]} ({k}={out[k]:g})"
+                )
+            out.setdefault(k, v)
+            first.setdefault(k, m)
+    return out
 
 
 def fit_line(x: Sequence[float], y: Sequence[float]) -> Line:
@@ -178,6 +206,13 @@ class Profile:
                 f"profile '{self.name}' has no '{stat}' fits (it has {', '.join(self.models)})"
             )
         regime = self.regime(message_bytes, stat=stat, transport=transport)
+        if key not in self.models[stat][regime]:
+            have = {k for ps in self.models[stat][regime].values() for k in ps}
+            lacking = [k for k in _SIM_PARAMS[key] if k not in have]
+            raise InvalidArgumentError(
+                f"profile '{self.name}' has no fit of model {key}: it measured no "
+                f"{', '.join(lacking)} ({stat}, {regime})"
+            )
         out = dict(self.models[stat][regime][key])
         local = self.local[stat]
         gam = local["gamma"].get(datatype, {}).get(op)
@@ -521,9 +556,13 @@ def profile_from_dict(d: Any, source: str = "profile") -> Profile:
                     k: _num(v, f"models.{stat}.{regime}.{m}.{k}", allow_none=k == "S")
                     for k, v in ps.items()
                 }
-            missing = set(SIM_MODELS) - set(out_models[stat][regime])
-            if missing:
-                raise _bad(f"{source}: models.{stat}.{regime} lacks {', '.join(sorted(missing))}")
+            try:
+                pool = _one_value_each(out_models[stat][regime])
+            except InvalidArgumentError as e:
+                raise _bad(f"{source}: models.{stat}.{regime}: {e}") from None
+            # A model registered after the profile was made takes its parameters' fits, where
+            # the profile has them all.
+            out_models[stat][regime] = _models_of(pool)
     local = d.get("local")
     if not isinstance(local, dict) or set(local) != set(out_models):
         raise _bad(f"{source}: 'local' must have the statistics of 'models' ({list(out_models)})")
@@ -732,20 +771,25 @@ def fit_profile(
             # A send through a slot never waits for its receiver.
             S = math.inf if regime == "shm" else threshold
             mc = _multicast_fit(multicast, stat)
-            models[stat][regime] = {
-                "postal": {"alpha": one_way.a, "beta": one_way.b},
-                # The multicast benchmark times the issuing of b sends: its slope is alpha_r,
-                # but its intercept is not the latency. One message arrives alpha_p + alpha_r
-                # + n beta after it is sent: alpha_p is the one-way time's rest.
-                "pipelined-postal": {
+            # Each parameter fitted once; every registered model takes its own from these.
+            models[stat][regime] = _models_of(
+                {
+                    "alpha": one_way.a,
+                    "beta": one_way.b,
+                    # The multicast benchmark times the issuing of b sends: its slope is
+                    # alpha_r, but its intercept is not the latency. One message arrives
+                    # alpha_p + alpha_r + n beta after it is sent: alpha_p is the one-way
+                    # time's rest.
                     "alpha_p": max(one_way.a - (mc[1] if mc else gap.a), 0.0),
                     "alpha_r": mc[1] if mc else gap.a,
-                    "beta": one_way.b,
-                },
-                "logp": {"L": L, "o": o, "g": gap.a},
-                "loggp": {"L": L, "o": o, "g": gap.a, "G": G},
-                "loggops": {"L": L, "o": o, "g": gap.a, "G": G, "O": O_, "S": S},
-            }
+                    "L": L,
+                    "o": o,
+                    "g": gap.a,
+                    "G": G,
+                    "O": O_,
+                    "S": S,
+                }
+            )
             fits[stat][regime] = {
                 "sizes": ss,
                 "one_way": asdict(one_way),

@@ -125,7 +125,7 @@ def test_params_pick_the_regime_and_the_local_costs() -> None:
     with pytest.raises(InvalidArgumentError, match="no gamma for int/sum"):
         p.params("loggops", datatype="int")
     with pytest.raises(InvalidArgumentError, match="unknown model"):
-        p.params("hockney")
+        p.params("no-such-model")
     with pytest.raises(InvalidArgumentError, match="no 'mean' fits"):
         p.params("postal", stat="mean")
 
@@ -225,6 +225,25 @@ def _good() -> dict[str, Any]:
     return d
 
 
+def test_a_model_the_profile_lacks_takes_its_parameters_fits() -> None:
+    # A profile saved before a model was registered: the model takes the fits of its
+    # parameters (here loggp's L, o, g, G from loggops); one with a parameter the profile
+    # never measured is a clear error at use.
+    d = _good()
+    for regime in d["models"]["min"].values():
+        regime.pop("loggp")
+    p = profile_from_dict(d)
+    loggops = p.params("loggops")
+    assert {k: loggops[k] for k in ("L", "o", "g", "G")} == {
+        k: v for k, v in p.params("loggp").items() if k in ("L", "o", "g", "G")
+    }
+    for regime in d["models"]["min"].values():
+        for m in ("logp", "loggops"):
+            regime.pop(m)
+    with pytest.raises(InvalidArgumentError, match="no fit of model loggp: it measured no L, o, g"):
+        profile_from_dict(d).params("loggp")
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
@@ -233,7 +252,8 @@ def _good() -> dict[str, Any]:
         (lambda d: d.update(extra=1), "unknown profile fields"),
         (lambda d: d["models"]["min"]["eager"]["postal"].update(alpha=-1), "must be a number"),
         (lambda d: d["models"]["min"]["eager"]["postal"].pop("beta"), "exactly alpha, beta"),
-        (lambda d: d["models"]["min"]["eager"].pop("loggp"), "lacks loggp"),
+        # One parameter, one fit: two models that give L differently.
+        (lambda d: d["models"]["min"]["eager"]["loggp"].update(L=1.5), "loggp gives L=1.5 unlike"),
         (lambda d: d["models"].update(mean=d["models"]["min"]), "statistic must be one of"),
         (lambda d: d.update(name=3), "'name' must be a string"),
         (lambda d: d["local"]["min"].update(copy_beta="fast"), "copy_beta"),
