@@ -283,6 +283,9 @@ void Algorithm::check_limits(int64_t P, int64_t count, int64_t elem_size, int64_
   if (P < r.min_P)
     fail(ErrorKind::unsupported,
          who() + "needs P >= " + std::to_string(r.min_P) + ", not " + std::to_string(P));
+  if (r.max_P > 0 && P > r.max_P)
+    fail(ErrorKind::unsupported,
+         who() + "needs P <= " + std::to_string(r.max_P) + ", not " + std::to_string(P));
   if (placement.rpn < 0 || placement.rpn > kMaxP)
     fail(ErrorKind::invalid_argument,
          who() + "ranks per node = " + std::to_string(placement.rpn) + " must be in [1, 2^31]");

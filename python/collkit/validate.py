@@ -338,7 +338,7 @@ def registry_algorithms(collective: str, P: int) -> list[str]:
     out = []
     for spec in algorithms(collective):
         r = spec["restrictions"]
-        if r["min_P"] > P or (r["power_of_two"] and P & (P - 1)):
+        if r["min_P"] > P or 0 < r["max_P"] < P or (r["power_of_two"] and P & (P - 1)):
             continue
         algo = Algorithm(str(spec["name"]))
         if algo.needs_placement:

@@ -85,6 +85,7 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
   r["commutative_op"] = s.restrictions.commutative_op;
   r["power_of_two"] = s.restrictions.power_of_two;
   r["min_P"] = s.restrictions.min_P;
+  r["max_P"] = s.restrictions.max_P;
   r["needs_placement"] = s.restrictions.needs_placement;
   d["restrictions"] = r;
   d["has_model"] = static_cast<bool>(s.model);

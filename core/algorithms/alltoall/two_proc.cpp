@@ -4,21 +4,10 @@
 //                  out[rank], received into out[peer];
 //               2. then the local copy in[rank] -> out[rank], as Open MPI does it.
 // Restrictions: exactly P = 2 (any other P is refused, as Open MPI refuses it).
-#include <any>
-#include <string>
-
-#include "collkit/error.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
 namespace {
-
-std::any prepare_two_proc(const GenArgs& a) {
-  if (a.header.P != 2)
-    fail(ErrorKind::unsupported,
-         "alltoall:two_proc needs exactly P = 2, got P = " + std::to_string(a.header.P));
-  return {};
-}
 
 void generate_two_proc(const GenArgs& a, RankBuilder& b) {
   const int64_t n = a.header.count, rank = b.rank(), peer = rank ^ 1;
@@ -42,8 +31,8 @@ const Registrar reg{{
     .reference = "Open MPI ompi_coll_base_alltoall_intra_two_procs (coll/base)",
     .mpi_equivalents = {"ompi:two_proc"},
     .params = {},
-    .restrictions = {.min_P = 2},
-    .prepare = prepare_two_proc,
+    .restrictions = {.min_P = 2, .max_P = 2},
+    .prepare = {},
     .generate = generate_two_proc,
     .model = cost_two_proc,
 }};

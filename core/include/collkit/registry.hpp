@@ -84,6 +84,7 @@ struct Restrictions {
   bool commutative_op = false;  // needs a commutative reduction op
   bool power_of_two = false;    // P must be a power of two
   int64_t min_P = 1;
+  int64_t max_P = 0;             // 0: no bound (alltoall:two_proc: 2)
   bool needs_placement = false;  // node-aware: the placement of ranks on nodes must be given
 };
 

@@ -47,8 +47,12 @@ def _restrictions(spec: dict[str, object]) -> str:
         out.append("commutative op")
     if r["power_of_two"]:
         out.append("P = 2^k")
-    if r["min_P"] > 1:
+    if r["min_P"] > 1 and r["min_P"] == r["max_P"]:
+        out.append(f"P = {r['min_P']}")
+    elif r["min_P"] > 1:
         out.append(f"P >= {r['min_P']}")
+    if r["max_P"] > 0 and r["min_P"] != r["max_P"]:
+        out.append(f"P <= {r['max_P']}")
     if r.get("needs_placement"):
         out.append("needs the placement of ranks on nodes (--rpn, --order)")
     return ", ".join(out) or "none"

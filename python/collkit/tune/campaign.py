@@ -52,7 +52,7 @@ def candidates(
     for spec in algorithms(collective):
         name = str(spec["name"])
         r = spec["restrictions"]
-        if r["min_P"] > P or (r["power_of_two"] and P & (P - 1)):
+        if r["min_P"] > P or 0 < r["max_P"] < P or (r["power_of_two"] and P & (P - 1)):
             continue
         if name == "allreduce:rm":
             if P >= 2:
