@@ -90,6 +90,23 @@ void generate_recursive_doubling(const GenArgs& a, RankBuilder& b) {
   b.copy({kOut, 0, n}, {res, r * n, n}, {after});
 }
 
+// Along the critical path: step i sends and reduces the P - 2^i blocks outside a subtree of 2^i
+// ranks; where P != 2^k a step's data may be forwarded up to i more times (the bound, not the
+// exact count, which depends on the rank).
+Cost cost_recursive_doubling(const CostArgs& a) {
+  if (a.P <= 1) return {};
+  const auto P = static_cast<uint64_t>(a.P);
+  const bool exact = std::has_single_bit(P);
+  const int steps = std::bit_width(P - 1);  // ceil(lg P)
+  Cost c;
+  for (int i = 0; i < steps; ++i) {
+    const double blocks = static_cast<double>(P - (uint64_t{1} << i));
+    const double hops = exact ? 1.0 : 1.0 + i;
+    c = c + Cost{hops, hops * blocks * a.bytes, blocks * a.bytes};
+  }
+  return c;
+}
+
 const Registrar reg{{
     .collective = Collective::reduce_scatter_block,
     .name = "recursive_doubling",
@@ -99,7 +116,8 @@ const Registrar reg{{
               "pass them on by recursive halving to ranks without a partner (P != 2^k), reduce "
               "in rank order; out = the own block",
     .cost = "P = 2^k: lg P alpha + (P lg P - P + 1) n (beta + gamma) (n: bytes per block); "
-            "otherwise ceil(lg P) exchanges and up to lg m forwarding messages at step m",
+            "otherwise ceil(lg P) exchanges and up to lg m forwarding messages at step m (the "
+            "closed form counts that bound)",
     .reference = "MPICH MPIR_Reduce_scatter_block_intra_recursive_doubling; Thakur, Rabenseifner, "
                  "Gropp, IJHPCA 19(1) 2005",
     .mpi_equivalents = {"mpich:recursive_doubling"},
@@ -107,6 +125,7 @@ const Registrar reg{{
     .restrictions = {},
     .prepare = {},
     .generate = generate_recursive_doubling,
+    .model = cost_recursive_doubling,
 }};
 
 }  // namespace
