@@ -161,3 +161,26 @@ def test_no_argparse_below_the_command_line() -> None:
     tune_pkg = Path(ct.__file__).parent
     for f in tune_pkg.glob("*.py"):
         assert "argparse" not in f.read_text(encoding="utf-8"), f
+
+
+def test_another_block_measures_again_what_it_decides_and_keeps_nothing_of_another_block(
+    tmp_path: Path,
+) -> None:
+    """Measuring with another --block on the same MPI and machine replaces the rules of the
+    (collective, P) it measures again (a re-tune), but refuses to keep another collective's
+    measured rules beside them (a table has one block); another MPI is always refused."""
+    from collkit.errors import InvalidArgumentError
+    from collkit.tune.run import check_merge
+    from collkit.tune.table import Rule, Table
+
+    ar = Rule("allreduce", (2, 2), (0, 7), "allreduce:rd")
+    bc = Rule("bcast", (2, 2), (0, 7), "bcast:binomial")
+    mpi, machine = "MPICH 5.0.2", "vm"
+    only_ar = Table(rules=[ar], mpi=mpi, machine=machine, block=1)
+    check_merge(only_ar, tmp_path, mpi, 8, machine, {("allreduce", 2)})  # measured again: fine
+    both = Table(rules=[ar, bc], mpi=mpi, machine=machine, block=1)
+    with pytest.raises(InvalidArgumentError, match=r"bcast at P = 2\) measured with --block 1"):
+        check_merge(both, tmp_path, mpi, 8, machine, {("allreduce", 2)})
+    check_merge(both, tmp_path, mpi, 1, machine, {("allreduce", 2)})  # same block: merged
+    with pytest.raises(InvalidArgumentError, match=r"measured with MPICH 5\.0\.2"):
+        check_merge(only_ar, tmp_path, "Open MPI 4.1.4", 1, machine, {("allreduce", 2)})

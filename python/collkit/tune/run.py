@@ -129,9 +129,10 @@ def check_merge(
     old: Table | None, out: Path, label: str, block: int, machine: str, keys: set[tuple[str, int]]
 ) -> None:
     """An error, before any work, where this run would lose rules a user measured: measured
-    rules of the folder's table for a (collective, P) it decides while it simulates, or measures
-    with another MPI, machine or --block; or, measuring, any measured rules made another way
-    (one table's measured rules come from one MPI on one machine)."""
+    rules of the folder's table for a (collective, P) it decides while it simulates; measuring
+    with another MPI or on another machine, any measured rules (one table's measured rules come
+    from one MPI on one machine); measuring with another --block, the measured rules it would
+    keep beside its own (those it decides it measures again)."""
     if old is None:
         return
     measured = [r for r in old.rules if r.source == "measured"]
@@ -140,14 +141,15 @@ def check_merge(
     if label.startswith("simulated"):
         hit = [r for r in measured if _decides(r, keys)]
         why = f"measured with {old.mpi}"
+    elif old.mpi != label or old.machine != machine:
+        why = f"measured with {old.mpi}" if old.mpi != label else f"measured on {old.machine}"
+        hit = measured
     else:
-        why = (
-            f"measured with {old.mpi}" if old.mpi != label
-            else f"measured with --block {old.block}" if old.block != block
-            else f"measured on {old.machine}" if old.machine != machine
-            else ""
-        )  # fmt: skip
-        hit = measured if why else []
+        # Another --block on the same MPI and machine: the rules this run decides are measured
+        # again (replaced, their rows kept in tune.jsonl); any other would stay beside rules of
+        # another block in one table, whose block is one number.
+        why = f"measured with --block {old.block}" if old.block != block else ""
+        hit = [r for r in measured if not _decides(r, keys)] if why else []
     if hit:
         raise InvalidArgumentError(
             f"-o {out}: its collkit-tuning.json holds {rules_text(len(hit))} "
