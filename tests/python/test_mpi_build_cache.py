@@ -73,6 +73,10 @@ def test_the_installed_archive_is_taken_only_for_its_own_sources_and_compiler(
     g = mpi_only / "mpi" / "src" / "env.cpp"
     g.write_text(g.read_text() + "\n// changed\n")
     assert pr.core_archive(mpi_only, said) is not None
+    # GCC as Debian's `c++` (the pip MPICH's wrapper runs it): its copyright line says GCC.
+    if kind == "GNU":
+        debian = f"c++ (Debian 12.2.0-14+deb12u1) {version}\nCopyright (C) 2022 Free Software "
+        assert pr.core_archive(installed, debian + "Foundation, Inc.\n") is not None
     # Another compiler, or another version of it, behind the wrapper: compiled.
     assert pr.core_archive(installed, "icpx (Intel oneAPI) 2024.1.0") is None
     assert pr.core_archive(installed, said.replace(version, "0.0.1")) is None

@@ -222,7 +222,9 @@ def core_archive(root: Path, compiler_version: str) -> Path | None:
     if not (archive.is_file() and made_by.is_file() and (installed / "core").is_dir()):
         return None
     kind, _, version = made_by.read_text().strip().partition(" ")
-    words = {"GNU": ("g++", "gcc"), "Clang": ("clang",)}.get(kind, ())
+    # GCC names itself g++, gcc or c++ (Debian's c++ alternative, what the pip MPICH's wrapper
+    # runs), always beside the Free Software Foundation's copyright line.
+    words = {"GNU": ("g++", "gcc", "free software foundation"), "Clang": ("clang",)}.get(kind, ())
     said = compiler_version.lower()
     if not version or version not in compiler_version or not any(w in said for w in words):
         return None
