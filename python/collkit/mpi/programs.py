@@ -286,6 +286,10 @@ def build(mpi: MPI, programs: Sequence[str] = PROGRAMS, *, quiet: bool = True) -
             core = str(out / "libcollkit_core.a")
         ccache = shutil.which("ccache")
         launcher = [f"-DCMAKE_CXX_COMPILER_LAUNCHER={ccache}"] if ccache else []
+        if ccache:
+            # Paths inside the build folder made relative, the folder itself not hashed: the
+            # same file in the next build folder (another source hash) is then a hit.
+            env = {**env, "CCACHE_BASEDIR": str(out), "CCACHE_NOHASHDIR": "1"}
         targets = [p.removeprefix("lib").removesuffix(".so") for p in todo]
         cmds = [
             [
