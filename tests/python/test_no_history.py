@@ -5,15 +5,6 @@ issue number, a development pass, a developer, a worktree or a numbered stop. Ea
 Real uses are not caught: the patterns name development passes only, not "pass" as a verb or a
 reader's or the verifier's pass; a short list (ALLOWED) lets through Intel's "Developer
 Reference" and colours (#222).
-
-Not covered yet: the third-party benchmark's report (benchmarks/results/thirdparty-imb.*, written
-by benchmarks/bench_thirdparty.py, which other work was running when this test was written): its
---note lines name who else loaded the machine. The next person to rerun it should write the notes
-as what the load was and take it off EXCLUDED. The other files that were being changed then
-(python/collkit/cli/tune.py, python/collkit/tune/, python/collkit/cli/bench.py,
-python/collkit/bench.py, python/collkit/calibrate_executor.py, python/collkit/profile.py,
-python/collkit/validate.py, python/collkit/cli/tour.py, core/src/sim/, core/include/collkit/sim/,
-core/src/io/, benchmarks/bench_thirdparty.py) had no hit and are covered.
 """
 
 from __future__ import annotations
@@ -52,11 +43,7 @@ ALLOWED = re.compile(
     r"Developer Reference"  # Intel MPI's manual, by its title
     r"|color\"?: \"?#[0-9a-f]{3,8}\b"  # colours: the HTML report's CSS, a plot's arrows
 )
-# Not covered yet: see the module docstring.
-EXCLUDED = (
-    "benchmarks/results/thirdparty-imb.",
-    "tests/python/test_no_history.py",  # this file spells the patterns out
-)
+EXCLUDED = ("tests/python/test_no_history.py",)  # this file spells the patterns out
 
 
 def hits(name: str, text: str) -> list[str]:
