@@ -194,7 +194,7 @@ def run_row(pair: int, way: str, scale: float, key: dict[str, Any] = KEY) -> dic
             b: {str(P): {str(n): x * scale for n, x in r.items()} for P, r in bp.items()}
             for b, bp in t.items()
         },
-        "routes": routes if way == "collkit" else [],
+        "routes": routes if way == bt.ROUTES else [],
         "load": [1.0, 1.0],
         "command": way,
     }
@@ -210,6 +210,8 @@ def test_pairs_of_and_collkit_share_read_complete_pairs_of_the_key() -> None:
         run_row(2, "native", 1.0),  # its collkit half not run yet: not a pair
         run_row(3, "native", 1.0, other),
         run_row(3, "collkit", 9.0, other),
+        run_row(0, bt.ROUTES, 7.0),  # counts the routes, untimed: never half of a pair
+        run_row(0, bt.ROUTES, 7.0),
     ]
     pairs = bt.pairs_of(runs, KEY, "default", "Allreduce", 2, 32)
     assert pairs == [(0.66, 0.33), (0.66, 1.32)]
@@ -228,11 +230,14 @@ def test_read_runs_resumes_a_half_written_file_and_todo_skips_what_ran(tmp_path:
     kept = log.read_text()
     assert kept.endswith("\n") and [json.loads(ln) for ln in kept.splitlines()] == whole
     left = bt.todo(runs, KEY, 3, ["default"])
-    assert left == [(1, "default", "collkit"), (2, "default", "native"), (2, "default", "collkit")]
+    assert left == [(1, "default", "collkit"), (2, "default", "native"), (2, "default", "collkit"),
+                    (0, "default", bt.ROUTES)]  # fmt: skip
     assert bt.todo(runs, {**KEY, "np": 4}, 1, ["default"]) == [
         (0, "default", "native"),
         (0, "default", "collkit"),
+        (0, "default", "routes"),
     ]
+    assert bt.todo([*runs, run_row(0, bt.ROUTES, 1.0)], KEY, 1, ["default"]) == []
 
 
 def test_read_runs_ends_a_last_line_written_whole_without_its_newline(tmp_path: Path) -> None:
@@ -268,12 +273,13 @@ def test_measure_runs_only_what_the_pairs_file_lacks(
 
     monkeypatch.setattr(bt, "run_imb", fake)
     runs = bt.measure(mpi, tmp_path / "IMB-MPI1", KEY, a, tmp_path / "t.json", log)  # type: ignore[arg-type]
-    assert [w for w, _ in calls] == ["collkit", "native", "collkit"]  # pair 0's native not again
+    # pair 0's native not again; the untimed routes run last
+    assert [w for w, _ in calls] == ["collkit", "native", "collkit", bt.ROUTES]
     assert calls[0][1] == ["-npmin", "2", "-msglog", "3:6", "-iter", "200", *bt.FIXED,
                            "Allreduce", "Bcast"]  # fmt: skip
     again = bt.read_runs(log)
     assert [(r["pair"], r["way"]) for r in again] == [
-        (0, "native"), (0, "collkit"), (1, "native"), (1, "collkit")
+        (0, "native"), (0, "collkit"), (1, "native"), (1, "collkit"), (0, bt.ROUTES)
     ]  # fmt: skip
     assert again == runs
     calls.clear()
@@ -410,21 +416,23 @@ def test_measure_keeps_an_unreadable_output_and_runs_it_again(
     mpi = SimpleNamespace(version=KEY["mpi"], kind="mpich")
     # another process's message written into the middle of a table row
     stray = SAMPLE.replace("0.66\n", "0.66[proxy:0@vm] write error: Broken pipe\n")
-    outputs = [stray, SAMPLE, SAMPLE]
+    outputs = [stray, SAMPLE, SAMPLE, SAMPLE]
 
     def fake(way: str, mpi: Any, binary: Path, args: list[str], a: Any, table: Path) -> Any:
         return outputs.pop(0), [], [way]
 
     monkeypatch.setattr(bt, "run_imb", fake)
     runs = bt.measure(mpi, tmp_path / "IMB-MPI1", KEY, a, tmp_path / "t.json", log)  # type: ignore[arg-type]
-    assert [(r["way"], len(r["rejected"])) for r in runs] == [("native", 1), ("collkit", 0)]
+    assert [(r["way"], len(r["rejected"])) for r in runs] == [
+        ("native", 1), ("collkit", 0), (bt.ROUTES, 0)
+    ]  # fmt: skip
     kept = tmp_path / runs[0]["rejected"][0]
     assert kept.read_text() == stray and not outputs
 
     outputs[:] = [stray] * bt.REJECTS
     with pytest.raises(CollkitError, match=f"{bt.REJECTS} IMB outputs in a row not readable"):
         bt.measure(mpi, tmp_path / "IMB-MPI1", {**KEY, "np": 3}, a, tmp_path / "t.json", log)  # type: ignore[arg-type]
-    assert len(bt.read_runs(log)) == 2  # nothing recorded of the unreadable run
+    assert len(bt.read_runs(log)) == 3  # nothing recorded of the unreadable run
 
 
 def test_the_key_follows_the_tables_routing_not_its_bytes(tmp_path: Path) -> None:
