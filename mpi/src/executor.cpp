@@ -13,6 +13,7 @@
 
 #include "env.hpp"
 #include "fast_reduce.hpp"
+#include "waiting.hpp"
 
 namespace collkit::mpi {
 
@@ -455,16 +456,9 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
   }
 }
 
-// A rank that waits polls for 20 us (a 16 KiB copy by the peer takes a few µs; COLLKIT_SPIN_US
-// sets it), then yields the core between polls: oversubscribed runs must not starve the rank they
-// wait for. (1 ms when the job's ranks fit the cores was tried: at load 19-23 from other users it
-// made small one-way collectives slower on both MPIs, and it did not help LAMMPS; docs/mpi.md.)
+// How long a waiting rank polls before it yields the core between polls (waiting.hpp).
 std::chrono::nanoseconds spin_limit() {
-  static const std::chrono::nanoseconds limit = [] {
-    return std::chrono::nanoseconds(
-        env_int("COLLKIT_SPIN_US", 20, 0, 10'000'000, "a number of microseconds") * 1000);
-  }();
-  return limit;
+  return wait_policy().spin;
 }
 
 // A rank waiting inside collkit's call is, for the program, inside its MPI collective, and the MPI
@@ -904,8 +898,13 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
 
 void read_settings() {
   static const bool once = [] {
-    static_cast<void>(spin_limit());
-    static_cast<void>(verbose(1));
+    const WaitPolicy& w = wait_policy();
+    int rank = 0, init = 0;
+    PMPI_Initialized(&init);
+    if (init) PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0 && verbose(1))
+      std::fprintf(stderr, "collkit: waiting: %s (%d ranks on this node, %d cores)\n", w.why,
+                   w.local_ranks, w.cores);
     static_cast<void>(max_chunk_elems());
     static_cast<void>(requested_slot_bytes());
     static_cast<void>(env_flag("COLLKIT_SHM", true));

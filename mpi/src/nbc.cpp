@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "layout.hpp"
+#include "waiting.hpp"
 
 namespace collkit::mpi {
 
@@ -346,17 +347,19 @@ using collkit::mpi::Persistent;
 using collkit::mpi::progress_nonblocking;
 
 // Polls `test` (true when done, or an error in rc) with progress between polls, yielding the core
-// after a while so an oversubscribed peer gets to run; `wait` once no collkit run is left.
+// after a while only where the waiting policy yields (an oversubscribed peer gets to run;
+// waiting.hpp); `wait` once no collkit run is left.
 template <class Test, class Wait>
 int poll(Test&& test, Wait&& wait) {
   if (!nonblocking_active()) return wait();
+  const bool yields = collkit::mpi::wait_policy().spin != std::chrono::nanoseconds::max();
   unsigned idle = 0;
   while (true) {
     progress_nonblocking();
     int rc = MPI_SUCCESS;
     if (test(rc) || rc != MPI_SUCCESS) return rc;
     if (!nonblocking_active()) return wait();
-    if (++idle > 64) sched_yield();
+    if (yields && ++idle > 64) sched_yield();
   }
 }
 
