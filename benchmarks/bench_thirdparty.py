@@ -522,6 +522,7 @@ def table_for(mpi: MPI, a: argparse.Namespace) -> Path:
         path: Path = a.tuning
         return path
     out = a.tune_dir / mpi.kind
+    a.tune_dir.mkdir(parents=True, exist_ok=True)  # tune makes -o, not the folders above it
     colls = [IMB_COLLECTIVES[b.lower()][1] for b in a.collectives]
     lo, hi = a.msglog
     r = collkit(

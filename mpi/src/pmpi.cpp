@@ -398,8 +398,10 @@ int size_class(int64_t bytes) {
   return k;
 }
 
+// `why` is asked only for the log's first line of a kind: the calls of a loop build no strings.
+template <class Why>
 void note(State& s, Collective c, MPI_Comm comm, const Decision& d, std::string_view route,
-          const std::string& why, double seconds) {
+          Why&& why, double seconds) {
   // The previous call's counter, per thread: a loop repeats its key, and the map's nodes stay
   // where they are (its lookup, the key's string and the log's set cost more than the call).
   struct Last {
@@ -426,12 +428,13 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, std::string_
       int rank = 0;
       if (comm != MPI_COMM_NULL) PMPI_Comm_rank(comm, &rank);
       if (rank == 0) {
+        const std::string because = why();
         const int k = size_class(d.bytes);
         std::fprintf(stderr, "collkit: %s P=%d %lld B (class %lld..%lld B) -> %s%s%s%s\n",
                      name_of(static_cast<int>(c)), d.P, static_cast<long long>(d.bytes),
                      d.bytes == 0 ? 0LL : 1LL << k, d.bytes == 0 ? 0LL : (2LL << k) - 1,
-                     std::get<3>(key).c_str(), why.empty() ? "" : " (", why.c_str(),
-                     why.empty() ? "" : ")");
+                     std::get<3>(key).c_str(), because.empty() ? "" : " (", because.c_str(),
+                     because.empty() ? "" : ")");
       }
     }
   }
@@ -511,12 +514,17 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   }
   if (s.timing) {
     const double seconds = PMPI_Wtime() - t0;
-    std::string why = deferred             ? "deferred: the communicator's setup not yet paid for"
-                      : !declined.empty()  ? declined
-                      : d.entry != nullptr ? "table"
-                                           : d.why;
-    if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0) why += ": " + d.refused;
-    note(s, c, comm, d, where, why, seconds);
+    note(
+        s, c, comm, d, where,
+        [&] {
+          std::string why = deferred ? "deferred: the communicator's setup not yet paid for"
+                            : !declined.empty()  ? declined
+                            : d.entry != nullptr ? "table"
+                                                 : d.why;
+          if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0) why += ": " + d.refused;
+          return why;
+        },
+        seconds);
   }
   return rc;
 }
