@@ -37,7 +37,7 @@ from scipy.stats import wilcoxon
 
 from collkit.bench import machine_name
 from collkit.mpi import find_mpi_of_kind
-from tune_loop import run_way, tune, winners
+from tune_loop import hogs, run_way, tune, winners
 
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "lammps-min.md"
@@ -71,17 +71,20 @@ def many(run: dict) -> list[str]:
     return sorted((b for b, c in run["allreduce"].items() if c[0] >= 100), key=int)
 
 
-def report(runs: list[dict], args: argparse.Namespace, table: dict, mpi: Any) -> str:
+def report(runs: list[dict], args: argparse.Namespace, table: dict, mpi: Any, n_hogs: int) -> str:
     by_round: dict[int, dict[str, dict]] = {}
     for r in runs:
         by_round.setdefault(r["round"], {})[r["way"]] = r
     pairs = [v for v in by_round.values() if all(w in v for w in WAYS)]
+    if not pairs:
+        return f"No complete round with {n_hogs} hogs yet.\n"
     ratio = [p["tuned"]["colls_us"] / p["native"]["colls_us"] for p in pairs]
     diff = [p["tuned"]["colls_us"] - p["native"]["colls_us"] for p in pairs]
     thermo = {r["thermo"] for r in runs}
     loads = [r["load"] for r in runs]
+    load = f"{n_hogs} niced CPU hogs running" if n_hogs else "no background load started"
     lines = [
-        "# LAMMPS's minimization example: time in collectives, tuned against native",
+        f"# LAMMPS's minimization example: time in collectives, tuned against native ({load})",
         "",
         f"- machine: {machine_name()}, {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC, "
         f"load {min(loads):.1f}-{max(loads):.1f} over the runs; {mpi.version}, Debian's LAMMPS, "
@@ -89,7 +92,8 @@ def report(runs: list[dict], args: argparse.Namespace, table: dict, mpi: Any) ->
         f"- input: `{EXAMPLE}` with `run {args.steps}` (the dynamics; the minimization as "
         "shipped).",
         f"- command: `.venv/bin/python benchmarks/lammps_min.py --np {args.np} --steps "
-        f"{args.steps} --rounds {args.rounds}` (runs kept in {args.out}/runs.jsonl).",
+        f"{args.steps} --rounds {args.rounds} --hogs {n_hogs}` (runs kept in "
+        f"{args.out}/runs.jsonl).",
         "",
     ]
     lines += winners(table)
@@ -136,6 +140,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--block", type=int, default=16, help="tune --block")
     ap.add_argument("-o", "--out", type=Path, default=Path("lammps-min"))
+    ap.add_argument("--hogs", type=int, default=0, help="niced CPU hogs running meanwhile")
     args = ap.parse_args()
     lmp = shutil.which("lmp")
     if not (lmp and EXAMPLE.exists()):
@@ -152,21 +157,27 @@ def main() -> None:
     log = out / "runs.jsonl"
     runs = [json.loads(ln) for ln in log.read_text().splitlines()] if log.exists() else []
     runs = [r for r in runs if r.get("steps") == args.steps]
-    done = {(r["round"], r["way"]) for r in runs}
-    for rnd in range(args.rounds):
-        for way in WAYS if rnd % 2 == 0 else WAYS[::-1]:  # A B B A: drift hits both alike
-            if (rnd, way) in done:
-                continue
-            r = {"round": rnd, "steps": args.steps, **one_run(way, mpi, args, cmd, out)}
-            with log.open("a") as f:
-                f.write(json.dumps(r) + "\n")
-            runs.append(r)
-            print(
-                f"round {rnd + 1}/{args.rounds} {way:6s} {r['colls_us'] / 1e3:7.2f} ms in "
-                f"collectives, loop {sum(r['loops_s']):.3f} s",
-                flush=True,
-            )
-    text = report(runs, args, table, mpi)
+    done = {(r["round"], r["way"]) for r in runs if r.get("hogs", 0) == args.hogs}
+    with hogs(args.hogs):
+        for rnd in range(args.rounds):
+            for way in WAYS if rnd % 2 == 0 else WAYS[::-1]:  # A B B A: drift hits both alike
+                if (rnd, way) in done:
+                    continue
+                r = {"round": rnd, "steps": args.steps, "hogs": args.hogs,
+                     **one_run(way, mpi, args, cmd, out)}  # fmt: skip
+                with log.open("a") as f:
+                    f.write(json.dumps(r) + "\n")
+                runs.append(r)
+                print(
+                    f"round {rnd + 1}/{args.rounds} {way:6s} {r['colls_us'] / 1e3:7.2f} ms in "
+                    f"collectives, loop {sum(r['loops_s']):.3f} s",
+                    flush=True,
+                )
+    # One section per background load the runs file holds: quiet and loaded side by side.
+    text = "\n".join(
+        report([r for r in runs if r.get("hogs", 0) == h], args, table, mpi, h)
+        for h in sorted({r.get("hogs", 0) for r in runs})
+    )
     print(text)
     RESULT.write_text(text)
     print(f"wrote {RESULT}")

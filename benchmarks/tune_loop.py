@@ -24,6 +24,7 @@ benchmarks/results/tune_loop.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -33,6 +34,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,22 @@ def collkit(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 def mpi_env(mpi: MPI) -> dict[str, str]:
     """What points `collkit` at this MPI."""
     return {"MPIEXEC": mpi.mpiexec, "MPICXX": mpi.mpicxx}
+
+
+@contextlib.contextmanager
+def hogs(n: int) -> Iterator[None]:
+    """`n` niced CPU hogs (busy loops at nice 19) while the block runs: real nodes are never idle,
+    and how a rank waits decides what such load costs it (docs/mpi.md)."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.nice(19))
+        for _ in range(n)
+    ]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
 def stats_us(path: Path) -> float:
