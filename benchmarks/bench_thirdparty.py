@@ -60,7 +60,7 @@ from collkit.mpi import (
     source_dir,
 )
 from collkit.tune.table import to_dict
-from tune_loop import collkit, mpi_env, winners
+from tune_loop import collkit, hogs, mpi_env, winners
 
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "thirdparty-imb.md"
@@ -186,6 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--note", action="append", default=[], help="a line for the report (repeatable)"
     )
     ap.add_argument("--run-timeout", type=positive, default=1800, help="seconds per IMB run")
+    ap.add_argument(
+        "--hogs", type=int, default=0, choices=range(0, 65), metavar="N",
+        help="niced CPU hogs running while IMB runs (background load; 0: none)",
+    )  # fmt: skip
     return ap
 
 
@@ -543,6 +547,7 @@ def run_key(mpi: MPI, commit: str, a: argparse.Namespace, table: Path) -> dict[s
         "imb": commit,
         "np": a.np,
         "timed_without_stats": True,  # earlier runs timed the stats' cost as collkit's
+        "hogs": getattr(a, "hogs", 0),
         "msglog": list(a.msglog),
         "iter": a.iter,
         "collectives": a.collectives,
@@ -684,6 +689,9 @@ def report(
         "",
         f"- machine: {machine_name()}, {len(os.sched_getaffinity(0))} cores",
         f"- date of the runs: {first} .. {last} (UTC)",
+        f"- background load started: {a.hogs} niced CPU hogs"
+        if a.hogs
+        else "- background load started: none",
         f"- load average (1, 5, 15 min) of this invocation: before {la}, after {lb} (it ran "
         f"{here}; the rest were in the pairs file)",
         *[f"- note: {n}" for n in a.note],
@@ -750,7 +758,8 @@ def main(argv: list[str] | None = None) -> int:
             binary = build_imb(a.imb_src, commit, mpi, cache)
             table = table_for(mpi, a)
             key = run_key(mpi, commit, a, table)
-            runs = measure(mpi, binary, key, a, table, log)
+            with hogs(a.hogs):
+                runs = measure(mpi, binary, key, a, table, log)
             done.append((mpi, key, table, runs, first_commands(runs, key)))
         text = report(done, a, argv, load_before, started, log)
         a.out.write_text(text)

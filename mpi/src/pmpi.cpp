@@ -482,6 +482,10 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   const Decision& decided = decide(s, c, comm, send, recv, op, root);
   if (!decided.refused.empty()) ++s.declined;
   if (decided.entry == nullptr && !s.timing) return native();
+  // A call whose communicator's setup is not yet paid for goes to the MPI at once: a rented call
+  // costs the MPI's call and this decision, nothing more (no copy, no clock).
+  const bool deferred = decided.entry != nullptr && !paid(s, c, comm, decided);
+  if (deferred && !s.timing) return native();
   // A copy (no text to copy unless timing): a user's op may call MPI and decide again.
   const Decision d = decided;
   const double t0 = s.timing ? PMPI_Wtime() : 0.0;
@@ -489,7 +493,6 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   // Where the call went and why, said only when timing (a loop's every call pays for strings).
   const char* where = "native";
   std::string declined;
-  const bool deferred = d.entry != nullptr && !paid(s, c, comm, d);
   if (deferred) {
     rc = native();
   } else if (d.entry != nullptr) {
