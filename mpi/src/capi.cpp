@@ -271,7 +271,8 @@ int comm_state_lookup(MPI_Comm comm, CommState*& out) {
   if (inter) return decline("intercommunicators are not supported");
   read_settings();
   auto s = std::make_unique<CommState>();
-  rc = MPI_Comm_dup(comm, &s->dup);
+  // PMPI_: the interposition library's MPI_Comm_dup would set the duplicate up in turn.
+  rc = PMPI_Comm_dup(comm, &s->dup);
   if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Comm_dup");
   MPI_Comm_set_errhandler(s->dup, MPI_ERRORS_RETURN);  // errors come back to us, never abort
   int provided = MPI_THREAD_SINGLE;
@@ -717,7 +718,7 @@ void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared
 int nb_comm(CommState& s, std::shared_ptr<NbComm>& out) {
   if (!s.nb) {
     auto nb = std::make_shared<NbComm>();
-    if (int rc = MPI_Comm_dup(s.dup, &nb->comm); rc != MPI_SUCCESS)
+    if (int rc = PMPI_Comm_dup(s.dup, &nb->comm); rc != MPI_SUCCESS)
       return report_mpi(rc, "MPI_Comm_dup");
     MPI_Comm_set_errhandler(nb->comm, MPI_ERRORS_RETURN);
     nb->tag_span = static_cast<int>((int64_t{s.tag_ub} + 1) / kNbSlots);

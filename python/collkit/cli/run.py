@@ -11,11 +11,14 @@ MPI_Barrier, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Gather, MPI_Scatter) t
 table's algorithm for (communicator size, bytes); everything else goes to the MPI. --verbose
 logs each decision once per (collective, size class) and prints at the end how many calls went
 where and their time;
---stats FILE writes that as collkit result rows. A communicator's calls go to the MPI until
-their time pays for collkit's setup of it (~0.4 ms on a 2-core VM; COLLKIT_SETUP_US=0: from the
-first call; docs/tuning.md); COLLKIT_SHM=0, COLLKIT_SHM_MAX, COLLKIT_SHM_IN_TURN=0 (every plan
-through the executor's general loop), COLLKIT_SETUP_US and COLLKIT_SPIN_US (how long a waiting
-rank polls before it yields, 20 us) are passed to every rank. The program
+--stats FILE writes that as collkit result rows. A communicator the program makes (MPI_Comm_dup,
+_split, _split_type, _create) whose size a rule covers is set up by the call that makes it;
+MPI_COMM_WORLD's calls go to the MPI until their time pays for collkit's setup of it (~0.4 ms on
+a 2-core VM; COLLKIT_SETUP_US=0: from the first call; COLLKIT_EARLY_SETUP=0: every communicator
+so; docs/tuning.md); COLLKIT_SHM=0, COLLKIT_SHM_MAX, COLLKIT_SHM_IN_TURN=0 (every plan through
+the executor's general loop), COLLKIT_SETUP_US, COLLKIT_EARLY_SETUP and COLLKIT_SPIN_US (poll this
+long, then yield; unset: poll while the job's ranks fit the cores, docs/mpi.md) are passed to
+every rank. The program
 must use the same MPI (MPICH ABI: the pip `mpich` wheel or a system MPICH; Open MPI:
 MPIEXEC=mpirun.openmpi MPICXX=mpicxx.openmpi).
 The MPI is chosen as for `collkit bench` (the first mpiexec on PATH, else the `mpich` wheel); the
@@ -40,13 +43,14 @@ from collkit.tune.table import load
 NAME = "run"
 # COLLKIT_SHM=0 (no shared memory), COLLKIT_SHM_MAX (its largest message), COLLKIT_SHM_IN_TURN=0
 # (no plan run in turn: docs/mpi.md), COLLKIT_SETUP_US (what a communicator's setup is taken to
-# cost; 0: collkit's route from the first call), COLLKIT_SPIN_US (how long a waiting rank polls
-# before it yields).
+# cost; 0: collkit's route from the first call), COLLKIT_EARLY_SETUP (0: no setup as a
+# communicator is made), COLLKIT_SPIN_US (how long a waiting rank polls before it yields).
 FORWARDED = (
     "COLLKIT_SHM",
     "COLLKIT_SHM_MAX",
     "COLLKIT_SHM_IN_TURN",
     "COLLKIT_SETUP_US",
+    "COLLKIT_EARLY_SETUP",
     "COLLKIT_SPIN_US",
 )
 HELP = "run an unmodified MPI program with a tuning table (LD_PRELOAD libcollkit_pmpi.so)"
