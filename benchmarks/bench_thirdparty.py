@@ -53,6 +53,7 @@ from collkit.bench import machine_name
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
 from collkit.mpi import (
     MPI,
+    build,
     cache_root,
     find_mpi_of_kind,
     launch_command,
@@ -539,9 +540,14 @@ def table_for(mpi: MPI, a: argparse.Namespace) -> Path:
     return out / "collkit-tuning.json"
 
 
-def run_key(mpi: MPI, commit: str, a: argparse.Namespace, table: Path) -> dict[str, Any]:
-    """What a run's numbers depend on: runs of another key are not pairs of these."""
+def run_key(
+    mpi: MPI, commit: str, a: argparse.Namespace, table: Path, library: str = ""
+) -> dict[str, Any]:
+    """What a run's numbers depend on: runs of another key are not pairs of these. `library`:
+    the interposition library's build (its folder's name hashes its sources), so runs of an
+    earlier collkit are not paired with this one's."""
     return {
+        "library": library,
         "mpi": mpi.version,
         "kind": mpi.kind,
         "imb": commit,
@@ -757,7 +763,8 @@ def main(argv: list[str] | None = None) -> int:
         for mpi in mpis:
             binary = build_imb(a.imb_src, commit, mpi, cache)
             table = table_for(mpi, a)
-            key = run_key(mpi, commit, a, table)
+            library = build(mpi, ["libcollkit_pmpi.so"]).name
+            key = run_key(mpi, commit, a, table, library)
             with hogs(a.hogs):
                 runs = measure(mpi, binary, key, a, table, log)
             done.append((mpi, key, table, runs, first_commands(runs, key)))
