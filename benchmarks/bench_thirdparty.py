@@ -731,6 +731,8 @@ def report(
             f"- IMB: {IMB_URL} at {key['imb']}, built with its Makefile "
             f"(`{shlex.join(make_command(mpi))}`)",
             f"- load (1 min) over its runs: {min(loads):.2f} .. {max(loads):.2f}",
+            f"- collkit's interposition library: the build `{key.get('library') or 'unknown'}` "
+            "(its folder in collkit's cache; the name hashes its sources)",
             f"- table: `{table}` (its rules' hash {key['table']}, its MPI: "
             f"{tbl.mpi or 'not given'})",
             *[f"- {w}: `{c}`" for w, c in zip((*WAYS, ROUTES), cmds, strict=False)],
