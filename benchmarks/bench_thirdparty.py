@@ -23,7 +23,8 @@ of the pairs; calls before a communicator's setup is paid for go to the MPI).
         --pairs 3 --msglog 3:12 --iter 500 --collectives Allreduce,Bcast --variants default,sync0
 
 --tune runs `collkit tune` per MPI for the benchmark's collectives and sizes first (into
---tune-dir/<mpi>; resumable like tune itself). Every run is appended to the pairs file (in the cache
+--tune-dir/<mpi>; resumable like tune itself; once that folder holds a table, the table is used as
+it is: delete it to tune again). Every run is appended to the pairs file (in the cache
 folder, named after --out: ~/.cache/collkit/imb/thirdparty-imb.jsonl by default) as it finishes:
 rerun the same command to continue where it stopped (runs of other settings in the file are kept
 and not used). The report (machine, date, load average before and after, the command, the tables)
@@ -169,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     how = ap.add_mutually_exclusive_group(required=True)
     how.add_argument("--tuning", type=Path, metavar="TABLE", help="collkit tuning table")
     how.add_argument(
-        "--tune", action="store_true", help="run `collkit tune` first, per MPI (into --tune-dir)"
+        "--tune",
+        action="store_true",
+        help="run `collkit tune` first, per MPI (into --tune-dir; a table there is used as it is)",
     )
     ap.add_argument("--tune-dir", type=Path, default=Path("thirdparty-imb-tune"))
     ap.add_argument("--block", type=positive, default=16, help="tune --block (16: IMB's loops)")
@@ -527,6 +530,11 @@ def table_for(mpi: MPI, a: argparse.Namespace) -> Path:
         path: Path = a.tuning
         return path
     out = a.tune_dir / mpi.kind
+    if (out / "collkit-tuning.json").exists():
+        # A table tuned before is the table: tune, resumed, may choose again among noisy rows,
+        # and a new routing orphans every pair measured with the old one. Delete it to retune.
+        print(f"{mpi.version}: the table tuned before, {out / 'collkit-tuning.json'}", flush=True)
+        return out / "collkit-tuning.json"
     a.tune_dir.mkdir(parents=True, exist_ok=True)  # tune makes -o, not the folders above it
     colls = [IMB_COLLECTIVES[b.lower()][1] for b in a.collectives]
     lo, hi = a.msglog
@@ -559,6 +567,11 @@ def run_key(
         "collectives": a.collectives,
         "table": routing_hash(table),
     }
+
+
+def same_but_hogs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two runs' keys differ in their background load at most."""
+    return {**a, "hogs": 0} == {**b, "hogs": 0}
 
 
 def routing_hash(table: Path) -> str:
@@ -695,9 +708,8 @@ def report(
         "",
         f"- machine: {machine_name()}, {len(os.sched_getaffinity(0))} cores",
         f"- date of the runs: {first} .. {last} (UTC)",
-        f"- background load started: {a.hogs} niced CPU hogs"
-        if a.hogs
-        else "- background load started: none",
+        "- background load: each MPI's section says how many niced CPU hogs ran (--hogs); the "
+        "report holds every background load the pairs file has for these settings",
         f"- load average (1, 5, 15 min) of this invocation: before {la}, after {lb} (it ran "
         f"{here}; the rest were in the pairs file)",
         *[f"- note: {n}" for n in a.note],
@@ -726,7 +738,8 @@ def report(
         mine = [r for r in runs if r["key"] == key]
         rejects = [f for r in mine for f in r.get("rejected", [])]
         lines += [
-            f"## {mpi.version}",
+            f"## {mpi.version}, "
+            + (f"{key['hogs']} niced CPU hogs running" if key.get("hogs") else "no hogs started"),
             "",
             f"- IMB: {IMB_URL} at {key['imb']}, built with its Makefile "
             f"(`{shlex.join(make_command(mpi))}`)",
@@ -769,7 +782,11 @@ def main(argv: list[str] | None = None) -> int:
             key = run_key(mpi, commit, a, table, library)
             with hogs(a.hogs):
                 runs = measure(mpi, binary, key, a, table, log)
-            done.append((mpi, key, table, runs, first_commands(runs, key)))
+            # every background load measured with these settings, quiet first: side by side
+            loads = sorted({r["key"].get("hogs", 0) for r in runs if same_but_hogs(r["key"], key)})
+            for h in loads:
+                k = {**key, "hogs": h}
+                done.append((mpi, k, table, runs, first_commands(runs, k)))
         text = report(done, a, argv, load_before, started, log)
         a.out.write_text(text)
     except (CollkitError, OSError) as e:

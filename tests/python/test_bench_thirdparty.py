@@ -455,3 +455,25 @@ def test_the_key_follows_the_tables_routing_not_its_bytes(tmp_path: Path) -> Non
         ]
     ]
     assert key[0] == key[1] and key[0] != key[2]
+
+
+def test_tune_keeps_the_table_it_tuned_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed --tune must not choose again: a new routing would orphan the pairs measured."""
+    a = SimpleNamespace(tune=True, tune_dir=tmp_path, collectives=["Allreduce"], msglog=(3, 6),
+                        np=2, block=16)  # fmt: skip
+    mpi = SimpleNamespace(version="MPICH 5.0", kind="mpich", mpiexec="x", mpicxx="y")
+    tuned: list[tuple[str, ...]] = []
+
+    def fake_collkit(*args: str, env: Any = None) -> Any:
+        tuned.append(args)
+        (tmp_path / "mpich").mkdir(exist_ok=True)
+        (tmp_path / "mpich" / "collkit-tuning.json").write_text("{}")
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    monkeypatch.setattr(bt, "collkit", fake_collkit)
+    first = bt.table_for(mpi, a)  # type: ignore[arg-type]
+    assert len(tuned) == 1 and tuned[0][0] == "tune"
+    assert bt.table_for(mpi, a) == first  # type: ignore[arg-type]
+    assert len(tuned) == 1  # not tuned again
