@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import math
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -260,6 +262,38 @@ def check(opts: TuneOptions) -> TunePlan:
     return TunePlan(opts, out, old, params, model, mpi, label, machine, keys)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while a campaign measures: an interruption as Ctrl-C is (nothing catches it as
+    an error and goes on), with its own name."""
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm(store: ResultStore, note: Callable[[str], None]) -> Iterator[None]:
+    """SIGTERM (what Slurm sends a job KillWait seconds before its SIGKILL at the time limit,
+    and `scancel`) stops the campaign as Ctrl-C does: the driver running is ended (bench's
+    _stream_rows), every row measured is already in tune.jsonl (appended and synced one by
+    one), and the same command resumes, measuring only what is missing. Handlers can be set
+    in the main thread only: elsewhere the signal keeps its default."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(_sig: int, _frame: object) -> None:
+        raise Terminated()
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except Terminated:
+        note(
+            f"stopped by SIGTERM: {len(store.rows)} rows kept in {store.jsonl}; the same "
+            "command resumes the campaign, measuring only what is missing"
+        )
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def _no_progress(_what: str) -> AbstractContextManager[CampaignProgress | None]:
     return contextlib.nullcontext(None)
 
@@ -305,7 +339,8 @@ def run(
     if mpi is not None:
         note(f"MPI: {mpi.describe()}; rows: {store.jsonl}")
     # rows done of rows planned, with an ETA: a bar on a terminal, a line every 10 s otherwise
-    with progress("tune" + (" (simulated)" if opts.simulate else "")) as ticker:
+    stop = _stop_on_sigterm(store, note)
+    with stop, progress("tune" + (" (simulated)" if opts.simulate else "")) as ticker:
 
         def message(msg: str) -> None:
             if ticker is not None:
