@@ -503,3 +503,126 @@ def test_pipelined_tree_refuses_a_bad_k() -> None:
     for k in ("0", "65", "x"):
         with pytest.raises(collkit.AlgorithmNameError, match="k"):
             collkit.Algorithm(f"bcast:pipelined_tree(k={k})")
+
+
+# ---- recursive exchange (MPICH: allreduce, barrier, allgather recexch) ----------------------
+
+
+def _mpich_recexch(P: int, k: int, rank: int) -> dict[str, Any]:
+    """MPII_Recexchalgo_get_neighbors, as recexchalgo.c computes it (digits and all)."""
+    if k > P:
+        k = P if P > 2 else 2
+    pofk, lg = 1, 0
+    while pofk <= P:
+        pofk *= k
+        lg += 1
+    pofk //= k
+    lg -= 1
+    rem = P - pofk
+    T = rem * k // (k - 1)
+    sendto, recvfrom, newrank = -1, [], -1
+    if rank < T:
+        if rank % k != k - 1:
+            sendto = rank + (k - 1 - rank % k)
+            if sendto > T - 1:
+                sendto = T
+        else:
+            recvfrom = [rank - i - 1 for i in range(k - 1)]
+            newrank = rank // k
+    else:
+        newrank = rank - rem
+        if rank == T and (T - 1) % k != k - 1 and T >= 1:
+            ns = (T - 1) % k + 1
+            recvfrom = [T - ns + j for j in range(ns - 1, -1, -1)]
+    nbrs: list[list[int]] = []
+    if sendto == -1:
+        digit = [0] * lg
+        t, i = newrank, 0
+        while t:
+            digit[i], t = t % k, t // k
+            i += 1
+        for phase in range(lg):
+            cbit, row = digit[phase], []
+            for d in range(k):
+                if d != cbit:
+                    digit[phase] = d
+                    nbr = sum(digit[j] * k**j for j in range(lg))
+                    row.append(nbr * k + k - 1 if nbr < rem // (k - 1) else nbr + rem)
+            digit[phase] = cbit
+            nbrs.append(row)
+    return {"k": k, "rem": rem, "T": T, "lg": lg, "sendto": sendto, "recvfrom": recvfrom,
+            "nbrs": nbrs}  # fmt: skip
+
+
+def _messages_in_order(a: dict[str, Any]) -> list[tuple[str, int, int, int]]:
+    """(kind, peer, offset, length) of every send and receive, in program order."""
+    names = {SEND: "send", RECV: "recv"}
+    return [
+        (names[int(kd)], int(a["peer"][i]), int(a["off"][i]), int(a["len"][i]))
+        for i, kd in enumerate(a["kind"])
+        if int(kd) in names
+    ]
+
+
+def _mpich_allreduce_recexch(P: int, k: int, single: bool, n: int, rank: int) -> list[tuple]:
+    """The messages of MPIR_Allreduce_intra_recexch on `rank`, in the order it posts them."""
+    if P == 1:
+        return []
+    g = _mpich_recexch(P, k, rank)
+    k, nb = g["k"], g["nbrs"]
+    if g["sendto"] >= 0:
+        return [("send", g["sendto"], 0, n), ("recv", g["sendto"], 0, n)]
+    out = [("recv", q, 0, n) for q in g["recvfrom"]]
+    phase = 0
+    while phase < g["lg"]:
+        for j in range(1 if single else 2):
+            if phase + j < g["lg"]:
+                out += [("recv", q, 0, n) for q in nb[phase + j]]
+        out += [("send", q, 0, n) for q in nb[phase]]
+        if not single:
+            phase += 1
+            if phase < g["lg"]:
+                out += [("send", q, 0, n) for q in nb[phase]]
+        phase += 1
+    return out + [("send", q, 0, n) for q in g["recvfrom"]]
+
+
+def test_mpich_recexch_groups_by_hand() -> None:
+    # k = 3, P = 5: ranks 0 and 1 fold into 2; step-2 ranks 2, 3, 4 form one group.
+    assert _mpich_recexch(5, 3, 0)["sendto"] == 2 and _mpich_recexch(5, 3, 2)["recvfrom"] == [1, 0]
+    assert _mpich_recexch(5, 3, 3)["nbrs"] == [[2, 4]]
+    # k = 4, P = 6: a short run (0, 1) folds into T = 2, past its own end.
+    assert _mpich_recexch(6, 4, 0)["sendto"] == 2 and _mpich_recexch(6, 4, 2)["recvfrom"] == [1, 0]
+    # k = 2, P = 8: recursive doubling.
+    assert _mpich_recexch(8, 2, 5)["nbrs"] == [[4], [7], [1]]
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 17, 27, 30])
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+@pytest.mark.parametrize("single", [0, 1])
+def test_allreduce_recexch_posts_mpichs_messages(P: int, k: int, single: int) -> None:
+    name = f"allreduce:recexch(k={k},single_phase_recv={single})"
+    for rank in range(P):
+        a = _program(name, P, rank, 3)
+        assert _messages_in_order(a) == _mpich_allreduce_recexch(P, k, bool(single), 3, rank), rank
+    r = collkit.verify(collkit.generate(name, P, 3), commutative=False)
+    assert r.ok and r.consistent_noncommutative, r.summary()
+
+
+@pytest.mark.parametrize("name", ["allreduce:recexch"])
+@pytest.mark.parametrize("param", ["k=1", "k=65", "k=x", "single_phase_recv=2", "single=1"])
+def test_recexch_refuses_a_bad_parameter(name: str, param: str) -> None:
+    with pytest.raises(collkit.AlgorithmNameError, match=param.split("=")[0]):
+        collkit.Algorithm(f"{name}({param})")
+
+
+@pytest.mark.parametrize(("P", "k"), [(8, 2), (9, 3), (16, 4), (25, 5)])
+def test_allreduce_recexch_cost_at_a_power_of_k_is_a_ranks_sends(P: int, k: int) -> None:
+    name = f"allreduce:recexch(k={k})"
+    c = collkit.Algorithm(name).cost(P, 8 * 3)
+    for rank in range(P):
+        sends = _messages(_program(name, P, rank, 3), SEND)
+        assert c["alpha"] == len(sends) and c["beta"] == 8 * 3 * len(sends) == c["gamma"]
+    # Past k^m the folding rank receives and sends back k - 1 more vectors.
+    assert collkit.Algorithm("allreduce:recexch(k=3)").cost(14, 8)["alpha"] == 4 + 2 * 2
+
