@@ -609,7 +609,22 @@ def test_allreduce_recexch_posts_mpichs_messages(P: int, k: int, single: int) ->
     assert r.ok and r.consistent_noncommutative, r.summary()
 
 
-@pytest.mark.parametrize("name", ["allreduce:recexch"])
+@pytest.mark.parametrize("P", [1, 2, 3, 5, 8, 9, 13])
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_barrier_recexch_is_the_allreduce_of_nothing(P: int, k: int) -> None:
+    for single in (0, 1):
+        bar = f"barrier:recexch(k={k},single_phase_recv={single})"
+        for rank in range(P):
+            a = _program(bar, P, rank, 0)
+            expect = _mpich_allreduce_recexch(P, k, bool(single), 0, rank)
+            assert [(m[0], m[1], m[3]) for m in _messages_in_order(a)] == [
+                (m[0], m[1], 0) for m in expect
+            ], rank
+        r = collkit.verify(collkit.generate(bar, P, 0))
+        assert r.ok, r.summary()
+
+
+@pytest.mark.parametrize("name", ["allreduce:recexch", "barrier:recexch"])
 @pytest.mark.parametrize("param", ["k=1", "k=65", "k=x", "single_phase_recv=2", "single=1"])
 def test_recexch_refuses_a_bad_parameter(name: str, param: str) -> None:
     with pytest.raises(collkit.AlgorithmNameError, match=param.split("=")[0]):
@@ -623,6 +638,7 @@ def test_allreduce_recexch_cost_at_a_power_of_k_is_a_ranks_sends(P: int, k: int)
     for rank in range(P):
         sends = _messages(_program(name, P, rank, 3), SEND)
         assert c["alpha"] == len(sends) and c["beta"] == 8 * 3 * len(sends) == c["gamma"]
+    assert collkit.Algorithm("barrier:recexch(k=3)").cost(9, 0)["alpha"] == 4
     # Past k^m the folding rank receives and sends back k - 1 more vectors.
     assert collkit.Algorithm("allreduce:recexch(k=3)").cost(14, 8)["alpha"] == 4 + 2 * 2
 
