@@ -642,3 +642,103 @@ def test_allreduce_recexch_cost_at_a_power_of_k_is_a_ranks_sends(P: int, k: int)
     # Past k^m the folding rank receives and sends back k - 1 more vectors.
     assert collkit.Algorithm("allreduce:recexch(k=3)").cost(14, 8)["alpha"] == 4 + 2 * 2
 
+
+def _mpich_count_and_offset(rank: int, phase: int, k: int, P: int) -> tuple[int, int]:
+    """MPII_Recexchalgo_get_count_and_offset: (count, offset) in blocks."""
+    pofk = 1
+    while pofk <= P:
+        pofk *= k
+    pofk //= k
+    rem = P - pofk
+    T = rem * k // (k - 1)
+    step2 = rank // k if rank < T else rank - rem
+
+    def orig(s: int) -> int:
+        return s * k + k - 1 if s < rem // (k - 1) else s + rem
+
+    lo = step2 // k**phase * k**phase - 1
+    hi = lo + k**phase
+    olo = orig(lo) if lo >= 0 else lo
+    return orig(hi) - olo, olo + 1
+
+
+def _mpich_reverse_digits(rank: int, P: int, k: int) -> int:
+    g = _mpich_recexch(P, k, rank)
+    pofk = k ** g["lg"]
+    rem = P - pofk
+    T = rem * k // (k - 1)
+    s = rank // k if rank < T else rank - rem
+    digits = [(s // k**i) % k for i in range(g["lg"])]
+    rev = sum(digits[g["lg"] - 1 - i] * k**i for i in range(g["lg"]))
+    return rev * k + k - 1 if rev < rem // (k - 1) else rev + rem
+
+
+def _mpich_allgather_recexch(
+    P: int, k: int, halving: bool, single: bool, n: int, rank: int
+) -> list[tuple]:
+    """The messages of MPIR_Allgather_intra_recexch on `rank`, in the order it posts them."""
+    g = _mpich_recexch(P, k, rank)
+    k, nb, lg = g["k"], g["nbrs"], g["lg"]
+    if g["sendto"] >= 0:
+        return [("send", g["sendto"], 0, n), ("recv", g["sendto"], 0, P * n)]
+
+    def blocks(kind: str, peer: int, whose: int, phase: int) -> tuple:
+        cnt, off = _mpich_count_and_offset(whose, phase, k, P)
+        return (kind, peer, off * n, cnt * n)
+
+    out = [("recv", q, q * n, n) for q in g["recvfrom"]]
+    rev = _mpich_reverse_digits(rank, P, k) if halving else rank
+    if halving and rev != rank:
+        out += [blocks("send", rev, rank, 0), blocks("recv", rev, rev, 0)]
+    phase = recv_phase = lg - 1 if halving else 0
+    step = -1 if halving else 1
+    j = 0
+    while j < lg:
+        for it in range(1 if single else 2):
+            if j + it < lg:
+                for q in nb[recv_phase]:
+                    whose = _mpich_reverse_digits(q, P, k) if halving else q
+                    out.append(blocks("recv", q, whose, j + it))
+                recv_phase += step
+        out += [blocks("send", q, rev, j) for q in nb[phase]]
+        phase += step
+        if not single:
+            j += 1
+            if j < lg:
+                out += [blocks("send", q, rev, j) for q in nb[phase]]
+                phase += step
+        j += 1
+    return out + [("send", q, 0, P * n) for q in g["recvfrom"]]
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 17, 27, 30])
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+@pytest.mark.parametrize("variant", ["doubling", "halving"])
+def test_allgather_recexch_posts_mpichs_messages(P: int, k: int, variant: str) -> None:
+    for single in (0, 1):
+        name = f"allgather:recexch_{variant}(k={k},single_phase_recv={single})"
+        for rank in range(P):
+            a = _program(name, P, rank, 2)
+            expect = _mpich_allgather_recexch(P, k, variant == "halving", bool(single), 2, rank)
+            assert _messages_in_order(a) == expect, rank
+        s = collkit.generate(name, P, 2)
+        for in_place in (False, True):
+            r = collkit.verify(s, in_place=in_place)
+            assert r.ok, r.summary()
+
+
+@pytest.mark.parametrize(("P", "k"), [(8, 2), (9, 3), (16, 4), (25, 5)])
+@pytest.mark.parametrize("variant", ["doubling", "halving"])
+def test_allgather_recexch_cost_at_a_power_of_k_is_a_ranks_sends(
+    P: int, k: int, variant: str
+) -> None:
+    name = f"allgather:recexch_{variant}(k={k})"
+    c = collkit.Algorithm(name).cost(P, 8 * 2)
+    for rank in range(P):
+        a = _program(name, P, rank, 2)
+        # Halving's first swap is one more message, left out of the phases' count here.
+        sends = [i for i in _messages(a, SEND) if variant == "doubling" or int(a["stage"][i]) > 1]
+        assert c["beta"] >= 8 * sum(int(a["len"][i]) for i in sends)
+        if variant == "doubling":
+            assert c["alpha"] == len(sends) and c["beta"] == 8 * 2 * (P - 1)
+
