@@ -742,3 +742,78 @@ def test_allgather_recexch_cost_at_a_power_of_k_is_a_ranks_sends(
         if variant == "doubling":
             assert c["alpha"] == len(sends) and c["beta"] == 8 * 2 * (P - 1)
 
+
+def _mpich_k_reduce_scatter_allgather(P: int, k: int, single: bool, n: int, rank: int) -> list:
+    """The messages of MPIR_Allreduce_intra_k_reduce_scatter_allgather on `rank`, in order."""
+    if P == 1:
+        return []
+    g = _mpich_recexch(P, k, rank)
+    k, nb, lg = g["k"], g["nbrs"], g["lg"]
+    if g["sendto"] >= 0:
+        return [("send", g["sendto"], 0, n), ("recv", g["sendto"], 0, n)]
+    out = [("recv", q, 0, n) for q in g["recvfrom"]]
+    pofk, rem = k**lg, g["rem"]
+    cnts = [0] * P
+    for i in range(pofk - 1):
+        cnts[i * k + k - 1 if i < rem // (k - 1) else i + rem] = n // pofk
+    # MPICH writes (p_of_k - 1 * k) + (k - 1) here, never taken: rem / (k - 1) < p_of_k.
+    last = (pofk - 1 * k) + (k - 1) if pofk - 1 < rem // (k - 1) else pofk - 1 + rem
+    cnts[last] = n - n // pofk * (pofk - 1)
+    displs = [sum(cnts[:i]) for i in range(P)]
+
+    def seg(kind: str, peer: int, whose: int, j: int) -> tuple:
+        cnt, off = _mpich_count_and_offset(_mpich_reverse_digits(whose, P, k), j, k, P)
+        return (kind, peer, displs[off], sum(cnts[off : off + cnt]))
+
+    for phase in range(lg):
+        for dst in nb[phase]:
+            out += [seg("send", dst, dst, lg - 1 - phase), seg("recv", dst, rank, lg - 1 - phase)]
+    phase = recv_phase = lg - 1
+    j = 0
+    while j < lg:
+        for it in range(1 if single else 2):
+            if j + it < lg:
+                out += [seg("recv", q, q, j + it) for q in nb[recv_phase]]
+                recv_phase -= 1
+        out += [seg("send", q, rank, j) for q in nb[phase]]
+        phase -= 1
+        if not single:
+            j += 1
+            if j < lg:
+                out += [seg("send", q, rank, j) for q in nb[phase]]
+                phase -= 1
+        j += 1
+    return out + [("send", q, 0, n) for q in g["recvfrom"]]
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 17, 27, 30])
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+@pytest.mark.parametrize("n", [1, 7, 100])
+def test_k_reduce_scatter_allgather_posts_mpichs_messages(P: int, k: int, n: int) -> None:
+    for single in (0, 1):
+        name = f"allreduce:k_reduce_scatter_allgather(k={k},single_phase_recv={single})"
+        for rank in range(P):
+            a = _program(name, P, rank, n)
+            expect = _mpich_k_reduce_scatter_allgather(P, k, bool(single), n, rank)
+            assert _messages_in_order(a) == expect, rank
+        s = collkit.generate(name, P, n)
+        for in_place in (False, True):
+            r = collkit.verify(s, commutative=True, in_place=in_place)
+            assert r.ok, r.summary()
+
+
+def test_k_reduce_scatter_allgather_needs_a_commutative_op() -> None:
+    algo = collkit.Algorithm("allreduce:k_reduce_scatter_allgather(k=3)")
+    assert algo.spec["restrictions"]["commutative_op"]
+    assert not collkit.verify(algo.generate(9, 9), commutative=False).ok
+
+
+@pytest.mark.parametrize(("P", "k"), [(8, 2), (9, 3), (16, 4), (25, 5)])
+def test_k_reduce_scatter_allgather_cost_at_a_power_of_k_is_a_ranks_sends(P: int, k: int) -> None:
+    name = f"allreduce:k_reduce_scatter_allgather(k={k})"
+    c = collkit.Algorithm(name).cost(P, 8 * P)
+    for rank in range(P):
+        a = _program(name, P, rank, P)
+        sent = sum(int(a["len"][i]) for i in _messages(a, SEND))
+        assert c["alpha"] == len(_messages(a, SEND)) and c["beta"] == 8 * sent == 2 * 8 * (P - 1)
+
