@@ -817,3 +817,105 @@ def test_k_reduce_scatter_allgather_cost_at_a_power_of_k_is_a_ranks_sends(P: int
         sent = sum(int(a["len"][i]) for i in _messages(a, SEND))
         assert c["alpha"] == len(_messages(a, SEND)) and c["beta"] == 8 * sent == 2 * 8 * (P - 1)
 
+
+# ---- allreduce:tree (MPICH) ------------------------------------------------------------------
+
+
+def _mpich_tree(kind: str, P: int, k: int, rank: int) -> tuple[int, list[int]]:
+    """(parent, children) of MPII_Treeutil_tree_{kary,knomial_1,knomial_2}_init, root 0."""
+    if kind == "kary":
+        return (-1 if rank == 0 else (rank - 1) // k), [
+            c for c in range(rank * k + 1, rank * k + k + 1) if c < P
+        ]
+    if kind == "knomial_1":
+        maxstep, t = 0, P - 1
+        while t:
+            maxstep, t = maxstep + 1, t // k
+        parent, current, running, step = -1, 0, 1, 0
+        while rank != current:
+            for _ in range(1, k):
+                w = k ** (maxstep - step - 1)
+                if running <= rank < running + w:
+                    parent, current, running = current, running, running + 1
+                    break
+                running += w
+            step += 1
+        kids, crank = [], rank + 1
+        for i in range(step, maxstep):
+            for _ in range(1, k):
+                if crank < P:
+                    kids.append(crank)
+                crank += k ** (maxstep - i - 1)
+        return parent, kids
+    depth, p = 1, k - 1  # tree_ilog(k, P - 1)
+    while p - 1 < P - 1:
+        depth, p = depth + 1, p * k
+
+    def digit(x: int, i: int) -> int:
+        return x // k**i % k
+
+    parent = -1
+    for i in range(depth if rank > 0 else 0):
+        if digit(rank, i):
+            parent = rank - digit(rank, i) * k**i
+            break
+    flip = []
+    for j in range(depth):
+        if digit(rank, j):
+            break
+        flip.append(j)
+    kids = [rank + i * k**j for j in reversed(flip) for i in range(k - 1, 0, -1)]
+    return parent, [c for c in kids if c < P]
+
+
+def test_mpich_trees_by_hand() -> None:
+    # knomial_1, k = 2, P = 8: the largest subtree first (0: [1, 5), [5, 7), [7]).
+    assert _mpich_tree("knomial_1", 8, 2, 0) == (-1, [1, 5, 7])
+    assert _mpich_tree("knomial_1", 8, 2, 1) == (0, [2, 4])
+    assert _mpich_tree("knomial_1", 8, 2, 6) == (5, [])
+    # knomial_2: the binomial tree, children from the largest down.
+    assert _mpich_tree("knomial_2", 8, 2, 0) == (-1, [4, 2, 1])
+    assert _mpich_tree("knomial_2", 8, 2, 6) == (4, [7])
+    assert _mpich_tree("kary", 10, 3, 2) == (0, [7, 8, 9])
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 5, 8, 9, 13, 16, 28])
+@pytest.mark.parametrize("tree", ["knomial_1", "knomial_2", "kary"])
+@pytest.mark.parametrize(("k", "seg", "n"), [(2, 0, 5), (3, 16, 5), (2, 8, 7), (5, 24, 20)])
+def test_allreduce_tree_posts_mpichs_messages(P: int, tree: str, k: int, seg: int, n: int) -> None:
+    name = f"allreduce:tree(k={k},tree={tree},seg={seg})"
+    c = seg // 8
+    # MPIR_Algo_calculate_pipeline_chunk_info: the remainder first, then whole chunks.
+    if c < 1 or c >= n:
+        pieces = [(0, n)]
+    else:
+        pieces = [(0, n % c or c)] + [(o, c) for o in range(n % c or c, n, c)]
+    for rank in range(P):
+        parent, kids = _mpich_tree(tree, P, k, rank)
+        expect: list[tuple] = []
+        for off, ln in pieces if P > 1 else []:
+            expect += [("recv", q, off, ln) for q in kids]
+            if parent >= 0:
+                expect += [("send", parent, off, ln), ("recv", parent, off, ln)]
+            expect += [("send", q, off, ln) for q in kids]
+        assert _messages_in_order(_program(name, P, rank, n)) == expect, rank
+    s = collkit.generate(name, P, n)
+    r = collkit.verify(s, commutative=tree != "knomial_1")
+    assert r.ok, r.summary()
+    if tree == "knomial_1":
+        assert r.consistent_noncommutative
+        assert not collkit.Algorithm(name).needs_commutative()
+    else:
+        assert collkit.Algorithm(name).needs_commutative()
+
+
+def test_allreduce_tree_of_nothing_sends_nothing() -> None:
+    # MPICH's pipeline of count 0 has no chunks.
+    for rank in range(5):
+        assert _messages_in_order(_program("allreduce:tree", 5, rank, 0)) == []
+
+
+def test_allreduce_tree_refuses_an_unknown_tree() -> None:
+    for t in ("binomial", "", "KARY"):
+        with pytest.raises(collkit.AlgorithmNameError, match="tree"):
+            collkit.Algorithm(f"allreduce:tree(tree={t})")
