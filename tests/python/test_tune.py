@@ -175,7 +175,7 @@ def test_validate_names_what_is_wrong() -> None:
     for key, value, msg in [
         ("P", [0, 4], "P"),
         ("bytes", [9, 8], "bytes"),
-        ("collective", "gatherv", "collective"),
+        ("collective", "neighbor_alltoall", "collective"),
         ("algorithm", "bcast:binomial", "not a allreduce"),
         ("extra", 1, "unknown keys"),
     ]:
@@ -554,7 +554,7 @@ def test_the_tour_routes_only_the_sizes_that_lost_to_native(
 @pytest.mark.parametrize(
     "args",
     [
-        ["gatherv"],
+        ["neighbor_alltoall"],
         ["allreduce", "--sizes", "8B..1B"],
         ["allreduce", "-np", "0"],
         ["allreduce", "--alpha", "2"],

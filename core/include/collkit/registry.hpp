@@ -160,6 +160,13 @@ std::vector<std::string> parameter_grid(const AlgorithmSpec& spec);
 
 class Bound;
 
+// The count vector and displacements of an irregular call (ScheduleHeader::counts, in_displs,
+// out_displs); all empty for a regular one.
+struct CountVectors {
+  std::vector<int64_t> counts, in_displs, out_displs;
+  bool empty() const { return counts.empty() && in_displs.empty() && out_displs.empty(); }
+};
+
 // One call as every rank of a communicator sees it alike (MPI makes these equal on all ranks):
 // what "can this algorithm run this call?" depends on, and nothing else.
 struct CallShape {
@@ -169,6 +176,9 @@ struct CallShape {
   int64_t root = 0;
   bool commutative = true;   // the reduction op commutes (always true for the copies)
   Placement placement = {};  // the ranks' nodes: node-aware algorithms only
+  // An irregular call's vectors (not owned; null: regular). Read by the full check only: they
+  // are O(P), where the limits are constant time.
+  const CountVectors* vectors = nullptr;
 };
 
 // How much of the answer to compute. `limits`: the declared restrictions and limits (P, min_P,
@@ -195,8 +205,10 @@ class Algorithm {
   // Throws Error(invalid_argument or unsupported).
   // `placement` goes into the header (the simulator's topology reads it); node-aware algorithms
   // need it given.
+  // An irregular call gives its vectors (checked by check_counts; with counts, `count` must be
+  // their largest entry).
   Bound bind(int64_t P, int64_t count, int32_t elem_size = 8, int64_t root = 0,
-             const Placement& placement = {}) const;
+             const Placement& placement = {}, const CountVectors& vectors = {}) const;
   // Why this algorithm cannot run `call`, or "" when it can: the registry's one answer, used by
   // the C API, the interposition library and the tuning-table check alike. It reads only the
   // call's shape, so every rank of a communicator gets the same answer before any communication
