@@ -26,7 +26,17 @@ from collkit.mpi import IMPLEMENTATIONS, MPI, build, find_mpi
 from collkit.progress import CampaignProgress
 from collkit.results import ResultStore, Row
 from collkit.sim import Model
-from collkit.tune.campaign import TuneOptions, check_only, folder_rows, measure, simulate_rows
+from collkit.tune.campaign import (
+    TuneOptions,
+    check_only,
+    check_patterns,
+    default_patterns,
+    evict_seconds,
+    folder_rows,
+    measure,
+    patterns_for,
+    simulate_rows,
+)
 from collkit.tune.select import Choice, choose, rules
 from collkit.tune.table import MAX_BLOCK, Rule, Table, load, save
 
@@ -221,6 +231,8 @@ def check_options(opts: TuneOptions) -> None:
         raise InvalidArgumentError("--profile is for --simulate")
     if opts.hosts is not None and simulating:
         raise InvalidArgumentError("--hosts is for measuring, not --simulate")
+    if (opts.patterns is not None or opts.decide_by is not None) and simulating:
+        raise InvalidArgumentError("--patterns and --decide-by are for measuring, not --simulate")
 
 
 def check(opts: TuneOptions) -> TunePlan:
@@ -230,6 +242,18 @@ def check(opts: TuneOptions) -> TunePlan:
     (made if it was not there), its table and the MPI or model."""
     check_options(opts)
     opts = replace(opts, collectives=list(dict.fromkeys(opts.collectives)))
+    check_patterns(opts.collectives, opts.patterns, opts.decide_by)
+    if opts.patterns is not None:
+        opts = replace(opts, patterns=list(dict.fromkeys(opts.patterns)))
+    elif opts.decide_by is not None:
+        opts = replace(opts, patterns=[opts.decide_by])  # the others would decide nothing
+    elif opts.simulate is None:
+        opts = replace(
+            opts,
+            patterns=default_patterns(
+                opts.collectives, opts.block, opts.iterations, opts.max_ms, evict_seconds()
+            ),
+        )
     params = dict(opts.params)
     if opts.profile is not None:
         from collkit.profile import load_profile
@@ -386,7 +410,24 @@ def run(
         block=opts.block,
         machine=None if model is not None else plan.machine,
     )
-    choices = choose(every, alpha=opts.alpha, min_gain=opts.min_gain, routing_us=routing_us)
+    if mpi is not None:
+        note(
+            "patterns: "
+            + "; ".join(f"{c} {', '.join(patterns_for(opts, c))}" for c in opts.collectives)
+            + (
+                f" (a rule must win in {opts.decide_by})"
+                if opts.decide_by
+                else " (a rule must win in each)"
+            )
+        )
+    choices = choose(
+        every,
+        alpha=opts.alpha,
+        min_gain=opts.min_gain,
+        routing_us=routing_us,
+        patterns={c: patterns_for(opts, c) for c in opts.collectives} if mpi else None,
+        decide_by=opts.decide_by,
+    )
     shown = [c for c in choices if (c.collective, c.P, c.bytes) in mine]
     result = TuneResult(shown, choices, rows, None, [], label, routing_us, notes=notes)
     if not shown:
