@@ -86,6 +86,25 @@ def test_bench_checks_the_pattern_before_it_runs_anything() -> None:
         check_bench(BenchOptions("barrier", P=[2], pattern="rotate_root"))
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=30) | st.sampled_from(PATTERNS),
+    st.sampled_from(["allreduce", "bcast", "barrier", "gather"]),
+    st.sampled_from(["barrier", "window"]),
+)
+def test_a_bench_pattern_is_taken_or_a_clear_error(pattern: str, coll: str, sync: str) -> None:
+    from collkit.bench import check_pattern
+
+    try:
+        check_pattern(pattern, coll, sync)
+    except InvalidArgumentError as e:
+        assert "pattern" in str(e) and "\n" not in str(e)
+        return
+    assert pattern in PATTERNS
+    assert pattern != "rotate_root" or coll in ("bcast", "gather")
+    assert pattern not in ("barrier", "evict") or sync == "barrier"
+
+
 def test_bench_cli_refuses_a_bad_pattern_with_exit_2() -> None:
     import subprocess
     import sys
