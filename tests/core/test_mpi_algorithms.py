@@ -4,6 +4,7 @@ is refused with a clear error."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -919,3 +920,86 @@ def test_allreduce_tree_refuses_an_unknown_tree() -> None:
     for t in ("binomial", "", "KARY"):
         with pytest.raises(collkit.AlgorithmNameError, match="tree"):
             collkit.Algorithm(f"allreduce:tree(tree={t})")
+
+
+# ---- allreduce:swing (De Sensi et al., NSDI 2024) --------------------------------------------
+
+
+def _rho(j: int) -> int:
+    return sum((-2) ** i for i in range(j + 1))
+
+
+def _swing_peers(dims: list[int], rank: int) -> list[int]:
+    """The paper's pi(r, s) on each dimension in turn (row-major ranks), as its library steps."""
+    strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
+    left, taken, out = [d.bit_length() - 1 for d in dims], [0] * len(dims), []
+    for s in range(sum(left)):
+        t = s % len(dims)
+        while taken[t] == left[t]:
+            t = (t + 1) % len(dims)
+        c = rank // strides[t] % dims[t]
+        shift = _rho(taken[t]) if c % 2 == 0 else -_rho(taken[t])
+        out.append(rank + ((c + shift) % dims[t] - c) * strides[t])
+        taken[t] += 1
+    return out
+
+
+def test_swing_peers_are_the_papers() -> None:
+    # 1D, 8 ranks: even ranks go +1, -1, +3; odd ones -1, +1, -3 (mod 8).
+    assert _swing_peers([8], 0) == [1, 7, 3] and _swing_peers([8], 5) == [4, 6, 2]
+    # 4x4: the row coordinate moves first, then the column, then the row again.
+    assert _swing_peers([4, 4], 0) == [4, 1, 12, 3]
+
+
+@pytest.mark.parametrize("dims", [[2], [8], [32], [2, 2], [4, 4], [8, 4], [2, 16], [4, 2, 2]])
+def test_swing_sends_to_the_papers_peers_halving_then_doubling(dims: list[int]) -> None:
+    P = math.prod(dims)
+    name = (
+        f"allreduce:swing(dims={'x'.join(map(str, dims))})" if len(dims) > 1 else "allreduce:swing"
+    )
+    L = P.bit_length() - 1
+    for rank in range(P):
+        a = _program(name, P, rank, P)  # one element per block
+        peers = _swing_peers(dims, rank)
+        order = peers + peers[::-1]
+        assert _peers(a, SEND) == order and _peers(a, RECV) == order, rank
+        # Reduce-scatter step s moves 2^(L-1-s) blocks; the allgather the same in reverse.
+        sizes = [1 << (L - 1 - s) for s in range(L)]
+        assert [int(a["len"][i]) for i in _messages(a, SEND)] == sizes + sizes[::-1]
+    s = collkit.generate(name, P, 3 * P + 1)
+    for in_place in (False, True):
+        r = collkit.verify(s, commutative=True, in_place=in_place)
+        assert r.ok, r.summary()
+
+
+def test_swing_hops_are_shorter_than_recursive_doublings() -> None:
+    # On a ring of 64, Swing's peers are at |rho(s)| = 1, 1, 3, 5, 11, 21: 42 hops in all, not
+    # recursive doubling's 1 + 2 + ... + 32 = 63.
+    hops = [min(q, 64 - q) for q in _swing_peers([64], 0)]
+    assert sum(hops) == 42
+    for rank in range(64):
+        got = _peers(_program("allreduce:swing", 64, rank, 64), SEND)[:6]
+        assert [min((q - rank) % 64, (rank - q) % 64) for q in got] == hops
+
+
+@pytest.mark.parametrize("dims", ["4x3", "0", "x", "8x", "axb", "2x2x2x2x2x2x2x2x2"])
+def test_swing_refuses_bad_dims_by_name(dims: str) -> None:
+    with pytest.raises(collkit.AlgorithmNameError, match="dims"):
+        collkit.Algorithm(f"allreduce:swing(dims={dims})")
+
+
+@pytest.mark.parametrize(("dims", "P"), [("4x4", 8), ("4x4", 32), ("P", 12)])
+def test_swing_refuses_a_torus_that_is_not_P(dims: str, P: int) -> None:
+    with pytest.raises(collkit.UnsupportedError, match=r"dims|power of two|2\^k"):
+        collkit.Algorithm(f"allreduce:swing(dims={dims})").generate(P, 4)
+
+
+def test_swing_beats_rabenseifner_on_a_congested_torus() -> None:
+    # The paper's point, in the simulator: the same bytes as Rabenseifner's halving and doubling,
+    # over shorter paths, so less link sharing on an 8x8 torus (1 MiB, links of 10 GB/s).
+    torus = "torus(dims=8x8,hop=50ns,link=0.1ns)"
+    t = {
+        a: collkit.simulate(a, 64, count=1 << 17, topology=torus).makespan
+        for a in ("allreduce:swing(dims=8x8)", "allreduce:rabenseifner")
+    }
+    assert t["allreduce:swing(dims=8x8)"] < 0.75 * t["allreduce:rabenseifner"], t
