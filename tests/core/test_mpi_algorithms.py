@@ -8,8 +8,11 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import collkit
+from collkit.errors import CollkitError
 
 SEND, RECV, COPY, COMPUTE = 0, 1, 3, 4
 
@@ -1003,3 +1006,39 @@ def test_swing_beats_rabenseifner_on_a_congested_torus() -> None:
         for a in ("allreduce:swing(dims=8x8)", "allreduce:rabenseifner")
     }
     assert t["allreduce:swing(dims=8x8)"] < 0.75 * t["allreduce:rabenseifner"], t
+
+
+# ---- the new parameters take any text: a name, or a clear error -----------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(
+        [
+            "allreduce:swing(dims={})",
+            "allreduce:tree(tree={})",
+            "allreduce:tree(k={})",
+            "allreduce:recexch(k={})",
+            "barrier:recexch(single_phase_recv={})",
+            "allgather:recexch_halving(k={})",
+            "allreduce:k_reduce_scatter_allgather(single_phase_recv={})",
+        ]
+    ),
+    value=st.one_of(
+        st.text(max_size=12),
+        st.from_regex(r"[0-9x]{0,12}", fullmatch=True),
+        st.integers(-(2**70), 2**70).map(str),
+    ),
+    P=st.integers(1, 40),
+)
+def test_new_parameters_parse_or_fail_clearly(name: str, value: str, P: int) -> None:
+    try:
+        algo = collkit.Algorithm(name.format(value))
+    except collkit.AlgorithmNameError:
+        return
+    try:
+        s = algo.generate(P, 3)
+    except CollkitError as e:
+        assert str(e)
+        return
+    assert s.P == P
