@@ -52,10 +52,27 @@ def slurm_reason() -> str:
 
     if why := root_reason():
         return why
-    missing = [t for t in ("munged", "slurmctld", "slurmd", *CLIENTS) if shutil.which(t) is None]
+    missing = [t for t in ("munged", "slurmctld", "slurmd", *CLIENTS) if find(t) is None]
     if missing:
         return f"Slurm needs {', '.join(missing)} ({INSTALL})"
     return ""
+
+
+def find(tool: str) -> str | None:
+    """The tool's path on PATH, passing over the wrappers of any cluster (a PATH that has one
+    cluster's slurm/bin first must not give its wrapper to another cluster's)."""
+    from collkit.cluster import STATE_ROOT
+
+    dirs = [
+        d
+        for d in os.environ.get("PATH", os.defpath).split(os.pathsep)
+        if d and not Path(d).resolve().is_relative_to(STATE_ROOT)
+    ]
+    return shutil.which(tool, path=os.pathsep.join(dirs))
+
+
+def installed(tool: str) -> str:
+    return find(tool) or tool
 
 
 def require_slurm() -> None:
@@ -151,9 +168,10 @@ class Slurm:
             *(f"{sub}/{h}" for sub in ("spool", "tmp") for h in self.cluster.hostnames),
         ):
             (d / sub).mkdir(parents=True, exist_ok=True)
-        key = d / "munge" / "munge.key"
-        key.write_bytes(secrets.token_bytes(1024))
-        key.chmod(0o400)
+        # Made readable by root alone (munged refuses a key others can read).
+        fd = os.open(d / "munge" / "munge.key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(1024))
         self.conf.write_text(self.config_text())
         (d / "plugstack.conf").write_text("# no SPANK plugins\n")
         # slurmd loads a cgroup plugin whatever its other plugins: `ip netns exec` mounts a
@@ -164,7 +182,7 @@ class Slurm:
         )
         head = self.cluster.head_ns
         for tool in CLIENTS:
-            real = shutil.which(tool) or f"/usr/bin/{tool}"
+            real = installed(tool)
             w = self.bin / tool
             # Inside any of the cluster's namespaces (a job, an salloc shell) the client runs
             # as it is; from outside it enters the head namespace, where slurmctld is reached.
@@ -203,15 +221,15 @@ class Slurm:
         self._write_files()
         d = self.dir
         munge = [
-            shutil.which("munged") or "munged", "--force",
+            installed("munged"), "--force",
             f"--socket={self.munge_socket}", f"--key-file={d / 'munge' / 'munge.key'}",
             f"--pid-file={d / 'munge' / 'munged.pid'}", f"--log-file={d / 'munge' / 'munged.log'}",
             f"--seed-file={d / 'munge' / 'munged.seed'}",
         ]  # fmt: skip
         self._start("munged", self._in_head(munge))
-        ctld = [shutil.which("slurmctld") or "slurmctld", "-f", str(self.conf), "-i"]
+        ctld = [installed("slurmctld"), "-f", str(self.conf), "-i"]
         self._start("slurmctld", self._in_head(ctld))
-        slurmd = shutil.which("slurmd") or "slurmd"
+        slurmd = installed("slurmd")
         for h in self.cluster.hostnames:
             # The agent: the node's namespace and host name, as every rank on it gets them.
             self._start(

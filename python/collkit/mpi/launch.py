@@ -96,15 +96,14 @@ def allocation_mpiexec(
     if isinstance(mpi, Mpich):
         args = ["-hosts", ",".join(names if map_by == "node" else [f"{h}:{rpn}" for h in names])]
     elif isinstance(mpi, OpenMpi):
-        args = [
-            "--host", ",".join(f"{h}:{rpn}" for h in names),
-            "--map-by", "node" if map_by == "node" else "slot",
-        ]  # fmt: skip
-        if emulated or not map_by:
-            args += ["--bind-to", "none"]
+        args = ["--host", ",".join(f"{h}:{rpn}" for h in names)]
+        if map_by == "node" or emulated or not map_by:
+            args += ["--map-by", "node" if map_by == "node" else "slot", "--bind-to", "none"]
         if emulated:
             subnet = f"{cluster.SUBNET}.0/24"
             args += ["--mca", "oob_tcp_if_include", subnet, "--mca", "btl_tcp_if_include", subnet]
+    if map_by in ("core", "socket") and not emulated:  # bound within each node
+        args += mpi.placement_args(map_by)
     return [mpi.mpiexec, *mpi.launch_args, *args, "-n", str(np), *program]
 
 
