@@ -17,7 +17,7 @@ import socket
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -219,7 +219,9 @@ def run_campaign(
                     attempt=c.attempt,
                 )
 
-            missing = [s for s in c.sizes if any(template(s, a) not in store for a in algos)]
+            missing = [
+                s for s in c.sizes if any(not measured(store, template(s, a)) for a in algos)
+            ]
             if ticker:
                 ticker.advance(len(algos) * (len(c.sizes) - len(missing)), measured=False)
             name = algos[0] if len(algos) == 1 else f"{len(algos)} algorithms interleaved"
@@ -276,6 +278,14 @@ def run_campaign(
                     progress(f"P={P} {row.algorithm} {row.bytes} B", row)
     store.write_csv()
     return added
+
+
+def measured(store: ResultStore, row: Row) -> bool:
+    """Whether `store` has the measurement `row` stands for, whatever transport the driver
+    reported for it: a row made before the run cannot know it (collkit's shared memory on a
+    node says "shm"), and a resumed campaign must find what it measured."""
+    transports = {r.transport for r in store} | {row.transport}
+    return any(replace(row, transport=t) in store for t in transports)
 
 
 def _stream_rows(

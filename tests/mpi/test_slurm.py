@@ -197,8 +197,8 @@ def test_slurm_needs_its_tools(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(cluster, "root_reason", lambda: "")
-    real = slurm.shutil.which
-    monkeypatch.setattr(slurm.shutil, "which", lambda t: None if t == "slurmd" else real(t))
+    real = slurm.find
+    monkeypatch.setattr(slurm, "find", lambda t: None if t == "slurmd" else real(t))
     assert "slurmd" in slurm.slurm_reason() and "slurm-wlm" in slurm.slurm_reason()
     with pytest.raises(UnsupportedError, match="slurm-wlm"):
         Cluster.up("s", 1, slurm=True)
@@ -224,6 +224,24 @@ def test_sigterm_stops_a_campaign_as_an_interruption(tmp_path: Path) -> None:
         time.sleep(5)  # the handler interrupts this
     assert said and "stopped by SIGTERM" in said[0] and "resumes" in said[0]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_rerun_finds_rows_whatever_their_transport(tmp_path: Path) -> None:
+    """The rows a campaign looks for before a run have no transport yet; the driver's rows say
+    "shm" (collkit's shared memory) or another: found all the same, so nothing is measured
+    twice; another allocation is another measurement."""
+    from collkit.bench import measured
+    from collkit.results import ResultStore, Row
+
+    def row(transport: str = "", alloc: str = "2 nodes x 2 ranks (Slurm, srun)") -> Row:
+        return Row(collective="allreduce", algorithm="allreduce:rd", P=4, bytes=8,
+                   allocation=alloc, transport=transport)  # fmt: skip
+
+    store = ResultStore(tmp_path / "rows.jsonl")
+    store.append(row("shm"))
+    again = ResultStore(tmp_path / "rows.jsonl")  # as the next job reads it
+    assert measured(again, row()) and measured(again, row("shm"))
+    assert not measured(again, row(alloc="2 nodes x 1 ranks (Slurm, srun)"))
 
 
 # --- a Slurm on an emulated cluster ---------------------------------------------------------------
