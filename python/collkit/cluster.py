@@ -24,7 +24,9 @@ to reach).
 
 A host file whose first line is ``# collkit emulated cluster NAME`` makes ``collkit bench``,
 ``tune`` and ``run`` launch on that cluster (``launch_command`` below); rows record the nodes
-and ranks per node in their ``allocation``.
+and ranks per node in their ``allocation``. With ``slurm=True`` a real Slurm runs on the nodes
+(collkit.slurm: munge, slurmctld on the head, a slurmd per node), its files in ``slurm/`` of the
+state folder; ``down`` ends its daemons with the rest.
 """
 
 from __future__ import annotations
