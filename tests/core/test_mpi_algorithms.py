@@ -822,6 +822,43 @@ def test_k_reduce_scatter_allgather_cost_at_a_power_of_k_is_a_ranks_sends(P: int
         assert c["alpha"] == len(_messages(a, SEND)) and c["beta"] == 8 * sent == 2 * 8 * (P - 1)
 
 
+def _mpich_rsb_recexch(P: int, k: int, n: int, rank: int) -> list[tuple]:
+    """The messages of MPIR_TSP_Ireduce_scatter_block_sched_intra_recexch on `rank`, in order."""
+    g = _mpich_recexch(P, k, rank)
+    k, nb, lg = g["k"], g["nbrs"], g["lg"]
+    if g["sendto"] >= 0:
+        return [("send", g["sendto"], 0, P * n), ("recv", g["sendto"], 0, n)]
+    out = [("recv", q, 0, P * n) for q in g["recvfrom"]]
+    for phase in range(lg - 1, -1, -1):
+        for dst in nb[phase]:
+            cnt, off = _mpich_count_and_offset(dst, phase, k, P)
+            mine, _ = _mpich_count_and_offset(rank, phase, k, P)
+            out += [("send", dst, off * n, cnt * n), ("recv", dst, 0, mine * n)]
+    return out + [("send", q, q * n, n) for q in g["recvfrom"]]
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 17, 27, 30])
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_rsb_recexch_posts_mpichs_messages(P: int, k: int) -> None:
+    name = f"reduce_scatter_block:recexch(k={k})"
+    for rank in range(P):
+        assert _messages_in_order(_program(name, P, rank, 2)) == _mpich_rsb_recexch(P, k, 2, rank)
+    s = collkit.generate(name, P, 2)
+    for in_place in (False, True):
+        r = collkit.verify(s, commutative=True, in_place=in_place)
+        assert r.ok, r.summary()
+
+
+@pytest.mark.parametrize(("P", "k"), [(8, 2), (9, 3), (16, 4), (25, 5)])
+def test_rsb_recexch_cost_at_a_power_of_k_is_a_ranks_sends(P: int, k: int) -> None:
+    name = f"reduce_scatter_block:recexch(k={k})"
+    c = collkit.Algorithm(name).cost(P, 8)
+    for rank in range(P):
+        a = _program(name, P, rank, 1)
+        sent = sum(int(a["len"][i]) for i in _messages(a, SEND))
+        assert c["alpha"] == len(_messages(a, SEND)) and c["beta"] == 8 * sent == 8 * (P - 1)
+
+
 # ---- allreduce:tree (MPICH) ------------------------------------------------------------------
 
 
