@@ -329,7 +329,10 @@ BlockLayout::BlockLayout(const ScheduleHeader& h, Io io, int64_t rank) : n_(h.co
   int64_t next = 0;
   for (size_t b = 0; b < lens_.size(); ++b) {
     offs_[b] = has_displs ? displs[displs.size() == P ? b : r * P + b] : next;
-    packed_ = packed_ && offs_[b] == next;
+    // An empty block's displacement is never read (MPI: no data there): it lies at 0, so that
+    // a zero-length op on it is inside any buffer.
+    if (has_displs && lens_[b] == 0) offs_[b] = 0;
+    packed_ = packed_ && (lens_[b] == 0 || offs_[b] == next);
     next = sat_add(next, lens_[b]);
     payload_ = sat_add(payload_, lens_[b]);
     if (lens_[b] > 0) elems_ = std::max(elems_, sat_add(offs_[b], lens_[b]));

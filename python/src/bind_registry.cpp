@@ -87,6 +87,7 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
   r["min_P"] = s.restrictions.min_P;
   r["max_P"] = s.restrictions.max_P;
   r["needs_placement"] = s.restrictions.needs_placement;
+  r["all_counts"] = s.restrictions.all_counts;
   d["restrictions"] = r;
   d["has_model"] = static_cast<bool>(s.model);
   nb::list grid;

@@ -168,6 +168,7 @@ int64_t in_place_elems(const CollectiveSpec& c, int64_t P, int64_t n, int64_t ro
 enum class Io : uint8_t { in, out };
 
 // Where the blocks of one rank's `in` or `out` lie: block b is [offset(b), offset(b) + len(b)).
+// An empty block of a displaced layout lies at 0 (its displacement is not read).
 // Built in O(P) (O(1) storage for a regular header), so a generator builds it once per rank.
 class BlockLayout {
  public:

@@ -86,6 +86,12 @@ struct Restrictions {
   int64_t min_P = 1;
   int64_t max_P = 0;             // 0: no bound (alltoall:two_proc: 2)
   bool needs_placement = false;  // node-aware: the placement of ranks on nodes must be given
+  // Irregular collectives: a rank's program reads counts MPI gives only to other ranks (a
+  // gatherv tree's subtree sizes, a Bruck alltoallv's forwarded blocks). Without it, rank r reads
+  // only what its MPI call has: the recvcounts of allgatherv / reduce_scatter (all of them),
+  // gatherv's and scatterv's counts[r] off the root, alltoallv's row r and column r. An MPI
+  // caller with it gathers the vector first, or declines.
+  bool all_counts = false;
 };
 
 // The time of one call in Hockney's model with a reduction term, as coefficients:
