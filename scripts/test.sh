@@ -12,7 +12,8 @@ export PATH="$PWD/.venv/bin:$PATH"  # cmake, ninja and clang-format from the ven
 # >>> system packages
 # Debian's Open MPI, so the executor is also tested against a second MPI (as a cluster would have
 # one), and Debian's LAMMPS (built against Open MPI), a program collkit did not write, for the
-# interposition library's tests (tests/mpi/test_pmpi.py). apt waits up to 10 minutes for its locks
+# interposition library's tests (tests/mpi/test_pmpi.py), and Debian's Slurm and munge, which
+# tests/mpi/test_slurm.py starts on the emulated nodes. apt waits up to 10 minutes for its locks
 # (an unattended upgrade, another job), and what the tests need is checked, not only a command:
 # Open MPI's headers and library (libopenmpi-dev: openmpi-bin alone has mpicxx.openmpi), LAMMPS's
 # example input. Without them their tests are skipped, said loudly here; on CI (CI=true) a missing
@@ -56,6 +57,12 @@ openmpi_usable() {  # mpirun, and a program compiled and linked against Open MPI
 lammps_usable() {
   command -v lmp >/dev/null 2>&1 && [ -f /usr/share/lammps/examples/melt/in.melt ]
 }
+slurm_usable() {  # Slurm's daemons and clients, and munge (tests/mpi/test_slurm.py)
+  local t
+  for t in munged slurmctld slurmd srun salloc sbatch; do
+    command -v "$t" >/dev/null 2>&1 || return 1
+  done
+}
 can_apt=false
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then can_apt=true; fi
 missing=()
@@ -72,6 +79,13 @@ if ! lammps_usable; then
     apt_install lammps lammps-examples || true
   fi
   lammps_usable || missing+=("LAMMPS (apt-get install lammps lammps-examples)")
+fi
+if ! slurm_usable; then
+  if $can_apt; then
+    echo "== installing Debian's Slurm and munge for the Slurm tests"
+    apt_install slurm-wlm munge || true
+  fi
+  slurm_usable || missing+=("Slurm (apt-get install slurm-wlm munge)")
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   $can_apt || echo "!! (installing packages needs root and apt-get)" >&2

@@ -30,11 +30,15 @@ class Ops:
     algorithm: str = ""
     ranks: list[list[dict[str, Any]]] = field(default_factory=list)
     scratch: list[list[int]] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)  # irregular collectives' vectors
+    in_displs: list[int] = field(default_factory=list)
+    out_displs: list[int] = field(default_factory=list)
 
     @classmethod
     def of(cls, s: collkit.Schedule) -> Ops:
         a = s.arrays()
         ops = cls(s.collective, s.P, s.count, s.elem_size, s.root, s.algorithm)
+        ops.counts, ops.in_displs, ops.out_displs = s.counts, s.in_displs, s.out_displs
         ops.ranks = [[] for _ in range(s.P)]
         for g in range(len(a["rank"])):
             r = int(a["rank"][g])
@@ -88,6 +92,9 @@ class Ops:
             root=self.root,
             algorithm=self.algorithm,
             check_ops=False,  # broken schedules are the point: the verifier must refuse them
+            counts=self.counts,
+            in_displs=self.in_displs,
+            out_displs=self.out_displs,
         )
 
 

@@ -311,7 +311,7 @@ std::string Algorithm::refusal(const CallShape& call, CallCheck check) const {
   try {
     if (check == CallCheck::full && call.elem_size >= 1 && call.elem_size <= kMaxElemSize)
       (void)bind(call.P, call.count, static_cast<int32_t>(call.elem_size), call.root,
-                 call.placement);
+                 call.placement, call.vectors ? *call.vectors : CountVectors{});
     else
       check_limits(call.P, call.count, call.elem_size, call.root, call.placement,
                    check == CallCheck::full);
@@ -331,7 +331,7 @@ std::string Algorithm::refusal(const CallShape& call, CallCheck check) const {
 }
 
 Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root,
-                      const Placement& placement) const {
+                      const Placement& placement, const CountVectors& vectors) const {
   check_limits(P, count, elem_size, root, placement, true);
   ScheduleHeader h;
   h.collective = spec_->collective;
@@ -341,6 +341,14 @@ Bound Algorithm::bind(int64_t P, int64_t count, int32_t elem_size, int64_t root,
   h.count = count;
   h.elem_size = elem_size;
   h.root = root;
+  h.counts = vectors.counts;
+  h.in_displs = vectors.in_displs;
+  h.out_displs = vectors.out_displs;
+  try {
+    check_counts(h);
+  } catch (const Error& e) {
+    fail(e.kind(), canonical_ + ": " + e.what());
+  }
   std::any prepared;
   if (spec_->prepare) {
     GenArgs a{h, &params_, nullptr};

@@ -42,11 +42,109 @@ std::string buffer_name(BufId b) {
 }
 
 int64_t ScheduleHeader::in_elems(int64_t rank) const {
-  return buffer_elems(spec().in, P, count, root, rank);
+  if (!irregular()) return buffer_elems(spec().in, P, count, root, rank);
+  return BlockLayout(*this, Io::in, rank).elems();
 }
 
 int64_t ScheduleHeader::out_elems(int64_t rank) const {
-  return buffer_elems(spec().out, P, count, root, rank);
+  if (!irregular()) return buffer_elems(spec().out, P, count, root, rank);
+  return BlockLayout(*this, Io::out, rank).elems();
+}
+
+namespace {
+// The most entries a P^2 vector may hold: 4096 ranks (128 MiB of counts), far past what the
+// verifier or a plan would hold whole.
+constexpr int64_t kMaxPairEntries = int64_t{1} << 24;
+
+std::string entries(int64_t k) {
+  return std::to_string(k) + (k == 1 ? " entry" : " entries");
+}
+
+void check_layout(const ScheduleHeader& h, Io io, int64_t rank) {
+  const BlockLayout l(h, io, rank);
+  if (l.elems() > kMaxElems || !buffer_fits(l.elems(), h.elem_size))
+    fail(ErrorKind::invalid_argument,
+         "rank " + std::to_string(rank) + "'s " + (io == Io::in ? "in" : "out") + " would hold " +
+             std::to_string(l.elems()) +
+             " elements: a buffer holds at most 2^48 (and under 2^63 bytes)");
+  if (io == Io::in || l.packed() || l.blocks() < 2) return;
+  std::vector<int64_t> order;
+  for (int64_t b = 0; b < l.blocks(); ++b)
+    if (l.len(b) > 0) order.push_back(b);
+  std::sort(order.begin(), order.end(),
+            [&](int64_t x, int64_t y) { return l.offset(x) < l.offset(y); });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const int64_t a = order[k - 1], b = order[k];
+    if (l.offset(a) + l.len(a) > l.offset(b))
+      fail(ErrorKind::invalid_argument,
+           "rank " + std::to_string(rank) + "'s out blocks " + std::to_string(a) + " [" +
+               std::to_string(l.offset(a)) + ", " + std::to_string(l.offset(a) + l.len(a)) +
+               ") and " + std::to_string(b) + " [" + std::to_string(l.offset(b)) + ", " +
+               std::to_string(l.offset(b) + l.len(b)) +
+               ") overlap: MPI writes no location of a receive buffer twice");
+  }
+}
+}  // namespace
+
+void check_counts(const ScheduleHeader& h) {
+  const CollectiveSpec& c = h.spec();
+  const auto bad = [&](const std::string& m) { fail(ErrorKind::invalid_argument, m); };
+  if (!h.irregular()) return;
+  const int64_t P = h.P;
+  const bool pair_fits = P <= 4096 && P * P <= kMaxPairEntries;
+  const auto check_len = [&](const std::vector<int64_t>& v, const char* what, bool per_rank,
+                             bool per_pair) {
+    const auto n = static_cast<int64_t>(v.size());
+    if (n == 0) return;
+    if ((per_rank && n == P) || (per_pair && pair_fits && n == P * P)) return;
+    std::string want = per_rank ? "P = " + std::to_string(P) : "";
+    if (per_pair)
+      want += (want.empty() ? "" : " or ") +
+              (pair_fits ? "P^2 = " + std::to_string(P * P) : std::string("P^2 (P <= 4096)"));
+    bad(std::string(what) + " has " + entries(n) + ", not " + want);
+  };
+  if (!h.counts.empty() && c.counts == Counts::none)
+    bad(std::string(c.name) + " takes one count for every rank, not a count vector (" +
+        entries(static_cast<int64_t>(h.counts.size())) + ")");
+  check_len(h.counts, "the count vector", c.counts == Counts::per_rank,
+            c.counts == Counts::per_pair);
+  if (!h.in_displs.empty() && !c.in_displs())
+    bad(std::string(c.name) + " takes no displacements for in" +
+        (c.out_displs() ? " (only for out: out_displs)" : ""));
+  if (!h.out_displs.empty() && !c.out_displs())
+    bad(std::string(c.name) + " takes no displacements for out" +
+        (c.in_displs() ? " (only for in: in_displs)" : ""));
+  check_len(h.in_displs, "in_displs", true, true);
+  check_len(h.out_displs, "out_displs", true, true);
+  int64_t most = 0;
+  for (size_t i = 0; i < h.counts.size(); ++i) {
+    if (h.counts[i] < 0 || h.counts[i] > kMaxElems)
+      bad("counts[" + std::to_string(i) + "] = " + std::to_string(h.counts[i]) +
+          " is not in [0, 2^48]");
+    most = std::max(most, h.counts[i]);
+  }
+  for (const auto* d : {&h.in_displs, &h.out_displs})
+    for (size_t i = 0; i < d->size(); ++i)
+      if ((*d)[i] < 0 || (*d)[i] > kMaxElems)
+        bad(std::string(d == &h.in_displs ? "in_displs[" : "out_displs[") + std::to_string(i) +
+            "] = " + std::to_string((*d)[i]) + " is not in [0, 2^48]");
+  if (!h.counts.empty() && h.count != most)
+    bad("count = " + std::to_string(h.count) + " must be the largest entry of the count vector (" +
+        std::to_string(most) + ")");
+  // Each rank's buffers: inside the limits, out blocks apart. Displacements alike on every rank
+  // (P entries) and a per_rank vector make every rank's out layout one: checked once.
+  const bool one_layout = c.counts != Counts::per_pair && h.in_displs.size() != size_t(P * P) &&
+                          h.out_displs.size() != size_t(P * P);
+  if (!buffer_fits(most, h.elem_size))
+    bad("counts: a block of " + std::to_string(most) + " elements of " +
+        std::to_string(h.elem_size) + " B does not fit in 2^63 bytes");
+  for (int64_t r = 0; r < P; ++r) {
+    // With one layout, the P-block buffers are the root's and any other rank's alike, and a
+    // one-block buffer is one count (checked above).
+    if (one_layout && r > 1 && r != h.root) continue;
+    check_layout(h, Io::in, r);
+    check_layout(h, Io::out, r);
+  }
 }
 
 int64_t RankView::buffer_elems(const ScheduleHeader& h, BufId b) const {

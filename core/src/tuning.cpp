@@ -356,12 +356,16 @@ const char* kind_name(Value::Kind k) {
 template <size_t N>
 void only_keys(const Value& obj, const char* const (&known)[N], const std::string& where) {
   std::string unknown, list;
+  bool any = false;  // an empty key is unknown too, though it adds nothing to the text
   for (const auto& [k, v] : obj.members) {
     bool found = false;
     for (const char* name : known) found = found || k == name;
-    if (!found) unknown += (unknown.empty() ? "" : ", ") + k;
+    if (!found) {
+      unknown += (any ? ", " : "") + (k.empty() ? std::string("\"\"") : k);
+      any = true;
+    }
   }
-  if (unknown.empty()) return;
+  if (!any) return;
   for (const char* name : known) list += (list.empty() ? "" : ", ") + std::string(name);
   refuse(where + "unknown keys: " + unknown + " (known: " + list + ")");
 }
@@ -479,6 +483,13 @@ Rule read_rule(const Value& r, const std::string& where) {
       refuse(where + "\"ci95\" must be [lo, hi], numbers or null");
     rule.ci95_lo = statistic(&ci->items[0], where, "ci95");
     rule.ci95_hi = statistic(&ci->items[1], where, "ci95");
+  }
+  if (const Value* sp = r.get("speedups"); sp != nullptr) {
+    if (sp->kind != Value::object)
+      refuse(where + "\"speedups\" must be an object of a number or null per call pattern");
+    only_keys(*sp, kPatterns, where + "\"speedups\": ");
+    for (const auto& [k, v] : sp->members)
+      rule.speedups.emplace_back(k, statistic(&v, where, "speedups"));
   }
   return rule;
 }

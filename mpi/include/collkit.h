@@ -14,6 +14,12 @@
  * data with its own datatype, gaps, absolute addresses on MPI_BOTTOM included); for the
  * reductions (allreduce, reduce, reduce_scatter_block) the count, datatype and op.
  *
+ * The irregular calls (allgatherv, alltoallv, gatherv, scatterv, reduce_scatter, and the prefix
+ * reductions scan and exscan) take MPI 4's large-count arrays: counts as MPI_Count, displacements
+ * as MPI_Aint (in extents of the side's datatype), P entries each, read only where MPI reads them
+ * (gatherv's recvcounts at the root, ...). gatherv, scatterv and alltoallv first exchange the
+ * ranks' counts (no rank has them all), so their non-blocking and persistent forms decline.
+ *
  * The name "native" (or "allreduce:native", ...) calls the MPI's own collective instead.
  *
  * Traffic runs on a private duplicate of `comm` (kept as an attribute of `comm`, freed with it),
@@ -58,6 +64,25 @@ int ck_gather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, v
 int ck_scatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                const char* algorithm);
+int ck_allgatherv(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  const MPI_Count* recvcounts, const MPI_Aint* displs, MPI_Datatype recvtype,
+                  MPI_Comm comm, const char* algorithm);
+int ck_alltoallv(const void* sendbuf, const MPI_Count* sendcounts, const MPI_Aint* sdispls,
+                 MPI_Datatype sendtype, void* recvbuf, const MPI_Count* recvcounts,
+                 const MPI_Aint* rdispls, MPI_Datatype recvtype, MPI_Comm comm,
+                 const char* algorithm);
+int ck_gatherv(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+               const MPI_Count* recvcounts, const MPI_Aint* displs, MPI_Datatype recvtype, int root,
+               MPI_Comm comm, const char* algorithm);
+int ck_scatterv(const void* sendbuf, const MPI_Count* sendcounts, const MPI_Aint* displs,
+                MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                int root, MPI_Comm comm, const char* algorithm);
+int ck_reduce_scatter(const void* sendbuf, void* recvbuf, const MPI_Count* recvcounts,
+                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const char* algorithm);
+int ck_scan(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+            MPI_Comm comm, const char* algorithm);
+int ck_exscan(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm, const char* algorithm);
 
 /* Non-blocking forms: the arguments of the blocking call, then the request, then the name
  * (MPI_Iallreduce's signature with the name last). *request is a real MPI_Request (a generalized
@@ -97,6 +122,26 @@ int ck_igather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, 
 int ck_iscatter(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                 MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                 MPI_Request* request, const char* algorithm);
+int ck_iallgatherv(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const MPI_Count* recvcounts, const MPI_Aint* displs, MPI_Datatype recvtype,
+                   MPI_Comm comm, MPI_Request* request, const char* algorithm);
+int ck_ialltoallv(const void* sendbuf, const MPI_Count* sendcounts, const MPI_Aint* sdispls,
+                  MPI_Datatype sendtype, void* recvbuf, const MPI_Count* recvcounts,
+                  const MPI_Aint* rdispls, MPI_Datatype recvtype, MPI_Comm comm,
+                  MPI_Request* request, const char* algorithm);
+int ck_igatherv(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                const MPI_Count* recvcounts, const MPI_Aint* displs, MPI_Datatype recvtype,
+                int root, MPI_Comm comm, MPI_Request* request, const char* algorithm);
+int ck_iscatterv(const void* sendbuf, const MPI_Count* sendcounts, const MPI_Aint* displs,
+                 MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm, MPI_Request* request, const char* algorithm);
+int ck_ireduce_scatter(const void* sendbuf, void* recvbuf, const MPI_Count* recvcounts,
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request,
+                       const char* algorithm);
+int ck_iscan(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm, MPI_Request* request, const char* algorithm);
+int ck_iexscan(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+               MPI_Op op, MPI_Comm comm, MPI_Request* request, const char* algorithm);
 
 /* Persistent forms (MPI 4's MPI_Allreduce_init ... with the name last): the plan is built, and
  * every decline decided, at init, alike on every rank; *request is then a handle that
@@ -137,6 +182,31 @@ int ck_gather_init(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 int ck_scatter_init(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                     MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                     MPI_Info info, MPI_Request* request, const char* algorithm);
+int ck_allgatherv_init(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                       void* recvbuf, const MPI_Count* recvcounts, const MPI_Aint* displs,
+                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request,
+                       const char* algorithm);
+int ck_alltoallv_init(const void* sendbuf, const MPI_Count* sendcounts, const MPI_Aint* sdispls,
+                      MPI_Datatype sendtype, void* recvbuf, const MPI_Count* recvcounts,
+                      const MPI_Aint* rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                      MPI_Request* request, const char* algorithm);
+int ck_gatherv_init(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    const MPI_Count* recvcounts, const MPI_Aint* displs, MPI_Datatype recvtype,
+                    int root, MPI_Comm comm, MPI_Info info, MPI_Request* request,
+                    const char* algorithm);
+int ck_scatterv_init(const void* sendbuf, const MPI_Count* sendcounts, const MPI_Aint* displs,
+                     MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount,
+                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                     MPI_Request* request, const char* algorithm);
+int ck_reduce_scatter_init(const void* sendbuf, void* recvbuf, const MPI_Count* recvcounts,
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                           MPI_Request* request, const char* algorithm);
+int ck_scan_init(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+                 MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request,
+                 const char* algorithm);
+int ck_exscan_init(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request,
+                   const char* algorithm);
 
 /* 1 when `rc`, returned by a ck_* call, means that collkit declined the call before any
  * communication, and that every rank of the communicator declined it alike: the decision reads only

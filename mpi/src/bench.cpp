@@ -8,6 +8,20 @@
 // per-iteration maxima, in microseconds; --raw adds the samples. --validate first checks the
 // algorithm's result against the native call on the same data.
 //
+// Patterns (--pattern), the ways programs call a collective (docs/tuning.md, "Patterns"):
+//   back_to_back  the default: after the iteration's synchronisation, `block` calls on one buffer
+//                 set, timed together (IMB's -sync 0 within a block; at --block 1 one call after
+//                 a barrier).
+//   barrier       a PMPI_Barrier before every call, each call timed alone (IMB's default): an
+//                 iteration's time is the mean of its `block` calls, the barriers not counted.
+//   rotate_root   as back_to_back, the root moving one rank each call (IMB's -root_shift 1);
+//                 rooted collectives only.
+//   buffers       as back_to_back, each call on the next of several buffer sets whose total is
+//                 twice the last-level cache (a program whose calls use other buffers).
+//   evict         as barrier, with local work before every call that writes an array of twice
+//                 the last-level cache (IMB's -off_cache -1); the work is not timed.
+// Each row and block line says its pattern; the meta line says the last-level cache assumed.
+//
 // Blocks and rounds: a row's iterations are split over `rounds` blocks. With --interleave (what
 // `collkit bench` and `collkit tune` use), each size is measured round by round, and in each round
 // the native call is re-measured around every candidate: native, c1, native, c2, ..., native, so
@@ -21,6 +35,7 @@
 //                 [--iters 200] [--warmup 20] [--block 1] [--sync barrier|window] [--window-us N]
 //                 [--max-ms 2000] [--root 0] [--raw] [--validate] [--native-label mpich:ring]
 //                 [--interleave] [--rounds 1]
+//                 [--pattern back_to_back|barrier|rotate_root|buffers|evict]
 #include <mpi.h>
 #include <sched.h>
 
@@ -29,6 +44,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +59,35 @@ using namespace collkit::mpi;
 
 namespace {
 
+enum class Pattern { back_to_back, barrier, rotate_root, buffers, evict };
+constexpr const char* kPatternNames[] = {"back_to_back", "barrier", "rotate_root", "buffers",
+                                         "evict"};
+
+const char* pattern_name(Pattern p) {
+  return kPatternNames[static_cast<int>(p)];
+}
+
+bool timed_alone(Pattern p) {
+  return p == Pattern::barrier || p == Pattern::evict;
+}
+
+// The last-level cache of this machine in bytes: sysfs's largest cache level of cpu0, else
+// 32 MiB (what the pattern `buffers` and `evict` must exceed; a guess too large costs time only).
+size_t llc_bytes() {
+  size_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    std::string v;
+    if (!(f >> v) || v.empty()) continue;
+    size_t mult = 1;
+    if (v.back() == 'K') mult = size_t{1} << 10;
+    if (v.back() == 'M') mult = size_t{1} << 20;
+    const size_t n = static_cast<size_t>(std::atoll(v.c_str())) * mult;
+    best = std::max(best, n);
+  }
+  return best > 0 ? best : size_t{32} << 20;
+}
+
 struct Setup {
   Collective collective = Collective::allreduce;
   const CollectiveSpec* spec = nullptr;
@@ -52,12 +97,23 @@ struct Setup {
   int root = 0;
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0, size = 1;
-  // Bytes of `in` and `out` on this rank for `count` elements per block (the spec's shapes).
-  size_t in_bytes(long long count) const {
-    return static_cast<size_t>(buffer_elems(spec->in, size, count, root, rank)) * elem;
+  Pattern pattern = Pattern::back_to_back;
+  size_t llc = size_t{32} << 20;
+  // Bytes of `in` and `out` on this rank for `count` elements per block (the spec's shapes), at
+  // `root`; with a rotating root, the most any root needs.
+  size_t in_bytes(long long count, int at) const {
+    return static_cast<size_t>(buffer_elems(spec->in, size, count, at, rank)) * elem;
   }
-  size_t out_bytes(long long count) const {
-    return static_cast<size_t>(buffer_elems(spec->out, size, count, root, rank)) * elem;
+  size_t out_bytes(long long count, int at) const {
+    return static_cast<size_t>(buffer_elems(spec->out, size, count, at, rank)) * elem;
+  }
+  size_t in_bytes(long long count) const { return most(count, true); }
+  size_t out_bytes(long long count) const { return most(count, false); }
+  size_t most(long long count, bool in) const {
+    if (pattern != Pattern::rotate_root) return in ? in_bytes(count, root) : out_bytes(count, root);
+    size_t m = 0;
+    for (int r = 0; r < size; ++r) m = std::max(m, in ? in_bytes(count, r) : out_bytes(count, r));
+    return m;
   }
 };
 
@@ -65,17 +121,21 @@ struct Buffers {
   std::vector<unsigned char> in, out;
 };
 
-int call(const Setup& s, const std::string& algo, Buffers& b, long long count) {
+int call(const Setup& s, const std::string& algo, void* in, void* out, long long count, int root) {
   CallArgs a;
-  a.sendbuf = b.in.data();
+  a.sendbuf = in;
   a.sendcount = a.recvcount = count;
   a.sendtype = a.recvtype = s.type;
-  a.recvbuf = b.out.data();
+  a.recvbuf = out;
   a.op = MPI_SUM;
-  a.root = s.root;
+  a.root = root;
   a.comm = s.comm;
   // "native": the MPI's own call, not through collkit's C API.
   return algo == "native" ? call_mpi(s.collective, a) : call_collkit(s.collective, a, algo.c_str());
+}
+
+int call(const Setup& s, const std::string& algo, Buffers& b, long long count) {
+  return call(s, algo, b.in.data(), b.out.data(), count, s.root);
 }
 
 // Small integers in every type: sums are exact, so validation can compare bitwise.
@@ -139,23 +199,97 @@ struct Measure {
   int error = MPI_SUCCESS;
 };
 
-Measure measure(const Setup& s, const std::string& algo, Buffers& b, long long count,
+// What a pattern keeps between calls: the buffer sets of `buffers` (one arena, a set every
+// `set_bytes`, cache-line aligned), the array `evict` writes, the calls made (`rotate_root`'s root
+// is the next rank each call). Every rank makes the same calls in the same order, so they agree
+// on the root and the set without a word.
+struct Calls {
+  const Setup& s;
+  std::vector<unsigned char> arena;
+  size_t set_bytes = 0, in_part = 0, sets = 1, next_set = 0;
+  long long arena_count = -1;
+  std::vector<unsigned char> evict;
+  unsigned char stamp = 0;
+  long long calls = 0;
+
+  explicit Calls(const Setup& setup) : s(setup) {
+    if (s.pattern == Pattern::evict) evict.assign(2 * s.llc, 0);
+  }
+
+  // The buffer sets for `count`, their total twice the last-level cache, each filled as `b` is.
+  void prepare(long long count, const Buffers& b) {
+    if (s.pattern != Pattern::buffers || arena_count == count) return;
+    in_part = (b.in.size() + 63) / 64 * 64;
+    set_bytes = in_part + (b.out.size() + 63) / 64 * 64;
+    sets = std::max<size_t>(2, (2 * s.llc + set_bytes - 1) / set_bytes);
+    arena.assign(sets * set_bytes, 0);
+    for (size_t k = 0; k < sets; ++k) {
+      std::memcpy(arena.data() + k * set_bytes, b.in.data(), b.in.size());
+      std::memcpy(arena.data() + k * set_bytes + in_part, b.out.data(), b.out.size());
+    }
+    arena_count = count;
+    next_set = 0;
+  }
+
+  int one(const std::string& algo, Buffers& b, long long count) {
+    int root = s.root;
+    if (s.pattern == Pattern::rotate_root)
+      root = static_cast<int>((s.root + calls) % static_cast<long long>(s.size));
+    ++calls;
+    if (s.pattern == Pattern::buffers) {
+      unsigned char* at = arena.data() + next_set * set_bytes;
+      next_set = (next_set + 1) % sets;
+      return call(s, algo, at, at + in_part, count, root);
+    }
+    return call(s, algo, b.in.data(), b.out.data(), count, root);
+  }
+
+  // evict's local work before a call: every byte of an array twice the last-level cache written
+  // (the asm keeps the compiler from dropping stores nobody reads).
+  void before_call() {
+    if (evict.empty()) return;
+    std::memset(evict.data(), ++stamp, evict.size());
+    asm volatile("" : : "r"(evict.data()) : "memory");
+  }
+
+  // barrier and evict: `block` calls, each after its local work and a barrier, timed alone;
+  // returns this rank's seconds in the calls.
+  double alone(const std::string& algo, Buffers& b, long long count, long long block) {
+    double t = 0;
+    for (long long k = 0; k < block; ++k) {
+      before_call();
+      PMPI_Barrier(s.comm);
+      const double t0 = MPI_Wtime();
+      one(algo, b, count);
+      t += MPI_Wtime() - t0;
+    }
+    return t;
+  }
+};
+
+Measure measure(const Setup& s, Calls& c, const std::string& algo, Buffers& b, long long count,
                 long long iters, long long warmup, long long block, bool window, double window_s,
                 double offset, double max_seconds) {
   Measure m;
+  c.prepare(count, b);
   for (long long i = 0; i < std::max(1LL, warmup) && m.error == MPI_SUCCESS; ++i)
-    m.error = call(s, algo, b, count);
+    m.error = c.one(algo, b, count);
   int err = m.error;
   MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_INT, MPI_MAX, s.comm);
   if (err != MPI_SUCCESS) {
     m.error = err;
     return m;
   }
+  const bool alone = timed_alone(s.pattern);
 
-  // Pilot: how long one block takes, to fit the iterations in max_seconds and size the window.
+  // Pilot: how long one block takes (the pattern's local work and barriers included), to fit
+  // the iterations in max_seconds and size the window.
   MPI_Barrier(s.comm);
   double t0 = MPI_Wtime();
-  for (long long k = 0; k < block; ++k) call(s, algo, b, count);
+  if (alone)
+    c.alone(algo, b, count, block);
+  else
+    for (long long k = 0; k < block; ++k) c.one(algo, b, count);
   double pilot = MPI_Wtime() - t0;
   MPI_Allreduce(MPI_IN_PLACE, &pilot, 1, MPI_DOUBLE, MPI_MAX, s.comm);
   const double per_iter = pilot + (window ? window_s : 0.0) + 1e-6;
@@ -170,6 +304,11 @@ Measure measure(const Setup& s, const std::string& algo, Buffers& b, long long c
     MPI_Bcast(&start0, 1, MPI_DOUBLE, 0, s.comm);
   }
   for (long long i = 0; i < iters; ++i) {
+    if (alone) {  // each call after its own barrier: those are the synchronisation
+      local[static_cast<size_t>(i)] =
+          c.alone(algo, b, count, block) / static_cast<double>(block) * 1e6;
+      continue;
+    }
     double begin;
     if (window) {
       begin = start0 + static_cast<double>(i) * win + offset;  // on this rank's clock
@@ -180,7 +319,7 @@ Measure measure(const Setup& s, const std::string& algo, Buffers& b, long long c
       MPI_Barrier(s.comm);
       begin = MPI_Wtime();
     }
-    for (long long k = 0; k < block; ++k) call(s, algo, b, count);
+    for (long long k = 0; k < block; ++k) c.one(algo, b, count);
     local[static_cast<size_t>(i)] = (MPI_Wtime() - begin) / static_cast<double>(block) * 1e6;
   }
   std::vector<double> worst(local.size()), anybad(bad.size());
@@ -195,21 +334,32 @@ Measure measure(const Setup& s, const std::string& algo, Buffers& b, long long c
   return m;
 }
 
-// 1: same result as native, 0: differs, -1: error.
-int validate(const Setup& s, const std::string& algo, Buffers& b, long long count) {
+// 1: same result as native at `root`, 0: differs, -1: error.
+int validate_at(const Setup& s, const std::string& algo, Buffers& b, long long count, int root) {
   fill(s, b);
   // Where the output is written over (every rank but a bcast's root), start from other bytes.
-  if (!(s.spec->root_input_in_out && s.rank == s.root))
-    std::memset(b.out.data(), 0xEE, b.out.size());
+  if (!(s.spec->root_input_in_out && s.rank == root)) std::memset(b.out.data(), 0xEE, b.out.size());
   Buffers ref = b;
-  int rc = call(s, algo, b, count);
-  int rc2 = call(s, "native", ref, count);
+  int rc = call(s, algo, b.in.data(), b.out.data(), count, root);
+  int rc2 = call(s, "native", ref.in.data(), ref.out.data(), count, root);
   int ok = rc == MPI_SUCCESS && rc2 == MPI_SUCCESS;
   // The output the spec's postcondition speaks of on this rank.
-  if (ok && applies_to(s.spec->post.ranks, s.root, s.rank) &&
-      std::memcmp(b.out.data(), ref.out.data(), s.out_bytes(count)) != 0)
+  if (ok && applies_to(s.spec->post.ranks, root, s.rank) &&
+      std::memcmp(b.out.data(), ref.out.data(), s.out_bytes(count, root)) != 0)
     ok = 0;
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, s.comm);
+  return ok;
+}
+
+// The result checked at the root the pattern starts from; rotate_root: at the first roots it
+// moves to (up to 8) and the last rank too.
+int validate(const Setup& s, const std::string& algo, Buffers& b, long long count) {
+  if (s.pattern != Pattern::rotate_root) return validate_at(s, algo, b, count, s.root);
+  int ok = 1;
+  for (int k = 0; k < s.size && ok == 1; ++k) {
+    if (k >= 8 && k != s.size - 1) continue;
+    ok = validate_at(s, algo, b, count, (s.root + k) % s.size);
+  }
   return ok;
 }
 
@@ -340,11 +490,11 @@ void print_row(const Setup& s, const std::string& collective, const std::string&
   std::printf(
       "{\"kind\": \"row\", \"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, "
       "\"bytes\": %lld, \"count\": %lld, \"datatype\": \"%s\", \"block\": %lld, "
-      "\"sync\": \"%s\", \"warmup\": %lld, \"rounds\": %lld, \"interleaved\": %s, "
-      "\"probe_rtt_ns_before\": %s, \"probe_rtt_ns_after\": %s",
+      "\"sync\": \"%s\", \"pattern\": \"%s\", \"warmup\": %lld, \"rounds\": %lld, "
+      "\"interleaved\": %s, \"probe_rtt_ns_before\": %s, \"probe_rtt_ns_after\": %s",
       collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
-      s.type_name.c_str(), block, window ? "window" : "barrier", warmup, rounds,
-      interleave ? "true" : "false", json_number(done.probe_first).c_str(),
+      s.type_name.c_str(), block, window ? "window" : "barrier", pattern_name(s.pattern), warmup,
+      rounds, interleave ? "true" : "false", json_number(done.probe_first).c_str(),
       json_number(done.probe_last).c_str());
   if (m.error != MPI_SUCCESS) {
     std::printf(", \"error\": \"%s\"}\n", json_escape(done.error_message).c_str());
@@ -442,6 +592,26 @@ int main(int argc, char** argv) {
   const double max_seconds = static_cast<double>(args.num("max-ms", 2000)) * 1e-3;
   const std::string native_label = args.get("native-label", "native");
   const bool raw = args.flag("raw"), do_validate = args.flag("validate");
+  const std::string pattern = args.get("pattern", "back_to_back");
+  bool known = false;
+  for (int k = 0; k < 5; ++k)
+    if (pattern == kPatternNames[k]) {
+      s.pattern = static_cast<Pattern>(k);
+      known = true;
+    }
+  const char* refusal = nullptr;
+  if (!known)
+    refusal = "--pattern must be back_to_back, barrier, rotate_root, buffers or evict";
+  else if (s.pattern == Pattern::rotate_root && !s.spec->rooted)
+    refusal = "--pattern rotate_root moves the root: it needs a rooted collective";
+  else if (timed_alone(s.pattern) && window)
+    refusal = "--pattern barrier and evict put a barrier before every call: not with --sync window";
+  if (refusal != nullptr) {
+    if (s.rank == 0) std::fprintf(stderr, "error: %s\n", refusal);
+    MPI_Finalize();
+    return 2;
+  }
+  s.llc = llc_bytes();
 
   if (s.rank == 0) {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -449,8 +619,10 @@ int main(int argc, char** argv) {
     MPI_Get_library_version(lib, &len);
     std::string l(lib, static_cast<size_t>(len));
     l = l.substr(0, l.find('\n'));
-    std::printf("{\"kind\": \"meta\", \"mpi_library\": \"%s\", \"P\": %d}\n",
-                json_escape(l).c_str(), s.size);
+    std::printf(
+        "{\"kind\": \"meta\", \"mpi_library\": \"%s\", \"P\": %d, \"pattern\": \"%s\", "
+        "\"llc_bytes\": %zu}\n",
+        json_escape(l).c_str(), s.size, pattern_name(s.pattern), s.llc);
     std::fflush(stdout);
   }
   const double offset = window ? clock_offset(s) : 0.0;
@@ -458,6 +630,7 @@ int main(int argc, char** argv) {
   const long long rounds = std::max(1LL, args.num("rounds", 1));
   const bool interleave = args.flag("interleave");
   Probe pr = make_probe(s.comm, s.rank);
+  Calls calls(s);
 
   // The blocks in the order they run. --interleave: size by size, round by round, the native
   // call (when it is among the algorithms) around every candidate: N c1 N c2 ... N. Otherwise
@@ -516,7 +689,7 @@ int main(int argc, char** argv) {
     const std::string label = native ? native_label : algo;
     if (stt.all.error == MPI_SUCCESS) {
       const double before = probe(pr, s.comm);
-      Measure m = measure(s, algo, stt.b, count, block_iters, stt.warmed ? 2 : warmup, block,
+      Measure m = measure(s, calls, algo, stt.b, count, block_iters, stt.warmed ? 2 : warmup, block,
                           window, window_s, offset, block_seconds);
       const double after = probe(pr, s.comm);
       stt.warmed = true;
@@ -531,11 +704,13 @@ int main(int argc, char** argv) {
         if (s.rank == 0) {
           Stats st = summarize(m.samples);
           std::printf(
-              "{\"kind\": \"block\", \"algorithm\": \"%s\", \"bytes\": %lld, \"round\": %lld, "
+              "{\"kind\": \"block\", \"algorithm\": \"%s\", \"pattern\": \"%s\", "
+              "\"bytes\": %lld, \"round\": %lld, "
               "\"iterations\": %zu, \"q1_us\": %.4f, \"median_us\": %.4f, \"q3_us\": %.4f, "
               "\"probe_rtt_ns_before\": %s, \"probe_rtt_ns_after\": %s}\n",
-              json_escape(label).c_str(), count * s.elem, stp.round, m.samples.size(), st.q1,
-              st.median, st.q3, json_number(before).c_str(), json_number(after).c_str());
+              json_escape(label).c_str(), pattern_name(s.pattern), count * s.elem, stp.round,
+              m.samples.size(), st.q1, st.median, st.q3, json_number(before).c_str(),
+              json_number(after).c_str());
           std::fflush(stdout);
         }
       }

@@ -6,6 +6,9 @@
 #pragma once
 #include <mpi.h>
 
+#include <type_traits>
+#include <vector>
+
 #include "call_table.hpp"
 #include "collkit.h"
 #include "collkit/collective.hpp"
@@ -24,7 +27,25 @@ struct CallArgs {
   MPI_Op op = MPI_OP_NULL;
   int root = 0;
   MPI_Comm comm = MPI_COMM_WORLD;
+  // The irregular calls' arrays, P entries each where the call reads them (empty: NULL).
+  std::vector<MPI_Count> sendcounts, recvcounts;
+  std::vector<MPI_Aint> sdispls, rdispls;
+  // The same as int, for the MPI's int forms (refilled each call: the vectors may change).
+  mutable std::vector<int> narrow[4];
 };
+
+// A vector as the array a call of count type C takes: itself, or narrowed into `narrow`.
+template <class C, class V>
+const C* array_as(const std::vector<V>& v, std::vector<int>& narrow) {
+  if (v.empty()) return nullptr;
+  if constexpr (std::is_same_v<C, V>) {
+    return v.data();
+  } else {
+    static_assert(std::is_same_v<C, int>, "only int arrays are narrowed");
+    narrow.assign(v.begin(), v.end());
+    return narrow.data();
+  }
+}
 
 // Where MPI_IN_PLACE goes in the MPI call, and on which ranks the standard allows it (not the
 // spec's in-place rule: alltoall allows it, and the C API copies the input first).

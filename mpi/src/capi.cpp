@@ -22,9 +22,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 
 #include "call_table.hpp"
@@ -98,9 +100,13 @@ int report_mpi(int rc, const char* what) {
 // A plan is fixed by the algorithm, the IR's count and element size, and the root (P is the
 // communicator's). All four are equal on every rank by the MPI standard's rules, so every rank
 // builds the same schedule.
+// An irregular call's plan is also fixed by its count vector (equal on every rank once known):
+// `vectors` is its hash (0 for a regular call), and a found plan's header is compared with the
+// vector itself, so two vectors of one hash never share a plan.
 struct PlanKey {
   const Algorithm* algo = nullptr;
   int64_t count = 0, elem_size = 0, root = 0;
+  uint64_t vectors = 0;
   bool operator==(const PlanKey&) const = default;
 };
 
@@ -108,9 +114,19 @@ struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
     size_t h = std::hash<const void*>()(k.algo);
     for (int64_t v : {k.count, k.elem_size, k.root}) h = h * 1000003u ^ std::hash<int64_t>()(v);
-    return h;
+    return h ^ static_cast<size_t>(k.vectors);
   }
 };
+
+uint64_t hash_counts(const std::vector<int64_t>& v) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the entries
+  for (int64_t x : v) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
+  return h == 0 ? 1 : h;
+}
+
+// The most plans of irregular calls kept per communicator (a program whose counts change every
+// call would otherwise grow the cache without end): past it the irregular plans are dropped.
+constexpr size_t kIrregularPlans = 64;
 
 // This rank and the communicator's size: what preparing a call's buffers reads of it.
 struct CommShape {
@@ -179,7 +195,8 @@ struct CommState : CommShape {
   int tag_ub = 32767;
   std::unordered_map<PlanKey, std::shared_ptr<Plan>, PlanKeyHash> plans;
   std::unordered_map<PlanKey, std::string, PlanKeyHash> refused;  // the registry's full answer
-  PlanKey last_key;  // the plan of the previous call: the common case of a loop
+  size_t irregular_plans = 0;  // of `plans`, those of irregular calls
+  PlanKey last_key;            // the plan of the previous call: the common case of a loop
   Plan* last = nullptr;
   bool last_commutative = true;     // the op of the previous call (its limits were checked with it)
   Workspace work;                   // the blocking calls' (each non-blocking run has its own)
@@ -332,6 +349,11 @@ struct Side {
   void* buf = nullptr;
   MPI_Count count = 0;  // per block
   MPI_Datatype type = MPI_DATATYPE_NULL;
+  // An irregular call's side: block b holds counts[b] elements at displs[b] extents (P entries;
+  // null displs: packed, MPI_Reduce_scatter's blocks). `count` is then unused.
+  const MPI_Count* counts = nullptr;
+  const MPI_Aint* displs = nullptr;
+  bool arrays = false;  // the side is (buffer, counts, displs, datatype) in the MPI call
 };
 
 // The MPI's own collective (PMPI_), called with the arguments the user passed: a reference to
@@ -360,11 +382,41 @@ struct Call {
   NativeCall native;
 };
 
+// How a call is made: blocking, non-blocking (ck_i<coll>) or persistent (ck_<coll>_init).
+enum class Mode { blocking, nonblocking, persistent };
+
+// Whether an array side's arrays are read on this rank: its buffer has blocks here and is not
+// MPI_IN_PLACE (MPI: an in-place alltoallv's sendcounts and sdispls are ignored).
+bool significant(const Side& side, int64_t blocks) {
+  return side.arrays && blocks > 0 && side.buf != MPI_IN_PLACE;
+}
+
 // PMPI_: when collkit is itself the MPI_* collective (the interposition library), the native call
 // must reach the MPI underneath.
 int run_native(const Call& c) {
   if (c.recv.count > INT_MAX || c.send.count > INT_MAX)
     return report(ErrorKind::unsupported, "native: count past 2^31 - 1 needs MPI-4 large counts");
+#if MPI_VERSION < 4
+  // The int arrays of the MPI's own irregular call (MPI 4 takes them as they are: its _c form).
+  if (c.send.arrays || c.recv.arrays) {
+    int P = 0, rank = 0;
+    MPI_Comm_size(c.comm, &P);
+    MPI_Comm_rank(c.comm, &rank);
+    const CollectiveSpec& spec = spec_of(c.collective);
+    const auto fits = [&](const Side& side, int64_t blocks) {
+      if (!significant(side, blocks)) return true;
+      for (int b = 0; b < P; ++b)
+        if ((side.counts != nullptr && side.counts[b] > INT_MAX) ||
+            (side.displs != nullptr && (side.displs[b] > INT_MAX || side.displs[b] < INT_MIN)))
+          return false;
+      return true;
+    };
+    if (!fits(c.send, buffer_elems(spec.in, P, 1, c.root, rank)) ||
+        !fits(c.recv, buffer_elems(spec.out, P, 1, c.root, rank)))
+      return report(ErrorKind::unsupported,
+                    "native: a count or displacement past 2^31 - 1 needs MPI-4 large counts");
+  }
+#endif
   return c.native();
 }
 
@@ -388,6 +440,15 @@ struct Prepared {
   // call must be prepared again (RecentCall).
   bool staged = false;
   bool stand_in = false;  // `out` is the communicator's work space, not the user's buffer
+  // An irregular call whose user blocks are not where the IR's packed ones lie: each block's
+  // packed bytes go back to its displacement after the run.
+  struct Block {
+    const std::byte* from = nullptr;
+    void* to = nullptr;
+    int64_t count = 0;
+    TypeInfo type;
+  };
+  std::vector<Block> unpack_blocks;
 };
 
 // What the spec says about this rank's buffers in this call.
@@ -425,8 +486,10 @@ const Side& one_buffer_side(const Call& c) {
 // A reduction: the standard makes count, datatype and op equal on all ranks, so the IR's
 // elements are the datatype's elements, used where they lie (any layout, MPI_BOTTOM included);
 // the element size the generator sees (for segment sizes) is the signature's size, not the extent.
+// An irregular reduction (MPI_Reduce_scatter) gives its header `h`: the buffers' sizes and
+// in-place offsets are its layout's.
 int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommShape& s, Workspace& w,
-                     const Roles& r, Prepared& p) {
+                     const Roles& r, Prepared& p, const ScheduleHeader* h = nullptr) {
   RunArgs& a = p.args;
   if (c.recv.type == MPI_DATATYPE_NULL)
     return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
@@ -444,19 +507,25 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommShape&
   a.commutative = commute != 0;
   a.fast = t.type == t.basic ? fast_reduce_fn(t.type, c.op) : nullptr;
   // An empty datatype has nothing to reduce: the IR's count is 0 (the same on every rank).
-  const int64_t n = t.size == 0 ? 0 : c.recv.count;
+  const int64_t n = t.size == 0 ? 0 : h != nullptr ? h->count : c.recv.count;
   p.count = n;
   p.elem_size = std::max<MPI_Count>(t.size, 1);
-  const int64_t in_elems = n * r.in_blocks, out_elems = n * r.out_blocks;
+  const int64_t in_elems = h != nullptr ? BlockLayout(*h, Io::in, s.rank).elems() : n * r.in_blocks;
+  const int64_t out_elems =
+      h != nullptr ? BlockLayout(*h, Io::out, s.rank).elems() : n * r.out_blocks;
+  if (h != nullptr) p.staged = true;  // the counts may change between calls: never a repeat
   auto temp = [&](Arena& arena, int64_t elems) {
     return element0_in_block(arena.get(span_bytes(t, elems) + 64), t, elems);
   };
 
   if (r.one_buffer) {
     void* user = one_buffer_side(c).buf;
-    const int64_t elems = in_place_elems(spec, s.size, n, c.root, s.rank);
-    const int64_t in_at = in_place_offset(spec, n, s.rank, 0);
-    const int64_t out_at = in_place_out_offset(spec, n, s.rank, 0);
+    const int64_t elems =
+        h != nullptr ? in_place_elems(*h, s.rank) : in_place_elems(spec, s.size, n, c.root, s.rank);
+    const int64_t in_at =
+        h != nullptr ? in_place_in_at(*h, s.rank) : in_place_offset(spec, n, s.rank, 0);
+    const int64_t out_at =
+        h != nullptr ? in_place_out_at(*h, s.rank) : in_place_out_offset(spec, n, s.rank, 0);
     void* base = user;
     if (base == nullptr && elems > 0) {
       // MPI_BOTTOM: the whole buffer staged at real addresses, the output copied back.
@@ -629,6 +698,303 @@ int prepare_bytes(const CollectiveSpec& spec, const Call& c, const CommShape& s,
   return MPI_SUCCESS;
 }
 
+// ---- The irregular calls (MPI's v forms, MPI_Reduce_scatter) ----
+//
+// Their count vector is the schedule header's, equal on every rank: in elements of the datatype
+// for MPI_Reduce_scatter (a reduction), in bytes of the type signature for the copies, so each
+// rank may describe its blocks with its own datatype. The header never carries the user's
+// displacements: they are each rank's own (MPI does not make them equal), and a rank's program
+// must not depend on what only that rank knows. The IR's blocks lie packed; where a rank's
+// blocks lie that way in its buffer (a dense type, displacements that pack) the plan runs on the
+// buffer itself, else on packed bytes gathered from and scattered back to each displacement.
+
+// An irregular call's vectors, as the header takes them.
+struct Irregular {
+  CountVectors v;
+  int64_t count = 0;  // the largest entry
+  int64_t elem_size = 1;
+  uint64_t hash = 0;
+};
+
+// Entries past 2^48 bytes are refused as the header's check refuses them.
+constexpr int64_t kMaxEntry = int64_t{1} << 48;
+
+// count x size, or -1 where the count is negative or the product too large.
+int64_t entry(MPI_Count count, MPI_Count size) {
+  if (count < 0 || (size > 0 && count > kMaxEntry / size)) return -1;
+  return static_cast<int64_t>(count * size);
+}
+
+int side_size(const Side& side, MPI_Count& size) {
+  if (side.type == MPI_DATATYPE_NULL)
+    return report(ErrorKind::invalid_argument, "datatype is MPI_DATATYPE_NULL");
+  if (int rc = MPI_Type_size_x(side.type, &size); rc != MPI_SUCCESS)
+    return report_mpi(rc, "MPI_Type_size_x");
+  if (size == MPI_UNDEFINED || size < 0)
+    return report(ErrorKind::invalid_argument, "datatype size is undefined");
+  return MPI_SUCCESS;
+}
+
+// The call's count vector. Where no rank has it all, one exchange on collkit's private
+// communicator gives every rank the same vector (every rank takes part, so a decline after it is
+// still alike on every rank): a rooted call sums what each rank sends or receives with the
+// root's vector, alltoallv gathers every rank's row and column. The ranks' views are compared
+// there, and a disagreement declines on every rank (the MPI's own call then says what is wrong).
+int irregular_counts(const Call& c, const CommState& s, Mode mode, Irregular& ir) {
+  const CollectiveSpec& spec = spec_of(c.collective);
+  const int64_t P = s.size, me = s.rank;
+  const bool pairs = spec.counts == Counts::per_pair;
+  std::vector<int64_t>& cv = ir.v.counts;
+  cv.assign(static_cast<size_t>(pairs ? P * P : P), 0);
+  // The side whose buffer holds the P blocks (at the root), and the other one.
+  const bool vec_in = spec.in.at_root == Blocks::P && spec.out.at_root != Blocks::P;
+  const Side& vec = vec_in ? c.send : c.recv;
+  const Side& one = vec_in ? c.recv : c.send;
+  const auto negative = [&] {
+    return report(ErrorKind::invalid_argument, "a count is negative (or past 2^48 bytes)");
+  };
+  if (whole_vector(spec)) {
+    if (vec.counts == nullptr) return report(ErrorKind::invalid_argument, "recvcounts is NULL");
+    MPI_Count size = 0;
+    if (int rc = side_size(vec, size); rc != MPI_SUCCESS) return rc;
+    const bool reduction = spec.reduction();  // counts in elements
+    for (int64_t b = 0; b < P; ++b) {
+      const int64_t e = entry(vec.counts[b], reduction ? 1 : size);
+      if (e < 0) return negative();
+      cv[static_cast<size_t>(b)] = reduction && size == 0 ? 0 : e;
+    }
+    if (reduction) ir.elem_size = std::max<MPI_Count>(size, 1);
+    if (!reduction && one.buf != MPI_IN_PLACE) {
+      MPI_Count os = 0;
+      if (int rc = side_size(one, os); rc != MPI_SUCCESS) return rc;
+      const int64_t mine = entry(one.count, os);
+      if (mine != cv[static_cast<size_t>(me)])
+        return report(ErrorKind::invalid_argument, "this rank's block is " + std::to_string(mine) +
+                                                       " bytes but counts[" + std::to_string(me) +
+                                                       "] x its datatype is " +
+                                                       std::to_string(cv[static_cast<size_t>(me)]) +
+                                                       " bytes: the type signatures must match");
+    }
+  } else {
+    if (mode != Mode::blocking)
+      return decline(std::string(spec.name) +
+                     ": the ranks' counts are exchanged first, in blocking calls only");
+    std::vector<int64_t> mine(static_cast<size_t>(2 * P), 0), all;
+    // Entries [at, at + n) of `mine` from a side: its counts (n = P) or its count (n = 1).
+    const auto fill = [&](const Side& side, int64_t at, int64_t n, int64_t from = 0) -> int {
+      MPI_Count size = 0;
+      if (int rc = side_size(side, size); rc != MPI_SUCCESS) return rc;
+      if (side.arrays && side.counts == nullptr)
+        return report(ErrorKind::invalid_argument, "a count array is NULL");
+      for (int64_t b = 0; b < n; ++b)
+        mine[static_cast<size_t>(at + b)] =
+            entry(side.arrays ? side.counts[from + b] : side.count, size);
+      return MPI_SUCCESS;
+    };
+    int rc = MPI_SUCCESS;
+    if (pairs) {
+      // [0, P): this rank's row (what it sends each rank), [P, 2P): its column. In place the
+      // send side is the receive side (MPI: sendcounts, sdispls and sendtype are ignored).
+      if ((rc = fill(c.send.buf == MPI_IN_PLACE ? c.recv : c.send, 0, P)) != MPI_SUCCESS) return rc;
+      if ((rc = fill(c.recv, P, P)) != MPI_SUCCESS) return rc;
+    } else {
+      // [0, P): each rank's own block, [P, 2P): the root's vector. The root in place has its
+      // block only in the vector.
+      const bool root = me == c.root;
+      if (root && (rc = fill(vec, P, P)) != MPI_SUCCESS) return rc;
+      if (root && one.buf == MPI_IN_PLACE)
+        rc = fill(vec, me, 1, me);
+      else
+        rc = fill(one, me, 1);
+      if (rc != MPI_SUCCESS) return rc;
+    }
+    if (pairs) {
+      all.resize(static_cast<size_t>(2 * P * P));
+      rc = MPI_Allgather(mine.data(), static_cast<int>(2 * P), MPI_INT64_T, all.data(),
+                         static_cast<int>(2 * P), MPI_INT64_T, s.dup);
+    } else {
+      all.resize(mine.size());
+      rc = MPI_Allreduce(mine.data(), all.data(), static_cast<int>(2 * P), MPI_INT64_T, MPI_SUM,
+                         s.dup);
+    }
+    if (rc != MPI_SUCCESS) return report_mpi(rc, "exchanging the counts");
+    for (int64_t x : all)
+      if (x < 0) return negative();  // every rank sees it: an error on every rank alike
+    bool agree = true;
+    if (pairs) {
+      for (int64_t r = 0; r < P; ++r)
+        for (int64_t q = 0; q < P; ++q) {
+          const int64_t sent = all[static_cast<size_t>(r * 2 * P + q)];
+          agree = agree && sent == all[static_cast<size_t>(q * 2 * P + P + r)];
+          cv[static_cast<size_t>(r * P + q)] = sent;
+        }
+    } else {
+      for (int64_t b = 0; b < P; ++b) {
+        const int64_t root_view = all[static_cast<size_t>(P + b)];
+        agree = agree && all[static_cast<size_t>(b)] == root_view;
+        cv[static_cast<size_t>(b)] = root_view;
+      }
+    }
+    if (!agree)
+      return decline(std::string(spec.name) +
+                     ": the ranks' counts x type sizes disagree (the type signatures must match)");
+  }
+  ir.count = cv.empty() ? 0 : *std::max_element(cv.begin(), cv.end());
+  ir.hash = hash_counts(cv);
+  return MPI_SUCCESS;
+}
+
+// The call's header, for the layouts of this rank's buffers (no algorithm needed).
+ScheduleHeader irregular_header(const Call& c, const CommShape& s, const Irregular& ir) {
+  ScheduleHeader h;
+  h.collective = c.collective;
+  h.P = s.size;
+  h.count = ir.count;
+  h.elem_size = static_cast<int32_t>(ir.elem_size);
+  h.root = spec_of(c.collective).rooted ? c.root : 0;
+  h.counts = ir.v.counts;
+  return h;
+}
+
+// Where block b of an array side starts, in elements of its datatype (packed: after b - 1).
+int64_t user_displ(const Side& u, int64_t b, int64_t packed_at) {
+  return u.displs != nullptr ? u.displs[b] : packed_at;
+}
+
+// Whether the side's blocks lie in its buffer as the IR's packed bytes `L` do (from true_lb).
+bool lies_packed(const Side& u, const TypeInfo& t, const BlockLayout& L) {
+  if (!t.dense || t.extent != t.size) return false;
+  int64_t at = 0;
+  for (int64_t b = 0; b < L.blocks(); ++b) {
+    if (L.len(b) > 0 && user_displ(u, b, at) * t.extent != L.offset(b)) return false;
+    at += u.counts[b];
+  }
+  return true;
+}
+
+// n elements of t at `user` -> their packed bytes.
+int to_packed(const void* user, int64_t n, const TypeInfo& t, std::byte* packed) {
+  if (t.dense_run(n)) {
+    std::memcpy(packed, offset(user, t.true_lb), static_cast<size_t>(n * t.size));
+    return MPI_SUCCESS;
+  }
+  return pack(user, n, t, packed);
+}
+
+// The IR's buffer for an array side: the user's buffer where it lies packed, else packed bytes
+// in `arena`, filled from the blocks (`fill`) and scattered back after the run (`back`; `skip`:
+// a block that is not written back, -1 none).
+int array_side(const Side& u, const TypeInfo& t, const BlockLayout& L, Arena& arena, bool fill,
+               bool back, int64_t skip, Prepared& p, std::byte*& base) {
+  if (lies_packed(u, t, L)) {
+    base = offset(u.buf, t.true_lb);
+    return MPI_SUCCESS;
+  }
+  base = arena.get(static_cast<size_t>(L.elems()) + 1);
+  p.staged = true;
+  int64_t at = 0;
+  for (int64_t b = 0; b < L.blocks(); ++b) {
+    const int64_t n = u.counts[b];
+    std::byte* user = element(u.buf, user_displ(u, b, at), t);
+    at += n;
+    if (L.len(b) == 0) continue;
+    if (fill)
+      if (int rc = to_packed(user, n, t, base + L.offset(b)); rc != MPI_SUCCESS)
+        return report_mpi(rc, "MPI_Pack");
+    if (back && b != skip) p.unpack_blocks.push_back({base + L.offset(b), user, n, t});
+  }
+  return MPI_SUCCESS;
+}
+
+// The IR's buffer for a one-block side (count elements of its datatype).
+int scalar_side(const Side& u, const TypeInfo& t, Arena& arena, bool fill, bool back, Prepared& p,
+                std::byte*& base) {
+  const int64_t n = u.count;
+  if (t.dense_run(n)) {
+    base = offset(u.buf, t.true_lb);
+    return MPI_SUCCESS;
+  }
+  base = arena.get(static_cast<size_t>(n * t.size) + 1);
+  p.staged = true;
+  if (fill)
+    if (int rc = pack(u.buf, n, t, base); rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Pack");
+  if (back) p.unpack_blocks.push_back({base, u.buf, n, t});
+  return MPI_SUCCESS;
+}
+
+// The copies with count vectors: the IR's `in` and `out` over the packed bytes of the header's
+// layout, mapped onto each rank's own buffers, datatypes and displacements.
+int prepare_irregular_bytes(const Call& c, const CommShape& s, Workspace& w, const Roles& r,
+                            const ScheduleHeader& h, Prepared& p) {
+  RunArgs& a = p.args;
+  a.type = TypeInfo::bytes();
+  p.count = h.count;
+  p.elem_size = 1;
+  p.staged = true;  // the arrays' contents may change between calls: never a repeat
+  const BlockLayout in(h, Io::in, s.rank), out(h, Io::out, s.rank);
+  const auto info = [](const Side& side, TypeInfo& t) {
+    if (int rc = TypeInfo::get(side.type, t); rc != MPI_SUCCESS) return report_mpi(rc, "datatype");
+    return MPI_SUCCESS;
+  };
+  TypeInfo st, rt;
+  std::byte* ib = nullptr;
+  std::byte* ob = nullptr;
+  if (r.one_buffer) {
+    // allgatherv, gatherv's root: the input at the output's own block; scatterv's root: its
+    // output is its own block of the input, where it stays.
+    if (c.recv.buf == MPI_IN_PLACE) {
+      if (int rc = info(c.send, st); rc != MPI_SUCCESS) return rc;
+      if (int rc = array_side(c.send, st, in, w.packed_in, true, false, -1, p, ib);
+          rc != MPI_SUCCESS)
+        return rc;
+      a.in = ib;
+      a.out = ib + in.offset(s.rank);
+    } else {
+      if (int rc = info(c.recv, rt); rc != MPI_SUCCESS) return rc;
+      const bool staged = !lies_packed(c.recv, rt, out);
+      if (int rc = array_side(c.recv, rt, out, w.packed_out, false, true, s.rank, p, ob);
+          rc != MPI_SUCCESS)
+        return rc;
+      if (staged) {  // the own block's data into the packed bytes
+        int64_t at = 0;
+        for (int64_t b = 0; b < s.rank; ++b) at += c.recv.counts[b];
+        const void* user = element(c.recv.buf, user_displ(c.recv, s.rank, at), rt);
+        if (int rc = to_packed(user, c.recv.counts[s.rank], rt, ob + out.offset(s.rank));
+            rc != MPI_SUCCESS)
+          return report_mpi(rc, "MPI_Pack");
+      }
+      a.out = ob;
+      a.in = ob + out.offset(s.rank);
+    }
+    a.one_buffer = true;
+    return MPI_SUCCESS;
+  }
+  if (r.out_is_user) {
+    if (int rc = info(c.recv, rt); rc != MPI_SUCCESS) return rc;
+    const int rc = c.recv.arrays ? array_side(c.recv, rt, out, w.packed_out, false, true, -1, p, ob)
+                                 : scalar_side(c.recv, rt, w.packed_out, false, true, p, ob);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  a.out = ob;
+  if (r.in_blocks > 0) {
+    // In place without the spec's rule (alltoallv): the input is recvbuf's, described by the
+    // receive side, copied out before the run writes there.
+    const Side& from = r.copy_input ? c.recv : c.send;
+    if (int rc = info(from, st); rc != MPI_SUCCESS) return rc;
+    Arena& arena = r.copy_input ? w.staged_in : w.packed_in;
+    const int rc = from.arrays ? array_side(from, st, in, arena, true, false, -1, p, ib)
+                               : scalar_side(from, st, arena, true, false, p, ib);
+    if (rc != MPI_SUCCESS) return rc;
+    if (r.copy_input && ib == offset(from.buf, st.true_lb)) {  // a copy, not recvbuf itself
+      std::byte* copy = w.staged_in.get(static_cast<size_t>(in.elems()) + 1);
+      std::memcpy(copy, ib, static_cast<size_t>(in.elems()));
+      ib = copy;
+    }
+  }
+  a.in = ib;
+  return MPI_SUCCESS;
+}
+
 std::string wrong_collective(const Call& c, const Algorithm& algo) {
   const std::string want(to_string(c.collective)), got(to_string(algo.collective()));
   const bool vowel = std::string_view("aeiou").find(got[0]) != std::string_view::npos;
@@ -640,23 +1006,40 @@ std::string wrong_collective(const Call& c, const Algorithm& algo) {
 // registry's full answer refuses the call (`why` says why, remembered for the next call).
 Plan* find_plan(CommState& s, const Algorithm& algo, const PlanKey& key, const CallShape& shape,
                 std::string& why) {
-  if (s.last != nullptr && key == s.last_key) return s.last;
+  // An irregular call's plan is its vector's (the key has only its hash).
+  const bool irregular = shape.vectors != nullptr;
+  const auto same = [&](const Plan& plan) {
+    return !irregular || plan.header.counts == shape.vectors->counts;
+  };
+  if (s.last != nullptr && key == s.last_key && same(*s.last)) return s.last;
   auto it = s.plans.find(key);
+  if (it != s.plans.end() && !same(*it->second)) {
+    if (s.last == it->second.get()) s.last = nullptr;
+    s.plans.erase(it);
+    --s.irregular_plans;
+    it = s.plans.end();
+  }
   if (it == s.plans.end()) {
-    if (auto r = s.refused.find(key); r != s.refused.end()) {
+    if (auto r = s.refused.find(key); !irregular && r != s.refused.end()) {
       why = r->second;
       return nullptr;
     }
     why = algo.refusal(shape, CallCheck::full);
     if (!why.empty()) {
-      s.refused.emplace(key, why);
+      if (!irregular) s.refused.emplace(key, why);  // a hash may stand for another vector
       return nullptr;
     }
+    if (irregular && s.irregular_plans >= kIrregularPlans) {
+      std::erase_if(s.plans, [](const auto& kv) { return kv.first.vectors != 0; });
+      if (s.last_key.vectors != 0) s.last = nullptr;
+      s.irregular_plans = 0;
+    }
     Bound bound = algo.bind(shape.P, shape.count, static_cast<int32_t>(shape.elem_size), shape.root,
-                            shape.placement);
+                            shape.placement, irregular ? *shape.vectors : CountVectors{});
     RankProgram prog;
     bound.generate_rank(s.rank, prog);
     it = s.plans.emplace(key, std::make_shared<Plan>(make_plan(bound.header(), prog))).first;
+    if (irregular) ++s.irregular_plans;
   }
   s.last = it->second.get();
   s.last_key = key;
@@ -666,6 +1049,14 @@ Plan* find_plan(CommState& s, const Algorithm& algo, const PlanKey& key, const C
 // What is left after the plan has run: the packed bytes back into the user's datatype, a staged
 // MPI_BOTTOM reduction back to its addresses.
 int finish(const Prepared& p, RunState& run) {
+  for (const Prepared::Block& b : p.unpack_blocks) {
+    int rc = MPI_SUCCESS;
+    if (b.type.dense_run(b.count))
+      std::memcpy(offset(b.to, b.type.true_lb), b.from, static_cast<size_t>(b.count * b.type.size));
+    else
+      rc = unpack(b.from, b.to, b.count, b.type);
+    if (rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Unpack");
+  }
   if (p.copy_back) {
     const int rc = copy_elements(p.args.out, p.user_out, p.copy_back_count, p.args.type, run.pack);
     if (rc != MPI_SUCCESS) return report_mpi(rc, "copying back to MPI_BOTTOM");
@@ -731,7 +1122,10 @@ int nb_comm(CommState& s, std::shared_ptr<NbComm>& out) {
 // Prepares this rank's buffers for one run of the call (each start of a persistent call again:
 // its input is read then, packed where the datatype has gaps).
 int prepare(const CollectiveSpec& spec, const Call& c, const CommShape& s, Workspace& work,
-            const Roles& roles, Prepared& p) {
+            const Roles& roles, Prepared& p, const ScheduleHeader* h = nullptr) {
+  if (h != nullptr)
+    return spec.reduction() ? prepare_elements(spec, c, s, work, roles, p, h)
+                            : prepare_irregular_bytes(c, s, work, roles, *h, p);
   if (spec.post.kind == Postcondition::Kind::synchronized) {
     p.args.type = TypeInfo::bytes();  // no data
     return MPI_SUCCESS;
@@ -755,6 +1149,11 @@ struct PersistentCall {
   std::shared_ptr<NbComm> nb;
   int tag_ub = 0;
   std::string canonical;
+  // An irregular call's header, and its arrays copied at init (MPI lets the caller's arrays
+  // change once the call has returned... only after the request is freed, but a copy is cheap).
+  std::optional<ScheduleHeader> header;
+  std::vector<MPI_Count> counts[2];
+  std::vector<MPI_Aint> displs[2];
 };
 
 // One start: the buffers prepared again (their data now), the plan built at init run without
@@ -763,7 +1162,8 @@ int start_persistent(const PersistentCall& pc, Persistent& per, MPI_Request* inn
   progress_nonblocking();
   NbRun& r = *per.run;
   Prepared p;
-  if (int rc = prepare(*pc.spec, pc.call, pc.shape, r.work, pc.roles, p); rc != MPI_SUCCESS)
+  const ScheduleHeader* h = pc.header ? &*pc.header : nullptr;
+  if (int rc = prepare(*pc.spec, pc.call, pc.shape, r.work, pc.roles, p, h); rc != MPI_SUCCESS)
     return rc;
   p.args.comm = pc.nb->comm;
   p.args.tag_ub = pc.tag_ub;
@@ -774,9 +1174,6 @@ int start_persistent(const PersistentCall& pc, Persistent& per, MPI_Request* inn
     return report_mpi(rc, ("starting " + pc.canonical).c_str());
   return MPI_SUCCESS;
 }
-
-// How a call is made: blocking, non-blocking (ck_i<coll>) or persistent (ck_<coll>_init).
-enum class Mode { blocking, nonblocking, persistent };
 
 // One call of the C API: blocking; non-blocking (the run goes on after the return, progressed as
 // nbc.hpp says, and completes *request); or persistent (*request is the handle, each MPI_Start on
@@ -830,8 +1227,16 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
     std::unique_ptr<NbRun> nb = mode != Mode::blocking ? std::make_unique<NbRun>() : nullptr;
     Workspace& work = nb ? nb->work : s->work;
 
+    // An irregular call: its count vector (exchanged where no rank has it all) and the header
+    // whose layout its buffers take.
+    Irregular ir;
+    std::optional<ScheduleHeader> header;
+    if (spec.counts != Counts::none) {
+      if (int rc = irregular_counts(c, *s, mode, ir); rc != MPI_SUCCESS) return rc;
+      header = irregular_header(c, *s, ir);
+    }
     Prepared p;
-    int rc = prepare(spec, c, *s, work, roles, p);
+    int rc = prepare(spec, c, *s, work, roles, p, header ? &*header : nullptr);
     if (rc != MPI_SUCCESS) return rc;
     Placement placement;  // node-aware algorithms only: the communicator's (placement.hpp)
     if (std::string why = node_placement(algo, s->dup, p.args.commutative, placement); !why.empty())
@@ -840,9 +1245,14 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
     // every rank (P, count x element size, root, the op's commutativity, the placement), so
     // every rank declines alike before any communication. Its limits on every call (constant
     // time), the rest (the generator's own checks) when the plan is built.
-    const CallShape shape{
-        s->size, p.count, p.elem_size, spec.rooted ? c.root : 0, p.args.commutative, placement};
-    const PlanKey key{&algo, p.count, p.elem_size, shape.root};
+    const CallShape shape{s->size,
+                          p.count,
+                          p.elem_size,
+                          spec.rooted ? c.root : 0,
+                          p.args.commutative,
+                          placement,
+                          header ? &ir.v : nullptr};
+    const PlanKey key{&algo, p.count, p.elem_size, shape.root, ir.hash};
     // The previous call's plan with the previous call's kind of op: its limits passed then, on
     // the same communicator (P, placement), and the answer depends on nothing else. Skipping the
     // check saves ~200 instructions of a loop's every call (callgrind, docs/mpi.md).
@@ -881,6 +1291,24 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
       pc->nb = std::move(comm);
       pc->tag_ub = s->tag_ub;
       pc->canonical = algo.canonical();
+      pc->header = header;
+      // The arrays read at each start are copies (the caller's may be gone by then).
+      const auto own = [&](Side& side, int64_t blocks, int k) {
+        if (!significant(side, blocks)) {
+          side.counts = nullptr;
+          side.displs = nullptr;
+          return;
+        }
+        const size_t P = static_cast<size_t>(s->size);
+        if (side.counts != nullptr) pc->counts[k].assign(side.counts, side.counts + P);
+        if (side.displs != nullptr) pc->displs[k].assign(side.displs, side.displs + P);
+        side.counts = side.counts != nullptr ? pc->counts[k].data() : nullptr;
+        side.displs = side.displs != nullptr ? pc->displs[k].data() : nullptr;
+      };
+      if (header) {
+        own(pc->call.send, roles.in_blocks, 0);
+        own(pc->call.recv, roles.out_blocks, 1);
+      }
       auto per = std::make_shared<Persistent>();
       nb->owned = true;
       per->run = std::move(nb);
@@ -937,31 +1365,122 @@ Side side(const void* buf, MPI_Count count, MPI_Datatype type) {
 Side side() {
   return {};
 }
+// An irregular call's side: (buffer, counts, displs, datatype); MPI_Reduce_scatter's have no
+// displacements (nullptr).
+Side side(const void* buf, const MPI_Count* counts, const MPI_Aint* displs, MPI_Datatype type) {
+  return {const_cast<void*>(buf), 0, type, counts, displs, true};
+}
+Side side(const void* buf, const MPI_Count* counts, std::nullptr_t, MPI_Datatype type) {
+  return {const_cast<void*>(buf), 0, type, counts, nullptr, true};
+}
+
+// An argument of the MPI's own call passed on from a ck_* call's: an irregular call's arrays
+// (MPI_Count, MPI_Aint) narrowed to the int arrays of the MPI's int form, each significant array
+// once (run_native has refused entries past INT_MAX), the others NULL; anything else as it is.
+template <class T>
+constexpr bool kArrayArg =
+    std::is_pointer_v<T> && std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<T>>>;
+
+class Narrowed {
+ public:
+  explicit Narrowed(const Call& c) {
+    int P = 0, rank = 0;
+    MPI_Comm_size(c.comm, &P);
+    MPI_Comm_rank(c.comm, &rank);
+    const collkit::CollectiveSpec& spec = collkit::spec_of(c.collective);
+    const int64_t in = collkit::buffer_elems(spec.in, P, 1, c.root, rank);
+    const int64_t out = collkit::buffer_elems(spec.out, P, 1, c.root, rank);
+    const auto add = [&](const void* p, const auto* v) {
+      if (p == nullptr || n_ == 4) return;
+      from_[n_] = p;
+      to_[n_].assign(v, v + P);
+      ++n_;
+    };
+    for (const auto& [side, blocks] : {std::pair{&c.send, in}, std::pair{&c.recv, out}})
+      if (significant(*side, blocks)) {
+        add(side->counts, side->counts);
+        add(side->displs, side->displs);
+      }
+  }
+  template <class T>
+  auto operator()(T x) const {
+    if constexpr (kArrayArg<T>) {
+      for (int i = 0; i < n_; ++i)
+        if (from_[i] == static_cast<const void*>(x)) return static_cast<const int*>(to_[i].data());
+      return static_cast<const int*>(nullptr);
+    } else {
+      return x;
+    }
+  }
+
+ private:
+  const void* from_[4] = {};
+  std::vector<int> to_[4];
+  int n_ = 0;
+};
+
+// The MPI's own call `f` with a ck_* call's arguments: an irregular call's through the MPI 4
+// large-count form `f_c` where there is one (the arrays as they are: a non-blocking or
+// persistent call reads them after the return), else narrowed to `f`'s int arrays.
+template <class F, class G, class... A>
+int native_call(const Call& c, const F& f, [[maybe_unused]] const G& f_c, A... a) {
+  constexpr bool arrays = (kArrayArg<A> || ...);
+  if constexpr (arrays && !std::is_same_v<G, std::nullptr_t>) {
+    return f_c(a...);
+  } else if constexpr (arrays) {
+    // Before MPI 4: the int arrays live until this returns (Open MPI's non-blocking v calls
+    // read them while starting).
+    const Narrowed narrow(c);
+    return f(narrow(a)...);
+  } else {
+    static_cast<void>(c);
+    return f(a...);
+  }
+}
 }  // namespace
+
+// The MPI 4 large-count form of a line's MPI call, or nullptr where it has none.
+#define CK_UNLESS_COUNTED_1(...)
+#define CK_UNLESS_COUNTED_0(...) __VA_ARGS__
+#if MPI_VERSION >= 4
+#define CK_NATIVE_C(counted, ...)                                \
+  CK_IF_COUNTED(counted, [&](auto... a) { return __VA_ARGS__; }) \
+  CK_UNLESS_COUNTED_##counted(nullptr)
+#else
+#define CK_NATIVE_C(counted, ...) nullptr
+#endif
 
 // Each ck_* from its line of the table (call_table.hpp): which arguments are the send and
 // receive sides, the op, the root, and the MPI's own call (PMPI_) for "native". Everything else
 // follows from the spec. The native call passes the counts on as int: run_native refuses larger.
 extern "C" {
 
-#define CK_DEFINE(name, Name, counted, params, args, send, recv, op_, root_, in_place)             \
-  int ck_##name(CK_UNPAREN params, const char* algorithm) {                                        \
-    const auto native = [&] { return PMPI_##Name(CK_UNPAREN args); };                              \
-    return run(                                                                                    \
-        {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
-        collkit::mpi::Mode::blocking, nullptr);                                                    \
+#define CK_DEFINE(name, Name, counted, params, args, send, recv, op_, root_, in_place)  \
+  int ck_##name(CK_UNPAREN params, const char* algorithm) {                             \
+    Call call{Collective::name, side send, side recv, op_, root_, comm, algorithm, {}}; \
+    const auto native = [&] {                                                           \
+      return native_call(                                                               \
+          call, [&](auto... a) { return PMPI_##Name(a...); },                           \
+          CK_NATIVE_C(counted, PMPI_##Name##_c(a...)), CK_UNPAREN args);                \
+    };                                                                                  \
+    call.native = NativeCall(native);                                                   \
+    return run(call, collkit::mpi::Mode::blocking, nullptr);                            \
   }
 CK_COLLECTIVES(CK_DEFINE, MPI_Count)
 #undef CK_DEFINE
 
 // The non-blocking ck_i* from the same lines: the run goes on after the return (nbc.hpp), and
 // "native" is the MPI's own non-blocking call, PMPI_I<Name>.
-#define CK_DEFINE_I(name, Name, counted, params, args, send, recv, op_, root_, in_place)           \
-  int ck_i##name(CK_UNPAREN params, MPI_Request* request, const char* algorithm) {                 \
-    const auto native = [&] { return PMPI_I##name(CK_UNPAREN args, request); };                    \
-    return run(                                                                                    \
-        {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
-        collkit::mpi::Mode::nonblocking, request);                                                 \
+#define CK_DEFINE_I(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
+  int ck_i##name(CK_UNPAREN params, MPI_Request* request, const char* algorithm) {       \
+    Call call{Collective::name, side send, side recv, op_, root_, comm, algorithm, {}};  \
+    const auto native = [&] {                                                            \
+      return native_call(                                                                \
+          call, [&](auto... a) { return PMPI_I##name(a..., request); },                  \
+          CK_NATIVE_C(counted, PMPI_I##name##_c(a..., request)), CK_UNPAREN args);       \
+    };                                                                                   \
+    call.native = NativeCall(native);                                                    \
+    return run(call, collkit::mpi::Mode::nonblocking, request);                          \
   }
 CK_COLLECTIVES(CK_DEFINE_I, MPI_Count)
 #undef CK_DEFINE_I
@@ -972,26 +1491,37 @@ CK_COLLECTIVES(CK_DEFINE_I, MPI_Count)
 // of collkit's whose every start is the MPI's own non-blocking call. The info argument is accepted
 // and not read.
 #if MPI_VERSION >= 4
-#define CK_NATIVE_INIT(name, Name, args) PMPI_##Name##_init(CK_UNPAREN args, info, request)
+#define CK_NATIVE_INIT(counted, name, Name, args)                               \
+  native_call(                                                                  \
+      call, [&](auto... a) { return PMPI_##Name##_init(a..., info, request); }, \
+      CK_NATIVE_C(counted, PMPI_##Name##_init_c(a..., info, request)), CK_UNPAREN args)
 #elif CK_MPIX_INIT
-#define CK_NATIVE_INIT(name, Name, args) PMPIX_##Name##_init(CK_UNPAREN args, info, request)
+#define CK_NATIVE_INIT(counted, name, Name, args)                                         \
+  native_call(                                                                            \
+      call, [&](auto... a) { return PMPIX_##Name##_init(a..., info, request); }, nullptr, \
+      CK_UNPAREN args)
 #else
-#define CK_NATIVE_INIT(name, Name, args)                                                       \
-  (static_cast<void>(info),                                                                    \
-   native_persistent([=](MPI_Request* inner) { return PMPI_I##name(CK_UNPAREN args, inner); }, \
-                     request))
+#define CK_NATIVE_INIT(counted, name, Name, args)                                                 \
+  (static_cast<void>(info), native_persistent(                                                    \
+                                [=](MPI_Request* inner) {                                         \
+                                  return native_call(                                             \
+                                      call, [&](auto... a) { return PMPI_I##name(a..., inner); }, \
+                                      nullptr, CK_UNPAREN args);                                  \
+                                },                                                                \
+                                request))
 #endif
-#define CK_DEFINE_INIT(name, Name, counted, params, args, send, recv, op_, root_, in_place)        \
-  int ck_##name##_init(CK_UNPAREN params, MPI_Info info, MPI_Request* request,                     \
-                       const char* algorithm) {                                                    \
-    const auto native = [&] { return CK_NATIVE_INIT(name, Name, args); };                          \
-    return run(                                                                                    \
-        {Collective::name, side send, side recv, op_, root_, comm, algorithm, NativeCall(native)}, \
-        collkit::mpi::Mode::persistent, request);                                                  \
+#define CK_DEFINE_INIT(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
+  int ck_##name##_init(CK_UNPAREN params, MPI_Info info, MPI_Request* request,              \
+                       const char* algorithm) {                                             \
+    Call call{Collective::name, side send, side recv, op_, root_, comm, algorithm, {}};     \
+    const auto native = [&] { return CK_NATIVE_INIT(counted, name, Name, args); };          \
+    call.native = NativeCall(native);                                                       \
+    return run(call, collkit::mpi::Mode::persistent, request);                              \
   }
 CK_COLLECTIVES(CK_DEFINE_INIT, MPI_Count)
 #undef CK_DEFINE_INIT
 #undef CK_NATIVE_INIT
+#undef CK_NATIVE_C
 
 int ck_declined(int rc) {
   const auto& c = collkit::mpi::error_codes();

@@ -48,6 +48,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "call_table.hpp"
@@ -201,6 +202,13 @@ struct Side {
   MPI_Count count = 0;
   MPI_Datatype type = MPI_DATATYPE_NULL;
   bool in_place = false;  // MPI_IN_PLACE was passed as this side's buffer
+  // An irregular call's side: its counts and displacements (int, or MPI_Count and MPI_Aint).
+  bool arrays = false, wide = false;
+  const void* counts = nullptr;
+  const void* displs = nullptr;
+  MPI_Count count_at(int b) const {
+    return wide ? static_cast<const MPI_Count*>(counts)[b] : static_cast<const int*>(counts)[b];
+  }
 };
 
 // The MPI's predefined reduction ops, all commutative: no MPI call to ask (MPI_Op_commutative
@@ -247,21 +255,40 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
       d.why = "datatype";
       return d;
     }
-    if (size != 0 && side.count > INT64_MAX / size) return d;
-    d.bytes = static_cast<int64_t>(side.count * size);
+    if (spec.counts != collkit::Counts::none) {
+      // An irregular call: the sum of the count vector where every rank has it (MPICH selects
+      // by that total), else nothing every rank sees alike (a gatherv's ranks know their own
+      // block, an alltoallv's their row and column): -1, which only a rule for every size covers.
+      // The arrays may change between calls: the decision is never remembered.
+      d.bytes = -1;
+      if (collkit::mpi::whole_vector(spec) && side.arrays && side.counts != nullptr) {
+        MPI_Count total = 0;
+        for (int b = 0; b < d.P; ++b) {
+          const MPI_Count n = side.count_at(b);
+          if (n < 0 || (size != 0 && n > (INT64_MAX / 2 - total) / size)) return d;
+          total += n * size;
+        }
+        d.bytes = static_cast<int64_t>(total);
+      }
+    } else {
+      if (size != 0 && side.count > INT64_MAX / size) return d;
+      d.bytes = static_cast<int64_t>(side.count * size);
+    }
     d.elem_size = static_cast<int64_t>(size);
     type = side.type;
   }
   const Entry* hit = nullptr;
   for (const Entry& e : s.rules[ci])
-    if (d.P >= e.rule.p_lo && d.P <= e.rule.p_hi && d.bytes >= e.rule.bytes_lo &&
-        d.bytes <= e.rule.bytes_hi) {
+    if (d.P >= e.rule.p_lo && d.P <= e.rule.p_hi &&
+        (d.bytes < 0 ? e.rule.bytes_lo == 0 && e.rule.bytes_hi >= collkit::tuning::kMaxRuleBytes
+                     : d.bytes >= e.rule.bytes_lo && d.bytes <= e.rule.bytes_hi)) {
       hit = &e;
       break;
     }
   // Everything read so far stays what it is while the communicator lives, if the type is one
   // of the MPI's own (a derived type may be freed and its handle given to another).
-  d.reusable = type == MPI_DATATYPE_NULL || collkit::mpi::named_type(type);
+  d.reusable = (type == MPI_DATATYPE_NULL || collkit::mpi::named_type(type)) &&
+               spec.counts == collkit::Counts::none;
   if (hit == nullptr) {
     d.why = "not in the table";
     return d;
@@ -294,7 +321,11 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
       shape.count = 0;
     }
   }
-  if (std::string why = hit->algo->refusal(shape, collkit::CallCheck::limits); !why.empty()) {
+  // An irregular call's limits need its vector: the C API checks them (and declines alike).
+  if (std::string why = spec.counts != collkit::Counts::none
+                            ? std::string()
+                            : hit->algo->refusal(shape, collkit::CallCheck::limits);
+      !why.empty()) {
     d.why = shape.commutative ? "declined" : "non-commutative op";
     d.refused = std::move(why);
     return d;
@@ -641,6 +672,70 @@ Side side(const void* buf, MPI_Count count, MPI_Datatype type) {
 Side side() {
   return {};
 }
+template <class C, class D>
+Side side(const void* buf, const C* counts, const D* displs, MPI_Datatype type) {
+  return {0, type, buf == MPI_IN_PLACE, true, !std::is_same_v<C, int>, counts, displs};
+}
+template <class C>
+Side side(const void* buf, const C* counts, std::nullptr_t, MPI_Datatype type) {
+  return {0, type, buf == MPI_IN_PLACE, true, !std::is_same_v<C, int>, counts, nullptr};
+}
+
+// An int array of an irregular call passed on to collkit's C API, which takes MPI 4's MPI_Count
+// counts and MPI_Aint displacements: converted to whichever it is passed as (P entries), where
+// the array is significant on this rank (NULL elsewhere: MPI lets those be anything).
+class WideArray {
+ public:
+  WideArray(const int* from, int n) : from_(from), n_(from == nullptr ? 0 : n) {}
+  template <class T>
+  operator const T*() const {  // NOLINT: converts as the parameter needs
+    if (from_ == nullptr) return nullptr;
+    if constexpr (std::is_same_v<T, MPI_Count>) {
+      counts_.assign(from_, from_ + n_);
+      return counts_.data();
+    } else {
+      static_assert(std::is_same_v<T, MPI_Aint>, "counts and displacements only");
+      displs_.assign(from_, from_ + n_);
+      return displs_.data();
+    }
+  }
+
+ private:
+  const int* from_;
+  int n_;
+  mutable std::vector<MPI_Count> counts_;
+  mutable std::vector<MPI_Aint> displs_;
+};
+
+// Calls `f` (collkit's C API) with a routed call's arguments, int arrays widened.
+template <class F, class... A>
+int widened(Collective c, MPI_Comm comm, int root, const Side& send, const Side& recv, const F& f,
+            A... a) {
+  if constexpr (!(std::is_same_v<A, const int*> || ...)) {
+    static_cast<void>(c), static_cast<void>(comm), static_cast<void>(root);
+    static_cast<void>(send), static_cast<void>(recv);
+    return f(a...);
+  } else {
+    int P = 0, rank = 0;
+    PMPI_Comm_size(comm, &P);
+    PMPI_Comm_rank(comm, &rank);
+    const CollectiveSpec& spec = collkit::spec_of(c);
+    const auto significant = [&](const Side& side, const collkit::BufferShape& shape) {
+      return side.arrays && !side.in_place && collkit::buffer_elems(shape, P, 1, root, rank) > 0;
+    };
+    const bool s = significant(send, spec.in), r = significant(recv, spec.out);
+    const auto wide = [&](auto x) {
+      if constexpr (std::is_same_v<decltype(x), const int*>) {
+        const bool ok = (s && (x == send.counts || x == send.displs)) ||
+                        (r && (x == recv.counts || x == recv.displs));
+        return WideArray(ok ? x : nullptr, P);
+      } else {
+        return x;
+      }
+    };
+    return f(wide(a)...);
+  }
+}
 
 // Each routed call once, from its line of the table (call_table.hpp), for both count types:
 // MPI_X (int) and MPI 4's MPI_X_c (MPI_Count) differ only in the type of their counts and in the
@@ -651,7 +746,11 @@ Side side() {
   int name(CK_UNPAREN params) {                                                        \
     return route(                                                                      \
         Collective::name, comm, side send, side recv, op_, root_,                      \
-        [&](const char* algorithm) { return ck_##name(CK_UNPAREN args, algorithm); },  \
+        [&](const char* algorithm) {                                                   \
+          return widened(                                                              \
+              Collective::name, comm, root_, side send, side recv,                     \
+              [&](auto... a) { return ck_##name(a..., algorithm); }, CK_UNPAREN args); \
+        },                                                                             \
         [&] { return Native(CK_UNPAREN args); });                                      \
   }
 CK_COLLECTIVES(CK_ROUTED, Count)
@@ -660,13 +759,17 @@ CK_COLLECTIVES(CK_ROUTED, Count)
 // The non-blocking forms, MPI_I<coll> (and MPI 4's MPI_I<coll>_c), from the same lines, routed by
 // the same table and decline rules: collkit's ck_i<coll> (its request is a generalized request,
 // progressed as nbc.hpp says), or the MPI's own PMPI_I<coll>.
-#define CK_ROUTED_I(name, Name, counted, params, args, send, recv, op_, root_, in_place)        \
-  template <class Count, auto Native>                                                           \
-  int i##name(CK_UNPAREN params, MPI_Request* request) {                                        \
-    return route(                                                                               \
-        Collective::name, comm, side send, side recv, op_, root_,                               \
-        [&](const char* algorithm) { return ck_i##name(CK_UNPAREN args, request, algorithm); }, \
-        [&] { return Native(CK_UNPAREN args, request); });                                      \
+#define CK_ROUTED_I(name, Name, counted, params, args, send, recv, op_, root_, in_place)         \
+  template <class Count, auto Native>                                                            \
+  int i##name(CK_UNPAREN params, MPI_Request* request) {                                         \
+    return route(                                                                                \
+        Collective::name, comm, side send, side recv, op_, root_,                                \
+        [&](const char* algorithm) {                                                             \
+          return widened(                                                                        \
+              Collective::name, comm, root_, side send, side recv,                               \
+              [&](auto... a) { return ck_i##name(a..., request, algorithm); }, CK_UNPAREN args); \
+        },                                                                                       \
+        [&] { return Native(CK_UNPAREN args, request); });                                       \
   }
 CK_COLLECTIVES(CK_ROUTED_I, Count)
 #undef CK_ROUTED_I
@@ -682,7 +785,10 @@ CK_COLLECTIVES(CK_ROUTED_I, Count)
     return route(                                                                           \
         Collective::name, comm, side send, side recv, op_, root_,                           \
         [&](const char* algorithm) {                                                        \
-          return ck_##name##_init(CK_UNPAREN args, info, request, algorithm);               \
+          return widened(                                                                   \
+              Collective::name, comm, root_, side send, side recv,                          \
+              [&](auto... a) { return ck_##name##_init(a..., info, request, algorithm); },  \
+              CK_UNPAREN args);                                                             \
         },                                                                                  \
         [&] { return Native(CK_UNPAREN args, info, request); });                            \
   }

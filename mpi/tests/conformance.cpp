@@ -569,6 +569,154 @@ void check_copy(Collective coll, const CommCase& cc, const std::string& algo, in
   settle(cc.comm, label, why);
 }
 
+// The irregular copies (allgatherv, alltoallv, gatherv, scatterv): a count vector alike on every
+// rank, drawn from `shared` (zeros included: all, some, all but one), in units of 6 ints per
+// block; each rank describes its own blocks with its own datatypes and lays them out at its own
+// displacements, in a shuffled order with gaps (element slots no block uses). The gaps must stay
+// as they were: the whole memory of each buffer is compared with the MPI's own call's.
+std::vector<int64_t> draw_units(size_t n, int64_t most, std::mt19937_64& shared) {
+  std::vector<int64_t> u(n, 0);
+  const int kind = static_cast<int>(shared() % 4);
+  const size_t one = static_cast<size_t>(shared() % n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x =
+        most > 0 ? static_cast<int64_t>(shared() % static_cast<uint64_t>(most + 1)) : 0;
+    u[i] = kind == 0   ? 0
+           : kind == 1 ? (shared() % 2 ? x : 0)
+           : kind == 2 ? (i == one ? most : 0)
+                       : x;
+  }
+  return u;
+}
+
+// Displacements (in elements) for blocks of these element counts: shuffled, with gaps.
+std::vector<MPI_Aint> scattered_displs(const std::vector<MPI_Count>& n, std::mt19937_64& rng,
+                                       MPI_Count& total) {
+  std::vector<size_t> order(n.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<MPI_Aint> d(n.size(), 0);
+  MPI_Aint at = 0;
+  for (size_t b : order) {
+    at += static_cast<MPI_Aint>(rng() % 3);
+    d[b] = at;
+    at += static_cast<MPI_Aint>(n[b]);
+  }
+  total = at + static_cast<MPI_Aint>(rng() % 2);
+  return d;
+}
+
+void check_copy_v(Collective coll, const CommCase& cc, const std::string& algo, int64_t most,
+                  int root, bool in_place, size_t case_no, std::mt19937_64& rng,
+                  const std::vector<Description>& all_descs) {
+  const CollectiveSpec& spec = spec_of(coll);
+  int rank, P;
+  MPI_Comm_rank(cc.comm, &rank);
+  MPI_Comm_size(cc.comm, &P);
+  // Descriptions whose elements can lie at any displacement (no absolute addresses, no 2 MiB
+  // extents).
+  std::vector<const Description*> descs;
+  for (const Description& d : all_descs)
+    if (!d.bottom && !d.huge) descs.push_back(&d);
+  const Description& ds = *descs[(static_cast<size_t>(rank) + case_no) % descs.size()];
+  const Description& dr = *descs[(static_cast<size_t>(rank) * 7 + case_no + 1) % descs.size()];
+  std::mt19937_64 shared(g_seed * 7919 + case_no);  // the same draws on every rank
+  const bool pairs = spec.counts == Counts::per_pair;
+  const size_t Pz = static_cast<size_t>(P);
+  std::vector<int64_t> u = draw_units(pairs ? Pz * Pz : Pz, most, shared);
+  const InPlace ip = mpi_in_place(coll);
+  const bool here_in_place = in_place && applies_to(ip.ranks, root, rank);
+  if (pairs && in_place)  // MPI: an in-place alltoallv sends what it receives
+    for (size_t r = 0; r < Pz; ++r)
+      for (size_t q = 0; q < r; ++q) u[r * Pz + q] = u[q * Pz + r];
+  // Units of block b of this rank's `in` and `out`.
+  const auto in_units = [&](size_t b) {
+    return pairs ? u[static_cast<size_t>(rank) * Pz + b] : u[b];
+  };
+  const auto out_units = [&](size_t b) {
+    return pairs ? u[b * Pz + static_cast<size_t>(rank)] : u[b];
+  };
+  const int64_t in_blocks = buffer_elems(spec.in, P, 1, root, rank);
+  const int64_t out_blocks = buffer_elems(spec.out, P, 1, root, rank);
+  CallArgs a;
+  a.root = root;
+  a.comm = cc.comm;
+  // One side: a P-block buffer at shuffled displacements, or this rank's one block.
+  struct SideBufs {
+    Buffer mine, ref;
+    std::vector<MPI_Count> counts;
+    std::vector<MPI_Aint> displs;
+    MPI_Count count = 0;
+  };
+  const auto make_side = [&](const Description& d, int64_t blocks, const auto& units_of,
+                             SideBufs& s) {
+    MPI_Count elems = 0;
+    if (blocks == P) {
+      for (size_t b = 0; b < Pz; ++b) s.counts.push_back(units_of(b) * kUnitInts / d.ints_per_elem);
+      s.displs = scattered_displs(s.counts, rng, elems);
+    } else if (blocks == 1) {
+      s.count = units_of(static_cast<size_t>(rank)) * kUnitInts / d.ints_per_elem;
+      elems = s.count;
+    }
+    const std::vector<int> data =
+        random_ints(static_cast<size_t>(elems) * static_cast<size_t>(d.ints_per_elem), rng);
+    make_buffer(d, elems, data, s.mine);
+    make_buffer(d, elems, data, s.ref);
+  };
+  SideBufs sb, rb;
+  make_side(ds, in_blocks, in_units, sb);
+  make_side(dr, out_blocks, out_units, rb);
+  if (in_blocks > 0) {
+    a.sendbuf = sb.mine.base;
+    a.sendtype = sb.mine.type;
+    a.sendcount = sb.count;
+    a.sendcounts = sb.counts;
+    a.sdispls = sb.displs;
+  }
+  if (out_blocks > 0) {
+    a.recvbuf = rb.mine.base;
+    a.recvtype = rb.mine.type;
+    a.recvcount = rb.count;
+    a.recvcounts = rb.counts;
+    a.rdispls = rb.displs;
+  }
+  if (here_in_place && ip.as_recvbuf) {
+    a.recvbuf = MPI_IN_PLACE;
+    a.recvcount = 0;
+    a.recvtype = MPI_DATATYPE_NULL;
+  } else if (here_in_place) {
+    a.sendbuf = MPI_IN_PLACE;
+    a.sendcount = 0;
+    a.sendtype = MPI_DATATYPE_NULL;
+    a.sendcounts.clear();
+    a.sdispls.clear();
+  }
+  std::string vec;
+  for (size_t i = 0; i < u.size() && i < 16; ++i) vec += (i ? "," : "") + std::to_string(u[i]);
+  const std::string label = std::string(cc.name) + " P=" + std::to_string(P) + " " + algo +
+                            (spec.rooted ? " root=" + std::to_string(root) : "") + " units=[" +
+                            vec + (u.size() > 16 ? ",..." : "") +
+                            "] case=" + std::to_string(case_no) + (in_place ? " IN_PLACE" : "");
+  std::string why;
+  const std::vector<unsigned char> sent = sb.mine.mem;
+  int rc = collkit_call(coll, a, algo);
+  if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
+  if (why.empty() && a.sendbuf != MPI_IN_PLACE && sb.mine.mem != sent)
+    why = "the send buffer was written";
+  if (a.sendbuf != MPI_IN_PLACE && in_blocks > 0) a.sendbuf = sb.ref.base;
+  if (a.recvbuf != MPI_IN_PLACE && out_blocks > 0) a.recvbuf = rb.ref.base;
+  if (reference_call(coll, a) != MPI_SUCCESS) {
+    settle(cc.comm, label, std::string("the MPI's own ") + std::string(spec.mpi) + " refused it",
+           true);
+    return;
+  }
+  if (why.empty() && out_blocks > 0) why = first_difference(rb.mine, rb.ref);
+  if (why.empty() && in_blocks > 0) why = first_difference(sb.mine, sb.ref);
+  if (!why.empty())
+    why += std::string(" [this rank sends ") + ds.name + ", receives " + dr.name + "]";
+  settle(cc.comm, label, why);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reductions: the datatype and op are the same on every rank (the standard says so).
 
@@ -830,9 +978,11 @@ std::vector<unsigned char> packed_of(const void* base, MPI_Datatype t, MPI_Count
   return out;
 }
 
+// MPI_Reduce_scatter: `count` is the most elements of a block, the vector drawn alike on every
+// rank (zeros included), block b of the input counts[b] elements.
 void check_reduction(Collective coll, const CommCase& cc, const std::string& algo,
                      const RedType& rt, const std::pair<const char*, MPI_Op>& op, MPI_Count count,
-                     int root, bool in_place, std::mt19937_64& rng) {
+                     int root, bool in_place, std::mt19937_64& rng, size_t case_no = 0) {
   const CollectiveSpec& spec = spec_of(coll);
   int rank, P;
   MPI_Comm_rank(cc.comm, &rank);
@@ -840,14 +990,29 @@ void check_reduction(Collective coll, const CommCase& cc, const std::string& alg
   MPI_Datatype t = rt.make();
   const int64_t in_blocks = buffer_elems(spec.in, P, 1, root, rank);
   const int64_t out_blocks = buffer_elems(spec.out, P, 1, root, rank);
-  const MPI_Count in_elems = count * in_blocks, out_elems = count * out_blocks;
+  MPI_Count in_elems = count * in_blocks, out_elems = count * out_blocks;
+  std::vector<MPI_Count> vcounts;  // the count vector; empty: the regular form
+  MPI_Count before = 0;            // elements of the blocks before this rank's
+  if (spec.counts == Counts::per_rank) {
+    std::mt19937_64 shared(g_seed * 7919 + case_no);
+    for (int64_t u : draw_units(static_cast<size_t>(P), count, shared)) vcounts.push_back(u);
+    in_elems = 0;
+    for (int b = 0; b < P; ++b) {
+      if (b < rank) before += vcounts[static_cast<size_t>(b)];
+      in_elems += vcounts[static_cast<size_t>(b)];
+    }
+    out_elems = vcounts[static_cast<size_t>(rank)];
+  }
   const size_t eb = rt.bytes_per_elem;
   const size_t in_bytes = static_cast<size_t>(in_elems) * eb;
   const size_t out_bytes = static_cast<size_t>(out_elems) * eb;
   std::vector<unsigned char> in(in_bytes), junk(out_bytes);
   for (size_t i = 0; i < in_bytes; i += eb) rt.fill(in.data() + i, rng, op.second);
   for (size_t i = 0; i < out_bytes; i += eb) rt.fill(junk.data() + i, rng, op.second);
-  const bool out_here = applies_to(spec.post.ranks, root, rank);  // whose output is specified
+  // Whose output is specified (not exscan's rank 0).
+  const bool out_here =
+      applies_to(spec.post.ranks, root, rank) &&
+      expected_out(spec, P, count, root, rank, 0).kind != Expected::Kind::unspecified;
   const bool here_in_place = in_place && applies_to(mpi_in_place(coll).ranks, root, rank);
   // In place, the input lies in recvbuf (all of it: reduce_scatter_block's P blocks).
   RedBuffer send, mine, ref;
@@ -862,8 +1027,13 @@ void check_reduction(Collective coll, const CommCase& cc, const std::string& alg
   a.op = op.second;
   a.root = root;
   a.comm = cc.comm;
+  a.recvcounts = vcounts;
+  std::string vec;
+  for (size_t i = 0; i < vcounts.size() && i < 16; ++i)
+    vec += (i ? "," : "") + std::to_string(vcounts[i]);
   const std::string label = std::string(cc.name) + " P=" + std::to_string(P) + " " + algo + " " +
                             rt.name + " " + op.first + " count=" + std::to_string(count) +
+                            (vcounts.empty() ? "" : " counts=[" + vec + "]") +
                             (spec.rooted ? " root=" + std::to_string(root) : "") +
                             (in_place ? " IN_PLACE" : "");
   std::string why;
@@ -896,14 +1066,17 @@ void check_reduction(Collective coll, const CommCase& cc, const std::string& alg
       std::vector<unsigned char> product(out_bytes);
       for (MPI_Count i = 0; i < out_elems; ++i) {
         const Expected e = expected_out(spec, P, count, root, rank, i);
+        // The input element: the regular formula, or after the blocks before this rank's.
+        const int64_t index = vcounts.empty() ? e.index : before + i;
         unsigned char* x = product.data() + static_cast<size_t>(i) * eb;
-        auto of = [&](int q) {
+        auto of = [&](int64_t q) {
           return everyone.data() + in_bytes * static_cast<size_t>(q) +
-                 static_cast<size_t>(e.index) * eb;
+                 static_cast<size_t>(index) * eb;
         };
-        std::memcpy(x, of(P - 1), eb);
+        // Ranks first..last (all of them, or a prefix for scan and exscan), in rank order.
+        std::memcpy(x, of(e.last), eb);
         int one = 1;
-        for (int q = P - 2; q >= 0; --q) matmul_op(of(q), x, &one, &t);
+        for (int64_t q = e.last - 1; q >= e.first; --q) matmul_op(of(q), x, &one, &t);
       }
       int pos = 0;
       MPI_Unpack(product.data(), static_cast<int>(out_bytes), &pos, ref.base,
@@ -932,7 +1105,8 @@ void check_reduction(Collective coll, const CommCase& cc, const std::string& alg
           why = "memory outside the buffer was written";
     }
   }
-  if (spec.post.ranks == Ranks::every_rank && spec.post.index == SourceIndex::same) {
+  if (spec.post.ranks == Ranks::every_rank && spec.post.index == SourceIndex::same &&
+      !spec.prefix()) {
     // Every rank holds the same result: bitwise identical to rank 0's.
     std::vector<unsigned char> first = packed_of(mine.base, t, out_elems, out_bytes);
     std::vector<unsigned char> r0 = first;
@@ -1010,10 +1184,13 @@ void check_reduction_bottom(Collective coll, const CommCase& cc, const std::stri
     std::printf(
         "NOTE world rank %d: the MPI's own %s in place on MPI_BOTTOM differs from the same "
         "call on a plain buffer\n",
-        g_world_rank, all ? "MPI_Allreduce" : "MPI_Reduce");
+        g_world_rank, std::string(spec_of(coll).mpi).c_str());
   }
   std::copy(plain.begin(), plain.begin() + count, ref.begin());
-  if (why.empty() && (all || rank == root) && mine != ref)
+  // exscan's rank 0 ends with nothing the standard specifies.
+  const bool specified =
+      expected_out(spec_of(coll), P, count, root, rank, 0).kind != Expected::Kind::unspecified;
+  if (why.empty() && (all || rank == root) && specified && mine != ref)
     for (size_t i = 0; i < n && why.empty(); ++i)
       if (mine[i] != ref[i])
         why = "element " + std::to_string(i) + ": " + std::to_string(mine[i]) + " vs the MPI's " +
@@ -1443,7 +1620,13 @@ int main(int argc, char** argv) {
         // counts and communicators take a few of each. --level full runs everything.
         const bool rich = g_full || (count == 13 && ci == 0);
         if (!g_full && ci != 0 && big) continue;
-        const size_t ndesc = rich ? descs.size() : (big ? 2 : 3);
+        // The irregular ones draw a vector per case (zeros, one block, random): at the quick
+        // level up to 13 units a block, their large counts in the full sweep.
+        if (!g_full && spec.counts != Counts::none && big) continue;
+        // The irregular copies mix descriptions within each case already (every rank its own):
+        // four per case at the quick level.
+        const size_t ndesc =
+            rich ? (!g_full && spec.counts != Counts::none ? 4 : descs.size()) : (big ? 2 : 3);
         std::vector<int> some_roots = rich ? roots : std::vector<int>{0};
         if (!rich && cp > 1) some_roots.push_back(cp - 1);
         if (!spec.rooted) some_roots = {0};
@@ -1452,7 +1635,10 @@ int main(int argc, char** argv) {
             for (size_t k = 0; k < ndesc; ++k)
               for (bool in_place : {false, true}) {
                 if (in_place && !may_in_place) continue;
-                check_copy(coll, cc, algo, count, root, in_place, case_no++, rng, descs);
+                if (spec.counts != Counts::none)
+                  check_copy_v(coll, cc, algo, count, root, in_place, case_no++, rng, descs);
+                else
+                  check_copy(coll, cc, algo, count, root, in_place, case_no++, rng, descs);
               }
           continue;
         }
@@ -1468,7 +1654,7 @@ int main(int argc, char** argv) {
                 if (big && rt.bytes_per_elem != 8 && std::strcmp(rt.name, "int") != 0) continue;
                 if (in_place && ci != 0 && std::strcmp(rt.name, "double") != 0) continue;
                 if (in_place && !g_full && oi > 0) continue;
-                check_reduction(coll, cc, algo, rt, op, count, root, in_place, rng);
+                check_reduction(coll, cc, algo, rt, op, count, root, in_place, rng, case_no++);
               }
           }
         // MPI_BOTTOM in place, where `in` and `out` are one block (allreduce, reduce).

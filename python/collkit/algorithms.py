@@ -14,7 +14,7 @@ from typing import Any, Literal
 from collkit import _core, units
 from collkit.errors import AlgorithmNameError, InvalidArgumentError
 from collkit.placement import Placement, core_args
-from collkit.schedule import RankProgram, Schedule
+from collkit.schedule import RankProgram, Schedule, count_vector
 
 __all__ = [
     "Algorithm",
@@ -44,6 +44,28 @@ def _int(value: object, what: str, lo: int, hi: int = _INT64_MAX) -> int:
     if not lo <= value <= hi:
         raise InvalidArgumentError(f"{what} = {value} must be in [{lo}, {hi}]")
     return value
+
+
+# An irregular call's vectors as the core takes them: (counts, in_displs, out_displs).
+Vectors = tuple[list[int], list[int], list[int]]
+
+
+def _vectors(counts: object, in_displs: object, out_displs: object) -> Vectors:
+    return (
+        count_vector(counts, "counts"),
+        count_vector(in_displs, "in_displs"),
+        count_vector(out_displs, "out_displs"),
+    )
+
+
+def _count_of(count: int | None, vectors: Vectors) -> int:
+    """The header's count: given, or with a count vector its largest entry (the core checks
+    that a given one is)."""
+    if count is not None:
+        return count
+    if not vectors[0] and not (vectors[1] or vectors[2]):
+        raise InvalidArgumentError("give count (elements per rank, per block), or counts")
+    return max(vectors[0], default=0)
 
 
 class Algorithm:
@@ -138,9 +160,14 @@ class Algorithm:
         root: int = 0,
         *,
         placement: Placement | None = None,
+        counts: object = None,
+        in_displs: object = None,
+        out_displs: object = None,
     ) -> None:
-        """Raise if this algorithm cannot serve (P, count, elem_size, root, placement)."""
-        self._algo.check(*self._args(P, count, elem_size, root), *core_args(placement))
+        """Raise if this algorithm cannot serve (P, count, elem_size, root, placement) with
+        these count vector and displacements (irregular collectives; see generate)."""
+        v = _vectors(counts, in_displs, out_displs)
+        self._algo.check(*self._args(P, count, elem_size, root), *core_args(placement), *v)
 
     def refusal(
         self,
@@ -152,6 +179,9 @@ class Algorithm:
         commutative: bool = True,
         placement: Placement | None = None,
         full: bool = True,
+        counts: object = None,
+        in_displs: object = None,
+        out_displs: object = None,
     ) -> str:
         """Why this algorithm cannot run the call ("" when it can): the registry's one answer,
         as the C API, the interposition library and the tuning-table reader ask it. `full=False`
@@ -165,39 +195,56 @@ class Algorithm:
                 commutative,
                 *core_args(placement),
                 full,
+                *_vectors(counts, in_displs, out_displs),
             )
         )
 
     def generate(
         self,
         P: int,
-        count: int,
+        count: int | None = None,
         elem_size: int = 8,
         root: int = 0,
         *,
         placement: Placement | None = None,
+        counts: object = None,
+        in_displs: object = None,
+        out_displs: object = None,
     ) -> Schedule:
         """Every rank's program for P ranks and `count` elements per rank (per block). The
-        placement goes into the schedule's header; node-aware algorithms need it."""
+        placement goes into the schedule's header; node-aware algorithms need it.
+
+        The irregular collectives take `counts`: P entries (block b holds counts[b] elements;
+        alltoallv: P^2, [r * P + q] from rank r to rank q), `count` then their largest entry
+        (None: taken so); and where MPI has them, displacements in elements (`in_displs`,
+        `out_displs`: P entries alike on every rank, or P^2 per rank; none: packed). Without
+        counts a v collective is its regular form, every block `count` elements."""
+        v = _vectors(counts, in_displs, out_displs)
         return Schedule(
-            self._algo.generate(*self._args(P, count, elem_size, root), *core_args(placement))
+            self._algo.generate(
+                *self._args(P, _count_of(count, v), elem_size, root), *core_args(placement), *v
+            )
         )
 
     def generate_rank(
         self,
         P: int,
         rank: int,
-        count: int,
+        count: int | None = None,
         elem_size: int = 8,
         root: int = 0,
         *,
         placement: Placement | None = None,
+        counts: object = None,
+        in_displs: object = None,
+        out_displs: object = None,
     ) -> RankProgram:
-        """One rank's program alone, in time proportional to its ops."""
-        P, count, elem_size, root = self._args(P, count, elem_size, root)
+        """One rank's program alone, in time proportional to its ops (vectors: see generate)."""
+        v = _vectors(counts, in_displs, out_displs)
+        P, n, elem_size, root = self._args(P, _count_of(count, v), elem_size, root)
         return RankProgram(
             self._algo.generate_rank(
-                P, _int(rank, "rank", 0, P - 1), count, elem_size, root, *core_args(placement)
+                P, _int(rank, "rank", 0, P - 1), n, elem_size, root, *core_args(placement), *v
             )
         )
 
@@ -294,27 +341,57 @@ def format_size(nbytes: int) -> str:
 def generate(
     algorithm: str | Algorithm,
     P: int,
-    count: int,
+    count: int | None = None,
     elem_size: int = 8,
     root: int = 0,
     *,
     placement: Placement | None = None,
+    counts: object = None,
+    in_displs: object = None,
+    out_displs: object = None,
 ) -> Schedule:
-    """The whole schedule of `algorithm` for P ranks and `count` elements per rank."""
+    """The whole schedule of `algorithm` for P ranks and `count` elements per rank; the
+    irregular collectives take a count vector and displacements (Algorithm.generate).
+
+    >>> generate("allgather:ring", 3, 2).counts  # the regular form: no count vector
+    []
+    """
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
-    return algo.generate(P, count, elem_size, root, placement=placement)
+    return algo.generate(
+        P,
+        count,
+        elem_size,
+        root,
+        placement=placement,
+        counts=counts,
+        in_displs=in_displs,
+        out_displs=out_displs,
+    )
 
 
 def generate_rank(
     algorithm: str | Algorithm,
     P: int,
     rank: int,
-    count: int,
+    count: int | None = None,
     elem_size: int = 8,
     root: int = 0,
     *,
     placement: Placement | None = None,
+    counts: object = None,
+    in_displs: object = None,
+    out_displs: object = None,
 ) -> RankProgram:
     """One rank's program alone, in time proportional to its ops (P may be 10^6 or more)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
-    return algo.generate_rank(P, rank, count, elem_size, root, placement=placement)
+    return algo.generate_rank(
+        P,
+        rank,
+        count,
+        elem_size,
+        root,
+        placement=placement,
+        counts=counts,
+        in_displs=in_displs,
+        out_displs=out_displs,
+    )

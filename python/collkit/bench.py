@@ -17,7 +17,7 @@ import socket
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +36,7 @@ from collkit.mpi import (
     launch_env,
 )
 from collkit.progress import CampaignProgress, Ticker
-from collkit.results import STAT_FIELDS, ResultStore, Row
+from collkit.results import PATTERNS, STAT_FIELDS, ResultStore, Row
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -67,6 +67,7 @@ class Campaign:
     warmup: int = 20
     block: int = 1
     sync: str = "barrier"
+    pattern: str = "back_to_back"  # how the calls are made (results.PATTERNS, check_pattern)
     max_ms: int = 2000  # time budget per row
     validate: bool = True
     raw: bool = False
@@ -101,6 +102,7 @@ class Campaign:
             )
         if self.sync not in ("barrier", "window"):
             raise InvalidArgumentError("sync must be 'barrier' or 'window'")
+        check_pattern(self.pattern, self.collective, self.sync)
         if self.iterations < 1 or self.warmup < 0 or self.block < 1:
             raise InvalidArgumentError("iterations and block must be >= 1, warmup >= 0")
         if not 1 <= self.rounds <= 100:
@@ -130,6 +132,23 @@ class Campaign:
 
 
 ProgressFn = Callable[[str, Row | None], None]
+
+
+def check_pattern(pattern: str, collective: str, sync: str = "barrier") -> None:
+    """An InvalidArgumentError where collkit_bench would refuse the pattern: an unknown name,
+    rotate_root of a collective without a root, barrier or evict (a barrier before each call)
+    with --sync window."""
+    if pattern not in PATTERNS:
+        raise InvalidArgumentError(f"pattern {pattern[:40]!r} must be one of {', '.join(PATTERNS)}")
+    if pattern == "rotate_root" and collective not in ROOTED:
+        raise InvalidArgumentError(
+            f"pattern rotate_root moves the root: {collective} has none "
+            f"(rooted: {', '.join(ROOTED)})"
+        )
+    if pattern in ("barrier", "evict") and sync == "window":
+        raise InvalidArgumentError(
+            f"pattern {pattern} puts a barrier before every call: not with --sync window"
+        )
 
 
 def _jobs(c: Campaign) -> list[tuple[list[str], bool]]:
@@ -195,11 +214,14 @@ def run_campaign(
                     settings=settings,
                     sync=c.sync,
                     block=c.block,
+                    pattern=c.pattern,
                     interleaved=interleaved,
                     attempt=c.attempt,
                 )
 
-            missing = [s for s in c.sizes if any(template(s, a) not in store for a in algos)]
+            missing = [
+                s for s in c.sizes if any(not measured(store, template(s, a)) for a in algos)
+            ]
             if ticker:
                 ticker.advance(len(algos) * (len(c.sizes) - len(missing)), measured=False)
             name = algos[0] if len(algos) == 1 else f"{len(algos)} algorithms interleaved"
@@ -227,6 +249,8 @@ def run_campaign(
                 str(c.block),
                 "--sync",
                 c.sync,
+                "--pattern",
+                c.pattern,
                 "--max-ms",
                 str(c.max_ms),
                 "--root",
@@ -254,6 +278,14 @@ def run_campaign(
                     progress(f"P={P} {row.algorithm} {row.bytes} B", row)
     store.write_csv()
     return added
+
+
+def measured(store: ResultStore, row: Row) -> bool:
+    """Whether `store` has the measurement `row` stands for, whatever transport the driver
+    reported for it: a row made before the run cannot know it (collkit's shared memory on a
+    node says "shm"), and a resumed campaign must find what it measured."""
+    transports = {r.transport for r in store} | {row.transport}
+    return any(replace(row, transport=t) in store for t in transports)
 
 
 def _stream_rows(
@@ -396,7 +428,8 @@ class BenchOptions:
     the same name, the defaults are its defaults. `algorithms`: collkit names (rd or
     allreduce:rd), native, the MPI's own (mpich:ring), or all-mpi for all of this MPI's;
     `placements`: the rank placements to sweep ("" the MPI's own); `out`: the results file,
-    COLLECTIVE in it replaced by the collective."""
+    COLLECTIVE in it replaced by the collective; `pattern`: how the calls are made
+    (results.PATTERNS, docs/tuning.md, "Patterns")."""
 
     collective: str
     algorithms: list[str] = field(default_factory=lambda: ["native"])
@@ -407,6 +440,7 @@ class BenchOptions:
     warmup: int = 20
     block: int = 1
     sync: str = "barrier"
+    pattern: str = "back_to_back"
     max_ms: int = 2000
     rounds: int = 3
     interleave: bool = True
@@ -464,6 +498,7 @@ def check_bench(opts: BenchOptions, *, mpi: MPI | None = None) -> BenchPlan:
         raise InvalidArgumentError(
             f"unknown collective '{opts.collective}' (one of {', '.join(COLLECTIVES)})"
         )
+    check_pattern(opts.pattern, opts.collective, opts.sync)
     if mpi is None:
         mpi = find_mpi(opts.mpiexec, opts.mpi_prefix)
     algos: list[str] = []
@@ -490,6 +525,7 @@ def check_bench(opts: BenchOptions, *, mpi: MPI | None = None) -> BenchPlan:
         warmup=opts.warmup,
         block=opts.block,
         sync=opts.sync,
+        pattern=opts.pattern,
         max_ms=opts.max_ms,
         validate=opts.validate,
         raw=opts.raw,
@@ -557,6 +593,7 @@ def run_bench(
             and r.bytes in sizes
             and r.datatype == campaign.datatype
             and r.mpi == mpi.version
+            and r.pattern == campaign.pattern
         ),
         key=lambda r: (r.P, r.bytes, r.algorithm),
     )
@@ -593,6 +630,7 @@ __all__ = [
     "CollkitError",
     "bench",
     "check_bench",
+    "check_pattern",
     "machine_name",
     "plot",
     "run_bench",

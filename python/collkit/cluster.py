@@ -24,7 +24,9 @@ to reach).
 
 A host file whose first line is ``# collkit emulated cluster NAME`` makes ``collkit bench``,
 ``tune`` and ``run`` launch on that cluster (``launch_command`` below); rows record the nodes
-and ranks per node in their ``allocation``.
+and ranks per node in their ``allocation``. With ``slurm=True`` a real Slurm runs on the nodes
+(collkit.slurm: munge, slurmctld on the head, a slurmd per node), its files in ``slurm/`` of the
+state folder; ``down`` ends its daemons with the rest.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from collkit.errors import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:  # collkit.mpi.launch imports this module
     from collkit.mpi import MPI
+    from collkit.slurm import Slurm
 
 PREFIX = "collkit-"
 STATE_ROOT = Path("/run/collkit")
@@ -147,6 +150,7 @@ class Cluster:
     nodes: int
     rate: str = ""  # tc rate per node link and direction ("" = unlimited)
     owner_pid: int = 0  # a process whose end makes the cluster a leftover (0: none, until down)
+    slurm: bool = False  # Slurm's daemons on it (collkit.slurm)
 
     # -- names ----------------------------------------------------------------------------------
     @property
@@ -180,15 +184,22 @@ class Cluster:
 
     # -- up and down ----------------------------------------------------------------------------
     @classmethod
-    def up(cls, name: str, nodes: int, rate: str = "", owner_pid: int = 0) -> Cluster:
-        """Makes the cluster; on any failure removes what it made and raises."""
+    def up(
+        cls, name: str, nodes: int, rate: str = "", owner_pid: int = 0, slurm: bool = False
+    ) -> Cluster:
+        """Makes the cluster (with Slurm on it: slurm=True); on any failure removes what it
+        made and raises."""
         check_name(name)
         if not 1 <= nodes <= MAX_NODES:
             raise InvalidArgumentError(f"--nodes {nodes} must be in 1..{MAX_NODES}")
         if rate:
             rate_bytes_per_s(rate)
         require_root()
-        c = cls(name=name, nodes=nodes, rate=rate, owner_pid=owner_pid)
+        if slurm:
+            from collkit.slurm import require_slurm
+
+            require_slurm()
+        c = cls(name=name, nodes=nodes, rate=rate, owner_pid=owner_pid, slurm=slurm)
         taken = [n for n in namespaces() if n.startswith(f"{PREFIX}{name}-")]
         if taken or c.state_dir.exists():
             raise InvalidArgumentError(
@@ -196,6 +207,8 @@ class Cluster:
             )
         try:
             c._make()
+            if slurm:
+                c.slurm_of().start()
         except BaseException:
             c.down()
             raise
@@ -245,6 +258,12 @@ class Cluster:
             "adds the launcher settings\n" + "".join(f"{h}\n" for h in self.hostnames)
         )
 
+    def slurm_of(self) -> Slurm:
+        """Its Slurm (collkit.slurm): files, daemons, clients."""
+        from collkit.slurm import Slurm
+
+        return Slurm(self)
+
     def _write_agent(self) -> None:
         """The "ssh" the launchers call: `agent [options] HOST COMMAND...` runs COMMAND (one shell
         line, as ssh does) in HOST's network namespace under a UTS namespace named HOST."""
@@ -269,7 +288,10 @@ class Cluster:
         removed. Safe to call on a cluster made in part."""
         removed: list[str] = []
         mine = [n for n in namespaces() if n.startswith(f"{PREFIX}{self.name}-")]
-        _end_processes(mine)
+        # Slurm's daemons run in the namespaces; their pid files name them too (a daemon that
+        # left its namespace's process list by forking first still has its pid there).
+        daemons = self.slurm_of().pids() if (self.state_dir / "slurm").is_dir() else []
+        _end_processes(mine, daemons)
         for ns in mine:
             if _ip("netns", "del", ns, check=False).returncode == 0:
                 removed.append(f"netns {ns}")
@@ -298,6 +320,7 @@ class Cluster:
         try:
             d = json.loads(path.read_text())
             c = cls(**{k: d[k] for k in ("name", "nodes", "rate", "owner_pid")})
+            c.slurm = d.get("slurm") is True
         except (OSError, ValueError, KeyError, TypeError):
             raise UnsupportedError(
                 f"emulated cluster '{name}' is not up (no {path}): `collkit cluster up`"
@@ -316,6 +339,7 @@ class Cluster:
 
     def describe(self) -> str:
         rate = f", links limited to {self.rate}" if self.rate else ""
+        rate += ", Slurm" if self.slurm else ""
         own = f", owned by pid {self.owner_pid}" if self.owner_pid else ""
         return f"{self.name}: {self.nodes} nodes ({', '.join(self.hostnames)}){rate}{own}"
 
@@ -425,7 +449,9 @@ def clusters() -> list[Cluster]:
         for d in sorted(STATE_ROOT.iterdir()):
             try:
                 d2 = json.loads((d / "cluster.json").read_text())
-                out.append(Cluster(**{k: d2[k] for k in ("name", "nodes", "rate", "owner_pid")}))
+                c = Cluster(**{k: d2[k] for k in ("name", "nodes", "rate", "owner_pid")})
+                c.slurm = d2.get("slurm") is True
+                out.append(c)
             except (OSError, ValueError, KeyError, TypeError):
                 continue
     return out
@@ -462,10 +488,10 @@ def cleanup(everything: bool = False) -> list[str]:
     return removed
 
 
-def _end_processes(nss: list[str]) -> None:
-    """Ends the processes inside these namespaces (ranks, proxies: started through them), by
-    id: SIGTERM, then SIGKILL to what is left after a second."""
-    pids: set[int] = set()
+def _end_processes(nss: list[str], more: list[int] | None = None) -> None:
+    """Ends the processes inside these namespaces (ranks, proxies: started through them), and
+    `more`, by id: SIGTERM, then SIGKILL to what is left after a second."""
+    pids: set[int] = set(more or [])
     for ns in nss:
         r = _ip("netns", "pids", ns, check=False)
         pids |= {int(p) for p in r.stdout.split() if p.isdigit()}
@@ -483,10 +509,10 @@ def _end_processes(nss: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def emulated(name: str, nodes: int, rate: str = "") -> Iterator[Cluster]:
-    """A cluster for the life of a `with` block, owned by this process (a crash leaves it to
-    `cleanup`)."""
-    c = Cluster.up(name, nodes, rate=rate, owner_pid=os.getpid())
+def emulated(name: str, nodes: int, rate: str = "", slurm: bool = False) -> Iterator[Cluster]:
+    """A cluster for the life of a `with` block (with Slurm on it: slurm=True), owned by this
+    process (a crash leaves it to `cleanup`)."""
+    c = Cluster.up(name, nodes, rate=rate, owner_pid=os.getpid(), slurm=slurm)
     try:
         yield c
     finally:

@@ -32,6 +32,11 @@ STAT_FIELDS = ("min_us", "q1_us", "median_us", "q3_us", "mean_us", "p99_us", "ma
 # Row files written before the statistics' names carried their unit (collkit 0.1.0 until the
 # rename) are read alike: each old name is read as its new one (docs/mpi.md, "The row schema").
 OLD_NAMES = {name.removesuffix("_us"): name for name in STAT_FIELDS}
+# How the calls of a measured row were made (collkit_bench --pattern; docs/tuning.md,
+# "Patterns"): back to back on one buffer set (the default, and every row written before rows
+# said it), a barrier before each call, a rotating root, another buffer set each call, caches
+# evicted before each call.
+PATTERNS = ("back_to_back", "barrier", "rotate_root", "buffers", "evict")
 
 
 @dataclass
@@ -62,6 +67,7 @@ class Row:
     warmup: int = 0
     block: int = 1  # operations per timed block
     sync: str = "barrier"  # barrier | window
+    pattern: str = "back_to_back"  # how the calls were made: one of PATTERNS
     valid: bool | None = None  # result checked against the MPI's own call (None: not checked)
     error: str = ""  # why there are no statistics
     samples: list[float] = field(default_factory=list)  # per-iteration times, on request
@@ -97,8 +103,9 @@ class Row:
             self.transport,
             self.sync,
             self.block,
+            self.pattern,
             self.interleaved,
-            self.attempt,
+            self.attempt,  # last: collkit.tune.select.latest drops it
         )
 
     def __post_init__(self) -> None:
@@ -108,6 +115,10 @@ class Row:
             raise InvalidArgumentError(f"row P = {self.P} must be >= 1")
         if self.bytes < 0:
             raise InvalidArgumentError(f"row bytes = {self.bytes} must be >= 0")
+        if self.pattern not in PATTERNS:
+            raise InvalidArgumentError(
+                f"row pattern {self.pattern[:40]!r} must be one of {', '.join(PATTERNS)}"
+            )
 
 
 FIELDS = tuple(f.name for f in fields(Row))
@@ -232,6 +243,8 @@ def field_value(k: str, v: Any) -> Any:
         if isinstance(v, bool) or v in ("True", "False"):
             return v if isinstance(v, bool) else v == "True"
         raise InvalidArgumentError(f"'{k}' must be true or false, not {v!r}")
+    if k == "pattern" and v in ("", None):
+        return "back_to_back"  # an empty CSV cell: the default, as a row without the field
     if k in LIST_FIELDS:
         if not isinstance(v, (list, type(None))):
             raise InvalidArgumentError(f"'{k}' must be a list, not {type(v).__name__}")

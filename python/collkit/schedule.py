@@ -24,7 +24,16 @@ from numpy.typing import NDArray
 from collkit import _core
 from collkit.errors import ArgumentTypeError, InvalidArgumentError, ScheduleFormatError
 
-__all__ = ["BUFFERS", "OP_KINDS", "Arrays", "RankProgram", "Schedule", "as_schedule", "printable"]
+__all__ = [
+    "BUFFERS",
+    "OP_KINDS",
+    "Arrays",
+    "RankProgram",
+    "Schedule",
+    "as_schedule",
+    "count_vector",
+    "printable",
+]
 
 # The values of the `kind` column, in the core's OpKind order (core/include/collkit/schedule.hpp).
 OP_KINDS: tuple[str, ...] = ("send", "recv", "reduce", "copy", "compute", "sleep")
@@ -117,6 +126,44 @@ def integer_column(value: object, name: str, dtype: type[np.integer[Any]]) -> ND
             f"[{info.min}, {info.max}]"
         )
     return np.ascontiguousarray(arr.astype(dtype, copy=False))
+
+
+# Entries of a count vector or displacements: a buffer holds at most 2^48 elements.
+_MAX_ELEMS = 1 << 48
+
+
+def count_vector(value: object, name: str) -> list[int]:
+    """A count vector or displacements (irregular collectives) as a list of ints: a sequence or
+    one-dimensional integer array, each entry in [0, 2^48]; None is the empty vector (the
+    regular form). A str, float, bool or nested value is refused."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, bytearray, dict, set, frozenset)):
+        raise InvalidArgumentError(
+            f"{name} must be a sequence of integers, not {type(value).__name__}"
+        )
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1 or (value.size and value.dtype.kind not in "iu"):
+            raise InvalidArgumentError(
+                f"{name} must be a one-dimensional integer array, not {value.dtype.name} of "
+                f"shape {value.shape}"
+            )
+        items: list[object] = list(value.tolist())
+    else:
+        try:
+            items = list(value)  # type: ignore[call-overload]
+        except TypeError:
+            raise InvalidArgumentError(
+                f"{name} must be a sequence of integers, not {type(value).__name__}"
+            ) from None
+    out: list[int] = []
+    for i, v in enumerate(items):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise InvalidArgumentError(f"{name}[{i}] must be an integer, not {type(v).__name__}")
+        if not 0 <= int(v) <= _MAX_ELEMS:
+            raise InvalidArgumentError(f"{name}[{i}] = {int(v)} is not in [0, 2^48]")
+        out.append(int(v))
+    return out
 
 
 def _header_int(value: object, name: str, lo: int, hi: int) -> int:
@@ -252,6 +299,9 @@ class Schedule:
         rpn: int = 0,
         order: str = "contiguous",
         check_ops: bool = True,
+        counts: object = None,
+        in_displs: object = None,
+        out_displs: object = None,
     ) -> Schedule:
         """A schedule from columns as arrays() returns them; every field is checked (a bad one
         raises ScheduleFormatError / InvalidArgumentError naming it). `rpn` / `order`: the
@@ -260,7 +310,9 @@ class Schedule:
         bool or narrower array is refused, never truncated); root must be a rank of P. Each op
         is checked as the text reader checks it (peers in [0, P), lengths >= 0, buffers the
         rank has, dependencies on its own ops) and its regions must lie inside their buffers.
-        `check_ops=False` leaves the ops to the verifier (to build a schedule it must refuse)."""
+        `check_ops=False` leaves the ops to the verifier (to build a schedule it must refuse).
+        `counts` / `in_displs` / `out_displs`: an irregular collective's vectors (see
+        Schedule.counts)."""
         if not isinstance(arrays, dict):
             raise InvalidArgumentError(
                 f"arrays must be a dict of columns, not {type(arrays).__name__}"
@@ -285,8 +337,13 @@ class Schedule:
                     f"unknown array {printable(key[:40])!r} (the arrays: {', '.join(ARRAY_DTYPES)})"
                 )
             columns[key] = integer_column(value, f"array {key!r}", dtype)
+        vectors = (
+            count_vector(counts, "counts"),
+            count_vector(in_displs, "in_displs"),
+            count_vector(out_displs, "out_displs"),
+        )
         core = _core.Schedule.from_arrays(
-            collective, P, count, elem_size, root, algorithm, columns, rpn, order
+            collective, P, count, elem_size, root, algorithm, columns, rpn, order, *vectors
         )
         if check_ops:
             _core.check_fields(core)  # the text reader's checks of every op
@@ -315,6 +372,32 @@ class Schedule:
     def count(self) -> int:
         """Elements per rank (per block for collectives with a block per rank)."""
         return int(self._s.count)
+
+    @property
+    def counts(self) -> list[int]:
+        """An irregular collective's count vector: P entries (block b holds counts[b]
+        elements), P^2 for alltoallv ([r * P + q]: rank r to rank q); [] for the regular form
+        (every block `count` elements). `count` is then its largest entry."""
+        return list(self._s.counts)
+
+    @property
+    def in_displs(self) -> list[int]:
+        """Where `in`'s blocks start (elements): P entries alike on every rank, or P^2 (rank
+        r's at [r * P, r * P + P]); [] for packed blocks."""
+        return list(self._s.in_displs)
+
+    @property
+    def out_displs(self) -> list[int]:
+        """Where `out`'s blocks start, as in_displs."""
+        return list(self._s.out_displs)
+
+    def in_elems(self, rank: int) -> int:
+        """Elements of `rank`'s input buffer (the end of its last-lying block)."""
+        return int(self._s.in_elems(_header_int(rank, "rank", 0, self.P - 1)))
+
+    def out_elems(self, rank: int) -> int:
+        """Elements of `rank`'s output buffer."""
+        return int(self._s.out_elems(_header_int(rank, "rank", 0, self.P - 1)))
 
     @property
     def elem_size(self) -> int:

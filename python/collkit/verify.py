@@ -186,22 +186,36 @@ def verify(
 def verify_algorithm(
     algorithm: str | Algorithm,
     P: int,
-    count: int,
+    count: int | None = None,
     elem_size: int = 8,
     root: int = 0,
     commutative: bool | None = None,
     in_place: bool = False,
     *,
     placement: Placement | None = None,
+    counts: object = None,
+    in_displs: object = None,
+    out_displs: object = None,
 ) -> VerifyResult:
     """Generate and verify. commutative=None: as the algorithm declares for this placement
-    (non-commutative unless it requires a commutative op)."""
+    (non-commutative unless it requires a commutative op). The irregular collectives take a
+    count vector and displacements (collkit.generate)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
     if commutative is None:
         commutative = algo.needs_commutative(placement)
-    check_buffers_fit(algo.collective, P, count, root)  # before generating, not after
+    if count is not None:
+        check_buffers_fit(algo.collective, P, count, root)  # before generating, not after
     return verify(
-        algo.generate(P, count, elem_size, root, placement=placement),
+        algo.generate(
+            P,
+            count,
+            elem_size,
+            root,
+            placement=placement,
+            counts=counts,
+            in_displs=in_displs,
+            out_displs=out_displs,
+        ),
         commutative=commutative,
         in_place=in_place,
     )

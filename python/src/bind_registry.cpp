@@ -87,6 +87,7 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
   r["min_P"] = s.restrictions.min_P;
   r["max_P"] = s.restrictions.max_P;
   r["needs_placement"] = s.restrictions.needs_placement;
+  r["all_counts"] = s.restrictions.all_counts;
   d["restrictions"] = r;
   d["has_model"] = static_cast<bool>(s.model);
   nb::list grid;
@@ -132,6 +133,12 @@ nb::dict shape_dict(const BufferShape& s) {
 }
 
 // A CollectiveSpec as plain data: Python lists, validates and documents collectives from it.
+// The vectors of an irregular call, as the generating calls take them (empty: regular).
+CountVectors vectors(std::vector<int64_t> counts, std::vector<int64_t> in_displs,
+                     std::vector<int64_t> out_displs) {
+  return CountVectors{std::move(counts), std::move(in_displs), std::move(out_displs)};
+}
+
 nb::dict collective_dict(const CollectiveSpec& c) {
   nb::dict d;
   d["name"] = std::string(c.name);
@@ -150,12 +157,19 @@ nb::dict collective_dict(const CollectiveSpec& c) {
   post["kind"] = c.post.kind == K::reduced  ? "reduced"
                  : c.post.kind == K::copied ? "copied"
                                             : "synchronized";
-  post["source"] = c.post.source == Source::all    ? "all"
-                   : c.post.source == Source::root ? "root"
-                                                   : "block_owner";
+  post["source"] = c.post.source == Source::all           ? "all"
+                   : c.post.source == Source::root        ? "root"
+                   : c.post.source == Source::block_owner ? "block_owner"
+                   : c.post.source == Source::prefix      ? "prefix"
+                                                          : "exclusive_prefix";
   post["index"] = index_name(c.post.index);
   post["ranks"] = ranks_name(c.post.ranks);
   d["postcondition"] = post;
+  d["counts"] = c.counts == Counts::none       ? "none"
+                : c.counts == Counts::per_rank ? "per_rank"
+                                               : "per_pair";
+  d["in_displs"] = c.in_displs();
+  d["out_displs"] = c.out_displs();
   return d;
 }
 
@@ -243,22 +257,31 @@ void bind_registry(nb::module_& m) {
       .def(
           "check",
           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,
-             int64_t rpn, const std::string& order) {
-            (void)a.bind(P, count, elem_size, root, placement_arg(rpn, order));
+             int64_t rpn, const std::string& order, const std::vector<int64_t>& counts,
+             const std::vector<int64_t>& in_displs, const std::vector<int64_t>& out_displs) {
+            (void)a.bind(P, count, elem_size, root, placement_arg(rpn, order),
+                         vectors(counts, in_displs, out_displs));
           },
           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
-          nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
+          nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
+          nb::arg("counts") = std::vector<int64_t>{}, nb::arg("in_displs") = std::vector<int64_t>{},
+          nb::arg("out_displs") = std::vector<int64_t>{})
       .def(
           "refusal",
           [](const Algorithm& a, int64_t P, int64_t count, int64_t elem_size, int64_t root,
-             bool commutative, int64_t rpn, const std::string& order, bool full) {
-            return a.refusal(
-                CallShape{P, count, elem_size, root, commutative, placement_arg(rpn, order)},
-                full ? CallCheck::full : CallCheck::limits);
+             bool commutative, int64_t rpn, const std::string& order, bool full,
+             const std::vector<int64_t>& counts, const std::vector<int64_t>& in_displs,
+             const std::vector<int64_t>& out_displs) {
+            const CountVectors v = vectors(counts, in_displs, out_displs);
+            return a.refusal(CallShape{P, count, elem_size, root, commutative,
+                                       placement_arg(rpn, order), v.empty() ? nullptr : &v},
+                             full ? CallCheck::full : CallCheck::limits);
           },
           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
           nb::arg("commutative") = true, nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
-          nb::arg("full") = true,
+          nb::arg("full") = true, nb::arg("counts") = std::vector<int64_t>{},
+          nb::arg("in_displs") = std::vector<int64_t>{},
+          nb::arg("out_displs") = std::vector<int64_t>{},
           "Why the algorithm cannot run this call (\"\" when it can): the registry's one answer, "
           "as the C API, the interposition library and the tuning-table check ask it.")
       .def(
@@ -270,29 +293,41 @@ void bind_registry(nb::module_& m) {
       .def(
           "generate",
           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,
-             int64_t rpn, const std::string& order) {
-            Bound b = a.bind(P, count, elem_size, root, placement_arg(rpn, order));
+             int64_t rpn, const std::string& order, const std::vector<int64_t>& counts,
+             const std::vector<int64_t>& in_displs, const std::vector<int64_t>& out_displs) {
+            Bound b = a.bind(P, count, elem_size, root, placement_arg(rpn, order),
+                             vectors(counts, in_displs, out_displs));
             nb::gil_scoped_release unlock;
             return b.generate();
           },
           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
-          nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
+          nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
+          nb::arg("counts") = std::vector<int64_t>{}, nb::arg("in_displs") = std::vector<int64_t>{},
+          nb::arg("out_displs") = std::vector<int64_t>{})
       .def(
           "generate_rank",
           [](const Algorithm& a, int64_t P, int64_t rank, int64_t count, int32_t elem_size,
-             int64_t root, int64_t rpn, const std::string& order) {
+             int64_t root, int64_t rpn, const std::string& order,
+             const std::vector<int64_t>& counts, const std::vector<int64_t>& in_displs,
+             const std::vector<int64_t>& out_displs) {
             RankProgram p;
-            a.bind(P, count, elem_size, root, placement_arg(rpn, order)).generate_rank(rank, p);
+            a.bind(P, count, elem_size, root, placement_arg(rpn, order),
+                   vectors(counts, in_displs, out_displs))
+                .generate_rank(rank, p);
             return p;
           },
           nb::arg("P"), nb::arg("rank"), nb::arg("count"), nb::arg("elem_size") = 8,
-          nb::arg("root") = 0, nb::arg("rpn") = 0, nb::arg("order") = "contiguous")
+          nb::arg("root") = 0, nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
+          nb::arg("counts") = std::vector<int64_t>{}, nb::arg("in_displs") = std::vector<int64_t>{},
+          nb::arg("out_displs") = std::vector<int64_t>{})
       .def(
           "count_ops",
           [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,
-             int64_t rpn, const std::string& order) {
+             int64_t rpn, const std::string& order, const std::vector<int64_t>& counts,
+             const std::vector<int64_t>& in_displs, const std::vector<int64_t>& out_displs) {
             // Generate every rank's program alone and drop it: streaming, constant memory.
-            Bound b = a.bind(P, count, elem_size, root, placement_arg(rpn, order));
+            Bound b = a.bind(P, count, elem_size, root, placement_arg(rpn, order),
+                             vectors(counts, in_displs, out_displs));
             nb::gil_scoped_release unlock;
             RankProgram p;
             uint64_t ops = 0;
@@ -307,7 +342,9 @@ void bind_registry(nb::module_& m) {
             return ops;
           },
           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
-          nb::arg("rpn") = 0, nb::arg("order") = "contiguous");
+          nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
+          nb::arg("counts") = std::vector<int64_t>{}, nb::arg("in_displs") = std::vector<int64_t>{},
+          nb::arg("out_displs") = std::vector<int64_t>{});
 }
 
 }  // namespace collkit::py

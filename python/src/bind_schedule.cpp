@@ -185,6 +185,11 @@ void bind_schedule(nb::module_& m) {
       .def_prop_ro("count", [](const Schedule& s) { return s.header.count; })
       .def_prop_ro("elem_size", [](const Schedule& s) { return s.header.elem_size; })
       .def_prop_ro("root", [](const Schedule& s) { return s.header.root; })
+      .def_prop_ro("counts", [](const Schedule& s) { return s.header.counts; })
+      .def_prop_ro("in_displs", [](const Schedule& s) { return s.header.in_displs; })
+      .def_prop_ro("out_displs", [](const Schedule& s) { return s.header.out_displs; })
+      .def("in_elems", [](const Schedule& s, int64_t r) { return s.header.in_elems(r); })
+      .def("out_elems", [](const Schedule& s, int64_t r) { return s.header.out_elems(r); })
       .def_prop_ro("rpn", [](const Schedule& s) { return s.header.placement.rpn; })
       .def_prop_ro(
           "order",
@@ -226,13 +231,25 @@ void bind_schedule(nb::module_& m) {
           "from_arrays",
           [](const std::string& collective, int64_t P, int64_t count, int32_t elem_size,
              int64_t root, const std::string& algorithm, const nb::dict& arrays, int64_t rpn,
-             const std::string& order) {
-            return from_arrays(
-                make_header(collective, P, count, elem_size, root, algorithm, rpn, order), arrays);
+             const std::string& order, std::vector<int64_t> counts, std::vector<int64_t> in_displs,
+             std::vector<int64_t> out_displs) {
+            ScheduleHeader h =
+                make_header(collective, P, count, elem_size, root, algorithm, rpn, order);
+            h.counts = std::move(counts);
+            h.in_displs = std::move(in_displs);
+            h.out_displs = std::move(out_displs);
+            try {
+              check_counts(h);
+            } catch (const Error& e) {
+              fail(ErrorKind::format, e.what());
+            }
+            return from_arrays(h, arrays);
           },
           nb::arg("collective"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"),
           nb::arg("root"), nb::arg("algorithm"), nb::arg("arrays"), nb::arg("rpn") = 0,
-          nb::arg("order") = "contiguous");
+          nb::arg("order") = "contiguous", nb::arg("counts") = std::vector<int64_t>{},
+          nb::arg("in_displs") = std::vector<int64_t>{},
+          nb::arg("out_displs") = std::vector<int64_t>{});
 }
 
 }  // namespace collkit::py

@@ -227,7 +227,8 @@ void bind_sim(nb::module_& m) {
   m.def(
       "simulate",
       [](nb::object source, int64_t P, int64_t count, int32_t elem_size, int64_t root,
-         const SimOptions& opts, int64_t rpn, const std::string& order) {
+         const SimOptions& opts, int64_t rpn, const std::string& order, std::vector<int64_t> counts,
+         std::vector<int64_t> in_displs, std::vector<int64_t> out_displs) {
         SimOptions o = interruptible(opts);
         SimResult r;
         try {
@@ -237,8 +238,9 @@ void bind_sim(nb::module_& m) {
             r = simulate(s, o);
           } else {
             const Algorithm& a = nb::cast<const Algorithm&>(source);
-            Bound b =
-                a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)});
+            Bound b = a.bind(
+                P, count, elem_size, root, Placement{rpn, node_order_from_string(order)},
+                CountVectors{std::move(counts), std::move(in_displs), std::move(out_displs)});
             nb::gil_scoped_release release;
             r = simulate(b, o);
           }
@@ -249,6 +251,8 @@ void bind_sim(nb::module_& m) {
       },
       nb::arg("source"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"), nb::arg("root"),
       nb::arg("options"), nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
+      nb::arg("counts") = std::vector<int64_t>{}, nb::arg("in_displs") = std::vector<int64_t>{},
+      nb::arg("out_displs") = std::vector<int64_t>{},
       "Simulate a Schedule, or an Algorithm bound to (P, count, elem_size, root) and placed "
       "rpn to a node (0: not given). Times in ns.");
 

@@ -1,5 +1,6 @@
 // Schedule formats: the text form, GOAL, and the field checks JSON import goes through.
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -26,12 +27,16 @@ void bind_text(nb::module_& m) {
       "write_schedule",
       [](const Algorithm& a, int64_t P, int64_t count, int32_t elem_size, int64_t root,
          const std::string& format, const std::string& path, double reduce_ns_per_byte,
-         double copy_ns_per_byte, nb::object write, int64_t rpn, const std::string& order) {
+         double copy_ns_per_byte, nb::object write, int64_t rpn, const std::string& order,
+         std::vector<int64_t> counts, std::vector<int64_t> in_displs,
+         std::vector<int64_t> out_displs) {
         if (format != "text" && format != "goal" && format != "json")
           fail(ErrorKind::invalid_argument, "unknown format '" + format + "'");
         if (path.empty() && write.is_none())
           fail(ErrorKind::invalid_argument, "write_schedule needs a path or a write callable");
-        Bound b = a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)});
+        Bound b =
+            a.bind(P, count, elem_size, root, Placement{rpn, node_order_from_string(order)},
+                   CountVectors{std::move(counts), std::move(in_displs), std::move(out_displs)});
         nb::gil_scoped_release unlock;
         std::FILE* f = nullptr;
         if (!path.empty()) {
@@ -91,7 +96,9 @@ void bind_text(nb::module_& m) {
       nb::arg("algorithm"), nb::arg("P"), nb::arg("count"), nb::arg("elem_size"), nb::arg("root"),
       nb::arg("format"), nb::arg("path"), nb::arg("reduce_ns_per_byte") = 0.0,
       nb::arg("copy_ns_per_byte") = 0.0, nb::arg("write") = nb::none(), nb::arg("rpn") = 0,
-      nb::arg("order") = "contiguous");
+      nb::arg("order") = "contiguous", nb::arg("counts") = std::vector<int64_t>{},
+      nb::arg("in_displs") = std::vector<int64_t>{},
+      nb::arg("out_displs") = std::vector<int64_t>{});
 
   m.def(
       "load_json_file",
@@ -135,7 +142,9 @@ void bind_text(nb::module_& m) {
   m.def(
       "header_text",
       [](const std::string& collective, const std::string& algorithm, int64_t P, int64_t count,
-         int32_t elem_size, int64_t root, int64_t rpn, const std::string& order) {
+         int32_t elem_size, int64_t root, int64_t rpn, const std::string& order,
+         std::vector<int64_t> counts, std::vector<int64_t> in_displs,
+         std::vector<int64_t> out_displs) {
         ScheduleHeader h;
         h.placement = Placement{rpn, node_order_from_string(order)};
         h.collective = collective_from_string(collective);
@@ -144,10 +153,16 @@ void bind_text(nb::module_& m) {
         h.count = count;
         h.elem_size = elem_size;
         h.root = root;
+        h.counts = std::move(counts);
+        h.in_displs = std::move(in_displs);
+        h.out_displs = std::move(out_displs);
+        check_counts(h);
         return header_to_text(h);
       },
       nb::arg("collective"), nb::arg("algorithm"), nb::arg("P"), nb::arg("count"),
-      nb::arg("elem_size"), nb::arg("root"), nb::arg("rpn") = 0, nb::arg("order") = "contiguous");
+      nb::arg("elem_size"), nb::arg("root"), nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
+      nb::arg("counts") = std::vector<int64_t>{}, nb::arg("in_displs") = std::vector<int64_t>{},
+      nb::arg("out_displs") = std::vector<int64_t>{});
   m.def("rank_to_text",
         [](const Schedule& s, int64_t rank) { return rank_to_text(s.header, s.rank(rank)); });
   m.def("rank_program_to_text",

@@ -33,6 +33,9 @@ void bind_tuning(nb::module_& m) {
           d["speedup"] = r.speedup;
           d["p_value"] = r.p_value;
           d["ci95"] = nb::make_tuple(r.ci95_lo, r.ci95_hi);
+          nb::dict speedups;
+          for (const auto& [k, v] : r.speedups) speedups[k.c_str()] = v;
+          d["speedups"] = speedups;
           d["note"] = r.note;
           rules.append(d);
         }

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import MPI_PENDING
+
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = {
     "core/include/collkit/collective.hpp",  # the enum value
@@ -89,17 +91,34 @@ def places(collective: str) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("collective", ["gather", "reduce_scatter_block"])
+# The irregular collectives (count vectors, prefixes) were added as their specs too; a
+# collective the MPI side does not run yet (conftest.MPI_PENDING) has no table line so far.
+@pytest.mark.parametrize(
+    "collective",
+    [
+        "gather",
+        "reduce_scatter_block",
+        "allgatherv",
+        "alltoallv",
+        "gatherv",
+        "scatterv",
+        "reduce_scatter",
+        "scan",
+        "exscan",
+    ],
+)
 def test_a_collective_is_its_spec_one_table_line_and_its_algorithms(collective: str) -> None:
     found = places(collective)
-    assert found >= REQUIRED, f"{collective}: not where a collective is declared"
+    required = REQUIRED - ({"mpi/src/call_table.hpp"} if collective in MPI_PENDING else set())
+    assert found >= required, f"{collective}: not where a collective is declared"
     assert found <= REQUIRED | OPTIONAL, (
         f"{collective} is also named in {sorted(found - REQUIRED - OPTIONAL)}: a second list of "
         "collectives (make it generic, or read the list from the core)"
     )
     assert (ROOT / "core" / "algorithms" / collective).is_dir()
     table = (ROOT / "mpi/src/call_table.hpp").read_text(encoding="utf-8")
-    assert len(re.findall(rf"^\s*X\({collective},", table, flags=re.M)) == 1
+    lines = len(re.findall(rf"^\s*X\({collective},", table, flags=re.M))
+    assert lines == (0 if collective in MPI_PENDING else 1)
 
 
 def test_the_check_sees_a_second_list(tmp_path: Path) -> None:

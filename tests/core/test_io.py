@@ -469,7 +469,7 @@ def _json_doc() -> dict[str, object]:
         (lambda d: d.update(root=3), "root 3 is not a rank"),
         (lambda d: d.update(format="other"), "not a collkit schedule"),
         (lambda d: d.update(version=2), "version"),
-        (lambda d: d.update(collective="gatherv"), "unknown collective"),
+        (lambda d: d.update(collective="neighbor_alltoall"), "unknown collective"),
         (lambda d: d.update(algorithm=7), "expected a string"),
         (lambda d: d.update(op_kinds=["recv", "send"]), "'op_kinds'"),
         (lambda d: d.update(ops=[]), 'opening "ops"'),

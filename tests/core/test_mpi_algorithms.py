@@ -4,11 +4,15 @@ is refused with a clear error."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import collkit
+from collkit.errors import CollkitError
 
 SEND, RECV, COPY, COMPUTE = 0, 1, 3, 4
 
@@ -503,3 +507,575 @@ def test_pipelined_tree_refuses_a_bad_k() -> None:
     for k in ("0", "65", "x"):
         with pytest.raises(collkit.AlgorithmNameError, match="k"):
             collkit.Algorithm(f"bcast:pipelined_tree(k={k})")
+
+
+# ---- recursive exchange (MPICH: allreduce, barrier, allgather recexch) ----------------------
+
+
+def _mpich_recexch(P: int, k: int, rank: int) -> dict[str, Any]:
+    """MPII_Recexchalgo_get_neighbors, as recexchalgo.c computes it (digits and all)."""
+    if k > P:
+        k = P if P > 2 else 2
+    pofk, lg = 1, 0
+    while pofk <= P:
+        pofk *= k
+        lg += 1
+    pofk //= k
+    lg -= 1
+    rem = P - pofk
+    T = rem * k // (k - 1)
+    sendto, recvfrom, newrank = -1, [], -1
+    if rank < T:
+        if rank % k != k - 1:
+            sendto = rank + (k - 1 - rank % k)
+            if sendto > T - 1:
+                sendto = T
+        else:
+            recvfrom = [rank - i - 1 for i in range(k - 1)]
+            newrank = rank // k
+    else:
+        newrank = rank - rem
+        if rank == T and (T - 1) % k != k - 1 and T >= 1:
+            ns = (T - 1) % k + 1
+            recvfrom = [T - ns + j for j in range(ns - 1, -1, -1)]
+    nbrs: list[list[int]] = []
+    if sendto == -1:
+        digit = [0] * lg
+        t, i = newrank, 0
+        while t:
+            digit[i], t = t % k, t // k
+            i += 1
+        for phase in range(lg):
+            cbit, row = digit[phase], []
+            for d in range(k):
+                if d != cbit:
+                    digit[phase] = d
+                    nbr = sum(digit[j] * k**j for j in range(lg))
+                    row.append(nbr * k + k - 1 if nbr < rem // (k - 1) else nbr + rem)
+            digit[phase] = cbit
+            nbrs.append(row)
+    return {"k": k, "rem": rem, "T": T, "lg": lg, "sendto": sendto, "recvfrom": recvfrom,
+            "nbrs": nbrs}  # fmt: skip
+
+
+def _messages_in_order(a: dict[str, Any]) -> list[tuple[str, int, int, int]]:
+    """(kind, peer, offset, length) of every send and receive, in program order."""
+    names = {SEND: "send", RECV: "recv"}
+    return [
+        (names[int(kd)], int(a["peer"][i]), int(a["off"][i]), int(a["len"][i]))
+        for i, kd in enumerate(a["kind"])
+        if int(kd) in names
+    ]
+
+
+def _mpich_allreduce_recexch(P: int, k: int, single: bool, n: int, rank: int) -> list[tuple]:
+    """The messages of MPIR_Allreduce_intra_recexch on `rank`, in the order it posts them."""
+    if P == 1:
+        return []
+    g = _mpich_recexch(P, k, rank)
+    k, nb = g["k"], g["nbrs"]
+    if g["sendto"] >= 0:
+        return [("send", g["sendto"], 0, n), ("recv", g["sendto"], 0, n)]
+    out = [("recv", q, 0, n) for q in g["recvfrom"]]
+    phase = 0
+    while phase < g["lg"]:
+        for j in range(1 if single else 2):
+            if phase + j < g["lg"]:
+                out += [("recv", q, 0, n) for q in nb[phase + j]]
+        out += [("send", q, 0, n) for q in nb[phase]]
+        if not single:
+            phase += 1
+            if phase < g["lg"]:
+                out += [("send", q, 0, n) for q in nb[phase]]
+        phase += 1
+    return out + [("send", q, 0, n) for q in g["recvfrom"]]
+
+
+def test_mpich_recexch_groups_by_hand() -> None:
+    # k = 3, P = 5: ranks 0 and 1 fold into 2; step-2 ranks 2, 3, 4 form one group.
+    assert _mpich_recexch(5, 3, 0)["sendto"] == 2 and _mpich_recexch(5, 3, 2)["recvfrom"] == [1, 0]
+    assert _mpich_recexch(5, 3, 3)["nbrs"] == [[2, 4]]
+    # k = 4, P = 6: a short run (0, 1) folds into T = 2, past its own end.
+    assert _mpich_recexch(6, 4, 0)["sendto"] == 2 and _mpich_recexch(6, 4, 2)["recvfrom"] == [1, 0]
+    # k = 2, P = 8: recursive doubling.
+    assert _mpich_recexch(8, 2, 5)["nbrs"] == [[4], [7], [1]]
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 17, 27, 30])
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+@pytest.mark.parametrize("single", [0, 1])
+def test_allreduce_recexch_posts_mpichs_messages(P: int, k: int, single: int) -> None:
+    name = f"allreduce:recexch(k={k},single_phase_recv={single})"
+    for rank in range(P):
+        a = _program(name, P, rank, 3)
+        assert _messages_in_order(a) == _mpich_allreduce_recexch(P, k, bool(single), 3, rank), rank
+    r = collkit.verify(collkit.generate(name, P, 3), commutative=False)
+    assert r.ok and r.consistent_noncommutative, r.summary()
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 5, 8, 9, 13])
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_barrier_recexch_is_the_allreduce_of_nothing(P: int, k: int) -> None:
+    for single in (0, 1):
+        bar = f"barrier:recexch(k={k},single_phase_recv={single})"
+        for rank in range(P):
+            a = _program(bar, P, rank, 0)
+            expect = _mpich_allreduce_recexch(P, k, bool(single), 0, rank)
+            assert [(m[0], m[1], m[3]) for m in _messages_in_order(a)] == [
+                (m[0], m[1], 0) for m in expect
+            ], rank
+        r = collkit.verify(collkit.generate(bar, P, 0))
+        assert r.ok, r.summary()
+
+
+@pytest.mark.parametrize("name", ["allreduce:recexch", "barrier:recexch"])
+@pytest.mark.parametrize("param", ["k=1", "k=65", "k=x", "single_phase_recv=2", "single=1"])
+def test_recexch_refuses_a_bad_parameter(name: str, param: str) -> None:
+    with pytest.raises(collkit.AlgorithmNameError, match=param.split("=")[0]):
+        collkit.Algorithm(f"{name}({param})")
+
+
+@pytest.mark.parametrize(("P", "k"), [(8, 2), (9, 3), (16, 4), (25, 5)])
+def test_allreduce_recexch_cost_at_a_power_of_k_is_a_ranks_sends(P: int, k: int) -> None:
+    name = f"allreduce:recexch(k={k})"
+    c = collkit.Algorithm(name).cost(P, 8 * 3)
+    for rank in range(P):
+        sends = _messages(_program(name, P, rank, 3), SEND)
+        assert c["alpha"] == len(sends) and c["beta"] == 8 * 3 * len(sends) == c["gamma"]
+    assert collkit.Algorithm("barrier:recexch(k=3)").cost(9, 0)["alpha"] == 4
+    # Past k^m the folding rank receives and sends back k - 1 more vectors.
+    assert collkit.Algorithm("allreduce:recexch(k=3)").cost(14, 8)["alpha"] == 4 + 2 * 2
+
+
+def _mpich_count_and_offset(rank: int, phase: int, k: int, P: int) -> tuple[int, int]:
+    """MPII_Recexchalgo_get_count_and_offset: (count, offset) in blocks."""
+    pofk = 1
+    while pofk <= P:
+        pofk *= k
+    pofk //= k
+    rem = P - pofk
+    T = rem * k // (k - 1)
+    step2 = rank // k if rank < T else rank - rem
+
+    def orig(s: int) -> int:
+        return s * k + k - 1 if s < rem // (k - 1) else s + rem
+
+    lo = step2 // k**phase * k**phase - 1
+    hi = lo + k**phase
+    olo = orig(lo) if lo >= 0 else lo
+    return orig(hi) - olo, olo + 1
+
+
+def _mpich_reverse_digits(rank: int, P: int, k: int) -> int:
+    g = _mpich_recexch(P, k, rank)
+    pofk = k ** g["lg"]
+    rem = P - pofk
+    T = rem * k // (k - 1)
+    s = rank // k if rank < T else rank - rem
+    digits = [(s // k**i) % k for i in range(g["lg"])]
+    rev = sum(digits[g["lg"] - 1 - i] * k**i for i in range(g["lg"]))
+    return rev * k + k - 1 if rev < rem // (k - 1) else rev + rem
+
+
+def _mpich_allgather_recexch(
+    P: int, k: int, halving: bool, single: bool, n: int, rank: int
+) -> list[tuple]:
+    """The messages of MPIR_Allgather_intra_recexch on `rank`, in the order it posts them."""
+    g = _mpich_recexch(P, k, rank)
+    k, nb, lg = g["k"], g["nbrs"], g["lg"]
+    if g["sendto"] >= 0:
+        return [("send", g["sendto"], 0, n), ("recv", g["sendto"], 0, P * n)]
+
+    def blocks(kind: str, peer: int, whose: int, phase: int) -> tuple:
+        cnt, off = _mpich_count_and_offset(whose, phase, k, P)
+        return (kind, peer, off * n, cnt * n)
+
+    out = [("recv", q, q * n, n) for q in g["recvfrom"]]
+    rev = _mpich_reverse_digits(rank, P, k) if halving else rank
+    if halving and rev != rank:
+        out += [blocks("send", rev, rank, 0), blocks("recv", rev, rev, 0)]
+    phase = recv_phase = lg - 1 if halving else 0
+    step = -1 if halving else 1
+    j = 0
+    while j < lg:
+        for it in range(1 if single else 2):
+            if j + it < lg:
+                for q in nb[recv_phase]:
+                    whose = _mpich_reverse_digits(q, P, k) if halving else q
+                    out.append(blocks("recv", q, whose, j + it))
+                recv_phase += step
+        out += [blocks("send", q, rev, j) for q in nb[phase]]
+        phase += step
+        if not single:
+            j += 1
+            if j < lg:
+                out += [blocks("send", q, rev, j) for q in nb[phase]]
+                phase += step
+        j += 1
+    return out + [("send", q, 0, P * n) for q in g["recvfrom"]]
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 17, 27, 30])
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+@pytest.mark.parametrize("variant", ["doubling", "halving"])
+def test_allgather_recexch_posts_mpichs_messages(P: int, k: int, variant: str) -> None:
+    for single in (0, 1):
+        name = f"allgather:recexch_{variant}(k={k},single_phase_recv={single})"
+        for rank in range(P):
+            a = _program(name, P, rank, 2)
+            expect = _mpich_allgather_recexch(P, k, variant == "halving", bool(single), 2, rank)
+            assert _messages_in_order(a) == expect, rank
+        s = collkit.generate(name, P, 2)
+        for in_place in (False, True):
+            r = collkit.verify(s, in_place=in_place)
+            assert r.ok, r.summary()
+
+
+@pytest.mark.parametrize(("P", "k"), [(8, 2), (9, 3), (16, 4), (25, 5)])
+@pytest.mark.parametrize("variant", ["doubling", "halving"])
+def test_allgather_recexch_cost_at_a_power_of_k_is_a_ranks_sends(
+    P: int, k: int, variant: str
+) -> None:
+    name = f"allgather:recexch_{variant}(k={k})"
+    c = collkit.Algorithm(name).cost(P, 8 * 2)
+    for rank in range(P):
+        a = _program(name, P, rank, 2)
+        # Halving's first swap is one more message, left out of the phases' count here.
+        sends = [i for i in _messages(a, SEND) if variant == "doubling" or int(a["stage"][i]) > 1]
+        assert c["beta"] >= 8 * sum(int(a["len"][i]) for i in sends)
+        if variant == "doubling":
+            assert c["alpha"] == len(sends) and c["beta"] == 8 * 2 * (P - 1)
+
+
+def _mpich_k_reduce_scatter_allgather(P: int, k: int, single: bool, n: int, rank: int) -> list:
+    """The messages of MPIR_Allreduce_intra_k_reduce_scatter_allgather on `rank`, in order."""
+    if P == 1:
+        return []
+    g = _mpich_recexch(P, k, rank)
+    k, nb, lg = g["k"], g["nbrs"], g["lg"]
+    if g["sendto"] >= 0:
+        return [("send", g["sendto"], 0, n), ("recv", g["sendto"], 0, n)]
+    out = [("recv", q, 0, n) for q in g["recvfrom"]]
+    pofk, rem = k**lg, g["rem"]
+    cnts = [0] * P
+    for i in range(pofk - 1):
+        cnts[i * k + k - 1 if i < rem // (k - 1) else i + rem] = n // pofk
+    # MPICH writes (p_of_k - 1 * k) + (k - 1) here, never taken: rem / (k - 1) < p_of_k.
+    last = (pofk - 1 * k) + (k - 1) if pofk - 1 < rem // (k - 1) else pofk - 1 + rem
+    cnts[last] = n - n // pofk * (pofk - 1)
+    displs = [sum(cnts[:i]) for i in range(P)]
+
+    def seg(kind: str, peer: int, whose: int, j: int) -> tuple:
+        cnt, off = _mpich_count_and_offset(_mpich_reverse_digits(whose, P, k), j, k, P)
+        return (kind, peer, displs[off], sum(cnts[off : off + cnt]))
+
+    for phase in range(lg):
+        for dst in nb[phase]:
+            out += [seg("send", dst, dst, lg - 1 - phase), seg("recv", dst, rank, lg - 1 - phase)]
+    phase = recv_phase = lg - 1
+    j = 0
+    while j < lg:
+        for it in range(1 if single else 2):
+            if j + it < lg:
+                out += [seg("recv", q, q, j + it) for q in nb[recv_phase]]
+                recv_phase -= 1
+        out += [seg("send", q, rank, j) for q in nb[phase]]
+        phase -= 1
+        if not single:
+            j += 1
+            if j < lg:
+                out += [seg("send", q, rank, j) for q in nb[phase]]
+                phase -= 1
+        j += 1
+    return out + [("send", q, 0, n) for q in g["recvfrom"]]
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 17, 27, 30])
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+@pytest.mark.parametrize("n", [1, 7, 100])
+def test_k_reduce_scatter_allgather_posts_mpichs_messages(P: int, k: int, n: int) -> None:
+    for single in (0, 1):
+        name = f"allreduce:k_reduce_scatter_allgather(k={k},single_phase_recv={single})"
+        for rank in range(P):
+            a = _program(name, P, rank, n)
+            expect = _mpich_k_reduce_scatter_allgather(P, k, bool(single), n, rank)
+            assert _messages_in_order(a) == expect, rank
+        s = collkit.generate(name, P, n)
+        for in_place in (False, True):
+            r = collkit.verify(s, commutative=True, in_place=in_place)
+            assert r.ok, r.summary()
+
+
+def test_k_reduce_scatter_allgather_needs_a_commutative_op() -> None:
+    algo = collkit.Algorithm("allreduce:k_reduce_scatter_allgather(k=3)")
+    assert algo.spec["restrictions"]["commutative_op"]
+    assert not collkit.verify(algo.generate(9, 9), commutative=False).ok
+
+
+@pytest.mark.parametrize(("P", "k"), [(8, 2), (9, 3), (16, 4), (25, 5)])
+def test_k_reduce_scatter_allgather_cost_at_a_power_of_k_is_a_ranks_sends(P: int, k: int) -> None:
+    name = f"allreduce:k_reduce_scatter_allgather(k={k})"
+    c = collkit.Algorithm(name).cost(P, 8 * P)
+    for rank in range(P):
+        a = _program(name, P, rank, P)
+        sent = sum(int(a["len"][i]) for i in _messages(a, SEND))
+        assert c["alpha"] == len(_messages(a, SEND)) and c["beta"] == 8 * sent == 2 * 8 * (P - 1)
+
+
+def _mpich_rsb_recexch(P: int, k: int, n: int, rank: int) -> list[tuple]:
+    """The messages of MPIR_TSP_Ireduce_scatter_block_sched_intra_recexch on `rank`, in order."""
+    g = _mpich_recexch(P, k, rank)
+    k, nb, lg = g["k"], g["nbrs"], g["lg"]
+    if g["sendto"] >= 0:
+        return [("send", g["sendto"], 0, P * n), ("recv", g["sendto"], 0, n)]
+    out = [("recv", q, 0, P * n) for q in g["recvfrom"]]
+    for phase in range(lg - 1, -1, -1):
+        for dst in nb[phase]:
+            cnt, off = _mpich_count_and_offset(dst, phase, k, P)
+            mine, _ = _mpich_count_and_offset(rank, phase, k, P)
+            out += [("send", dst, off * n, cnt * n), ("recv", dst, 0, mine * n)]
+    return out + [("send", q, q * n, n) for q in g["recvfrom"]]
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 17, 27, 30])
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_rsb_recexch_posts_mpichs_messages(P: int, k: int) -> None:
+    name = f"reduce_scatter_block:recexch(k={k})"
+    for rank in range(P):
+        assert _messages_in_order(_program(name, P, rank, 2)) == _mpich_rsb_recexch(P, k, 2, rank)
+    s = collkit.generate(name, P, 2)
+    for in_place in (False, True):
+        r = collkit.verify(s, commutative=True, in_place=in_place)
+        assert r.ok, r.summary()
+
+
+@pytest.mark.parametrize(("P", "k"), [(8, 2), (9, 3), (16, 4), (25, 5)])
+def test_rsb_recexch_cost_at_a_power_of_k_is_a_ranks_sends(P: int, k: int) -> None:
+    name = f"reduce_scatter_block:recexch(k={k})"
+    c = collkit.Algorithm(name).cost(P, 8)
+    for rank in range(P):
+        a = _program(name, P, rank, 1)
+        sent = sum(int(a["len"][i]) for i in _messages(a, SEND))
+        assert c["alpha"] == len(_messages(a, SEND)) and c["beta"] == 8 * sent == 8 * (P - 1)
+
+
+# ---- allreduce:tree (MPICH) ------------------------------------------------------------------
+
+
+def _mpich_tree(kind: str, P: int, k: int, rank: int) -> tuple[int, list[int]]:
+    """(parent, children) of MPII_Treeutil_tree_{kary,knomial_1,knomial_2}_init, root 0."""
+    if kind == "kary":
+        return (-1 if rank == 0 else (rank - 1) // k), [
+            c for c in range(rank * k + 1, rank * k + k + 1) if c < P
+        ]
+    if kind == "knomial_1":
+        maxstep, t = 0, P - 1
+        while t:
+            maxstep, t = maxstep + 1, t // k
+        parent, current, running, step = -1, 0, 1, 0
+        while rank != current:
+            for _ in range(1, k):
+                w = k ** (maxstep - step - 1)
+                if running <= rank < running + w:
+                    parent, current, running = current, running, running + 1
+                    break
+                running += w
+            step += 1
+        kids, crank = [], rank + 1
+        for i in range(step, maxstep):
+            for _ in range(1, k):
+                if crank < P:
+                    kids.append(crank)
+                crank += k ** (maxstep - i - 1)
+        return parent, kids
+    depth, p = 1, k - 1  # tree_ilog(k, P - 1)
+    while p - 1 < P - 1:
+        depth, p = depth + 1, p * k
+
+    def digit(x: int, i: int) -> int:
+        return x // k**i % k
+
+    parent = -1
+    for i in range(depth if rank > 0 else 0):
+        if digit(rank, i):
+            parent = rank - digit(rank, i) * k**i
+            break
+    flip = []
+    for j in range(depth):
+        if digit(rank, j):
+            break
+        flip.append(j)
+    kids = [rank + i * k**j for j in reversed(flip) for i in range(k - 1, 0, -1)]
+    return parent, [c for c in kids if c < P]
+
+
+def test_mpich_trees_by_hand() -> None:
+    # knomial_1, k = 2, P = 8: the largest subtree first (0: [1, 5), [5, 7), [7]).
+    assert _mpich_tree("knomial_1", 8, 2, 0) == (-1, [1, 5, 7])
+    assert _mpich_tree("knomial_1", 8, 2, 1) == (0, [2, 4])
+    assert _mpich_tree("knomial_1", 8, 2, 6) == (5, [])
+    # knomial_2: the binomial tree, children from the largest down.
+    assert _mpich_tree("knomial_2", 8, 2, 0) == (-1, [4, 2, 1])
+    assert _mpich_tree("knomial_2", 8, 2, 6) == (4, [7])
+    assert _mpich_tree("kary", 10, 3, 2) == (0, [7, 8, 9])
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 5, 8, 9, 13, 16, 28])
+@pytest.mark.parametrize("tree", ["knomial_1", "knomial_2", "kary"])
+@pytest.mark.parametrize(("k", "seg", "n"), [(2, 0, 5), (3, 16, 5), (2, 8, 7), (5, 24, 20)])
+def test_allreduce_tree_posts_mpichs_messages(P: int, tree: str, k: int, seg: int, n: int) -> None:
+    name = f"allreduce:tree(k={k},tree={tree},seg={seg})"
+    c = seg // 8
+    # MPIR_Algo_calculate_pipeline_chunk_info: the remainder first, then whole chunks.
+    if c < 1 or c >= n:
+        pieces = [(0, n)]
+    else:
+        pieces = [(0, n % c or c)] + [(o, c) for o in range(n % c or c, n, c)]
+    for rank in range(P):
+        parent, kids = _mpich_tree(tree, P, k, rank)
+        expect: list[tuple] = []
+        for off, ln in pieces if P > 1 else []:
+            expect += [("recv", q, off, ln) for q in kids]
+            if parent >= 0:
+                expect += [("send", parent, off, ln), ("recv", parent, off, ln)]
+            expect += [("send", q, off, ln) for q in kids]
+        assert _messages_in_order(_program(name, P, rank, n)) == expect, rank
+    s = collkit.generate(name, P, n)
+    r = collkit.verify(s, commutative=tree != "knomial_1")
+    assert r.ok, r.summary()
+    if tree == "knomial_1":
+        assert r.consistent_noncommutative
+        assert not collkit.Algorithm(name).needs_commutative()
+    else:
+        assert collkit.Algorithm(name).needs_commutative()
+
+
+def test_allreduce_tree_of_nothing_sends_nothing() -> None:
+    # MPICH's pipeline of count 0 has no chunks.
+    for rank in range(5):
+        assert _messages_in_order(_program("allreduce:tree", 5, rank, 0)) == []
+
+
+def test_allreduce_tree_refuses_an_unknown_tree() -> None:
+    for t in ("binomial", "", "KARY"):
+        with pytest.raises(collkit.AlgorithmNameError, match="tree"):
+            collkit.Algorithm(f"allreduce:tree(tree={t})")
+
+
+# ---- allreduce:swing (De Sensi et al., NSDI 2024) --------------------------------------------
+
+
+def _rho(j: int) -> int:
+    return sum((-2) ** i for i in range(j + 1))
+
+
+def _swing_peers(dims: list[int], rank: int) -> list[int]:
+    """The paper's pi(r, s) on each dimension in turn (row-major ranks), as its library steps."""
+    strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
+    left, taken, out = [d.bit_length() - 1 for d in dims], [0] * len(dims), []
+    for s in range(sum(left)):
+        t = s % len(dims)
+        while taken[t] == left[t]:
+            t = (t + 1) % len(dims)
+        c = rank // strides[t] % dims[t]
+        shift = _rho(taken[t]) if c % 2 == 0 else -_rho(taken[t])
+        out.append(rank + ((c + shift) % dims[t] - c) * strides[t])
+        taken[t] += 1
+    return out
+
+
+def test_swing_peers_are_the_papers() -> None:
+    # 1D, 8 ranks: even ranks go +1, -1, +3; odd ones -1, +1, -3 (mod 8).
+    assert _swing_peers([8], 0) == [1, 7, 3] and _swing_peers([8], 5) == [4, 6, 2]
+    # 4x4: the row coordinate moves first, then the column, then the row again.
+    assert _swing_peers([4, 4], 0) == [4, 1, 12, 3]
+
+
+@pytest.mark.parametrize("dims", [[2], [8], [32], [2, 2], [4, 4], [8, 4], [2, 16], [4, 2, 2]])
+def test_swing_sends_to_the_papers_peers_halving_then_doubling(dims: list[int]) -> None:
+    P = math.prod(dims)
+    name = (
+        f"allreduce:swing(dims={'x'.join(map(str, dims))})" if len(dims) > 1 else "allreduce:swing"
+    )
+    L = P.bit_length() - 1
+    for rank in range(P):
+        a = _program(name, P, rank, P)  # one element per block
+        peers = _swing_peers(dims, rank)
+        order = peers + peers[::-1]
+        assert _peers(a, SEND) == order and _peers(a, RECV) == order, rank
+        # Reduce-scatter step s moves 2^(L-1-s) blocks; the allgather the same in reverse.
+        sizes = [1 << (L - 1 - s) for s in range(L)]
+        assert [int(a["len"][i]) for i in _messages(a, SEND)] == sizes + sizes[::-1]
+    s = collkit.generate(name, P, 3 * P + 1)
+    for in_place in (False, True):
+        r = collkit.verify(s, commutative=True, in_place=in_place)
+        assert r.ok, r.summary()
+
+
+def test_swing_hops_are_shorter_than_recursive_doublings() -> None:
+    # On a ring of 64, Swing's peers are at |rho(s)| = 1, 1, 3, 5, 11, 21: 42 hops in all, not
+    # recursive doubling's 1 + 2 + ... + 32 = 63.
+    hops = [min(q, 64 - q) for q in _swing_peers([64], 0)]
+    assert sum(hops) == 42
+    for rank in range(64):
+        got = _peers(_program("allreduce:swing", 64, rank, 64), SEND)[:6]
+        assert [min((q - rank) % 64, (rank - q) % 64) for q in got] == hops
+
+
+@pytest.mark.parametrize("dims", ["4x3", "0", "x", "8x", "axb", "2x2x2x2x2x2x2x2x2"])
+def test_swing_refuses_bad_dims_by_name(dims: str) -> None:
+    with pytest.raises(collkit.AlgorithmNameError, match="dims"):
+        collkit.Algorithm(f"allreduce:swing(dims={dims})")
+
+
+@pytest.mark.parametrize(("dims", "P"), [("4x4", 8), ("4x4", 32), ("P", 12)])
+def test_swing_refuses_a_torus_that_is_not_P(dims: str, P: int) -> None:
+    with pytest.raises(collkit.UnsupportedError, match=r"dims|power of two|2\^k"):
+        collkit.Algorithm(f"allreduce:swing(dims={dims})").generate(P, 4)
+
+
+def test_swing_beats_rabenseifner_on_a_congested_torus() -> None:
+    # The paper's point, in the simulator: the same bytes as Rabenseifner's halving and doubling,
+    # over shorter paths, so less link sharing on an 8x8 torus (1 MiB, links of 10 GB/s).
+    torus = "torus(dims=8x8,hop=50ns,link=0.1ns)"
+    t = {
+        a: collkit.simulate(a, 64, count=1 << 17, topology=torus).makespan
+        for a in ("allreduce:swing(dims=8x8)", "allreduce:rabenseifner")
+    }
+    assert t["allreduce:swing(dims=8x8)"] < 0.75 * t["allreduce:rabenseifner"], t
+
+
+# ---- the new parameters take any text: a name, or a clear error -----------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(
+        [
+            "allreduce:swing(dims={})",
+            "allreduce:tree(tree={})",
+            "allreduce:tree(k={})",
+            "allreduce:recexch(k={})",
+            "barrier:recexch(single_phase_recv={})",
+            "allgather:recexch_halving(k={})",
+            "allreduce:k_reduce_scatter_allgather(single_phase_recv={})",
+        ]
+    ),
+    value=st.one_of(
+        st.text(max_size=12),
+        st.from_regex(r"[0-9x]{0,12}", fullmatch=True),
+        st.integers(-(2**70), 2**70).map(str),
+    ),
+    P=st.integers(1, 40),
+)
+def test_new_parameters_parse_or_fail_clearly(name: str, value: str, P: int) -> None:
+    try:
+        algo = collkit.Algorithm(name.format(value))
+    except collkit.AlgorithmNameError:
+        return
+    try:
+        s = algo.generate(P, 3)
+    except CollkitError as e:
+        assert str(e)
+        return
+    assert s.P == P

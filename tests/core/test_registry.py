@@ -38,9 +38,10 @@ def _default_names() -> list[str]:
 
 def _verify_sweep(name: str, Ps: list[int]) -> None:
     """Every P x count x root (reduce, bcast: the ends and the middle) through the verifier, in
-    rank order unless the algorithm declares it needs a commutative op."""
+    rank order unless the algorithm declares it needs a commutative op (with these parameters)."""
     algo = collkit.Algorithm(name)
-    needs_comm = bool(algo.spec["restrictions"]["commutative_op"])
+    # A parameter may make it need one too (allreduce:tree(tree=kary)).
+    needs_comm = bool(algo.spec["restrictions"]["commutative_op"]) or algo.needs_commutative()
     for P in Ps:
         roots = sorted({0, P // 2, P - 1}) if algo.collective in ROOTED else [0]
         for count in (0, 1, 5):

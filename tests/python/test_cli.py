@@ -79,7 +79,7 @@ def test_verify_non_commutative_flag() -> None:
         (["verify", "allreduce:rd"], "give ALGO and -P"),
         (["show", "allreduce:rd", "-P", "4", "--rank", "9"], "rank 9 is not in [0, 4)"),
         (["show", "allreduce:rd", "-P", "100000"], "pick some with --rank"),
-        (["algorithms", "allgatherv"], "unknown collective"),
+        (["algorithms", "neighbor_alltoall"], "unknown collective"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_error(argv: list[str], needle: str) -> None:

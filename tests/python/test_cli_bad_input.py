@@ -1018,7 +1018,7 @@ def test_validate_lists_refuse_an_empty_entry(
     [
         (["show", "allreduce:rd", "-P", "6", "--rank", "10"], "--rank 10 is not in [0, 6)"),
         (["show", "allreduce:rd", "-P", "100"], "pick some with --rank"),
-        (["algorithms", "allgatherv"], "unknown collective"),
+        (["algorithms", "neighbor_alltoall"], "unknown collective"),
         (["verify", "--file", "missing.txt"], "missing.txt"),
         (["simulate", "allreduce:rd", "-P", "8", "--alpha", "fast"], "not a time"),
         (["schedules", "bcast", "-P", "8"], "allreduce only"),

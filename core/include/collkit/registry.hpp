@@ -86,6 +86,12 @@ struct Restrictions {
   int64_t min_P = 1;
   int64_t max_P = 0;             // 0: no bound (alltoall:two_proc: 2)
   bool needs_placement = false;  // node-aware: the placement of ranks on nodes must be given
+  // Irregular collectives: a rank's program reads counts MPI gives only to other ranks (a
+  // gatherv tree's subtree sizes, a Bruck alltoallv's forwarded blocks). Without it, rank r reads
+  // only what its MPI call has: the recvcounts of allgatherv / reduce_scatter (all of them),
+  // gatherv's and scatterv's counts[r] off the root, alltoallv's row r and column r. An MPI
+  // caller with it gathers the vector first, or declines.
+  bool all_counts = false;
 };
 
 // The time of one call in Hockney's model with a reduction term, as coefficients:
@@ -160,6 +166,13 @@ std::vector<std::string> parameter_grid(const AlgorithmSpec& spec);
 
 class Bound;
 
+// The count vector and displacements of an irregular call (ScheduleHeader::counts, in_displs,
+// out_displs); all empty for a regular one.
+struct CountVectors {
+  std::vector<int64_t> counts, in_displs, out_displs;
+  bool empty() const { return counts.empty() && in_displs.empty() && out_displs.empty(); }
+};
+
 // One call as every rank of a communicator sees it alike (MPI makes these equal on all ranks):
 // what "can this algorithm run this call?" depends on, and nothing else.
 struct CallShape {
@@ -169,6 +182,9 @@ struct CallShape {
   int64_t root = 0;
   bool commutative = true;   // the reduction op commutes (always true for the copies)
   Placement placement = {};  // the ranks' nodes: node-aware algorithms only
+  // An irregular call's vectors (not owned; null: regular). Read by the full check only: they
+  // are O(P), where the limits are constant time.
+  const CountVectors* vectors = nullptr;
 };
 
 // How much of the answer to compute. `limits`: the declared restrictions and limits (P, min_P,
@@ -195,8 +211,10 @@ class Algorithm {
   // Throws Error(invalid_argument or unsupported).
   // `placement` goes into the header (the simulator's topology reads it); node-aware algorithms
   // need it given.
+  // An irregular call gives its vectors (checked by check_counts; with counts, `count` must be
+  // their largest entry).
   Bound bind(int64_t P, int64_t count, int32_t elem_size = 8, int64_t root = 0,
-             const Placement& placement = {}) const;
+             const Placement& placement = {}, const CountVectors& vectors = {}) const;
   // Why this algorithm cannot run `call`, or "" when it can: the registry's one answer, used by
   // the C API, the interposition library and the tuning-table check alike. It reads only the
   // call's shape, so every rank of a communicator gets the same answer before any communication

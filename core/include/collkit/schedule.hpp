@@ -82,13 +82,27 @@ struct ScheduleHeader {
   int32_t elem_size = 8;  // bytes per element
   int64_t root = 0;       // rooted collectives only
   Placement placement;    // ranks on nodes; not given (rpn 0) unless the generator asked
+  // The irregular collectives (CollectiveSpec::counts, ::displs); empty: the regular form, every
+  // block `count` elements, packed. With counts, `count` is their largest entry (the bound every
+  // size check and cost reads). Displacements are element offsets into the user's buffer, as an
+  // MPI executor passes them on: the IR's offsets into `in` / `out` are the user's own.
+  std::vector<int64_t> counts;      // per_rank: P entries; per_pair: P^2, [r P + q] r to q
+  std::vector<int64_t> in_displs;   // where `in`'s block b starts: P entries, or P^2 per rank
+  std::vector<int64_t> out_displs;  // the same for `out`
 
-  // Elements in the user's input and output buffers of `rank` (from the CollectiveSpec).
+  // Elements in the user's input and output buffers of `rank` (from the CollectiveSpec and the
+  // count vector: the end of the last-lying block). O(P) for a header with counts.
   int64_t in_elems(int64_t rank) const;
   int64_t out_elems(int64_t rank) const;
+  bool irregular() const { return !counts.empty() || !in_displs.empty() || !out_displs.empty(); }
   const CollectiveSpec& spec() const { return spec_of(collective); }
   bool operator==(const ScheduleHeader&) const = default;
 };
+
+// Throws Error(invalid_argument) with what is wrong unless the count vector and displacements
+// fit the collective: lengths (P or P^2), entries >= 0, `count` their largest, every buffer
+// inside 2^48 elements and no two blocks of an `out` overlapping (MPI: no location written twice).
+void check_counts(const ScheduleHeader& h);
 
 // Read-only view of one rank's program, whether it lives alone or inside a Schedule.
 struct RankView {

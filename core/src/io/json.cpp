@@ -170,6 +170,19 @@ void write_json(const ScheduleHeader& h, const RankSource& rank, const Sink& sin
     io::write_int(out, h.placement.rpn);
     out += ",\"order\":" + json_quote(to_string(h.placement.order)) + "},\n";
   }
+  for (const auto& [k, v] :
+       {std::pair<const char*, const std::vector<int64_t>*>{"counts", &h.counts},
+        {"in_displs", &h.in_displs},
+        {"out_displs", &h.out_displs}}) {
+    if (v->empty()) continue;  // absent for a regular header, as placement is
+    key(k, 2);
+    out.push_back('[');
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (i) out.push_back(',');
+      io::write_int(out, (*v)[i]);
+    }
+    out += "],\n";
+  }
   key("op_kinds", 2);
   out += "[\"send\",\"recv\",\"reduce\",\"copy\",\"compute\",\"sleep\"],\n";
   key("reduce_sides", 2);

@@ -327,6 +327,18 @@ void read_json(const JsonSource& src, const std::function<void(const ScheduleHea
             } while (r.accept(','));
           r.expect('}', "'}' closing \"placement\"");
           if (got.size() != 2) bad(shape);
+        } else if (key == "counts" || key == "in_displs" || key == "out_displs") {
+          // optional: the irregular collectives' vectors, as in the text form
+          std::vector<int64_t>& v = key == "counts"      ? h.counts
+                                    : key == "in_displs" ? h.in_displs
+                                                         : h.out_displs;
+          const std::string what = "'" + key + "' entry";
+          r.expect('[', ("'[' opening \"" + key + "\"").c_str());
+          if (!r.accept(']')) {
+            do v.push_back(r.integer(what.c_str(), 0, int64_t{1} << 48));
+            while (r.accept(','));
+            r.expect(']', ("']' closing \"" + key + "\"").c_str());
+          }
         } else if (key == "op_kinds") {
           legend(key, {"send", "recv", "reduce", "copy", "compute", "sleep"});
         } else if (key == "reduce_sides") {

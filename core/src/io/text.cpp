@@ -347,12 +347,13 @@ bool parse_stage(Scanner& sc, uint16_t& stage) {
 }
 
 bool HeaderReader::line(Scanner& sc) {
-  static constexpr std::string_view keys[7] = {"collective", "algorithm", "P",        "count",
-                                               "elem_size",  "root",      "placement"};
+  static constexpr std::string_view keys[10] = {"collective", "algorithm", "P",         "count",
+                                                "elem_size",  "root",      "placement", "counts",
+                                                "in_displs",  "out_displs"};
   sc.skip_ws();
   size_t b = sc.pos();
   int k = -1;
-  for (int j = 0; j < 7; ++j)
+  for (int j = 0; j < 10; ++j)
     if (sc.accept(keys[j])) {
       k = j;
       break;
@@ -402,6 +403,16 @@ bool HeaderReader::line(Scanner& sc) {
       }
       break;
     }
+    case 7:
+    case 8:
+    case 9: {  // counts / in_displs / out_displs: the entries, one or more, on one line
+      std::vector<int64_t>& v = k == 7 ? h.counts : k == 8 ? h.in_displs : h.out_displs;
+      const std::string what = k == 7 ? "an element count" : "a displacement in elements";
+      do {
+        v.push_back(sc.integer(what, 0, kMaxElems));
+      } while (!sc.at_end());
+      break;
+    }
   }
   sc.expect_end();
   return true;
@@ -422,6 +433,11 @@ void HeaderReader::finish(const Scanner& where, size_t pos) const {
         pos, "root " + std::to_string(h.root) + " is not a rank of P = " + std::to_string(h.P));
   if (!buffer_fits(h.count, h.elem_size))
     where.fail_msg(pos, too_large("count: a buffer", h.count, h.elem_size));
+  try {
+    check_counts(h);
+  } catch (const Error& e) {
+    where.fail_msg(pos, e.what());
+  }
 }
 
 }  // namespace io
@@ -446,6 +462,19 @@ std::string header_to_text(const ScheduleHeader& h) {
     io::write_int(out, h.placement.rpn);
     out += ' ';
     out += to_string(h.placement.order);
+  }
+  // Absent for a regular header, as placement is.
+  for (const auto& [key, v] :
+       {std::pair<const char*, const std::vector<int64_t>*>{"counts", &h.counts},
+        {"in_displs", &h.in_displs},
+        {"out_displs", &h.out_displs}}) {
+    if (v->empty()) continue;
+    out += '\n';
+    out += key;
+    for (int64_t x : *v) {
+      out += ' ';
+      io::write_int(out, x);
+    }
   }
   out.push_back('\n');
   return out;
@@ -511,7 +540,8 @@ class TextParser {
       if (hr_.line(sc)) return;
       if (!sc.accept("rank"))
         sc.fail_here(
-            "a header line (collective, algorithm, P, count, elem_size, root, placement) or "
+            "a header line (collective, algorithm, P, count, elem_size, root, placement, counts, "
+            "in_displs, out_displs) or "
             "'rank'");
       hr_.finish(sc, 0);
       in_header_ = false;
@@ -688,6 +718,11 @@ void check_header_fields(const ScheduleHeader& h) {
   if (h.elem_size < 1) bad("elem_size " + std::to_string(h.elem_size) + " is not positive");
   if (h.root < 0 || h.root >= h.P) bad("root " + std::to_string(h.root) + " is not a rank");
   if (h.placement.rpn < 0) bad("placement: ranks per node " + std::to_string(h.placement.rpn));
+  try {
+    check_counts(h);
+  } catch (const Error& e) {
+    bad(e.what());
+  }
 }
 
 void check_buffer_limits(const ScheduleHeader& h) {

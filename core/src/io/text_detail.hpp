@@ -38,7 +38,7 @@ bool parse_stage(Scanner& sc, uint16_t& stage);
 // The header lines, read one at a time in any order (each at most once).
 struct HeaderReader {
   ScheduleHeader h;
-  bool seen[7] = {};
+  bool seen[10] = {};
   // Reads one header line if the scanner holds one; false if the line is not a header line
   // (the scanner is left where it was).
   bool line(Scanner& sc);

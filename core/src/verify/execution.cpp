@@ -12,8 +12,13 @@ namespace collkit::verify_detail {
 
 int64_t leaf_stride(const ScheduleHeader& h) {
   const CollectiveSpec& c = h.spec();
-  int64_t stride = std::max(buffer_elems(c.in, h.P, h.count, 0, 0),
-                            buffer_elems(c.in, h.P, h.count, 0, 1));  // at the root, elsewhere
+  int64_t stride = 0;
+  if (!h.irregular()) {
+    stride = std::max(buffer_elems(c.in, h.P, h.count, 0, 0),
+                      buffer_elems(c.in, h.P, h.count, 0, 1));  // at the root, elsewhere
+  } else {
+    for (int64_t r = 0; r < h.P; ++r) stride = std::max(stride, h.in_elems(r));
+  }
   return c.root_input_in_out ? std::max(stride, h.count) : stride;
 }
 
@@ -42,9 +47,10 @@ void Verifier::init_memory() {
       m[k + 1].assign(static_cast<size_t>(v.scratch[k]), kUndef);
     if (c_.root_input_in_out && r == h_.root)
       for (int64_t i = 0; i < h_.count; ++i) m[0][static_cast<size_t>(i)] = expr_->leaf(r, i);
-    if (aliased(r))
-      for (int64_t k = 0; k < h_.in_elems(r); ++k)
-        m[0][static_cast<size_t>(in_place_offset(c_, h_.count, r, k))] = expr_->leaf(r, k);
+    if (aliased(r)) {
+      const int64_t at = in_place_in_at(h_, r), n = h_.in_elems(r);
+      for (int64_t k = 0; k < n; ++k) m[0][static_cast<size_t>(at + k)] = expr_->leaf(r, k);
+    }
   }
   if (c_.post.kind == Postcondition::Kind::synchronized) {
     if (P > (int64_t{1} << 16))

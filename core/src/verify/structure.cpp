@@ -8,6 +8,9 @@ bool Verifier::check_structure() {
   size_t before = res_.total_problems;
   for (int64_t r = 0; r < h_.P; ++r) {
     RankView v = s_.rank(r);
+    // O(P) each for a header with counts: once per rank, not per op.
+    rank_in_ = h_.in_elems(r);
+    rank_out_ = out_elems(r);
     for (size_t i = 0; i < v.size(); ++i) check_op(r, v, i);
   }
   return res_.total_problems == before;
@@ -23,7 +26,7 @@ void Verifier::check_op(int64_t r, const RankView& v, size_t i) {
     return;
   }
   auto region_ok = [&](BufId b, int64_t off, const char* what) {
-    int64_t size = b == kOut ? out_elems(r) : v.buffer_elems(h_, b);
+    int64_t size = b == kOut ? rank_out_ : b == kIn ? rank_in_ : v.buffer_elems(h_, b);
     if (op.len < 0) {
       bad("negative length " + std::to_string(op.len));
       return;

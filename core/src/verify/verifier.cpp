@@ -118,8 +118,8 @@ Schedule in_place_schedule(const Schedule& s) {
     p.clear(r);
     p.scratch.assign(v.scratch.begin(), v.scratch.end());
     const bool alias = applies_to(c.in_place, h.root, r);
-    const int64_t in_at = in_place_offset(c, h.count, r, 0);
-    const int64_t out_at = in_place_out_offset(c, h.count, r, 0);
+    const int64_t in_at = alias ? in_place_in_at(h, r) : 0;
+    const int64_t out_at = alias ? in_place_out_at(h, r) : 0;
     // Where an access to buffer b at offset off goes in the one buffer.
     const auto move = [&](BufId& b, int64_t& off) {
       if (b == kIn) {

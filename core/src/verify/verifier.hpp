@@ -39,11 +39,9 @@ class Verifier {
   // in_place_elems long, the collective's out[i] at out_base(r) + i.
   bool aliased(int64_t r) const { return opts_.in_place && applies_to(c_.in_place, h_.root, r); }
   int64_t out_elems(int64_t r) const {
-    return aliased(r) ? in_place_elems(c_, h_.P, h_.count, h_.root, r) : h_.out_elems(r);
+    return aliased(r) ? in_place_elems(h_, r) : h_.out_elems(r);
   }
-  int64_t out_base(int64_t r) const {
-    return aliased(r) ? in_place_out_offset(c_, h_.count, r, 0) : 0;
-  }
+  int64_t out_base(int64_t r) const { return aliased(r) ? in_place_out_at(h_, r) : 0; }
 
  private:
   // ---- Shared helpers (verifier.cpp). ----
@@ -101,7 +99,7 @@ class Verifier {
   // ---- postcondition.cpp ----
   void check_postcondition();
   void check_synchronized();
-  bool check_reduced(int64_t r, int64_t i, int64_t k, Val v);
+  bool check_reduced(int64_t r, int64_t i, const Expected& want, Val v);
   void check_consistency(int64_t r, int64_t r0, int64_t k, Val v, Val v0);
   void check_order(int64_t r, int64_t i, Val v);
   void check_copied(int64_t r, int64_t i, const Expected& want, Val v);
@@ -113,7 +111,8 @@ class Verifier {
   VerifyOptions opts_;
   VerifyResult res_;
   // structure
-  std::vector<uint32_t> topo_;  // per global op: position in its rank's topological order
+  std::vector<uint32_t> topo_;          // per global op: position in its rank's topological order
+  int64_t rank_in_ = 0, rank_out_ = 0;  // the buffer sizes of the rank being checked
   // hazards
   std::vector<uint32_t> stack_, stamp_;
   uint32_t epoch_ = 0;
@@ -140,7 +139,7 @@ class Verifier {
   size_t kwords_ = 0;
   // postcondition
   size_t listed_ = 0;
-  uint64_t all_hash_ = 0;  // sum of rank_hash over all ranks
+  std::vector<uint64_t> hash_prefix_;  // [q]: sum of rank_hash over ranks 0..q-1
 };
 
 // Input elements per rank in the expression table: the largest input of any rank.

@@ -55,6 +55,8 @@ def _restrictions(spec: dict[str, object]) -> str:
         out.append(f"P <= {r['max_P']}")
     if r.get("needs_placement"):
         out.append("needs the placement of ranks on nodes (--rpn, --order)")
+    if r.get("all_counts"):
+        out.append("reads other ranks' counts (an MPI caller gathers them first)")
     return ", ".join(out) or "none"
 
 

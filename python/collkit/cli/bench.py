@@ -115,6 +115,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="barrier",
         help="synchronise iterations with a barrier or a start window (ReproMPI)",
     )
+    p.add_argument(
+        "--pattern",
+        default="back_to_back",
+        metavar="NAME",
+        help="how the calls are made, as programs make them (docs/tuning.md, Patterns): "
+        "back_to_back (the default: --block calls on one buffer), barrier (a barrier before "
+        "each call, each timed alone: IMB's default), rotate_root (the root moves each call: "
+        "IMB's -root_shift 1; rooted collectives), buffers (another buffer set each call, "
+        "their total past the last-level cache), evict (caches evicted before each call, not "
+        "timed: IMB's -off_cache -1); the rows record it",
+    )
     p.add_argument("--max-ms", type=int, default=2000, help="time budget per row (default 2000)")
     p.add_argument(
         "--rounds",
@@ -164,6 +175,7 @@ def _print_table(rows: list[Row]) -> None:
         "algorithm",
         "P",
         "bytes",
+        "pattern",
         "min",
         "q1",
         "median",
@@ -179,7 +191,14 @@ def _print_table(rows: list[Row]) -> None:
         t.add_column(col, justify="left" if col == "algorithm" else "right", no_wrap=True)
     for r in sorted(rows, key=lambda r: (r.P, r.bytes, r.algorithm)):
         if r.error:
-            t.add_row(r.algorithm, str(r.P), str(r.bytes), f"[red]{r.error[:60]}[/red]", *[""] * 10)
+            t.add_row(
+                r.algorithm,
+                str(r.P),
+                str(r.bytes),
+                r.pattern,
+                f"[red]{r.error[:60]}[/red]",
+                *[""] * 10,
+            )
             continue
         won = rounds_won(r) if r.interleaved and r.algorithm != "native" else []
         beat = f"{sum(won)}/{len(won)} rounds" if won else ""
@@ -187,6 +206,7 @@ def _print_table(rows: list[Row]) -> None:
             r.algorithm,
             str(r.P),
             str(r.bytes),
+            r.pattern,
             *(f"{getattr(r, f'{k}_us'):.2f}" for k in ("min", "q1", "median", "q3", "p99", "max")),
             str(r.iterations),
             "" if r.valid is None else ("yes" if r.valid else "NO"),
@@ -220,6 +240,7 @@ def options_of(args: argparse.Namespace) -> BenchOptions:
         warmup=args.warmup,
         block=args.block,
         sync=args.sync,
+        pattern=args.pattern,
         max_ms=args.max_ms,
         rounds=args.rounds,
         interleave=not args.no_interleave,

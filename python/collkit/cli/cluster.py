@@ -2,6 +2,7 @@
 
   collkit cluster up --nodes 2                  n0, n1: network namespaces on a bridge
   collkit cluster up --nodes 3 --rate 1gbit     each node's link limited to 1 Gbit/s (tc tbf)
+  collkit cluster up --nodes 2 --slurm          and a Slurm on them: slurmctld, a slurmd per node
   collkit bench allreduce -np 2,4 --algos hier,rd,native --hosts /run/collkit/ck/hosts
   collkit cluster status                        what is up, and leftovers of a crash
   collkit cluster down                          everything removed (cleanup: leftovers too)
@@ -13,6 +14,10 @@ host file; --hosts with it makes `collkit bench`, `tune` and `run` launch there 
 head namespace, the nodes reached through a launcher script instead of ssh) and the rows record
 nodes x ranks per node. The nodes share this machine's cores and memory: timings are emulated,
 not a cluster's (docs/cluster.md).
+
+With --slurm, munge, slurmctld and one slurmd per node run on the cluster (Debian's slurm-wlm,
+its files in /run/collkit/NAME/slurm): put /run/collkit/NAME/slurm/bin first on PATH and
+salloc, srun and sbatch reach it; inside an allocation collkit's commands launch on its nodes.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import argparse
 import sys
 
 from collkit import cluster
+from collkit.slurm import PARTITION
 
 NAME = "cluster"
 HELP = "emulated nodes on this machine (network namespaces; root): up, down, status, cleanup"
@@ -39,6 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="RATE",
         help="limit each node's link, both ways (tc tbf): 1gbit, 100mbit, 125mbps",
     )
+    up.add_argument(
+        "--slurm",
+        action="store_true",
+        help="start Slurm on the nodes: munge, slurmctld, a slurmd per node (slurm-wlm)",
+    )
     down = sub.add_parser("down", help="end its processes and remove everything it made")
     down.add_argument("name", nargs="?", default=DEFAULT_NAME, help=f"({DEFAULT_NAME})")
     sub.add_parser("status", help="clusters that are up, and leftovers")
@@ -50,11 +61,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "up":
-        c = cluster.Cluster.up(args.name, args.nodes, rate=args.rate)
+        c = cluster.Cluster.up(args.name, args.nodes, rate=args.rate, slurm=args.slurm)
         print(f"up: {c.describe()}")
         print(f"host file: {c.hostfile}")
         print(f"  collkit bench allreduce -np {2 * c.nodes} --hosts {c.hostfile}")
         print(f"  collkit run -np {c.nodes} --hosts {c.hostfile} -- ./app")
+        if c.slurm:
+            s = c.slurm_of()
+            print(f"Slurm: partition {PARTITION} over {', '.join(c.hostnames)}")
+            print(f"  export PATH={s.bin}:$PATH")
+            print(
+                f"  salloc -N {c.nodes} --ntasks-per-node 2 collkit bench allreduce "
+                f"-np {2 * c.nodes}"
+            )
         print(f"down: collkit cluster down {c.name}")
         return 0
     if args.action == "down":

@@ -1,7 +1,8 @@
 """A guided tour of collkit on this machine: list the algorithms, show a schedule, prove it
 correct over a sweep of process counts, simulate it, run it on the local MPI against the
-native collective, tune allreduce, check each chosen rule against native in one job (a rule that
-loses there is said to lose and not used) and run an unmodified MPI program with the rules that
+native collective, tune allreduce, check each chosen rule against native in one job per call
+pattern tune measured (a line per pattern says whether the rules held in it; a rule that loses
+in one is said to lose and not used) and run an unmodified MPI program with the rules that
 held, calibrate the simulator on this machine and compare its predictions with measurements, and
 leave the results (tables, pictures, trace files, tuning files) in one folder.
 
@@ -34,6 +35,7 @@ from collkit.cli.bench import parse_sizes
 from collkit.mpi import MPI
 
 if TYPE_CHECKING:
+    from collkit.results import Row
     from collkit.tune.table import Rule as TuneRule
 
 NAME = "tour"
@@ -339,16 +341,30 @@ def split_by_size(rule: TuneRule, checked: list[int], lost: set[int]) -> list[Tu
             part.algorithm = "native"
             part.speedup = part.p_value = math.nan
             part.ci95 = (math.nan, math.nan)
+            part.speedups = {}
         parts.append(part)
     return parts
 
 
+def check_patterns_of(table_rules: list[TuneRule], block: int) -> list[str]:
+    """The call patterns the tour checks its rules in: those tune measured them in (the rules'
+    speedups), else tune's default for allreduce at the table's block."""
+    from collkit.results import PATTERNS
+    from collkit.tune.campaign import default_patterns, evict_seconds
+
+    named = {p for r in table_rules for p in r.speedups}
+    if named:
+        return [p for p in PATTERNS if p in named]
+    return default_patterns(["allreduce"], block, 50, 200, evict_seconds())
+
+
 def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Path:
     """Each collkit rule of the tuned table measured again against native in one job
-    (interleaved, in rounds, collkit.drift), at the sizes it covers. A rule that does not beat
-    native in every compared round, or whose comparison is suspect, is said to lose and is
-    replaced by native in the table the program then runs with (collkit-tuning-checked.json):
-    the tour never presents a losing rule as a win."""
+    (interleaved, in rounds, collkit.drift), at the sizes it covers, in each call pattern tune
+    measured (docs/tuning.md, "Patterns"). A rule that does not beat native in every compared
+    round of every pattern, or whose comparison is suspect, is said to lose and is replaced by
+    native in the table the program then runs with (collkit-tuning-checked.json): the tour never
+    presents a losing rule as a win. A line per pattern says whether the rules held in it."""
     from rich.table import Table as RTable
 
     from collkit.bench import BenchOptions, check_bench, run_bench
@@ -373,69 +389,85 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
     }
     check_sizes = sorted({s for ss in covered.values() for s in ss})
     algos = sorted({table.rules[i].algorithm for i in ours})
+    patterns = check_patterns_of([table.rules[i] for i in ours], table.block)
     console.print(
         f"[bold cyan]$ collkit bench allreduce --algos native,{','.join(algos)} -np 2 "
         f"--sizes {','.join(map(str, check_sizes))} --block {table.block} --iters 50 "
-        "--rounds 3[/bold cyan]   "
-        "(the chosen rules against native, interleaved in one job)"
+        f"--rounds 3 --pattern PATTERN[/bold cyan]   for PATTERN in {', '.join(patterns)} "
+        "(the chosen rules against native, interleaved in one job per pattern)"
     )
     (tuned / "check.jsonl").unlink(missing_ok=True)  # a fresh measurement each tour
-    opts = BenchOptions(
-        "allreduce",
-        ["native", *algos],
-        P=[2],
-        sizes=check_sizes,
-        iterations=50,
-        max_ms=200,
-        rounds=3,
-        block=table.block,  # timed as tune timed them
-        out=str(tuned / "check.jsonl"),
-        plot=False,
-    )
-    plan = check_bench(opts, mpi=mpi)
-    c = plan.campaign
-    rows = run_bench(plan).rows
-    t = RTable(title="the chosen rules against native in the same job")
-    for col in ("rule", "bytes", "tune said", "now", "rounds won", "verdict"):
-        t.add_column(col, justify="left" if col in ("rule", "verdict") else "right")
+    rows_of: dict[str, list[Row]] = {}
+    normalize = None
+    for pattern in patterns:
+        opts = BenchOptions(
+            "allreduce",
+            ["native", *algos],
+            P=[2],
+            sizes=check_sizes,
+            iterations=50,
+            max_ms=200,
+            rounds=3,
+            block=table.block,  # timed as tune timed them
+            pattern=pattern,
+            out=str(tuned / "check.jsonl"),
+            plot=False,
+        )
+        plan = check_bench(opts, mpi=mpi)
+        normalize = plan.campaign.normalize
+        rows_of[pattern] = run_bench(plan).rows
+    assert normalize is not None
+    t = RTable(title="the chosen rules against native in the same job, per call pattern")
+    for col in ("rule", "bytes", "pattern", "tune said", "now", "rounds won", "verdict"):
+        t.add_column(col, justify="left" if col in ("rule", "pattern", "verdict") else "right")
     lost: dict[int, set[int]] = {}  # rule -> the checked sizes where it did not hold
+    # pattern -> (speedup now, held) per (rule, checked size)
+    held_in: dict[str, list[tuple[float, bool, int]]] = {p: [] for p in patterns}
     for i in ours:
         rule = table.rules[i]
+        name = normalize(rule.algorithm)
         for nbytes in covered[i]:
-            native = next((x for x in rows if x.algorithm == "native" and x.bytes == nbytes), None)
-            name = c.normalize(rule.algorithm)
-            row = next((x for x in rows if x.algorithm == name and x.bytes == nbytes), None)
-            if row is None or native is None or row.error:
-                verdict, now, won_s = "[red]could not be measured: not used[/red]", "", ""
-                lost.setdefault(i, set()).add(nbytes)
-            else:
-                won = rounds_won(row)
-                now = f"{native.median_us / row.median_us:.2f}x"
-                won_s = f"{sum(won)}/{len(won)}"
-                if row.suspect:
-                    verdict = f"[yellow]suspect ({row.suspect}): not used[/yellow]"
-                    lost.setdefault(i, set()).add(nbytes)
-                elif won and all(won):
-                    verdict = "[green]holds[/green]"
-                elif won and any(won):
-                    # Faster in some rounds, not in all: not trusted with a program's calls.
-                    verdict = (
-                        f"[red]lost {len(won) - sum(won)} of {len(won)} rounds to native: "
-                        "not used[/red]"
-                    )
-                    lost.setdefault(i, set()).add(nbytes)
+            for pattern, rows in rows_of.items():
+                native = next(
+                    (x for x in rows if x.algorithm == "native" and x.bytes == nbytes), None
+                )
+                row = next((x for x in rows if x.algorithm == name and x.bytes == nbytes), None)
+                ok, speedup = False, math.nan
+                if row is None or native is None or row.error:
+                    verdict, now, won_s = "[red]could not be measured: not used[/red]", "", ""
                 else:
-                    verdict = "[red]LOSES to native here: not used[/red]"
+                    won = rounds_won(row)
+                    speedup = native.median_us / row.median_us
+                    now = f"{speedup:.2f}x"
+                    won_s = f"{sum(won)}/{len(won)}"
+                    if row.suspect:
+                        verdict = f"[yellow]suspect ({row.suspect}): not used[/yellow]"
+                    elif won and all(won):
+                        verdict, ok = "[green]holds[/green]", True
+                    elif won and any(won):
+                        # Faster in some rounds, not in all: not trusted with a program's calls.
+                        verdict = (
+                            f"[red]lost {len(won) - sum(won)} of {len(won)} rounds to native: "
+                            "not used[/red]"
+                        )
+                    else:
+                        verdict = "[red]LOSES to native here: not used[/red]"
+                if not ok:
                     lost.setdefault(i, set()).add(nbytes)
-            t.add_row(
-                rule.algorithm,
-                str(nbytes),
-                f"{rule.speedup:.2f}x",
-                now,
-                won_s,
-                verdict,
-            )
+                held_in[pattern].append((speedup, ok, nbytes))
+                said = rule.speedups.get(pattern, rule.speedup)
+                t.add_row(
+                    rule.algorithm,
+                    str(nbytes),
+                    pattern,
+                    "" if math.isnan(said) else f"{said:.2f}x",
+                    now,
+                    won_s,
+                    verdict,
+                )
     console.print(t)
+    for pattern, results in held_in.items():
+        console.print(pattern_line(pattern, results))
     table.rules = [
         part
         for i, r in enumerate(table.rules)
@@ -445,9 +477,23 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
     if lost:
         n = sum(len(v) for v in lost.values())
         console.print(
-            f"{n} checked size(s) did not hold against native in the same job: {checked} "
-            "routes the bytes from each of them up to the next checked size to native."
+            f"{n} checked size(s) did not hold against native in the same job in every pattern: "
+            f"{checked} routes the bytes from each of them up to the next checked size to native."
         )
     else:
-        console.print(f"every chosen rule held: {checked} is the table as tuned.")
+        console.print(f"every chosen rule held in every pattern: {checked} is the table as tuned.")
     return checked
+
+
+def pattern_line(pattern: str, results: list[tuple[float, bool, int]]) -> str:
+    """One pattern's verdict over the checked (rule, size)s: the speedups now, held or not."""
+    speedups = [x for x, _, _ in results if not math.isnan(x)]
+    span = (
+        f"{min(speedups):.2f}x" if len(set(speedups)) == 1 else
+        f"{min(speedups):.2f}x..{max(speedups):.2f}x"
+    ) if speedups else "not measured"  # fmt: skip
+    failed = sorted({b for _, ok, b in results if not ok})
+    if not failed:
+        return f"pattern {pattern}: speedup {span}: [green]held[/green]"
+    where = ", ".join(f"{b} B" for b in failed)
+    return f"pattern {pattern}: speedup {span}: [red]did not hold[/red] (at {where})"

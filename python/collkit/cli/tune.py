@@ -21,6 +21,12 @@ the native call stays. The MPI's own algorithms are forced per job and so cannot
 with native: they are measured and shown, never chosen. Adjacent sizes with the same winner merge
 into one range.
 
+Every candidate and native are measured in each call pattern of --patterns (docs/tuning.md,
+"Patterns": back to back, a barrier before each call as IMB does by default, a rotating root,
+other buffers each call, evicted caches); a candidate wins only if it wins in every one (or in
+the one --decide-by names), its speedup the smallest of its patterns' (each is in the table and
+in the rule's `speedups`).
+
 Writes into -o DIR: tune.jsonl / .csv (every row, appended as measured: rerun the same command
 to resume; nothing is measured twice), collkit-tuning.json (for libcollkit_pmpi.so and `collkit
 run --tuning`), mpich-selection.json (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE; tuning with
@@ -51,6 +57,7 @@ from collkit.cli.bench import parse_sizes
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
 from collkit.progress import CampaignProgress
+from collkit.results import PATTERNS
 from collkit.tune.campaign import TuneOptions
 from collkit.tune.run import tune
 from collkit.tune.select import Choice
@@ -106,6 +113,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "of an isolated call; N > 1 times N back-to-back calls, as OSU measures, which is what "
         "a program that calls the collective in a loop sees (--block 16 for such programs). "
         "The table records it",
+    )
+    p.add_argument(
+        "--patterns",
+        type=parse_patterns,
+        default=None,
+        metavar="LIST",
+        help="comma list of the call patterns every candidate is measured in, of "
+        f"{', '.join(PATTERNS)} (docs/tuning.md, Patterns); a rule needs a win in each. "
+        "Default: back_to_back and barrier (at --block 1 they time the same, one call after a "
+        "barrier: back_to_back alone), rotate_root for rooted collectives, and evict where "
+        "its work before the calls costs < 30%% of a row's --max-ms",
+    )
+    p.add_argument(
+        "--decide-by",
+        default=None,
+        choices=PATTERNS,
+        metavar="PATTERN",
+        help="the one pattern a rule must win in (the others are measured and shown); "
+        "default: every pattern measured. Alone, only it is measured",
     )
     p.add_argument("--warmup", type=int, default=10, help="untimed calls first (10)")
     p.add_argument("--max-ms", type=int, default=500, help="time budget per row in ms (500)")
@@ -165,9 +191,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json_argument(
         p,
         "one decision per (collective, P, bytes) a line, with the tuning table's keys "
-        "(algorithm, median_us, native_median_us, speedup, p_value, ci95) and the table's "
-        "columns (rounds_won, rounds_compared, mpi_algorithm, note); the rows are in tune.jsonl",
+        "(algorithm, median_us, native_median_us, speedup, p_value, ci95, speedups) and the "
+        "table's columns (rounds_won, rounds_compared, mpi_algorithm, note); the rows are in "
+        "tune.jsonl",
     )
+
+
+def parse_patterns(text: str) -> list[str]:
+    """'back_to_back,barrier' -> ['back_to_back', 'barrier'] (repeats once); an unknown or empty
+    name is an argparse error naming the known ones."""
+    names = [x.strip() for x in text.split(",")]
+    if not text.strip() or not all(names):
+        raise argparse.ArgumentTypeError(
+            f"{text[:60]!r}: give a comma list of {', '.join(PATTERNS)}"
+        )
+    bad = [x for x in names if x not in PATTERNS]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"unknown pattern {bad[0][:40]!r} (one of {', '.join(PATTERNS)})"
+        )
+    return list(dict.fromkeys(names))
 
 
 def split_names(text: str) -> list[str]:
@@ -193,6 +236,7 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
         "source",
         "collkit winner",
         "speedup",
+        "per pattern",
         "95% CI",
         "p",
         "rounds won",
@@ -212,6 +256,7 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
             c.source,
             w.algorithm if w else "native",
             f"{w.speedup:.2f}" if w else "",
+            _per_pattern(w.speedups) if w else "",
             f"{w.ci95[0]:.2f}..{w.ci95[1]:.2f}" if w and not math.isnan(w.ci95[0]) else "",
             f"{w.p_value:.1e}" if w and not math.isnan(w.p_value) else "",
             f"{w.rounds_won}/{w.rounds_compared}" if w and w.interleaved else "",
@@ -219,6 +264,10 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
             _note(c),
         )
     console().print(t)
+
+
+def _per_pattern(speedups: dict[str, float]) -> str:
+    return " ".join(f"{p} {x:.2f}" for p, x in speedups.items())
 
 
 def choice_json(c: Choice) -> dict[str, object]:
@@ -237,6 +286,7 @@ def choice_json(c: Choice) -> dict[str, object]:
         "speedup": w.speedup if w else nan,
         "p_value": w.p_value if w else nan,
         "ci95": list(w.ci95) if w else [nan, nan],
+        "speedups": dict(w.speedups) if w else {},
         "rounds_won": w.rounds_won if w and w.interleaved else None,
         "rounds_compared": w.rounds_compared if w and w.interleaved else None,
         "mpi_algorithm": c.mpi.algorithm if c.mpi else "default",
@@ -254,7 +304,21 @@ def _note(c: Choice) -> str:
         for x in c.candidates
         if not x.suspect and x.interleaved and x.speedup > 1 and x.rounds_won < x.rounds_compared
     ]
+    # faster in some patterns, not in every one that decides
+    partial = [
+        x
+        for x in c.candidates
+        if x.lost_in and any(v > 1 for v in x.speedups.values()) and x.interleaved
+    ]
     parts = []
+    if partial:
+        parts.append(
+            f"{len(partial)} did not win in every pattern: "
+            + "; ".join(
+                f"{x.algorithm}: {_per_pattern(x.speedups)}, not in {','.join(x.lost_in)}"
+                for x in partial[:2]
+            )
+        )
     if sus:
         parts.append(
             f"{len(sus)} suspect: " + "; ".join(f"{x.algorithm}: {x.suspect}" for x in sus[:2])
@@ -288,6 +352,8 @@ def options_of(args: argparse.Namespace) -> TuneOptions:
         rounds=args.rounds,
         hosts=args.hosts,
         block=args.block,
+        patterns=args.patterns,
+        decide_by=args.decide_by,
         alpha=args.alpha,
         min_gain=args.min_gain,
         routing_us=args.routing_us,

@@ -34,9 +34,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+import numbers
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -131,6 +132,14 @@ def library() -> ctypes.CDLL:
             "ck_reduce_scatter_block": [p, p, n, h, h, h, s],
             "ck_gather": [p, n, h, p, n, h, i, h, s],
             "ck_scatter": [p, n, h, p, n, h, i, h, s],
+            # The irregular calls: counts as MPI_Count arrays, displacements as MPI_Aint arrays.
+            "ck_allgatherv": [p, n, h, p, p, p, h, h, s],
+            "ck_alltoallv": [p, p, p, h, p, p, p, h, h, s],
+            "ck_gatherv": [p, n, h, p, p, p, h, i, h, s],
+            "ck_scatterv": [p, p, p, h, p, n, h, i, h, s],
+            "ck_reduce_scatter": [p, p, p, h, h, h, s],
+            "ck_scan": [p, p, n, h, h, h, s],
+            "ck_exscan": [p, p, n, h, h, h, s],
         }
         # The non-blocking forms: the blocking call's arguments, then the MPI_Request*.
         for name, args in list(sig.items()):
@@ -278,11 +287,31 @@ def _route(collective: str, comm: Comm, nbytes: int, algorithm: str | None) -> s
     table = _tuning.table
     if table is None or not _routable(comm):
         return None
-    algo = str(table.lookup(collective, comm.Get_size(), nbytes))
+    if nbytes < 0:
+        # No size every rank sees alike (a gatherv's or scatterv's other ranks, an alltoallv):
+        # as for the interposition library, only a rule for every size covers the call.
+        P = comm.Get_size()
+        algo = next(
+            (
+                str(r.algorithm)
+                for r in table.rules
+                if r.collective == collective
+                and r.P[0] <= P <= r.P[1]
+                and r.bytes[0] == 0
+                and r.bytes[1] >= _EVERY_SIZE
+            ),
+            "native",
+        )
+    else:
+        algo = str(table.lookup(collective, comm.Get_size(), nbytes))
     key = (collective, algo)
     with _lock:
         _routed_calls[key] = _routed_calls.get(key, 0) + 1
     return algo
+
+
+# A rule's largest size (collkit/tuning.hpp's kMaxRuleBytes): [0, this] is every size.
+_EVERY_SIZE = 1 << 62
 
 
 def _routable(comm: Comm) -> bool:
@@ -491,6 +520,197 @@ def Reduce_scatter_block(
     _reduction(
         "reduce_scatter_block", comm, sendbuf, recvbuf, op, P, algorithm, "Reduce_scatter_block"
     )
+
+
+# ---- the irregular collectives (blocking) ------------------------------------------------------
+
+
+@dataclass
+class _VBuf:
+    """A buffer of P blocks as mpi4py's v calls take it: block b holds counts[b] elements of
+    datatype at displs[b] extents (packed where mpi4py's spec gives no displacements)."""
+
+    address: int | None
+    counts: Any  # ctypes MPI_Count array (None: not read on this rank)
+    displs: Any  # ctypes MPI_Aint array
+    datatype: Any
+    in_place: bool = False
+
+
+def _vspec(obj: BufSpec, P: int) -> _VBuf:
+    """[buf, counts, displs, datatype], [buf, (counts, displs), datatype], [buf, counts,
+    datatype] (packed), [buf, counts] (the array's type): mpi4py's conventions."""
+    MPI = _MPI()
+    if obj is None:
+        return _VBuf(None, None, None, MPI.BYTE)
+    if _is_in_place(obj):
+        return _VBuf(_in_place_address(), None, None, MPI.BYTE, in_place=True)
+    if not isinstance(obj, (list, tuple)) or not 2 <= len(obj) <= 4:
+        raise CollkitMPIError(
+            "a v buffer specification is [buf, counts, displs, datatype] (or [buf, counts], "
+            f"[buf, counts, datatype], [buf, (counts, displs), datatype]), not {obj!r}"
+        )
+    parts = list(obj)
+    buf, rest = parts[0], parts[1:]
+    datatype = rest.pop() if rest and isinstance(rest[-1], MPI.Datatype) else None
+    displs: Any = None
+    if len(rest) == 1 and isinstance(rest[0], tuple) and len(rest[0]) == 2:
+        counts, displs = rest[0]
+    elif len(rest) == 2:
+        counts, displs = rest
+    elif len(rest) == 1:
+        counts = rest[0]
+    else:
+        raise CollkitMPIError(f"cannot read the buffer specification {obj!r}")
+    address, nbytes, code = _buffer(buf)
+    if datatype is None:
+        datatype = MPI._typedict.get(code)
+        if datatype is None:
+            raise CollkitMPIError(f"no MPI datatype for a buffer of type code '{code}'")
+    counts, displs = _v_layout(counts, displs, P, int(datatype.Get_extent()[1]), nbytes)
+    return _VBuf(
+        address,
+        (ctypes.c_longlong * P)(*counts),
+        (ctypes.c_ssize_t * P)(*displs),
+        datatype,
+    )
+
+
+def _int_list(what: str, v: object, P: int) -> list[int]:
+    """P integers (Python's or numpy's, below 2^62) from a sequence, or CollkitMPIError."""
+    if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+        raise CollkitMPIError(f"{what} must be a sequence of {P} integers, not {v!r:.60}")
+    out = []
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+            raise CollkitMPIError(f"{what} must be integers, not {x!r:.40}")
+        if not -(1 << 62) < int(x) < 1 << 62:
+            raise CollkitMPIError(f"{what}: {int(x)} is past 2^62")
+        out.append(int(x))
+    if len(out) != P:
+        raise CollkitMPIError(f"{len(out)} {what} for {P} ranks")
+    return out
+
+
+def _v_layout(
+    counts: object, displs: object, P: int, extent: int, nbytes: int
+) -> tuple[list[int], list[int]]:
+    """A v buffer's counts and displacements (None: packed) as P integers each, checked against
+    the buffer's `nbytes` (elements of `extent` bytes); CollkitMPIError says what is wrong."""
+
+    c = _int_list("counts", counts, P)
+    if any(x < 0 for x in c):
+        raise CollkitMPIError(f"a count is negative: {c!r:.80}")
+    if displs is None:  # packed, as mpi4py computes them
+        d, at = [], 0
+        for x in c:
+            d.append(at)
+            at += x
+    else:
+        d = _int_list("displacements", displs, P)
+    end = max(((x + n) * extent for x, n in zip(d, c, strict=True) if n > 0), default=0)
+    if any(x < 0 for x in d) or end > nbytes:
+        raise CollkitMPIError(
+            f"the counts and displacements reach past the buffer's {nbytes} bytes (or are negative)"
+        )
+    return c, d
+
+
+def _vnbytes(v: _VBuf) -> int:
+    return 0 if v.counts is None else sum(v.counts) * int(v.datatype.Get_size())
+
+
+def Allgatherv(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, *, algorithm: str | None = None
+) -> None:
+    """MPI_Allgatherv: recvbuf is [buf, counts, displs, datatype]; MPI.IN_PLACE as sendbuf."""
+    r = _vspec(recvbuf, comm.Get_size())
+    s = _spec(sendbuf)
+    args = (s.address, s.count, _h(s.datatype), r.address, r.counts, r.displs, _h(r.datatype))
+    call = lambda: _mpi4py("Allgatherv")(comm, sendbuf, recvbuf)  # noqa: E731
+    _run("allgatherv", comm, _vnbytes(r), algorithm, call, *args)
+
+
+def Alltoallv(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, *, algorithm: str | None = None
+) -> None:
+    """MPI_Alltoallv: both buffers [buf, counts, displs, datatype]; MPI.IN_PLACE as sendbuf."""
+    P = comm.Get_size()
+    r = _vspec(recvbuf, P)
+    s = _vspec(sendbuf, P)
+    args: tuple[Any, ...] = (s.address, s.counts, s.displs, _h(s.datatype))
+    args += (r.address, r.counts, r.displs, _h(r.datatype))
+    call = lambda: _mpi4py("Alltoallv")(comm, sendbuf, recvbuf)  # noqa: E731
+    _run("alltoallv", comm, -1, algorithm, call, *args)
+
+
+def Gatherv(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
+) -> None:
+    """MPI_Gatherv: recvbuf [buf, counts, displs, datatype] at the root only (None elsewhere);
+    MPI.IN_PLACE as the root's sendbuf."""
+    at_root = comm.Get_rank() == root
+    r = _vspec(recvbuf if at_root else None, comm.Get_size())
+    s = _spec(sendbuf)
+    args = (s.address, s.count, _h(s.datatype), r.address, r.counts, r.displs, _h(r.datatype))
+    call = lambda: _mpi4py("Gatherv")(comm, sendbuf, recvbuf, root)  # noqa: E731
+    _run("gatherv", comm, -1, algorithm, call, *args, root)
+
+
+def Scatterv(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, root: int = 0, *, algorithm: str | None = None
+) -> None:
+    """MPI_Scatterv: sendbuf [buf, counts, displs, datatype] at the root only (None elsewhere);
+    MPI.IN_PLACE as the root's recvbuf."""
+    at_root = comm.Get_rank() == root
+    s = _vspec(sendbuf if at_root else None, comm.Get_size())
+    r = _spec(recvbuf)
+    args = (s.address, s.counts, s.displs, _h(s.datatype), r.address, r.count, _h(r.datatype))
+    call = lambda: _mpi4py("Scatterv")(comm, sendbuf, recvbuf, root)  # noqa: E731
+    _run("scatterv", comm, -1, algorithm, call, *args, root)
+
+
+def Reduce_scatter(
+    comm: Comm,
+    sendbuf: BufSpec,
+    recvbuf: BufSpec,
+    recvcounts: Any = None,
+    op: Any = None,
+    *,
+    algorithm: str | None = None,
+) -> None:
+    """MPI_Reduce_scatter: rank r gets recvcounts[r] elements of the reduction of everyone's
+    sendbuf (sum(recvcounts) elements; MPI.IN_PLACE reads them from recvbuf); op defaults to
+    SUM. recvcounts defaults to recvbuf's size on every rank, as mpi4py's does."""
+    op = _op(op)
+    P = comm.Get_size()
+    s = _spec(sendbuf)
+    r = _spec(recvbuf)
+    if recvcounts is None:
+        recvcounts = comm.allgather(r.count)
+    counts = _int_list("recvcounts", recvcounts, P)
+    if any(c < 0 for c in counts):
+        raise CollkitMPIError(f"recvcounts must be {P} counts >= 0, not {counts!r:.80}")
+    arr = (ctypes.c_longlong * P)(*counts)
+    args = (s.address, r.address, arr, _h(r.datatype), _h(op))
+    call = lambda: _mpi4py("Reduce_scatter")(comm, sendbuf, recvbuf, counts, op)  # noqa: E731
+    nbytes = sum(counts) * int(r.datatype.Get_size())
+    _run("reduce_scatter", comm, nbytes, algorithm, call, *args)
+
+
+def Scan(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, op: Any = None, *, algorithm: str | None = None
+) -> None:
+    """MPI_Scan: rank r gets the reduction of ranks 0..r's sendbuf; op defaults to SUM."""
+    _reduction("scan", comm, sendbuf, recvbuf, op, 1, algorithm, "Scan")
+
+
+def Exscan(
+    comm: Comm, sendbuf: BufSpec, recvbuf: BufSpec, op: Any = None, *, algorithm: str | None = None
+) -> None:
+    """MPI_Exscan: rank r gets the reduction of ranks 0..r-1's sendbuf (rank 0's recvbuf is
+    undefined); op defaults to SUM."""
+    _reduction("exscan", comm, sendbuf, recvbuf, op, 1, algorithm, "Exscan")
 
 
 # The non-blocking forms (ck_i<coll>): each returns a Request, a subclass of mpi4py's, to
@@ -835,6 +1055,13 @@ _ROUTED: dict[str, Callable[..., Any]] = {
     "Gather": Gather,
     "Scatter": Scatter,
     "Reduce_scatter_block": Reduce_scatter_block,
+    "Allgatherv": Allgatherv,
+    "Alltoallv": Alltoallv,
+    "Gatherv": Gatherv,
+    "Scatterv": Scatterv,
+    "Reduce_scatter": Reduce_scatter,
+    "Scan": Scan,
+    "Exscan": Exscan,
     "Iallreduce": Iallreduce,
     "Ireduce": Ireduce,
     "Ibcast": Ibcast,

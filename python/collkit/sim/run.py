@@ -18,7 +18,7 @@ from collkit.errors import (
 from collkit.placement import Placement, core_args
 from collkit.progress import format_duration
 from collkit.results import ResultStore, Row
-from collkit.schedule import Schedule, printable
+from collkit.schedule import Schedule, count_vector, printable
 from collkit.sim.noise import Distribution, parse_distribution
 from collkit.sim.options import (
     Model,
@@ -176,6 +176,9 @@ def simulate(
     trials: int = 1,
     seed: int = 0,
     timeline: bool = False,
+    counts: object = None,
+    in_displs: object = None,
+    out_displs: object = None,
     **params: Time | None,
 ) -> SimResult:
     """Simulate `algorithm` (a name, an Algorithm or a whole Schedule) on P ranks.
@@ -188,7 +191,9 @@ def simulate(
     the run with fresh draws from `seed`. `timeline=True` records per-op times, messages and the
     critical path of the first trial (it holds the whole schedule: use it for small P).
     `placement` puts the ranks on nodes (node-aware algorithms need it; a Schedule carries its
-    own); the topology's node size comes from it (a topology rpn=N must agree).
+    own); the topology's node size comes from it (a topology rpn=N must agree). The irregular
+    collectives take `counts` and displacements as collkit.generate does (count then their
+    largest entry).
     """
     m = model_of(model, params)
     check_run(trials, seed)
@@ -198,10 +203,19 @@ def simulate(
     skew_d = parse_distribution(skew, "skew")
     topo = parse_topology(topology)
 
+    vectors = (
+        count_vector(counts, "counts"),
+        count_vector(in_displs, "in_displs"),
+        count_vector(out_displs, "out_displs"),
+    )
     schedule: Schedule | None = None
     source: object  # what the core simulates: a Schedule, or an Algorithm pulled rank by rank
     if isinstance(algorithm, Schedule):
         schedule = algorithm
+        if any(vectors):
+            raise InvalidArgumentError(
+                "a Schedule carries its own count vector: leave out counts and displacements"
+            )
         given = {"P": P, "count": count, "elem_size": elem_size, "root": root}
         placement = _own_problem(schedule, given, bytes, placement)
         P, count, elem_size, root = schedule.P, schedule.count, schedule.elem_size, schedule.root
@@ -216,14 +230,25 @@ def simulate(
         root = 0 if root is None else root
         if isinstance(elem_size, bool) or not isinstance(elem_size, int) or elem_size < 1:
             raise InvalidArgumentError(f"elem_size must be a positive integer, got {elem_size!r}")
+        if vectors[0] and count is None and bytes is None:
+            count = max(vectors[0])
         count = _count_of(count, bytes, elem_size)
         P, count, elem_size, root = algo._args(P, count, elem_size, root)  # types and ranges
         if timeline:
-            schedule = algo.generate(P, count, elem_size, root, placement=placement)
+            schedule = algo.generate(
+                P,
+                count,
+                elem_size,
+                root,
+                placement=placement,
+                counts=vectors[0],
+                in_displs=vectors[1],
+                out_displs=vectors[2],
+            )
         source = schedule.core if schedule is not None else algo.core
     topo = placed_topology(topo, placement)
     opts = core_options(m, noise_d, skew_d, topo, trials, seed, timeline)
-    core = _core.simulate(source, P, count, elem_size, root, opts, *core_args(placement))
+    core = _core.simulate(source, P, count, elem_size, root, opts, *core_args(placement), *vectors)
     return SimResult(
         core,
         algorithm=name,

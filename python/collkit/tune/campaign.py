@@ -8,6 +8,8 @@ campaign measures nothing that is already there.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -16,12 +18,12 @@ from collkit.analysis.bruck import candidate_radixes
 from collkit.analysis.recmult.model import PipelinedPostal
 from collkit.analysis.recmult.rank import rank_schedules
 from collkit.bench import DATATYPES, Campaign, planned_rows, run_campaign
-from collkit.collectives import REDUCTIONS
+from collkit.collectives import REDUCTIONS, ROOTED
 from collkit.drift import MAX_RETRIES
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
 from collkit.progress import Ticker
-from collkit.results import ResultStore, Row
+from collkit.results import PATTERNS, ResultStore, Row
 from collkit.tune.select import latest
 
 # The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
@@ -113,6 +115,10 @@ class TuneOptions:
     rounds: int = 3  # interleaved rounds per size (collkit.drift)
     hosts: str | None = None  # host file, to run across nodes (bench's --hosts)
     block: int = 1  # calls per timed sample (bench's --block): 1 single calls, N back-to-back
+    # The call patterns every candidate is measured in (results.PATTERNS; None: default_patterns)
+    # and the one a rule must win in alone (None: every pattern measured).
+    patterns: list[str] | None = None
+    decide_by: str | None = None
     alpha: float = 0.01  # significance level of a win
     min_gain: float = 0.0  # the speedup interval must lie above 1 + this
     routing_us: float | None = None  # the interposition library's cost a call; None: measured
@@ -123,6 +129,90 @@ class TuneOptions:
     mpi_prefix: str | None = None
     out: str = "tune-results"  # the folder the rows and the tuning files go into
     plot: bool = True  # draw tune.png
+
+
+# evict is in the default when the work it adds before a row's calls costs less than this part
+# of the row's time budget (--max-ms).
+EVICT_SHARE = 0.3
+
+
+def llc_bytes() -> int:
+    """The last-level cache in bytes, as collkit_bench reads it (sysfs, cpu0's largest), else
+    32 MiB."""
+    from pathlib import Path
+
+    best = 0
+    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            v = (d / "size").read_text().strip()
+        except OSError:
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20}.get(v[-1:], 1)
+        digits = v.rstrip("KM")
+        if digits.isascii() and digits.isdigit():
+            best = max(best, int(digits) * mult)
+    return best or 32 << 20
+
+
+@functools.cache
+def evict_seconds() -> float:
+    """What evict's work before one call costs here: writing an array twice the last-level
+    cache, the fastest of three (once a process)."""
+    import numpy as np
+
+    a = np.zeros(2 * llc_bytes(), dtype=np.uint8)
+    best = float("inf")
+    for k in range(3):
+        t0 = time.perf_counter()
+        a.fill(k + 1)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def default_patterns(
+    collectives: list[str], block: int, iterations: int, max_ms: int, evict_s: float
+) -> list[str]:
+    """tune's patterns when --patterns is not given: back_to_back and barrier (at --block 1 the
+    same measurement, one call after a barrier: back_to_back alone), rotate_root where a
+    collective has a root, and evict where its work (`evict_s` before each call) over a row's
+    calls costs less than EVICT_SHARE of the row's budget."""
+    out = ["back_to_back"] if block == 1 else ["back_to_back", "barrier"]
+    if any(c in ROOTED for c in collectives):
+        out.append("rotate_root")
+    if iterations * block * evict_s < EVICT_SHARE * max_ms * 1e-3:
+        out.append("evict")
+    return out
+
+
+def patterns_for(opts: TuneOptions, collective: str) -> list[str]:
+    """The patterns `collective` is measured in: rotate_root only where it has a root."""
+    pats = opts.patterns if opts.patterns is not None else ["back_to_back"]
+    return [p for p in pats if p != "rotate_root" or collective in ROOTED]
+
+
+def check_patterns(
+    collectives: list[str], patterns: list[str] | None, decide_by: str | None
+) -> None:
+    """--patterns and --decide-by: known names, rotate_root with a rooted collective among the
+    collectives, and the pattern that decides among those measured."""
+    for p in [*(patterns or []), *([decide_by] if decide_by else [])]:
+        if p not in PATTERNS:
+            raise InvalidArgumentError(f"pattern {p[:40]!r} must be one of {', '.join(PATTERNS)}")
+    if patterns is not None:
+        if not patterns:
+            raise InvalidArgumentError("--patterns '': give one or more patterns")
+        if "rotate_root" in patterns and not any(c in ROOTED for c in collectives):
+            raise InvalidArgumentError(
+                f"--patterns rotate_root moves the root: none of {', '.join(collectives)} has one"
+            )
+        if decide_by is not None and decide_by not in patterns:
+            raise InvalidArgumentError(
+                f"--decide-by {decide_by} is not among --patterns {','.join(patterns)}"
+            )
+    if decide_by == "rotate_root" and not all(c in ROOTED for c in collectives):
+        raise InvalidArgumentError(
+            "--decide-by rotate_root: every collective must have a root (rotate_root moves it)"
+        )
 
 
 def only(collective: str, names: list[str]) -> list[str]:
@@ -181,23 +271,27 @@ def measure(
                             None,
                         )
                     continue
-                plan.append(
-                    Campaign(
-                        collective=coll,
-                        algorithms=["native", *own, *forced],
-                        P=[P],
-                        sizes=sizes,
-                        datatype=dtype,
-                        iterations=opts.iterations,
-                        warmup=opts.warmup,
-                        max_ms=opts.max_ms,
-                        validate=True,
-                        raw=True,
-                        rounds=opts.rounds,
-                        hosts=opts.hosts,
-                        block=opts.block,
+                # The MPI's own algorithms are forced per job, never interleaved and so never
+                # chosen: shown in the first pattern only.
+                for k, pattern in enumerate(patterns_for(opts, coll)):
+                    plan.append(
+                        Campaign(
+                            collective=coll,
+                            algorithms=["native", *own, *(forced if k == 0 else [])],
+                            P=[P],
+                            sizes=sizes,
+                            datatype=dtype,
+                            iterations=opts.iterations,
+                            warmup=opts.warmup,
+                            max_ms=opts.max_ms,
+                            validate=True,
+                            raw=True,
+                            rounds=opts.rounds,
+                            hosts=opts.hosts,
+                            block=opts.block,
+                            pattern=pattern,
+                        )
                     )
-                )
     if ticker:
         ticker.grow(sum(planned_rows(c) for c in plan))
     for c in plan:
@@ -226,6 +320,7 @@ def remeasure_suspects(
             and r.bytes in sizes
             and r.algorithm in c.algorithms
             and r.block == c.block
+            and r.pattern == c.pattern
             and r.interleaved
         ]
         todo = [r for r in mine if r.suspect and r.attempt < attempt]
@@ -257,6 +352,7 @@ def campaign_rows(opts: TuneOptions, store: ResultStore) -> list[Row]:
             r.collective in opts.collectives
             and r.P in opts.P
             and r.block == opts.block  # a folder may hold rows timed both ways: never mixed
+            and r.pattern in patterns_for(opts, r.collective)
             and (
                 r.collective == "barrier"
                 or (r.bytes in opts.sizes and element_type(r.collective, r.bytes) is not None)
@@ -347,12 +443,16 @@ def folder_rows(
 
 
 __all__ = [
+    "PATTERNS",
     "TuneOptions",
     "by_element_type",
     "campaign_rows",
     "candidates",
+    "check_patterns",
+    "default_patterns",
     "element_type",
     "folder_rows",
     "measure",
+    "patterns_for",
     "simulate_rows",
 ]

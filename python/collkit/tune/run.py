@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import math
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +26,17 @@ from collkit.mpi import IMPLEMENTATIONS, MPI, build, find_mpi
 from collkit.progress import CampaignProgress
 from collkit.results import ResultStore, Row
 from collkit.sim import Model
-from collkit.tune.campaign import TuneOptions, check_only, folder_rows, measure, simulate_rows
+from collkit.tune.campaign import (
+    TuneOptions,
+    check_only,
+    check_patterns,
+    default_patterns,
+    evict_seconds,
+    folder_rows,
+    measure,
+    patterns_for,
+    simulate_rows,
+)
 from collkit.tune.select import Choice, choose, rules
 from collkit.tune.table import MAX_BLOCK, Rule, Table, load, save
 
@@ -219,6 +231,8 @@ def check_options(opts: TuneOptions) -> None:
         raise InvalidArgumentError("--profile is for --simulate")
     if opts.hosts is not None and simulating:
         raise InvalidArgumentError("--hosts is for measuring, not --simulate")
+    if (opts.patterns is not None or opts.decide_by is not None) and simulating:
+        raise InvalidArgumentError("--patterns and --decide-by are for measuring, not --simulate")
 
 
 def check(opts: TuneOptions) -> TunePlan:
@@ -228,6 +242,18 @@ def check(opts: TuneOptions) -> TunePlan:
     (made if it was not there), its table and the MPI or model."""
     check_options(opts)
     opts = replace(opts, collectives=list(dict.fromkeys(opts.collectives)))
+    check_patterns(opts.collectives, opts.patterns, opts.decide_by)
+    if opts.patterns is not None:
+        opts = replace(opts, patterns=list(dict.fromkeys(opts.patterns)))
+    elif opts.decide_by is not None:
+        opts = replace(opts, patterns=[opts.decide_by])  # the others would decide nothing
+    elif opts.simulate is None:
+        opts = replace(
+            opts,
+            patterns=default_patterns(
+                opts.collectives, opts.block, opts.iterations, opts.max_ms, evict_seconds()
+            ),
+        )
     params = dict(opts.params)
     if opts.profile is not None:
         from collkit.profile import load_profile
@@ -258,6 +284,38 @@ def check(opts: TuneOptions) -> TunePlan:
     keys = {(c, P) for c in opts.collectives for P in opts.P}
     check_merge(old, out, label, opts.block, machine, keys)
     return TunePlan(opts, out, old, params, model, mpi, label, machine, keys)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while a campaign measures: an interruption as Ctrl-C is (nothing catches it as
+    an error and goes on), with its own name."""
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm(store: ResultStore, note: Callable[[str], None]) -> Iterator[None]:
+    """SIGTERM (what Slurm sends a job KillWait seconds before its SIGKILL at the time limit,
+    and `scancel`) stops the campaign as Ctrl-C does: the driver running is ended (bench's
+    _stream_rows), every row measured is already in tune.jsonl (appended and synced one by
+    one), and the same command resumes, measuring only what is missing. Handlers can be set
+    in the main thread only: elsewhere the signal keeps its default."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(_sig: int, _frame: object) -> None:
+        raise Terminated()
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except Terminated:
+        note(
+            f"stopped by SIGTERM: {len(store.rows)} rows kept in {store.jsonl}; the same "
+            "command resumes the campaign, measuring only what is missing"
+        )
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _no_progress(_what: str) -> AbstractContextManager[CampaignProgress | None]:
@@ -305,7 +363,8 @@ def run(
     if mpi is not None:
         note(f"MPI: {mpi.describe()}; rows: {store.jsonl}")
     # rows done of rows planned, with an ETA: a bar on a terminal, a line every 10 s otherwise
-    with progress("tune" + (" (simulated)" if opts.simulate else "")) as ticker:
+    stop = _stop_on_sigterm(store, note)
+    with stop, progress("tune" + (" (simulated)" if opts.simulate else "")) as ticker:
 
         def message(msg: str) -> None:
             if ticker is not None:
@@ -351,7 +410,24 @@ def run(
         block=opts.block,
         machine=None if model is not None else plan.machine,
     )
-    choices = choose(every, alpha=opts.alpha, min_gain=opts.min_gain, routing_us=routing_us)
+    if mpi is not None:
+        note(
+            "patterns: "
+            + "; ".join(f"{c} {', '.join(patterns_for(opts, c))}" for c in opts.collectives)
+            + (
+                f" (a rule must win in {opts.decide_by})"
+                if opts.decide_by
+                else " (a rule must win in each)"
+            )
+        )
+    choices = choose(
+        every,
+        alpha=opts.alpha,
+        min_gain=opts.min_gain,
+        routing_us=routing_us,
+        patterns={c: patterns_for(opts, c) for c in opts.collectives} if mpi else None,
+        decide_by=opts.decide_by,
+    )
     shown = [c for c in choices if (c.collective, c.P, c.bytes) in mine]
     result = TuneResult(shown, choices, rows, None, [], label, routing_us, notes=notes)
     if not shown:

@@ -11,6 +11,12 @@ have no samples and no native row: the fastest simulated candidate wins, and the
 simulated (where the fastest costs nothing, a 0-byte call in a model without per-call cost, the
 native call stays).
 
+Call patterns (collkit.results.PATTERNS; docs/tuning.md, "Patterns"): where a (collective, P,
+bytes) was measured in several patterns (back to back, a barrier before each call, a rotating
+root, other buffers, evicted caches), each candidate is compared with the native call of the same
+pattern, and it wins only if it wins in every pattern that decides (all those measured, or the
+one `decide_by` names); its speedup is the smallest of its patterns' (`speedups` keeps each).
+
 `routing_us` is added to every sample of collkit's own candidates (not the MPI's forced
 algorithms) before the comparison: what the interposition library adds to a call it routes to
 collkit (collkit.mpi.routing), which a program pays and tune's blocks through the C API do not.
@@ -21,14 +27,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from collkit.algorithms import is_mpi_algorithm
 from collkit.drift import MIN_ROUNDS, rounds_won
-from collkit.results import Row
+from collkit.results import PATTERNS, Row
 from collkit.tune.table import Rule
 
 
@@ -44,6 +50,9 @@ class Comparison:
     rounds_compared: int = 0  # rounds whose probes agreed
     suspect: str = ""  # why the comparison is not trusted ("" when it is)
     interleaved: bool = False
+    pattern: str = "back_to_back"  # the call pattern of these figures: the one it gains least in
+    speedups: dict[str, float] = field(default_factory=dict)  # per pattern measured
+    lost_in: list[str] = field(default_factory=list)  # deciding patterns it did not win in
 
 
 def compare(
@@ -70,7 +79,8 @@ def compare(
 
 def is_win(c: Comparison, alpha: float, min_gain: float) -> bool:
     return (
-        c.interleaved
+        not c.lost_in
+        and c.interleaved
         and not c.suspect
         and c.rounds_compared > 0
         and c.rounds_won == c.rounds_compared
@@ -86,6 +96,7 @@ def compare_row(row: Row, native: Row, *, min_gain: float = 0.0) -> Comparison:
     c.rounds_won, c.rounds_compared = sum(won), len(won)
     c.interleaved = row.interleaved
     c.suspect = row.suspect
+    c.pattern = row.pattern
     if (
         c.interleaved
         and not c.suspect
@@ -135,10 +146,38 @@ def through_library(row: Row, routing_us: float) -> Row:
     )
 
 
+def across_patterns(
+    per_pattern: Mapping[str, Comparison | None],
+    deciding: Sequence[str],
+    alpha: float,
+    min_gain: float,
+) -> Comparison | None:
+    """One candidate's comparisons, one per pattern measured (None: no row in that pattern), as
+    one: the figures of the deciding pattern it gains least in, every pattern's speedup, and the
+    deciding patterns it did not win in (missing ones too): a win needs none of those."""
+    have = {p: c for p, c in per_pattern.items() if c is not None}
+    if not have:
+        return None
+    pool = [have[p] for p in deciding if p in have] or list(have.values())
+    worst = min(pool, key=lambda c: c.speedup)
+    out = dataclasses.replace(worst)
+    out.speedups = {p: c.speedup for p, c in have.items()} if len(per_pattern) > 1 else {}
+    out.lost_in = [p for p in deciding if p not in have or not is_win(have[p], alpha, min_gain)]
+    return out
+
+
 def choose(
-    rows: Iterable[Row], *, alpha: float = 0.01, min_gain: float = 0.0, routing_us: float = 0.0
+    rows: Iterable[Row],
+    *,
+    alpha: float = 0.01,
+    min_gain: float = 0.0,
+    routing_us: float = 0.0,
+    patterns: Mapping[str, Sequence[str]] | None = None,
+    decide_by: str | None = None,
 ) -> list[Choice]:
-    """One Choice per (collective, P, bytes) in the rows."""
+    """One Choice per (collective, P, bytes) in the rows. `patterns`: per collective, the call
+    patterns whose rows count (a collective not in it: every pattern its rows have); a
+    candidate must win in each of them, or only in `decide_by` where that is one of them."""
     groups: dict[tuple[str, int, int, str], list[Row]] = {}
     for r in rows:
         if _usable(r):
@@ -170,19 +209,33 @@ def choose(
             )
             out.append(Choice(coll, P, nbytes, source, win, None, comps))
             continue
-        natives = {
-            (r.interleaved, r.attempt): r
-            for r in sorted(rs, key=lambda r: r.date)
-            if r.algorithm == "native"
-        }
+        present = {r.pattern for r in rs}
+        wanted = patterns.get(coll) if patterns is not None else None
+        measured = [p for p in PATTERNS if p in (present if wanted is None else wanted)]
+        rs = [r for r in rs if r.pattern in measured]
+        natives: dict[str, dict[tuple[bool, int], Row]] = {}
+        for r in sorted(rs, key=lambda r: r.date):
+            if r.algorithm == "native":
+                natives.setdefault(r.pattern, {})[(r.interleaved, r.attempt)] = r
         if not natives:
             continue
-        comps = []
+        deciding = [decide_by] if decide_by in measured else measured
+        by_algo: dict[str, dict[str, Comparison | None]] = {}
         for r in latest(rs):
             if r.algorithm == "native":
                 continue
-            native = natives.get((r.interleaved, r.attempt)) or natives[max(natives)]
-            comps.append(compare_row(through_library(r, routing_us), native, min_gain=min_gain))
+            mine = natives.get(r.pattern)
+            if not mine:
+                continue
+            native = mine.get((r.interleaved, r.attempt)) or mine[max(mine)]
+            by_algo.setdefault(r.algorithm, dict.fromkeys(measured))[r.pattern] = compare_row(
+                through_library(r, routing_us), native, min_gain=min_gain
+            )
+        comps = []
+        for per in by_algo.values():
+            c = across_patterns(per, deciding, alpha, min_gain)
+            if c is not None:
+                comps.append(c)
         wins = [c for c in comps if is_win(c, alpha, min_gain)]
         own = [c for c in wins if not is_mpi_algorithm(c.algorithm)]
         forced = [c for c in wins if is_mpi_algorithm(c.algorithm)]
@@ -249,6 +302,7 @@ def rules(choices: Sequence[Choice]) -> list[Rule]:
                     speedup=w.speedup if w else math.nan,
                     p_value=w.p_value if w else math.nan,
                     ci95=w.ci95 if w else (math.nan, math.nan),
+                    speedups=dict(w.speedups) if w else {},
                 )
             )
     return out

@@ -7,14 +7,17 @@ what the interposition library (libcollkit_pmpi.so) reads from COLLKIT_TUNING:
      "date": "...", "block": 1, "rules": [
         {"collective": "allreduce", "P": [4, 4], "bytes": [8, 15], "algorithm": "allreduce:rd",
          "source": "measured", "median_us": 3.1, "native_median_us": 4.2, "speedup": 1.35,
-         "p_value": 1e-9, "ci95": [1.2, 1.5]}, ...]}
+         "p_value": 1e-9, "ci95": [1.2, 1.5],
+         "speedups": {"back_to_back": 1.41, "barrier": 1.35}}, ...]}
 
 `bytes` is count x type size per rank (per block: collectives.PER_BLOCK); both ranges are
 inclusive. `block` (1 when absent) is how the medians were timed: 1, one call after a barrier
 (the latency of an isolated call); N > 1, N back-to-back calls per sample, as OSU measures (what
 a program that calls the collective in a loop sees). The library runs a table alike either way.
-The first rule that covers a call wins; a call no rule covers, and a rule whose algorithm is
-"native", go to the MPI's own collective.
+`speedups` (optional: none where one call pattern was measured) is the winner's speedup in each
+call pattern it was measured in (docs/tuning.md, "Patterns"); `speedup` is the smallest of those
+that decided, and the medians are that pattern's. The first rule that covers a call wins; a call
+no rule covers, and a rule whose algorithm is "native", go to the MPI's own collective.
 
 A table is read and checked by one reader, the core's (collkit/tuning.hpp), which the
 interposition library uses too: a table `collkit run` accepts is the table the library runs, and
@@ -53,6 +56,8 @@ class Rule:
     speedup: float = math.nan  # native median / winner median
     p_value: float = math.nan  # one-sided Mann-Whitney U: winner faster than native
     ci95: tuple[float, float] = (math.nan, math.nan)  # bootstrap CI of the speedup
+    # The speedup per call pattern measured (results.PATTERNS); {}: one pattern, or none known.
+    speedups: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,6 +95,10 @@ def to_dict(t: Table) -> dict[str, Any]:
         d["ci95"] = [_num(x) for x in r.ci95]
         for k in ("median_us", "native_median_us", "speedup", "p_value"):
             d[k] = _num(d[k])
+        if r.speedups:
+            d["speedups"] = {k: _num(v) for k, v in r.speedups.items()}
+        else:
+            del d["speedups"]  # as tables without patterns were written
         rules.append(d)
     return {
         "format": FORMAT,
@@ -125,6 +134,7 @@ def parse(text: bytes) -> Table:
                 speedup=r["speedup"],
                 p_value=r["p_value"],
                 ci95=r["ci95"],
+                speedups=dict(r["speedups"]),
             )
         )
         if r["note"]:

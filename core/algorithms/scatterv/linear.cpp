@@ -1,0 +1,40 @@
+// scatterv:linear: its summary, phases in brief, cost and reference are said once, in its
+// Registrar at the end of this file (`collkit algorithms scatterv:linear` prints them).
+// Phases:       the root sends every rank its block straight from its displacement (the root's own
+// block a local copy, nothing under MPI_IN_PLACE); an empty
+//               block is no message.
+// Restrictions: none (any P, any root, any count vector, any displacements)
+#include "../phases/vtrees.hpp"
+#include "collkit/registry.hpp"
+
+namespace collkit {
+namespace {
+
+void generate_linear(const GenArgs& a, RankBuilder& b) {
+  phases::scatterv_from_root(a, b, phases::Tree{phases::TreeShape::flat, 2});
+}
+
+Cost cost_linear(const CostArgs& a) {
+  const auto steps = static_cast<double>(a.P - 1);
+  return {steps, steps * a.bytes, 0};
+}
+
+const Registrar reg{{
+    .collective = Collective::scatterv,
+    .name = "linear",
+    .summary = "flat tree: the root sends every rank its block straight from its displacement",
+    .phases = "the root sends every rank its block straight from its displacement; the root's own "
+              "block is a local copy",
+    // Cost: (n: bytes of the largest block)
+    .cost = "(P - 1)(alpha + n beta) at the root",
+    .reference = "MPICH MPIR_Scatterv_allcomm_linear; Open MPI coll_base scatterv basic linear",
+    .mpi_equivalents = {"ompi:basic_linear"},
+    .params = {},
+    .restrictions = {},
+    .prepare = {},
+    .generate = generate_linear,
+    .model = cost_linear,
+}};
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,77 @@
+"""collkit_bench's call patterns on both MPIs (P = 2): each runs, validates collkit's result
+against the MPI's call, and gives rows that say their pattern."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collkit.bench import Campaign, run_campaign
+from collkit.mpi import MPI, build
+from collkit.results import PATTERNS, ResultStore
+from mpi_support import mpich_or_skip, openmpi_or_skip
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.fixture(scope="module", params=["mpich", "openmpi"])
+def mpi(request: pytest.FixtureRequest) -> MPI:
+    m = mpich_or_skip() if request.param == "mpich" else openmpi_or_skip()
+    build(m, ["collkit_bench"])
+    return m
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_each_pattern_runs_validates_and_says_itself(
+    mpi: MPI, pattern: str, tmp_path: Path
+) -> None:
+    coll, algo = ("bcast", "bcast:binomial") if pattern == "rotate_root" else ("allreduce", "rd")
+    c = Campaign(
+        coll,
+        ["native", algo],
+        [2],
+        [8, 1024, 16384],
+        iterations=10,
+        warmup=2,
+        block=2,
+        max_ms=100,
+        rounds=1,
+        pattern=pattern,
+    )
+    store = ResultStore(tmp_path / "r.jsonl")
+    rows = run_campaign(c, mpi, store)
+    assert sorted((r.algorithm, r.bytes) for r in rows) == sorted(
+        (a, b) for a in ("native", c.algorithms[1]) for b in (8, 1024, 16384)
+    )
+    for r in rows:
+        assert r.pattern == pattern and not r.error, r.error
+        assert r.iterations >= 10 and 0 < r.min_us <= r.median_us <= r.max_us
+        assert r.valid is (True if r.algorithm != "native" else None)
+    # The same campaign again measures nothing: the pattern is part of a row's identity.
+    assert run_campaign(c, mpi, ResultStore(tmp_path / "r.jsonl")) == []
+
+
+def test_the_tours_check_runs_in_each_pattern_and_says_which_held(mpi: MPI, tmp_path: Path) -> None:
+    """A rule tune wrote for two patterns is checked in both, a line each; a rule that loses
+    (4 KiB in 8-byte segments) does not hold in either and is not used."""
+    from rich.console import Console
+
+    from collkit.cli.tour import check_rules
+    from collkit.tune.table import Rule, Table, load, save
+
+    loser = Rule("allreduce", (2, 2), (4096, 4096), "allreduce:ring(seg=8)", speedup=5.0)
+    loser.speedups = {"back_to_back": 6.0, "barrier": 5.0}
+    save(Table(rules=[loser], mpi=mpi.version, block=2), tmp_path / "collkit-tuning.json")
+    console = Console(record=True, width=200)
+    checked = check_rules(console, mpi, tmp_path, [4096])
+    text = console.export_text()
+    for p in ("back_to_back", "barrier"):
+        assert f"pattern {p}: speedup " in text and "did not hold (at 4096 B)" in text, text
+    (rule,) = load(checked).rules
+    assert rule.algorithm == "native" and rule.speedups == {}
+    rows = ResultStore(tmp_path / "check.jsonl").rows
+    assert {(r.pattern, r.algorithm) for r in rows} == {
+        (p, a) for p in ("back_to_back", "barrier") for a in ("native", "allreduce:ring(seg=8B)")
+    }
+    assert all(r.valid is not False for r in rows)

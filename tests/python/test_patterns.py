@@ -1,0 +1,338 @@
+"""Call patterns (docs/tuning.md, "Patterns"): the rows say theirs, bench and tune take them,
+and a tuning rule is written only where its candidate wins in every pattern measured."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collkit.bench import BenchOptions, Campaign, check_bench
+from collkit.errors import InvalidArgumentError
+from collkit.results import (
+    PATTERNS,
+    ResultStore,
+    Row,
+    read_csv,
+    read_jsonl,
+    row_from_dict,
+    row_to_json,
+    write_csv,
+)
+
+# ---- rows ---------------------------------------------------------------------------------------
+
+
+def test_a_row_says_its_pattern_and_round_trips_in_jsonl_and_csv(tmp_path: Path) -> None:
+    rows = [
+        Row("bcast", "bcast:binomial", 2, 8, pattern=p, median_us=1.0, samples=[1.0])
+        for p in PATTERNS
+    ]
+    assert Row("bcast", "native", 2, 8).pattern == "back_to_back"
+    store = ResultStore(tmp_path / "r.jsonl")
+    for r in rows:
+        assert store.append(r)
+    write_csv(tmp_path / "r.csv", rows)
+    assert [r.pattern for r in read_jsonl(tmp_path / "r.jsonl")] == list(PATTERNS)
+    assert [r.pattern for r in read_csv(tmp_path / "r.csv")] == list(PATTERNS)
+    # The pattern is part of a row's identity: the same call made otherwise is another row.
+    assert len({r.key() for r in rows}) == len(PATTERNS)
+    again = ResultStore(tmp_path / "r.jsonl")
+    assert all(r in again for r in rows)
+    assert Row("bcast", "bcast:binomial", 2, 8, pattern="evict", attempt=1) not in again
+
+
+def test_rows_written_before_patterns_load_as_back_to_back(tmp_path: Path) -> None:
+    d = json.loads(row_to_json(Row("allreduce", "native", 2, 8, median_us=1.0)))
+    del d["pattern"]
+    (tmp_path / "old.jsonl").write_text(json.dumps(d) + "\n")
+    (old,) = read_jsonl(tmp_path / "old.jsonl")
+    assert old.pattern == "back_to_back"
+    # A resumed campaign finds it: the row it would measure back to back is already there.
+    assert Row("allreduce", "native", 2, 8) in ResultStore(tmp_path / "old.jsonl")
+    # An old CSV without the column, and an empty cell, alike.
+    header = [k for k in d if k not in ("samples",) and not k.startswith("round_")]
+    lines = [",".join(header), ",".join("" if d[k] is None else str(d[k]) for k in header)]
+    (tmp_path / "old.csv").write_text("\n".join(lines) + "\n")
+    assert read_csv(tmp_path / "old.csv")[0].pattern == "back_to_back"
+    assert row_from_dict({**d, "pattern": ""}).pattern == "back_to_back"
+
+
+@pytest.mark.parametrize("bad", ["sync0", "BARRIER", " barrier", "back-to-back", 3, ["evict"]])
+def test_a_row_with_an_unknown_pattern_is_a_clear_error(bad: object) -> None:
+    d = {"collective": "allreduce", "algorithm": "native", "P": 2, "bytes": 8, "pattern": bad}
+    with pytest.raises(InvalidArgumentError, match="pattern"):
+        row_from_dict(d)
+
+
+# ---- bench --------------------------------------------------------------------------------------
+
+
+def test_bench_checks_the_pattern_before_it_runs_anything() -> None:
+    c = Campaign("bcast", ["native", "binomial"], [2], [8], pattern="rotate_root")
+    assert c.pattern == "rotate_root"
+    with pytest.raises(InvalidArgumentError, match="rotate_root moves the root: allreduce"):
+        Campaign("allreduce", ["native"], [2], [8], pattern="rotate_root")
+    with pytest.raises(InvalidArgumentError, match="not with --sync window"):
+        Campaign("allreduce", ["native"], [2], [8], pattern="barrier", sync="window")
+    with pytest.raises(InvalidArgumentError, match="must be one of back_to_back"):
+        check_bench(BenchOptions("allreduce", P=[2], pattern="sync0"))
+    with pytest.raises(InvalidArgumentError, match="rotate_root"):
+        check_bench(BenchOptions("barrier", P=[2], pattern="rotate_root"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=30) | st.sampled_from(PATTERNS),
+    st.sampled_from(["allreduce", "bcast", "barrier", "gather"]),
+    st.sampled_from(["barrier", "window"]),
+)
+def test_a_bench_pattern_is_taken_or_a_clear_error(pattern: str, coll: str, sync: str) -> None:
+    from collkit.bench import check_pattern
+
+    try:
+        check_pattern(pattern, coll, sync)
+    except InvalidArgumentError as e:
+        assert "pattern" in str(e) and "\n" not in str(e)
+        return
+    assert pattern in PATTERNS
+    assert pattern != "rotate_root" or coll in ("bcast", "gather")
+    assert pattern not in ("barrier", "evict") or sync == "barrier"
+
+
+def test_bench_cli_refuses_a_bad_pattern_with_exit_2() -> None:
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-m", "collkit", "bench", "allreduce", "-np", "2", "--pattern", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 2
+    assert "collkit bench: error: pattern 'x' must be one of" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# ---- selection ----------------------------------------------------------------------------------
+
+
+def measured(algo: str, center: float, pattern: str, nbytes: int = 8, seed: int = 0) -> Row:
+    """A row measured interleaved with a steady native (10 µs) in three rounds, probes agreeing."""
+    s = list(np.random.default_rng(seed).normal(center, center * 0.03, 40))
+    row = Row("bcast", algo, 2, nbytes, samples=s, median_us=float(np.median(s)), valid=True)
+    row.pattern, row.interleaved = pattern, True
+    row.round_median_us = [float(np.median(x)) for x in np.array_split(s, 3)]
+    row.round_native_before_us = row.round_native_after_us = [10.0] * 3
+    row.round_probe_rtt_ns_min, row.round_probe_rtt_ns_max = [115.0] * 3, [120.0] * 3
+    return row
+
+
+def pattern_rows(fast_in: dict[str, float]) -> list[Row]:
+    """native at 10 µs in each pattern; bcast:binomial at fast_in[pattern] µs."""
+    rows = []
+    for k, (p, us) in enumerate(fast_in.items()):
+        rows.append(measured("native", 10.0, p, seed=k))
+        rows.append(measured("bcast:binomial", us, p, seed=k + 10))
+    return rows
+
+
+def test_a_win_back_to_back_that_loses_with_a_barrier_gets_no_rule() -> None:
+    from collkit.tune.select import choose, rules
+
+    rows = pattern_rows({"back_to_back": 6.0, "barrier": 12.0})
+    (c,) = choose(rows)
+    assert c.collkit is None  # native stays
+    (cand,) = c.candidates
+    assert cand.lost_in == ["barrier"] and cand.pattern == "barrier"
+    assert cand.speedups["back_to_back"] > 1.5 and cand.speedups["barrier"] < 1
+    (rule,) = rules([c])
+    assert rule.algorithm == "native" and rule.speedups == {}
+    # Measured back to back alone, the same candidate wins: the barrier is what it lost in.
+    alone = choose([r for r in rows if r.pattern == "back_to_back"])[0]
+    assert alone.collkit is not None and alone.collkit.speedups == {}
+    # Told to decide by back_to_back alone, it wins there, the barrier's loss still shown.
+    (by,) = choose(rows, decide_by="back_to_back")
+    assert by.collkit is not None and by.collkit.pattern == "back_to_back"
+    assert set(by.collkit.speedups) == {"back_to_back", "barrier"}
+
+
+def test_a_win_in_every_pattern_is_a_rule_with_the_smallest_speedup() -> None:
+    from collkit.tune.select import choose, rules
+
+    rows = pattern_rows({"back_to_back": 5.0, "barrier": 8.0, "rotate_root": 6.0})
+    (c,) = choose(rows)
+    assert c.collkit is not None and c.collkit.pattern == "barrier"
+    sp = c.collkit.speedups
+    assert list(sp) == ["back_to_back", "barrier", "rotate_root"]
+    assert c.collkit.speedup == pytest.approx(min(sp.values()))
+    assert sp["back_to_back"] > sp["rotate_root"] > sp["barrier"] > 1.1
+    (rule,) = rules([c])
+    assert rule.algorithm == "bcast:binomial" and rule.speedup == pytest.approx(sp["barrier"])
+    assert rule.speedups == sp
+
+
+def test_a_pattern_not_measured_for_a_candidate_is_no_win() -> None:
+    from collkit.tune.select import choose
+
+    rows = pattern_rows({"back_to_back": 5.0, "barrier": 5.0})
+    rows.append(measured("native", 10.0, "evict", seed=30))  # the candidate has no evict row
+    (c,) = choose(rows)
+    assert c.collkit is None and c.candidates[0].lost_in == ["evict"]
+    # Only the patterns asked for count: a folder's other rows are left out.
+    (asked,) = choose(rows, patterns={"bcast": ["back_to_back", "barrier"]})
+    assert asked.collkit is not None and set(asked.collkit.speedups) == {
+        "back_to_back",
+        "barrier",
+    }
+
+
+def test_a_rule_keeps_its_speedups_and_old_tables_load(tmp_path: Path) -> None:
+    from collkit.tune.table import Rule, Table, load, save
+
+    rule = Rule("bcast", (2, 2), (8, 15), "bcast:binomial", speedup=1.2)
+    rule.speedups = {"back_to_back": 1.5, "barrier": 1.2, "evict": math.nan}
+    save(Table(rules=[rule], mpi="MPICH 5.0.2"), tmp_path / "t.json")
+    d = json.loads((tmp_path / "t.json").read_text())
+    assert d["rules"][0]["speedups"] == {"back_to_back": 1.5, "barrier": 1.2, "evict": None}
+    (back,) = load(tmp_path / "t.json").rules
+    assert back.speedups["barrier"] == 1.2 and math.isnan(back.speedups["evict"])
+    # A table without per-pattern fields loads, its rules without speedups; and is written so.
+    del d["rules"][0]["speedups"]
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    (old,) = load(tmp_path / "old.json").rules
+    assert old.speedups == {} and old.algorithm == "bcast:binomial"
+    save(load(tmp_path / "old.json"), tmp_path / "again.json")
+    assert "speedups" not in json.loads((tmp_path / "again.json").read_text())["rules"][0]
+
+
+@pytest.mark.parametrize(
+    "speedups",
+    [{"sync0": 1.0}, {"barrier": "fast"}, ["barrier"], {"barrier": 1.0, "": 2.0}, 1.5],
+)
+def test_a_table_with_bad_speedups_is_a_clear_error(speedups: object) -> None:
+    from collkit.tune.table import validate
+
+    doc = {
+        "format": "collkit-tuning",
+        "version": 1,
+        "rules": [
+            {
+                "collective": "bcast",
+                "P": [2, 2],
+                "bytes": [8, 15],
+                "algorithm": "bcast:binomial",
+                "speedups": speedups,
+            }
+        ],
+    }
+    with pytest.raises(InvalidArgumentError, match="speedups"):
+        validate(doc)
+
+
+# ---- tune's options -----------------------------------------------------------------------------
+
+
+def test_tune_parses_patterns_and_refuses_bad_ones() -> None:
+    import argparse
+
+    from collkit.cli.tune import parse_patterns
+
+    assert parse_patterns("barrier, back_to_back,barrier") == ["barrier", "back_to_back"]
+    for bad in ("", ",", "barrier,,evict", "sync0", "barrier,Evict"):
+        with pytest.raises(argparse.ArgumentTypeError, match="back_to_back"):
+            parse_patterns(bad)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40) | st.lists(st.sampled_from([*PATTERNS, "x", " ", ""])).map(",".join))
+def test_patterns_option_gives_patterns_or_a_clear_error(text: str) -> None:
+    import argparse
+
+    from collkit.cli.tune import parse_patterns
+
+    try:
+        got = parse_patterns(text)
+    except argparse.ArgumentTypeError as e:
+        assert "back_to_back" in str(e) and "\n" not in str(e)
+        return
+    assert got and all(p in PATTERNS for p in got) and len(set(got)) == len(got)
+
+
+def test_tune_checks_patterns_against_its_collectives() -> None:
+    from collkit.tune.campaign import TuneOptions, check_patterns, default_patterns, patterns_for
+
+    check_patterns(["bcast", "allreduce"], ["barrier", "rotate_root"], None)
+    with pytest.raises(InvalidArgumentError, match="none of allreduce"):
+        check_patterns(["allreduce"], ["rotate_root"], None)
+    with pytest.raises(InvalidArgumentError, match="not among --patterns"):
+        check_patterns(["bcast"], ["barrier"], "evict")
+    with pytest.raises(InvalidArgumentError, match="every collective must have a root"):
+        check_patterns(["bcast", "allreduce"], None, "rotate_root")
+    opts = TuneOptions(["bcast", "allreduce"], [2], [8], patterns=["barrier", "rotate_root"])
+    assert patterns_for(opts, "bcast") == ["barrier", "rotate_root"]
+    assert patterns_for(opts, "allreduce") == ["barrier"]
+    # The default: barrier beside back_to_back where a block has more than one call (at one
+    # call they time the same), rotate_root with a root, evict where its work is cheap enough.
+    assert default_patterns(["allreduce"], 1, 100, 500, 0.1) == ["back_to_back"]
+    assert default_patterns(["bcast"], 16, 100, 500, 0.1) == [
+        "back_to_back",
+        "barrier",
+        "rotate_root",
+    ]
+    assert default_patterns(["allreduce"], 1, 100, 500, 1e-6)[-1] == "evict"
+
+
+def test_tune_cli_refuses_bad_patterns_with_exit_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "collkit", "tune", "-np", "2", "-o", str(tmp_path / "t")]
+    for args, msg in (
+        (["allreduce", "--patterns", "barrier,sync0"], "unknown pattern 'sync0'"),
+        (["allreduce", "--patterns", "rotate_root"], "none of allreduce has one"),
+        (["bcast", "--patterns", "barrier", "--decide-by", "evict"], "not among --patterns"),
+        (["bcast", "--simulate", "postal", "--patterns", "barrier"], "not --simulate"),
+    ):
+        r = subprocess.run([*base, *args], capture_output=True, text=True, timeout=60, check=False)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "collkit tune: error:" in r.stderr and msg in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+    assert not (tmp_path / "t").exists()  # refused before anything was made
+
+
+# ---- the tour's check ---------------------------------------------------------------------------
+
+
+def test_the_tours_check_says_per_pattern_whether_the_rules_held() -> None:
+    from collkit.cli.tour import check_patterns_of, pattern_line
+    from collkit.tune.table import Rule
+
+    held = pattern_line("barrier", [(1.3, True, 8), (1.1, True, 64)])
+    assert held == "pattern barrier: speedup 1.10x..1.30x: [green]held[/green]"
+    lost = pattern_line("back_to_back", [(1.3, True, 8), (0.9, False, 64), (math.nan, False, 512)])
+    assert "speedup 0.90x..1.30x: [red]did not hold[/red] (at 64 B, 512 B)" in lost
+    assert "not measured" in pattern_line("evict", [(math.nan, False, 8)])
+    # The patterns of the rules tune wrote, in PATTERNS' order; none named: tune's default.
+    r = Rule("allreduce", (2, 2), (8, 15), "allreduce:rd", speedups={"evict": 1.1, "barrier": 1.2})
+    assert check_patterns_of([r], 16) == ["barrier", "evict"]
+    plain = Rule("allreduce", (2, 2), (8, 15), "allreduce:rd")
+    assert check_patterns_of([plain], 16)[:2] == ["back_to_back", "barrier"]
+    assert check_patterns_of([plain], 1)[0] == "back_to_back"
+
+
+def test_an_empty_key_in_a_table_is_refused_like_any_unknown_key() -> None:
+    from collkit.tune.table import validate
+
+    rule = {"collective": "bcast", "P": [2, 2], "bytes": [8, 15], "algorithm": "native", "": 1}
+    with pytest.raises(InvalidArgumentError, match='unknown keys: ""'):
+        validate({"format": "collkit-tuning", "version": 1, "rules": [rule]})
+    with pytest.raises(InvalidArgumentError, match='unknown keys: ""'):
+        validate({"format": "collkit-tuning", "version": 1, "rules": [], "": 0})
