@@ -327,13 +327,13 @@ def vectors_of(args: argparse.Namespace, collective: str, P: int) -> list[int] |
 
 def problem_counts(
     args: argparse.Namespace, collective: str, P: int, count: int | None
-) -> tuple[int, dict[str, list[int]]]:
-    """The count and the generating calls' keyword arguments for P: with --counts the vector
-    drawn for P (count its largest entry), else `count` (DEFAULT_COUNT when None) and none."""
+) -> tuple[int, list[int] | None]:
+    """The count and count vector for P: with --counts the vector drawn for P (count its
+    largest entry), else `count` (DEFAULT_COUNT when None) and None."""
     vec = vectors_of(args, collective, P)
     if vec is None:
-        return (DEFAULT_COUNT if count is None else count), {}
-    return max(vec, default=0), {"counts": vec}
+        return (DEFAULT_COUNT if count is None else count), None
+    return max(vec, default=0), vec
 
 
 def add_placement_arguments(p: argparse.ArgumentParser) -> None:

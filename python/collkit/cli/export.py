@@ -93,13 +93,13 @@ def _too_large(
     count: int,
     to_stdout: bool,
     placement: Placement | None,
-    vec: dict[str, list[int]],
+    vec: list[int] | None,
 ) -> str | None:
     """Why the output could not be written (more than the disk holds, or than 1 TiB to
     stdout), from the op counts of sample ranks (with the placement a node-aware algorithm
     needs); None if it fits."""
     _, ops = memory_estimate(
-        args.algorithm, args.P, count, args.elem_size, args.root, placement=placement, **vec
+        args.algorithm, args.P, count, args.elem_size, args.root, placement=placement, counts=vec
     )
     need = ops * _MIN_BYTES_PER_OP
     if to_stdout:
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
             args.copy_beta,
             sys.stdout.write if to_stdout else None,
             *core_args(placement),
-            vec.get("counts", []),
+            vec or [],
         )
         if to_stdout:
             sys.stdout.flush()

@@ -56,12 +56,14 @@ def run(args: argparse.Namespace) -> int:
     if args.stats:
         if args.rank:
             progs = [
-                algo.generate_rank(P, r, count, args.elem_size, root, placement=placement, **vec)
+                algo.generate_rank(
+                    P, r, count, args.elem_size, root, placement=placement, counts=vec
+                )
                 for r in ranks
             ]
             ops = sum(len(p) for p in progs)
         else:  # refused above MAX_COUNT_P (2^24): "count some ranks", here with --rank R
-            ops = algo.count_ops(P, count, args.elem_size, root, placement=placement, **vec)
+            ops = algo.count_ops(P, count, args.elem_size, root, placement=placement, counts=vec)
         print(f"{algo.canonical} P={P} count={count}: {ops} ops over {len(ranks)} rank(s)")
         return 0
     if not args.rank and P > 64:
@@ -69,11 +71,15 @@ def run(args: argparse.Namespace) -> int:
             f"P = {P} would print {P} ranks; pick some with --rank R (or use collkit export)"
         )
     print(
-        io.header_text(algo.canonical, P, count, args.elem_size, root, placement=placement, **vec),
+        io.header_text(
+            algo.canonical, P, count, args.elem_size, root, placement=placement, counts=vec
+        ),
         end="",
     )
     for r in ranks:
-        prog = algo.generate_rank(P, r, count, args.elem_size, root, placement=placement, **vec)
+        prog = algo.generate_rank(
+            P, r, count, args.elem_size, root, placement=placement, counts=vec
+        )
         print(
             io.rank_to_text(
                 prog,

@@ -209,7 +209,7 @@ def _sweep(
         count = DEFAULT_COUNT if size is None else size
         if args.bytes is not None:
             count = -(-size // esize)
-        vec: dict[str, list[int]] = {}
+        vec: list[int] | None = None
         if args.counts is not None and algo is not None:
             count, vec = problem_counts(args, algo.collective, P, None)
         what = f"{algo} P={P} count={count}" + "".join(
@@ -221,7 +221,15 @@ def _sweep(
             placement = placement_of(args)
             root = 0 if args.root is None else check_root(args.root, P)
             estimate, _ = memory_estimate(
-                algo, P, count, esize, root, False, placement=placement, model=args.model, **vec
+                algo,
+                P,
+                count,
+                esize,
+                root,
+                False,
+                placement=placement,
+                model=args.model,
+                counts=vec,
             )
             if avail is not None and estimate > avail:
                 raise MemoryError
@@ -238,7 +246,7 @@ def _sweep(
                 topology=args.topology,
                 trials=args.trials,
                 seed=args.seed,
-                **vec,
+                counts=vec,
                 **model_params,
             )
         except CollkitError as e:
@@ -382,13 +390,13 @@ def run(args: argparse.Namespace) -> int:
             count = -(-args.bytes // esize)
         else:
             count = DEFAULT_COUNT if args.count is None else args.count
-        vec: dict[str, list[int]] = {}
+        vec: list[int] | None = None
         if args.counts is not None:
             count, vec = problem_counts(args, source.collective, P, None)
         root = 0 if args.root is None else check_root(args.root, P)
         placement = placement_of(args)
         estimate, nops = memory_estimate(
-            source, P, count, esize, root, record, placement=placement, model=args.model, **vec
+            source, P, count, esize, root, record, placement=placement, model=args.model, counts=vec
         )
     if record and nops > TIMELINE_MAX_OPS:
         return _fail(
@@ -431,7 +439,7 @@ def run(args: argparse.Namespace) -> int:
                 elem_size=args.elem_size,
                 root=root,
                 placement=placement,
-                **vec,
+                counts=vec,
                 **run,
             )
     except OSError as e:

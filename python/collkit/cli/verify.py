@@ -173,8 +173,9 @@ def run(args: argparse.Namespace) -> int:
             prog.update(task, description=f"{algo.canonical} P={P} count={count}")
             t0 = time.perf_counter()
             try:
-                vec = vectors[P][1] if args.counts is not None else {}
-                s = algo.generate(P, count, args.elem_size or 8, root, placement=placement, **vec)
+                s = algo.generate(
+                    P, count, args.elem_size or 8, root, placement=placement, counts=vectors[P][1]
+                )
             except UnsupportedError as e:
                 skipped.setdefault(str(e).split(": ", 1)[-1], []).append(P)
                 records.append(
