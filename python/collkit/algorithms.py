@@ -251,23 +251,25 @@ class Algorithm:
     def count_ops(
         self,
         P: int,
-        count: int,
+        count: int | None = None,
         elem_size: int = 8,
         root: int = 0,
         *,
         placement: Placement | None = None,
+        counts: object = None,
+        in_displs: object = None,
+        out_displs: object = None,
     ) -> int:
         """Ops of the whole schedule, counted rank by rank in constant memory. P above
         MAX_COUNT_P (2^24) is refused up front: the count would take minutes."""
-        P, count, elem_size, root = self._args(P, count, elem_size, root)
+        v = _vectors(counts, in_displs, out_displs)
+        P, count, elem_size, root = self._args(P, _count_of(count, v), elem_size, root)
         if P > MAX_COUNT_P:
             raise InvalidArgumentError(
                 f"P = {P}: counting every rank's ops would take minutes (at most 2^24 ranks "
                 "are counted); count some ranks (generate_rank; collkit show --stats --rank R)"
             )
-        return int(
-            self._algo.count_ops(*self._args(P, count, elem_size, root), *core_args(placement))
-        )
+        return int(self._algo.count_ops(P, count, elem_size, root, *core_args(placement), *v))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Algorithm) and self.canonical == other.canonical

@@ -67,7 +67,7 @@ import numpy as np
 from collkit import _core, files
 from collkit.errors import ArgumentTypeError, InvalidArgumentError, ScheduleFormatError
 from collkit.placement import Placement, core_args
-from collkit.schedule import RankProgram, Schedule, as_schedule
+from collkit.schedule import RankProgram, Schedule, as_schedule, count_vector
 
 __all__ = [
     "FORMATS",
@@ -129,14 +129,25 @@ def header_text(
     root: int = 0,
     collective: str | None = None,
     placement: Placement | None = None,
+    counts: object = None,
+    in_displs: object = None,
+    out_displs: object = None,
 ) -> str:
     """The header lines of the text form (``# collkit schedule v1`` to ``root R``, and the
-    placement if given), for callers that print ranks one by one (``collkit show``). The
-    collective defaults to the part of the algorithm name before ':'."""
+    placement and an irregular collective's vectors if given), for callers that print ranks one
+    by one (``collkit show``). The collective defaults to the part of the algorithm name before
+    ':'."""
     if collective is None:
         collective = algorithm.partition(":")[0]
+    vectors = (
+        count_vector(counts, "counts"),
+        count_vector(in_displs, "in_displs"),
+        count_vector(out_displs, "out_displs"),
+    )
     return str(
-        _core.header_text(collective, algorithm, P, count, elem_size, root, *core_args(placement))
+        _core.header_text(
+            collective, algorithm, P, count, elem_size, root, *core_args(placement), *vectors
+        )
     )
 
 

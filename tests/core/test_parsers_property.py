@@ -598,3 +598,49 @@ def test_any_text_is_a_spec_or_a_clear_error(text: str) -> None:
     assert noise is None or isinstance(noise, Distribution)
     topology = succeeds_or_collkit_error(parse_topology, text)
     assert topology is None or cast(Topology, topology).kind in TOPOLOGY_KINDS
+
+
+# ---- count vectors: the --counts forms and the header's counts / displacement lines ----------
+
+COUNT_FORMS = st.one_of(
+    st.text(max_size=40),
+    st.from_regex(
+        r"(equal|random|skewed|zeros-but-one|other)(\([0-9, x-]{0,20}\))?", fullmatch=True
+    ),
+    st.lists(st.integers(-3, 2**50), max_size=8).map(lambda v: ",".join(map(str, v))),
+)
+
+
+@SETTINGS
+@given(COUNT_FORMS, st.integers(1, 40), st.booleans())
+def test_count_forms_draw_a_vector_or_say_why(text: str, P: int, pairs: bool) -> None:
+    from collkit.counts import MAX_ENTRY, parse_counts
+
+    try:
+        v = parse_counts(text).vector(P, per_pair=pairs)
+    except CollkitError as e:
+        assert str(e).startswith("--counts") or "P =" in str(e)
+        return
+    assert len(v) == (P * P if pairs else P)
+    assert all(isinstance(x, int) and 0 <= x <= MAX_ENTRY for x in v)
+
+
+COUNT_LINE = st.sampled_from(["counts", "in_displs", "out_displs"])
+
+
+@SETTINGS
+@given(
+    st.sampled_from(["allgatherv", "alltoallv", "gatherv", "scatterv", "reduce_scatter", "scan"]),
+    COUNT_LINE,
+    st.lists(st.one_of(st.integers(-2, 9), st.just(2**49), st.just("x")), max_size=10),
+)
+def test_count_lines_parse_or_are_format_errors(coll: str, key: str, entries: list[Any]) -> None:
+    line = f"{key} " + " ".join(map(str, entries))
+    text = f"collective {coll}\nP 3\ncount 9\n{line}\n" + "".join(f"rank {r}\n" for r in range(3))
+    try:
+        s = io.from_text(text)
+    except collkit.ScheduleFormatError:
+        return
+    # What parsed writes back and reads back the same.
+    assert io.from_text(io.to_text(s)) == s
+    assert len(s.counts) in (0, 3, 9) and len(s.in_displs) in (0, 3, 9)

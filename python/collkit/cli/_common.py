@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from collkit import placement, units
 from collkit.algorithms import Algorithm
-from collkit.collectives import ROOTED, count_unit
+from collkit.collectives import ROOTED, collectives, count_unit
+from collkit.collectives import collective as collective_spec
+from collkit.counts import CountSpec, parse_counts
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.placement import Placement
 
@@ -163,6 +165,7 @@ parse_elem_size = _usage(elem_size)
 parse_bytes = _usage(units.parse_size)
 parse_time = _usage(units.parse_time)
 parse_per_byte = _usage(units.parse_per_byte)
+parse_counts_form = _usage(parse_counts)
 
 
 def _int_type(text: str) -> int:
@@ -266,8 +269,10 @@ def add_problem_arguments(
     with_bytes: bool = False,
     root_help: str = "",
     algorithms: bool = False,
+    counts: bool = False,
 ) -> None:
-    """ALGO, -P and the buffer size options that most subcommands share. `lists`: -P, --count
+    """ALGO, -P and the buffer size options that most subcommands share. `counts`: --counts
+    FORM too (the commands that generate a schedule). `lists`: -P, --count
     and --bytes take lists (a sweep). `optional`: ALGO and -P may be left out, and the help says
     when (e.g. "omit with --from"). `with_bytes`: --bytes SIZE as an alternative to --count.
     `algorithms`: ALGO is a comma list of names (a list even for one)."""
@@ -282,7 +287,53 @@ def add_problem_arguments(
     )
     add_p_argument(p, lists=lists, required=not optional)
     add_size_arguments(p, lists=lists, with_bytes=with_bytes, root_help=root_help)
+    if counts:
+        add_counts_argument(p)
     add_placement_arguments(p)
+
+
+def add_counts_argument(p: argparse.ArgumentParser) -> None:
+    """--counts FORM: the count vector of an irregular collective, drawn for each P (instead of
+    --count)."""
+    p.add_argument(
+        "--counts",
+        type=parse_counts_form,
+        default=None,
+        metavar="FORM",
+        help="the count vector of an irregular collective (`collkit algorithms`: the ones with "
+        "per-rank or per-pair counts), drawn for each P instead of --count: 1,0,5 (P entries; "
+        "P^2 for per-pair counts), equal(n), random(seed,max), skewed(max[,seed]), "
+        "zeros-but-one[(n[,k])]",
+    )
+
+
+def vectors_of(args: argparse.Namespace, collective: str, P: int) -> list[int] | None:
+    """The count vector --counts draws for P ranks of `collective` (None without --counts);
+    an error for a collective that takes none or with --count / --bytes too."""
+    form: CountSpec | None = getattr(args, "counts", None)
+    if form is None:
+        return None
+    if getattr(args, "count", None) is not None or getattr(args, "bytes", None) is not None:
+        raise InvalidArgumentError("give --count (or --bytes) or --counts, not both")
+    kind = collective_spec(collective)["counts"]
+    if kind == "none":
+        taking = ", ".join(c["name"] for c in collectives() if c["counts"] != "none")
+        raise InvalidArgumentError(
+            f"--counts: {collective} takes one count for every rank (--count); a count vector "
+            f"is for {taking}"
+        )
+    return form.vector(P, per_pair=kind == "per_pair")
+
+
+def problem_counts(
+    args: argparse.Namespace, collective: str, P: int, count: int | None
+) -> tuple[int, list[int] | None]:
+    """The count and count vector for P: with --counts the vector drawn for P (count its
+    largest entry), else `count` (DEFAULT_COUNT when None) and None."""
+    vec = vectors_of(args, collective, P)
+    if vec is None:
+        return (DEFAULT_COUNT if count is None else count), None
+    return max(vec, default=0), vec
 
 
 def add_placement_arguments(p: argparse.ArgumentParser) -> None:
@@ -397,6 +448,7 @@ def refuse_problem_options(args: argparse.Namespace, source: str) -> None:
         flag
         for attr, flag in (
             ("count", "--count"),
+            ("counts", "--counts"),
             ("bytes", "--bytes"),
             ("elem_size", "--elem-size"),
             ("root", "--root"),

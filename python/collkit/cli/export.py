@@ -22,11 +22,11 @@ from pathlib import Path
 
 from collkit import _core, io
 from collkit.cli._common import (
-    DEFAULT_COUNT,
     add_problem_arguments,
     input_file,
     parse_per_byte,
     placement_of,
+    problem_counts,
     refuse_problem_options,
 )
 from collkit.placement import Placement, core_args
@@ -39,7 +39,7 @@ EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_problem_arguments(p, optional="omit with --from")
+    add_problem_arguments(p, optional="omit with --from", counts=True)
     p.set_defaults(root=None, elem_size=None)  # None: not given (refused with --from)
     p.add_argument(
         "--from",
@@ -89,13 +89,17 @@ _STDOUT_LIMIT = 2**40
 
 
 def _too_large(
-    args: argparse.Namespace, count: int, to_stdout: bool, placement: Placement | None
+    args: argparse.Namespace,
+    count: int,
+    to_stdout: bool,
+    placement: Placement | None,
+    vec: list[int] | None,
 ) -> str | None:
     """Why the output could not be written (more than the disk holds, or than 1 TiB to
     stdout), from the op counts of sample ranks (with the placement a node-aware algorithm
     needs); None if it fits."""
     _, ops = memory_estimate(
-        args.algorithm, args.P, count, args.elem_size, args.root, placement=placement
+        args.algorithm, args.P, count, args.elem_size, args.root, placement=placement, counts=vec
     )
     need = ops * _MIN_BYTES_PER_OP
     if to_stdout:
@@ -124,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.algorithm is None or args.P is None:
             return _usage("give ALGO and -P N (or --from FILE to convert a saved schedule)")
-        count = DEFAULT_COUNT if args.count is None else args.count
+        count, vec = problem_counts(args, args.algorithm.collective, args.P, args.count)
         args.elem_size = 8 if args.elem_size is None else args.elem_size
         args.root = 0 if args.root is None else args.root
         placement = placement_of(args)
@@ -134,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         to_stdout = args.output in (None, "-")
         if not to_stdout and Path(args.output).is_dir():
             return _usage(f"cannot write {args.output}: it is a directory")
-        too_large = _too_large(args, count, to_stdout, placement)
+        too_large = _too_large(args, count, to_stdout, placement, vec)
         if too_large:
             return _usage(too_large)
         _core.write_schedule(
@@ -149,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
             args.copy_beta,
             sys.stdout.write if to_stdout else None,
             *core_args(placement),
+            vec or [],
         )
         if to_stdout:
             sys.stdout.flush()

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 
 from collkit.algorithms import Algorithm
 from collkit.cli._common import (
-    DEFAULT_COUNT,
     add_problem_arguments,
     check_root,
     parse_rank,
     placement_of,
+    problem_counts,
 )
 from collkit.errors import InvalidArgumentError
 
@@ -30,7 +30,7 @@ HELP = "print a schedule, per rank, as text"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_problem_arguments(p)
+    add_problem_arguments(p, counts=True)
     p.add_argument(
         "--rank",
         type=parse_rank,
@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from collkit import io
 
     algo: Algorithm = args.algorithm
-    count = DEFAULT_COUNT if args.count is None else args.count
     P: int = args.P
+    count, vec = problem_counts(args, algo.collective, P, args.count)
     root = check_root(args.root, P)
     placement = placement_of(args)
     ranks: Sequence[int] = args.rank if args.rank else range(P)  # a range: P may be 2^31
@@ -56,12 +56,14 @@ def run(args: argparse.Namespace) -> int:
     if args.stats:
         if args.rank:
             progs = [
-                algo.generate_rank(P, r, count, args.elem_size, root, placement=placement)
+                algo.generate_rank(
+                    P, r, count, args.elem_size, root, placement=placement, counts=vec
+                )
                 for r in ranks
             ]
             ops = sum(len(p) for p in progs)
         else:  # refused above MAX_COUNT_P (2^24): "count some ranks", here with --rank R
-            ops = algo.count_ops(P, count, args.elem_size, root, placement=placement)
+            ops = algo.count_ops(P, count, args.elem_size, root, placement=placement, counts=vec)
         print(f"{algo.canonical} P={P} count={count}: {ops} ops over {len(ranks)} rank(s)")
         return 0
     if not args.rank and P > 64:
@@ -69,11 +71,15 @@ def run(args: argparse.Namespace) -> int:
             f"P = {P} would print {P} ranks; pick some with --rank R (or use collkit export)"
         )
     print(
-        io.header_text(algo.canonical, P, count, args.elem_size, root, placement=placement),
+        io.header_text(
+            algo.canonical, P, count, args.elem_size, root, placement=placement, counts=vec
+        ),
         end="",
     )
     for r in ranks:
-        prog = algo.generate_rank(P, r, count, args.elem_size, root, placement=placement)
+        prog = algo.generate_rank(
+            P, r, count, args.elem_size, root, placement=placement, counts=vec
+        )
         print(
             io.rank_to_text(
                 prog,

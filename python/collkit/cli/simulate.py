@@ -54,6 +54,7 @@ from collkit.cli._common import (
     check_root,
     placement_of,
     plot_format_error,
+    problem_counts,
 )
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.results import row_to_json
@@ -83,7 +84,7 @@ def _flag(param: str) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_problem_arguments(
-        p, optional="omit with --file", with_bytes=True, lists=True, algorithms=True
+        p, optional="omit with --file", with_bytes=True, lists=True, algorithms=True, counts=True
     )
     # A saved schedule says its own root: None tells "not given" from 0.
     p.set_defaults(root=None)
@@ -208,6 +209,9 @@ def _sweep(
         count = DEFAULT_COUNT if size is None else size
         if args.bytes is not None:
             count = -(-size // esize)
+        vec: list[int] | None = None
+        if args.counts is not None and algo is not None:
+            count, vec = problem_counts(args, algo.collective, P, None)
         what = f"{algo} P={P} count={count}" + "".join(
             f" {_flag(k)} {v}" for k, v in zip(names, combo, strict=True)
         )
@@ -217,7 +221,15 @@ def _sweep(
             placement = placement_of(args)
             root = 0 if args.root is None else check_root(args.root, P)
             estimate, _ = memory_estimate(
-                algo, P, count, esize, root, False, placement=placement, model=args.model
+                algo,
+                P,
+                count,
+                esize,
+                root,
+                False,
+                placement=placement,
+                model=args.model,
+                counts=vec,
             )
             if avail is not None and estimate > avail:
                 raise MemoryError
@@ -234,6 +246,7 @@ def _sweep(
                 topology=args.topology,
                 trials=args.trials,
                 seed=args.seed,
+                counts=vec,
                 **model_params,
             )
         except CollkitError as e:
@@ -351,6 +364,7 @@ def run(args: argparse.Namespace) -> int:
                 ("-P", args.P),
                 ("--bytes", args.bytes),
                 ("--count", args.count),
+                ("--counts", args.counts),
                 ("--root", args.root),
                 ("--rpn", args.rpn),
                 ("--order", args.order),
@@ -376,10 +390,13 @@ def run(args: argparse.Namespace) -> int:
             count = -(-args.bytes // esize)
         else:
             count = DEFAULT_COUNT if args.count is None else args.count
+        vec: list[int] | None = None
+        if args.counts is not None:
+            count, vec = problem_counts(args, source.collective, P, None)
         root = 0 if args.root is None else check_root(args.root, P)
         placement = placement_of(args)
         estimate, nops = memory_estimate(
-            source, P, count, esize, root, record, placement=placement, model=args.model
+            source, P, count, esize, root, record, placement=placement, model=args.model, counts=vec
         )
     if record and nops > TIMELINE_MAX_OPS:
         return _fail(
@@ -422,6 +439,7 @@ def run(args: argparse.Namespace) -> int:
                 elem_size=args.elem_size,
                 root=root,
                 placement=placement,
+                counts=vec,
                 **run,
             )
     except OSError as e:

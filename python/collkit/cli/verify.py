@@ -28,6 +28,7 @@ from collkit.cli._common import (
     input_file,
     placement_of,
     print_json_lines,
+    problem_counts,
     refuse_problem_options,
 )
 from collkit.cli._common import table as new_table
@@ -43,6 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_problem_arguments(
         p,
         lists=True,
+        counts=True,
         optional="omit with --file",
         root_help=f"root of {' / '.join(ROOTED)} (default: every root for P <= 16, else 0 and P-1)",
     )
@@ -143,10 +145,12 @@ def run(args: argparse.Namespace) -> int:
     commutative = (
         algo.needs_commutative(placement) if args.commutative is None else args.commutative
     )
+    # With --counts, one case per P and root: the vector drawn for that P.
+    vectors = {P: problem_counts(args, algo.collective, P, None) for P in args.P}
     cases = [
         (P, c, root)
         for P in args.P
-        for c in counts_of(args)
+        for c in ([vectors[P][0]] if args.counts is not None else counts_of(args))
         for root in _roots(algo.collective, P, args.root)
     ]
     for P, count, root in cases:  # every case before the first: main verified P = 1..2^30 for
@@ -169,7 +173,9 @@ def run(args: argparse.Namespace) -> int:
             prog.update(task, description=f"{algo.canonical} P={P} count={count}")
             t0 = time.perf_counter()
             try:
-                s = algo.generate(P, count, args.elem_size or 8, root, placement=placement)
+                s = algo.generate(
+                    P, count, args.elem_size or 8, root, placement=placement, counts=vectors[P][1]
+                )
             except UnsupportedError as e:
                 skipped.setdefault(str(e).split(": ", 1)[-1], []).append(P)
                 records.append(

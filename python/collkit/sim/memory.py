@@ -63,6 +63,7 @@ def memory_estimate(
     timeline: bool = False,
     placement: Placement | None = None,
     model: str | None = None,
+    counts: list[int] | None = None,
 ) -> tuple[int, int]:
     """(bytes, ops): the peak resident memory a simulation of `algorithm` under `model` (None:
     the larger, LogGOPS) will take (the process's, measured within 25 % for allreduce:rd,
@@ -78,7 +79,9 @@ def memory_estimate(
         Model.make(model)  # a known model name
 
     def ops_of(r: int) -> int:
-        return len(algo.generate_rank(P, r, count, elem_size, root, placement=placement))
+        return len(
+            algo.generate_rank(P, r, count, elem_size, root, placement=placement, counts=counts)
+        )
 
     if P <= 2 * _SAMPLE_RANKS:
         total_ops = sum(ops_of(r) for r in range(P))
