@@ -75,3 +75,46 @@ def test_the_tours_check_runs_in_each_pattern_and_says_which_held(mpi: MPI, tmp_
         (p, a) for p in ("back_to_back", "barrier") for a in ("native", "allreduce:ring(seg=8B)")
     }
     assert all(r.valid is not False for r in rows)
+
+
+def test_tune_measures_each_pattern_and_a_rule_wins_in_all(mpi: MPI, tmp_path: Path) -> None:
+    """tune of bcast at --block 2: native and the candidate in back_to_back, barrier and
+    rotate_root (the default for a rooted collective), every comparison carrying each pattern's
+    speedup; a rule it writes won in every one, its speedup the smallest; a rerun measures
+    nothing."""
+    from collkit.tune import TuneOptions, tune
+
+    opts = TuneOptions(
+        ["bcast"],
+        [2],
+        [8, 1024],
+        only=["binomial"],
+        mpi_algorithms=False,
+        iterations=20,
+        max_ms=40,
+        block=2,
+        routing_us=0.0,
+        mpiexec=mpi.mpiexec,
+        out=str(tmp_path / "t"),
+        plot=False,
+    )
+    result = tune(opts)
+    want = {"back_to_back", "barrier", "rotate_root"}
+    got = {(r.pattern, r.algorithm, r.bytes) for r in result.rows}
+    assert {p for p, _, _ in got} >= want
+    for p in want:
+        for a in ("native", "bcast:binomial"):
+            assert {(p, a, 8), (p, a, 1024)} <= got, (p, a)
+    assert all(r.valid for r in result.rows if r.algorithm != "native")
+    assert any("patterns: bcast back_to_back, barrier, rotate_root" in n for n in result.notes)
+    for c in result.choices:
+        (cand,) = c.candidates
+        assert set(cand.speedups) >= want
+        assert cand.speedup == min(cand.speedups[p] for p in cand.speedups)
+    assert result.table is not None
+    for rule in result.table.rules:
+        if rule.algorithm != "native":
+            assert set(rule.speedups) >= want and rule.speedup == min(rule.speedups.values())
+    before = (tmp_path / "t" / "tune.jsonl").read_text()
+    tune(opts)
+    assert (tmp_path / "t" / "tune.jsonl").read_text() == before

@@ -29,7 +29,7 @@ const Registrar reg{{
     // Cost: (n: bytes of the largest block)
     .cost = "(P - 1)(alpha + n beta) at the root",
     .reference = "MPICH MPIR_Gatherv_allcomm_linear; Open MPI coll_base gatherv basic linear",
-    .mpi_equivalents = {"ompi:basic_linear"},
+    .mpi_equivalents = {"mpich:linear"},
     .params = {},
     .restrictions = {},
     .prepare = {},

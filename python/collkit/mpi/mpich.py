@@ -65,6 +65,19 @@ ALGORITHMS: dict[str, list[str]] = {
     ],
     "gather": ["binomial", "nb"],
     "scatter": ["binomial", "nb"],
+    "allgatherv": ["brucks", "recursive_doubling", "ring", "nb"],
+    "alltoallv": ["pairwise_sendrecv_replace", "scattered", "nb"],
+    "gatherv": ["linear", "nb"],
+    "scatterv": ["linear", "nb"],
+    "reduce_scatter": [
+        "noncommutative",
+        "pairwise",
+        "recursive_doubling",
+        "recursive_halving",
+        "nb",
+    ],
+    "scan": ["smp", "recursive_doubling", "nb"],
+    "exscan": ["recursive_doubling", "nb"],
 }
 
 # Algorithms whose selection-file container needs no parameters.

@@ -73,6 +73,11 @@ ALGORITHMS: dict[str, dict[str, int]] = {
     },
     "gather": {"basic_linear": 1, "binomial": 2, "linear_sync": 3},
     "scatter": {"basic_linear": 1, "binomial": 2, "linear_nb": 3},
+    "allgatherv": {"default": 1, "bruck": 2, "ring": 3, "neighbor": 4, "two_proc": 5},
+    "alltoallv": {"basic_linear": 1, "pairwise": 2},
+    "reduce_scatter": {"nonoverlapping": 1, "recursive_halving": 2, "ring": 3, "butterfly": 4},
+    "scan": {"linear": 1, "recursive_doubling": 2},
+    "exscan": {"linear": 1, "recursive_doubling": 2},
 }
 # The collectives Open MPI's coll/han (hierarchical) implements: forced as ompi:han.
 HAN = ("allreduce", "bcast", "reduce")
