@@ -53,7 +53,7 @@ class CountSpec:
             raise InvalidArgumentError(f"P must be an integer >= 1, not {P!r}")
         if per_pair and P > _MAX_PAIR_P:
             raise InvalidArgumentError(
-                f"--counts {self.text}: P = {P} has {P * P} pairs; alltoallv's count matrix "
+                f"--counts {self.text}: P = {P} has {P * P} pairs; a per-pair count matrix "
                 f"holds at most P = {_MAX_PAIR_P}"
             )
         n = P * P if per_pair else P
