@@ -33,11 +33,48 @@ TEST(collective_table_round_trips_and_lists_itself) {
   }
   bool threw = false;
   try {
-    collective_from_string("allgatherv");
+    collective_from_string("neighbor_alltoall");
   } catch (const Error& e) {
     threw = std::string(e.what()).find(std::string(collective_names())) != std::string::npos;
   }
   CHECK(threw);
+}
+
+TEST(irregular_layouts_and_prefix_postconditions) {
+  ScheduleHeader h;
+  h.collective = Collective::allgatherv;
+  h.P = 3;
+  h.counts = {2, 0, 3};
+  h.count = 3;
+  h.out_displs = {4, 9, 0};  // block 2 first, a gap [3, 4), block 1 empty
+  check_counts(h);
+  const BlockLayout out(h, Io::out, 1);
+  CHECK(out.blocks() == 3 && out.len(2) == 3 && out.offset(0) == 4 && out.offset(1) == 0);
+  CHECK(out.elems() == 6 && out.payload() == 5 && !out.packed());
+  CHECK(h.in_elems(1) == 0 && h.in_elems(2) == 3 && h.out_elems(0) == 6);
+  const std::vector<ExpectedRun> runs = expected_runs(h, 1);
+  CHECK(runs.size() == 3);  // block 2, the gap, block 0
+  CHECK(runs[0].out_off == 0 && runs[0].len == 3 && runs[0].want.rank == 2);
+  CHECK(runs[1].untouched && runs[1].out_off == 3 && runs[1].len == 1);
+  CHECK(runs[2].want.rank == 0 && runs[2].want.index == 0);
+  CHECK(in_place_in_at(h, 2) == 0 && in_place_in_at(h, 0) == 4);
+  h.out_displs = {0, 1, 1};  // blocks 0 and 2 overlap
+  bool threw = false;
+  try {
+    check_counts(h);
+  } catch (const Error& e) {
+    threw = std::string(e.what()).find("overlap") != std::string::npos;
+  }
+  CHECK(threw);
+  ScheduleHeader s;
+  s.collective = Collective::exscan;
+  s.P = 4;
+  s.count = 2;
+  CHECK(expected_runs(s, 0)[0].want.kind == Expected::Kind::unspecified);
+  const Expected e = expected_runs(s, 3)[0].want;
+  CHECK(e.kind == Expected::Kind::reduction && e.first == 0 && e.last == 2);
+  s.collective = Collective::scan;
+  CHECK(expected_runs(s, 3)[0].want.last == 3);
 }
 
 TEST(collective_specs_say_the_existing_postconditions) {

@@ -606,6 +606,18 @@ std::vector<MPI_Aint> scattered_displs(const std::vector<MPI_Count>& n, std::mt1
   return d;
 }
 
+// An irregular call's vectors for the checks of the non-blocking and persistent machinery: `n`
+// elements per block, packed (the regular call's layout).
+void regular_vectors(CallArgs& a, const CollectiveSpec& spec, int P, MPI_Count n) {
+  if (spec.counts == Counts::none) return;
+  const size_t blocks = static_cast<size_t>(P);
+  a.sendcounts.assign(blocks, n);
+  a.recvcounts.assign(blocks, n);
+  a.sdispls.resize(blocks);
+  a.rdispls.resize(blocks);
+  for (size_t b = 0; b < blocks; ++b) a.sdispls[b] = a.rdispls[b] = static_cast<MPI_Aint>(b) * n;
+}
+
 void check_copy_v(Collective coll, const CommCase& cc, const std::string& algo, int64_t most,
                   int root, bool in_place, size_t case_no, std::mt19937_64& rng,
                   const std::vector<Description>& all_descs) {
@@ -700,6 +712,11 @@ void check_copy_v(Collective coll, const CommCase& cc, const std::string& algo, 
   std::string why;
   const std::vector<unsigned char> sent = sb.mine.mem;
   int rc = collkit_call(coll, a, algo);
+  if (rc != MPI_SUCCESS && ck_declined(rc) && g_nonblocking && !collkit::mpi::whole_vector(spec)) {
+    // The ranks' counts are exchanged first, in blocking calls only: declined on every rank.
+    settle(cc.comm, label, ck_error_message(), true);
+    return;
+  }
   if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
   if (why.empty() && a.sendbuf != MPI_IN_PLACE && sb.mine.mem != sent)
     why = "the send buffer was written";
@@ -1309,6 +1326,7 @@ void check_start_does_not_block(const std::string& algo) {
   a.sendtype = a.recvtype = MPI_INT;
   a.op = MPI_SUM;
   a.comm = MPI_COMM_WORLD;
+  regular_vectors(a, spec_of(coll), P, 1);
   int token = 42, rc = MPI_SUCCESS;
   std::string why;
   MPI_Request r = MPI_REQUEST_NULL;
@@ -1377,6 +1395,7 @@ void check_persistent_restarts(const std::string& algo) {
     a.op = MPI_SUM;
     a.root = root;
     a.comm = MPI_COMM_WORLD;
+    regular_vectors(a, spec, P, n);
     return a;
   };
   for (Handle& x : hs) {
