@@ -88,7 +88,7 @@ def _ints(text: str, form: str, body: str, lo: int, hi: int) -> list[int]:
     parts = [x.strip() for x in body.split(",")]
     out = []
     for x in parts:
-        if not re.fullmatch(r"\d+", x):
+        if not re.fullmatch(r"[0-9]+", x):
             raise InvalidArgumentError(
                 f"--counts {text}: {form} takes non-negative integers, not {x[:20]!r}"
             )
@@ -109,7 +109,7 @@ def parse_counts(text: object) -> CountSpec:
         raise InvalidArgumentError(f"--counts is empty: give one of {_FORMS}")
     m = re.fullmatch(r"([a-z][a-z-]*)(?:\((.*)\))?", t)
     if m is None:
-        if re.fullmatch(r"[\d\s,]+", t):
+        if re.fullmatch(r"[0-9 \t,]+", t):
             return CountSpec(shown, "list", tuple(_ints(shown, "a list", t, 0, MAX_ENTRY)))
         raise InvalidArgumentError(f"--counts {shown!r}: not a count form ({_FORMS})")
     name, body = m.group(1), m.group(2)

@@ -110,10 +110,12 @@ def test_validate_against_a_baseline_is_plain_in_a_pipe(tmp_path: Path) -> None:
 
 def test_on_a_terminal_the_same_table_is_ruled() -> None:
     # The other side of the rule, so that the checks above can fail: a terminal gets boxes.
+    # Read while it writes: the table outgrows the terminal's buffer, and a writer left alone
+    # there waits for a reader for ever.
     leader, follower = pty.openpty()
     try:
-        p = subprocess.run([sys.executable, "-m", "collkit", "algorithms", "allreduce"],
-                           stdout=follower, stderr=subprocess.PIPE, timeout=120)  # fmt: skip
+        p = subprocess.Popen([sys.executable, "-m", "collkit", "algorithms", "allreduce"],
+                             stdout=follower, stderr=subprocess.PIPE)  # fmt: skip
         os.close(follower)
         follower = -1
         chunks = []
@@ -125,9 +127,10 @@ def test_on_a_terminal_the_same_table_is_ruled() -> None:
             if not data:
                 break
             chunks.append(data)
+        _, err = p.communicate(timeout=120)
     finally:
         if follower >= 0:
             os.close(follower)
         os.close(leader)
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0, err
     assert BOX & set(b"".join(chunks).decode("utf-8", "replace"))

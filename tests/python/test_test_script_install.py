@@ -28,6 +28,10 @@ def section() -> str:
     return text[start:end]
 
 
+# What scripts/test.sh looks for to call Slurm usable (slurm_usable).
+SLURM = ("munged", "slurmctld", "slurmd", "srun", "salloc", "sbatch")
+
+
 def fake(bindir: Path, name: str, body: str) -> None:
     p = bindir / name
     p.write_text("#!/bin/sh\n" + body + "\n")
@@ -36,7 +40,8 @@ def fake(bindir: Path, name: str, body: str) -> None:
 
 class Machine:
     """A PATH with fake tools and a state folder: `dev` present means libopenmpi-dev is installed,
-    `lammps` LAMMPS; apt-get logs its arguments and fails `locked` times with apt's lock error."""
+    `lammps` LAMMPS, `slurm` Slurm and munge (their tools appear on PATH); apt-get logs its
+    arguments and fails `locked` times with apt's lock error."""
 
     def __init__(self, tmp: Path, *, uid: int = 0, locked: int = 0, apt_works: bool = True):
         self.bin, self.state = tmp / "bin", tmp / "state"
@@ -54,6 +59,8 @@ class Machine:
         install = (
             f'case "$*" in *libopenmpi-dev*) touch {s}/dev;; esac\n'
             f'case "$*" in *lammps-examples*) touch {s}/lammps {self.melt};; esac\n'
+            f'case "$*" in *slurm-wlm*) touch {s}/slurm; for t in {" ".join(SLURM)}; do '
+            f"printf '#!/bin/sh\\nexit 0\\n' > {self.bin}/$t; chmod +x {self.bin}/$t; done;; esac\n"
         )
         fake(
             self.bin,
@@ -78,6 +85,11 @@ class Machine:
             "echo 'probe.cpp:1:10: fatal error: mpi.h: No such file or directory' >&2; exit 1",
         )
         fake(self.bin, "lmp", f"[ -f {s}/lammps ]")
+
+    def have_slurm(self) -> None:
+        (self.state / "slurm").touch()
+        for t in SLURM:
+            fake(self.bin, t, "exit 0")
 
     def run(self, ci: bool) -> subprocess.CompletedProcess[str]:
         body = section().replace(MELT, str(self.melt))
@@ -105,6 +117,7 @@ def test_runtime_without_headers_is_completed_after_waiting_for_the_lock(tmp_pat
     # Two refusals of the lock, then update and the installs, every call waiting for dpkg's lock.
     assert ["update" in c.split() for c in calls[:4]] == [True] * 3 + [False], calls
     assert any("libopenmpi-dev" in c for c in calls) and any("lammps" in c for c in calls), calls
+    assert any("slurm-wlm" in c and "munge" in c for c in calls), calls
     assert all("DPkg::Lock::Timeout=" in c for c in calls), calls
     assert "waiting" in r.stderr and "SKIPPED" not in r.stderr, r.stderr
 
@@ -133,6 +146,7 @@ def test_nothing_is_installed_when_everything_is_there(tmp_path: Path) -> None:
     (m.state / "dev").touch()
     (m.state / "lammps").touch()
     m.melt.touch()
+    m.have_slurm()
     r = m.run(ci=True)
     assert r.returncode == 0 and not m.apt_calls(), r.stderr
 
