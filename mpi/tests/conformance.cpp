@@ -1292,6 +1292,7 @@ void check_errors(MPI_Comm comm) {
     a.op = MPI_SUM;
     a.root = P - 1;
     a.comm = comm;
+    regular_vectors(a, spec, P, 1);  // the irregular collectives' count vectors (and displs)
     const std::string name(spec.name);
     expect_error(name + "-unknown", call_collkit(spec.id, a, (name + ":no_such").c_str()));
     std::vector<int> in(big.size()), mine(big.size(), -1), ref(big.size(), -1);
@@ -1301,6 +1302,7 @@ void check_errors(MPI_Comm comm) {
     a.recvbuf = mine.data();
     a.sendcount = a.recvcount = 3;
     a.sendtype = a.recvtype = MPI_INT;
+    regular_vectors(a, spec, P, 3);
     const int rc = call_collkit(spec.id, a, (name + ":native").c_str());
     a.recvbuf = ref.data();
     call_mpi(spec.id, a);
