@@ -660,10 +660,15 @@ void check_copy_v(Collective coll, const CommCase& cc, const std::string& algo, 
     std::vector<MPI_Aint> displs;
     MPI_Count count = 0;
   };
-  const auto make_side = [&](const Description& d, int64_t blocks, const auto& units_of,
-                             SideBufs& s) {
+  // Whether this rank's side holds P blocks (a vector) or one: from the spec, not from the
+  // number of blocks, which is 1 either way at P = 1.
+  const auto holds_p = [&](const BufferShape& shape) {
+    return (spec.rooted && rank == root ? shape.at_root : shape.elsewhere) == Blocks::P;
+  };
+  const auto make_side = [&](const Description& d, int64_t blocks, bool vector,
+                             const auto& units_of, SideBufs& s) {
     MPI_Count elems = 0;
-    if (blocks == P) {
+    if (blocks > 0 && vector) {
       for (size_t b = 0; b < Pz; ++b) s.counts.push_back(units_of(b) * kUnitInts / d.ints_per_elem);
       s.displs = scattered_displs(s.counts, rng, elems);
     } else if (blocks == 1) {
@@ -676,8 +681,8 @@ void check_copy_v(Collective coll, const CommCase& cc, const std::string& algo, 
     make_buffer(d, elems, data, s.ref);
   };
   SideBufs sb, rb;
-  make_side(ds, in_blocks, in_units, sb);
-  make_side(dr, out_blocks, out_units, rb);
+  make_side(ds, in_blocks, holds_p(spec.in), in_units, sb);
+  make_side(dr, out_blocks, holds_p(spec.out), out_units, rb);
   if (in_blocks > 0) {
     a.sendbuf = sb.mine.base;
     a.sendtype = sb.mine.type;
@@ -712,8 +717,8 @@ void check_copy_v(Collective coll, const CommCase& cc, const std::string& algo, 
   std::string why;
   const std::vector<unsigned char> sent = sb.mine.mem;
   int rc = collkit_call(coll, a, algo);
-  if (rc != MPI_SUCCESS && ck_declined(rc) && g_nonblocking && !collkit::mpi::whole_vector(spec)) {
-    // The ranks' counts are exchanged first, in blocking calls only: declined on every rank.
+  if (rc != MPI_SUCCESS && ck_declined(rc) && g_nonblocking) {
+    // The non-blocking and persistent forms go to the MPI (capi.cpp): declined on every rank.
     settle(cc.comm, label, ck_error_message(), true);
     return;
   }
