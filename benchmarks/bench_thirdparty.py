@@ -553,14 +553,14 @@ def run_key(
 ) -> dict[str, Any]:
     """What a run's numbers depend on: runs of another key are not pairs of these. `library`:
     the interposition library's build (its folder's name hashes its sources), so runs of an
-    earlier collkit are not paired with this one's."""
+    other build are not paired with this one's."""
     return {
         "library": library,
         "mpi": mpi.version,
         "kind": mpi.kind,
         "imb": commit,
         "np": a.np,
-        "timed_without_stats": True,  # earlier runs timed the stats' cost as collkit's
+        "timed_without_stats": True,  # runs timed under COLLKIT_STATS do not pair with these
         "hogs": getattr(a, "hogs", 0),
         "msglog": list(a.msglog),
         "iter": a.iter,

@@ -742,8 +742,8 @@ int side_size(const Side& side, MPI_Count& size) {
 // there, and a disagreement declines on every rank (the MPI's own call then says what is wrong).
 int irregular_counts(const Call& c, const CommState& s, Mode mode, Irregular& ir) {
   const CollectiveSpec& spec = spec_of(c.collective);
-  // The non-blocking and persistent forms go to the MPI, alike on every rank: their checks
-  // against the MPI's own calls did not pass yet (a start saw another count than the call's).
+  // The non-blocking and persistent forms go to the MPI, alike on every rank: collkit's runs of
+  // them do not match the MPI's own calls in every case the conformance checks.
   if (mode != Mode::blocking)
     return decline(std::string(spec.name) +
                    ": its non-blocking and persistent forms go to the MPI's own call");

@@ -510,10 +510,11 @@ bool paid(const State& s, Collective c, MPI_Comm comm, const Decision& d) {
 // communicator's ranks, and no program times it, while the first collective would pay the setup
 // (a private duplicate, the ranks' nodes, the shared-memory segment: 0.4 ms on a quiet 2-core VM,
 // 3-13 ms at load 12) inside its timed loop: IMB-MPI1 makes a communicator per benchmark, and
-// its first size's row took the setup (MPICH, bcast 8 B: 6.6 us a call against 0.24). The setup
-// runs collkit's barrier on it (its first call sets everything up) and marks it paid for, alike on
-// every rank: the decision reads only the table and the size. MPI_COMM_WORLD, made by no call,
-// keeps the rent-then-buy rule above; COLLKIT_EARLY_SETUP=0 gives every communicator that rule.
+// its first size's row would take the setup (MPICH, bcast 8 B: 6.6 us a call against 0.24). The
+// setup runs collkit's barrier on it (its first call sets everything up) and marks it paid for,
+// alike on every rank: the decision reads only the table and the size. MPI_COMM_WORLD, made by no
+// call, keeps the rent-then-buy rule above; COLLKIT_EARLY_SETUP=0 gives every communicator that
+// rule.
 void set_up_early(MPI_Comm comm, const char* made_by) {
   State& s = state();
   if (comm == MPI_COMM_NULL || !s.early_setup) return;

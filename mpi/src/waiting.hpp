@@ -1,7 +1,7 @@
 // How a rank waits for a peer. The MPIs poll without yielding while they wait (Open MPI's and
 // MPICH's shared-memory progress), and a rank that yields loses its core to any runnable process,
-// a niced one included, for up to a scheduler tick: under background load that made collkit's
-// waits slower than the MPI's (LAMMPS with two niced CPU hogs; docs/mpi.md). So collkit polls as
+// a niced one included, for up to a scheduler tick: under background load such waits cost
+// five times the MPI's (LAMMPS with two niced CPU hogs; docs/mpi.md). So collkit polls as
 // the MPI does while the job's ranks on this node fit its cores, and spins COLLKIT_SPIN_US (20)
 // and then yields between polls only when they do not (an oversubscribed run must not starve
 // the rank it waits for), or when no launcher said how many ranks share the node. Setting
