@@ -74,3 +74,16 @@ def run_program(
 
 def built(mpi: MPI) -> Path:
     return build(mpi)
+
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+def compiled_program(mpi: MPI, name: str, out: Path) -> Path:
+    """tests/programs/<name>.c built with the MPI's own mpicc into `out` (skipped without one)."""
+    cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
+    if not cc.exists():
+        pytest.skip(f"no mpicc beside {mpi.mpicxx}")
+    exe = out / name
+    subprocess.run([str(cc), "-O1", "-o", str(exe), str(PROGRAMS / f"{name}.c")], check=True)
+    return exe

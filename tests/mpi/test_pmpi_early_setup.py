@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from collkit.mpi import MPI, launch_command, launch_env
-from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_or_kill
+from mpi_support import built, compiled_program, mpich_or_skip, openmpi_or_skip, run_or_kill
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 CALLS = 4
 
 
@@ -26,12 +24,8 @@ def app(
 ) -> tuple[MPI, Path, Path, Path]:
     mpi = mpich_or_skip() if request.param == "mpich" else openmpi_or_skip()
     bindir = built(mpi)
-    cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
-    if not cc.exists():
-        pytest.skip(f"no mpicc beside {mpi.mpicxx}")
     tmp = tmp_path_factory.mktemp(f"early-{mpi.kind}")
-    exe = tmp / "split_segments"
-    subprocess.run([str(cc), "-O1", "-o", str(exe), str(PROGRAMS / "split_segments.c")], check=True)
+    exe = compiled_program(mpi, "split_segments", tmp)
     # A measured rule: 100 us of MPI time a call, against COLLKIT_SETUP_US=1e6 below, so a
     # communicator left to rent-then-buy never moves to collkit in this short run.
     rule = {"collective": "allreduce", "P": [2, 2], "bytes": [0, 1 << 20],

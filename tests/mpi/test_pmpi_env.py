@@ -15,9 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collkit.mpi import MPI, launch_command, launch_env
-from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_or_kill
+from mpi_support import built, compiled_program, mpich_or_skip, openmpi_or_skip, run_or_kill
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 P = 2
 
 
@@ -27,12 +26,8 @@ def app(
 ) -> tuple[MPI, Path, Path, Path]:
     mpi = mpich_or_skip() if request.param == "mpich" else openmpi_or_skip()
     bindir = built(mpi)
-    cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
-    if not cc.exists():
-        pytest.skip(f"no mpicc beside {mpi.mpicxx}")
     tmp = tmp_path_factory.mktemp(f"env-{mpi.kind}")
-    exe = tmp / "split_segments"
-    subprocess.run([str(cc), "-O1", "-o", str(exe), str(PROGRAMS / "split_segments.c")], check=True)
+    exe = compiled_program(mpi, "split_segments", tmp)
     table = tmp / "table.json"
     rule = {
         "collective": "allreduce",
