@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-MAX_FILES = 40
+MAX_FILES = 50
 MAX_BYTES = 3 * 1024 * 1024
 HEADER_LINES = 15
 
