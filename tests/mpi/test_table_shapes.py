@@ -96,7 +96,10 @@ def test_nodes_alone_and_no_shapeless_rule() -> None:
         ({"ppn": 2}, '"ppn" must be [lo, hi]'),
         ({"nodes": [1.0, 2]}, '"nodes" must be [lo, hi]'),
         # 2 nodes x 1 is 2 ranks: no call at P = 4 has it
-        ({"nodes": [2, 2], "ppn": [1, 1]}, "no communicator of P in [4, 4] has the shape nodes [2, 2] x ppn [1, 1]"),
+        (
+            {"nodes": [2, 2], "ppn": [1, 1]},
+            "no communicator of P in [4, 4] has the shape nodes [2, 2] x ppn [1, 1]",
+        ),
         ({"nodes": [8, 9]}, "has the shape nodes"),  # more nodes than ranks
         ({"nodes": [3, 3], "ppn": [1, 3]}, "has the shape"),  # 3, 6, 9: none is 4
     ],
