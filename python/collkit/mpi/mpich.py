@@ -194,12 +194,14 @@ def default_tree(libmpi: Path) -> dict[str, Any]:
 
 
 def selection_file(choices: Sequence[Choice], default: dict[str, Any]) -> dict[str, Any]:
-    """The MPICH selection tree: `default` with the tuned ranges in front."""
-    from collkit.algorithms import parse_row_name
-    from collkit.tune.families import mpi_choice
-    from collkit.tune.select import size_ranges
+    """The MPICH selection tree: `default` with the tuned ranges in front. A P measured in
+    several shapes (select.shaped_keys) branches on the communicator's average ranks per node
+    (MPICH's comm_avg_ppn: at one P, nodes = P / ppn): each shape of an even ppn its own sizes,
+    other averages the shape-less choices, or MPICH's own branch."""
+    from collkit.tune.select import shaped_keys
 
     tree = dict(default)
+    shaped = shaped_keys(choices)
     by: dict[str, dict[int, list[Choice]]] = {}
     for c in choices:
         by.setdefault(c.collective, {}).setdefault(c.P, []).append(c)
@@ -209,17 +211,24 @@ def selection_file(choices: Sequence[Choice], default: dict[str, Any]) -> dict[s
         orig_intra = orig.get("comm_type=intra", orig) if isinstance(orig, dict) else orig
         intra: dict[str, Any] = {}
         for P in sorted(per_p):
-            cs = sorted(per_p[P], key=lambda c: c.bytes)
-            chain: dict[str, Any] = {}
-            ranges = size_ranges([c.bytes for c in cs])
-            if ranges[0][0] > 0:
-                chain[f"avg_msg_size<{ranges[0][0]}"] = orig_intra
-            for c, (_, hi) in zip(cs, ranges, strict=True):
-                name, _how = mpi_choice(c, Mpich.prefix)
-                algo = parse_row_name(name).algorithm if name else ""
-                cont = CONTAINERS.get(coll, {}).get(algo)
-                chain[f"avg_msg_size<={hi}"] = {f"algorithm={cont}": {}} if cont else orig_intra
-            chain["avg_msg_size=any"] = orig_intra
+            if (coll, P) in shaped:
+                per_ppn: dict[int, list[Choice]] = {}
+                rest: list[Choice] = []
+                for c in per_p[P]:
+                    if c.nodes is not None and c.ppn is not None:
+                        per_ppn.setdefault(c.ppn, []).append(c)
+                    else:
+                        rest.append(c)
+                other = _chain(coll, rest, orig_intra) if rest else orig_intra
+                branch: dict[str, Any] = {}
+                for k in sorted(per_ppn):
+                    if k > 1:
+                        branch[f"comm_avg_ppn<{k}"] = other
+                    branch[f"comm_avg_ppn<={k}"] = _chain(coll, per_ppn[k], orig_intra)
+                branch["comm_avg_ppn=any"] = other
+                chain = branch
+            else:
+                chain = _chain(coll, per_p[P], orig_intra)
             if P > 1:
                 intra[f"comm_size<{P}"] = orig_intra
             intra[f"comm_size<={P}"] = chain
@@ -229,3 +238,24 @@ def selection_file(choices: Sequence[Choice], default: dict[str, Any]) -> dict[s
             new["comm_type=inter"] = orig["comm_type=inter"]
         tree[key] = new
     return tree
+
+
+def _chain(coll: str, choices: Sequence[Choice], orig_intra: Any) -> dict[str, Any]:
+    """The message-size branch of one P (and shape): the tuned sizes to their algorithms, the
+    rest to MPICH's own branch."""
+    from collkit.algorithms import parse_row_name
+    from collkit.tune.families import mpi_choice
+    from collkit.tune.select import size_ranges
+
+    cs = sorted(choices, key=lambda c: c.bytes)
+    chain: dict[str, Any] = {}
+    ranges = size_ranges([c.bytes for c in cs])
+    if ranges[0][0] > 0:
+        chain[f"avg_msg_size<{ranges[0][0]}"] = orig_intra
+    for c, (_, hi) in zip(cs, ranges, strict=True):
+        name, _how = mpi_choice(c, Mpich.prefix)
+        algo = parse_row_name(name).algorithm if name else ""
+        cont = CONTAINERS.get(coll, {}).get(algo)
+        chain[f"avg_msg_size<={hi}"] = {f"algorithm={cont}": {}} if cont else orig_intra
+    chain["avg_msg_size=any"] = orig_intra
+    return chain
