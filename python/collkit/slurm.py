@@ -478,3 +478,43 @@ def allocation_of_env(env: Mapping[str, str] | None = None) -> Allocation | None
             f"SLURM_JOB_NODELIST '{nodelist[:80]}' {len(hosts)}"
         )
     return Allocation(job, hosts, tasks, e.get("SLURM_CLUSTER_NAME", ""))
+
+
+def default_np(hosts: str | None = None, env: Mapping[str, str] | None = None) -> int | None:
+    """The rank count bench, tune and run take when no -np is given: inside a Slurm allocation
+    without --hosts, its task count (SLURM_NTASKS, else the tasks of SLURM_TASKS_PER_NODE), as
+    srun does; None elsewhere (each command's own default)."""
+    e = os.environ if env is None else env
+    if hosts:
+        return None
+    alloc = allocation_of_env(e)
+    if alloc is None:
+        return None
+    text = (e.get("SLURM_NTASKS") or e.get("SLURM_NPROCS") or "").strip()
+    if not text:
+        return alloc.tasks
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise InvalidArgumentError(
+            f"Slurm job {alloc.job_id}: SLURM_NTASKS '{text[:40]}' is not a positive integer"
+        )
+    return int(text)
+
+
+def machine_of_env(env: Mapping[str, str] | None = None) -> str | None:
+    """The machine a Slurm job's rows name, the same whichever of its nodes collkit runs on and
+    in whichever job: "slurm:" and the cluster (SLURM_CLUSTER_NAME), else the nodes' common name
+    prefix without its digits ("slurm:nid" for nid[0001-0004]), else the first node of the
+    sorted list; one word (calibrate names its files by it); None outside a job."""
+    alloc = allocation_of_env(env)
+    if alloc is None:
+        return None
+    if alloc.cluster_name:
+        return f"slurm:{alloc.cluster_name.split()[0]}"
+    hosts = sorted(alloc.hosts)
+    prefix = hosts[0][
+        : next(
+            (i for i, ch in enumerate(hosts[0]) if any(i >= len(h) or h[i] != ch for h in hosts)),
+            len(hosts[0]),
+        )
+    ].rstrip("0123456789-_.")
+    return f"slurm:{prefix or hosts[0]}"

@@ -49,6 +49,7 @@ from pathlib import Path
 from collkit.cli._common import (
     add_json_argument,
     console,
+    default_np,
     parse_p_list,
     print_json_lines,
     table,
@@ -80,9 +81,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--np",
         dest="P",
         type=parse_p_list,
-        default=[4],
+        default=None,
         metavar="LIST",
-        help="process counts: 4, 2,4, 2..8 (default 4)",
+        help="process counts: 4, 2,4, 2..8 (default 4; in a Slurm allocation, its SLURM_NTASKS)",
     )
     p.add_argument(
         "--sizes",
@@ -333,6 +334,7 @@ def _note(c: Choice) -> str:
 
 def options_of(args: argparse.Namespace) -> TuneOptions:
     """The campaign the command line asks for (its checks are collkit.tune.check's)."""
+    default_np(args, 4, lists=True)
     params: dict[str, str] = {}
     for kv in args.param:
         k, eq, v = kv.partition("=")
