@@ -419,11 +419,22 @@ class Allocation:
         except (UnsupportedError, InvalidArgumentError):
             return None
 
-    def layout(self, np: int) -> tuple[int, int]:
+    def layout(self, np: int, nodes: int | None = None) -> tuple[int, int]:
         """(nodes used, ranks per node at most) for `np` ranks: as few per node as fit, the
-        allocation's nodes filled in turn; an error if the allocation has too few tasks."""
+        allocation's nodes filled in turn, or on exactly `nodes` of them (np / nodes each:
+        tune's shapes); an error if the allocation has too few tasks."""
         if np < 1:
             raise InvalidArgumentError(f"-np {np} must be >= 1")
+        if nodes is not None:
+            from collkit.cluster import shape_layout
+
+            used, rpn = shape_layout(np, nodes, self.nodes, f"Slurm allocation (job {self.job_id})")
+            if any(t < rpn for t in self.tasks_per_node[:used]):
+                raise InvalidArgumentError(
+                    f"-np {np} on {nodes} nodes: {rpn} ranks per node, and the Slurm allocation "
+                    f"(job {self.job_id}) has {describe_tasks(self.tasks_per_node)} tasks"
+                )
+            return used, rpn
         if np > self.tasks:
             raise InvalidArgumentError(
                 f"-np {np}: the Slurm allocation (job {self.job_id}) has {self.tasks} tasks on "
@@ -437,8 +448,8 @@ class Allocation:
         used = -(-np // rpn)
         return used, rpn
 
-    def shape(self, np: int) -> str:
-        used, rpn = self.layout(np)
+    def shape(self, np: int, nodes: int | None = None) -> str:
+        used, rpn = self.layout(np, nodes)
         if used * rpn == np:
             return f"{used} node{'s' if used > 1 else ''} x {rpn} ranks"
         return f"{np} ranks on {used} nodes of up to {rpn}"
