@@ -23,6 +23,7 @@ ROOTED = [
     "bcast:knomial",
     "bcast:scatter_allgather",
     "bcast:circ_graph(seg=16)",
+    "bcast:two_tree(seg=16)",
     "reduce:linear",
     "reduce:pipeline(seg=16)",
     "reduce:binary(seg=16)",
