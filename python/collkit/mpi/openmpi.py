@@ -82,18 +82,29 @@ ALGORITHMS: dict[str, dict[str, int]] = {
 # The collectives Open MPI's coll/han (hierarchical) implements: forced as ompi:han.
 HAN = ("allreduce", "bcast", "reduce")
 
-# Open MPI's collective ids (COLLTYPE_T in coll_base_functions.h).
+# Open MPI's collective ids (COLLTYPE_T in coll_base_functions.h); gatherv (10) and scatterv
+# (16) have no coll/tuned algorithms to choose.
 IDS = {
     "allgather": 0,
+    "allgatherv": 1,
     "allreduce": 2,
     "alltoall": 3,
+    "alltoallv": 4,
     "barrier": 6,
     "bcast": 7,
+    "exscan": 8,
     "gather": 9,
     "reduce": 11,
+    "reduce_scatter": 12,
     "reduce_scatter_block": 13,
+    "scan": 14,
     "scatter": 15,
 }
+# coll/tuned keys allgatherv and reduce_scatter by the sum of the counts times the type size
+# (collkit's bytes for them), and alltoallv by the communicator size alone (it asks its rules
+# for size 0): an alltoallv rule is written where every tuned size of a P chose alike.
+TOTAL_SIZE = ("allgatherv", "reduce_scatter")
+BY_P_ALONE = ("alltoallv",)
 
 
 class OpenMpi(MPI):
@@ -188,7 +199,7 @@ def rules_file(choices: Sequence[Choice], header: str = "") -> str:
                 per_size.setdefault(c.bytes, []).append(c)
             cs = [per_size[b][0] for b in sorted(per_size)]
             # coll/tuned sizes the collectives with a block per rank by all P blocks.
-            scale = P if "P" in per_block_shapes(coll) else 1
+            scale = P if "P" in per_block_shapes(coll) and coll not in TOTAL_SIZE else 1
             msgs: list[tuple[int, int, str]] = []
             ranges = size_ranges([c.bytes for c in cs])
             if ranges[0][0] > 0:
@@ -206,6 +217,11 @@ def rules_file(choices: Sequence[Choice], header: str = "") -> str:
                 alg = ALGORITHMS[coll][parse_row_name(name).algorithm] if name else 0
                 msgs.append((lo * scale, alg, f"{name or 'fixed decision'} ({how})"))
             msgs.append(((ranges[-1][1] + 1) * scale, 0, "past the tuned sizes: fixed decision"))
+            if coll in BY_P_ALONE:
+                algs = {m[1] for m in msgs[1 if ranges[0][0] > 0 else 0 : -1]}
+                alg = algs.pop() if len(algs) == 1 else 0
+                why = "every tuned size alike" if alg else "the tuned sizes differ: fixed decision"
+                msgs = [(0, alg, f"any size ({why})")]
             comms.append((P, msgs))
             if P + 1 not in per_p:
                 comms.append((P + 1, [(0, 0, f"P > {P}: fixed decision")]))
