@@ -53,7 +53,10 @@ def machine_name() -> str:
                 break
     except OSError:
         cpu = platform.processor()
-    return f"{socket.gethostname()} ({cpu or platform.machine()})"
+    from collkit.slurm import machine_of_env
+
+    # In a Slurm job, the cluster's name, not the node collkit happens to run on (docs/cluster.md).
+    return f"{machine_of_env() or socket.gethostname()} ({cpu or platform.machine()})"
 
 
 @dataclass
@@ -81,6 +84,9 @@ class Campaign:
     interleave: bool = True
     rounds: int = 3
     attempt: int = 0  # > 0: a re-measurement of rows found suspect (collkit.drift)
+    # On exactly this many nodes (P / nodes ranks each: tune's shapes); None: as few ranks per
+    # node as fit (collkit.mpi.launch).
+    nodes: int | None = None
 
     def __post_init__(self) -> None:
         for place in self.placements:
@@ -182,7 +188,7 @@ def run_campaign(
     machine = machine_name()
     added: list[Row] = []
     for P, place in itertools.product(c.P, c.placements):
-        alloc = allocation(P, c.hosts) + (f", map-by {place}" if place else "")
+        alloc = allocation(P, c.hosts, c.nodes) + (f", map-by {place}" if place else "")
         for algos, interleaved in _jobs(c):
             force: dict[str, str] = {}
             driver_algos = list(algos)
@@ -266,7 +272,7 @@ def run_campaign(
                 args.append("--validate")
             if c.raw:
                 args.append("--raw")
-            cmd = launch_command(mpi, P, args, hosts=c.hosts, map_by=place)
+            cmd = launch_command(mpi, P, args, hosts=c.hosts, map_by=place, nodes=c.nodes)
             for row in _stream_rows(cmd, env, template):
                 if row.algorithm not in algos:
                     continue  # the native reference of an interleaved job nobody asked for

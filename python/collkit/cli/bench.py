@@ -39,6 +39,7 @@ from collkit.cli._common import (
     add_p_argument,
     check_launchable,
     console,
+    default_np,
     input_file,
     parse_bytes,
     parse_rank,
@@ -97,7 +98,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="comma list: collkit names (rd or allreduce:rd), native, the MPI's own "
         "(mpich:ring, ompi:ring), or all-mpi for all of this MPI's (default native)",
     )
-    add_p_argument(p, lists=True, default=[4], aliases=("-np", "--np"))
+    add_p_argument(p, lists=True, required=False, aliases=("-np", "--np"))
     p.add_argument(
         "--sizes",
         type=parse_sizes,
@@ -224,6 +225,7 @@ def _print_table(rows: list[Row]) -> None:
 
 def options_of(args: argparse.Namespace) -> BenchOptions:
     """The benchmark the command line asks for (its checks are collkit.bench.check_bench's)."""
+    default_np(args, 4, lists=True)
     if args.map_by and not all(x.strip() for x in args.map_by.split(",")):
         # an empty element would sweep the MPI's default placement too, without a word
         raise InvalidArgumentError(f"--map-by '{args.map_by}': empty entry (e.g. core,socket)")
@@ -258,6 +260,7 @@ def options_of(args: argparse.Namespace) -> BenchOptions:
 
 def _check_multicast(args: argparse.Namespace) -> None:
     """What the MPI would otherwise abort on, said before it starts."""
+    default_np(args, 4, lists=True)
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
     check_launchable(args.P, args.hosts)

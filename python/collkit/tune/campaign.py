@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -24,7 +25,7 @@ from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
 from collkit.progress import Ticker
 from collkit.results import PATTERNS, ResultStore, Row
-from collkit.tune.select import latest
+from collkit.tune.select import latest, shape_of
 
 # The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
 # only the
@@ -129,6 +130,29 @@ class TuneOptions:
     mpi_prefix: str | None = None
     out: str = "tune-results"  # the folder the rows and the tuning files go into
     plot: bool = True  # draw tune.png
+    # The shapes to measure (--nodes x --ppn): (nodes, ranks per node) pairs, each P = their
+    # product (in P); empty: each P as few ranks per node as fit (collkit.mpi.launch).
+    shapes: list[tuple[int, int]] = field(default_factory=list)
+
+    def shapes_at(self, P: int) -> list[int | None]:
+        """The node counts P is measured on: those of its shapes, or [None] (no shapes)."""
+        if not self.shapes:
+            return [None]
+        return [n for n, k in self.shapes if n * k == P]
+
+
+def shapes_of(nodes: list[int], ppn: list[int]) -> list[tuple[int, int]]:
+    """tune's --nodes x --ppn: every (nodes, ranks per node) of two ranks or more (a shape of
+    one rank has nothing to tune), in order of P, then nodes."""
+    if not nodes or not ppn:
+        raise InvalidArgumentError("--nodes and --ppn are given together (the shapes are both)")
+    for flag, xs in (("--nodes", nodes), ("--ppn", ppn)):
+        if any(x < 1 for x in xs):
+            raise InvalidArgumentError(f"{flag} {','.join(map(str, xs))}: each must be >= 1")
+    out = sorted({(n, k) for n in nodes for k in ppn if n * k >= 2}, key=lambda s: (s[0] * s[1], s))
+    if not out:
+        raise InvalidArgumentError("--nodes x --ppn: every shape is of one rank (nothing to tune)")
+    return out
 
 
 # evict is in the default when the work it adds before a row's calls costs less than this part
@@ -273,7 +297,9 @@ def measure(
                     continue
                 # The MPI's own algorithms are forced per job, never interleaved and so never
                 # chosen: shown in the first pattern only.
-                for k, pattern in enumerate(patterns_for(opts, coll)):
+                for nodes, (k, pattern) in itertools.product(
+                    opts.shapes_at(P), enumerate(patterns_for(opts, coll))
+                ):
                     plan.append(
                         Campaign(
                             collective=coll,
@@ -290,6 +316,7 @@ def measure(
                             hosts=opts.hosts,
                             block=opts.block,
                             pattern=pattern,
+                            nodes=nodes,
                         )
                     )
     if ticker:
@@ -322,6 +349,7 @@ def remeasure_suspects(
             and r.block == c.block
             and r.pattern == c.pattern
             and r.interleaved
+            and (c.nodes is None or shape_of(r.allocation, r.P)[0] == c.nodes)
         ]
         todo = [r for r in mine if r.suspect and r.attempt < attempt]
         if not todo:

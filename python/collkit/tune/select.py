@@ -283,7 +283,7 @@ def choose(
 def shaped_keys(choices: Sequence[Choice]) -> set[tuple[str, int]]:
     """The (collective, P) measured in more than one shape: their rules, and the MPIs' files,
     carry each shape; a (collective, P) of one shape keeps rules for any shape (a table tuned on
-    one machine applies where it did before)."""
+    one machine applies to every shape)."""
     seen: dict[tuple[str, int], set[tuple[int | None, int | None]]] = {}
     for c in choices:
         seen.setdefault((c.collective, c.P), set()).add((c.nodes, c.ppn))
