@@ -196,7 +196,7 @@ def main() -> int:
     fig.savefig(png, dpi=110)
     print(f"wrote {png}")
 
-    cmd = "nice -n 19 .venv/bin/python benchmarks/sim_swing_torus.py " + " ".join(
+    cmd = ".venv/bin/python benchmarks/sim_swing_torus.py " + " ".join(
         shlex.quote(x) for x in sys.argv[1:]
     )
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -207,7 +207,7 @@ def main() -> int:
     text = (
         f"# Swing on 2D tori, simulated\n\n{stamp}; machine `{platform.node()}` "
         f"({os.cpu_count()} CPUs), load average {load} (simulated times do not depend on it); "
-        f"collkit {collkit.__version__}.\n\nCommand: `{cmd.strip()}`\n\n"
+        f"collkit {collkit.__version__}.\n\nCommand: `{cmd.strip()}` (under nice -n 19)\n\n"
         f"Model: {model}; topology `torus(dims=AxB,hop={HOP},link={LINK})`, one rank per node. "
         f"Times are makespans in us; speedup = the best other's time / Swing's. "
         f"Largest speedup {best_of[0]:.2f}x ({best_of[1]}, {fmt_size(best_of[2])}), "
