@@ -44,20 +44,20 @@ def test_each_dimension_rings_to_its_neighbours_reduce_scatters_then_allgathers(
     for rank in range(P):
         a = _program(_name(dims), P, rank, count)
         c = _coords(rank, dims)
-        right, left = [], []
-        for t, d in enumerate(dims):
-            if d > 1:
-                right.append(rank + ((c[t] + 1) % d - c[t]) * strides[t])
-                left.append(rank + ((c[t] - 1) % d - c[t]) * strides[t])
-        # d - 1 steps per dimension, dimension 0 first; the allgathers last dimension first.
-        want_send = [q for q, d in zip(right, [d for d in dims if d > 1], strict=True)]
-        steps = [d - 1 for d in dims if d > 1]
-        sends = [q for q, k in zip(want_send, steps, strict=True) for _ in range(k)]
-        recvs = [q for q, k in zip(left, steps, strict=True) for _ in range(k)]
-        sends += [
-            q for q, k in reversed(list(zip(want_send, steps, strict=True))) for _ in range(k)
+        # Per dimension of size > 1: (the +1 neighbour, the -1 neighbour, d - 1 steps).
+        rings = [
+            (
+                rank + ((c[t] + 1) % d - c[t]) * strides[t],
+                rank + ((c[t] - 1) % d - c[t]) * strides[t],
+                d - 1,
+            )
+            for t, d in enumerate(dims)
+            if d > 1
         ]
-        recvs += [q for q, k in reversed(list(zip(left, steps, strict=True))) for _ in range(k)]
+        # Reduce-scatters dimension 0 first, then the allgathers last dimension first.
+        order = rings + rings[::-1]
+        sends = [right for right, _, k in order for _ in range(k)]
+        recvs = [left for _, left, k in order for _ in range(k)]
         peers = [int(a["peer"][i]) for i, k in enumerate(a["kind"]) if k == SEND]
         froms = [int(a["peer"][i]) for i, k in enumerate(a["kind"]) if k == RECV]
         assert peers == sends and froms == recvs, rank
