@@ -26,6 +26,7 @@ from collkit import cluster
 from collkit.cluster import Cluster
 from collkit.errors import InvalidArgumentError
 from collkit.mpi import MPI, launch_command, launch_env
+from collkit.mpi.intel import tuning_env as intel_env
 from collkit.mpi.mpich import default_tree as mpich_default_tree
 from collkit.mpi.mpich import find_libmpi
 from collkit.mpi.mpich import selection_file as mpich_file
@@ -33,6 +34,7 @@ from collkit.mpi.openmpi import rules_file as openmpi_rules
 from collkit.results import Row, read_jsonl
 from collkit.slurm import Allocation
 from collkit.tune.campaign import shapes_of
+from collkit.tune.plot import plot
 from collkit.tune.select import Choice, choose, rules, shape_of
 from collkit.tune.table import Rule, Table, parse, to_dict, validate
 from mpi_support import built, mpich_or_skip, openmpi_or_skip
@@ -297,6 +299,15 @@ def fingerprint_exe(tmp_path_factory: pytest.TempPathFactory) -> tuple[MPI, Path
     exe = tmp_path_factory.mktemp("fp") / "fingerprint"
     subprocess.run([mpicc(mpi), "-O2", "-o", str(exe), str(PROGRAMS / "fingerprint.c")], check=True)
     return mpi, exe
+
+
+def test_intel_env_and_the_picture_take_two_shapes(tmp_path: Path) -> None:
+    choices = choose(two_shapes())
+    text = intel_env(choices)
+    assert "# allreduce P=2 64-127 B: shapes differ; its default stays" in text
+    assert "@4-4" in text and "@2-2" not in text  # one shape at P = 4: its choice stays
+    plot(choices, tmp_path / "tune.png", "shapes")  # a row per shape at P = 2
+    assert (tmp_path / "tune.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize(("one_node", "other"), [("ring", "recursive_doubling"),
