@@ -74,10 +74,8 @@ def load() -> str:
 
 def simulate(algo: str, P: int, counts: list[int]) -> tuple[float, int, float, float]:
     cpu0 = time.process_time()
-    params = {k: v for k, v in MODEL.items() if k != "model"}
-    res = collkit.simulate(
-        algo, P, counts=counts, elem_size=1, model=MODEL["model"], topology=TOPOLOGY, **params
-    )
+    model = collkit.Model.make(MODEL["model"], **{k: v for k, v in MODEL.items() if k != "model"})
+    res = collkit.simulate(algo, P, counts=counts, elem_size=1, model=model, topology=TOPOLOGY)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return float(res.makespan) / 1e3, int(res.ops), time.process_time() - cpu0, rss
 
