@@ -1079,3 +1079,107 @@ def test_new_parameters_parse_or_fail_clearly(name: str, value: str, P: int) -> 
         assert str(e)
         return
     assert s.P == P
+
+
+# ---- bcast:scatter_rd_allgather (MPICH) ------------------------------------------------------
+
+
+def _mpich_scatter_rd_bcast(P: int, n: int) -> list[list[tuple[str, int, int, int]]]:
+    """(kind, peer position, offset, length) of every message of every position, in program
+    order, as MPICH's MPII_Scatter_for_bcast + MPIR_Bcast_intra_scatter_recursive_doubling_allgather
+    post them (1-byte elements). A receive's length is what its sender sent (MPIR_Get_count); a
+    zero-length message's offset is taken as min(offset, n)."""
+    out: list[list[tuple[str, int, int, int]]] = [[] for _ in range(P)]
+    if n == 0 or P == 1:
+        return out
+    s = -(-n // P)  # scatter_size
+    sent: dict[tuple[int, int], int] = {}  # (from, to): bytes, scatter
+    for v in range(P):  # a parent (v - mask) comes before its children
+        c = n if v == 0 else 0
+        mask = 1
+        while mask < P:
+            if v & mask:
+                if n - v * s > 0:
+                    c = sent[(v - mask, v)]
+                    out[v].append(("recv", v - mask, v * s, c))
+                break
+            mask <<= 1
+        mask >>= 1
+        while mask > 0:
+            if v + mask < P and c - s * mask > 0:
+                sent[(v, v + mask)] = c - s * mask
+                out[v].append(("send", v + mask, s * (v + mask), c - s * mask))
+                c = s * mask
+            mask >>= 1
+    curr = [max(0, min(s, n - v * s)) for v in range(P)]
+    recv_size = [0] * P
+    mask, i = 1, 0
+    while mask < P:
+        start = list(curr)  # the exchange is a Sendrecv: both send what they held before it
+        for v in range(P):
+            dst = v ^ mask
+            if dst < P:
+                out[v].append(("send", dst, min(n, (v >> i << i) * s), start[v]))
+                out[v].append(("recv", dst, min(n, (dst >> i << i) * s), start[dst]))
+                recv_size[v] = start[dst]
+                curr[v] += start[dst]
+        m, k = mask >> 1, i
+        while m:  # the fix-up, one level of the halving tree at a time
+            gives: dict[tuple[int, int], int] = {}
+            for v in range(P):
+                dst_root, my_root = (v ^ mask) >> i << i, v >> i << i
+                done = P - my_root - mask
+                if dst_root + mask <= P:
+                    continue
+                peer, tree_root = v ^ m, v >> k << k
+                if peer > v and v < tree_root + done and peer >= tree_root + done:
+                    gives[(v, peer)] = recv_size[v]
+                    out[v].append(("send", peer, min(n, s * (my_root + mask)), recv_size[v]))
+            for v in range(P):
+                dst_root, my_root = (v ^ mask) >> i << i, v >> i << i
+                done = P - my_root - mask
+                if dst_root + mask <= P:
+                    continue
+                peer, tree_root = v ^ m, v >> k << k
+                if peer < v and peer < tree_root + done and v >= tree_root + done:
+                    recv_size[v] = gives[(peer, v)]
+                    out[v].append(("recv", peer, min(n, s * (my_root + mask)), recv_size[v]))
+                    curr[v] += recv_size[v]
+            m >>= 1
+            k -= 1
+        mask <<= 1
+        i += 1
+    assert curr == [n] * P  # MPICH's MPIR_ERR_COLL_CHECK_SIZE
+    return out
+
+
+@pytest.mark.parametrize("P", range(1, 31))
+def test_scatter_rd_allgather_posts_mpichs_messages(P: int) -> None:
+    # Open MPI's ompi_coll_base_bcast_intra_scatter_allgather posts the same for n >= P; for
+    # n < P it runs a linear bcast (why it is not named an equivalent).
+    for n in (0, 1, 5, P, 2 * P + 3, 100):
+        want = _mpich_scatter_rd_bcast(P, n)
+        for root in sorted({0, P - 1}):
+            for rank in range(P):
+                v = (rank - root) % P
+                a = dict(
+                    collkit.Algorithm("bcast:scatter_rd_allgather")
+                    .generate_rank(P, rank, n, 1, root)
+                    .arrays()
+                )
+                got = [(k, (p - root) % P, o, ln) for k, p, o, ln in _messages_in_order(a)]
+                assert got == want[v], (P, n, root, v)
+
+
+@pytest.mark.parametrize("P", [2, 3, 4, 5, 6, 7, 8, 12, 16, 23, 32])
+def test_scatter_rd_allgather_cost_is_the_postal_critical_path(P: int) -> None:
+    # count P: one element a block, every message of the port above is sent.
+    c = collkit.Algorithm("bcast:scatter_rd_allgather").cost(P, P)
+    t = collkit.simulate("bcast:scatter_rd_allgather", P, count=P, elem_size=1, alpha="1us")
+    lg = (P - 1).bit_length()
+    assert c["alpha"] == 2 * lg
+    assert c["beta"] == pytest.approx(2 * (P - 1))
+    if P & (P - 1) == 0:
+        assert t.makespan == pytest.approx(c["alpha"] * 1000)  # ns
+    else:  # the fix-up steps lengthen the path; the model leaves them out
+        assert t.makespan > c["alpha"] * 1000

@@ -26,7 +26,7 @@ const Registrar reg{{
     .cost = "(ceil(lg P) + P - 1) alpha + 2 ((P - 1) / P) n beta",
     .reference = "van de Geijn et al., \"Broadcast via scatter + allgather\"; MPICH "
                  "MPIR_Bcast_intra_scatter_ring_allgather (Thakur, Rabenseifner, Gropp 2005)",
-    .mpi_equivalents = {"mpich:scatter_recursive_doubling_allgather", "ompi:scatter_allgather"},
+    .mpi_equivalents = {"mpich:scatter_ring_allgather", "ompi:scatter_allgather_ring"},
     .params = {},
     .restrictions = {},
     .prepare = {},
