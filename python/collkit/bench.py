@@ -68,6 +68,9 @@ class Campaign:
     block: int = 1
     sync: str = "barrier"
     pattern: str = "back_to_back"  # how the calls are made (results.PATTERNS, check_pattern)
+    # The barrier before each collkit call of the patterns barrier and evict: "" the MPI's, or
+    # the collkit barrier algorithm a table routes MPI_Barrier to (native keeps the MPI's).
+    barrier: str = ""
     max_ms: int = 2000  # time budget per row
     validate: bool = True
     raw: bool = False
@@ -103,6 +106,7 @@ class Campaign:
         if self.sync not in ("barrier", "window"):
             raise InvalidArgumentError("sync must be 'barrier' or 'window'")
         check_pattern(self.pattern, self.collective, self.sync)
+        self.barrier = check_barrier(self.barrier, self.pattern)
         if self.iterations < 1 or self.warmup < 0 or self.block < 1:
             raise InvalidArgumentError("iterations and block must be >= 1, warmup >= 0")
         if not 1 <= self.rounds <= 100:
@@ -149,6 +153,25 @@ def check_pattern(pattern: str, collective: str, sync: str = "barrier") -> None:
         raise InvalidArgumentError(
             f"pattern {pattern} puts a barrier before every call: not with --sync window"
         )
+
+
+def check_barrier(barrier: str, pattern: str) -> str:
+    """The barrier before each collkit call of `pattern` in canonical form ("" the MPI's); an
+    InvalidArgumentError for a name that is not a barrier algorithm or a pattern without one."""
+    if barrier in ("", "native"):
+        return ""
+    if pattern not in ("barrier", "evict"):
+        raise InvalidArgumentError(
+            f"a barrier between calls ({barrier[:40]!r}) needs the pattern barrier or evict"
+        )
+    name = barrier if ":" in barrier else f"barrier:{barrier}"
+    try:
+        algo = Algorithm(name)
+    except CollkitError as e:
+        raise InvalidArgumentError(f"the barrier between calls: {e}") from None
+    if algo.collective != "barrier":
+        raise InvalidArgumentError(f"{barrier[:40]!r} is not a barrier algorithm")
+    return str(algo.canonical)
 
 
 def _jobs(c: Campaign) -> list[tuple[list[str], bool]]:
@@ -200,6 +223,7 @@ def run_campaign(
                 P: int = P,
                 alloc: str = alloc,
                 interleaved: bool = interleaved,
+                forced: bool = bool(force),
             ) -> Row:
                 return Row(
                     collective=c.collective,
@@ -215,6 +239,7 @@ def run_campaign(
                     sync=c.sync,
                     block=c.block,
                     pattern=c.pattern,
+                    barrier=c.barrier if algo != "native" and not forced else "",
                     interleaved=interleaved,
                     attempt=c.attempt,
                 )
@@ -251,6 +276,7 @@ def run_campaign(
                 c.sync,
                 "--pattern",
                 c.pattern,
+                *(["--barrier", c.barrier] if c.barrier else []),
                 "--max-ms",
                 str(c.max_ms),
                 "--root",
@@ -441,6 +467,7 @@ class BenchOptions:
     block: int = 1
     sync: str = "barrier"
     pattern: str = "back_to_back"
+    barrier: str = ""  # the barrier before each collkit call of barrier/evict ("" the MPI's)
     max_ms: int = 2000
     rounds: int = 3
     interleave: bool = True
@@ -499,6 +526,7 @@ def check_bench(opts: BenchOptions, *, mpi: MPI | None = None) -> BenchPlan:
             f"unknown collective '{opts.collective}' (one of {', '.join(COLLECTIVES)})"
         )
     check_pattern(opts.pattern, opts.collective, opts.sync)
+    check_barrier(opts.barrier, opts.pattern)
     if mpi is None:
         mpi = find_mpi(opts.mpiexec, opts.mpi_prefix)
     algos: list[str] = []
@@ -526,6 +554,7 @@ def check_bench(opts: BenchOptions, *, mpi: MPI | None = None) -> BenchPlan:
         block=opts.block,
         sync=opts.sync,
         pattern=opts.pattern,
+        barrier=opts.barrier,
         max_ms=opts.max_ms,
         validate=opts.validate,
         raw=opts.raw,

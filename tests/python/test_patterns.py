@@ -336,3 +336,53 @@ def test_an_empty_key_in_a_table_is_refused_like_any_unknown_key() -> None:
         validate({"format": "collkit-tuning", "version": 1, "rules": [rule]})
     with pytest.raises(InvalidArgumentError, match='unknown keys: ""'):
         validate({"format": "collkit-tuning", "version": 1, "rules": [], "": 0})
+
+
+# ---- the barrier before each call -------------------------------------------------------------
+
+
+def test_a_campaign_names_the_barrier_before_collkits_calls_or_a_clear_error() -> None:
+    c = Campaign("bcast", ["native", "binomial"], [2], [8], pattern="barrier", barrier="tree")
+    assert c.barrier == "barrier:tree"  # canonical: what a table rule says
+    assert (
+        Campaign("bcast", ["native"], [2], [8], pattern="barrier", barrier="native").barrier == ""
+    )
+    with pytest.raises(InvalidArgumentError, match="needs the pattern barrier or evict"):
+        Campaign("bcast", ["native"], [2], [8], barrier="barrier:tree")
+    for bad in ("allreduce:rd", "nonsense", "barrier:tree(k=x)"):
+        with pytest.raises(InvalidArgumentError):
+            Campaign("bcast", ["native"], [2], [8], pattern="barrier", barrier=bad)
+
+
+def test_the_barrier_is_part_of_a_rows_identity_and_old_rows_have_none(tmp_path: Path) -> None:
+    a = Row("bcast", "bcast:binomial", 2, 8, pattern="barrier", barrier="barrier:tree")
+    b = Row("bcast", "bcast:binomial", 2, 8, pattern="barrier")
+    assert a.key() != b.key()
+    store = ResultStore(tmp_path / "r.jsonl")
+    assert store.append(a) and store.append(b)
+    assert sorted(r.barrier for r in ResultStore(tmp_path / "r.jsonl")) == ["", "barrier:tree"]
+    old = {"collective": "bcast", "algorithm": "native", "P": 2, "bytes": 8, "pattern": "barrier"}
+    assert row_from_dict(old).barrier == ""
+
+
+def test_tune_keeps_the_rows_timed_after_the_barrier_in_effect() -> None:
+    from collkit.tune.campaign import after_barriers, table_barriers
+    from collkit.tune.table import Rule, Table
+
+    rows = [
+        Row("bcast", "native", 2, 8, pattern="barrier"),
+        Row("bcast", "bcast:binomial", 2, 8, pattern="barrier"),
+        Row("bcast", "bcast:binomial", 2, 8, pattern="barrier", barrier="barrier:tree"),
+        Row("bcast", "bcast:binomial", 2, 8, pattern="back_to_back"),
+        Row("bcast", "bcast:binomial", 4, 8, pattern="barrier"),
+    ]
+    kept = after_barriers(rows, {2: "barrier:tree"})
+    assert [(r.P, r.algorithm, r.pattern, r.barrier) for r in kept] == [
+        (2, "native", "barrier", ""),
+        (2, "bcast:binomial", "barrier", "barrier:tree"),
+        (2, "bcast:binomial", "back_to_back", ""),
+        (4, "bcast:binomial", "barrier", ""),  # no barrier rule at P = 4: the MPI's
+    ]
+    t = Table(rules=[Rule("barrier", (2, 3), (0, 0), "barrier:tree")])
+    assert table_barriers(t, [2, 3, 4]) == {2: "barrier:tree", 3: "barrier:tree", 4: ""}
+    assert table_barriers(None, [2]) == {}

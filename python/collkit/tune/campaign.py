@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from collkit.algorithms import Algorithm, algorithms
@@ -24,7 +24,8 @@ from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
 from collkit.progress import Ticker
 from collkit.results import PATTERNS, ResultStore, Row
-from collkit.tune.select import latest
+from collkit.tune.select import choose, latest
+from collkit.tune.table import Table
 
 # The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
 # only the
@@ -244,12 +245,22 @@ def measure(
     store: ResultStore,
     progress: Callable[[str, Row | None], None] | None = None,
     ticker: Ticker | None = None,
+    *,
+    barriers: dict[int, str] | None = None,
+    routing_us: float = 0.0,
 ) -> list[Row]:
     """Runs what the campaign still misses; returns the campaign's rows (old and new). Every
     campaign is planned first, so `ticker` knows the rows to come from the start (re-measured
-    suspects are added when they are found)."""
+    suspects are added when they are found).
+
+    The patterns barrier and evict time a collkit call after the barrier the table will route a
+    program's MPI_Barrier to (the native call after the MPI's own: the program without collkit),
+    since a call right after a barrier starts where that barrier left the ranks: `barriers` (P
+    -> the collkit barrier algorithm, from the folder's table), and when barrier is among the
+    collectives it is tuned first and its winners are those barriers (written into `barriers`)."""
+    barriers = {} if barriers is None else barriers  # updated in place: the caller's table
     plan: list[Campaign] = []
-    for coll in opts.collectives:
+    for coll in sorted(opts.collectives, key=lambda c: c != "barrier"):
         for P in opts.P:
             own = candidates(
                 coll,
@@ -294,10 +305,58 @@ def measure(
                     )
     if ticker:
         ticker.grow(sum(planned_rows(c) for c in plan))
+    tuned_barrier = False
     for c in plan:
+        if c.collective != "barrier" and "barrier" in opts.collectives and not tuned_barrier:
+            tuned_barrier = True
+            barriers.update(barrier_winners(opts, store, routing_us))
+        if c.collective != "barrier" and c.pattern in ("barrier", "evict"):
+            c = replace(c, barrier=barriers.get(c.P[0], ""))
+            if c.barrier and progress:
+                progress(f"{c.collective} P={c.P[0]} {c.pattern}: after {c.barrier}", None)
         run_campaign(c, mpi, store, progress, ticker)
         remeasure_suspects(c, mpi, store, progress, ticker)
-    return campaign_rows(opts, store)
+    return campaign_rows(opts, store, barriers)
+
+
+def barrier_winners(opts: TuneOptions, store: ResultStore, routing_us: float) -> dict[int, str]:
+    """P -> the collkit barrier the measured barrier rows choose ("": the MPI's own)."""
+    rows = [r for r in campaign_rows(opts, store) if r.collective == "barrier"]
+    out: dict[int, str] = {}
+    for ch in choose(
+        rows,
+        alpha=opts.alpha,
+        min_gain=opts.min_gain,
+        routing_us=routing_us,
+        patterns={"barrier": patterns_for(opts, "barrier")},
+        decide_by=opts.decide_by,
+    ):
+        out[ch.P] = ch.collkit.algorithm if ch.collkit is not None else ""
+    return out
+
+
+def after_barriers(rows: Iterable[Row], barriers: dict[int, str]) -> list[Row]:
+    """`rows` less the collkit rows of the patterns barrier and evict timed after another
+    barrier than the one in effect at their P (`barriers`: P -> algorithm, "" the MPI's)."""
+    return [
+        r
+        for r in rows
+        if r.collective == "barrier"
+        or r.pattern not in ("barrier", "evict")
+        or r.algorithm == "native"
+        or r.barrier == barriers.get(r.P, "")
+    ]
+
+
+def table_barriers(table: Table | None, Ps: list[int]) -> dict[int, str]:
+    """P -> the collkit barrier `table` routes MPI_Barrier to at P ("": the MPI's own)."""
+    if table is None:
+        return {}
+    out = {}
+    for P in Ps:
+        algo = table.lookup("barrier", P, 0)
+        out[P] = "" if algo == "native" else algo
+    return out
 
 
 def remeasure_suspects(
@@ -321,6 +380,7 @@ def remeasure_suspects(
             and r.algorithm in c.algorithms
             and r.block == c.block
             and r.pattern == c.pattern
+            and r.barrier in ("", c.barrier)
             and r.interleaved
         ]
         todo = [r for r in mine if r.suspect and r.attempt < attempt]
@@ -345,9 +405,13 @@ def remeasure_suspects(
             run_campaign(again, mpi, store, progress, ticker)
 
 
-def campaign_rows(opts: TuneOptions, store: ResultStore) -> list[Row]:
+def campaign_rows(
+    opts: TuneOptions, store: ResultStore, barriers: dict[int, str] | None = None
+) -> list[Row]:
+    """The folder's rows of this campaign; with `barriers`, a collkit row of the patterns
+    barrier and evict only where it was timed after the barrier in effect at its P."""
     out = []
-    for r in store:
+    for r in store if barriers is None else after_barriers(store, barriers):
         if (
             r.collective in opts.collectives
             and r.P in opts.P
@@ -445,6 +509,8 @@ def folder_rows(
 __all__ = [
     "PATTERNS",
     "TuneOptions",
+    "after_barriers",
+    "barrier_winners",
     "by_element_type",
     "campaign_rows",
     "candidates",
@@ -455,4 +521,5 @@ __all__ = [
     "measure",
     "patterns_for",
     "simulate_rows",
+    "table_barriers",
 ]
