@@ -39,8 +39,9 @@
 // --barrier: the barrier before each collkit call of the patterns barrier and evict, "native"
 // (the default, PMPI_Barrier) or a collkit barrier algorithm: what a program's MPI_Barrier runs
 // under a table that routes it (a bcast right after a barrier starts where that barrier left its
-// ranks). The native call keeps the MPI's own barrier: the program without collkit. A row's
-// "barrier" says which ran before its calls ("": the MPI's).
+// ranks). The native call keeps the MPI's own barrier: the program without collkit
+// (--native-after-barrier: native's calls after --barrier's too, what a barrier rule costs the
+// MPI's own calls after it). A row's "barrier" says which ran before its calls ("": the MPI's).
 #include <mpi.h>
 #include <sched.h>
 
@@ -106,6 +107,7 @@ struct Setup {
   // The barrier before each call of the patterns barrier and evict: "native" (PMPI_Barrier), or a
   // collkit barrier algorithm, the one a program's MPI_Barrier runs under a table routing it.
   std::string barrier = "native";
+  bool native_after_barrier = false;  // --native-after-barrier: native's calls after it too
   size_t llc = size_t{32} << 20;
   // Bytes of `in` and `out` on this rank for `count` elements per block (the spec's shapes), at
   // `root`; with a rotating root, the most any root needs.
@@ -263,7 +265,7 @@ struct Calls {
   // The barrier before a call timed alone: the MPI's own before the MPI's own call (the program
   // without collkit), --barrier's before collkit's (the program under the table).
   void sync(const std::string& algo) {
-    if (algo == "native" || s.barrier == "native") {
+    if ((algo == "native" && !s.native_after_barrier) || s.barrier == "native") {
       PMPI_Barrier(s.comm);
       return;
     }
@@ -515,8 +517,9 @@ void print_row(const Setup& s, const std::string& collective, const std::string&
       "\"probe_rtt_ns_after\": %s",
       collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
       s.type_name.c_str(), block, window ? "window" : "barrier", pattern_name(s.pattern),
-      native || s.barrier == "native" ? "" : json_escape(s.barrier).c_str(), warmup, rounds,
-      interleave ? "true" : "false", json_number(done.probe_first).c_str(),
+      (native && !s.native_after_barrier) || s.barrier == "native" ? ""
+                                                                   : json_escape(s.barrier).c_str(),
+      warmup, rounds, interleave ? "true" : "false", json_number(done.probe_first).c_str(),
       json_number(done.probe_last).c_str());
   if (m.error != MPI_SUCCESS) {
     std::printf(", \"error\": \"%s\"}\n", json_escape(done.error_message).c_str());
@@ -629,6 +632,7 @@ int main(int argc, char** argv) {
   else if (timed_alone(s.pattern) && window)
     refusal = "--pattern barrier and evict put a barrier before every call: not with --sync window";
   s.barrier = args.get("barrier", "native");
+  s.native_after_barrier = args.flag("native-after-barrier");
   if (refusal == nullptr && s.barrier != "native" && !timed_alone(s.pattern))
     refusal = "--barrier names the barrier before each call of --pattern barrier and evict";
   if (refusal == nullptr && s.barrier != "native") {

@@ -69,8 +69,10 @@ class Campaign:
     sync: str = "barrier"
     pattern: str = "back_to_back"  # how the calls are made (results.PATTERNS, check_pattern)
     # The barrier before each collkit call of the patterns barrier and evict: "" the MPI's, or
-    # the collkit barrier algorithm a table routes MPI_Barrier to (native keeps the MPI's).
+    # the collkit barrier algorithm a table routes MPI_Barrier to (native keeps the MPI's, or
+    # with native_after_barrier runs after it too: what the barrier rule costs the MPI's calls).
     barrier: str = ""
+    native_after_barrier: bool = False
     max_ms: int = 2000  # time budget per row
     validate: bool = True
     raw: bool = False
@@ -239,7 +241,9 @@ def run_campaign(
                     sync=c.sync,
                     block=c.block,
                     pattern=c.pattern,
-                    barrier=c.barrier if algo != "native" and not forced else "",
+                    barrier=c.barrier
+                    if (algo != "native" or c.native_after_barrier) and not forced
+                    else "",
                     interleaved=interleaved,
                     attempt=c.attempt,
                 )
@@ -277,6 +281,7 @@ def run_campaign(
                 "--pattern",
                 c.pattern,
                 *(["--barrier", c.barrier] if c.barrier else []),
+                *(["--native-after-barrier"] if c.barrier and c.native_after_barrier else []),
                 "--max-ms",
                 str(c.max_ms),
                 "--root",

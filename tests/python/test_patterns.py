@@ -371,6 +371,7 @@ def test_tune_keeps_the_rows_timed_after_the_barrier_in_effect() -> None:
 
     rows = [
         Row("bcast", "native", 2, 8, pattern="barrier"),
+        Row("bcast", "native", 2, 8, pattern="barrier", barrier="barrier:tree"),  # a check's
         Row("bcast", "bcast:binomial", 2, 8, pattern="barrier"),
         Row("bcast", "bcast:binomial", 2, 8, pattern="barrier", barrier="barrier:tree"),
         Row("bcast", "bcast:binomial", 2, 8, pattern="back_to_back"),
@@ -386,3 +387,67 @@ def test_tune_keeps_the_rows_timed_after_the_barrier_in_effect() -> None:
     t = Table(rules=[Rule("barrier", (2, 3), (0, 0), "barrier:tree")])
     assert table_barriers(t, [2, 3, 4]) == {2: "barrier:tree", 3: "barrier:tree", 4: ""}
     assert table_barriers(None, [2]) == {}
+
+
+@pytest.mark.parametrize("slower", [1.0, 1.5])
+def test_a_barrier_that_slows_the_mpis_calls_after_it_goes_to_the_mpi(
+    slower: float, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """tune times the MPI's own bcast after the barrier it chose: 1.5x slower than after the
+    MPI's barrier, the barrier is dropped and bcast's barrier pattern timed again after the
+    MPI's; as fast, the barrier stays."""
+    import collkit.tune.campaign as camp
+    from collkit.tune.campaign import TuneOptions
+
+    runs: list[tuple[str, str, bool]] = []
+    rng = np.random.default_rng(1)
+
+    def fake_run(
+        c: Campaign, mpi: object, store: ResultStore, *a: object, **k: object
+    ) -> list[Row]:
+        runs.append((c.collective, c.barrier, c.native_after_barrier))
+        for a_ in c.algorithms:
+            after = c.barrier if (a_ != "native" or c.native_after_barrier) else ""
+            scale = slower if (a_ == "native" and after) else 1.0
+            row = Row(
+                c.collective,
+                a_,
+                2,
+                8 if c.collective != "barrier" else 0,
+                pattern=c.pattern,
+                datatype=c.datatype,
+                barrier=after,
+                interleaved=True,
+                samples=list(scale * (1 + 0.01 * rng.random(50))),
+            )
+            store.append(row)
+        return []
+
+    monkeypatch.setattr(camp, "run_campaign", fake_run)
+    monkeypatch.setattr(camp, "barrier_winners", lambda *a: {2: "barrier:tree"})
+    opts = TuneOptions(
+        ["barrier", "bcast"],
+        [2],
+        [8],
+        patterns=["barrier"],
+        mpi_algorithms=False,
+        only=["binomial"],
+    )
+    barriers: dict[int, str] = {}
+    harmed: dict[int, tuple[str, list[tuple[str, int, float]]]] = {}
+    camp.measure(
+        opts,
+        object(),
+        ResultStore(tmp_path / "t.jsonl"),
+        barriers=barriers,  # type: ignore[arg-type]
+        harmed=harmed,
+    )
+    bcast = [(b, n) for c, b, n in runs if c == "bcast"]
+    if slower > 1:
+        assert barriers == {2: ""} and harmed[2][0] == "barrier:tree"
+        ((coll, nbytes, x),) = harmed[2][1]
+        assert (coll, nbytes) == ("bcast", 8) and 1.4 < x < 1.6
+        assert bcast == [("barrier:tree", False), ("barrier:tree", True), ("", False)]
+    else:
+        assert barriers == {2: "barrier:tree"} and harmed == {}
+        assert bcast == [("barrier:tree", False), ("barrier:tree", True)]

@@ -24,7 +24,7 @@ from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
 from collkit.progress import Ticker
 from collkit.results import PATTERNS, ResultStore, Row
-from collkit.tune.select import choose, latest
+from collkit.tune.select import choose, compare, latest
 from collkit.tune.table import Table
 
 # The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
@@ -248,6 +248,7 @@ def measure(
     *,
     barriers: dict[int, str] | None = None,
     routing_us: float = 0.0,
+    harmed: dict[int, tuple[str, list[tuple[str, int, float]]]] | None = None,
 ) -> list[Row]:
     """Runs what the campaign still misses; returns the campaign's rows (old and new). Every
     campaign is planned first, so `ticker` knows the rows to come from the start (re-measured
@@ -257,8 +258,11 @@ def measure(
     program's MPI_Barrier to (the native call after the MPI's own: the program without collkit),
     since a call right after a barrier starts where that barrier left the ranks: `barriers` (P
     -> the collkit barrier algorithm, from the folder's table), and when barrier is among the
-    collectives it is tuned first and its winners are those barriers (written into `barriers`)."""
+    collectives it is tuned first and its winners are those barriers (written into `barriers`);
+    a winner that slows the MPI's own calls after it is dropped (`harmed`: P -> the barrier and
+    the (collective, bytes, slowdown) it cost)."""
     barriers = {} if barriers is None else barriers  # updated in place: the caller's table
+    harmed = {} if harmed is None else harmed
     plan: list[Campaign] = []
     for coll in sorted(opts.collectives, key=lambda c: c != "barrier"):
         for P in opts.P:
@@ -305,18 +309,84 @@ def measure(
                     )
     if ticker:
         ticker.grow(sum(planned_rows(c) for c in plan))
-    tuned_barrier = False
+    tuned_barrier = "barrier" in opts.collectives
+    chosen = False
+    after: list[Campaign] = []  # the campaigns timed after a barrier
     for c in plan:
-        if c.collective != "barrier" and "barrier" in opts.collectives and not tuned_barrier:
-            tuned_barrier = True
+        if c.collective != "barrier" and tuned_barrier and not chosen:
+            chosen = True
             barriers.update(barrier_winners(opts, store, routing_us))
         if c.collective != "barrier" and c.pattern in ("barrier", "evict"):
+            after.append(c)
             c = replace(c, barrier=barriers.get(c.P[0], ""))
             if c.barrier and progress:
                 progress(f"{c.collective} P={c.P[0]} {c.pattern}: after {c.barrier}", None)
         run_campaign(c, mpi, store, progress, ticker)
         remeasure_suspects(c, mpi, store, progress, ticker)
+    if tuned_barrier:
+        # A barrier rule must not make the MPI's own calls after it slower than after the
+        # MPI's barrier (MPICH's barrier and bcast share their shared-memory flags: without
+        # its barrier, the bcast after it pays what the barrier would have): where it does,
+        # the barrier goes to the MPI and those campaigns are timed again after the MPI's.
+        for P in sorted({c.P[0] for c in after if barriers.get(c.P[0])}):
+            mine = [c for c in after if c.P[0] == P]
+            hurt = barrier_harm(opts, mine, barriers[P], mpi, store, progress, ticker)
+            if not hurt:
+                continue
+            harmed[P] = (barriers[P], hurt)
+            barriers[P] = ""
+            for c in mine:
+                if ticker:
+                    ticker.grow(planned_rows(c))
+                run_campaign(c, mpi, store, progress, ticker)
+                remeasure_suspects(c, mpi, store, progress, ticker)
     return campaign_rows(opts, store, barriers)
+
+
+def barrier_harm(
+    opts: TuneOptions,
+    campaigns: list[Campaign],
+    barrier: str,
+    mpi: MPI,
+    store: ResultStore,
+    progress: Callable[[str, Row | None], None] | None,
+    ticker: Ticker | None,
+) -> list[tuple[str, int, float]]:
+    """(collective, bytes, slowdown) where the MPI's own call after `barrier` is slower than
+    after the MPI's barrier: a one-sided Mann-Whitney test (p < --alpha) and the bootstrap
+    interval of the slowdown above 1 + --min-gain, as for a win."""
+    hurt: list[tuple[str, int, float]] = []
+    for c in campaigns:
+        check = replace(c, algorithms=["native"], barrier=barrier, native_after_barrier=True)
+        if progress:
+            progress(f"{c.collective} P={c.P[0]}: the MPI's own call after {barrier}", None)
+        if ticker:
+            ticker.grow(planned_rows(check))
+        run_campaign(check, mpi, store, progress, ticker)
+        rows = [
+            r
+            for r in latest(store)
+            if r.collective == c.collective
+            and c.P[0] == r.P
+            and r.pattern == c.pattern
+            and r.algorithm == "native"
+            and r.block == c.block
+            and r.datatype == c.datatype
+            and not r.error
+        ]
+        for nbytes in sorted({r.bytes for r in rows}):
+            plain = [r for r in rows if r.bytes == nbytes and r.barrier == ""]
+            behind = [r for r in rows if r.bytes == nbytes and r.barrier == barrier]
+            if not plain or not behind:
+                continue
+            if len(plain[-1].samples) < 5 or len(behind[-1].samples) < 5:
+                continue
+            # one job each (the MPI's barrier and collkit's cannot alternate inside one native
+            # row): the samples' test and the speedup's interval, no rounds
+            cmp = compare("native", plain[-1].samples, behind[-1].samples)
+            if cmp.p_value < opts.alpha and cmp.ci95[0] > 1.0 + opts.min_gain:
+                hurt.append((c.collective, nbytes, cmp.speedup))
+    return hurt
 
 
 def barrier_winners(opts: TuneOptions, store: ResultStore, routing_us: float) -> dict[int, str]:
@@ -337,14 +407,15 @@ def barrier_winners(opts: TuneOptions, store: ResultStore, routing_us: float) ->
 
 def after_barriers(rows: Iterable[Row], barriers: dict[int, str]) -> list[Row]:
     """`rows` less the collkit rows of the patterns barrier and evict timed after another
-    barrier than the one in effect at their P (`barriers`: P -> algorithm, "" the MPI's)."""
+    barrier than the one in effect at their P (`barriers`: P -> algorithm, "" the MPI's), and
+    the native rows timed after a collkit barrier (barrier_harm's: the reference is native
+    after the MPI's)."""
     return [
         r
         for r in rows
         if r.collective == "barrier"
         or r.pattern not in ("barrier", "evict")
-        or r.algorithm == "native"
-        or r.barrier == barriers.get(r.P, "")
+        or (r.barrier == "" if r.algorithm == "native" else r.barrier == barriers.get(r.P, ""))
     ]
 
 

@@ -402,6 +402,7 @@ def run(
 
         routing_us = 0.0
         barriers: dict[int, str] = {}
+        harmed: dict[int, tuple[str, list[tuple[str, int, float]]]] = {}
         if model is not None:
             assert opts.simulate is not None
             rows = simulate_rows(opts, opts.simulate, plan.params, store, on_row, ticker)
@@ -410,8 +411,23 @@ def run(
             routing_us = routing(opts, mpi, note)
             barriers = table_barriers(old, opts.P)
             rows = measure(
-                opts, mpi, store, on_row, ticker, barriers=barriers, routing_us=routing_us
+                opts,
+                mpi,
+                store,
+                on_row,
+                ticker,
+                barriers=barriers,
+                routing_us=routing_us,
+                harmed=harmed,
             )
+            for P, (b, hurt) in sorted(harmed.items()):
+                note(
+                    f"barrier at P={P}: {b} won alone but the MPI's own calls after it were "
+                    "slower than after the MPI's barrier ("
+                    + ", ".join(f"{c} {n} B {x:.2f}x" for c, n, x in hurt[:6])
+                    + (f", {len(hurt) - 6} more" if len(hurt) > 6 else "")
+                    + "): barrier stays with the MPI, the rest timed after the MPI's barrier"
+                )
             tuned = {P: b for P, b in barriers.items() if b}
             if tuned:
                 note(
@@ -451,6 +467,9 @@ def run(
         patterns={c: patterns_for(opts, c) for c in opts.collectives} if mpi else None,
         decide_by=opts.decide_by,
     )
+    for ch in choices:  # a barrier that slows the calls after it is no rule (measure's note)
+        if ch.collective == "barrier" and ch.P in harmed:
+            ch.collkit = None
     shown = [c for c in choices if (c.collective, c.P, c.bytes) in mine]
     result = TuneResult(shown, choices, rows, None, [], label, routing_us, notes=notes)
     if not shown:
