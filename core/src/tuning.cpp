@@ -443,6 +443,36 @@ Rule read_rule(const Value& r, const std::string& where) {
   rule.collective = collective_from_string(coll->str);
   range(r, "P", 1, kMaxP, where, rule.p_lo, rule.p_hi);
   range(r, "bytes", 0, kMaxRuleBytes, where, rule.bytes_lo, rule.bytes_hi);
+  if (r.get("nodes") != nullptr) range(r, "nodes", 1, kMaxP, where, rule.nodes_lo, rule.nodes_hi);
+  if (r.get("ppn") != nullptr) range(r, "ppn", 1, kMaxP, where, rule.ppn_lo, rule.ppn_hi);
+  if (rule.shaped()) {
+    // The fewest and most ranks a communicator of the rule's shape holds (a node holds one rank
+    // at least, and P at most): no call at a P outside [fewest, most] has it.
+    const int64_t n_lo = rule.nodes_lo > 0 ? rule.nodes_lo : 1;
+    const int64_t n_hi = rule.nodes_lo > 0 ? rule.nodes_hi : kMaxP;
+    const int64_t k_lo = rule.ppn_lo > 0 ? rule.ppn_lo : 1;
+    const int64_t k_hi = rule.ppn_lo > 0 ? rule.ppn_hi : kMaxP;
+    const int64_t fewest = n_lo * k_lo;  // both <= 2^31: no overflow in int64
+    const int64_t most = n_hi * k_hi;
+    bool any = fewest <= rule.p_hi && most >= rule.p_lo;
+    if (any && rule.nodes_lo > 0 && rule.ppn_lo > 0 &&
+        (rule.nodes_hi - rule.nodes_lo + 1) * (rule.ppn_hi - rule.ppn_lo + 1) <= kCheckedP) {
+      any = false;  // small ranges: the exact products
+      for (int64_t n = rule.nodes_lo; n <= rule.nodes_hi && !any; ++n)
+        for (int64_t k = rule.ppn_lo; k <= rule.ppn_hi && !any; ++k)
+          any = n * k >= rule.p_lo && n * k <= rule.p_hi;
+    }
+    if (!any)
+      refuse(where + "no communicator of P in [" + std::to_string(rule.p_lo) + ", " +
+             std::to_string(rule.p_hi) + "] has the shape " +
+             (rule.nodes_lo > 0 ? "nodes [" + std::to_string(rule.nodes_lo) + ", " +
+                                      std::to_string(rule.nodes_hi) + "]"
+                                : std::string()) +
+             (rule.nodes_lo > 0 && rule.ppn_lo > 0 ? " x " : "") +
+             (rule.ppn_lo > 0
+                  ? "ppn [" + std::to_string(rule.ppn_lo) + ", " + std::to_string(rule.ppn_hi) + "]"
+                  : std::string()));
+  }
   const Value* algo = r.get("algorithm");
   if (algo == nullptr || algo->kind != Value::string || algo->str.empty())
     refuse(where + "\"algorithm\" must be a collkit algorithm name or \"native\"");

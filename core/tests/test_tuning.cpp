@@ -107,3 +107,33 @@ TEST(registry_answers_whether_an_algorithm_can_run_a_call) {
   const Algorithm pof2("reduce_scatter_block:noncommutative");
   CHECK(!pof2.refusal({.P = 3}, CallCheck::limits).empty() && pof2.refusal({.P = 8}).empty());
 }
+
+TEST(tuning_table_reads_shapes_and_matches_them) {
+  const std::string head = "{\"format\": \"collkit-tuning\", \"version\": 1, \"rules\": [";
+  const std::string rule =
+      "{\"collective\": \"allreduce\", \"P\": [4, 4], \"bytes\": [0, 8], \"algorithm\": "
+      "\"allreduce:rd\"";
+  const tuning::Table t =
+      tuning::parse_table(head + rule + ", \"nodes\": [2, 2], \"ppn\": [2, 2]}, " + rule +
+                          ", \"nodes\": [1, 4]}, " + rule + "}]}");
+  CHECK(t.rules.size() == 3);
+  const tuning::Rule& both = t.rules[0];
+  CHECK(both.shaped() && both.nodes_lo == 2 && both.nodes_hi == 2 && both.ppn_lo == 2);
+  CHECK(both.covers_shape(2, 2) && !both.covers_shape(4, 1) && !both.covers_shape(2, 0));
+  CHECK(!both.covers_shape(0, 0) && !both.covers_shape(-1, 0));  // nodes not known
+  const tuning::Rule& nodes = t.rules[1];
+  CHECK(nodes.shaped() && nodes.ppn_lo == 0);
+  CHECK(nodes.covers_shape(3, 0) && nodes.covers_shape(1, 4) && !nodes.covers_shape(5, 1));
+  const tuning::Rule& any = t.rules[2];
+  CHECK(!any.shaped() && any.covers_shape(-1, 0) && any.covers_shape(7, 3));
+  // Shapes no call of the rule's P can have, and ranges that are not ranges.
+  CHECK(refused_with(head + rule + ", \"nodes\": [2, 2], \"ppn\": [1, 1]}]}",
+                     "no communicator of P in [4, 4] has the shape nodes [2, 2] x ppn [1, 1]"));
+  CHECK(refused_with(head + rule + ", \"ppn\": [5, 9]}]}", "has the shape ppn [5, 9]"));
+  CHECK(refused_with(head + rule + ", \"nodes\": [3, 3], \"ppn\": [1, 3]}]}", "has the shape"));
+  CHECK(refused_with(head + rule + ", \"nodes\": [0, 2]}]}", "\"nodes\" must be [lo, hi]"));
+  CHECK(refused_with(head + rule + ", \"ppn\": [2147483648, 2147483649]}]}",
+                     "\"ppn\" must be [lo, hi]"));
+  CHECK(verdict(head + rule + ", \"nodes\": [1, 2147483648], \"ppn\": [1, 2147483648]}]}") ==
+        "ok 1");  // the largest ranges: no overflow
+}

@@ -36,12 +36,20 @@
 //                 [--max-ms 2000] [--root 0] [--raw] [--validate] [--native-label mpich:ring]
 //                 [--interleave] [--rounds 1]
 //                 [--pattern back_to_back|barrier|rotate_root|buffers|evict] [--barrier ALGO]
+//                 [--vectors 3,0,5;8,8,8]
 // --barrier: the barrier before each collkit call of the patterns barrier and evict, "native"
 // (the default, PMPI_Barrier) or a collkit barrier algorithm: what a program's MPI_Barrier runs
 // under a table that routes it (a bcast right after a barrier starts where that barrier left its
 // ranks). The native call keeps the MPI's own barrier: the program without collkit
 // (--native-after-barrier: native's calls after --barrier's too, what a barrier rule costs the
 // MPI's own calls after it). A row's "barrier" says which ran before its calls ("": the MPI's).
+//
+// The irregular collectives (allgatherv, alltoallv, gatherv, scatterv, reduce_scatter) take
+// their count vectors with --vectors, `;` between the measured points and `,` between a point's
+// entries, in elements: P entries (alltoallv: P^2, row r what rank r sends), alike on every rank.
+// Each point replaces a size: its rows and blocks say "point": its index, and "bytes": the sum
+// of its entries times the type size (the whole vector's; alltoallv: the whole matrix's).
+// Buffers are packed, block b right after block b - 1, as the regular call's.
 #include <mpi.h>
 #include <sched.h>
 
@@ -59,6 +67,7 @@
 #include "calls.hpp"
 #include "collkit.h"
 #include "collkit/collective.hpp"
+#include "collkit/schedule.hpp"
 
 using namespace collkit;
 using namespace collkit::mpi;
@@ -109,13 +118,67 @@ struct Setup {
   std::string barrier = "native";
   bool native_after_barrier = false;  // --native-after-barrier: native's calls after it too
   size_t llc = size_t{32} << 20;
+  // The irregular collectives' points (--vectors): for them `count` below is a point's index.
+  std::vector<std::vector<int64_t>> vectors;
+  bool irregular() const { return spec->counts != Counts::none; }
+  // A point's call at `at`: its header, and its arguments with the buffers left out (made once
+  // per point and root, so that no call pays for building them).
+  mutable std::map<std::pair<long long, int>, CallArgs> vargs;
+  ScheduleHeader header(long long point, int at) const {
+    ScheduleHeader h;
+    h.collective = collective;
+    h.P = size;
+    h.elem_size = elem;
+    h.root = spec->rooted ? at : 0;
+    h.counts = vectors[static_cast<size_t>(point)];
+    for (int64_t c : h.counts) h.count = std::max(h.count, c);
+    return h;
+  }
+  CallArgs& irregular_args(long long point, int at) const {
+    auto it = vargs.find({point, at});
+    if (it != vargs.end()) return it->second;
+    CallArgs& a = vargs[{point, at}];
+    const ScheduleHeader h = header(point, at);
+    const BlockLayout in(h, Io::in, rank), out(h, Io::out, rank);
+    // A side of P blocks takes counts and displacements; a side of one block its count.
+    const auto side = [&](const BlockLayout& l, const BufferShape& shape,
+                          std::vector<MPI_Count>& counts, std::vector<MPI_Aint>& displs,
+                          MPI_Count& one) {
+      if ((spec->rooted && rank == at ? shape.at_root : shape.elsewhere) != Blocks::P) {
+        if (l.blocks() == 1) one = l.len(0);
+        return;
+      }
+      for (int64_t b = 0; b < l.blocks(); ++b) {
+        counts.push_back(l.len(b));
+        displs.push_back(l.offset(b));
+      }
+    };
+    side(in, spec->in, a.sendcounts, a.sdispls, a.sendcount);
+    side(out, spec->out, a.recvcounts, a.rdispls, a.recvcount);
+    // MPI_Reduce_scatter's one vector is its recvcounts, read for both sides.
+    if (spec->counts == Counts::per_rank && a.recvcounts.empty()) a.recvcounts = a.sendcounts;
+    return a;
+  }
   // Bytes of `in` and `out` on this rank for `count` elements per block (the spec's shapes), at
   // `root`; with a rotating root, the most any root needs.
   size_t in_bytes(long long count, int at) const {
+    if (irregular())
+      return static_cast<size_t>(BlockLayout(header(count, at), Io::in, rank).elems()) * elem;
     return static_cast<size_t>(buffer_elems(spec->in, size, count, at, rank)) * elem;
   }
   size_t out_bytes(long long count, int at) const {
+    if (irregular())
+      return static_cast<size_t>(BlockLayout(header(count, at), Io::out, rank).elems()) * elem;
     return static_cast<size_t>(buffer_elems(spec->out, size, count, at, rank)) * elem;
+  }
+  // The count of a measured size (irregular: the size is the point's index).
+  long long count_of(long long size) const { return irregular() ? size : size / elem; }
+  // A row's "bytes" for `count` (irregular: the point's entries times the type size).
+  long long row_bytes(long long count) const {
+    if (!irregular()) return count * elem;
+    long long total = 0;
+    for (int64_t c : vectors[static_cast<size_t>(count)]) total += c;
+    return total * elem;
   }
   size_t in_bytes(long long count) const { return most(count, true); }
   size_t out_bytes(long long count) const { return most(count, false); }
@@ -132,6 +195,17 @@ struct Buffers {
 };
 
 int call(const Setup& s, const std::string& algo, void* in, void* out, long long count, int root) {
+  if (s.irregular()) {
+    CallArgs& v = s.irregular_args(count, root);
+    v.sendbuf = in;
+    v.recvbuf = out;
+    v.sendtype = v.recvtype = s.type;
+    v.op = MPI_SUM;
+    v.root = root;
+    v.comm = s.comm;
+    return algo == "native" ? call_mpi(s.collective, v)
+                            : call_collkit(s.collective, v, algo.c_str());
+  }
   CallArgs a;
   a.sendbuf = in;
   a.sendcount = a.recvcount = count;
@@ -505,7 +579,7 @@ void print_row(const Setup& s, const std::string& collective, const std::string&
                long long rounds, bool interleave, bool do_validate, bool raw, bool window,
                long long block, long long warmup) {
   const Measure& m = done.all;
-  const long long count = bytes / s.elem;
+  const long long count = s.count_of(bytes);
   const bool native = name == "native";
   std::string label = native ? native_label : name;
   if (!native && label.find(':') == std::string::npos) label = collective + ":" + label;
@@ -515,12 +589,14 @@ void print_row(const Setup& s, const std::string& collective, const std::string&
       "\"sync\": \"%s\", \"pattern\": \"%s\", \"barrier\": \"%s\", \"warmup\": %lld, "
       "\"rounds\": %lld, \"interleaved\": %s, \"probe_rtt_ns_before\": %s, "
       "\"probe_rtt_ns_after\": %s",
-      collective.c_str(), json_escape(label).c_str(), s.size, count * s.elem, count,
-      s.type_name.c_str(), block, window ? "window" : "barrier", pattern_name(s.pattern),
+      collective.c_str(), json_escape(label).c_str(), s.size, s.row_bytes(count),
+      s.row_bytes(count) / s.elem, s.type_name.c_str(), block, window ? "window" : "barrier",
+      pattern_name(s.pattern),
       (native && !s.native_after_barrier) || s.barrier == "native" ? ""
                                                                    : json_escape(s.barrier).c_str(),
       warmup, rounds, interleave ? "true" : "false", json_number(done.probe_first).c_str(),
       json_number(done.probe_last).c_str());
+  if (s.irregular()) std::printf(", \"point\": %lld", count);
   if (m.error != MPI_SUCCESS) {
     std::printf(", \"error\": \"%s\"}\n", json_escape(done.error_message).c_str());
     std::fflush(stdout);
@@ -610,6 +686,36 @@ int main(int argc, char** argv) {
   std::vector<long long> sizes;
   for (const auto& x : split(args.get("sizes", "8"), ',')) sizes.push_back(std::atoll(x.c_str()));
   if (s.spec->post.kind == Postcondition::Kind::synchronized) sizes = {0};  // no data
+  if (s.irregular()) {
+    const size_t want = s.spec->counts == Counts::per_pair ? static_cast<size_t>(s.size) * s.size
+                                                           : static_cast<size_t>(s.size);
+    const std::string text = args.get("vectors", "");
+    std::string bad;
+    for (const auto& point : split(text, ';')) {
+      std::vector<int64_t> v;
+      for (const auto& x : split(point, ',')) {
+        char* end = nullptr;
+        const long long c = std::strtoll(x.c_str(), &end, 10);
+        if (x.empty() || *end != '\0' || c < 0 || c > (1LL << 30))
+          bad = "'" + x + "' is not a count";
+        v.push_back(c);
+      }
+      if (bad.empty() && v.size() != want)
+        bad = std::to_string(v.size()) + " entries, P = " + std::to_string(s.size) + " needs " +
+              std::to_string(want);
+      s.vectors.push_back(std::move(v));
+    }
+    if (text.empty()) bad = "it is missing";
+    if (!bad.empty()) {
+      if (s.rank == 0)
+        std::fprintf(stderr, "error: %s takes its counts with --vectors: %s\n", collective.c_str(),
+                     bad.c_str());
+      MPI_Finalize();
+      return 2;
+    }
+    sizes.clear();
+    for (size_t k = 0; k < s.vectors.size(); ++k) sizes.push_back(static_cast<long long>(k));
+  }
   const long long iters = args.num("iters", 200), warmup = args.num("warmup", 20);
   const long long block = std::max(1LL, args.num("block", 1));
   const bool window = args.get("sync", "barrier") == "window";
@@ -712,7 +818,7 @@ int main(int argc, char** argv) {
     std::string algo = a;
     const bool native = a == "native";
     if (!native && a.find(':') == std::string::npos) algo = collective + ":" + a;
-    const long long count = bytes / s.elem;
+    const long long count = s.count_of(bytes);
     State& stt = states[{a, bytes}];
     if (!stt.warmed) {
       stt.b.in.assign(std::max<size_t>(s.in_bytes(count), 1), 0);
@@ -741,12 +847,12 @@ int main(int argc, char** argv) {
           Stats st = summarize(m.samples);
           std::printf(
               "{\"kind\": \"block\", \"algorithm\": \"%s\", \"pattern\": \"%s\", "
-              "\"bytes\": %lld, \"round\": %lld, "
+              "\"bytes\": %lld, \"point\": %lld, \"round\": %lld, "
               "\"iterations\": %zu, \"q1_us\": %.4f, \"median_us\": %.4f, \"q3_us\": %.4f, "
               "\"probe_rtt_ns_before\": %s, \"probe_rtt_ns_after\": %s}\n",
-              json_escape(label).c_str(), pattern_name(s.pattern), count * s.elem, stp.round,
-              m.samples.size(), st.q1, st.median, st.q3, json_number(before).c_str(),
-              json_number(after).c_str());
+              json_escape(label).c_str(), pattern_name(s.pattern), s.row_bytes(count),
+              s.irregular() ? count : -1LL, stp.round, m.samples.size(), st.q1, st.median, st.q3,
+              json_number(before).c_str(), json_number(after).c_str());
           std::fflush(stdout);
         }
       }

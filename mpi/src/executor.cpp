@@ -313,7 +313,8 @@ int forward_copies(Plan& plan) {
   return forwarded;
 }
 
-// COLLKIT_VERBOSE: any value but 0 is level 1 (the transport), 2 also each plan's way of running.
+// COLLKIT_VERBOSE: any value but 0 is level 1 (the transport), 2 also each plan's way of running,
+// 3 also each dataflow run's counts (RunState::Counts).
 bool verbose(int level) {
   return env_int("COLLKIT_VERBOSE", 0, 0, 9, "a level") >= level;
 }
@@ -339,6 +340,32 @@ void prepare_shm(Plan& plan, ShmTransport& shm) {
   }
   plan.shm_sent.assign(sends.begin(), sends.end());
   plan.shm_received.assign(recvs.begin(), recvs.end());
+
+  // Channels: the sends to a peer, then the receives from one, in the order of those lists.
+  plan.shm_begin.assign(1, 0);
+  plan.shm_window.clear();
+  std::unordered_map<int64_t, uint32_t> channel;  // 2 * peer + (recv ? 1 : 0) -> channel
+  for (const auto* list : {&plan.shm_sent, &plan.shm_received})
+    for (const auto& [peer, k] : *list) {
+      const int64_t key = 2 * int64_t{peer} + (list == &plan.shm_received ? 1 : 0);
+      channel.emplace(key, static_cast<uint32_t>(plan.shm_window.size()));
+      plan.shm_window.push_back(0);
+      plan.shm_begin.push_back(plan.shm_begin.back() + k);
+    }
+  plan.shm_op.assign(plan.shm_begin.back(), 0);
+  plan.shm_chan.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Step& op = plan.steps[i];
+    if (op.shm_seq == Plan::kViaMpi || (op.kind != OpKind::send && op.kind != OpKind::recv))
+      continue;
+    const uint32_t c = channel.at(2 * int64_t{op.peer} + (op.kind == OpKind::recv ? 1 : 0));
+    plan.shm_chan[i] = c;
+    plan.shm_op[plan.shm_begin[c] + op.shm_seq] = static_cast<uint32_t>(i);
+    const uint64_t w = shm.window(op.len * plan.header.elem_size);
+    plan.shm_window[c] = static_cast<uint32_t>(std::max<uint64_t>(plan.shm_window[c], w));
+  }
+  plan.shm_low.assign(plan.shm_window.size(), 0);
+  plan.shm_mark.assign(plan.shm_op.size(), 0);
 
   // Fusion: a shared-memory receive into scratch whose one successor is a reduce of exactly that
   // region, where no other op reads what the receive wrote: when the data arrives and the reduce
@@ -654,13 +681,38 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
 
   st.shm_wait.clear();
   if (plan.windowed) std::fill(plan.msg_done.begin(), plan.msg_done.end(), 0);
+  if (shm != nullptr) {
+    std::fill(plan.shm_low.begin(), plan.shm_low.end(), 0);
+    std::fill(plan.shm_mark.begin(), plan.shm_mark.end(), 0);
+  }
+  st.counts = {};
+  st.counts.shm_messages = plan.shm_op.size();
   auto window_of = [&](const Step& op) {
     return 2 * static_cast<size_t>(op.peer) + (op.kind == OpKind::recv ? 1 : 0);
   };
 
+  // A shared-memory message done: its channel's messages done without a gap may grow, and so
+  // let in those of its messages held back (below) that are now inside the window.
+  auto shm_done = [&](uint32_t i, const Step& op) {
+    const uint32_t c = plan.shm_chan[i];
+    const uint64_t base = plan.shm_begin[c], end = plan.shm_begin[c + 1] - base;
+    const uint32_t w = plan.shm_window[c];
+    plan.shm_mark[base + op.shm_seq] = Plan::kShmDone;
+    uint32_t& low = plan.shm_low[c];
+    const uint64_t was = low;
+    while (low < end && plan.shm_mark[base + low] == Plan::kShmDone) ++low;
+    for (uint64_t q = was + w; q < low + w && q < end; ++q)
+      if (plan.shm_mark[base + q] == Plan::kShmHeld) {
+        plan.shm_mark[base + q] = 0;
+        plan.ready.push_back(plan.shm_op[base + q]);
+      }
+  };
   auto complete = [&](uint32_t i) {
     ++completed;
     const Step& op = plan.steps[i];
+    if (shm != nullptr && op.shm_seq != Plan::kViaMpi &&
+        (op.kind == OpKind::send || op.kind == OpKind::recv))
+      shm_done(i, op);
     if (plan.windowed && (op.kind == OpKind::send || op.kind == OpKind::recv)) {
       // One more message of the pair done: message done + window - 1 of the pair is now inside
       // the window (one per completion); if it was held back, it may start.
@@ -683,6 +735,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   };
   // A shared-memory message: 1 when done, 0 while its slot is busy or its data not there yet.
   auto shm_try = [&](uint32_t i, int& rc) -> bool {
+    ++st.counts.shm_tries;
     const Step& op = plan.steps[i];
     const auto peer = static_cast<size_t>(op.peer);
     std::byte* p = element(bufs[op.buf], op.off, t);
@@ -729,11 +782,19 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
             continue;
           }
           if (shm != nullptr && op.shm_seq != Plan::kViaMpi) {
+            // Past its channel's window it cannot move (plan.hpp): shm_done lets it in.
+            const uint32_t c = plan.shm_chan[i];
+            if (op.shm_seq >= plan.shm_low[c] + plan.shm_window[c]) {
+              plan.shm_mark[plan.shm_begin[c] + op.shm_seq] = Plan::kShmHeld;
+              continue;
+            }
             if (shm_try(i, rc)) {
               if (rc != MPI_SUCCESS) return rc;
               complete(i);
             } else {
               st.shm_wait.push_back(i);
+              st.counts.shm_waiting_most =
+                  std::max<uint64_t>(st.counts.shm_waiting_most, st.shm_wait.size());
             }
             continue;
           }
@@ -812,6 +873,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       // runs must not starve the rank being waited for).
       bool moved = false;
       size_t w = 0;
+      ++st.counts.shm_passes;
       for (size_t k = 0; k < st.shm_wait.size(); ++k) {
         const uint32_t i = st.shm_wait[k];
         int rc = MPI_SUCCESS;
@@ -893,6 +955,17 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
     }
   }
   if (shm != nullptr) count_messages(plan, *shm);
+  static const bool say_counts = verbose(3);
+  if (say_counts && plan.rank == 0)
+    std::fprintf(stderr,
+                 "collkit: run %s P=%lld %lld B, rank 0: %llu shm messages, %llu tries in %llu "
+                 "passes, %llu waiting at most\n",
+                 plan.header.algorithm.c_str(), static_cast<long long>(plan.header.P),
+                 static_cast<long long>(plan.header.count * plan.header.elem_size),
+                 static_cast<unsigned long long>(st.counts.shm_messages),
+                 static_cast<unsigned long long>(st.counts.shm_tries),
+                 static_cast<unsigned long long>(st.counts.shm_passes),
+                 static_cast<unsigned long long>(st.counts.shm_waiting_most));
   return MPI_SUCCESS;
 }
 

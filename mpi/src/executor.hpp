@@ -55,6 +55,13 @@ struct RunState {
   std::vector<uint32_t> req_op;
   std::vector<int> done_idx;
   std::vector<uint32_t> shm_wait;  // shared-memory messages waiting for a slot or for data
+  // What the last dataflow run did (COLLKIT_VERBOSE=3 prints them on rank 0): its shared-memory
+  // messages, the tries of one (shm_try: each a look at a slot), the passes over shm_wait and the
+  // most messages in it at once, which the channels' windows bound (plan.hpp, shm_window). Tries
+  // and passes grow while a rank waits for a peer; the most waiting does not.
+  struct Counts {
+    uint64_t shm_messages = 0, shm_tries = 0, shm_passes = 0, shm_waiting_most = 0;
+  } counts;
   // The communicator's shared-memory transport, set up by its first run (collective): null when
   // every message goes through MPI (`transport` says why).
   std::unique_ptr<ShmTransport> shm;

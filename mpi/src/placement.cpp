@@ -20,6 +20,7 @@ struct Found {
   Placement placement;  // not given() when the nodes match neither order
   std::string why_not;
   int size = 0;
+  int nodes = 0, ppn = 0;  // the shape (comm_shape): 0 nodes where not found, 0 ppn where uneven
   // Per algorithm: why it cannot run on this placement ("" when it can), from binding it once.
   std::map<const Algorithm*, std::string> verdict;
 };
@@ -113,6 +114,10 @@ Found find(MPI_Comm comm) {
   for (int x : ids) ++count[x];
   int64_t rpn = 0;
   for (const auto& [node, n] : count) rpn = std::max(rpn, n);
+  f.nodes = static_cast<int>(count.size());
+  f.ppn = static_cast<int>(rpn);
+  for (const auto& [node, n] : count)
+    if (n != rpn) f.ppn = 0;
   for (NodeOrder o : {NodeOrder::contiguous, NodeOrder::round_robin}) {
     const Placement p{rpn, o};
     if (matches(p, ids)) {
@@ -160,6 +165,12 @@ int node_id(MPI_Comm comm, std::string& why) {
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
   return my_node_id(comm, rank, size, why);
+}
+
+void comm_shape(MPI_Comm comm, int& nodes, int& ppn) {
+  const Found& f = found(comm);
+  nodes = f.nodes;
+  ppn = f.ppn;
 }
 
 std::string node_placement(const Algorithm& algo, MPI_Comm comm, bool commutative, Placement& out) {

@@ -30,4 +30,10 @@ std::string node_placement(const Algorithm& algo, MPI_Comm comm, bool commutativ
 // allgather: ranks MPI puts on one node share it, in every setup collkit knows.
 int node_id(MPI_Comm comm, std::string& why);
 
+// The communicator's shape: `nodes` (0 where the nodes could not be found) and `ppn`, the ranks
+// on each node (0 where the nodes hold different numbers). From the nodes the placement finds
+// (COLLKIT_TEST_RPN's too), cached on the communicator: collective over `comm` the first time
+// it or node_placement is called on it, and alike on every rank.
+void comm_shape(MPI_Comm comm, int& nodes, int& ppn);
+
 }  // namespace collkit::mpi

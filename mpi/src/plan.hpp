@@ -90,6 +90,21 @@ struct Plan {
   static constexpr uint32_t kViaMpi = UINT32_MAX;
   int64_t shm_bytes = -1;
   std::vector<std::pair<int32_t, uint32_t>> shm_sent, shm_received;  // per peer: messages
+  // The shared-memory messages by channel (one per peer and direction that has some), each
+  // channel's by shm_seq from shm_begin[c] in shm_op; shm_chan: each such op's channel. A
+  // channel's message q can move only while q < (its messages done without a gap) + W, W the
+  // transport's window for its size (shm.hpp: a sender runs at most W ahead of the receiver's
+  // releases), so the dataflow run holds the others back and tries only those: a call of many
+  // segments then tries at most W messages of a channel per pass, not every one it has started
+  // (executor.cpp, run_plan).
+  std::vector<uint64_t> shm_begin;   // channels + 1 offsets into shm_op
+  std::vector<uint32_t> shm_op;      // per message of a channel, by shm_seq: its op
+  std::vector<uint32_t> shm_window;  // per channel: W, the largest of its messages' windows
+  std::vector<uint32_t> shm_chan;    // per op: its channel (read for shm messages only)
+  std::vector<uint32_t> shm_low;     // per run, per channel: messages done without a gap
+  std::vector<uint8_t> shm_mark;     // per run, per message: 0, kShmHeld or kShmDone
+  static constexpr uint8_t kShmHeld = 1;
+  static constexpr uint8_t kShmDone = 2;
   // The ops in the order the executor may run them one at a time, each waiting until it is done,
   // with no queue and no dependency counts (executor.cpp, in_turn_order): set by the same first
   // run when every message goes through shared memory and that order provably completes wherever

@@ -3,10 +3,10 @@
 // MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall, MPI_Barrier, MPI_Allgather,
 // MPI_Reduce_scatter_block, MPI_Gather and MPI_Scatter (and the MPI-4 `_c` forms), their
 // non-blocking MPI_I<coll> and their persistent MPI_<Coll>_init (MPI 4; Open MPI 4.1's
-// MPIX_<Coll>_init) go to the table's algorithm for (communicator size, bytes); everything else
-// goes to PMPI_. The wrappers are generated from the one table of calls (call_table.hpp). What a
-// collective reads (root, op, which side's count is significant on a rank) comes from its
-// CollectiveSpec.
+// MPIX_<Coll>_init) go to the table's algorithm for (communicator size, bytes, and its shape:
+// nodes and ranks per node, where a rule gives one); everything else goes to PMPI_. The wrappers
+// are generated from the one table of calls (call_table.hpp). What a collective reads (root, op,
+// which side's count is significant on a rank) comes from its CollectiveSpec.
 //
 // Every rank must take the same decision, so it reads only what MPI makes equal on all ranks of
 // the communicator: its size and kind (intra / inter), count x type-signature size, the op and
@@ -61,6 +61,7 @@
 #include "env.hpp"
 #include "layout.hpp"
 #include "nbc.hpp"
+#include "placement.hpp"
 
 namespace {
 
@@ -75,7 +76,23 @@ const char* name_of(int c) {
 struct Entry {
   collkit::tuning::Rule rule;
   std::optional<collkit::Algorithm> algo;  // empty: native
+  // The log's why: "table", or for a rule with a shape "table, rule 2 for 2 nodes x 1 ppn".
+  std::string label;
 };
+
+// "[lo, hi]" as the log says it: "2" where lo == hi.
+std::string range_text(int64_t lo, int64_t hi) {
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
+}
+
+std::string rule_label(size_t i, const collkit::tuning::Rule& r) {
+  if (!r.shaped()) return "table";
+  std::string label = "table, rule " + std::to_string(i) + " for";
+  if (r.nodes_lo > 0) label += " " + range_text(r.nodes_lo, r.nodes_hi) + " nodes";
+  if (r.nodes_lo > 0 && r.ppn_lo > 0) label += " x";
+  if (r.ppn_lo > 0) label += " " + range_text(r.ppn_lo, r.ppn_hi) + " ppn";
+  return label;
+}
 
 struct Counter {
   long long calls = 0;
@@ -85,6 +102,7 @@ struct Counter {
 struct State {
   std::vector<Entry> rules[kNumCollectives];  // by the core's enum order
   bool covered[kNumCollectives] = {};         // any rule (other than native) for the collective
+  bool shaped[kNumCollectives] = {};          // any rule with a shape for the collective
   bool verbose = false;
   bool timing = false;  // verbose or COLLKIT_STATS: time and count every call
   std::string stats_path, table_path;
@@ -139,6 +157,7 @@ void use(State& s, const char* path) {
   s.generation.fetch_add(1, std::memory_order_acq_rel);
   for (auto& r : s.rules) r.clear();
   for (bool& c : s.covered) c = false;
+  for (bool& c : s.shaped) c = false;
   s.table_path = path;
   std::vector<Entry> entries;
   if (std::string error = read_rules(path, entries); !error.empty()) {
@@ -155,6 +174,8 @@ void use(State& s, const char* path) {
                    e.rule.note.c_str());
     const int c = static_cast<int>(e.rule.collective);
     if (!e.rule.native) s.covered[c] = true;
+    if (e.rule.shaped()) s.shaped[c] = true;
+    e.label = rule_label(i, e.rule);
     s.rules[c].push_back(std::move(e));
   }
   if (log) std::fprintf(stderr, "collkit: tuning table %s: %zu rules\n", path, entries.size());
@@ -191,10 +212,11 @@ struct Decision {
   const char* why = "";
   int P = 0;
   int64_t bytes = 0;
-  int64_t elem_size = 0;   // the datatype's size
-  std::string refused;     // a rule covers the call, but its algorithm cannot take it: why
-  bool reusable = false;   // the same call's decision may be remembered (see decide)
-  CommUse* use = nullptr;  // the communicator's, where a rule covers the call
+  int64_t elem_size = 0;    // the datatype's size
+  int nodes = -1, ppn = 0;  // the communicator's shape (comm_shape); -1: not asked for
+  std::string refused;      // a rule covers the call, but its algorithm cannot take it: why
+  bool reusable = false;    // the same call's decision may be remembered (see decide)
+  CommUse* use = nullptr;   // the communicator's, where a rule covers the call
 };
 
 // One side of a call (count and datatype): the bytes of a block are count x type size.
@@ -237,6 +259,17 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
     d.why = "intercommunicator";
     return d;
   }
+  // The communicator's shape, where a rule of a shape might cover the call: found from what
+  // every rank has alike (the table, the collective, P), so every rank finds it in the same call
+  // (collective over `comm` the first time, then cached on it).
+  for (const Entry& e : s.rules[ci])
+    if (s.shaped[ci] && e.rule.shaped() && d.P >= e.rule.p_lo && d.P <= e.rule.p_hi) {
+      int nodes = 0, ppn = 0;
+      collkit::mpi::comm_shape(comm, nodes, ppn);
+      d.nodes = nodes;
+      d.ppn = ppn;
+      break;
+    }
   if (spec.rooted && (root < 0 || root >= d.P)) {
     d.why = "root out of range";  // the MPI reports it
     return d;
@@ -277,14 +310,25 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
     d.elem_size = static_cast<int64_t>(size);
     type = side.type;
   }
+  // Of the rules that cover the call, the first of the communicator's shape, else the first
+  // without a shape.
   const Entry* hit = nullptr;
+  const Entry* any_shape = nullptr;
   for (const Entry& e : s.rules[ci])
     if (d.P >= e.rule.p_lo && d.P <= e.rule.p_hi &&
         (d.bytes < 0 ? e.rule.bytes_lo == 0 && e.rule.bytes_hi >= collkit::tuning::kMaxRuleBytes
                      : d.bytes >= e.rule.bytes_lo && d.bytes <= e.rule.bytes_hi)) {
-      hit = &e;
-      break;
+      if (!e.rule.shaped()) {
+        if (any_shape == nullptr) any_shape = &e;
+        if (d.nodes < 0) break;  // no rule of a shape covers the call: the first wins
+        continue;
+      }
+      if (e.rule.covers_shape(d.nodes, d.ppn)) {
+        hit = &e;
+        break;
+      }
     }
+  if (hit == nullptr) hit = any_shape;
   // Everything read so far stays what it is while the communicator lives, if the type is one
   // of the MPI's own (a derived type may be freed and its handle given to another).
   d.reusable = (type == MPI_DATATYPE_NULL || collkit::mpi::named_type(type)) &&
@@ -604,7 +648,7 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
         [&] {
           std::string why = deferred ? "deferred: the communicator's setup not yet paid for"
                             : !declined.empty()  ? declined
-                            : d.entry != nullptr ? "table"
+                            : d.entry != nullptr ? d.entry->label
                                                  : d.why;
           if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0) why += ": " + d.refused;
           return why;

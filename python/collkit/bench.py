@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from collkit.algorithms import Algorithm, parse_row_name
 from collkit.cli._common import check_launchable, input_file
-from collkit.collectives import COLLECTIVES, REDUCTIONS, ROOTED, collective
+from collkit.collectives import COLLECTIVES, REDUCTIONS, ROOTED, collective, collectives
+from collkit.counts import parse_counts
 from collkit.drift import Block, attach_rounds, load_avg_1m, suspect_reason
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
 from collkit.mpi import (
@@ -53,7 +54,10 @@ def machine_name() -> str:
                 break
     except OSError:
         cpu = platform.processor()
-    return f"{socket.gethostname()} ({cpu or platform.machine()})"
+    from collkit.slurm import machine_of_env
+
+    # In a Slurm job, the cluster's name, not the node collkit happens to run on (docs/cluster.md).
+    return f"{machine_of_env() or socket.gethostname()} ({cpu or platform.machine()})"
 
 
 @dataclass
@@ -86,6 +90,12 @@ class Campaign:
     interleave: bool = True
     rounds: int = 3
     attempt: int = 0  # > 0: a re-measurement of rows found suspect (collkit.drift)
+    # On exactly this many nodes (P / nodes ranks each: tune's shapes); None: as few ranks per
+    # node as fit (collkit.mpi.launch).
+    nodes: int | None = None
+    # The irregular collectives' --counts forms (collkit.counts), one measured point each, in
+    # place of `sizes`; none: equal(size / element size) for each size (the regular layout).
+    counts: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for place in self.placements:
@@ -116,6 +126,39 @@ class Campaign:
         if collective(self.collective)["out"] == {"at_root": "none", "elsewhere": "none"}:
             self.sizes = [0]  # no data (barrier)
         self.algorithms = [self.normalize(a) for a in self.algorithms]
+        self.counts = ["".join(f.split()) for f in self.counts]  # one text per form
+        if self.counts and not self.irregular:
+            taking = ", ".join(x["name"] for x in collectives() if x["counts"] != "none")
+            raise InvalidArgumentError(
+                f"--counts: {self.collective} takes one count for every rank (--sizes); a "
+                f"count vector is for {taking}"
+            )
+        if len(set(self.counts)) != len(self.counts):
+            raise InvalidArgumentError(f"--counts: a form given twice ({', '.join(self.counts)})")
+        if self.irregular:
+            for form in self.forms():
+                for P in self.P:  # a list of the wrong length, P too large: before any run
+                    self.vector(form, P)
+
+    @property
+    def irregular(self) -> bool:
+        """Whether the collective takes count vectors (its points are --counts forms)."""
+        return str(collective(self.collective)["counts"]) != "none"
+
+    def forms(self) -> list[str]:
+        """The irregular collective's points: the --counts forms, or equal(n) for each size."""
+        if self.counts:
+            return list(self.counts)
+        return [f"equal({self.count(s)})" for s in self.sizes]
+
+    def vector(self, form: str, P: int) -> list[int]:
+        """The count vector (elements) a form draws for P ranks: P entries, alltoallv P^2."""
+        per_pair = str(collective(self.collective)["counts"]) == "per_pair"
+        return parse_counts(form).vector(P, per_pair=per_pair)
+
+    def keys(self) -> list[int]:
+        """What the campaign measures at each P: the sizes, or the irregular points' indices."""
+        return list(range(len(self.forms()))) if self.irregular else list(self.sizes)
 
     def normalize(self, name: str) -> str:
         """'rd' -> 'allreduce:rd'; checks collkit names against the registry. `native` and an
@@ -190,7 +233,7 @@ def _jobs(c: Campaign) -> list[tuple[list[str], bool]]:
 
 def planned_rows(c: Campaign) -> int:
     """How many rows the campaign makes (those already in a results file included)."""
-    return len(c.P) * len(c.placements) * len(c.algorithms) * len(c.sizes)
+    return len(c.P) * len(c.placements) * len(c.algorithms) * len(c.keys())
 
 
 def run_campaign(
@@ -207,7 +250,7 @@ def run_campaign(
     machine = machine_name()
     added: list[Row] = []
     for P, place in itertools.product(c.P, c.placements):
-        alloc = allocation(P, c.hosts) + (f", map-by {place}" if place else "")
+        alloc = allocation(P, c.hosts, c.nodes) + (f", map-by {place}" if place else "")
         for algos, interleaved in _jobs(c):
             force: dict[str, str] = {}
             driver_algos = list(algos)
@@ -227,13 +270,17 @@ def run_campaign(
                 interleaved: bool = interleaved,
                 forced: bool = bool(force),
             ) -> Row:
+                # irregular: `size` is a point, its bytes the whole vector's
+                form = c.forms()[size] if c.irregular else ""
+                count = sum(c.vector(form, P)) if c.irregular else c.count(size)
                 return Row(
                     collective=c.collective,
                     algorithm=algo,
                     P=P,
-                    bytes=c.count(size) * DATATYPES[c.datatype],
+                    bytes=count * DATATYPES[c.datatype],
                     datatype=c.datatype,
-                    count=c.count(size),
+                    count=count,
+                    counts=form,
                     mpi=mpi.version,
                     machine=machine,
                     allocation=alloc,
@@ -248,15 +295,14 @@ def run_campaign(
                     attempt=c.attempt,
                 )
 
-            missing = [
-                s for s in c.sizes if any(not measured(store, template(s, a)) for a in algos)
-            ]
+            keys = c.keys()
+            missing = [s for s in keys if any(not measured(store, template(s, a)) for a in algos)]
             if ticker:
-                ticker.advance(len(algos) * (len(c.sizes) - len(missing)), measured=False)
+                ticker.advance(len(algos) * (len(keys) - len(missing)), measured=False)
             name = algos[0] if len(algos) == 1 else f"{len(algos)} algorithms interleaved"
             if not missing:
                 if progress:
-                    progress(f"P={P} {name}: all {len(c.sizes)} sizes already measured", None)
+                    progress(f"P={P} {name}: all {len(keys)} sizes already measured", None)
                 continue
             if progress:
                 progress(f"P={P} {name}: measuring {len(missing)} sizes", None)
@@ -291,14 +337,28 @@ def run_campaign(
                 "--rounds",
                 str(c.rounds),
             ]
+            if c.irregular:  # the driver's points, in the order of `missing`
+                vectors = [c.vector(c.forms()[k], P) for k in missing]
+                args += ["--vectors", ";".join(",".join(map(str, v)) for v in vectors)]
             if interleaved:
                 args.append("--interleave")
             if c.validate:
                 args.append("--validate")
             if c.raw:
                 args.append("--raw")
-            cmd = launch_command(mpi, P, args, hosts=c.hosts, map_by=place)
-            for row in _stream_rows(cmd, env, template):
+            cmd = launch_command(mpi, P, args, hosts=c.hosts, map_by=place, nodes=c.nodes)
+
+            def row_template(
+                d: dict[str, object],
+                algo: str,
+                template: Callable[[int, str], Row] = template,
+                missing: list[int] = missing,
+            ) -> Row:
+                point = d.get("point")
+                key = missing[int(point)] if isinstance(point, int) else d["bytes"]
+                return template(int(key), algo)  # type: ignore[call-overload]
+
+            for row in _stream_rows(cmd, env, row_template):
                 if row.algorithm not in algos:
                     continue  # the native reference of an interleaved job nobody asked for
                 if store.append(row):
@@ -320,7 +380,7 @@ def measured(store: ResultStore, row: Row) -> bool:
 
 
 def _stream_rows(
-    cmd: Sequence[str], env: dict[str, str], template: Callable[[int, str], Row]
+    cmd: Sequence[str], env: dict[str, str], template: Callable[[dict[str, object], str], Row]
 ) -> Iterator[Row]:
     """Runs the driver and yields each row the moment it prints it, with its rounds (from the
     driver's block lines), the machine's load and, for an interleaved candidate, whether its
@@ -329,7 +389,7 @@ def _stream_rows(
         list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     assert proc.stdout is not None and proc.stderr is not None
-    blocks: list[Block] = []
+    blocks: dict[object, list[Block]] = {}  # by point (irregular), else all in one
     try:
         for line in proc.stdout:
             line = line.strip()
@@ -340,11 +400,11 @@ def _stream_rows(
             except json.JSONDecodeError:
                 continue
             if d.get("kind") == "block":
-                blocks.append(Block.from_json(d))
+                blocks.setdefault(d.get("point", -1), []).append(Block.from_json(d))
                 continue
             if d.get("kind") != "row":
                 continue
-            row = template(int(d["bytes"]), str(d["algorithm"]))
+            row = template(d, str(d["algorithm"]))
             row.date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
             row.count = int(d["count"])
             row.load_avg_1m = load_avg_1m()
@@ -361,7 +421,7 @@ def _stream_rows(
                 row.valid = d.get("valid")
                 row.transport = str(d.get("transport", ""))
                 row.samples = [float(x) for x in d.get("samples", [])]
-                attach_rounds(row, blocks)
+                attach_rounds(row, blocks.get(d.get("point", -1), []))
                 row.suspect = suspect_reason(row) if row.algorithm != "native" else ""
             yield row
         rc = proc.wait()
@@ -460,7 +520,9 @@ class BenchOptions:
     allreduce:rd), native, the MPI's own (mpich:ring), or all-mpi for all of this MPI's;
     `placements`: the rank placements to sweep ("" the MPI's own); `out`: the results file,
     COLLECTIVE in it replaced by the collective; `pattern`: how the calls are made
-    (results.PATTERNS, docs/tuning.md, "Patterns")."""
+    (results.PATTERNS, docs/tuning.md, "Patterns"); `counts`: the irregular collectives'
+    --counts forms (collkit.counts), one measured point each in place of `sizes` (none:
+    equal(size / element size) for each size)."""
 
     collective: str
     algorithms: list[str] = field(default_factory=lambda: ["native"])
@@ -485,6 +547,7 @@ class BenchOptions:
     mpi_prefix: str | None = None
     out: str = "bench-results/COLLECTIVE.jsonl"
     plot: bool = True
+    counts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -568,6 +631,7 @@ def check_bench(opts: BenchOptions, *, mpi: MPI | None = None) -> BenchPlan:
         placements=list(opts.placements),
         interleave=opts.interleave,
         rounds=opts.rounds,
+        counts=list(opts.counts),
     )
     elem = DATATYPES[campaign.datatype]
     for size in campaign.sizes:  # fail before measuring anything
@@ -617,6 +681,7 @@ def run_bench(
 
         run_campaign(campaign, mpi, store, on_row, ticker)
     sizes = {campaign.count(s) * DATATYPES[campaign.datatype] for s in campaign.sizes}
+    forms = set(campaign.forms()) if campaign.irregular else {""}
     rows = sorted(
         (
             r
@@ -624,7 +689,8 @@ def run_bench(
             if r.collective == campaign.collective
             and r.P in campaign.P
             and r.algorithm in campaign.algorithms
-            and r.bytes in sizes
+            and (r.counts in forms if campaign.irregular else r.bytes in sizes)
+            and r.counts in forms
             and r.datatype == campaign.datatype
             and r.mpi == mpi.version
             and r.pattern == campaign.pattern

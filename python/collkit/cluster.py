@@ -142,6 +142,18 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def shape_layout(np: int, nodes: int, available: int, where: str) -> tuple[int, int]:
+    """(nodes, ranks per node) for `np` ranks on exactly `nodes` nodes of `available`: the
+    shape tune measures (--nodes, --ppn); an error where it cannot be."""
+    if nodes < 1 or np % nodes:
+        raise InvalidArgumentError(
+            f"-np {np} on {nodes} nodes: the shape needs a whole number of ranks on each node"
+        )
+    if nodes > available:
+        raise InvalidArgumentError(f"{nodes} nodes: the {where} has {available}")
+    return nodes, np // nodes
+
+
 @dataclass
 class Cluster:
     """One emulated cluster: `nodes` nodes named n0, n1, ...; `rate` limits each node's link."""
@@ -344,19 +356,23 @@ class Cluster:
         return f"{self.name}: {self.nodes} nodes ({', '.join(self.hostnames)}){rate}{own}"
 
     # -- launching ------------------------------------------------------------------------------
-    def layout(self, np: int, map_by: str = "") -> tuple[int, int, str]:
+    def layout(self, np: int, map_by: str = "", nodes: int | None = None) -> tuple[int, int, str]:
         """(nodes used, ranks per node at most, order) for `np` ranks spread over the nodes:
-        as few ranks per node as fit, nodes filled in turn ("contiguous"), or dealt one at a
-        time with map_by "node" ("round_robin")."""
+        as few ranks per node as fit, or on exactly `nodes` of them (np / nodes each: tune's
+        shapes), nodes filled in turn ("contiguous"), or dealt one at a time with map_by "node"
+        ("round_robin")."""
         if np < 1:
             raise InvalidArgumentError(f"-np {np} must be >= 1")
+        order = "round_robin" if map_by == "node" else "contiguous"
+        if nodes is not None:
+            return (*shape_layout(np, nodes, self.nodes, f"emulated cluster {self.name}"), order)
         rpn = math.ceil(np / self.nodes)
         used = math.ceil(np / rpn)
-        return used, rpn, "round_robin" if map_by == "node" else "contiguous"
+        return used, rpn, order
 
-    def allocation(self, np: int) -> str:
+    def allocation(self, np: int, nodes: int | None = None) -> str:
         """The rows' allocation: nodes and ranks per node, and that the nodes are emulated."""
-        used, rpn, _ = self.layout(np)
+        used, rpn, _ = self.layout(np, nodes=nodes)
         shape = (
             f"{used} node{'s' if used > 1 else ''} x {rpn} ranks"
             if used * rpn == np
@@ -364,7 +380,9 @@ class Cluster:
         )
         return f"{shape} (emulated cluster {self.name}: namespaces on 1 machine, shared cores)"
 
-    def launch_command(self, mpi: MPI, np: int, program: list[str], map_by: str = "") -> list[str]:
+    def launch_command(
+        self, mpi: MPI, np: int, program: list[str], map_by: str = "", nodes: int | None = None
+    ) -> list[str]:
         """mpiexec in the head namespace, launching through the agent onto the nodes. The
         placement: nodes filled in turn, or round-robin with map_by "node"; no binding (the
         nodes share the machine's cores: two nodes binding rank 0 to core 0 would share it)."""
@@ -374,7 +392,7 @@ class Cluster:
             raise InvalidArgumentError(
                 f"placement '{map_by}' must be one of {', '.join(PLACEMENTS)}"
             )
-        used, rpn, order = self.layout(np, map_by)
+        used, rpn, order = self.layout(np, map_by, nodes)
         names = self.hostnames[:used]
         head = [
             "ip", "netns", "exec", self.head_ns, "unshare", "--uts",

@@ -44,9 +44,14 @@ class Row:
     collective: str  # allreduce, reduce, bcast, alltoall, barrier
     algorithm: str  # collkit name (allreduce:rd), "native", or a forced MPI one (mpich:ring)
     P: int
-    bytes: int  # per rank (per block: collectives.PER_BLOCK)
+    bytes: int  # per rank (per block: collectives.PER_BLOCK); irregular: the call's total
     datatype: str = "double"
-    count: int = 0  # elements per rank (per block: collectives.PER_BLOCK)
+    count: int = 0  # elements per rank (per block: collectives.PER_BLOCK); irregular: total
+    # The irregular collectives (allgatherv, alltoallv, gatherv, scatterv, reduce_scatter): the
+    # --counts form the count vector was drawn from ("random(1,64)", "equal(8)"); their `bytes`
+    # is then the sum of the vector (alltoallv: of the P x P matrix) times the type size. ""
+    # for every other collective, and for rows written before rows said it.
+    counts: str = ""
     source: str = "measured"  # measured | simulated
     mpi: str = ""  # MPI implementation and version, e.g. "MPICH 5.0.2"; the model if simulated
     machine: str = ""  # host name and CPU
@@ -109,6 +114,7 @@ class Row:
             self.pattern,
             self.barrier,
             self.interleaved,
+            self.counts,
             self.attempt,  # last: collkit.tune.select.latest drops it
         )
 

@@ -419,11 +419,22 @@ class Allocation:
         except (UnsupportedError, InvalidArgumentError):
             return None
 
-    def layout(self, np: int) -> tuple[int, int]:
+    def layout(self, np: int, nodes: int | None = None) -> tuple[int, int]:
         """(nodes used, ranks per node at most) for `np` ranks: as few per node as fit, the
-        allocation's nodes filled in turn; an error if the allocation has too few tasks."""
+        allocation's nodes filled in turn, or on exactly `nodes` of them (np / nodes each:
+        tune's shapes); an error if the allocation has too few tasks."""
         if np < 1:
             raise InvalidArgumentError(f"-np {np} must be >= 1")
+        if nodes is not None:
+            from collkit.cluster import shape_layout
+
+            used, rpn = shape_layout(np, nodes, self.nodes, f"Slurm allocation (job {self.job_id})")
+            if any(t < rpn for t in self.tasks_per_node[:used]):
+                raise InvalidArgumentError(
+                    f"-np {np} on {nodes} nodes: {rpn} ranks per node, and the Slurm allocation "
+                    f"(job {self.job_id}) has {describe_tasks(self.tasks_per_node)} tasks"
+                )
+            return used, rpn
         if np > self.tasks:
             raise InvalidArgumentError(
                 f"-np {np}: the Slurm allocation (job {self.job_id}) has {self.tasks} tasks on "
@@ -437,8 +448,8 @@ class Allocation:
         used = -(-np // rpn)
         return used, rpn
 
-    def shape(self, np: int) -> str:
-        used, rpn = self.layout(np)
+    def shape(self, np: int, nodes: int | None = None) -> str:
+        used, rpn = self.layout(np, nodes)
         if used * rpn == np:
             return f"{used} node{'s' if used > 1 else ''} x {rpn} ranks"
         return f"{np} ranks on {used} nodes of up to {rpn}"
@@ -478,3 +489,43 @@ def allocation_of_env(env: Mapping[str, str] | None = None) -> Allocation | None
             f"SLURM_JOB_NODELIST '{nodelist[:80]}' {len(hosts)}"
         )
     return Allocation(job, hosts, tasks, e.get("SLURM_CLUSTER_NAME", ""))
+
+
+def default_np(hosts: str | None = None, env: Mapping[str, str] | None = None) -> int | None:
+    """The rank count bench, tune and run take when no -np is given: inside a Slurm allocation
+    without --hosts, its task count (SLURM_NTASKS, else the tasks of SLURM_TASKS_PER_NODE), as
+    srun does; None elsewhere (each command's own default)."""
+    e = os.environ if env is None else env
+    if hosts:
+        return None
+    alloc = allocation_of_env(e)
+    if alloc is None:
+        return None
+    text = (e.get("SLURM_NTASKS") or e.get("SLURM_NPROCS") or "").strip()
+    if not text:
+        return alloc.tasks
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise InvalidArgumentError(
+            f"Slurm job {alloc.job_id}: SLURM_NTASKS '{text[:40]}' is not a positive integer"
+        )
+    return int(text)
+
+
+def machine_of_env(env: Mapping[str, str] | None = None) -> str | None:
+    """The machine a Slurm job's rows name, the same whichever of its nodes collkit runs on and
+    in whichever job: "slurm:" and the cluster (SLURM_CLUSTER_NAME), else the nodes' common name
+    prefix without its digits ("slurm:nid" for nid[0001-0004]), else the first node of the
+    sorted list; one word (calibrate names its files by it); None outside a job."""
+    alloc = allocation_of_env(env)
+    if alloc is None:
+        return None
+    if alloc.cluster_name:
+        return f"slurm:{alloc.cluster_name.split()[0]}"
+    hosts = sorted(alloc.hosts)
+    prefix = hosts[0][
+        : next(
+            (i for i, ch in enumerate(hosts[0]) if any(i >= len(h) or h[i] != ch for h in hosts)),
+            len(hosts[0]),
+        )
+    ].rstrip("0123456789-_.")
+    return f"slurm:{prefix or hosts[0]}"

@@ -25,6 +25,14 @@ void bind_tuning(nb::module_& m) {
           d["collective"] = std::string(to_string(r.collective));
           d["P"] = nb::make_tuple(r.p_lo, r.p_hi);
           d["bytes"] = nb::make_tuple(r.bytes_lo, r.bytes_hi);
+          if (r.nodes_lo > 0)
+            d["nodes"] = nb::make_tuple(r.nodes_lo, r.nodes_hi);
+          else
+            d["nodes"] = nb::none();
+          if (r.ppn_lo > 0)
+            d["ppn"] = nb::make_tuple(r.ppn_lo, r.ppn_hi);
+          else
+            d["ppn"] = nb::none();
           d["algorithm"] = r.algorithm;
           d["canonical"] = r.canonical;
           d["source"] = r.source;

@@ -198,3 +198,19 @@ def test_spec_table_describes_the_new_collectives() -> None:
     assert specs["scan"]["postcondition"]["source"] == "prefix"
     assert specs["exscan"]["postcondition"]["source"] == "exclusive_prefix"
     assert specs["reduce_scatter"]["in_place"] == "every_rank"
+
+
+def test_a_pair_matrix_past_4096_ranks_is_refused_saying_its_limit() -> None:
+    """The header holds alltoallv's P^2 counts whole, at most P = 4096 (2^24 entries): past it
+    the core, simulate and --counts say so (docs/alltoall.md, the non-uniform study's limit)."""
+    from collkit.counts import parse_counts
+
+    with pytest.raises(collkit.InvalidArgumentError, match=r"not P\^2 \(P <= 4096\)"):
+        collkit.generate("alltoallv:linear", P=4097, counts=[1] * 4097)
+    with pytest.raises(collkit.InvalidArgumentError, match=r"not P\^2 \(P <= 4096\)"):
+        collkit.simulate("alltoallv:two_phase_bruck", 5000, counts=[1] * 5000, elem_size=1)
+    with pytest.raises(collkit.InvalidArgumentError, match="holds at most P = 4096"):
+        parse_counts("random(1,16)").vector(4097, per_pair=True)
+    # Below it a P-entry vector is still the wrong length, and says the P^2 it wants.
+    with pytest.raises(collkit.InvalidArgumentError, match=r"not P\^2 = 9"):
+        collkit.generate("alltoallv:linear", P=3, counts=[1, 1, 1])

@@ -22,6 +22,8 @@ ROOTED = [
     "bcast:knomial(k=3,seg=8)",
     "bcast:knomial",
     "bcast:scatter_allgather",
+    "bcast:circ_graph(seg=16)",
+    "bcast:two_tree(seg=16)",
     "reduce:linear",
     "reduce:pipeline(seg=16)",
     "reduce:binary(seg=16)",

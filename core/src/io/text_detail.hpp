@@ -68,9 +68,19 @@ Schedule parse_whole(std::string_view text) {
 
 // A stream's lines ('\n' or "\r\n", the last one with or without its end), read in blocks of
 // 1 MiB: a line is a view into the block, valid until the next call.
+//
+// Each byte is kept at an address congruent to its offset in the stream modulo 64 (the unread
+// rest of a block moves to such a place before the next read): the kernel's copy from the page
+// cache is about 4x dearer into a destination 1 to 31 bytes past its source's alignment (1.4 GB
+// read in 1 MiB blocks on an AMD EPYC VM: 0.9-1.2 s of system time so, 0.26-0.34 s aligned).
 class StreamLines {
  public:
-  explicit StreamLines(std::istream& in) : in_(in), buf_(1 << 20) {}
+  explicit StreamLines(std::istream& in) : in_(in), buf_(1 << 20) {
+    // -1 where the stream cannot tell: offsets counted from 0
+    const std::streampos at = in.good() ? in.tellg() : std::streampos(-1);
+    offset_ = at == std::streampos(-1) ? 0 : static_cast<uint64_t>(static_cast<std::streamoff>(at));
+    place();
+  }
   // The line within the block at once (the common case, kept small enough to inline); else
   // more of the stream first.
   bool next(std::string_view& line) {
@@ -89,17 +99,9 @@ class StreamLines {
   // first: for a reader that takes whole lines from it itself, then skip()s them.
   std::string_view buffered(size_t want) {
     if (end_ - pos_ < want && !eof_ && number_ != 0) {
-      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
-      end_ -= pos_;
-      pos_ = 0;
-      if (buf_.size() < want) buf_.resize(want);
-      while (end_ < buf_.size() && !eof_) {
-        in_.read(buf_.data() + end_, static_cast<std::streamsize>(buf_.size() - end_));
-        const size_t got = static_cast<size_t>(in_.gcount());
-        end_ += got;
-        if (in_.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number_));
-        if (got == 0) eof_ = true;
-      }
+      if (buf_.size() < want + kAlign) buf_.resize(want + kAlign);
+      place();
+      while (end_ < buf_.size() && !eof_) read_more();
     }
     return {buf_.data() + pos_, end_ - pos_};
   }
@@ -110,6 +112,26 @@ class StreamLines {
   }
 
  private:
+  static constexpr size_t kAlign = 64;
+  // The unread bytes to the front, each at its place modulo kAlign (at most kAlign - 1 bytes
+  // before them).
+  void place() {
+    const size_t avail = end_ - pos_;
+    const uint64_t first = offset_ - avail;  // the stream offset of the byte at pos_
+    const size_t to =
+        static_cast<size_t>((first - reinterpret_cast<uintptr_t>(buf_.data())) & (kAlign - 1));
+    if (to != pos_ && avail != 0) std::memmove(buf_.data() + to, buf_.data() + pos_, avail);
+    pos_ = to;
+    end_ = to + avail;
+  }
+  void read_more() {
+    in_.read(buf_.data() + end_, static_cast<std::streamsize>(buf_.size() - end_));
+    const size_t got = static_cast<size_t>(in_.gcount());
+    end_ += got;
+    offset_ += got;
+    if (in_.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number_));
+    if (got == 0) eof_ = true;
+  }
   bool refill(std::string_view& line) {
     for (;;) {
       const char* b = buf_.data() + pos_;
@@ -126,17 +148,9 @@ class StreamLines {
         pos_ = end_;
         return found(line);
       }
-      if (pos_ > 0) {  // the start of a line to the front, then more behind it
-        std::memmove(buf_.data(), b, avail);
-        pos_ = 0;
-        end_ = avail;
-      }
-      if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);  // a line longer than the block
-      in_.read(buf_.data() + end_, static_cast<std::streamsize>(buf_.size() - end_));
-      const size_t got = static_cast<size_t>(in_.gcount());
-      end_ += got;
-      if (in_.bad()) fail(ErrorKind::format, "read error after line " + std::to_string(number_));
-      if (got == 0) eof_ = true;
+      if (avail + kAlign > buf_.size()) buf_.resize(buf_.size() * 2);  // a line near the block
+      place();  // the start of a line to the front, then more behind it
+      read_more();
     }
   }
   bool found(std::string_view& line) {
@@ -147,6 +161,7 @@ class StreamLines {
   std::istream& in_;
   std::vector<char> buf_;
   size_t pos_ = 0, end_ = 0;
+  uint64_t offset_ = 0;  // the stream offset of the byte at end_
   bool eof_ = false;
   int64_t number_ = 0;
 };

@@ -374,6 +374,16 @@ def placement_of(args: argparse.Namespace) -> Placement | None:
     return Placement(args.rpn, args.order or "contiguous")
 
 
+def default_np(args: argparse.Namespace, fallback: int, *, lists: bool) -> None:
+    """-np where the command line gives none (args.P None): inside a Slurm allocation without
+    --hosts, its task count (collkit.slurm.default_np), else `fallback`."""
+    if args.P is None:
+        from collkit import slurm
+
+        n = slurm.default_np(getattr(args, "hosts", None)) or fallback
+        args.P = [n] if lists else n
+
+
 def add_p_argument(
     p: argparse.ArgumentParser,
     *,

@@ -39,8 +39,10 @@ from collkit.cli._common import (
     add_p_argument,
     check_launchable,
     console,
+    default_np,
     input_file,
     parse_bytes,
+    parse_counts_form,
     parse_rank,
     print_json_lines,
     split_names,
@@ -85,6 +87,12 @@ def parse_sizes(text: str) -> list[int]:
     return out
 
 
+def _counts_form(text: str) -> str:
+    """A --counts form, checked (collkit.counts) and kept as written, without blanks."""
+    parse_counts_form(text)
+    return "".join(text.split())
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "collective",
@@ -97,13 +105,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="comma list: collkit names (rd or allreduce:rd), native, the MPI's own "
         "(mpich:ring, ompi:ring), or all-mpi for all of this MPI's (default native)",
     )
-    add_p_argument(p, lists=True, default=[4], aliases=("-np", "--np"))
+    add_p_argument(p, lists=True, required=False, aliases=("-np", "--np"))
     p.add_argument(
         "--sizes",
         type=parse_sizes,
-        default=[8],
+        default=None,
         metavar="LIST",
-        help="bytes per rank: 8B..1MiB (powers of two), 8,64,1KiB (default 8)",
+        help="bytes per rank: 8B..1MiB (powers of two), 8,64,1KiB (default 8); for an "
+        "irregular collective without --counts, bytes per block (alltoallv: per pair), each "
+        "size measured as the count vector equal(size / element size)",
+    )
+    p.add_argument(
+        "--counts",
+        type=_counts_form,
+        action="append",
+        default=[],
+        metavar="FORM",
+        help="an irregular collective's count vector (allgatherv, alltoallv, gatherv, "
+        "scatterv, reduce_scatter), in elements, drawn for each P: 1,0,5 (P entries; "
+        "alltoallv P^2), equal(n), random(seed,max), skewed(max[,seed]), zeros-but-one[(n[,k])]; "
+        "repeat it to measure several, each in place of a size (not with --sizes). The rows "
+        "say the form (`counts`) and, as `bytes`, the whole vector's bytes (alltoallv: the P x "
+        "P matrix's)",
     )
     p.add_argument("--datatype", default="", help="double, float, int, char")
     p.add_argument("--iters", type=int, default=200, help="timed iterations per row (default 200)")
@@ -232,17 +255,23 @@ def _print_table(rows: list[Row]) -> None:
 
 def options_of(args: argparse.Namespace) -> BenchOptions:
     """The benchmark the command line asks for (its checks are collkit.bench.check_bench's)."""
+    default_np(args, 4, lists=True)
     if args.map_by and not all(x.strip() for x in args.map_by.split(",")):
         # an empty element would sweep the MPI's default placement too, without a word
         raise InvalidArgumentError(f"--map-by '{args.map_by}': empty entry (e.g. core,socket)")
     algos = split_names(args.algos)
     if not all(algos):
         raise InvalidArgumentError(f"empty entry in --algos '{args.algos}'")
+    if args.counts and args.sizes is not None:
+        raise InvalidArgumentError(
+            "give --sizes or --counts, not both: each --counts form is a measured point"
+        )
     return BenchOptions(
         collective=args.collective,
         algorithms=algos,
         P=args.P,
-        sizes=args.sizes,
+        sizes=[8] if args.sizes is None else args.sizes,
+        counts=list(args.counts),
         datatype=args.datatype,
         iterations=args.iters,
         warmup=args.warmup,
@@ -267,6 +296,7 @@ def options_of(args: argparse.Namespace) -> BenchOptions:
 
 def _check_multicast(args: argparse.Namespace) -> None:
     """What the MPI would otherwise abort on, said before it starts."""
+    default_np(args, 4, lists=True)
     if args.hosts is not None:
         input_file(args.hosts, "--hosts")
     check_launchable(args.P, args.hosts)

@@ -34,7 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collkit.cli._common import check_launchable, input_file, parse_p
+from collkit.cli._common import check_launchable, default_np, input_file, parse_p
 from collkit.errors import InvalidArgumentError
 from collkit.mpi import build, find_mpi, launch_env
 from collkit.mpi.launch import preload_command
@@ -63,9 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--np",
         dest="P",
         type=parse_p,
-        required=True,
+        default=None,
         metavar="N",
-        help="number of ranks",
+        help="number of ranks (in a Slurm allocation without --hosts, default its SLURM_NTASKS)",
     )
     p.add_argument(
         "--tuning",
@@ -107,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         program = program[1:]
     if not program:
         raise InvalidArgumentError("no program to run: collkit run -np 4 --tuning T -- ./app")
+    default_np(args, 0, lists=False)
+    if not args.P:
+        raise InvalidArgumentError("-np N: how many ranks to run (outside a Slurm allocation)")
     check_launchable([args.P], args.hosts)
     env: dict[str, str] = {}
     if args.tuning:

@@ -49,6 +49,7 @@ from pathlib import Path
 from collkit.cli._common import (
     add_json_argument,
     console,
+    default_np,
     parse_p_list,
     print_json_lines,
     table,
@@ -58,9 +59,9 @@ from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
 from collkit.progress import CampaignProgress
 from collkit.results import PATTERNS
-from collkit.tune.campaign import TuneOptions
+from collkit.tune.campaign import TuneOptions, shapes_of
 from collkit.tune.run import tune
-from collkit.tune.select import Choice
+from collkit.tune.select import Choice, shaped_keys
 
 NAME = "tune"
 HELP = "pick the really-faster algorithm per size and write tuning files (collkit and the MPIs')"
@@ -80,9 +81,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--np",
         dest="P",
         type=parse_p_list,
-        default=[4],
+        default=None,
         metavar="LIST",
-        help="process counts: 4, 2,4, 2..8 (default 4)",
+        help="process counts: 4, 2,4, 2..8 (default 4; in a Slurm allocation, its SLURM_NTASKS)",
     )
     p.add_argument(
         "--sizes",
@@ -184,6 +185,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="host file, to run across nodes (`collkit cluster up` writes one)",
     )
+    p.add_argument(
+        "--nodes",
+        type=parse_p_list,
+        default=None,
+        metavar="LIST",
+        help="with --ppn: measure each shape nodes x ranks per node (P their product, shapes "
+        "of one rank left out; no -np), on an emulated cluster's --hosts or in a Slurm "
+        "allocation; a P of several shapes gets rules per shape",
+    )
+    p.add_argument(
+        "--ppn",
+        type=parse_p_list,
+        default=None,
+        metavar="LIST",
+        help="with --nodes: the ranks per node of the shapes",
+    )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
     p.add_argument("-o", "--out", default="tune-results", help="output folder (tune-results)")
@@ -247,11 +264,12 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
             col,
             justify="left" if col in ("coll", "collkit winner", "MPI's own", "source") else "right",
         )
+    shaped = shaped_keys(choices)
     for c in choices:
         w = c.collkit
         t.add_row(
             c.collective,
-            str(c.P),
+            f"{c.P} ({c.nodes}x{c.ppn or '?'})" if (c.collective, c.P) in shaped else str(c.P),
             str(c.bytes),
             c.source,
             w.algorithm if w else "native",
@@ -279,6 +297,8 @@ def choice_json(c: Choice) -> dict[str, object]:
         "collective": c.collective,
         "P": c.P,
         "bytes": c.bytes,
+        "nodes": c.nodes,  # the rows' shape (null: not said)
+        "ppn": c.ppn,
         "source": c.source,
         "algorithm": w.algorithm if w else "native",
         "median_us": w.median_us if w else nan,
@@ -333,6 +353,13 @@ def _note(c: Choice) -> str:
 
 def options_of(args: argparse.Namespace) -> TuneOptions:
     """The campaign the command line asks for (its checks are collkit.tune.check's)."""
+    shapes: list[tuple[int, int]] = []
+    if args.nodes is not None or args.ppn is not None:
+        if args.P is not None:
+            raise InvalidArgumentError("-np and --nodes/--ppn: the shapes give the P (give one)")
+        shapes = shapes_of(args.nodes or [], args.ppn or [])
+        args.P = sorted({n * k for n, k in shapes})
+    default_np(args, 4, lists=True)
     params: dict[str, str] = {}
     for kv in args.param:
         k, eq, v = kv.partition("=")
@@ -364,6 +391,7 @@ def options_of(args: argparse.Namespace) -> TuneOptions:
         mpi_prefix=args.mpi_prefix,
         out=args.out,
         plot=not args.no_plot,
+        shapes=shapes,
     )
 
 

@@ -60,10 +60,16 @@ def slurm_allocation(hosts: str | None) -> slurm.Allocation | None:
 
 
 def srun_command(
-    mpi: MPI, alloc: slurm.Allocation, np: int, program: list[str], map_by: str
+    mpi: MPI,
+    alloc: slurm.Allocation,
+    np: int,
+    program: list[str],
+    map_by: str,
+    nodes: int | None = None,
 ) -> list[str]:
-    """srun for `np` ranks in the allocation, with the MPI's PMI."""
-    used, rpn = alloc.layout(np)
+    """srun for `np` ranks in the allocation (on `nodes` of its nodes where given), with the
+    MPI's PMI."""
+    used, rpn = alloc.layout(np, nodes)
     pmi = os.environ.get("SLURM_MPI_TYPE") or SRUN_PMI.get(mpi.kind)
     if not pmi:
         raise UnsupportedError(
@@ -81,7 +87,12 @@ def srun_command(
 
 
 def allocation_mpiexec(
-    mpi: MPI, alloc: slurm.Allocation, np: int, program: list[str], map_by: str
+    mpi: MPI,
+    alloc: slurm.Allocation,
+    np: int,
+    program: list[str],
+    map_by: str,
+    nodes: int | None = None,
 ) -> list[str]:
     """The MPI's mpiexec in the allocation, told its hosts and ranks per node (it starts its
     proxies or daemons through Slurm); the MPIs collkit does not know get -n alone."""
@@ -89,7 +100,7 @@ def allocation_mpiexec(
 
     if map_by and map_by not in PLACEMENTS:
         raise InvalidArgumentError(f"placement '{map_by}' must be one of {', '.join(PLACEMENTS)}")
-    used, rpn = alloc.layout(np)
+    used, rpn = alloc.layout(np, nodes)
     names = alloc.hosts[:used]
     emulated = alloc.emulated()
     args: list[str] = []
@@ -107,16 +118,45 @@ def allocation_mpiexec(
     return [mpi.mpiexec, *mpi.launch_args, *args, "-n", str(np), *program]
 
 
+def check_nodes(np: int, nodes: int | None, hosts: str | None) -> None:
+    """An error where `nodes` (an exact shape: tune's --nodes) cannot be launched: more than one
+    node needs an emulated cluster's host file or a Slurm allocation (another host file's
+    placement is the MPI's)."""
+    if nodes is None or cluster.from_hostfile(hosts) or slurm_allocation(hosts):
+        return
+    if hosts:
+        raise InvalidArgumentError(
+            f"{nodes} nodes: collkit places ranks on nodes on an emulated cluster "
+            "(`collkit cluster up`'s host file) or in a Slurm allocation, not with the host file "
+            f"{Path(hosts).name}"
+        )
+    if nodes != 1:
+        raise InvalidArgumentError(
+            f"{nodes} nodes: this machine is one node (give --hosts of an emulated cluster, or "
+            "run in a Slurm allocation)"
+        )
+    if np < 1:
+        raise InvalidArgumentError(f"-np {np} must be >= 1")
+
+
 def launch_command(
-    mpi: MPI, np: int, program: list[str], *, hosts: str | None = None, map_by: str = ""
+    mpi: MPI,
+    np: int,
+    program: list[str],
+    *,
+    hosts: str | None = None,
+    map_by: str = "",
+    nodes: int | None = None,
 ) -> list[str]:
-    """The mpiexec (or srun) command line for `np` ranks of `program`."""
+    """The mpiexec (or srun) command line for `np` ranks of `program` (on exactly `nodes`
+    nodes where given: tune's shapes)."""
+    check_nodes(np, nodes, hosts)
     if emulated := cluster.from_hostfile(hosts):  # `collkit cluster up`'s host file
-        return emulated.launch_command(mpi, np, program, map_by)
+        return emulated.launch_command(mpi, np, program, map_by, nodes)
     if alloc := slurm_allocation(hosts):
         if launcher() == "srun":
-            return srun_command(mpi, alloc, np, program, map_by)
-        return allocation_mpiexec(mpi, alloc, np, program, map_by)
+            return srun_command(mpi, alloc, np, program, map_by, nodes)
+        return allocation_mpiexec(mpi, alloc, np, program, map_by, nodes)
     cmd = [mpi.mpiexec, *mpi.launch_args, *mpi.placement_args(map_by)]
     if np > cores() and hosts is None:
         cmd += mpi.oversubscribe_args()
@@ -176,16 +216,18 @@ def launch_env(
     return env, desc
 
 
-def allocation(np: int, hosts: str | None = None) -> str:
-    """The rows' allocation: where the ranks ran (nodes x ranks per node where known)."""
+def allocation(np: int, hosts: str | None = None, nodes: int | None = None) -> str:
+    """The rows' allocation: where the ranks ran (nodes x ranks per node where known; on
+    exactly `nodes` nodes where given)."""
+    check_nodes(np, nodes, hosts)
     if emulated := cluster.from_hostfile(hosts):
-        return emulated.allocation(np)
+        return emulated.allocation(np, nodes)
     if alloc := slurm_allocation(hosts):
         # Not the job id: a campaign resumed in the next job finds its rows by this text.
         where = f"Slurm, {launcher()}"
         if on := alloc.emulated():
             where += f"; emulated cluster {on.name}: namespaces on 1 machine, shared cores"
-        return f"{alloc.shape(np)} ({where})"
+        return f"{alloc.shape(np, nodes)} ({where})"
     if hosts:
         return f"{np} ranks from hostfile {Path(hosts).name}"
     over = " (oversubscribed)" if np > cores() else ""

@@ -80,6 +80,21 @@ ALGORITHMS: dict[str, list[str]] = {
     "exscan": ["recursive_doubling", "nb"],
 }
 
+# Algorithms past MPICH 5.0 (its main branch: src/mpi/coll/*/*_intra_circ_graph.c): an MPICH
+# 5.0 (the PyPI wheel's 5.0.2) aborts in MPI_Init when one is forced, so they are its
+# algorithms only where the version is later or not known.
+AFTER_5_0: dict[str, list[str]] = {
+    "bcast": ["circ_graph"],
+    "allgather": ["circ_graph"],
+    "reduce": ["circ_graph"],
+}
+
+
+def _after_5_0(version: str) -> bool:
+    m = re.search(r"(\d+)\.(\d+)", version)
+    return m is None or (int(m.group(1)), int(m.group(2))) > (5, 0)
+
+
 # Algorithms whose selection-file container needs no parameters.
 CONTAINERS: dict[str, dict[str, str]] = {
     "allreduce": {
@@ -99,7 +114,22 @@ CONTAINERS: dict[str, dict[str, str]] = {
     },
     "gather": {"binomial": "MPIR_Gather_intra_binomial"},
     "scatter": {"binomial": "MPIR_Scatter_intra_binomial"},
+    "allgatherv": {
+        a: f"MPIR_Allgatherv_intra_{a}" for a in ("brucks", "recursive_doubling", "ring")
+    },
+    # noncommutative needs a power of two and equal blocks: never chosen for a range
+    "reduce_scatter": {
+        a: f"MPIR_Reduce_scatter_intra_{a}"
+        for a in ("pairwise", "recursive_doubling", "recursive_halving")
+    },
 }
+# The irregular collectives MPICH's tree keys by the call's total bytes (the sum of the count
+# vector times the type size), as collkit's rules do. reduce_scatter is tuned for commutative
+# ops (what tune measures): a non-commutative call keeps MPICH's own branch. alltoallv, gatherv,
+# scatterv, scan and exscan have no size in MPICH's tree and one algorithm each for a call not in
+# place (scan: recursive_doubling, or smp on consecutive nodes): nothing to choose.
+TOTAL_SIZE = ("allgatherv", "reduce_scatter")
+COMMUTATIVE_ONLY = ("reduce_scatter",)
 
 
 class Mpich(MPI):
@@ -135,7 +165,8 @@ class Mpich(MPI):
         return f"MPICH {ver}".strip()
 
     def algorithms(self, collective: str) -> list[str]:
-        return list(ALGORITHMS.get(collective, []))
+        later = AFTER_5_0.get(collective, []) if _after_5_0(self.version) else []
+        return list(ALGORITHMS.get(collective, [])) + later
 
     def _force(self, collective: str, algorithm: str) -> dict[str, str]:
         # MPICH's ch4 device may override the MPIR-level algorithms with its own (shared
@@ -194,12 +225,14 @@ def default_tree(libmpi: Path) -> dict[str, Any]:
 
 
 def selection_file(choices: Sequence[Choice], default: dict[str, Any]) -> dict[str, Any]:
-    """The MPICH selection tree: `default` with the tuned ranges in front."""
-    from collkit.algorithms import parse_row_name
-    from collkit.tune.families import mpi_choice
-    from collkit.tune.select import size_ranges
+    """The MPICH selection tree: `default` with the tuned ranges in front. A P measured in
+    several shapes (select.shaped_keys) branches on the communicator's average ranks per node
+    (MPICH's comm_avg_ppn: at one P, nodes = P / ppn): each shape of an even ppn its own sizes,
+    other averages the shape-less choices, or MPICH's own branch."""
+    from collkit.tune.select import shaped_keys
 
     tree = dict(default)
+    shaped = shaped_keys(choices)
     by: dict[str, dict[int, list[Choice]]] = {}
     for c in choices:
         by.setdefault(c.collective, {}).setdefault(c.P, []).append(c)
@@ -209,17 +242,24 @@ def selection_file(choices: Sequence[Choice], default: dict[str, Any]) -> dict[s
         orig_intra = orig.get("comm_type=intra", orig) if isinstance(orig, dict) else orig
         intra: dict[str, Any] = {}
         for P in sorted(per_p):
-            cs = sorted(per_p[P], key=lambda c: c.bytes)
-            chain: dict[str, Any] = {}
-            ranges = size_ranges([c.bytes for c in cs])
-            if ranges[0][0] > 0:
-                chain[f"avg_msg_size<{ranges[0][0]}"] = orig_intra
-            for c, (_, hi) in zip(cs, ranges, strict=True):
-                name, _how = mpi_choice(c, Mpich.prefix)
-                algo = parse_row_name(name).algorithm if name else ""
-                cont = CONTAINERS.get(coll, {}).get(algo)
-                chain[f"avg_msg_size<={hi}"] = {f"algorithm={cont}": {}} if cont else orig_intra
-            chain["avg_msg_size=any"] = orig_intra
+            if (coll, P) in shaped:
+                per_ppn: dict[int, list[Choice]] = {}
+                rest: list[Choice] = []
+                for c in per_p[P]:
+                    if c.nodes is not None and c.ppn is not None:
+                        per_ppn.setdefault(c.ppn, []).append(c)
+                    else:
+                        rest.append(c)
+                other = _chain(coll, rest, orig_intra) if rest else orig_intra
+                branch: dict[str, Any] = {}
+                for k in sorted(per_ppn):
+                    if k > 1:
+                        branch[f"comm_avg_ppn<{k}"] = other
+                    branch[f"comm_avg_ppn<={k}"] = _chain(coll, per_ppn[k], orig_intra)
+                branch["comm_avg_ppn=any"] = other
+                chain = branch
+            else:
+                chain = _chain(coll, per_p[P], orig_intra)
             if P > 1:
                 intra[f"comm_size<{P}"] = orig_intra
             intra[f"comm_size<={P}"] = chain
@@ -229,3 +269,30 @@ def selection_file(choices: Sequence[Choice], default: dict[str, Any]) -> dict[s
             new["comm_type=inter"] = orig["comm_type=inter"]
         tree[key] = new
     return tree
+
+
+def _chain(coll: str, choices: Sequence[Choice], orig_intra: Any) -> dict[str, Any]:
+    """The message-size branch of one P (and shape): the tuned sizes to their algorithms, the
+    rest to MPICH's own branch."""
+    from collkit.algorithms import parse_row_name
+    from collkit.tune.families import mpi_choice
+    from collkit.tune.select import size_ranges
+
+    whole = orig_intra
+    if coll in COMMUTATIVE_ONLY and isinstance(orig_intra, dict):
+        orig_intra = orig_intra.get("is_commutative=yes", orig_intra)
+    size = "total_msg_size" if coll in TOTAL_SIZE else "avg_msg_size"
+    cs = sorted(choices, key=lambda c: c.bytes)
+    chain: dict[str, Any] = {}
+    ranges = size_ranges([c.bytes for c in cs])
+    if ranges[0][0] > 0:
+        chain[f"{size}<{ranges[0][0]}"] = orig_intra
+    for c, (_, hi) in zip(cs, ranges, strict=True):
+        name, _how = mpi_choice(c, Mpich.prefix)
+        algo = parse_row_name(name).algorithm if name else ""
+        cont = CONTAINERS.get(coll, {}).get(algo)
+        chain[f"{size}<={hi}"] = {f"algorithm={cont}": {}} if cont else orig_intra
+    chain[f"{size}=any"] = orig_intra
+    if coll in COMMUTATIVE_ONLY and isinstance(whole, dict) and "is_commutative=no" in whole:
+        return {"is_commutative=yes": chain, "is_commutative=no": whole["is_commutative=no"]}
+    return chain

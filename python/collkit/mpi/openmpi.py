@@ -82,18 +82,29 @@ ALGORITHMS: dict[str, dict[str, int]] = {
 # The collectives Open MPI's coll/han (hierarchical) implements: forced as ompi:han.
 HAN = ("allreduce", "bcast", "reduce")
 
-# Open MPI's collective ids (COLLTYPE_T in coll_base_functions.h).
+# Open MPI's collective ids (COLLTYPE_T in coll_base_functions.h); gatherv (10) and scatterv
+# (16) have no coll/tuned algorithms to choose.
 IDS = {
     "allgather": 0,
+    "allgatherv": 1,
     "allreduce": 2,
     "alltoall": 3,
+    "alltoallv": 4,
     "barrier": 6,
     "bcast": 7,
+    "exscan": 8,
     "gather": 9,
     "reduce": 11,
+    "reduce_scatter": 12,
     "reduce_scatter_block": 13,
+    "scan": 14,
     "scatter": 15,
 }
+# coll/tuned keys allgatherv and reduce_scatter by the sum of the counts times the type size
+# (collkit's bytes for them), and alltoallv by the communicator size alone (it asks its rules
+# for size 0): an alltoallv rule is written where every tuned size of a P chose alike.
+TOTAL_SIZE = ("allgatherv", "reduce_scatter")
+BY_P_ALONE = ("alltoallv",)
 
 
 class OpenMpi(MPI):
@@ -161,9 +172,16 @@ def rules_file(choices: Sequence[Choice], header: str = "") -> str:
     """Open MPI's dynamic rules file (the classic text format of coll/tuned)."""
     from collkit.algorithms import parse_row_name
     from collkit.tune.families import mpi_choice, per_block_shapes
-    from collkit.tune.select import size_ranges
+    from collkit.tune.select import shaped_keys, size_ranges
 
     by, lines = by_collective_and_P(choices, header)
+    shaped = shaped_keys(choices)
+    if shaped:
+        lines.append(
+            "# coll/tuned keys its rules by communicator size alone: where a P was tuned in "
+            "several shapes (nodes x ranks per node), a size whose shapes chose alike keeps "
+            "that choice, and one whose shapes differ keeps Open MPI's fixed decision"
+        )
     for coll in sorted(c for c in by if c not in IDS):  # a collective Open MPI lacks
         del by[coll]
         lines.append(f"# {coll}: no coll/tuned rules id in Open MPI; its own decision stays")
@@ -175,18 +193,35 @@ def rules_file(choices: Sequence[Choice], header: str = "") -> str:
         # so that untuned sizes keep Open MPI's own choice.
         comms: list[tuple[int, list[tuple[int, int, str]]]] = []
         for P in sizes:
-            cs = sorted(per_p[P], key=lambda c: c.bytes)
+            # One Choice per size: of a P tuned in several shapes, each size's (one per shape).
+            per_size: dict[int, list[Choice]] = {}
+            for c in per_p[P]:
+                per_size.setdefault(c.bytes, []).append(c)
+            cs = [per_size[b][0] for b in sorted(per_size)]
             # coll/tuned sizes the collectives with a block per rank by all P blocks.
-            scale = P if "P" in per_block_shapes(coll) else 1
+            scale = P if "P" in per_block_shapes(coll) and coll not in TOTAL_SIZE else 1
             msgs: list[tuple[int, int, str]] = []
             ranges = size_ranges([c.bytes for c in cs])
             if ranges[0][0] > 0:
                 msgs.append((0, 0, "not tuned: Open MPI's fixed decision"))
             for c, (lo, _) in zip(cs, ranges, strict=True):
+                picks = {mpi_choice(x, OpenMpi.prefix) for x in per_size[c.bytes]}
+                if len({name for name, _ in picks}) > 1:
+                    said = "; ".join(
+                        f"{shape_text(x)}: {mpi_choice(x, OpenMpi.prefix)[0] or 'fixed decision'}"
+                        for x in per_size[c.bytes]
+                    )
+                    msgs.append((lo * scale, 0, f"fixed decision: the shapes differ ({said})"))
+                    continue
                 name, how = mpi_choice(c, OpenMpi.prefix)
                 alg = ALGORITHMS[coll][parse_row_name(name).algorithm] if name else 0
                 msgs.append((lo * scale, alg, f"{name or 'fixed decision'} ({how})"))
             msgs.append(((ranges[-1][1] + 1) * scale, 0, "past the tuned sizes: fixed decision"))
+            if coll in BY_P_ALONE:
+                algs = {m[1] for m in msgs[1 if ranges[0][0] > 0 else 0 : -1]}
+                alg = algs.pop() if len(algs) == 1 else 0
+                why = "every tuned size alike" if alg else "the tuned sizes differ: fixed decision"
+                msgs = [(0, alg, f"any size ({why})")]
             comms.append((P, msgs))
             if P + 1 not in per_p:
                 comms.append((P + 1, [(0, 0, f"P > {P}: fixed decision")]))
@@ -198,3 +233,10 @@ def rules_file(choices: Sequence[Choice], header: str = "") -> str:
             for size, alg, why in msgs:
                 lines.append(f"{size} {alg} 0 0  # {why}")
     return "\n".join(lines) + "\n"
+
+
+def shape_text(c: Choice) -> str:
+    """A choice's shape as the rules file's comments say it: "2 nodes x 1 ppn"."""
+    if c.nodes is None:
+        return "shape not known"
+    return f"{c.nodes} nodes x {c.ppn if c.ppn is not None else 'uneven'} ppn"

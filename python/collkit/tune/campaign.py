@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import itertools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -24,7 +25,7 @@ from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
 from collkit.progress import Ticker
 from collkit.results import PATTERNS, ResultStore, Row
-from collkit.tune.select import choose, compare, latest
+from collkit.tune.select import choose, compare, latest, shape_of
 from collkit.tune.table import Table
 
 # The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
@@ -130,6 +131,29 @@ class TuneOptions:
     mpi_prefix: str | None = None
     out: str = "tune-results"  # the folder the rows and the tuning files go into
     plot: bool = True  # draw tune.png
+    # The shapes to measure (--nodes x --ppn): (nodes, ranks per node) pairs, each P = their
+    # product (in P); empty: each P as few ranks per node as fit (collkit.mpi.launch).
+    shapes: list[tuple[int, int]] = field(default_factory=list)
+
+    def shapes_at(self, P: int) -> list[int | None]:
+        """The node counts P is measured on: those of its shapes, or [None] (no shapes)."""
+        if not self.shapes:
+            return [None]
+        return [n for n, k in self.shapes if n * k == P]
+
+
+def shapes_of(nodes: list[int], ppn: list[int]) -> list[tuple[int, int]]:
+    """tune's --nodes x --ppn: every (nodes, ranks per node) of two ranks or more (a shape of
+    one rank has nothing to tune), in order of P, then nodes."""
+    if not nodes or not ppn:
+        raise InvalidArgumentError("--nodes and --ppn are given together (the shapes are both)")
+    for flag, xs in (("--nodes", nodes), ("--ppn", ppn)):
+        if any(x < 1 for x in xs):
+            raise InvalidArgumentError(f"{flag} {','.join(map(str, xs))}: each must be >= 1")
+    out = sorted({(n, k) for n in nodes for k in ppn if n * k >= 2}, key=lambda s: (s[0] * s[1], s))
+    if not out:
+        raise InvalidArgumentError("--nodes x --ppn: every shape is of one rank (nothing to tune)")
+    return out
 
 
 # evict is in the default when the work it adds before a row's calls costs less than this part
@@ -288,7 +312,9 @@ def measure(
                     continue
                 # The MPI's own algorithms are forced per job, never interleaved and so never
                 # chosen: shown in the first pattern only.
-                for k, pattern in enumerate(patterns_for(opts, coll)):
+                for nodes, (k, pattern) in itertools.product(
+                    opts.shapes_at(P), enumerate(patterns_for(opts, coll))
+                ):
                     plan.append(
                         Campaign(
                             collective=coll,
@@ -305,6 +331,7 @@ def measure(
                             hosts=opts.hosts,
                             block=opts.block,
                             pattern=pattern,
+                            nodes=nodes,
                         )
                     )
     if ticker:
@@ -325,9 +352,9 @@ def measure(
         remeasure_suspects(c, mpi, store, progress, ticker)
     if tuned_barrier:
         # A barrier rule must not make the MPI's own calls after it slower than after the
-        # MPI's barrier (MPICH's barrier and bcast share their shared-memory flags: without
-        # its barrier, the bcast after it pays what the barrier would have): where it does,
-        # the barrier goes to the MPI and those campaigns are timed again after the MPI's.
+        # MPI's barrier (in IMB, MPICH's own bcast took 1.1-2.4x its time after collkit's
+        # barrier, docs/tuning.md): where it does, the barrier goes to the MPI and those
+        # campaigns are timed again after the MPI's. Barriers are per P, whatever the shape.
         for P in sorted({c.P[0] for c in after if barriers.get(c.P[0])}):
             mine = [c for c in after if c.P[0] == P]
             hurt = barrier_harm(opts, mine, barriers[P], mpi, store, progress, ticker)
@@ -374,9 +401,10 @@ def barrier_harm(
             and r.datatype == c.datatype
             and not r.error
         ]
-        for nbytes in sorted({r.bytes for r in rows}):
-            plain = [r for r in rows if r.bytes == nbytes and r.barrier == ""]
-            behind = [r for r in rows if r.bytes == nbytes and r.barrier == barrier]
+        for nbytes, alloc in sorted({(r.bytes, r.allocation) for r in rows}):
+            same = [r for r in rows if r.bytes == nbytes and r.allocation == alloc]
+            plain = [r for r in same if r.barrier == ""]
+            behind = [r for r in same if r.barrier == barrier]
             if not plain or not behind:
                 continue
             if len(plain[-1].samples) < 5 or len(behind[-1].samples) < 5:
@@ -453,6 +481,7 @@ def remeasure_suspects(
             and r.pattern == c.pattern
             and r.barrier in ("", c.barrier)
             and r.interleaved
+            and (c.nodes is None or shape_of(r.allocation, r.P)[0] == c.nodes)
         ]
         todo = [r for r in mine if r.suspect and r.attempt < attempt]
         if not todo:

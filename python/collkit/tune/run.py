@@ -23,6 +23,7 @@ from collkit.bench import machine_name
 from collkit.cli._common import _same_file, check_launchable, input_file, output_dir
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import IMPLEMENTATIONS, MPI, build, find_mpi
+from collkit.mpi.launch import allocation as launch_allocation
 from collkit.progress import CampaignProgress
 from collkit.results import ResultStore, Row
 from collkit.sim import Model
@@ -253,6 +254,17 @@ def check_options(opts: TuneOptions) -> None:
         raise InvalidArgumentError("--profile is for --simulate")
     if opts.hosts is not None and simulating:
         raise InvalidArgumentError("--hosts is for measuring, not --simulate")
+    if opts.shapes and simulating:
+        raise InvalidArgumentError(
+            "--nodes/--ppn are for measuring: the simulator's nodes are its topology (collkit "
+            "simulate --topology 'fattree(k=16,hop=100ns,rpn=4)', docs/simulator.md)"
+        )
+    for nodes, ppn in opts.shapes:
+        if nodes * ppn not in opts.P:
+            raise InvalidArgumentError(
+                f"shape {nodes} nodes x {ppn} ranks: its P = {nodes * ppn} is not among the P "
+                f"({opts.P})"
+            )
     if (opts.patterns is not None or opts.decide_by is not None) and simulating:
         raise InvalidArgumentError("--patterns and --decide-by are for measuring, not --simulate")
 
@@ -293,6 +305,8 @@ def check(opts: TuneOptions) -> TunePlan:
         check_simulation_fits(opts.P, opts.simulate)
     else:
         check_launchable(opts.P, opts.hosts)
+        for nodes, ppn in opts.shapes:  # each shape launchable here, before anything runs
+            launch_allocation(nodes * ppn, opts.hosts, nodes)
     refuse_inputs_among_outputs(opts)
     out = output_dir(opts.out, "-o")  # a folder: an existing one, or one made in an existing one
     old = existing_table(out)

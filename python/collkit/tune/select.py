@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -118,7 +119,7 @@ def latest(rows: Iterable[Row]) -> list[Row]:
 
 @dataclass
 class Choice:
-    """The decision for one (collective, P, bytes)."""
+    """The decision for one (collective, P, shape, bytes)."""
 
     collective: str
     P: int
@@ -127,6 +128,25 @@ class Choice:
     collkit: Comparison | None  # None: the native call stays
     mpi: Comparison | None  # the MPI's own algorithm to force; None: its default stays
     candidates: list[Comparison]
+    # The rows' shape (shape_of): nodes, and ranks on each (None: different numbers); None,
+    # None where the rows do not say.
+    nodes: int | None = None
+    ppn: int | None = None
+
+
+def shape_of(allocation: str, P: int) -> tuple[int | None, int | None]:
+    """(nodes, ranks per node) of a row's allocation, as collkit writes it: "2 nodes x 4 ranks
+    ...", "5 ranks on 2 nodes of up to 3 ..." (ppn None), a simulated row's "4 ranks per node"
+    (the topology's nodes); (None, None) where it does not say (a host file's "8 ranks from
+    hostfile h", a simulation without a topology)."""
+    if m := re.match(r"(\d+) nodes? x (\d+) ranks\b", allocation):
+        return int(m[1]), int(m[2])
+    if m := re.match(r"\d+ ranks on (\d+) nodes of up to \d+\b", allocation):
+        return int(m[1]), None
+    if (m := re.match(r"(\d+) ranks per node\b", allocation)) and int(m[1]) > 0:
+        k = int(m[1])
+        return -(-P // k), k if P % k == 0 else None
+    return None, None
 
 
 def _usable(r: Row) -> bool:
@@ -178,12 +198,17 @@ def choose(
     """One Choice per (collective, P, bytes) in the rows. `patterns`: per collective, the call
     patterns whose rows count (a collective not in it: every pattern its rows have); a
     candidate must win in each of them, or only in `decide_by` where that is one of them."""
-    groups: dict[tuple[str, int, int, str], list[Row]] = {}
+    groups: dict[tuple[str, int, tuple[int, int], int, str], list[Row]] = {}
+    shapes: dict[tuple[int, int], tuple[int | None, int | None]] = {}
     for r in rows:
         if _usable(r):
-            groups.setdefault((r.collective, r.P, r.bytes, r.source), []).append(r)
+            shape = shape_of(r.allocation, r.P)
+            key = (-1 if shape[0] is None else shape[0], -1 if shape[1] is None else shape[1])
+            shapes[key] = shape
+            groups.setdefault((r.collective, r.P, key, r.bytes, r.source), []).append(r)
     out: list[Choice] = []
-    for (coll, P, nbytes, source), rs in sorted(groups.items()):
+    for (coll, P, key, nbytes, source), rs in sorted(groups.items()):
+        nodes, ppn = shapes[key]
         if source == "simulated":
             sim = [r for r in rs if not is_mpi_algorithm(r.algorithm)]
             if not sim:
@@ -207,7 +232,7 @@ def choose(
                 if best.median_us > 0
                 else None
             )
-            out.append(Choice(coll, P, nbytes, source, win, None, comps))
+            out.append(Choice(coll, P, nbytes, source, win, None, comps, nodes, ppn))
             continue
         present = {r.pattern for r in rs}
         wanted = patterns.get(coll) if patterns is not None else None
@@ -248,9 +273,21 @@ def choose(
                 max(own, key=lambda c: c.speedup) if own else None,
                 max(forced, key=lambda c: c.speedup) if forced else None,
                 comps,
+                nodes,
+                ppn,
             )
         )
     return out
+
+
+def shaped_keys(choices: Sequence[Choice]) -> set[tuple[str, int]]:
+    """The (collective, P) measured in more than one shape: their rules, and the MPIs' files,
+    carry each shape; a (collective, P) of one shape keeps rules for any shape (a table tuned on
+    one machine applies to every shape)."""
+    seen: dict[tuple[str, int], set[tuple[int | None, int | None]]] = {}
+    for c in choices:
+        seen.setdefault((c.collective, c.P), set()).add((c.nodes, c.ppn))
+    return {k for k, s in seen.items() if len(s) > 1}
 
 
 def size_ranges(sizes: Sequence[int]) -> list[tuple[int, int]]:
@@ -264,12 +301,20 @@ def size_ranges(sizes: Sequence[int]) -> list[tuple[int, int]]:
 
 
 def rules(choices: Sequence[Choice]) -> list[Rule]:
-    """collkit table rules: per (collective, P), adjacent sizes with the same winner merged."""
+    """collkit table rules: per (collective, P) and shape, adjacent sizes with the same winner
+    merged. A rule carries its shape (nodes, ppn) where its P was measured in several shapes
+    (shaped_keys), else it is for any shape, as tables without shapes are."""
     out: list[Rule] = []
-    by: dict[tuple[str, int], list[Choice]] = {}
+    shaped = shaped_keys(choices)
+    by: dict[tuple[str, int, int, int], list[Choice]] = {}
     for c in choices:
-        by.setdefault((c.collective, c.P), []).append(c)
-    for (coll, P), cs in sorted(by.items()):
+        s = (c.collective, c.P) in shaped
+        n = c.nodes if s and c.nodes is not None else -1
+        k = c.ppn if s and c.nodes is not None and c.ppn is not None else -1
+        by.setdefault((c.collective, c.P, n, k), []).append(c)
+    for (coll, P, n, k), cs in sorted(by.items()):
+        nodes = (n, n) if n > 0 else None
+        ppn = (k, k) if k > 0 else None
         cs.sort(key=lambda c: c.bytes)
         ranges = size_ranges([c.bytes for c in cs])
         for c, (lo, hi) in zip(cs, ranges, strict=True):
@@ -279,6 +324,7 @@ def rules(choices: Sequence[Choice]) -> list[Rule]:
                 last is not None
                 and last.collective == coll
                 and last.P == (P, P)
+                and (last.nodes, last.ppn) == (nodes, ppn)
                 and last.algorithm == algo
                 and last.source == c.source
                 and last.bytes[1] + 1 == lo
@@ -303,6 +349,8 @@ def rules(choices: Sequence[Choice]) -> list[Rule]:
                     p_value=w.p_value if w else math.nan,
                     ci95=w.ci95 if w else (math.nan, math.nan),
                     speedups=dict(w.speedups) if w else {},
+                    nodes=nodes,
+                    ppn=ppn,
                 )
             )
     return out

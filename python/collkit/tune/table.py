@@ -1,4 +1,4 @@
-"""collkit's tuning table: which algorithm to run per (collective, P range, byte range).
+"""collkit's tuning table: which algorithm to run per (collective, P range, byte range, shape).
 
 The file (schema "collkit-tuning", version 1; docs/tuning.md) is what `collkit tune` writes and
 what the interposition library (libcollkit_pmpi.so) reads from COLLKIT_TUNING:
@@ -10,14 +10,20 @@ what the interposition library (libcollkit_pmpi.so) reads from COLLKIT_TUNING:
          "p_value": 1e-9, "ci95": [1.2, 1.5],
          "speedups": {"back_to_back": 1.41, "barrier": 1.35}}, ...]}
 
+A rule may give the communicator's shape it is for: "nodes" (how many nodes its ranks lie on)
+and "ppn" (ranks on each node), each [lo, hi] like P, either or both, e.g. "nodes": [2, 2],
+"ppn": [1, 1]. A rule without them (every table written before shapes) is for any shape.
+
 `bytes` is count x type size per rank (per block: collectives.PER_BLOCK); both ranges are
 inclusive. `block` (1 when absent) is how the medians were timed: 1, one call after a barrier
 (the latency of an isolated call); N > 1, N back-to-back calls per sample, as OSU measures (what
 a program that calls the collective in a loop sees). The library runs a table alike either way.
 `speedups` (optional: none where one call pattern was measured) is the winner's speedup in each
 call pattern it was measured in (docs/tuning.md, "Patterns"); `speedup` is the smallest of those
-that decided, and the medians are that pattern's. The first rule that covers a call wins; a call
-no rule covers, and a rule whose algorithm is "native", go to the MPI's own collective.
+that decided, and the medians are that pattern's. Of the rules that cover a call, the first
+with a shape that is the communicator's wins, else the first without a shape (a rule with "ppn"
+takes no communicator whose nodes hold different numbers of ranks); a call no rule covers, and a
+rule whose algorithm is "native", go to the MPI's own collective.
 
 A table is read and checked by one reader, the core's (collkit/tuning.hpp), which the
 interposition library uses too: a table `collkit run` accepts is the table the library runs, and
@@ -58,6 +64,23 @@ class Rule:
     ci95: tuple[float, float] = (math.nan, math.nan)  # bootstrap CI of the speedup
     # The speedup per call pattern measured (results.PATTERNS); {}: one pattern, or none known.
     speedups: dict[str, float] = field(default_factory=dict)
+    # The communicator's shape: its nodes and ranks per node, inclusive ranges; None: any.
+    nodes: tuple[int, int] | None = None
+    ppn: tuple[int, int] | None = None
+
+    def shaped(self) -> bool:
+        return self.nodes is not None or self.ppn is not None
+
+    def covers_shape(self, nodes: int | None, ppn: int | None) -> bool:
+        """Whether a communicator on `nodes` nodes of `ppn` ranks each (ppn None: the nodes hold
+        different numbers; nodes None: not known) has this rule's shape (a shape-less rule: any)."""
+        if self.nodes is not None and (
+            nodes is None or not self.nodes[0] <= nodes <= self.nodes[1]
+        ):
+            return False
+        return self.ppn is None or (
+            nodes is not None and ppn is not None and self.ppn[0] <= ppn <= self.ppn[1]
+        )
 
 
 @dataclass
@@ -71,16 +94,28 @@ class Table:
     # P = 3 (...): calls there go to the MPI".
     notes: list[str] = field(default_factory=list)
 
-    def lookup(self, collective: str, P: int, nbytes: int) -> str:
+    def rule_for(
+        self, collective: str, P: int, nbytes: int, nodes: int | None = None, ppn: int | None = None
+    ) -> Rule | None:
+        """The rule the interposition library takes for this call on a communicator of `nodes`
+        nodes with `ppn` ranks each: the first covering rule of its shape, else the first
+        covering rule without a shape; None if none covers it."""
+        covering = [
+            r
+            for r in self.rules
+            if r.collective == collective
+            and r.P[0] <= P <= r.P[1]
+            and r.bytes[0] <= nbytes <= r.bytes[1]
+        ]
+        shaped = next((r for r in covering if r.shaped() and r.covers_shape(nodes, ppn)), None)
+        return shaped or next((r for r in covering if not r.shaped()), None)
+
+    def lookup(
+        self, collective: str, P: int, nbytes: int, nodes: int | None = None, ppn: int | None = None
+    ) -> str:
         """The algorithm the interposition library runs for this call ("native" if none)."""
-        for r in self.rules:
-            if (
-                r.collective == collective
-                and r.P[0] <= P <= r.P[1]
-                and r.bytes[0] <= nbytes <= r.bytes[1]
-            ):
-                return r.algorithm
-        return "native"
+        r = self.rule_for(collective, P, nbytes, nodes, ppn)
+        return r.algorithm if r is not None else "native"
 
 
 def _num(x: float) -> float | None:
@@ -92,6 +127,11 @@ def to_dict(t: Table) -> dict[str, Any]:
     for r in t.rules:
         d = asdict(r)
         d["P"], d["bytes"] = list(r.P), list(r.bytes)
+        for k in ("nodes", "ppn"):
+            if d[k] is None:
+                del d[k]  # any shape
+            else:
+                d[k] = list(d[k])
         d["ci95"] = [_num(x) for x in r.ci95]
         for k in ("median_us", "native_median_us", "speedup", "p_value"):
             d[k] = _num(d[k])
@@ -135,6 +175,8 @@ def parse(text: bytes) -> Table:
                 p_value=r["p_value"],
                 ci95=r["ci95"],
                 speedups=dict(r["speedups"]),
+                nodes=r["nodes"],
+                ppn=r["ppn"],
             )
         )
         if r["note"]:
