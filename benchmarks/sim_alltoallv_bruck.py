@@ -74,10 +74,8 @@ def load() -> str:
 
 def simulate(algo: str, P: int, counts: list[int]) -> tuple[float, int, float, float]:
     cpu0 = time.process_time()
-    params = {k: v for k, v in MODEL.items() if k != "model"}
-    res = collkit.simulate(
-        algo, P, counts=counts, elem_size=1, model=MODEL["model"], topology=TOPOLOGY, **params
-    )
+    model = collkit.Model.make(MODEL["model"], **{k: v for k, v in MODEL.items() if k != "model"})
+    res = collkit.simulate(algo, P, counts=counts, elem_size=1, model=model, topology=TOPOLOGY)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return float(res.makespan) / 1e3, int(res.ops), time.process_time() - cpu0, rss
 
@@ -119,6 +117,15 @@ _ROW = re.compile(
     r"\| (\d+) \| `random\(\d+,(\d+)\)` \| [0-9.e+]+ \| (alltoallv:\w+) \| ([0-9.]+) \| "
     r"[0-9.]* \| (\d+) \| ([0-9.]+) \| ([0-9.]+) \|"
 )
+
+
+_HEAD = re.compile(r"started (\S+ \S+ UTC); .*load average (\S+) at the start")
+
+
+def first_start() -> tuple[str, str] | None:
+    """When the result file's first rows were started and the load then (--resume keeps it)."""
+    m = _HEAD.search(RESULT.read_text()) if RESULT.exists() else None
+    return (m[1], m[2]) if m else None
 
 
 def recorded() -> list[Run]:
@@ -190,7 +197,14 @@ def write(rows: list[Run], args: argparse.Namespace, started: str) -> None:
         f"{started}; machine {platform.node()} ({os.cpu_count()} cores, "
         f"{platform.processor() or platform.machine()}), shared: load average {args.load0} at "
         f"the start, {load()} at the end (the simulated times are deterministic).\n\n"
-        f"Command: `{cmd}`{reached}\n\n"
+        f"Command: `{cmd}`{reached}"
+        + (
+            " (--resume: the rows already in the file are kept as recorded, to 0.1 us, and the "
+            "ratios computed from them)"
+            if args.resume
+            else ""
+        )
+        + "\n\n"
         f"Model {MODEL}; topology `{TOPOLOGY}`; one-byte elements, a pair's block uniform in "
         "[0, max] bytes (`--counts random(seed,max)`); CPU s: the simulation's; peak RSS: its "
         f"worker process's so far ({args.jobs} worker(s)).\n\n"
@@ -215,14 +229,16 @@ def figure(rows: list[Run]) -> None:
             pts = sorted((r.max / 2, r.us) for r in rows if r.P == P and r.algo == algo)
             if pts:
                 xs, ys = [x for x, _ in pts], [y for _, y in pts]
-                ax.plot(xs, ys, marker="o", label=algo.split(":")[1])
+                color = f"C{ALL.index(algo)}"  # one color an algorithm, in every panel
+                ax.plot(xs, ys, marker="o", color=color, label=algo.split(":")[1])
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_title(f"P = {P}")
         ax.set_xlabel("mean bytes per pair (uniform random)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel("simulated makespan (us)")
-    axes[0][0].legend(fontsize=8)
+    for ax in axes[0]:
+        ax.legend(fontsize=8)
     fig.suptitle("alltoallv, LogGOPS on a dragonfly (24 ranks per node)", fontsize=10)
     fig.tight_layout()
     FIGURE.parent.mkdir(parents=True, exist_ok=True)
@@ -254,6 +270,8 @@ def main() -> int:
     args.load0 = load()
     started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows: list[Run] = recorded() if args.resume else []
+    if rows and (first := first_start()) is not None:
+        started, args.load0 = first  # the rows kept span from the first run on
     done = {(r.P, r.max, r.algo) for r in rows}
     # The smaller P first (cheaper: P^2 ops), at each P spread-out and two-phase Bruck first.
     tasks = []

@@ -740,13 +740,9 @@ int side_size(const Side& side, MPI_Count& size) {
 // still alike on every rank): a rooted call sums what each rank sends or receives with the
 // root's vector, alltoallv gathers every rank's row and column. The ranks' views are compared
 // there, and a disagreement declines on every rank (the MPI's own call then says what is wrong).
+// A persistent call (`mode`) takes its vector at init: each start runs the plan built for it.
 int irregular_counts(const Call& c, const CommState& s, Mode mode, Irregular& ir) {
   const CollectiveSpec& spec = spec_of(c.collective);
-  // The non-blocking and persistent forms go to the MPI, alike on every rank: collkit's runs of
-  // them do not match the MPI's own calls in every case the conformance checks.
-  if (mode != Mode::blocking)
-    return decline(std::string(spec.name) +
-                   ": its non-blocking and persistent forms go to the MPI's own call");
   const int64_t P = s.size, me = s.rank;
   const bool pairs = spec.counts == Counts::per_pair;
   std::vector<int64_t>& cv = ir.v.counts;
@@ -781,9 +777,15 @@ int irregular_counts(const Call& c, const CommState& s, Mode mode, Irregular& ir
                                                        " bytes: the type signatures must match");
     }
   } else {
-    if (mode != Mode::blocking)
+    // A non-blocking call must not block: a rank may start it and then wait on a message that
+    // another rank sends before its own start, so a blocking exchange here could deadlock. The
+    // non-blocking form declines (decided by the collective and the form alone: alike on every
+    // rank, before any communication) and the MPI's own call runs. A persistent call exchanges
+    // at init (MPI 4 makes *_init collective), once for every start.
+    if (mode == Mode::nonblocking)
       return decline(std::string(spec.name) +
-                     ": the ranks' counts are exchanged first, in blocking calls only");
+                     ": its non-blocking form goes to the MPI's own call (the ranks' counts are "
+                     "exchanged first, at blocking calls and at persistent init only)");
     std::vector<int64_t> mine(static_cast<size_t>(2 * P), 0), all;
     // Entries [at, at + n) of `mine` from a side: its counts (n = P) or its count (n = 1).
     const auto fill = [&](const Side& side, int64_t at, int64_t n, int64_t from = 0) -> int {

@@ -38,6 +38,7 @@
 // library declines it alike on every rank and the MPI's own call runs: the results must still
 // be equal. A line "ROUTE algorithm ran=N declined=M" per algorithm (world rank 0's calls) says
 // which happened.
+// collkit_conformance prints "CAPI algorithm ran=N declined=M" the same way for the C API.
 //
 // --nonblocking checks the non-blocking forms the same way (ck_i<coll>, or MPI_I<coll> through the
 // interposition library, against the MPI's own MPI_I<coll>), each call overlapped with random
@@ -224,8 +225,12 @@ int persistent_call(Collective c, const CallArgs& a, const std::string& algo) {
   return rc;
 }
 
-int collkit_call(Collective c, const CallArgs& a, const std::string& algo) {
-  ++g_calls;
+// The C API's calls under test on world rank 0 that ran and that declined (a line "CAPI
+// algorithm ran=N declined=M" per algorithm; through the interposition library its own counts
+// make the ROUTE line instead).
+long long g_capi_ran = 0, g_capi_declined = 0;
+
+int collkit_call_once(Collective c, const CallArgs& a, const std::string& algo) {
   if (g_persistent) return persistent_call(c, a, algo);
   if (!g_nonblocking) {
     if constexpr (kViaPmpi) return call_mpi(c, a);
@@ -236,6 +241,16 @@ int collkit_call(Collective c, const CallArgs& a, const std::string& algo) {
                           : collkit::mpi::call_collkit_nb(c, a, algo.c_str(), &r);
   if (rc != MPI_SUCCESS) return rc;
   return overlap_and_complete(a.comm, r, algo);
+}
+
+int collkit_call(Collective c, const CallArgs& a, const std::string& algo) {
+  ++g_calls;
+  const int rc = collkit_call_once(c, a, algo);
+  if (rc != MPI_SUCCESS && ck_declined(rc))
+    ++g_capi_declined;
+  else
+    ++g_capi_ran;
+  return rc;
 }
 
 // --blocking-reference alltoall,...: the collectives whose non-blocking reference is the MPI's
@@ -718,7 +733,8 @@ void check_copy_v(Collective coll, const CommCase& cc, const std::string& algo, 
   const std::vector<unsigned char> sent = sb.mine.mem;
   int rc = collkit_call(coll, a, algo);
   if (rc != MPI_SUCCESS && ck_declined(rc) && g_nonblocking) {
-    // The non-blocking and persistent forms go to the MPI (capi.cpp): declined on every rank.
+    // The non-blocking forms of gatherv, scatterv and alltoallv go to the MPI (capi.cpp,
+    // irregular_counts): declined on every rank.
     settle(cc.comm, label, ck_error_message(), true);
     return;
   }
@@ -1620,6 +1636,7 @@ int main(int argc, char** argv) {
   for (const auto& algo : algos) {
     const Collective coll = collective_from_string(algo.substr(0, algo.find(':')));
     const CollectiveSpec& spec = spec_of(coll);
+    const long long capi_ran0 = g_capi_ran, capi_declined0 = g_capi_declined;
 #ifdef COLLKIT_VIA_PMPI
     long long ran0 = 0, declined0 = 0;
     route_through_table(spec, algo);
@@ -1690,6 +1707,9 @@ int main(int argc, char** argv) {
     }
     if (g_nonblocking && !g_persistent) check_start_does_not_block(algo);
     if (g_persistent) check_persistent_restarts(algo);
+    if (!kViaPmpi && g_world_rank == 0)
+      std::printf("CAPI %s ran=%lld declined=%lld\n", algo.c_str(), g_capi_ran - capi_ran0,
+                  g_capi_declined - capi_declined0);
 #ifdef COLLKIT_VIA_PMPI
     long long ran = 0, declined = 0;
     collkit_pmpi_counts(&ran, &declined);

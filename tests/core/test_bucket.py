@@ -8,6 +8,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import collkit
 
@@ -138,3 +140,29 @@ def test_bad_dims_are_refused_by_name(dims: str) -> None:
 def test_a_torus_that_is_not_P_is_unsupported(dims: str, P: int) -> None:
     with pytest.raises(collkit.UnsupportedError, match="dims"):
         collkit.Algorithm(f"allreduce:bucket(dims={dims})").generate(P, 4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+def test_any_torus_of_sizes_is_read_and_verified(dims: list[int]) -> None:
+    P = math.prod(dims)
+    algo = collkit.Algorithm(_name(dims))
+    r = collkit.verify(algo.generate(P, P + 1), commutative=True)
+    assert r.ok, r.summary()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789xX-+ P,", max_size=12))
+def test_a_dims_text_is_a_torus_or_an_error_by_name(text: str) -> None:
+    parts = text.split("x")
+    good = text == "P" or (
+        len(parts) <= 8
+        and all(p.isdigit() and len(p) <= 10 and 1 <= int(p) <= 2**31 for p in parts)
+    )
+    if "," in text or text.strip() != text or text == "":
+        return  # the name grammar's own business (a second argument, spaces)
+    if good:
+        collkit.Algorithm(f"allreduce:bucket(dims={text})")
+    else:
+        with pytest.raises(collkit.CollkitError):
+            collkit.Algorithm(f"allreduce:bucket(dims={text})")

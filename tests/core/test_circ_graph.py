@@ -244,13 +244,19 @@ def _collkit_messages(a: dict[str, Any], c: int, n: int, block: int = 0) -> list
     return out
 
 
-CASES = [(n, c) for n, c in [(1, 1), (5, 1), (12, 1), (13, 4), (40, 3), (7, 7), (9, 100)]]
+# (elements, chunk elements): one chunk, chunks of one element, a remainder chunk, more chunks
+# than rounds; the rest of the grid runs with -m slow.
+FAST = {(5, 1), (13, 4), (9, 100)}
+CASES = [
+    pytest.param(n, c, marks=() if (n, c) in FAST else pytest.mark.slow)
+    for n, c in [(1, 1), (5, 1), (12, 1), (13, 4), (40, 3), (7, 7), (9, 100)]
+]
 
 
 @pytest.mark.parametrize("P", range(1, 31))
 @pytest.mark.parametrize(("n", "c"), CASES)
 def test_bcast_posts_mpichs_messages(P: int, n: int, c: int) -> None:
-    for root in sorted({0, P // 2, P - 1}):
+    for root in sorted({0, P - 1}):
         name = f"bcast:circ_graph(seg={c})"
         for rank in range(P):
             expect = _receive_first(_mpich_bcast(P, rank, root, -(-n // c)))
@@ -258,7 +264,9 @@ def test_bcast_posts_mpichs_messages(P: int, n: int, c: int) -> None:
 
 
 @pytest.mark.parametrize("P", range(1, 31))
-@pytest.mark.parametrize(("n", "c"), [(1, 1), (5, 1), (13, 4), (9, 100)])
+@pytest.mark.parametrize(
+    ("n", "c"), [(5, 1), (13, 4), pytest.param(1, 1, marks=pytest.mark.slow), (9, 100)]
+)
 def test_allgather_posts_mpichs_messages(P: int, n: int, c: int) -> None:
     name = f"allgather:circ_graph(seg={c})"
     for rank in range(P):
@@ -361,3 +369,16 @@ def test_reduce_refuses_a_non_commutative_op() -> None:
 def test_a_bad_chunk_size_is_refused_by_name(seg: str) -> None:
     with pytest.raises(collkit.AlgorithmNameError, match="seg"):
         collkit.Algorithm(f"bcast:circ_graph(seg={seg})")
+
+
+def test_mpich_has_circ_graph_only_past_5_0() -> None:
+    # The 5.0 wheel aborts in MPI_Init when circ_graph is forced: it is not one of its own.
+    from collkit.mpi.mpich import Mpich
+
+    def algos(version: str, collective: str) -> list[str]:
+        return Mpich(mpicxx="mpicxx", mpiexec="mpiexec", version=version).algorithms(collective)
+
+    for c in ("bcast", "allgather", "reduce"):
+        assert "circ_graph" not in algos("MPICH 5.0.2", c)
+        assert "circ_graph" in algos("MPICH 5.1.0", c) and "circ_graph" in algos("test", c)
+    assert "circ_graph" not in algos("MPICH 5.1.0", "allreduce")

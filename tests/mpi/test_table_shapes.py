@@ -25,7 +25,8 @@ from test_tune import comparison, fingerprint
 from collkit import cluster
 from collkit.cluster import Cluster
 from collkit.errors import InvalidArgumentError
-from collkit.mpi import MPI
+from collkit.mpi import MPI, launch_command, launch_env
+from collkit.mpi.intel import tuning_env as intel_env
 from collkit.mpi.mpich import default_tree as mpich_default_tree
 from collkit.mpi.mpich import find_libmpi
 from collkit.mpi.mpich import selection_file as mpich_file
@@ -33,6 +34,7 @@ from collkit.mpi.openmpi import rules_file as openmpi_rules
 from collkit.results import Row, read_jsonl
 from collkit.slurm import Allocation
 from collkit.tune.campaign import shapes_of
+from collkit.tune.plot import plot
 from collkit.tune.select import Choice, choose, rules, shape_of
 from collkit.tune.table import Rule, Table, parse, to_dict, validate
 from mpi_support import built, mpich_or_skip, openmpi_or_skip
@@ -273,27 +275,74 @@ def test_openmpi_rules_keep_what_the_shapes_agree_on() -> None:
     assert "128 4 0 0  # ompi:ring" in text  # alike in both shapes: kept
 
 
-@pytest.mark.parametrize(("one_node", "other"), [("ring", "recursive_doubling"),
-                                                 ("recursive_doubling", "ring")])  # fmt: skip
-def test_mpich_takes_the_rule_of_its_shape(tmp_path: Path, one_node: str, other: str) -> None:
-    """On this machine every rank is on one node (average ranks per node 4 at P = 4): MPICH
-    takes the 1 node x 4 branch of its file, not the 2 nodes x 2 one."""
-    mpi = mpich_or_skip()
-    bindir = built(mpi)
-    exe = tmp_path / "fingerprint"
-    subprocess.run([mpicc(mpi), "-O2", "-o", str(exe), str(PROGRAMS / "fingerprint.c")], check=True)
+def shaped_file(tmp_path: Path, exe: Path, one_node: str, other: str) -> dict[str, str]:
+    """MPICH's file with a 1 node x 4 choice (`one_node`) and a 2 nodes x 2 one (`other`) at
+    P = 4, 32 KiB; the environment that uses it (the ch4 device's own collectives off: across
+    nodes they come before the file's tree)."""
     choices = [
         Choice("allreduce", 4, 32768, "measured", None, comparison(f"mpich:{one_node}"), [], 1, 4),
         Choice("allreduce", 4, 32768, "measured", None, comparison(f"mpich:{other}"), [], 2, 2),
     ]
-    tree = mpich_file(choices, mpich_default_tree(find_libmpi(bindir / "collkit_bench")))
     path = tmp_path / "mpich-selection.json"
-    path.write_text(json.dumps(tree))
-    use = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)}
-    forced = {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": one_node}
-    assert fingerprint(mpi, exe, 4, 4096, use) == fingerprint(mpi, exe, 4, 4096, forced)
-    not_it = {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": other}
-    assert fingerprint(mpi, exe, 4, 4096, not_it) != fingerprint(mpi, exe, 4, 4096, forced)
+    path.write_text(json.dumps(mpich_file(choices, mpich_default_tree(find_libmpi(exe)))))
+    return {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path),
+            "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}  # fmt: skip
+
+
+def forced(algo: str) -> dict[str, str]:
+    return {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": algo, "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+
+
+@pytest.fixture(scope="module")
+def fingerprint_exe(tmp_path_factory: pytest.TempPathFactory) -> tuple[MPI, Path]:
+    mpi = mpich_or_skip()
+    exe = tmp_path_factory.mktemp("fp") / "fingerprint"
+    subprocess.run([mpicc(mpi), "-O2", "-o", str(exe), str(PROGRAMS / "fingerprint.c")], check=True)
+    return mpi, exe
+
+
+def test_intel_env_and_the_picture_take_two_shapes(tmp_path: Path) -> None:
+    choices = choose(two_shapes())
+    text = intel_env(choices)
+    assert "# allreduce P=2 64-127 B: shapes differ; its default stays" in text
+    assert "@4-4" in text and "@2-2" not in text  # one shape at P = 4: its choice stays
+    plot(choices, tmp_path / "tune.png", "shapes")  # a row per shape at P = 2
+    assert (tmp_path / "tune.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("one_node", "other"), [("ring", "recursive_doubling"),
+                                                 ("recursive_doubling", "ring")])  # fmt: skip
+def test_mpich_takes_the_rule_of_its_shape(
+    fingerprint_exe: tuple[MPI, Path], tmp_path: Path, one_node: str, other: str
+) -> None:
+    """On this machine every rank is on one node (average ranks per node 4 at P = 4): MPICH
+    takes the 1 node x 4 branch of its file, not the 2 nodes x 2 one."""
+    mpi, exe = fingerprint_exe
+    use = shaped_file(tmp_path, exe, one_node, other)
+    assert fingerprint(mpi, exe, 4, 4096, use) == fingerprint(mpi, exe, 4, 4096, forced(one_node))
+    assert fingerprint(mpi, exe, 4, 4096, forced(other)) != fingerprint(
+        mpi, exe, 4, 4096, forced(one_node)
+    )
+
+
+def test_mpich_takes_the_rule_of_its_shape_on_two_nodes(
+    two_nodes: Cluster, fingerprint_exe: tuple[MPI, Path], tmp_path: Path
+) -> None:
+    """4 ranks on 2 emulated nodes (average 2 per node): the 2 nodes x 2 branch, in both
+    orders of the algorithms."""
+    mpi, exe = fingerprint_exe
+    hosts = str(two_nodes.hostfile)
+
+    def fp(env: dict[str, str]) -> str:
+        full, _ = launch_env(mpi, 4, env, hosts=hosts)
+        cmd = launch_command(mpi, 4, [str(exe), "allreduce", "4096"], hosts=hosts)
+        r = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=300, check=False)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stdout.split()[-1]
+
+    for one_node, other in (("ring", "recursive_doubling"), ("recursive_doubling", "ring")):
+        use = shaped_file(tmp_path, exe, one_node, other)
+        assert fp(use) == fp(forced(other)) != fp(forced(one_node)), (one_node, other)
 
 
 # --- tune --nodes --ppn: each shape measured, its rules per shape --------------------------------

@@ -31,6 +31,7 @@ int64_t CircGraph::baseblock(int64_t r) const {
 void CircGraph::recv_blocks(int64_t r, std::vector<int64_t>& R) const {
   const int64_t q = q_, p = p_, b = baseblock(r);
   R.assign(static_cast<size_t>(q), 0);
+  if (p <= 1) return;  // one rank: no rounds (the search below needs a second one)
   // The baseblocks not yet taken, as MPICH's doubly linked list q -> q-1 -> ... -> 0 -> -1.
   std::vector<int64_t> next(static_cast<size_t>(q + 1)), prev(static_cast<size_t>(q + 1));
   for (int64_t i = 0; i <= q; ++i) {

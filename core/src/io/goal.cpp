@@ -3,6 +3,8 @@
 #include "collkit/goal.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -431,6 +433,59 @@ struct SendIndex {
 
 enum class GoalPass : uint8_t { whole, index, paired };
 
+// The decimal digits of an op index, which GoalParser::block compares as bytes with the
+// labels and indices of a block's lines (reading the numbers cost more): the digits of a label
+// as Labels::number reads it (no leading zero) are the only spelling that matches.
+struct Decimal {
+  char d[16];  // at least 8 bytes are read
+  size_t n;
+  explicit Decimal(uint32_t k) : d{} {
+    n = static_cast<size_t>(std::to_chars(d, d + 10, k).ptr - d);
+  }
+  void next() {  // k + 1
+    size_t j = n;
+    while (j > 0 && d[j - 1] == '9') d[--j] = '0';
+    if (j > 0) {
+      ++d[j - 1];
+    } else {
+      std::memmove(d + 1, d, n++);
+      d[0] = '1';
+    }
+  }
+};
+
+// The n bytes of `s` (a buffer of at least 8) next in `c`, then past them: 8 bytes at a time
+// (memcmp was a call), a short one as one masked word where 8 bytes can be read.
+[[gnu::always_inline]] inline bool bytes(io::Strict& c, const char* s, size_t n) {
+  const size_t avail = static_cast<size_t>(c.e - c.p);
+  if (avail < n) return false;
+  uint64_t a, b;
+  if (n < 8) {
+    if (avail < 8) {
+      if (std::memcmp(c.p, s, n) != 0) return false;
+    } else {
+      std::memcpy(&a, c.p, 8);
+      std::memcpy(&b, s, 8);
+      if (std::endian::native != std::endian::little) {
+        if (std::memcmp(c.p, s, n) != 0) return false;
+      } else if (((a ^ b) & ((uint64_t{1} << (8 * n)) - 1)) != 0) {
+        return false;
+      }
+    }
+  } else {
+    for (size_t k = 0; k + 8 <= n; k += 8) {
+      std::memcpy(&a, c.p + k, 8);
+      std::memcpy(&b, s + k, 8);
+      if (a != b) return false;
+    }
+    std::memcpy(&a, c.p + n - 8, 8);
+    std::memcpy(&b, s + n - 8, 8);
+    if (a != b) return false;
+  }
+  c.p += n;
+  return true;
+}
+
 [[noreturn]] void fail_line(int64_t line, int64_t column, const std::string& msg) {
   fail(ErrorKind::format,
        "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + msg);
@@ -583,34 +638,40 @@ class GoalParser {
       ++c.p;
       return true;
     };
+    // The digits of op i and of the op before it, compared as bytes.
+    const uint32_t first = static_cast<uint32_t>(prog.ops.size());
+    Decimal cur(first), last(first == 0 ? 0 : first - 1);
     for (;;) {
       c.p = p;
       const uint32_t i = static_cast<uint32_t>(prog.ops.size());
-      if (c.lit("l")) {  // a requires line of the last op
+      if (i != 0 && c.lit("l") && bytes(c, last.d, last.n) &&
+          c.lit(" requires l")) {  // a requires line of op i-1
         uint32_t to;
-        if (i == 0 || !direct_label(c, i - 1) || !c.lit(" requires l") ||
-            !direct_earlier(c, i - 1, to) || !eol())
-          break;
+        if (!direct_earlier(c, i - 1, to) || !eol()) break;
         prog.deps.push_back(to);
         prog.dep_begin.back() = static_cast<uint32_t>(prog.deps.size());
         p = c.p, ++n;
         continue;
       }
+      c.p = p;
       if (c.lit("}\n")) {
         number_ = number + n + 1;
         close_block();
         return {static_cast<size_t>(c.p - begin), n + 1};
       }
-      int64_t index, stage = 0;
+      int64_t stage = 0;
       Op op{};
-      if (!c.lit("// collkit: ") || !c.num(index) || index != i || !c.lit(": ") ||
+      if (!c.lit("// collkit: ") || !bytes(c, cur.d, cur.n) || !c.lit(": ") ||
           !io::fast_op_body(c, hr_.h.P, num_scratch, hr_.h.elem_size, op) ||
-          (c.lit(" stage ") && !c.num(stage, UINT16_MAX)) || !eol() || !direct_goal_op(c, i, op) ||
-          !eol() || !direct_tag(op))
+          (c.lit(" stage ") && !c.num(stage, UINT16_MAX)) || !eol() || !c.lit("l") ||
+          !bytes(c, cur.d, cur.n) || !c.lit(": ") || !direct_goal_op(c, op) || !eol() ||
+          !direct_tag(op))
         break;
       prog.append(op, {}, static_cast<uint16_t>(stage));
       op_lines_.push_back(number + n + 2);
       p = c.p, n += 2;
+      last = cur;
+      cur.next();
     }
     number_ = number + n;
     return {static_cast<size_t>(p - begin), n};
@@ -680,18 +741,13 @@ class GoalParser {
     k = v;
     return true;
   }
-  static bool direct_label(io::Strict& c, uint32_t k) {
-    uint32_t v;
-    return label_number(c, v) && v == k;
-  }
   // A label l<t> of an op before op k.
   static bool direct_earlier(io::Strict& c, uint32_t k, uint32_t& t) {
     return label_number(c, t) && t < k;
   }
-  // The GOAL op of op i (`op`, from its comment) as write_goal writes it, up to its line's end,
-  // agreeing with it as check_agrees asks; a message's tag in tag_.
-  bool direct_goal_op(io::Strict& c, uint32_t i, const Op& op) {
-    if (!c.lit("l") || !direct_label(c, i) || !c.lit(": ")) return false;
+  // The GOAL op of `op` (from its comment) after its label, as write_goal writes it, up to its
+  // line's end, agreeing with it as check_agrees asks; a message's tag in tag_.
+  bool direct_goal_op(io::Strict& c, const Op& op) {
     const bool send = op.kind == OpKind::send, recv = op.kind == OpKind::recv;
     if (send || recv) {
       if (!(send ? c.lit("send ") : c.lit("recv "))) return false;

@@ -131,9 +131,18 @@ def tuning_env(choices: Sequence[Choice], header: str = "") -> str:
     for coll in sorted(by):
         parts: list[str] = []
         for P in sorted(by[coll]):
-            cs = sorted(by[coll][P], key=lambda c: c.bytes)
+            # One choice per size: of a P tuned in several shapes (nodes x ranks per node),
+            # each size's, one per shape. I_MPI_ADJUST keys by communicator size alone: a size
+            # whose shapes chose differently keeps Intel MPI's own choice.
+            per_size: dict[int, list[Choice]] = {}
+            for c in by[coll][P]:
+                per_size.setdefault(c.bytes, []).append(c)
+            cs = [per_size[b][0] for b in sorted(per_size)]
             for c, (lo, hi) in zip(cs, size_ranges([c.bytes for c in cs]), strict=True):
                 name, how = mpi_choice(c, IntelMpi.prefix)
+                if len({mpi_choice(x, IntelMpi.prefix)[0] for x in per_size[c.bytes]}) > 1:
+                    lines.append(f"# {coll} P={P} {lo}-{hi} B: shapes differ; its default stays")
+                    continue
                 if name is None:
                     continue  # Intel MPI's own choice stays
                 alg = ALGORITHMS[coll][parse_row_name(name).algorithm]
