@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from collkit.algorithms import Algorithm, algorithms
+from collkit.algorithms import Algorithm, algorithms, is_mpi_algorithm
 from collkit.analysis.bruck import candidate_radixes
 from collkit.analysis.recmult.model import PipelinedPostal
 from collkit.analysis.recmult.rank import rank_schedules
@@ -25,7 +25,7 @@ from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
 from collkit.progress import Ticker
 from collkit.results import PATTERNS, ResultStore, Row
-from collkit.tune.select import choose, compare, latest, shape_of
+from collkit.tune.select import choose, compare, is_win, latest, shape_of
 from collkit.tune.table import Table
 
 # The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
@@ -272,7 +272,7 @@ def measure(
     *,
     barriers: dict[int, str] | None = None,
     routing_us: float = 0.0,
-    harmed: dict[int, tuple[str, list[tuple[str, int, float]]]] | None = None,
+    harmed: dict[int, list[tuple[str, list[tuple[str, int, float]]]]] | None = None,
 ) -> list[Row]:
     """Runs what the campaign still misses; returns the campaign's rows (old and new). Every
     campaign is planned first, so `ticker` knows the rows to come from the start (re-measured
@@ -283,8 +283,8 @@ def measure(
     since a call right after a barrier starts where that barrier left the ranks: `barriers` (P
     -> the collkit barrier algorithm, from the folder's table), and when barrier is among the
     collectives it is tuned first and its winners are those barriers (written into `barriers`);
-    a winner that slows the MPI's own calls after it is dropped (`harmed`: P -> the barrier and
-    the (collective, bytes, slowdown) it cost)."""
+    a winner that slows a call the table leaves to the MPI is passed over for the next
+    (`harmed`: P -> each barrier passed over and the (collective, bytes, slowdown) it cost)."""
     barriers = {} if barriers is None else barriers  # updated in place: the caller's table
     harmed = {} if harmed is None else harmed
     plan: list[Campaign] = []
@@ -338,11 +338,13 @@ def measure(
         ticker.grow(sum(planned_rows(c) for c in plan))
     tuned_barrier = "barrier" in opts.collectives
     chosen = False
+    winners: dict[int, list[str]] = {}
     after: list[Campaign] = []  # the campaigns timed after a barrier
     for c in plan:
         if c.collective != "barrier" and tuned_barrier and not chosen:
             chosen = True
-            barriers.update(barrier_winners(opts, store, routing_us))
+            winners = barrier_winners(opts, store, routing_us)
+            barriers.update({P: w[0] if w else "" for P, w in winners.items()})
         if c.collective != "barrier" and c.pattern in ("barrier", "evict"):
             after.append(c)
             c = replace(c, barrier=barriers.get(c.P[0], ""))
@@ -351,23 +353,53 @@ def measure(
         run_campaign(c, mpi, store, progress, ticker)
         remeasure_suspects(c, mpi, store, progress, ticker)
     if tuned_barrier:
-        # A barrier rule must not make the MPI's own calls after it slower than after the
-        # MPI's barrier (in IMB, MPICH's own bcast took 1.1-2.4x its time after collkit's
-        # barrier, docs/tuning.md): where it does, the barrier goes to the MPI and those
-        # campaigns are timed again after the MPI's. Barriers are per P, whatever the shape.
-        for P in sorted({c.P[0] for c in after if barriers.get(c.P[0])}):
+        # A barrier rule must not make a call after it slower than after the MPI's barrier
+        # where the table leaves that call to the MPI (in IMB, MPICH's own allreduce took 1.5x
+        # and its bcast 1.1-2.4x their time after collkit's barrier, collkit's allreduce 1.6x
+        # after MPICH's: docs/tuning.md). The barriers that won alone are tried fastest first,
+        # at most MAX_BARRIERS; the first that slows nothing is the rule, else the MPI's barrier,
+        # and each try times the barrier patterns after it. Barriers are per P, whatever the shape.
+        for P in sorted({c.P[0] for c in after if winners.get(c.P[0])}):
             mine = [c for c in after if c.P[0] == P]
-            hurt = barrier_harm(opts, mine, barriers[P], mpi, store, progress, ticker)
-            if not hurt:
-                continue
-            harmed[P] = (barriers[P], hurt)
-            barriers[P] = ""
-            for c in mine:
-                if ticker:
-                    ticker.grow(planned_rows(c))
-                run_campaign(c, mpi, store, progress, ticker)
-                remeasure_suspects(c, mpi, store, progress, ticker)
+            tries: list[tuple[str, list[tuple[str, int, float]]]] = []
+            for k, b in enumerate(winners[P][:MAX_BARRIERS]):
+                barriers[P] = b
+                if k > 0:
+                    run_after(mine, b, mpi, store, progress, ticker)
+                hurt = barrier_harm(opts, mine, b, mpi, store, progress, ticker, routing_us)
+                if not hurt:
+                    break
+                tries.append((b, hurt))
+            else:
+                barriers[P] = ""
+                run_after(mine, "", mpi, store, progress, ticker)
+            if tries:
+                harmed[P] = tries
     return campaign_rows(opts, store, barriers)
+
+
+MAX_BARRIERS = 3  # barrier candidates tune tries, fastest first, before it keeps the MPI's
+
+
+def run_after(
+    campaigns: list[Campaign],
+    barrier: str,
+    mpi: MPI,
+    store: ResultStore,
+    progress: Callable[[str, Row | None], None] | None,
+    ticker: Ticker | None,
+) -> None:
+    """The campaigns timed again after `barrier` ("": the MPI's)."""
+    for c in campaigns:
+        again = replace(c, barrier=barrier)
+        if progress:
+            progress(
+                f"{c.collective} P={c.P[0]} {c.pattern}: after {barrier or 'the MPI barrier'}", None
+            )
+        if ticker:
+            ticker.grow(planned_rows(again))
+        run_campaign(again, mpi, store, progress, ticker)
+        remeasure_suspects(again, mpi, store, progress, ticker)
 
 
 def barrier_harm(
@@ -378,10 +410,12 @@ def barrier_harm(
     store: ResultStore,
     progress: Callable[[str, Row | None], None] | None,
     ticker: Ticker | None,
+    routing_us: float = 0.0,
 ) -> list[tuple[str, int, float]]:
-    """(collective, bytes, slowdown) where the MPI's own call after `barrier` is slower than
-    after the MPI's barrier: a one-sided Mann-Whitney test (p < --alpha) and the bootstrap
-    interval of the slowdown above 1 + --min-gain, as for a win."""
+    """(collective, bytes, slowdown) where no collkit candidate wins after `barrier` (so the
+    table leaves the call to the MPI) and the MPI's own call after it is slower than after the
+    MPI's barrier: a one-sided Mann-Whitney test (p < --alpha) and the bootstrap interval of the
+    slowdown above 1 + --min-gain, as for a win."""
     hurt: list[tuple[str, int, float]] = []
     for c in campaigns:
         check = replace(c, algorithms=["native"], barrier=barrier, native_after_barrier=True)
@@ -390,11 +424,29 @@ def barrier_harm(
         if ticker:
             ticker.grow(planned_rows(check))
         run_campaign(check, mpi, store, progress, ticker)
+        P = c.P[0]
+        mine = [
+            r
+            for r in after_barriers(campaign_rows(opts, store), {P: barrier})
+            if r.collective == c.collective and r.P == P
+        ]
+        routed = {
+            (ch.bytes, (ch.nodes, ch.ppn))
+            for ch in choose(
+                mine,
+                alpha=opts.alpha,
+                min_gain=opts.min_gain,
+                routing_us=routing_us,
+                patterns={c.collective: patterns_for(opts, c.collective)},
+                decide_by=opts.decide_by,
+            )
+            if ch.collkit is not None
+        }
         rows = [
             r
             for r in latest(store)
             if r.collective == c.collective
-            and c.P[0] == r.P
+            and r.P == P
             and r.pattern == c.pattern
             and r.algorithm == "native"
             and r.block == c.block
@@ -403,6 +455,8 @@ def barrier_harm(
         ]
         for nbytes, alloc in sorted({(r.bytes, r.allocation) for r in rows}):
             same = [r for r in rows if r.bytes == nbytes and r.allocation == alloc]
+            if (nbytes, shape_of(alloc, P)) in routed:
+                continue  # collkit's call runs there, after collkit's barrier: it won so
             plain = [r for r in same if r.barrier == ""]
             behind = [r for r in same if r.barrier == barrier]
             if not plain or not behind:
@@ -417,10 +471,12 @@ def barrier_harm(
     return hurt
 
 
-def barrier_winners(opts: TuneOptions, store: ResultStore, routing_us: float) -> dict[int, str]:
-    """P -> the collkit barrier the measured barrier rows choose ("": the MPI's own)."""
+def barrier_winners(
+    opts: TuneOptions, store: ResultStore, routing_us: float
+) -> dict[int, list[str]]:
+    """P -> the collkit barriers the measured barrier rows say win alone, the fastest first."""
     rows = [r for r in campaign_rows(opts, store) if r.collective == "barrier"]
-    out: dict[int, str] = {}
+    out: dict[int, list[str]] = {}
     for ch in choose(
         rows,
         alpha=opts.alpha,
@@ -429,7 +485,12 @@ def barrier_winners(opts: TuneOptions, store: ResultStore, routing_us: float) ->
         patterns={"barrier": patterns_for(opts, "barrier")},
         decide_by=opts.decide_by,
     ):
-        out[ch.P] = ch.collkit.algorithm if ch.collkit is not None else ""
+        wins = [
+            c
+            for c in ch.candidates
+            if is_win(c, opts.alpha, opts.min_gain) and not is_mpi_algorithm(c.algorithm)
+        ]
+        out[ch.P] = [c.algorithm for c in sorted(wins, key=lambda c: -c.speedup)]
     return out
 
 

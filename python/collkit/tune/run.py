@@ -416,7 +416,7 @@ def run(
 
         routing_us = 0.0
         barriers: dict[int, str] = {}
-        harmed: dict[int, tuple[str, list[tuple[str, int, float]]]] = {}
+        harmed: dict[int, list[tuple[str, list[tuple[str, int, float]]]]] = {}
         if model is not None:
             assert opts.simulate is not None
             rows = simulate_rows(opts, opts.simulate, plan.params, store, on_row, ticker)
@@ -434,21 +434,19 @@ def run(
                 routing_us=routing_us,
                 harmed=harmed,
             )
-            for P, (b, hurt) in sorted(harmed.items()):
+            for P, tries in sorted(harmed.items()):
+                for b, hurt in tries:
+                    note(
+                        f"barrier at P={P}: {b} won alone but calls the table leaves to the MPI "
+                        "were slower after it than after the MPI's barrier ("
+                        + ", ".join(f"{c} {n} B {x:.2f}x" for c, n, x in hurt[:6])
+                        + (f", {len(hurt) - 6} more" if len(hurt) > 6 else "")
+                        + "): passed over"
+                    )
+                chosen = barriers.get(P, "")
                 note(
-                    f"barrier at P={P}: {b} won alone but the MPI's own calls after it were "
-                    "slower than after the MPI's barrier ("
-                    + ", ".join(f"{c} {n} B {x:.2f}x" for c, n, x in hurt[:6])
-                    + (f", {len(hurt) - 6} more" if len(hurt) > 6 else "")
-                    + "): barrier stays with the MPI, the rest timed after the MPI's barrier"
-                )
-            tuned = {P: b for P, b in barriers.items() if b}
-            if tuned:
-                note(
-                    "barrier and evict patterns: collkit's calls timed after the barrier the "
-                    "table routes MPI_Barrier to ("
-                    + ", ".join(f"P={P} {b}" for P, b in sorted(tuned.items()))
-                    + "), native after the MPI's"
+                    f"barrier at P={P}: "
+                    + (f"{chosen} (timed after it: nothing slower)" if chosen else "the MPI's own")
                 )
     mine = {(r.collective, r.P, r.bytes) for r in rows}
     # The files are chosen from every row of the folder made this way, not only this run's:
@@ -481,9 +479,10 @@ def run(
         patterns={c: patterns_for(opts, c) for c in opts.collectives} if mpi else None,
         decide_by=opts.decide_by,
     )
-    for ch in choices:  # a barrier that slows the calls after it is no rule (measure's note)
+    for ch in choices:  # the barrier measure kept (a faster one slowed calls after it)
         if ch.collective == "barrier" and ch.P in harmed:
-            ch.collkit = None
+            chosen = barriers.get(ch.P, "")
+            ch.collkit = next((c for c in ch.candidates if c.algorithm == chosen), None)
     shown = [c for c in choices if (c.collective, c.P, c.bytes) in mine]
     result = TuneResult(shown, choices, rows, None, [], label, routing_us, notes=notes)
     if not shown:
