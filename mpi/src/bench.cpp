@@ -35,8 +35,14 @@
 //                 [--iters 200] [--warmup 20] [--block 1] [--sync barrier|window] [--window-us N]
 //                 [--max-ms 2000] [--root 0] [--raw] [--validate] [--native-label mpich:ring]
 //                 [--interleave] [--rounds 1]
-//                 [--pattern back_to_back|barrier|rotate_root|buffers|evict]
+//                 [--pattern back_to_back|barrier|rotate_root|buffers|evict] [--barrier ALGO]
 //                 [--vectors 3,0,5;8,8,8]
+// --barrier: the barrier before each collkit call of the patterns barrier and evict, "native"
+// (the default, PMPI_Barrier) or a collkit barrier algorithm: what a program's MPI_Barrier runs
+// under a table that routes it (a bcast right after a barrier starts where that barrier left its
+// ranks). The native call keeps the MPI's own barrier: the program without collkit
+// (--native-after-barrier: native's calls after --barrier's too, what a barrier rule costs the
+// MPI's own calls after it). A row's "barrier" says which ran before its calls ("": the MPI's).
 //
 // The irregular collectives (allgatherv, alltoallv, gatherv, scatterv, reduce_scatter) take
 // their count vectors with --vectors, `;` between the measured points and `,` between a point's
@@ -107,6 +113,10 @@ struct Setup {
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0, size = 1;
   Pattern pattern = Pattern::back_to_back;
+  // The barrier before each call of the patterns barrier and evict: "native" (PMPI_Barrier), or a
+  // collkit barrier algorithm, the one a program's MPI_Barrier runs under a table routing it.
+  std::string barrier = "native";
+  bool native_after_barrier = false;  // --native-after-barrier: native's calls after it too
   size_t llc = size_t{32} << 20;
   // The irregular collectives' points (--vectors): for them `count` below is a point's index.
   std::vector<std::vector<int64_t>> vectors;
@@ -326,13 +336,25 @@ struct Calls {
     asm volatile("" : : "r"(evict.data()) : "memory");
   }
 
+  // The barrier before a call timed alone: the MPI's own before the MPI's own call (the program
+  // without collkit), --barrier's before collkit's (the program under the table).
+  void sync(const std::string& algo) {
+    if ((algo == "native" && !s.native_after_barrier) || s.barrier == "native") {
+      PMPI_Barrier(s.comm);
+      return;
+    }
+    CallArgs a;
+    a.comm = s.comm;
+    call_collkit(Collective::barrier, a, s.barrier.c_str());
+  }
+
   // barrier and evict: `block` calls, each after its local work and a barrier, timed alone;
   // returns this rank's seconds in the calls.
   double alone(const std::string& algo, Buffers& b, long long count, long long block) {
     double t = 0;
     for (long long k = 0; k < block; ++k) {
       before_call();
-      PMPI_Barrier(s.comm);
+      sync(algo);
       const double t0 = MPI_Wtime();
       one(algo, b, count);
       t += MPI_Wtime() - t0;
@@ -564,12 +586,16 @@ void print_row(const Setup& s, const std::string& collective, const std::string&
   std::printf(
       "{\"kind\": \"row\", \"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, "
       "\"bytes\": %lld, \"count\": %lld, \"datatype\": \"%s\", \"block\": %lld, "
-      "\"sync\": \"%s\", \"pattern\": \"%s\", \"warmup\": %lld, \"rounds\": %lld, "
-      "\"interleaved\": %s, \"probe_rtt_ns_before\": %s, \"probe_rtt_ns_after\": %s",
+      "\"sync\": \"%s\", \"pattern\": \"%s\", \"barrier\": \"%s\", \"warmup\": %lld, "
+      "\"rounds\": %lld, \"interleaved\": %s, \"probe_rtt_ns_before\": %s, "
+      "\"probe_rtt_ns_after\": %s",
       collective.c_str(), json_escape(label).c_str(), s.size, s.row_bytes(count),
       s.row_bytes(count) / s.elem, s.type_name.c_str(), block, window ? "window" : "barrier",
-      pattern_name(s.pattern), warmup, rounds, interleave ? "true" : "false",
-      json_number(done.probe_first).c_str(), json_number(done.probe_last).c_str());
+      pattern_name(s.pattern),
+      (native && !s.native_after_barrier) || s.barrier == "native" ? ""
+                                                                   : json_escape(s.barrier).c_str(),
+      warmup, rounds, interleave ? "true" : "false", json_number(done.probe_first).c_str(),
+      json_number(done.probe_last).c_str());
   if (s.irregular()) std::printf(", \"point\": %lld", count);
   if (m.error != MPI_SUCCESS) {
     std::printf(", \"error\": \"%s\"}\n", json_escape(done.error_message).c_str());
@@ -711,6 +737,17 @@ int main(int argc, char** argv) {
     refusal = "--pattern rotate_root moves the root: it needs a rooted collective";
   else if (timed_alone(s.pattern) && window)
     refusal = "--pattern barrier and evict put a barrier before every call: not with --sync window";
+  s.barrier = args.get("barrier", "native");
+  s.native_after_barrier = args.flag("native-after-barrier");
+  if (refusal == nullptr && s.barrier != "native" && !timed_alone(s.pattern))
+    refusal = "--barrier names the barrier before each call of --pattern barrier and evict";
+  if (refusal == nullptr && s.barrier != "native") {
+    CallArgs a;
+    a.comm = s.comm;
+    int rc = call_collkit(Collective::barrier, a, s.barrier.c_str());
+    MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, s.comm);
+    if (rc != MPI_SUCCESS) refusal = "--barrier: collkit cannot run that barrier algorithm here";
+  }
   if (refusal != nullptr) {
     if (s.rank == 0) std::fprintf(stderr, "error: %s\n", refusal);
     MPI_Finalize();

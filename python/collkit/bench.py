@@ -72,6 +72,11 @@ class Campaign:
     block: int = 1
     sync: str = "barrier"
     pattern: str = "back_to_back"  # how the calls are made (results.PATTERNS, check_pattern)
+    # The barrier before each collkit call of the patterns barrier and evict: "" the MPI's, or
+    # the collkit barrier algorithm a table routes MPI_Barrier to (native keeps the MPI's, or
+    # with native_after_barrier runs after it too: what the barrier rule costs the MPI's calls).
+    barrier: str = ""
+    native_after_barrier: bool = False
     max_ms: int = 2000  # time budget per row
     validate: bool = True
     raw: bool = False
@@ -113,6 +118,7 @@ class Campaign:
         if self.sync not in ("barrier", "window"):
             raise InvalidArgumentError("sync must be 'barrier' or 'window'")
         check_pattern(self.pattern, self.collective, self.sync)
+        self.barrier = check_barrier(self.barrier, self.pattern)
         if self.iterations < 1 or self.warmup < 0 or self.block < 1:
             raise InvalidArgumentError("iterations and block must be >= 1, warmup >= 0")
         if not 1 <= self.rounds <= 100:
@@ -194,6 +200,25 @@ def check_pattern(pattern: str, collective: str, sync: str = "barrier") -> None:
         )
 
 
+def check_barrier(barrier: str, pattern: str) -> str:
+    """The barrier before each collkit call of `pattern` in canonical form ("" the MPI's); an
+    InvalidArgumentError for a name that is not a barrier algorithm or a pattern without one."""
+    if barrier in ("", "native"):
+        return ""
+    if pattern not in ("barrier", "evict"):
+        raise InvalidArgumentError(
+            f"a barrier between calls ({barrier[:40]!r}) needs the pattern barrier or evict"
+        )
+    name = barrier if ":" in barrier else f"barrier:{barrier}"
+    try:
+        algo = Algorithm(name)
+    except CollkitError as e:
+        raise InvalidArgumentError(f"the barrier between calls: {e}") from None
+    if algo.collective != "barrier":
+        raise InvalidArgumentError(f"{barrier[:40]!r} is not a barrier algorithm")
+    return str(algo.canonical)
+
+
 def _jobs(c: Campaign) -> list[tuple[list[str], bool]]:
     """The driver runs of one (P, placement): (algorithms, interleaved). Interleaved: native and
     every collkit candidate in one job. The MPI's own algorithms are forced through the
@@ -243,6 +268,7 @@ def run_campaign(
                 P: int = P,
                 alloc: str = alloc,
                 interleaved: bool = interleaved,
+                forced: bool = bool(force),
             ) -> Row:
                 # irregular: `size` is a point, its bytes the whole vector's
                 form = c.forms()[size] if c.irregular else ""
@@ -262,6 +288,9 @@ def run_campaign(
                     sync=c.sync,
                     block=c.block,
                     pattern=c.pattern,
+                    barrier=c.barrier
+                    if (algo != "native" or c.native_after_barrier) and not forced
+                    else "",
                     interleaved=interleaved,
                     attempt=c.attempt,
                 )
@@ -297,6 +326,8 @@ def run_campaign(
                 c.sync,
                 "--pattern",
                 c.pattern,
+                *(["--barrier", c.barrier] if c.barrier else []),
+                *(["--native-after-barrier"] if c.barrier and c.native_after_barrier else []),
                 "--max-ms",
                 str(c.max_ms),
                 "--root",
@@ -503,6 +534,7 @@ class BenchOptions:
     block: int = 1
     sync: str = "barrier"
     pattern: str = "back_to_back"
+    barrier: str = ""  # the barrier before each collkit call of barrier/evict ("" the MPI's)
     max_ms: int = 2000
     rounds: int = 3
     interleave: bool = True
@@ -562,6 +594,7 @@ def check_bench(opts: BenchOptions, *, mpi: MPI | None = None) -> BenchPlan:
             f"unknown collective '{opts.collective}' (one of {', '.join(COLLECTIVES)})"
         )
     check_pattern(opts.pattern, opts.collective, opts.sync)
+    check_barrier(opts.barrier, opts.pattern)
     if mpi is None:
         mpi = find_mpi(opts.mpiexec, opts.mpi_prefix)
     algos: list[str] = []
@@ -589,6 +622,7 @@ def check_bench(opts: BenchOptions, *, mpi: MPI | None = None) -> BenchPlan:
         block=opts.block,
         sync=opts.sync,
         pattern=opts.pattern,
+        barrier=opts.barrier,
         max_ms=opts.max_ms,
         validate=opts.validate,
         raw=opts.raw,

@@ -73,6 +73,9 @@ class Row:
     block: int = 1  # operations per timed block
     sync: str = "barrier"  # barrier | window
     pattern: str = "back_to_back"  # how the calls were made: one of PATTERNS
+    # The barrier before each call of the patterns barrier and evict: "" the MPI's own, or the
+    # collkit barrier algorithm a table routes MPI_Barrier to (a collkit candidate's rows only).
+    barrier: str = ""
     valid: bool | None = None  # result checked against the MPI's own call (None: not checked)
     error: str = ""  # why there are no statistics
     samples: list[float] = field(default_factory=list)  # per-iteration times, on request
@@ -109,6 +112,7 @@ class Row:
             self.sync,
             self.block,
             self.pattern,
+            self.barrier,
             self.interleaved,
             self.counts,
             self.attempt,  # last: collkit.tune.select.latest drops it

@@ -3,6 +3,8 @@ against the MPI's call, and gives rows that say their pattern."""
 
 from __future__ import annotations
 
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -118,3 +120,54 @@ def test_tune_measures_each_pattern_and_a_rule_wins_in_all(mpi: MPI, tmp_path: P
     before = (tmp_path / "t" / "tune.jsonl").read_text()
     tune(opts)
     assert (tmp_path / "t" / "tune.jsonl").read_text() == before
+
+
+def test_collkits_calls_run_after_the_barrier_a_table_routes_to(mpi: MPI, tmp_path: Path) -> None:
+    """--pattern barrier with a collkit barrier: the candidate's rows say it, native's keep the
+    MPI's barrier (the program without collkit); rows after another barrier are other rows."""
+    c = Campaign(
+        "bcast",
+        ["native", "bcast:binomial"],
+        [2],
+        [8, 1024],
+        iterations=10,
+        warmup=2,
+        max_ms=100,
+        rounds=1,
+        pattern="barrier",
+        barrier="barrier:dissemination",
+    )
+    store = ResultStore(tmp_path / "r.jsonl")
+    rows = run_campaign(c, mpi, store)
+    assert sorted((r.algorithm, r.bytes, r.barrier) for r in rows) == [
+        ("bcast:binomial", 8, "barrier:dissemination"),
+        ("bcast:binomial", 1024, "barrier:dissemination"),
+        ("native", 8, ""),
+        ("native", 1024, ""),
+    ]
+    assert all(not r.error and r.valid is not False for r in rows)
+    # After the MPI's barrier the candidate is measured again; native is not.
+    again = run_campaign(replace(c, barrier=""), mpi, ResultStore(tmp_path / "r.jsonl"))
+    assert sorted((r.algorithm, r.barrier) for r in again) == [("bcast:binomial", "")] * 2
+    # What the barrier costs the MPI's own calls after it: native after it too, other rows.
+    check = replace(c, algorithms=["native"], native_after_barrier=True)
+    behind = run_campaign(check, mpi, ResultStore(tmp_path / "r.jsonl"))
+    assert sorted((r.algorithm, r.barrier) for r in behind) == [
+        ("native", "barrier:dissemination")
+    ] * 2
+
+
+def test_the_driver_refuses_a_barrier_it_cannot_run(mpi: MPI) -> None:
+    from collkit.mpi import launch_command, launch_env
+
+    exe = str(build(mpi, ["collkit_bench"]) / "collkit_bench")
+    env, _ = launch_env(mpi, 2, {})
+    for extra, said in (
+        (["--pattern", "barrier", "--barrier", "barrier:nonsense"], "cannot run that barrier"),
+        (["--barrier", "barrier:tree"], "--barrier names the barrier"),
+    ):
+        args = [exe, "--collective", "bcast", "--algos", "native", "--sizes", "8", *extra]
+        p = subprocess.run(
+            launch_command(mpi, 2, args), env=env, capture_output=True, text=True, timeout=120
+        )
+        assert p.returncode != 0 and said in p.stderr, (p.returncode, p.stderr[-500:])

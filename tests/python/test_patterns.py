@@ -336,3 +336,130 @@ def test_an_empty_key_in_a_table_is_refused_like_any_unknown_key() -> None:
         validate({"format": "collkit-tuning", "version": 1, "rules": [rule]})
     with pytest.raises(InvalidArgumentError, match='unknown keys: ""'):
         validate({"format": "collkit-tuning", "version": 1, "rules": [], "": 0})
+
+
+# ---- the barrier before each call -------------------------------------------------------------
+
+
+def test_a_campaign_names_the_barrier_before_collkits_calls_or_a_clear_error() -> None:
+    c = Campaign("bcast", ["native", "binomial"], [2], [8], pattern="barrier", barrier="tree")
+    assert c.barrier == "barrier:tree"  # canonical: what a table rule says
+    assert (
+        Campaign("bcast", ["native"], [2], [8], pattern="barrier", barrier="native").barrier == ""
+    )
+    with pytest.raises(InvalidArgumentError, match="needs the pattern barrier or evict"):
+        Campaign("bcast", ["native"], [2], [8], barrier="barrier:tree")
+    for bad in ("allreduce:rd", "nonsense", "barrier:tree(k=x)"):
+        with pytest.raises(InvalidArgumentError):
+            Campaign("bcast", ["native"], [2], [8], pattern="barrier", barrier=bad)
+
+
+def test_the_barrier_is_part_of_a_rows_identity_and_old_rows_have_none(tmp_path: Path) -> None:
+    a = Row("bcast", "bcast:binomial", 2, 8, pattern="barrier", barrier="barrier:tree")
+    b = Row("bcast", "bcast:binomial", 2, 8, pattern="barrier")
+    assert a.key() != b.key()
+    store = ResultStore(tmp_path / "r.jsonl")
+    assert store.append(a) and store.append(b)
+    assert sorted(r.barrier for r in ResultStore(tmp_path / "r.jsonl")) == ["", "barrier:tree"]
+    old = {"collective": "bcast", "algorithm": "native", "P": 2, "bytes": 8, "pattern": "barrier"}
+    assert row_from_dict(old).barrier == ""
+
+
+def test_tune_keeps_the_rows_timed_after_the_barrier_in_effect() -> None:
+    from collkit.tune.campaign import after_barriers, table_barriers
+    from collkit.tune.table import Rule, Table
+
+    rows = [
+        Row("bcast", "native", 2, 8, pattern="barrier"),
+        Row("bcast", "native", 2, 8, pattern="barrier", barrier="barrier:tree"),  # a check's
+        Row("bcast", "bcast:binomial", 2, 8, pattern="barrier"),
+        Row("bcast", "bcast:binomial", 2, 8, pattern="barrier", barrier="barrier:tree"),
+        Row("bcast", "bcast:binomial", 2, 8, pattern="back_to_back"),
+        Row("bcast", "bcast:binomial", 4, 8, pattern="barrier"),
+    ]
+    kept = after_barriers(rows, {2: "barrier:tree"})
+    assert [(r.P, r.algorithm, r.pattern, r.barrier) for r in kept] == [
+        (2, "native", "barrier", ""),
+        (2, "bcast:binomial", "barrier", "barrier:tree"),
+        (2, "bcast:binomial", "back_to_back", ""),
+        (4, "bcast:binomial", "barrier", ""),  # no barrier rule at P = 4: the MPI's
+    ]
+    t = Table(rules=[Rule("barrier", (2, 3), (0, 0), "barrier:tree")])
+    assert table_barriers(t, [2, 3, 4]) == {2: "barrier:tree", 3: "barrier:tree", 4: ""}
+    assert table_barriers(None, [2]) == {}
+
+
+@pytest.mark.parametrize(
+    "slower", [{}, {"barrier:tree": 1.5}, {"barrier:tree": 1.5, "barrier:recexch": 1.5}]
+)
+def test_a_barrier_that_slows_the_mpis_calls_after_it_is_passed_over(
+    slower: dict[str, float], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """tune times the MPI's own bcast after each barrier that won alone, fastest first: one
+    that makes it 1.5x slower than after the MPI's barrier (no collkit bcast winning there) is
+    passed over for the next, and with none left the barrier stays the MPI's; each try times
+    bcast's barrier pattern after that barrier."""
+    import collkit.tune.campaign as camp
+    from collkit.tune.campaign import TuneOptions
+
+    runs: list[tuple[str, str, bool]] = []
+    rng = np.random.default_rng(1)
+
+    def fake_run(
+        c: Campaign, mpi: object, store: ResultStore, *a: object, **k: object
+    ) -> list[Row]:
+        runs.append((c.collective, c.barrier, c.native_after_barrier))
+        for name in c.algorithms:
+            after = c.barrier if (name != "native" or c.native_after_barrier) else ""
+            scale = slower.get(after, 1.0) if name == "native" else 1.0
+            store.append(
+                Row(
+                    c.collective,
+                    name,
+                    2,
+                    8 if c.collective != "barrier" else 0,
+                    datatype=c.datatype,
+                    pattern=c.pattern,
+                    barrier=after,
+                    interleaved=True,
+                    samples=list(scale * (1 + 0.01 * rng.random(50))),
+                )
+            )
+        return []
+
+    monkeypatch.setattr(camp, "run_campaign", fake_run)
+    monkeypatch.setattr(
+        camp, "barrier_winners", lambda *a: {2: ["barrier:tree", "barrier:recexch"]}
+    )
+    opts = TuneOptions(
+        ["barrier", "bcast"],
+        [2],
+        [8],
+        patterns=["barrier"],
+        mpi_algorithms=False,
+        only=["binomial"],
+    )
+    barriers: dict[int, str] = {}
+    harmed: dict[int, list[tuple[str, list[tuple[str, int, float]]]]] = {}
+    store = ResultStore(tmp_path / "t.jsonl")
+    camp.measure(opts, object(), store, barriers=barriers, harmed=harmed)  # type: ignore[arg-type]
+    bcast = [(b, n) for c, b, n in runs if c == "bcast"]
+    if not slower:
+        assert barriers == {2: "barrier:tree"} and harmed == {}
+        assert bcast == [("barrier:tree", False), ("barrier:tree", True)]
+    elif len(slower) == 1:
+        assert barriers == {2: "barrier:recexch"}
+        ((b, ((coll, nbytes, x),)),) = harmed[2]
+        assert (b, coll, nbytes) == ("barrier:tree", "bcast", 8) and 1.4 < x < 1.6
+        assert bcast == [
+            ("barrier:tree", False),
+            ("barrier:tree", True),
+            ("barrier:recexch", False),
+            ("barrier:recexch", True),
+        ]
+    else:
+        assert barriers == {2: ""} and [b for b, _ in harmed[2]] == [
+            "barrier:tree",
+            "barrier:recexch",
+        ]
+        assert bcast[-1] == ("", False)  # timed again after the MPI's barrier

@@ -427,8 +427,9 @@ def test_tune_times_blocks_of_back_to_back_calls_and_never_mixes_them_with_singl
     assert table.block == 8
     (rule,) = table.rules
     # The evidence is the block-8 rows' (medians of 8-call blocks), not the single calls'.
-    (native8,) = [x["median_us"] for x in by_block[8] if x["algorithm"] == "native"]
-    assert rule.native_median_us == pytest.approx(native8, rel=1e-3)
+    # (one native row per attempt: a suspect candidate is measured again with native beside it)
+    native8 = [x["median_us"] for x in by_block[8] if x["algorithm"] == "native"]
+    assert any(rule.native_median_us == pytest.approx(x, rel=1e-3) for x in native8), native8
 
 
 @pytest.mark.mpi

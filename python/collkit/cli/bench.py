@@ -149,6 +149,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "their total past the last-level cache), evict (caches evicted before each call, not "
         "timed: IMB's -off_cache -1); the rows record it",
     )
+    p.add_argument(
+        "--barrier",
+        default="",
+        metavar="ALGO",
+        help="with --pattern barrier or evict: the barrier before each collkit call, a collkit "
+        "barrier algorithm (barrier:tree ...), as a program's MPI_Barrier runs under a table "
+        "that routes it; native keeps the MPI's own barrier (the default, and always native's)",
+    )
     p.add_argument("--max-ms", type=int, default=2000, help="time budget per row (default 2000)")
     p.add_argument(
         "--rounds",
@@ -270,6 +278,7 @@ def options_of(args: argparse.Namespace) -> BenchOptions:
         block=args.block,
         sync=args.sync,
         pattern=args.pattern,
+        barrier=args.barrier,
         max_ms=args.max_ms,
         rounds=args.rounds,
         interleave=not args.no_interleave,

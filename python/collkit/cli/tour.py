@@ -397,6 +397,7 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
         "(the chosen rules against native, interleaved in one job per pattern)"
     )
     (tuned / "check.jsonl").unlink(missing_ok=True)  # a fresh measurement each tour
+    barrier = table.lookup("barrier", 2, 0)
     rows_of: dict[str, list[Row]] = {}
     normalize = None
     for pattern in patterns:
@@ -410,6 +411,8 @@ def check_rules(console: Console, mpi: MPI, tuned: Path, sizes: list[int]) -> Pa
             rounds=3,
             block=table.block,  # timed as tune timed them
             pattern=pattern,
+            # collkit's calls after the barrier the table routes a program's MPI_Barrier to
+            barrier=barrier if pattern in ("barrier", "evict") else "",
             out=str(tuned / "check.jsonl"),
             plot=False,
         )

@@ -11,10 +11,10 @@ import datetime as _dt
 import functools
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from collkit.algorithms import Algorithm, algorithms
+from collkit.algorithms import Algorithm, algorithms, is_mpi_algorithm
 from collkit.analysis.bruck import candidate_radixes
 from collkit.analysis.recmult.model import PipelinedPostal
 from collkit.analysis.recmult.rank import rank_schedules
@@ -25,7 +25,8 @@ from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
 from collkit.progress import Ticker
 from collkit.results import PATTERNS, ResultStore, Row
-from collkit.tune.select import latest, shape_of
+from collkit.tune.select import choose, compare, is_win, latest, shape_of
+from collkit.tune.table import Table
 
 # The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
 # only the
@@ -268,12 +269,26 @@ def measure(
     store: ResultStore,
     progress: Callable[[str, Row | None], None] | None = None,
     ticker: Ticker | None = None,
+    *,
+    barriers: dict[int, str] | None = None,
+    routing_us: float = 0.0,
+    harmed: dict[int, list[tuple[str, list[tuple[str, int, float]]]]] | None = None,
 ) -> list[Row]:
     """Runs what the campaign still misses; returns the campaign's rows (old and new). Every
     campaign is planned first, so `ticker` knows the rows to come from the start (re-measured
-    suspects are added when they are found)."""
+    suspects are added when they are found).
+
+    The patterns barrier and evict time a collkit call after the barrier the table will route a
+    program's MPI_Barrier to (the native call after the MPI's own: the program without collkit),
+    since a call right after a barrier starts where that barrier left the ranks: `barriers` (P
+    -> the collkit barrier algorithm, from the folder's table), and when barrier is among the
+    collectives it is tuned first and its winners are those barriers (written into `barriers`);
+    a winner that slows a call the table leaves to the MPI is passed over for the next
+    (`harmed`: P -> each barrier passed over and the (collective, bytes, slowdown) it cost)."""
+    barriers = {} if barriers is None else barriers  # updated in place: the caller's table
+    harmed = {} if harmed is None else harmed
     plan: list[Campaign] = []
-    for coll in opts.collectives:
+    for coll in sorted(opts.collectives, key=lambda c: c != "barrier"):
         for P in opts.P:
             own = candidates(
                 coll,
@@ -321,10 +336,187 @@ def measure(
                     )
     if ticker:
         ticker.grow(sum(planned_rows(c) for c in plan))
+    tuned_barrier = "barrier" in opts.collectives
+    chosen = False
+    winners: dict[int, list[str]] = {}
+    after: list[Campaign] = []  # the campaigns timed after a barrier
     for c in plan:
+        if c.collective != "barrier" and tuned_barrier and not chosen:
+            chosen = True
+            winners = barrier_winners(opts, store, routing_us)
+            barriers.update({P: w[0] if w else "" for P, w in winners.items()})
+        if c.collective != "barrier" and c.pattern in ("barrier", "evict"):
+            after.append(c)
+            c = replace(c, barrier=barriers.get(c.P[0], ""))
+            if c.barrier and progress:
+                progress(f"{c.collective} P={c.P[0]} {c.pattern}: after {c.barrier}", None)
         run_campaign(c, mpi, store, progress, ticker)
         remeasure_suspects(c, mpi, store, progress, ticker)
-    return campaign_rows(opts, store)
+    if tuned_barrier:
+        # A barrier rule must not make a call after it slower than after the MPI's barrier
+        # where the table leaves that call to the MPI (in IMB, MPICH's own allreduce took 1.5x
+        # and its bcast 1.1-2.4x their time after collkit's barrier, collkit's allreduce 1.6x
+        # after MPICH's: docs/tuning.md). The barriers that won alone are tried fastest first,
+        # at most MAX_BARRIERS; the first that slows nothing is the rule, else the MPI's barrier,
+        # and each try times the barrier patterns after it. Barriers are per P, whatever the shape.
+        for P in sorted({c.P[0] for c in after if winners.get(c.P[0])}):
+            mine = [c for c in after if c.P[0] == P]
+            tries: list[tuple[str, list[tuple[str, int, float]]]] = []
+            for k, b in enumerate(winners[P][:MAX_BARRIERS]):
+                barriers[P] = b
+                if k > 0:
+                    run_after(mine, b, mpi, store, progress, ticker)
+                hurt = barrier_harm(opts, mine, b, mpi, store, progress, ticker, routing_us)
+                if not hurt:
+                    break
+                tries.append((b, hurt))
+            else:
+                barriers[P] = ""
+                run_after(mine, "", mpi, store, progress, ticker)
+            if tries:
+                harmed[P] = tries
+    return campaign_rows(opts, store, barriers)
+
+
+MAX_BARRIERS = 3  # barrier candidates tune tries, fastest first, before it keeps the MPI's
+
+
+def run_after(
+    campaigns: list[Campaign],
+    barrier: str,
+    mpi: MPI,
+    store: ResultStore,
+    progress: Callable[[str, Row | None], None] | None,
+    ticker: Ticker | None,
+) -> None:
+    """The campaigns timed again after `barrier` ("": the MPI's)."""
+    for c in campaigns:
+        again = replace(c, barrier=barrier)
+        if progress:
+            progress(
+                f"{c.collective} P={c.P[0]} {c.pattern}: after {barrier or 'the MPI barrier'}", None
+            )
+        if ticker:
+            ticker.grow(planned_rows(again))
+        run_campaign(again, mpi, store, progress, ticker)
+        remeasure_suspects(again, mpi, store, progress, ticker)
+
+
+def barrier_harm(
+    opts: TuneOptions,
+    campaigns: list[Campaign],
+    barrier: str,
+    mpi: MPI,
+    store: ResultStore,
+    progress: Callable[[str, Row | None], None] | None,
+    ticker: Ticker | None,
+    routing_us: float = 0.0,
+) -> list[tuple[str, int, float]]:
+    """(collective, bytes, slowdown) where no collkit candidate wins after `barrier` (so the
+    table leaves the call to the MPI) and the MPI's own call after it is slower than after the
+    MPI's barrier: a one-sided Mann-Whitney test (p < --alpha) and the bootstrap interval of the
+    slowdown above 1 + --min-gain, as for a win."""
+    hurt: list[tuple[str, int, float]] = []
+    for c in campaigns:
+        check = replace(c, algorithms=["native"], barrier=barrier, native_after_barrier=True)
+        if progress:
+            progress(f"{c.collective} P={c.P[0]}: the MPI's own call after {barrier}", None)
+        if ticker:
+            ticker.grow(planned_rows(check))
+        run_campaign(check, mpi, store, progress, ticker)
+        P = c.P[0]
+        mine = [
+            r
+            for r in after_barriers(campaign_rows(opts, store), {P: barrier})
+            if r.collective == c.collective and r.P == P
+        ]
+        routed = {
+            (ch.bytes, (ch.nodes, ch.ppn))
+            for ch in choose(
+                mine,
+                alpha=opts.alpha,
+                min_gain=opts.min_gain,
+                routing_us=routing_us,
+                patterns={c.collective: patterns_for(opts, c.collective)},
+                decide_by=opts.decide_by,
+            )
+            if ch.collkit is not None
+        }
+        rows = [
+            r
+            for r in latest(store)
+            if r.collective == c.collective
+            and r.P == P
+            and r.pattern == c.pattern
+            and r.algorithm == "native"
+            and r.block == c.block
+            and r.datatype == c.datatype
+            and not r.error
+        ]
+        for nbytes, alloc in sorted({(r.bytes, r.allocation) for r in rows}):
+            same = [r for r in rows if r.bytes == nbytes and r.allocation == alloc]
+            if (nbytes, shape_of(alloc, P)) in routed:
+                continue  # collkit's call runs there, after collkit's barrier: it won so
+            plain = [r for r in same if r.barrier == ""]
+            behind = [r for r in same if r.barrier == barrier]
+            if not plain or not behind:
+                continue
+            if len(plain[-1].samples) < 5 or len(behind[-1].samples) < 5:
+                continue
+            # one job each (the MPI's barrier and collkit's cannot alternate inside one native
+            # row): the samples' test and the speedup's interval, no rounds
+            cmp = compare("native", plain[-1].samples, behind[-1].samples)
+            if cmp.p_value < opts.alpha and cmp.ci95[0] > 1.0 + opts.min_gain:
+                hurt.append((c.collective, nbytes, cmp.speedup))
+    return hurt
+
+
+def barrier_winners(
+    opts: TuneOptions, store: ResultStore, routing_us: float
+) -> dict[int, list[str]]:
+    """P -> the collkit barriers the measured barrier rows say win alone, the fastest first."""
+    rows = [r for r in campaign_rows(opts, store) if r.collective == "barrier"]
+    out: dict[int, list[str]] = {}
+    for ch in choose(
+        rows,
+        alpha=opts.alpha,
+        min_gain=opts.min_gain,
+        routing_us=routing_us,
+        patterns={"barrier": patterns_for(opts, "barrier")},
+        decide_by=opts.decide_by,
+    ):
+        wins = [
+            c
+            for c in ch.candidates
+            if is_win(c, opts.alpha, opts.min_gain) and not is_mpi_algorithm(c.algorithm)
+        ]
+        out[ch.P] = [c.algorithm for c in sorted(wins, key=lambda c: -c.speedup)]
+    return out
+
+
+def after_barriers(rows: Iterable[Row], barriers: dict[int, str]) -> list[Row]:
+    """`rows` less the collkit rows of the patterns barrier and evict timed after another
+    barrier than the one in effect at their P (`barriers`: P -> algorithm, "" the MPI's), and
+    the native rows timed after a collkit barrier (barrier_harm's: the reference is native
+    after the MPI's)."""
+    return [
+        r
+        for r in rows
+        if r.collective == "barrier"
+        or r.pattern not in ("barrier", "evict")
+        or (r.barrier == "" if r.algorithm == "native" else r.barrier == barriers.get(r.P, ""))
+    ]
+
+
+def table_barriers(table: Table | None, Ps: list[int]) -> dict[int, str]:
+    """P -> the collkit barrier `table` routes MPI_Barrier to at P ("": the MPI's own)."""
+    if table is None:
+        return {}
+    out = {}
+    for P in Ps:
+        algo = table.lookup("barrier", P, 0)
+        out[P] = "" if algo == "native" else algo
+    return out
 
 
 def remeasure_suspects(
@@ -348,6 +540,7 @@ def remeasure_suspects(
             and r.algorithm in c.algorithms
             and r.block == c.block
             and r.pattern == c.pattern
+            and r.barrier in ("", c.barrier)
             and r.interleaved
             and (c.nodes is None or shape_of(r.allocation, r.P)[0] == c.nodes)
         ]
@@ -373,9 +566,13 @@ def remeasure_suspects(
             run_campaign(again, mpi, store, progress, ticker)
 
 
-def campaign_rows(opts: TuneOptions, store: ResultStore) -> list[Row]:
+def campaign_rows(
+    opts: TuneOptions, store: ResultStore, barriers: dict[int, str] | None = None
+) -> list[Row]:
+    """The folder's rows of this campaign; with `barriers`, a collkit row of the patterns
+    barrier and evict only where it was timed after the barrier in effect at its P."""
     out = []
-    for r in store:
+    for r in store if barriers is None else after_barriers(store, barriers):
         if (
             r.collective in opts.collectives
             and r.P in opts.P
@@ -473,6 +670,8 @@ def folder_rows(
 __all__ = [
     "PATTERNS",
     "TuneOptions",
+    "after_barriers",
+    "barrier_winners",
     "by_element_type",
     "campaign_rows",
     "candidates",
@@ -483,4 +682,5 @@ __all__ = [
     "measure",
     "patterns_for",
     "simulate_rows",
+    "table_barriers",
 ]

@@ -29,6 +29,7 @@ from collkit.results import ResultStore, Row
 from collkit.sim import Model
 from collkit.tune.campaign import (
     TuneOptions,
+    after_barriers,
     check_only,
     check_patterns,
     default_patterns,
@@ -37,6 +38,7 @@ from collkit.tune.campaign import (
     measure,
     patterns_for,
     simulate_rows,
+    table_barriers,
 )
 from collkit.tune.select import Choice, choose, rules
 from collkit.tune.table import MAX_BLOCK, Rule, Table, load, save
@@ -87,6 +89,26 @@ class TuneResult:
     routing_us: float
     kept: list[Rule] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+def routing(opts: TuneOptions, mpi: MPI, note: Callable[[str], None]) -> float:
+    """µs a call pays for the interposition library's routing (--routing-us, else measured)."""
+    from collkit.mpi.routing import routing_cost_us
+
+    how = "--routing-us"
+    routing_us = 0.0
+    if opts.routing_us is not None:
+        routing_us = opts.routing_us
+    else:
+        try:
+            routing_us, how = routing_cost_us(mpi), "measured now"
+        except CollkitError as e:
+            how = f"not measured ({str(e)[:200]}): collkit's own calls compared"
+    note(
+        f"routing: {routing_us * 1e3:.0f} ns a call through libcollkit_pmpi ({how}), added "
+        "to every collkit candidate"
+    )
+    return routing_us
 
 
 def check_simulation_fits(Ps: list[int], model: str | None = None) -> None:
@@ -392,37 +414,52 @@ def run(
             elif row.error:
                 message(f"  {row.algorithm} {row.bytes:>9} B  error: {row.error[:80]}")
 
+        routing_us = 0.0
+        barriers: dict[int, str] = {}
+        harmed: dict[int, list[tuple[str, list[tuple[str, int, float]]]]] = {}
         if model is not None:
             assert opts.simulate is not None
             rows = simulate_rows(opts, opts.simulate, plan.params, store, on_row, ticker)
         else:
             assert mpi is not None
-            rows = measure(opts, mpi, store, on_row, ticker)
-    routing_us = 0.0
-    if mpi is not None:
-        from collkit.mpi.routing import routing_cost_us
-
-        how = "--routing-us"
-        if opts.routing_us is not None:
-            routing_us = opts.routing_us
-        else:
-            try:  # the rows are measured: a failure here must not lose them
-                routing_us, how = routing_cost_us(mpi), "measured now"
-            except CollkitError as e:
-                how = f"not measured ({str(e)[:200]}): collkit's own calls compared"
-        note(
-            f"routing: {routing_us * 1e3:.0f} ns a call through libcollkit_pmpi ({how}), added "
-            "to every collkit candidate"
-        )
+            routing_us = routing(opts, mpi, note)
+            barriers = table_barriers(old, opts.P)
+            rows = measure(
+                opts,
+                mpi,
+                store,
+                on_row,
+                ticker,
+                barriers=barriers,
+                routing_us=routing_us,
+                harmed=harmed,
+            )
+            for P, tries in sorted(harmed.items()):
+                for b, hurt in tries:
+                    note(
+                        f"barrier at P={P}: {b} won alone but calls the table leaves to the MPI "
+                        "were slower after it than after the MPI's barrier ("
+                        + ", ".join(f"{c} {n} B {x:.2f}x" for c, n, x in hurt[:6])
+                        + (f", {len(hurt) - 6} more" if len(hurt) > 6 else "")
+                        + "): passed over"
+                    )
+                chosen = barriers.get(P, "")
+                note(
+                    f"barrier at P={P}: "
+                    + (f"{chosen} (timed after it: nothing slower)" if chosen else "the MPI's own")
+                )
     mine = {(r.collective, r.P, r.bytes) for r in rows}
     # The files are chosen from every row of the folder made this way, not only this run's:
     # a campaign of bcast into a folder that holds allreduce keeps allreduce's rules.
-    every = folder_rows(
-        store,
-        source="simulated" if model is not None else "measured",
-        mpi=model.describe() if model is not None else label,
-        block=opts.block,
-        machine=None if model is not None else plan.machine,
+    every = after_barriers(
+        folder_rows(
+            store,
+            source="simulated" if model is not None else "measured",
+            mpi=model.describe() if model is not None else label,
+            block=opts.block,
+            machine=None if model is not None else plan.machine,
+        ),
+        barriers,
     )
     if mpi is not None:
         note(
@@ -442,6 +479,10 @@ def run(
         patterns={c: patterns_for(opts, c) for c in opts.collectives} if mpi else None,
         decide_by=opts.decide_by,
     )
+    for ch in choices:  # the barrier measure kept (a faster one slowed calls after it)
+        if ch.collective == "barrier" and ch.P in harmed:
+            chosen = barriers.get(ch.P, "")
+            ch.collkit = next((c for c in ch.candidates if c.algorithm == chosen), None)
     shown = [c for c in choices if (c.collective, c.P, c.bytes) in mine]
     result = TuneResult(shown, choices, rows, None, [], label, routing_us, notes=notes)
     if not shown:
