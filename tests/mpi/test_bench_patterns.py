@@ -152,9 +152,10 @@ def test_collkits_calls_run_after_the_barrier_a_table_routes_to(mpi: MPI, tmp_pa
     # What the barrier costs the MPI's own calls after it: native after it too, other rows.
     check = replace(c, algorithms=["native"], native_after_barrier=True)
     behind = run_campaign(check, mpi, ResultStore(tmp_path / "r.jsonl"))
-    assert sorted((r.algorithm, r.barrier) for r in behind) == [
-        ("native", "barrier:dissemination")
-    ] * 2
+    assert (
+        sorted((r.algorithm, r.barrier) for r in behind)
+        == [("native", "barrier:dissemination")] * 2
+    )
 
 
 def test_the_driver_refuses_a_barrier_it_cannot_run(mpi: MPI) -> None:
