@@ -42,6 +42,23 @@ def test_every_form_verifies_and_simulates(form: str, capsys: pytest.CaptureFixt
     assert row["P"] == 4
 
 
+def test_a_simulated_row_says_its_form_and_the_whole_vectors_bytes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As bench's rows: `counts` the form, `count` and `bytes` the whole vector's (alltoallv: the
+    whole matrix's), in a single run and in a sweep."""
+    assert main(["simulate", "allgatherv:ring", "-P", "4", "--counts", "1, 0,5,2", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert (row["counts"], row["count"], row["bytes"]) == ("1,0,5,2", 8, 64)
+    argv = ["simulate", "alltoallv:linear", "-P", "3,4", "--counts", "equal(2)", "--json"]
+    assert main([*argv, "--elem-size", "4"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(r["P"], r["counts"], r["count"], r["bytes"]) for r in rows] == [
+        (3, "equal(2)", 18, 72),
+        (4, "equal(2)", 32, 128),
+    ]
+
+
 def test_export_and_show_carry_the_vector(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "alltoallv:pairwise", "-P", "3", "--counts", "random(5,3)"]) == 0
     s = collkit.io.from_text(capsys.readouterr().out)

@@ -57,7 +57,7 @@ from collkit.cli._common import (
     problem_counts,
 )
 from collkit.errors import CollkitError, InvalidArgumentError
-from collkit.results import row_to_json
+from collkit.results import Row, row_to_json
 from collkit.simulate import (
     LOCAL_PARAMS,
     MODELS,
@@ -255,7 +255,7 @@ def _sweep(
         except MemoryError:
             print(f"collkit simulate: skipped {what}: not enough memory", file=sys.stderr)
             continue
-        print(row_to_json(res.to_row()), flush=True)
+        print(row_to_json(_row(res, args, vec)), flush=True)
         ran += 1
     if ran == 0:
         return _fail("nothing simulated: every run of the sweep was skipped")
@@ -271,6 +271,17 @@ def profile_params(path: str, model: str, stat: str, elem_size: int) -> dict[str
     prof = load_profile(input_file(path, "--profile"))
     dt = {8: "double", 4: "float", 1: "char"}.get(elem_size, "double")
     return dict(prof.params(model, stat=stat, datatype=dt))
+
+
+def _row(res: Any, args: argparse.Namespace, vec: list[int] | None) -> Row:
+    """The result's row; with --counts it says the form and, as bench's rows do, the count and
+    bytes of the whole vector (alltoallv: the whole matrix), not its largest entry."""
+    row: Row = res.to_row()
+    if vec is not None and args.counts is not None:
+        row.count = sum(vec)
+        row.bytes = row.count * args.elem_size
+        row.counts = "".join(args.counts.text.split())
+    return row
 
 
 def _fail(msg: str) -> int:
@@ -465,7 +476,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         return _fail(f"cannot write {e.filename}: {e.strerror}")
     if args.json:
-        print(row_to_json(res.to_row()))
+        print(row_to_json(_row(res, args, vec if args.file is None else None)))
         return 0
     print(res.summary())
     if args.per_rank:
