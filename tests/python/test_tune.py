@@ -659,11 +659,11 @@ def test_open_mpi_rules_name_every_collective_by_its_id_or_leave_it_out() -> Non
     choices = [
         Choice("gather", 4, 64, "measured", None, comparison("gather:binomial"), []),
         Choice("allgather", 4, 64, "measured", None, comparison("allgather:ring"), []),
-        Choice("allgatherv", 4, 64, "measured", None, comparison("allgather:ring"), []),
+        Choice("gatherv", 4, 64, "measured", None, comparison("gatherv:linear"), []),
     ]
     text = openmpi_rules(choices)
     assert "\n0  # allgather\n" in text and "\n9  # gather\n" in text
-    assert "# allgatherv: no coll/tuned rules id" in text and "2  # collectives" in text
+    assert "# gatherv: no coll/tuned rules id" in text and "2  # collectives" in text
 
 
 # ---- the output folder: never a lost rule, a lost file or a traceback (--simulate, no MPI) ----

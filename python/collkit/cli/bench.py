@@ -112,8 +112,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="LIST",
         help="bytes per rank: 8B..1MiB (powers of two), 8,64,1KiB (default 8); for an "
-        "irregular collective without --counts, bytes per block (alltoallv: per pair), each "
-        "size measured as the count vector equal(size / element size)",
+        "irregular collective without --counts, bytes per block (or per pair), each size "
+        "measured as the count vector equal(size / element size)",
     )
     p.add_argument(
         "--counts",
@@ -121,11 +121,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FORM",
-        help="an irregular collective's count vector (allgatherv, alltoallv, gatherv, "
-        "scatterv, reduce_scatter), in elements, drawn for each P: 1,0,5 (P entries; "
-        "alltoallv P^2), equal(n), random(seed,max), skewed(max[,seed]), zeros-but-one[(n[,k])]; "
+        help="the count vector of a collective whose MPI call takes counts (`collkit "
+        "algorithms` lists them), in elements, drawn for each P: 1,0,5 (P entries; P^2 for "
+        "one with a count per pair), equal(n), random(seed,max), skewed(max[,seed]), "
+        "zeros-but-one[(n[,k])]; "
         "repeat it to measure several, each in place of a size (not with --sizes). The rows "
-        "say the form (`counts`) and, as `bytes`, the whole vector's bytes (alltoallv: the P x "
+        "say the form (`counts`) and, as `bytes`, the whole vector's bytes (per pair: the P x "
         "P matrix's)",
     )
     p.add_argument("--datatype", default="", help="double, float, int, char")
