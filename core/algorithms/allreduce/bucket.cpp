@@ -24,63 +24,17 @@
 #include <vector>
 
 #include "../phases/blocks.hpp"
+#include "../phases/torus.hpp"
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
 namespace {
 
-// Sizes of the torus, "P" for one ring (an empty list).
-std::vector<int64_t> parse_dims(std::string_view text, std::string_view who) {
-  std::vector<int64_t> out;
-  if (text == "P") return out;
-  size_t i = 0;
-  while (i <= text.size()) {
-    const size_t j = std::min(text.find('x', i), text.size());
-    const std::string_view tok = text.substr(i, j - i);
-    int64_t v = 0;
-    bool ok = !tok.empty() && tok.size() <= 10;
-    for (const char c : tok) {
-      ok = ok && c >= '0' && c <= '9';
-      if (ok) v = v * 10 + (c - '0');
-    }
-    if (!ok || v < 1 || v > (int64_t{1} << 31))
-      fail(ErrorKind::name, std::string(who) + ": dims = '" + std::string(text) +
-                                "' must be P or the sizes of a torus, each in [1, 2^31], as 8x8");
-    out.push_back(v);
-    if (out.size() > 8)
-      fail(ErrorKind::name,
-           std::string(who) + ": dims = '" + std::string(text) + "' has more than 8 dimensions");
-    i = j + 1;
-  }
-  return out;
-}
-
-struct Torus {
-  std::vector<int64_t> dims, stride;
-};
+using phases::Torus;
 
 std::any prepare_bucket(const GenArgs& a) {
-  const int64_t P = a.header.P;
-  Torus g;
-  g.dims = parse_dims(a.params->word("dims"), a.header.algorithm);
-  if (g.dims.empty()) g.dims = {P};
-  int64_t prod = 1;
-  for (const int64_t d : g.dims) {
-    if (prod > P / d) {
-      prod = -1;  // more than P, and no overflow
-      break;
-    }
-    prod *= d;
-  }
-  if (prod != P)
-    fail(ErrorKind::unsupported, a.header.algorithm + ": dims = '" + a.params->word("dims") +
-                                     "' hold " + (prod < 0 ? "more than P" : std::to_string(prod)) +
-                                     " ranks, not P = " + std::to_string(P));
-  const size_t D = g.dims.size();
-  g.stride.assign(D, 1);
-  for (size_t i = D - 1; i-- > 0;) g.stride[i] = g.stride[i + 1] * g.dims[i + 1];
-  return g;
+  return phases::torus_of(a, false);
 }
 
 // One dimension's ring as a rank takes part in it: the part of `out` it cuts and where the rank
@@ -153,7 +107,8 @@ void generate_bucket(const GenArgs& a, RankBuilder& b) {
 
 Cost cost_bucket(const CostArgs& a) {
   if (a.P <= 1) return {};
-  std::vector<int64_t> dims = parse_dims(a.params->word("dims"), "allreduce:bucket");
+  std::vector<int64_t> dims =
+      phases::parse_torus_dims(a.params->word("dims"), "allreduce:bucket", false);
   if (dims.empty()) dims = {a.P};
   Cost c;
   double part = a.bytes;
@@ -184,7 +139,10 @@ const Registrar reg{{
                 .doc = "the torus the ranks lie on, row-major, any sizes, as 8x8 or 3x4 (the "
                        "product must be P); P: one ring",
                 .grid = {"P", "4x2", "2x2x2", "3x4", "4x3"},
-                .check = [](std::string_view d) { parse_dims(d, "allreduce:bucket"); }}},
+                .check =
+                    [](std::string_view d) {
+                      phases::parse_torus_dims(d, "allreduce:bucket", false);
+                    }}},
     .restrictions = {.commutative_op = true, .power_of_two = false, .min_P = 1},
     .prepare = prepare_bucket,
     .generate = generate_bucket,

@@ -23,9 +23,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../phases/blocks.hpp"
+#include "../phases/torus.hpp"
 #include "collkit/error.hpp"
 #include "collkit/registry.hpp"
 
@@ -46,51 +48,13 @@ struct Swing {
   int64_t steps() const { return static_cast<int64_t>(dim_of.size()); }
 };
 
-std::vector<int64_t> parse_dims(std::string_view text, std::string_view who) {
-  std::vector<int64_t> out;
-  if (text == "P") return out;
-  size_t i = 0;
-  while (i <= text.size()) {
-    const size_t j = std::min(text.find('x', i), text.size());
-    const std::string_view tok = text.substr(i, j - i);
-    int64_t v = 0;
-    bool ok = !tok.empty() && tok.size() <= 10;
-    for (const char c : tok) {
-      ok = ok && c >= '0' && c <= '9';
-      v = v * 10 + (c - '0');
-    }
-    if (!ok || v < 1 || v > (int64_t{1} << 31) || !std::has_single_bit(static_cast<uint64_t>(v)))
-      fail(ErrorKind::name, std::string(who) + ": dims = '" + std::string(text) +
-                                "' must be P or sizes of a torus, each a power of two, as 8x8");
-    out.push_back(v);
-    if (out.size() > 8)
-      fail(ErrorKind::name,
-           std::string(who) + ": dims = '" + std::string(text) + "' has more than 8 dimensions");
-    i = j + 1;
-  }
-  return out;
-}
-
 std::any prepare_swing(const GenArgs& a) {
   const int64_t P = a.header.P;
   Swing g;
-  g.dims = parse_dims(a.params->word("dims"), a.header.algorithm);
-  if (g.dims.empty()) g.dims = {P};
-  int64_t prod = 1;
-  for (const int64_t d : g.dims) {
-    if (prod > P / d) {
-      prod = -1;  // more than P, and no overflow
-      break;
-    }
-    prod *= d;
-  }
-  if (prod != P)
-    fail(ErrorKind::unsupported, a.header.algorithm + ": dims = '" + a.params->word("dims") +
-                                     "' hold " + (prod < 0 ? "more than P" : std::to_string(prod)) +
-                                     " ranks, not P = " + std::to_string(P));
+  phases::Torus t = phases::torus_of(a, true);
+  g.dims = std::move(t.dims);
+  g.stride = std::move(t.stride);
   const size_t D = g.dims.size();
-  g.stride.assign(D, 1);
-  for (size_t i = D - 1; i-- > 0;) g.stride[i] = g.stride[i + 1] * g.dims[i + 1];
   // As the authors' compute_peers: dimension (s + o) mod D, skipping those whose lg d steps
   // are done, each at its own next step. (The library's own step (s + finished) / D is that
   // count for tori of equal sizes; for unequal ones it repeats a step: 2x16 gets rho(2) twice.)
@@ -222,7 +186,10 @@ const Registrar reg{{
                 .doc = "the torus the ranks lie on, row-major, each size a power of two, as "
                        "8x8 (the product must be P); P: one ring",
                 .grid = {"P", "2x2", "4x2"},
-                .check = [](std::string_view d) { parse_dims(d, "allreduce:swing"); }}},
+                .check =
+                    [](std::string_view d) {
+                      phases::parse_torus_dims(d, "allreduce:swing", true);
+                    }}},
     .restrictions = {.commutative_op = true, .power_of_two = true},
     .prepare = prepare_swing,
     .generate = generate_swing,
