@@ -138,7 +138,8 @@ def main() -> None:
         f"- date: {start}; load (1-minute average) per run in the table\n"
         f"- {args.mb:g} MB of doubles, one MPI_Op_create sum, root 0, {args.calls} call(s) a run, "
         f"{args.pairs} runs each, interleaved "
-        + ("A B A B (A: `--before`, a build of the tree before the channel window; B: this tree)"
+        + ("A B A B (A: `--before`, a build whose loop tries every started message; B: this "
+           "tree's, which tries at most the ring's window a channel)"
            if "A" in builds else "(B: this tree)")
         + "; B / A: median of the pairs' ratios; tries, passes: rank 0's per shared-memory "
         "message; most waiting: rank 0's most messages started and unable to move at once\n\n"
