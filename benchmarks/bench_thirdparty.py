@@ -659,13 +659,43 @@ def first_commands(runs: list[dict[str, Any]], key: dict[str, Any]) -> list[str]
     return [next((r["command"] for r in first if r["way"] == w), "") for w in (*WAYS, ROUTES)]
 
 
+# The tune pattern that times calls the way each IMB variant makes them (docs/tuning.md,
+# "Patterns"): the rule's speedup in it is tune's prediction of that variant's ratio.
+VARIANT_PATTERN = {
+    "default": "barrier",
+    "sync0": "back_to_back",
+    "root_shift": "rotate_root",
+    "off_cache": "evict",
+}
+# How far IMB's ratio may be from tune's prediction and still count as predicted (20 %).
+PREDICTED_WITHIN = 0.2
+
+
+def predicted(rule: tuning.Rule | None, variant: str) -> tuple[float, str] | None:
+    """tune's prediction of a routed size's IMB ratio (1 / speedup) in this variant, with the
+    pattern it comes from: the rule's speedup in the variant's pattern, else (a rule measured in
+    one pattern, or at --block 1 where barrier is timed as back_to_back) its overall speedup,
+    the smallest of its patterns'. None for a size the table leaves native or without a
+    speedup."""
+    if rule is None or rule.algorithm == "native":
+        return None
+    pattern = VARIANT_PATTERN.get(variant, "")
+    sp = rule.speedups.get(pattern)
+    if sp is None:
+        sp, pattern = rule.speedup, "smallest of its patterns"
+    if not sp or sp != sp or sp <= 0:  # nan or missing
+        return None
+    return 1.0 / sp, pattern
+
+
 def size_rows(
     runs: list[dict[str, Any]], key: dict[str, Any], a: argparse.Namespace, tbl: tuning.Table
 ) -> list[str]:
     lines = [
         "| variant | collective | bytes | table routes to | calls to collkit | native us | "
-        "collkit us | collkit / native, median of pairs (q1-q3) | pairs won |",
-        "| --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: |",
+        "collkit us | collkit / native, median of pairs (q1-q3) | pairs won | tune predicted "
+        "| IMB / predicted |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     lo, hi = a.msglog
     for variant in a.variants:
@@ -679,10 +709,17 @@ def size_rows(
                 tb = table_bytes(bench, nbytes, a.np)
                 mine, calls = collkit_share(runs, key, variant, coll, a.np, tb)
                 share = f"{100 * mine / calls:.0f}%" if calls else "no calls seen"
+                pred = predicted(tbl.rule_for(coll, a.np, tb), variant)
+                if pred is None:
+                    said = "| |"
+                else:
+                    off = st.ratio / pred[0]
+                    held = "" if abs(off - 1) <= PREDICTED_WITHIN else " (off by > 20 %)"
+                    said = f"{pred[0]:.3f} | {off:.2f}{held} |"
                 lines.append(
                     f"| {variant} | {bench} | {nbytes} | {tbl.lookup(coll, a.np, tb)} | {share} | "
                     f"{st.native_us:.2f} | {st.collkit_us:.2f} | **{st.ratio:.3f}** "
-                    f"({st.q1:.3f}-{st.q3:.3f}) | {st.won}/{st.pairs} |"
+                    f"({st.q1:.3f}-{st.q3:.3f}) | {st.won}/{st.pairs} | {said}"
                 )
     return lines
 
@@ -720,6 +757,10 @@ def report(
         "the plain run's; won: ratio < 1; the timed runs go without COLLKIT_STATS (it times "
         "every call, ~0.15 us), and one more collkit run per variant counts the routes (the "
         "column 'calls to collkit')",
+        "- tune predicted: 1 / the table rule's speedup in the pattern that calls as the variant "
+        "does (default: barrier, sync0: back_to_back, root_shift: rotate_root, off_cache: evict; "
+        "a rule measured in one pattern: its speedup); the rule's speedup is its range's first "
+        "size's; IMB / predicted outside 0.8-1.2 is marked",
         f"- runs (every one, as measured): `{log}`",
     ]
     cores = len(os.sched_getaffinity(0))

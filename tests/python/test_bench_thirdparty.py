@@ -477,3 +477,18 @@ def test_tune_keeps_the_table_it_tuned_before(
     assert len(tuned) == 1 and tuned[0][0] == "tune"
     assert bt.table_for(mpi, a) == first  # type: ignore[arg-type]
     assert len(tuned) == 1  # not tuned again
+
+
+def test_predicted_takes_the_variants_pattern_else_the_smallest() -> None:
+    rule = bt.tuning.Rule(
+        "bcast", (2, 2), (8, 15), "bcast:binomial", speedup=1.25,
+        speedups={"back_to_back": 2.0, "barrier": 1.25},
+    )  # fmt: skip
+    assert bt.predicted(rule, "sync0") == (0.5, "back_to_back")
+    assert bt.predicted(rule, "default") == (0.8, "barrier")
+    # No rotate_root speedup measured: the rule's own (the smallest of its patterns').
+    assert bt.predicted(rule, "root_shift") == (0.8, "smallest of its patterns")
+    native = bt.tuning.Rule("bcast", (2, 2), (16, 31), "native")
+    assert bt.predicted(native, "default") is None
+    assert bt.predicted(None, "default") is None
+    assert bt.predicted(bt.tuning.Rule("bcast", (2, 2), (8, 15), "bcast:binomial"), "sync0") is None
