@@ -1,6 +1,7 @@
 """All-to-all ([Fan 2022]): the radix-r Bruck against the spread-out and pairwise algorithms.
 
-One run records, with the machine and the date, in benchmarks/results/alltoall.md:
+One run writes, with the machine and the date, its section of benchmarks/results/alltoall.md
+(a run replaces the section of its kind, full or --quick, and keeps the other):
 
 1. **model**: for P = 64 .. 4096 and block sizes N, the r the alpha-beta model picks (what
    `r=auto` uses) beside the ceil(sqrt P) rule of thumb, with the model times of both, of r = 2
@@ -8,8 +9,8 @@ One run records, with the machine and the date, in benchmarks/results/alltoall.m
 2. **simulated** (when `collkit.simulate` is available): the poster's experiments A (vary r at
    fixed P, N), B (vary N at fixed P, r) and C (vary P at fixed N, r), simulated for
    P = 64 .. 4096;
-3. **measured**: points to results/alltoall_mpi.md (native MPI_Alltoall against collkit's
-   variants over r and N at the P this machine allows).
+3. **measured**: where correctness against MPI_Alltoall is tested (timings at the P a 2-core
+   machine allows measure oversubscription, not the algorithms).
 
     .venv/bin/python benchmarks/bench_alltoall.py            # everything available
     .venv/bin/python benchmarks/bench_alltoall.py --quick    # small P only
@@ -26,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from collkit.analysis import bruck
+from results_md import write_section
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alltoall.md"
+TITLE = "# All-to-all benchmark results (benchmarks/bench_alltoall.py)"
 SIZES = [8, 64, 256, 1024, 4096, 16384, 65536]
 BRUCK_VARIANTS = ("alltoall:bruck", "alltoall:bruck_modified")
 
@@ -170,11 +173,9 @@ def simulated_section(quick: bool) -> str:
 def measured_section() -> str:
     return (
         "### Measured (native MPI_Alltoall vs collkit)\n\n"
-        "Recorded separately in [alltoall_mpi.md](alltoall_mpi.md) (correctness on random bytes "
-        "and `collkit_bench --collective alltoall --validate` timings at P = 4 and 8, which on "
-        "this shared 2-core machine measure oversubscription, not the algorithms). Rerun with "
-        "`collkit bench --collective alltoall --algos native,alltoall:linear,"
-        "alltoall:bruck,alltoall:bruck(r=4),... -P 4,8 --sizes 1,64,1024,16384,262144`."
+        "Correctness against MPI_Alltoall is a test (`tests/mpi/test_alltoall_mpi.py`: every "
+        "variant on random bytes, P = 1..8, blocks 0 B .. 1 MiB); timings at P = 4, 8 on a "
+        "2-core machine measure oversubscription, not the algorithms, so none are kept here."
     )
 
 
@@ -186,21 +187,18 @@ def main() -> int:
     args = ap.parse_args()
     Ps = [64, 256] if args.quick else [64, 256, 1024, 4096]
     cmd = "benchmarks/bench_alltoall.py" + (" --quick" if args.quick else "")
+    heading = "## Model and simulation" + (" (--quick)" if args.quick else "")
     head = (
-        f"## {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
+        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}\n\n"
         f"Reproduce: `.venv/bin/python {cmd}`" + (f"\n\n{args.note}" if args.note else "")
     )
     parts = [head, model_section(Ps), simulated_section(args.quick), measured_section()]
     text = "\n\n".join(parts) + "\n"
-    print(text)
+    print(f"{heading}\n\n{text}")
     if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        with RESULTS.open("a") as f:
-            if RESULTS.stat().st_size == 0:
-                f.write("# All-to-all benchmark results (benchmarks/bench_alltoall.py)\n\n")
-            f.write(text + "\n")
+        write_section(RESULTS, TITLE, heading, text)
     return 0
 
 

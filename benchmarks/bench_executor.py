@@ -5,7 +5,7 @@ the spread.
     .venv/bin/python benchmarks/bench_executor.py                       # pip MPICH, P = 2
     .venv/bin/python benchmarks/bench_executor.py --mpi openmpi         # Debian's Open MPI
     .venv/bin/python benchmarks/bench_executor.py --repeats 3 --sizes 8,1KiB --pairs allreduce:rd
-    .venv/bin/python benchmarks/bench_executor.py --collectives gather,scatter --out blocks-mpich
+    .venv/bin/python benchmarks/bench_executor.py --collectives gather,scatter --out blocks.md
 
 Two more tables (the shared-memory transport, and the time per segment):
 
@@ -17,24 +17,25 @@ Two more tables (the shared-memory transport, and the time per segment):
 shared-memory transport's slots, beside the MPI's MPI_Sendrecv and native MPI_Allreduce, in the
 same job), then per collective and size the MPI's native default, collkit with shared memory and
 collkit without it (a communicator set up with COLLKIT_SHM=0), interleaved round by round, as
-ratios of medians (benchmarks/results/executor-shm-<mpi>.md). With --against DIR (a folder
-holding an earlier build's collkit_bench_shm, e.g. built from an older commit with cmake -S mpi)
-jobs of this build and of that one take turns, and the report compares their ratios to the
-MPI's default (executor-shm-<mpi>-against.md). --segments times
+ratios of medians. With --against DIR (a folder holding another build's collkit_bench_shm,
+built with cmake -S mpi) jobs of this build and of that one take turns, and the report compares
+their ratios to the MPI's default. --segments times
 reduce:binomial(seg=16) and bcast:pipeline(seg=16) from 1 Ki to 1 Mi segments in one job, with
 shared memory, without, and the floor (the same bytes through a local reduce / copy), and
-reports the time per segment and the executor's overhead (collkit - floor)
-(benchmarks/results/executor-segments-<mpi>.md). collkit_bench_shm --exchange (run by hand,
-docs/mpi.md) times a two-way exchange through the slots.
+reports the time per segment and the executor's overhead (collkit - floor). collkit_bench_shm
+--exchange (run by hand, docs/mpi.md) times a two-way exchange through the slots.
 
 One job per (pair, repeat) runs collkit_bench with both the collkit algorithm and the native call
 (its algorithm forced through MPIR_CVAR_<COLL>_INTRA_ALGORITHM or Open MPI's coll_tuned dynamic
 rules), alternating between them size by size, so both see the same machine. Sizes are bytes per
 rank (per block for allgather, reduce_scatter_block, gather, scatter and alltoall). The ratio of a
 repeat is collkit's median / the MPI's median (per-iteration maxima over ranks, blocks of
---block calls). The table shows the median ratio over repeats with its min and max. Rows go to
-benchmarks/results/executor-<mpi>.jsonl, the report (machine, date, this command) to
-benchmarks/results/executor-<mpi>.md.
+--block calls). The table shows the median ratio over repeats with its min and max.
+
+Every mode writes one file, benchmarks/results/executor.md (--out): one section per mode and
+MPI (machine, date, load, this command), a run replacing its own section and keeping the others
+(a run of some --collectives or --pairs replaces the whole section of its mode and MPI). Rows go
+beside it, to executor-<mode>-<mpi>.jsonl.
 """
 
 from __future__ import annotations
@@ -55,9 +56,15 @@ from collkit.bench import machine_name
 from collkit.cli.bench import parse_sizes
 from collkit.errors import CollkitError
 from collkit.mpi import MPI, build, find_mpi_of_kind, launch_command, launch_env
+from results_md import MPI_NAMES, write_section
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
+RESULT = RESULTS / "executor.md"
+TITLE = """# The executor against the MPIs' own collectives (benchmarks/bench_executor.py)
+
+One section per mode and MPI, each with its machine, date, load and command.
+"""
 
 # collkit's algorithm and the MPI's own name for the same algorithm.
 PAIRS: dict[str, list[tuple[str, str]]] = {
@@ -151,11 +158,10 @@ def run_pair(
     return medians
 
 
-def header(title: str, mpi: MPI, argv: list[str] | None, extra: list[str]) -> list[str]:
+def header(mpi: MPI, argv: list[str] | None, extra: list[str]) -> list[str]:
+    """A section's first lines (its heading is write_report's)."""
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
     return [
-        f"# {title}",
-        "",
         f"- machine: {machine_name()}, {platform.system()} {platform.release()}, "
         f"{len(os.sched_getaffinity(0))} cores shared with other work",
         f"- load average when it ran: {' '.join(load)} (as the report was written; the machine "
@@ -169,11 +175,25 @@ def header(title: str, mpi: MPI, argv: list[str] | None, extra: list[str]) -> li
     ]
 
 
-def write_report(name: str, lines: list[str]) -> int:
-    """Print the report and keep it as benchmarks/results/NAME.md."""
-    report = "\n".join(lines) + "\n"
-    print(report)
-    (RESULTS / f"{name}.md").write_text(report)
+def out_path(a: argparse.Namespace) -> Path:
+    """The result file of --out: a name under benchmarks/results/ or an absolute path."""
+    return Path(a.out) if a.out.startswith("/") else RESULTS / (a.out or RESULT.name)
+
+
+def rows_path(a: argparse.Namespace, mode: str) -> Path:
+    """Where a run's raw rows go: beside the result file, one file per mode and MPI."""
+    out = out_path(a)
+    return out.with_name(f"{out.stem}-{mode}-{a.mpi}.jsonl")
+
+
+def write_report(a: argparse.Namespace, heading: str, lines: list[str]) -> int:
+    """Print the section and put it in the result file in place of its earlier run."""
+    section = f"## {MPI_NAMES[a.mpi]}: {heading}"
+    body = "\n".join(lines) + "\n"
+    print(f"{section}\n\n{body}")
+    out = out_path(a)
+    write_section(out, TITLE, section, body)
+    print(f"wrote its section of {out}", flush=True)
     return 0
 
 
@@ -214,8 +234,7 @@ def run_shm_against(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[st
     builds = {"this": bindir, "earlier": earlier}
     ratios: dict[tuple[str, str, int], dict[str, list[float]]] = {}
     exchange: dict[str, list[float]] = {"this": [], "earlier": []}
-    name = a.out or f"executor-shm-{a.mpi}-against"
-    with (RESULTS / f"{name}.jsonl").open("a") as log:
+    with rows_path(a, "shm-against").open("a") as log:
         for rep in range(a.repeats):
             order = ["this", "earlier"] if rep % 2 == 0 else ["earlier", "this"]
             for which in order:
@@ -238,7 +257,6 @@ def run_shm_against(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[st
                         )
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     lines = header(
-        f"Shared-memory transport: this build against an earlier one ({a.mpi})",
         mpi,
         argv,
         [
@@ -276,7 +294,7 @@ def run_shm_against(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[st
             f"| {coll} | {algo} | {nbytes} | {t:.2f} | {e:.2f} | {t / e:.2f} | "
             f"{med(pairs):.2f} | {lower}/{len(pairs)} |"
         )
-    return write_report(name, lines)
+    return write_report(a, "shared memory, this build against an earlier one", lines)
 
 
 def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
@@ -285,13 +303,12 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     rows = shm_job(mpi, bindir, a, a.repeats * 8)
     load_after = Path("/proc/loadavg").read_text().split()[:3]
-    name = a.out or f"executor-shm-{a.mpi}"
-    with (RESULTS / f"{name}.jsonl").open("a") as log:
+    mode = f"shm-max{a.shm_max}" if a.shm_max else "shm"
+    with rows_path(a, mode).open("a") as log:
         for r in rows:
             r.update(date=dt.date.today().isoformat(), machine=machine_name(), mpi=mpi.version)
             log.write(json.dumps(r) + "\n")
     lines = header(
-        f"Shared-memory transport: collkit with and without it against the MPI's default ({a.mpi})",
         mpi,
         argv,
         [
@@ -307,7 +324,7 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
             "rounds, ratios per round then their median",
         ],
     )
-    lines += ["## The physical limit (ns)", ""]
+    lines += ["### The physical limit (ns)", ""]
     lines += ["| repeat | shm 8 B exchange | MPI_Sendrecv 8 B | native MPI_Allreduce 8 B |"]
     lines += ["| ---: | ---: | ---: | ---: |"]
     for r in rows:
@@ -320,7 +337,7 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
             lines.insert(-5, f"- transports: with `{r['with']}`, without `{r['without']}`")
     lines += [
         "",
-        "## Per collective (ns per call; ratios < 1: collkit faster)",
+        "### Per collective (ns per call; ratios < 1: collkit faster)",
         "",
         "Medians over rounds (and the median of the per-round ratios), then the best round of "
         "each variant (the machine's capability when no other process took the cores).",
@@ -340,7 +357,10 @@ def run_shm(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | Non
                 f"{r['shm_min_ns']:.0f} | {r['p2p_min_ns']:.0f} | "
                 f"{r['shm_min_ns'] / r['native_min_ns']:.2f} |"
             )
-    return write_report(name, lines)
+    heading = "shared memory, with and without, against the MPI's default"
+    if a.shm_max:
+        heading += f" (slots of {a.shm_max} B)"
+    return write_report(a, heading, lines)
 
 
 def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] | None) -> int:
@@ -390,7 +410,6 @@ def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] 
         )
         transport[r["variant"]] = str(r["transport"])
     lines = header(
-        f"Tiny segments: time per segment, seg=16 ({a.mpi})",
         mpi,
         argv,
         [
@@ -423,8 +442,7 @@ def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] 
                 f"{over['shm'] / base_over['shm']:.2f} | {m['p2p'] / base['p2p']:.2f} | "
                 f"{over['p2p'] / base_over['p2p']:.2f} |"
             )
-    name = a.out or f"executor-segments-{a.mpi}"
-    with (RESULTS / f"{name}.jsonl").open("a") as log:
+    with rows_path(a, "segments").open("a") as log:
         for (algo, n, v), xs in per_seg.items():
             log.write(
                 json.dumps(
@@ -442,7 +460,7 @@ def run_segments(mpi: MPI, bindir: Path, a: argparse.Namespace, argv: list[str] 
                 )
                 + "\n"
             )
-    return write_report(name, lines)
+    return write_report(a, "tiny segments, time per segment, seg=16", lines)
 
 
 DEFAULT_SIZES = "8,1KiB,16KiB,1MiB"
@@ -481,12 +499,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--out",
         default="",
-        help="report name under benchmarks/results/, or an absolute path prefix (default: "
-        "executor-<mpi>)",
+        help="the result file: a name under benchmarks/results/ or an absolute path (default: "
+        "executor.md); a run replaces its mode's and MPI's section there",
     )
     a = p.parse_args(argv)
     if "/" in a.out and not a.out.startswith("/"):
-        p.error(f"--out {a.out}: a name under benchmarks/results/ or an absolute path prefix")
+        p.error(f"--out {a.out}: a name under benchmarks/results/ or an absolute path")
+    if a.out and not a.out.endswith(".md"):
+        p.error(f"--out {a.out}: a .md file")
     sizes = parse_sizes(a.sizes)
     mpi = find(a.mpi)
     print(f"building collkit's MPI programs for {mpi.version} (once) ...", flush=True)
@@ -499,9 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = [pr for pr in PAIRS[a.mpi] if not a.pairs or pr[0] in a.pairs.split(",")]
     keep = [c for c in a.collectives.split(",") if c]
     pairs = [pr for pr in pairs if not keep or pr[0].split(":")[0] in keep]
-    name = a.out or f"executor-{a.mpi}"
-    RESULTS.mkdir(exist_ok=True)
-    raw = RESULTS / f"{name}.jsonl"
+    raw = rows_path(a, "forced")
     ratios: dict[tuple[str, str, int], list[float]] = {}
     medians: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
     with raw.open("a") as log:
@@ -533,18 +551,15 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 print(f"  repeat {rep + 1}/{a.repeats}: {ours} vs {theirs} done", flush=True)
 
-    lines = [
-        f"# Executor overhead: collkit vs the MPI's own same algorithm ({a.mpi})",
-        "",
-        f"- machine: {machine_name()}, {platform.system()} {platform.release()}",
-        f"- MPI: {mpi.version}",
-        f"- date: {dt.date.today().isoformat()}",
-        f"- command: `.venv/bin/python benchmarks/{Path(__file__).name} "
-        f"{' '.join(argv if argv is not None else sys.argv[1:])}`",
-        f"- P = {a.np} (this 2-core machine: P <= 4 only), blocks of {a.block} calls, "
-        f"{a.iters} iterations, doubles (MPI_SUM); "
-        f"{a.repeats} repeats, each one MPI job measuring both side by side",
-        "",
+    lines = header(
+        mpi,
+        argv,
+        [
+            f"- P = {a.np}, blocks of {a.block} calls, {a.iters} iterations, doubles (MPI_SUM); "
+            f"{a.repeats} repeats, each one MPI job measuring both side by side",
+        ],
+    )
+    lines += [
         "| collkit | the MPI's own | bytes | collkit µs | MPI µs | ratio (median) | min | max |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
@@ -555,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(y for _, y in ms):.2f} | {statistics.median(rs):.2f} | "
             f"{min(rs):.2f} | {max(rs):.2f} |"
         )
-    return write_report(name, lines)
+    return write_report(a, "collkit against the MPI's own same algorithm, forced", lines)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""Time and peak memory to generate whole schedules and to verify them (issue: foundation).
+"""Time and peak memory to generate whole schedules and to verify them.
 
 Each case runs in a fresh subprocess so that its peak resident memory (ru_maxrss) is its own.
-Prints a table and appends it, with the machine and date, to benchmarks/results/generate_verify.md.
+Prints a table and writes it, with the machine, date and load, as its section of
+benchmarks/results/generate_verify.md (the recorded cases and --quick one section each).
 
     .venv/bin/python benchmarks/bench_generate_verify.py            # the recorded cases
     .venv/bin/python benchmarks/bench_generate_verify.py --quick    # small cases only
@@ -17,6 +18,10 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+
+from results_md import write_section
+
+TITLE = "# Generating and verifying whole schedules (benchmarks/bench_generate_verify.py)"
 
 CASE = r"""
 import json, resource, sys, time
@@ -91,27 +96,27 @@ def main() -> int:
         print(line, flush=True)
     if not args.no_record:
         out = Path(__file__).parent / "results" / "generate_verify.md"
-        out.parent.mkdir(exist_ok=True)
-        with out.open("a") as f:
-            f.write(
-                f"\n## {dt.datetime.now().isoformat(timespec='seconds')} on "
-                f"{platform.node()} ({platform.processor() or platform.machine()}, "
-                f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end)\n\n"
+        lines = [
+            f"{dt.datetime.now().isoformat(timespec='seconds')} on {platform.node()} "
+            f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores, load "
+            f"average {os.getloadavg()[0]:.1f} at the end)",
+            "",
+            f"`{' '.join(['python', *sys.argv])}`  ",
+            "peak RSS includes the Python interpreter and numpy "
+            f"(~{rows[0]['base_rss_mb']:.0f} MB before the case starts).",
+            "",
+            "| what | algorithm | P | count | ops | time (s) | peak RSS (MB) | ns/op |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['what']} | {r['algorithm']} | {r['P']} | {r['count']} | {r['ops']} "
+                f"| {r['seconds']:.3f} | {r['peak_rss_mb']:.0f} "
+                f"| {r['seconds'] / max(1, r['ops']) * 1e9:.1f} |"
             )
-            f.write(f"`{' '.join(['python', *sys.argv])}`  \n")
-            f.write(
-                "peak RSS includes the Python interpreter and numpy "
-                f"(~{rows[0]['base_rss_mb']:.0f} MB before the case starts).\n\n"
-            )
-            f.write("| what | algorithm | P | count | ops | time (s) | peak RSS (MB) | ns/op |\n")
-            f.write("|---|---|---:|---:|---:|---:|---:|---:|\n")
-            for r in rows:
-                f.write(
-                    f"| {r['what']} | {r['algorithm']} | {r['P']} | {r['count']} | {r['ops']} "
-                    f"| {r['seconds']:.3f} | {r['peak_rss_mb']:.0f} "
-                    f"| {r['seconds'] / max(1, r['ops']) * 1e9:.1f} |\n"
-                )
-        print(f"recorded in {out}")
+        heading = "## Generate and verify" + (" (--quick)" if args.quick else "")
+        write_section(out, TITLE, heading, "\n".join(lines))
+        print(f"wrote its section of {out}")
     return 0
 
 

@@ -30,14 +30,16 @@ little about nodes (the placement found is every rank on one node), and records 
 ran at all.
 
 Rows (collkit's one result schema) are appended to results/hier-simulated.jsonl as they come, so
-an interrupted run resumes; the table goes to results/hier.md and the plot to
-results/hier-simulated.png.
+an interrupted run resumes; the table goes to results/hier.md (its section "Simulated", or
+"Measured on this machine" with --measured: a run replaces its own and keeps the other) and the
+plot to results/hier-simulated.png.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import platform
 import sys
 import time
@@ -45,7 +47,9 @@ from pathlib import Path
 
 import collkit
 from collkit.results import ResultStore, Row
+from results_md import write_section
 
+TITLE = "# Node-aware (hierarchical) against flat algorithms (benchmarks/bench_hier.py)"
 RESULTS = Path(__file__).resolve().parent / "results"
 MODEL = collkit.Model.make("postal", alpha="220ns", beta="0.1ns", gamma="0.1ns")
 TOPOLOGY = "dragonfly(p=4,a=16,hop=300ns,global=500ns,link=0.1ns)"
@@ -166,7 +170,8 @@ def main() -> int:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cmd = "python benchmarks/bench_hier.py" + (" --quick" if args.quick else "")
     text = (
-        f"\n## Simulated: {stamp}\n\nCommand: `{cmd}` ({elapsed:.0f} s on {platform.node()}, "
+        f"{stamp}. Command: `{cmd}` ({elapsed:.0f} s on {platform.node()}, load "
+        f"{os.getloadavg()[0]:.1f}, "
         f"{reused} rows reused from an earlier run, "
         f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}). "
         f"Model: {MODEL.describe()}, topology `{TOPOLOGY}` with the placement's ranks per node "
@@ -175,10 +180,10 @@ def main() -> int:
         "algorithm wins. Rows: hier-simulated.jsonl; plot: hier-simulated.png. "
         f"hier(rabenseifner parts) is `{next(iter(LABELS))}`.\n" + "\n".join(lines) + "\n"
     )
-    with (RESULTS / "hier.md").open("a") as out:
-        out.write(text)
+    heading = "## Simulated" + (" (--quick)" if args.quick else "")
+    write_section(RESULTS / "hier.md", TITLE, heading, text)
     draw(plot, RESULTS / "hier-simulated.png")
-    print(f"appended to {RESULTS / 'hier.md'}")
+    print(f"wrote its section of {RESULTS / 'hier.md'}")
     return 0
 
 
@@ -233,9 +238,8 @@ MEASURED = [
 
 
 def measured() -> int:
-    """Time the algorithms with `collkit bench` (resumes from the rows there) and append the
+    """Time the algorithms with `collkit bench` (resumes from the rows there) and write the
     tables, the commands and coll/han's own account of whether it ran."""
-    import os
     import shutil
     import subprocess
 
@@ -300,10 +304,10 @@ def measured() -> int:
         han = "\n".join(f"    {x}" for x in said) or "    (no coll/han messages)"
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = (
-        f"\n## Measured on this machine: {stamp}\n\nCommand: `python benchmarks/bench_hier.py "
-        f"--measured` on {platform.node()} ({os.cpu_count()} cores, shared with other work while "
-        "it ran: timings are noisy; P = 4 is oversubscribed). **One node, P <= 4: this says "
-        "little about node-aware algorithms.** The executor finds every rank on one node "
+        f"{stamp}. Command: `python benchmarks/bench_hier.py --measured` on {platform.node()} "
+        f"({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the end, shared with other "
+        "work while it ran: timings are noisy; P = 4 is oversubscribed). **One node, P <= 4: "
+        "this says little about node-aware algorithms.** The executor finds every rank on one node "
         "(MPI_Comm_split_type), so allreduce:hier is a reduce and a bcast within the node and "
         "alltoall:bruck_local a Bruck within it.\n\nOpen MPI's coll/han (`ompi:han`: "
         "OMPI_MCA_coll_han_priority=100) **cannot run here**: it disqualifies itself on a "
@@ -313,8 +317,7 @@ def measured() -> int:
         "`native` and `ompi:han` then run the same code, the gap between their rows is this "
         "machine's noise.\n" + "\n".join(lines) + "\n"
     )
-    with (RESULTS / "hier.md").open("a") as f:
-        f.write(text)
+    write_section(RESULTS / "hier.md", TITLE, "## Measured on this machine", text)
     print(text)
     return 0
 

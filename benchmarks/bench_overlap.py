@@ -16,8 +16,9 @@ persistent call does once saves per call.
 
     .venv/bin/python benchmarks/bench_overlap.py [--mpi mpich|openmpi] [-np 2] [--rounds 5]
 
-Prints the tables and appends them, with machine, date, load and the command, to
-benchmarks/results/overlap.md. Timings on a loaded machine are noisy: the load is recorded
+Prints the tables and writes them, with machine, date, load and the command, as the section of
+the collective, MPI and P in benchmarks/results/overlap.md (a run replaces its own section and
+keeps the others). Timings on a loaded machine are noisy: the load is recorded
 before and after; rerun on a quiet machine for figures to quote.
 """
 
@@ -33,6 +34,7 @@ from pathlib import Path
 
 from collkit.bench import machine_name
 from collkit.mpi import build, find_mpi_of_kind, launch_command, launch_env
+from results_md import write_section
 
 OUT = Path(__file__).resolve().parent / "results" / "overlap.md"
 
@@ -77,9 +79,8 @@ def main() -> None:
             cost.append(fields[1:])
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = "python benchmarks/bench_overlap.py " + shlex.join(sys.argv[1:])
+    heading = f"## {args.collective}, {mpi.version.splitlines()[0]}, P = {args.np}"
     lines = [
-        f"## {args.collective}, {mpi.version.splitlines()[0]}, P = {args.np}",
-        "",
         f"{machine_name()}, {os.cpu_count()} cores, {date}; load average (1, 5, 15 min) "
         f"{before} before, {after} after; {args.iters} calls per round, {args.rounds} rounds "
         f"interleaved, median over rounds, mean over ranks"
@@ -105,16 +106,13 @@ def main() -> None:
             for a, b, bl, nb, pe in cost
         ]
     text = "\n".join(lines) + "\n"
-    print(text)
-    if not OUT.exists():
-        OUT.write_text(
-            "# Overlap and persistent-call cost (benchmarks/bench_overlap.py)\n\n"
-            + (__doc__ or "").split("\n\n")[1]
-            + "\n\n"
-        )
-    with OUT.open("a") as f:
-        f.write(text + "\n")
-    print(f"appended to {OUT}")
+    print(f"{heading}\n\n{text}")
+    title = (
+        "# Overlap and persistent-call cost (benchmarks/bench_overlap.py)\n\n"
+        + ((__doc__ or "").split("\n\n")[1])
+    )
+    write_section(OUT, title, heading, text)
+    print(f"wrote its section of {OUT}")
 
 
 if __name__ == "__main__":

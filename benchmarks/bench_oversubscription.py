@@ -2,8 +2,8 @@
 allreduce (native and allreduce:rd) at P = 2, 4, 8 under the pip mpich wheel with and without
 throttled progress, and under Open MPI with --oversubscribe (if installed).
 
-Prints a table and appends it, with the machine, date and load average, to
-benchmarks/results/oversubscription.md.
+Prints a table and writes it, with the machine, date and load average, to
+benchmarks/results/oversubscription.md (in place of the last run's).
 
     .venv/bin/python benchmarks/bench_oversubscription.py [--P 2,4,8] [--iters 200]
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 from collkit.bench import machine_name
 from collkit.errors import CollkitError
 from collkit.mpi import MPI, build, cores, find_mpi_of_kind, launch_command, launch_env
+from results_md import write_section
 
 THROTTLE = {
     "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
@@ -92,18 +93,19 @@ def main() -> int:
             lines.append(row)
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     header = (
-        f"\n## {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {machine_name()}, "
+        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {machine_name()}, "
         f"{cores()} cores, load average {load}\n\n"
         f"8-byte allreduce (double, SUM), {args.iters} iterations, barrier-synchronised, "
         f"per-iteration maximum over ranks. Command: `{' '.join(sys.argv)}`\n\n"
     )
     path = Path(__file__).parent / "results" / "oversubscription.md"
-    path.parent.mkdir(exist_ok=True)
-    if not path.exists():
-        path.write_text("# Oversubscribed MPI runs: which settings make them usable\n")
-    with open(path, "a") as f:
-        f.write(header + "\n".join(lines) + "\n")
-    print(f"appended to {path}")
+    write_section(
+        path,
+        "# Oversubscribed MPI runs: which settings make them usable",
+        "## 8-byte allreduce",
+        header + "\n".join(lines),
+    )
+    print(f"wrote its section of {path}")
     return 0
 
 

@@ -15,11 +15,11 @@ the overhead is the median over block pairs of (library - direct), per call. Thr
     .venv/bin/python benchmarks/bench_pmpi_overhead.py [--mpiexec ...] [--blocks 300]
     .venv/bin/python benchmarks/bench_pmpi_overhead.py --against OLD_BUILD_DIR --pairs 3
 
-Prints a table and writes benchmarks/results/pmpi_overhead.md. With --against, each case runs
+Prints a table and writes it as a section of benchmarks/results/pmpi_overhead.md (one section
+per MPI and mode; a run replaces its own and keeps the others). With --against, each case runs
 with the library of OLD_BUILD_DIR (another collkit build's folder, e.g. ~/.cache/collkit/mpi-...)
 and with this build's, alternating (old, new, old, new, ...) `--pairs` times, and the table gives
-both overheads (median of the runs) and their difference; it is written to
-benchmarks/results/pmpi_overhead-against.md.
+both overheads (median of the runs) and their difference.
 """
 
 from __future__ import annotations
@@ -35,8 +35,12 @@ from pathlib import Path
 
 from collkit.bench import machine_name
 from collkit.mpi import build, find_mpi, launch_command, launch_env
+from results_md import MPI_NAMES, write_section
 
 OUT = Path(__file__).resolve().parent / "results" / "pmpi_overhead.md"
+TITLE = """# What libcollkit_pmpi.so adds to a call (benchmarks/bench_pmpi_overhead.py)
+
+One section per MPI and mode, each with its machine, date, load and command."""
 FIELDS = ("direct_ns", "interposed_ns", "overhead_ns")
 
 
@@ -107,9 +111,8 @@ def main() -> None:
         f"one rank, {args.blocks} block pairs of {args.calls} calls."
     )
     if args.against is None:
+        mode = "falling through, and routing to collkit"
         lines = [
-            "# What libcollkit_pmpi.so adds to a call: falling through, and routing to collkit",
-            "",
             f"{head} Reproduce: `.venv/bin/python benchmarks/bench_pmpi_overhead.py`.",
             "Overhead = median over block pairs of (through the library - direct), per call; "
             "direct is PMPI_, or for `routed` collkit's C API with the algorithm the table routes "
@@ -122,11 +125,9 @@ def main() -> None:
             m = med[0]
             lines.append(f"| {c} | {n} | {m['direct_ns']:.2f} | {m['interposed_ns']:.2f} | "
                          f"{m['overhead_ns']:.2f} |")  # fmt: skip
-        out = OUT
     else:
+        mode = "another build's library against this one (--against)"
         lines = [
-            "# What libcollkit_pmpi.so adds to a call: an old build's library against this one",
-            "",
             f"{head} Old: `{builds[0]}`; new: `{builds[1]}`. Reproduce: "
             f"`.venv/bin/python benchmarks/bench_pmpi_overhead.py --against OLD --pairs "
             f"{args.pairs}`.",
@@ -143,9 +144,10 @@ def main() -> None:
             each = [", ".join(f"{x:.0f}" for x in r) for r in runs]
             lines.append(f"| {c} | {n} | {o:.2f} | {w:.2f} | {w - o:+.2f} | {each[0]} | "
                          f"{each[1]} |")  # fmt: skip
-        out = OUT.with_name("pmpi_overhead-against.md")
-    out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {out}")
+    heading = f"## {MPI_NAMES.get(mpi.kind, mpi.version)}: {mode}"
+    print(f"{heading}\n\n" + "\n".join(lines))
+    write_section(OUT, TITLE, heading, "\n".join(lines))
+    print(f"wrote its section of {OUT}")
 
 
 if __name__ == "__main__":

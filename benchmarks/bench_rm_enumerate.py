@@ -4,13 +4,14 @@ every schedule for N <= --verify-upto.
 
     .venv/bin/python benchmarks/bench_rm_enumerate.py [--max-n 1024] [--verify-upto 128]
 
-Prints a table and writes benchmarks/results/bench_rm_enumerate.md (machine, date, command).
+Prints a table and writes it as one section of benchmarks/results/bench_rm_enumerate.md
+(machine, date, load, command).
 
     .venv/bin/python benchmarks/bench_rm_enumerate.py --top-only [--rounds 2]
 
 times only the top-k ranking `collkit tune` uses (rank_schedules(N, top=3)) and tune's whole
-candidate list for N up to 65536, rounds interleaved, and writes
-benchmarks/results/bench_rm_rank_top.md.
+candidate list for N up to 65536, rounds interleaved, and writes it as the same file's other
+section (a run replaces its own section and keeps the other).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 import collkit
 from collkit.analysis import recmult
 from collkit.analysis.recmult import PipelinedPostal
+from results_md import write_section
 
 MODEL = PipelinedPostal(alpha_p=1.34e-6, alpha_r=0.34e-6)  # [Ruefenacht 2017] Table 1, minimum
 NBYTES = 8
@@ -50,22 +52,33 @@ def machine() -> str:
 
 
 TOP_NS = (1024, 4096, 16384, 65536)
+TITLE = """# Recursive multiplying: enumeration, ranking, search (benchmarks/bench_rm_enumerate.py)
+
+One section per mode, each with its machine, date, load and command."""
 
 
 def start(title: str, options: str, note: str = "") -> tuple[list[str], Callable[..., None]]:
-    """A report's lines and the function that prints and keeps one, its header emitted."""
+    """A section's lines (its heading, `title`, first) and the function that prints and keeps
+    one, its header emitted."""
     lines: list[str] = []
 
     def emit(s: str = "") -> None:
         print(s, flush=True)
         lines.append(s)
 
-    emit(f"# Recursive multiplying: {title}")
+    emit(f"## {title}")
     emit()
     emit(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
     emit(f"- machine: {machine()}{note}")
     emit(f"- command: `.venv/bin/python benchmarks/bench_rm_enumerate.py {options}`")
     return lines, emit
+
+
+def keep(out: Path, lines: list[str]) -> None:
+    """Put the section `lines` (its heading first) in `out` in place of its earlier run."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_section(out, TITLE, lines[0], "\n".join(lines[1:]))
+    print(f"wrote its section of {out}")
 
 
 def top_only(rounds: int, out: Path) -> int:
@@ -74,7 +87,7 @@ def top_only(rounds: int, out: Path) -> int:
     from collkit.tune.campaign import RANK_MODEL, candidates
 
     lines, emit = start(
-        "the top-k ranking of collkit tune at large N",
+        "The top-k ranking of collkit tune at large N (--top-only)",
         f"--top-only --rounds {rounds}",
         " (load at the start; at the end below)",
     )
@@ -110,9 +123,7 @@ def top_only(rounds: int, out: Path) -> int:
         emit(f"| {N} | {best[N]} | {r} | {c} | {n_cand[N]} |")
     emit()
     emit(f"- load at the end: {os.getloadavg()[0]:.1f}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {out}")
+    keep(out, lines)
     return 0
 
 
@@ -126,9 +137,10 @@ def main() -> int:
     ap.add_argument("--out", default=str(default_out))
     args = ap.parse_args()
     if args.top_only:
-        return top_only(args.rounds, Path(__file__).parent / "results" / "bench_rm_rank_top.md")
+        return top_only(args.rounds, Path(args.out))
     lines, emit = start(
-        "enumeration, ranking, search", f"--max-n {args.max_n} --verify-upto {args.verify_upto}"
+        "Enumerate, rank, search and verify",
+        f"--max-n {args.max_n} --verify-upto {args.verify_upto}",
     )
     emit(
         f"- model: pipelining postal, alpha_p = 1.34 us, alpha_r = 0.34 us, n = {NBYTES} B, "
@@ -156,7 +168,7 @@ def main() -> int:
         if N in (7, 8, 96, 128, 256, 512, 1000, 1024):
             checkpoints[N] = (len(ranked), ranked[0].schedule, ranked[0].cost, s.schedule)
     t_all = time.perf_counter() - t0 - t_search
-    emit(f"## Enumerate and rank every schedule, N = 1..{args.max_n}")
+    emit(f"### Enumerate and rank every schedule, N = 1..{args.max_n}")
     emit()
     emit(
         "| schedules | factored | split | merged | enumerate + rank (s) | search, all N (s) | "
@@ -176,7 +188,7 @@ def main() -> int:
     emit()
 
     # 2. search at scale
-    emit("## Search for large N")
+    emit("### Search for large N")
     emit()
     emit("| N | schedule | family | model (us) | candidates | time (s) |")
     emit("| ---: | --- | --- | ---: | ---: | ---: |")
@@ -202,7 +214,7 @@ def main() -> int:
                 n_any_op += r.consistent_noncommutative
                 if not r.ok:
                     failed.append((N, stages))
-        emit(f"## Verify every schedule, N = 1..{args.verify_upto}")
+        emit(f"### Verify every schedule, N = 1..{args.verify_upto}")
         emit()
         emit("| schedules | verified | also in rank order (any op) | failed | time (s) |")
         emit("| ---: | ---: | ---: | --- | ---: |")
@@ -212,10 +224,7 @@ def main() -> int:
         )
         emit()
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {out}")
+    keep(Path(args.out), lines)
     return 0 if not mismatches else 1
 
 

@@ -33,7 +33,10 @@ Suites:
 Each case runs in a fresh subprocess so that its peak resident memory (ru_maxrss) is its own.
 Times are given as wall clock and as CPU time (user + system) of the process: on a shared machine
 the CPU time is what the work cost, the wall time what this run waited. Prints a table and
-appends it, with the machine, load and date, to benchmarks/results/bench_simulate.md.
+writes it, with the machine, load, date and command, as the suite's section of
+benchmarks/results/bench_simulate.md (one section per suite, `import` and `memory` one per
+range of P, `compare` one per list of cases): a run replaces its own section and keeps the
+others.
 
     .venv/bin/python benchmarks/bench_simulate.py                    # engine cases
     .venv/bin/python benchmarks/bench_simulate.py --suite command    # the 5 s goal
@@ -57,6 +60,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from results_md import write_section
+
+RESULT = Path(__file__).parent / "results" / "bench_simulate.md"
+TITLE = """# The simulator's speed and memory (benchmarks/bench_simulate.py)
+
+The latest run of each suite, one section each (machine, load and date in its first line). The
+machine is a 2-core VM shared with other work: CPU time is the cost; wall time mostly measured
+the queue for a CPU."""
 
 CASE = r"""
 import json, resource, sys, time
@@ -215,18 +227,25 @@ def machine() -> str:
     except OSError:
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).parent,
-    ).stdout.strip()
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (
-        f"{platform.node()}: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}, "
-        f"Python {platform.python_version()}; load average {load:.1f} at the start; "
-        f"commit {commit or '?'}"
+        f"{stamp}, {platform.node()}: {cpu}, {os.cpu_count()} cores, Linux "
+        f"{platform.release()}, Python {platform.python_version()}; load average {load:.1f} at "
+        "the start"
     )
+
+
+def section(args: argparse.Namespace) -> str:
+    """The heading of a run's section in bench_simulate.md: its suite, and the range of P or the
+    cases where runs of one suite measure different things."""
+    name = {"engine": "engine --quick" if args.quick else "engine"}.get(args.suite, args.suite)
+    if args.suite == "import":
+        name += f", lg P = {args.lg}" + (", against another build" if args.against else "")
+    if args.suite == "memory":
+        name += f", lg P = {args.min_lg}..{args.max_lg}"
+    if args.suite == "compare":
+        name += f", {args.cases or 'the engine cases'}"
+    return f"## {name}"
 
 
 class TimeLimit(RuntimeError):
@@ -545,23 +564,24 @@ def main() -> int:
     args = ap.parse_args()
     if args.suite in ("all", "large") and not args.no_write:
         # Long suites save each row as it is measured: an interrupted run keeps what it measured.
-        res = Path(__file__).parent / "results" / "bench_simulate.md"
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        with res.open("a") as f:
-            f.write(
-                f"\n## {stamp}\n\n{machine()}\n\nCommand: `python benchmarks/bench_simulate.py "
-                f"--suite {args.suite}`\n\nWhole `collkit simulate` commands, each in a fresh "
-                "process, rows written as measured; cpu: user + system time of the command; peak "
-                "RSS of the command.\n\n"
-            )
+        head = [
+            machine(),
+            "",
+            f"Command: `python benchmarks/bench_simulate.py --suite {args.suite}`",
+            "",
+            "Whole `collkit simulate` commands, each in a fresh process, rows written as "
+            "measured; cpu: user + system time of the command; peak RSS of the command.",
+            "",
+        ]
+        got: list[str] = []
 
         def sink(row: str) -> None:
-            with res.open("a") as f:
-                f.write(row + "\n")
+            got.append(row)
+            write_section(RESULT, TITLE, section(args), "\n".join(head + got))
 
         command_rows(args.suite, sink, args.limit if args.suite == "all" else None)
-        with res.open("a") as f:
-            f.write(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
+        got += ["", f"Load average at the end: {os.getloadavg()[0]:.1f}."]
+        write_section(RESULT, TITLE, section(args), "\n".join(head + got))
         return 0
     if args.suite == "memory":
         load0 = os.getloadavg()[0]
@@ -651,18 +671,10 @@ def main() -> int:
 
 def write(args: argparse.Namespace, rows: list[str], note: str, flags: str) -> int:
     if not args.no_write:
-        res = Path(__file__).parent / "results" / "bench_simulate.md"
-        res.parent.mkdir(exist_ok=True)
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         cmd_line = "python benchmarks/bench_simulate.py" + flags
-        text = (
-            f"\n## {stamp}\n\n{machine()}\n\nCommand: `{cmd_line}`\n\n{note}\n\n"
-            + "\n".join(rows)
-            + "\n"
-        )
-        with res.open("a") as f:
-            f.write(text)
-        print(f"appended to {res}")
+        body = f"{machine()}\n\nCommand: `{cmd_line}`\n\n{note}\n\n" + "\n".join(rows)
+        write_section(RESULT, TITLE, section(args), body)
+        print(f"wrote its section of {RESULT}")
     return 0
 
 

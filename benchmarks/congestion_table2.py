@@ -11,15 +11,20 @@ decrease next to the measured ones.
 
     .venv/bin/python benchmarks/congestion_table2.py                 # 8 B, 10 GB/s links
     .venv/bin/python benchmarks/congestion_table2.py --bytes 64KiB --link 0.1ns
+
+Writes the table as the section of its --bytes and --link in benchmarks/results/congestion_table2.md
+(a run replaces its own section and keeps the others).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 from pathlib import Path
 
 import collkit
+from results_md import write_section
 
 # P, schedule, measured min RD / RM (us), measured median RD / RM (us): [Ruefenacht 2017] Table 2.
 TABLE2 = [
@@ -35,6 +40,9 @@ TABLE2 = [
     (96, "a8,a3,a4", 25.3, 20.7, 51.7, 47.6),
     (128, "a8,a4,a4", 25.1, 17.9, 101.0, 88.4),
 ]
+TITLE = """# Seed 002's Table 2 without and with congestion (benchmarks/congestion_table2.py)
+
+One section per message size and link speed."""
 MODEL = {"alpha_p": "500ns", "alpha_r": "100ns", "beta": "0.4ns", "reduce_base": "10ns"}
 TOPO = "dragonfly(p=4,a=16,hop=100ns,global=500ns,rpn={rpn},intra=200ns{link})"
 
@@ -80,13 +88,13 @@ def main() -> int:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         cmd = f"python benchmarks/congestion_table2.py --bytes {args.bytes} --link {args.link}"
         text = (
-            f"\n## {stamp}\n\nCommand: `{cmd}` (rpn {args.rpn}); topology "
+            f"{stamp}. Command: `{cmd}` (rpn {args.rpn}); topology "
             f"`{TOPO.format(rpn=args.rpn, link=',link=' + args.link)}`; model pipelined-postal "
-            f"{MODEL}. Simulated times are deterministic (no noise).\n\n" + "\n".join(rows) + "\n"
+            f"{MODEL}. Simulated times are deterministic (no noise), whatever the load "
+            f"({os.getloadavg()[0]:.1f}).\n\n" + "\n".join(rows) + "\n"
         )
-        with out.open("a") as f:
-            f.write(text)
-        print(f"appended to {out}")
+        write_section(out, TITLE, f"## --bytes {args.bytes} --link {args.link}", text)
+        print(f"wrote its section of {out}")
     return 0
 
 

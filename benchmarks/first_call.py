@@ -12,7 +12,8 @@ to allreduce:rd, alternating (plain, earlier, this, plain, ...), and tabulates t
 
     .venv/bin/python benchmarks/first_call.py [--mpi mpich] [--against OLD.so] [--rounds 5]
 
-Prints and writes benchmarks/results/first-call-<mpi>.md.
+Prints its table and writes it as the MPI's section of benchmarks/results/first-call.md (the
+other MPI's section kept).
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ from pathlib import Path
 
 from collkit.bench import machine_name
 from collkit.mpi import build, find_mpi_of_kind, launch_command, launch_env
+from results_md import MPI_NAMES, write_section
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULT = Path(__file__).resolve().parent / "results" / "first-call.md"
+TITLE = """# The first collkit call on a communicator (benchmarks/first_call.py)
+
+One section per MPI, each with its machine, date, load and command."""
 PROGRAM = r"""
 #include <mpi.h>
 #include <stdio.h>
@@ -109,9 +114,8 @@ def main() -> None:
         print(f"round {rnd + 1}/{a.rounds} done", file=sys.stderr)
     load1 = " ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [
-        f"# The first collkit call on a communicator ({mpi.version}, P = 2)",
-        "",
         f"- machine: {machine_name()}",
+        f"- MPI: {mpi.version}",
         f"- date: {start.isoformat(timespec='seconds')}",
         f"- load (1/5/15 min): {load0} before, {load1} after",
         f"- command: `.venv/bin/python benchmarks/first_call.py {shlex.join(sys.argv[1:])}`",
@@ -129,11 +133,11 @@ def main() -> None:
             f"{max(first):.0f}) | {statistics.median(second):.1f} ({min(second):.1f}-"
             f"{max(second):.1f}) |"
         )
+    heading = f"## {MPI_NAMES[a.mpi]}, P = 2"
     text = "\n".join(lines) + "\n"
-    print(text)
-    out = RESULTS / f"first-call-{a.mpi}.md"
-    out.write_text(text)
-    print(f"wrote {out}", file=sys.stderr)
+    print(f"{heading}\n\n{text}")
+    write_section(RESULT, TITLE, heading, text)
+    print(f"wrote its section of {RESULT}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ call also sets the communicator up) and of calls 33-100, and their ratio.
         [--rounds 3] [--sizes 2048,12288,30000]
 
 OLD_DIR: a folder with an earlier build's collkit_bench (e.g. ~/.cache/collkit/mpi-mpich-<hash>).
-Prints and writes benchmarks/results/shm-first-calls-<mpi>.md.
+Prints its table and writes it as the MPI's section of benchmarks/results/shm-first-calls.md
+(the other MPI's section kept).
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ from pathlib import Path
 
 from collkit.bench import machine_name
 from collkit.mpi import MPI, build, find_mpi_of_kind, launch_command, launch_env
+from results_md import MPI_NAMES, write_section
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULT = Path(__file__).resolve().parent / "results" / "shm-first-calls.md"
+TITLE = """# First calls through the shared-memory slots (benchmarks/shm_first_calls.py)
+
+One section per MPI, each with its machine, date, load and command."""
 CASES = (("bcast", "bcast:binomial", "char"), ("allreduce", "allreduce:rd", "double"))
 FIRST = 32  # the ring's slots
 
@@ -80,9 +85,8 @@ def main() -> None:
         print(f"round {rnd + 1}/{a.rounds} done", file=sys.stderr)
     load1 = " ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [
-        f"# First calls through the shared-memory slots ({mpi.version}, P = 2)",
-        "",
         f"- machine: {machine_name()}",
+        f"- MPI: {mpi.version}",
         f"- date: {start.isoformat(timespec='seconds')}",
         f"- load (1/5/15 min): {load0} before, {load1} after",
         f"- command: `.venv/bin/python benchmarks/shm_first_calls.py {shlex.join(sys.argv[1:])}`",
@@ -96,11 +100,11 @@ def main() -> None:
     for (label, algo, n), (first, rest) in got.items():
         f, r = statistics.median(first), statistics.median(rest)
         lines.append(f"| {label} | {algo} | {n} | {f:.2f} | {r:.2f} | {f / r:.2f} |")
+    heading = f"## {MPI_NAMES[a.mpi]}, P = 2"
     text = "\n".join(lines) + "\n"
-    print(text)
-    out = RESULTS / f"shm-first-calls-{a.mpi}.md"
-    out.write_text(text)
-    print(f"wrote {out}", file=sys.stderr)
+    print(f"{heading}\n\n{text}")
+    write_section(RESULT, TITLE, heading, text)
+    print(f"wrote its section of {RESULT}", file=sys.stderr)
 
 
 if __name__ == "__main__":

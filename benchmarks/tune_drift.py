@@ -121,7 +121,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for title, extra in (
             (
-                "1. `collkit bench --no-interleave` (one job per algorithm, as before)",
+                "1. `collkit bench --no-interleave` (one job per algorithm)",
                 ["--no-interleave"],
             ),
             ("2. `collkit bench` (interleaved: the default)", []),

@@ -1,7 +1,8 @@
 """The docs and benchmarks/results agree: every result a doc cites exists, every result file is
 cited by a doc or listed in benchmarks/README.md, each names the command that made it (and its
-date and load) in its first lines, and the folder stays small (results belong in git history,
-not in the tree)."""
+date and load) in its first lines, each benchmark script has one result file (a section per MPI
+or mode, not a file each), and the folder stays small (results belong in git history, not in the
+tree)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-MAX_FILES = 50
+MAX_FILES = 38
 MAX_BYTES = 3 * 1024 * 1024
 HEADER_LINES = 15
 
 _EXT = r"(?:md|jsonl|json|csv|png|txt|env)"
 _CITED = re.compile(rf"benchmarks/results/([A-Za-z0-9_./-]+?\.{_EXT})(?![A-Za-z0-9_.-])")
 _LISTED = re.compile(rf"\]\(results/([A-Za-z0-9_./-]+?\.{_EXT})\)")
+_SCRIPT_ROW = re.compile(r"\| `([A-Za-z0-9_]+\.py)\b")
 _DATE = re.compile(r"20\d\d-\d\d-\d\d")
 _COMMAND = re.compile(
     r"`(?:\.venv/bin/)?(?:python3? )?(benchmarks/[A-Za-z0-9_]+\.py|collkit[ _]\S*)"
@@ -43,6 +45,29 @@ def cited(texts: dict[str, str]) -> dict[str, set[str]]:
 def listed(readme: str) -> set[str]:
     """The result files benchmarks/README.md links to (`](results/NAME)`)."""
     return {m.group(1) for m in _LISTED.finditer(readme)}
+
+
+def scripts_with_files(readme: str) -> dict[str, set[str]]:
+    """The .md result files each script of benchmarks/README.md's first table (the rows that
+    open with `SCRIPT.py`) links to, rows of one script together."""
+    out: dict[str, set[str]] = {}
+    for line in readme.splitlines():
+        m = _SCRIPT_ROW.match(line)
+        if m:
+            md = {f for f in listed(line) if f.endswith(".md")}
+            out.setdefault(m.group(1), set()).update(md)
+    return out
+
+
+def several_files(root: Path) -> list[str]:
+    """'script: files' for each benchmark script that links more than one .md result: a script
+    writes one file, a section per MPI or mode."""
+    readme = (root / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    return [
+        f"{script}: {', '.join(sorted(files))}"
+        for script, files in sorted(scripts_with_files(readme).items())
+        if len(files) > 1
+    ]
 
 
 def result_files(results: Path) -> list[str]:
@@ -138,6 +163,10 @@ def test_results_stay_small() -> None:
     assert size_problems(RESULTS) == []
 
 
+def test_one_result_file_per_benchmark() -> None:
+    assert several_files(ROOT) == [], "one file per script, a section per MPI or mode"
+
+
 def _tree(tmp_path: Path, doc: str, results: dict[str, str], readme: str = "") -> Path:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "x.md").write_text(doc)
@@ -168,10 +197,13 @@ def test_the_checks_see_what_is_wrong(tmp_path: Path) -> None:
             "noload.md": GOOD.replace("load", "busy"),
             "p.json": json.dumps({"date": "2026-11-28", "load": "1", "command": "collkit x"}),
         },
-        readme="[r](results/rows.jsonl) [n](results/nocmd.md) [s](results/noscript.md) "
+        readme="| `run.py` | one | [a](results/a.md) |\n"
+        "| `run.py --x` | its other mode | [r](results/rows.jsonl) |\n"
+        "| `two.py` | per MPI | [n](results/nocmd.md), [s](results/noscript.md) |\n"
         "[d](results/nodate.md) [l](results/noload.md) [p](results/p.json)",
     )
     assert missing_citations(root) == ["docs/x.md: benchmarks/results/gone.md"]
+    assert several_files(root) == ["two.py: nocmd.md, noscript.md"]
     assert unreferenced(root) == ["stray.md"]
     problems = header_problems(root)
     assert [p.split(":")[0] for p in problems] == [

@@ -104,7 +104,7 @@ def test_the_patterns_spare_real_uses(line: str) -> None:
 
 def test_a_file_name_is_checked_too() -> None:
     assert hits("benchmarks/results/issue20-shm.md", "")
-    assert not hits("benchmarks/results/executor-shm-mpich.md", "")
+    assert not hits("benchmarks/results/shm-first-calls.md", "")
 
 
 def tracked_files() -> list[str]:
