@@ -95,10 +95,7 @@ def simulated_section(quick: bool) -> str:
 
     title = "### Simulated: the poster's experiments A, B, C"
     if not hasattr(collkit, "simulate"):
-        return (
-            f"{title}\n\nNot run: `collkit.simulate` is not on this branch yet (the simulator "
-            "lands on main separately; rerun this script after merging it)."
-        )
+        return f"{title}\n\nNot run: `collkit.simulate` cannot be imported here."
     model = ", ".join(f"{k}={v}" for k, v in SIM_MODEL.items())
     out = [f"{title}\n\nModel: {model}. Times in microseconds (makespan)."]
     P_A = 256 if quick else 1024

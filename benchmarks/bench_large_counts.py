@@ -117,7 +117,7 @@ def sim_section(Ps: Sequence[int], sizes: Sequence[int]) -> list[str]:
         return [
             "## Simulation",
             "",
-            "Not run: the simulator (collkit.simulate) is not on this branch yet.",
+            "Not run: the simulator (collkit.simulate) cannot be imported here.",
             "",
         ]
     params = {
@@ -161,7 +161,7 @@ def measure_section(
         return [
             "## Measurement",
             "",
-            "Not run: the MPI executor (collkit.bench) is not on this branch yet.",
+            "Not run: the MPI executor (collkit.bench) cannot be imported here.",
             "",
         ]
     mpi = mpirun.find_mpi()

@@ -37,6 +37,14 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     ),
     "worktree": re.compile(r"\bworktrees?\b|/work/wt-|\bwt-[a-z]", re.I),
     "stop number": re.compile(r"\bstop \d", re.I),
+    "branch": re.compile(r"\bon (?:the )?branch\b|\bbranch `[\w./-]+`|\bmerged into main\b", re.I),
+    # collkit's own commits; a third-party source's version is written "REPO at HASH"
+    "commit id": re.compile(r"\b(?:at )?commits? [0-9a-f]{7,40}\b|\bat commit\b", re.I),
+    "before the change": re.compile(
+        r"\bpreviously\b|\bbefore (?:this|the) change\b|\bsince reverted\b|\bthe previous "
+        r"(?:build|commit|generator|version)\b",
+        re.I,
+    ),
 }
 # Real uses that a pattern would otherwise catch.
 ALLOWED = re.compile(
@@ -76,6 +84,15 @@ def hits(name: str, text: str) -> list[str]:
         "the lead's session was idle",
         "failed: /work/wt-sim/.venv/bin/collkit simulate",
         "B / A was last stop 1.39",
+        "the simulator is being written on branch `sim` and was not on main",
+        "made with the simulator merged into main for the run",
+        "Old: the library of commit 2cf03c6 (decisions made anew)",
+        "with sim at commit a20dade merged",
+        "A: the build before it (commit 2b7720f)",
+        "wrong under MPI_IN_PLACE, since reverted",
+        "previously the queue held every op",
+        "before this change, instructions were flat",
+        "checked op for op against the previous generator",
     ],
 )
 def test_the_patterns_catch_history(line: str) -> None:
@@ -96,6 +113,10 @@ def test_the_patterns_catch_history(line: str) -> None:
         'arrowprops={"arrowstyle": "->", "color": "#444444", "lw": 0.7}',
         "#include <vector>",
         "stopped at the limit; a stop 'button'",
+        "IMB: https://github.com/intel/mpi-benchmarks at 46e8757a920c334abfea6340499f1c5deaefb834",
+        "a send on each branch of the tree; the branch predictor",
+        "commit the rows as they come (a commit per row)",
+        "the previous step's blocks",
     ],
 )
 def test_the_patterns_spare_real_uses(line: str) -> None:
