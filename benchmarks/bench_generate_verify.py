@@ -69,7 +69,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--quick", action="store_true", help="only P <= 4096")
-    ap.add_argument("--no-record", action="store_true", help="do not append to the results file")
+    ap.add_argument("--no-record", action="store_true", help="do not write the results file")
     args = ap.parse_args()
     rows = []
     header = (
