@@ -7,7 +7,7 @@ does on a shared machine). Three campaigns, each under the same injection, P = 2
 3. `collkit tune --only rd --no-mpi-algos`: the verdicts and the table it writes.
 
 For 1 and 2 the table also gives the verdict of a rule that ignores the rounds (the
-"old rule" column: a Mann-Whitney U test, p < 0.01, and a bootstrap CI of the speedup above 1, on
+"pooled rule" column: a Mann-Whitney U test, p < 0.01, and a bootstrap CI of the speedup above 1, on
 the pooled samples), to show what drift does to a test that pools the samples.
 
 Writes benchmarks/results/tune_drift.md (machine, date, load, commands) and the row files beside
@@ -79,7 +79,7 @@ def with_hogs(cmd: list[str], watch: Path) -> tuple[subprocess.CompletedProcess[
 def bench_table(path: Path) -> list[str]:
     rows = read_jsonl(path)
     out = [
-        "| bytes | native median µs | rd median µs | native / rd | old rule (U test + CI) "
+        "| bytes | native median µs | rd median µs | native / rd | pooled rule (U test + CI) "
         "| rd beat native in rounds | suspect | load_avg_1m | probe ns before / after |",
         "|---:|---:|---:|---:|---|---|---|---:|---|",
     ]
@@ -107,7 +107,8 @@ def main() -> int:
     a = p.parse_args()
     exe = [sys.executable, "-m", "collkit"]
     lines = [
-        "# A load change injected mid-campaign: bench and tune, old and interleaved",
+        "# A load change injected mid-campaign: bench and tune, one job per algorithm and "
+        "interleaved",
         "",
         f"Machine: {machine_name()}, {os.cpu_count()} cores. Date: "
         f"{_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}. "
