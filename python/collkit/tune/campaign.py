@@ -18,6 +18,7 @@ from collkit.algorithms import Algorithm, algorithms, is_mpi_algorithm
 from collkit.analysis.bruck import candidate_radixes
 from collkit.analysis.recmult.model import PipelinedPostal
 from collkit.analysis.recmult.rank import rank_schedules
+from collkit.analysis.torus import candidate_dims
 from collkit.bench import DATATYPES, Campaign, planned_rows, run_campaign
 from collkit.collectives import REDUCTIONS, ROOTED
 from collkit.drift import MAX_RETRIES
@@ -50,8 +51,10 @@ def candidates(
     the top_k `rm` schedules the model ranks for P, the Bruck radixes worth trying
     (:func:`collkit.analysis.bruck.candidate_radixes`: 2..8, the powers of two, ceil(sqrt P) and
     its neighbours, P; O(log P) of them, where every r in 2..P made 65,535 at P = 65536),
-    k-nomial radices 2..4, and the binomial trees in 2 KiB segments when `largest` (the
-    campaign's largest size) is above 4 KiB; those whose restrictions exclude P are left out."""
+    k-nomial radices 2..4, bucket's ring and most balanced 2-d and 3-d tori
+    (:func:`collkit.analysis.torus.candidate_dims`), and the binomial trees in 2 KiB segments
+    when `largest` (the campaign's largest size) is above 4 KiB; those whose restrictions
+    exclude P are left out."""
     out: list[str] = []
     for spec in algorithms(collective):
         name = str(spec["name"])
@@ -66,6 +69,8 @@ def candidates(
             out += [f"{name}(r={k})" for k in candidate_radixes(P)]
         elif name.endswith(":knomial"):
             out += [f"{name}(k={k})" for k in (2, 3, 4)]
+        elif name == "allreduce:bucket":
+            out += [f"{name}(dims={d})" for d in candidate_dims(P)]
         else:
             out.append(name)
             if name in SEGMENTED and largest > 2 * SEGMENT:
