@@ -4,6 +4,7 @@ call, and write it where programs will use it.
   collkit tune allreduce -np 2,4 --sizes 8B..1MiB
   collkit tune allreduce bcast -np 4 --sizes 8B..64KiB --top-k 5 -o tune-results
   collkit tune allreduce -np 64,1024 --sizes 8B..1MiB --simulate loggp --param L=1us
+  collkit tune allgatherv gatherv -np 2,4 --sizes 8B..64KiB --counts 'random(7,1)'
 
 Candidates: collkit's registry with parameter grids (every algorithm at its defaults, the model's
 top-k `rm` schedules for each P, Bruck radixes 2..8, powers of 2, ~sqrt P and P, k-nomial
@@ -26,6 +27,13 @@ Every candidate and native are measured in each call pattern of --patterns (docs
 other buffers each call, evicted caches); a candidate wins only if it wins in every one (or in
 the one --decide-by names), its speedup the smallest of its patterns' (each is in the table and
 in the rule's `speedups`).
+
+The irregular collectives (those whose MPI call takes a count vector) are measured at each
+--counts form (default equal(1) and random(1,2)) at each size, the size the vector's mean
+entry; allgatherv's and reduce_scatter's rules are keyed by the call's total bytes, gatherv's,
+scatterv's and alltoallv's are one rule of every size per P: the candidate that won at every
+size and form, else native (docs/tuning.md, "Tuning them"). scan and exscan take one count per
+rank, as allreduce.
 
 Writes into -o DIR: tune.jsonl / .csv (every row, appended as measured: rerun the same command
 to resume; nothing is measured twice), collkit-tuning.json (for libcollkit_pmpi.so and `collkit
@@ -54,12 +62,13 @@ from collkit.cli._common import (
     print_json_lines,
     table,
 )
-from collkit.cli.bench import parse_sizes
+from collkit.cli.bench import _counts_form, parse_sizes
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
 from collkit.progress import CampaignProgress
 from collkit.results import PATTERNS
 from collkit.tune.campaign import TuneOptions, shapes_of
+from collkit.tune.irregular import BY_P_ALONE, BY_TOTAL, DEFAULT_FORMS, IRREGULAR
 from collkit.tune.run import tune
 from collkit.tune.select import Choice, shaped_keys
 
@@ -90,7 +99,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=parse_sizes,
         default=parse_sizes("8B..1MiB"),
         metavar="LIST",
-        help="bytes per rank: 8B..1MiB (powers of two; the default), 8,64,1KiB",
+        help="bytes per rank: 8B..1MiB (powers of two; the default), 8,64,1KiB; for an "
+        "irregular collective, the mean entry of its count vector in bytes (per block; "
+        "alltoallv: per pair)",
+    )
+    p.add_argument(
+        "--counts",
+        type=_counts_form,
+        action="append",
+        default=[],
+        metavar="FORM",
+        help=f"for the irregular collectives ({', '.join(IRREGULAR)}): the shape of the "
+        "count vector, in bench's grammar (1,0,5 / equal(n) "
+        "/ random(seed,max) / skewed(max[,seed]) / zeros-but-one[(n[,k])]), each measured at "
+        "every --sizes size as its mean entry (random(seed,2n), skewed's maximum, "
+        "zeros-but-one's n and a list's scale set by the size; seed, k and a list's "
+        "proportions kept); repeatable. Default: "
+        + " and ".join(DEFAULT_FORMS)
+        + ", the regular layout and a random one with zeros (seed 1), at every size. "
+        f"{' and '.join(BY_TOTAL)} rules are keyed by the call's total bytes; "
+        f"{', '.join(BY_P_ALONE)} get one rule of every size, a candidate that won at every "
+        "size and form, else native (docs/tuning.md)",
     )
     p.add_argument("--top-k", type=int, default=3, help="rm schedules per P, by the model (3)")
     p.add_argument(
@@ -246,10 +275,12 @@ def split_names(text: str) -> list[str]:
 
 def _print(choices: list[Choice], mpi_label: str) -> None:
     t = table(f"winners per size ({mpi_label}); speedup = native median / winner median")
+    forms = any(c.counts for c in choices)
     for col in (
         "coll",
         "P",
         "bytes",
+        *(["counts"] if forms else []),
         "source",
         "collkit winner",
         "speedup",
@@ -262,7 +293,9 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
     ):
         t.add_column(
             col,
-            justify="left" if col in ("coll", "collkit winner", "MPI's own", "source") else "right",
+            justify="left"
+            if col in ("coll", "counts", "collkit winner", "MPI's own", "source")
+            else "right",
         )
     shaped = shaped_keys(choices)
     for c in choices:
@@ -271,6 +304,7 @@ def _print(choices: list[Choice], mpi_label: str) -> None:
             c.collective,
             f"{c.P} ({c.nodes}x{c.ppn or '?'})" if (c.collective, c.P) in shaped else str(c.P),
             str(c.bytes),
+            *([c.counts] if forms else []),
             c.source,
             w.algorithm if w else "native",
             f"{w.speedup:.2f}" if w else "",
@@ -296,7 +330,8 @@ def choice_json(c: Choice) -> dict[str, object]:
     return {
         "collective": c.collective,
         "P": c.P,
-        "bytes": c.bytes,
+        "bytes": c.bytes,  # irregular: the whole vector's (alltoallv: the matrix's)
+        "counts": c.counts,  # irregular: the form of the row's count vector ("" otherwise)
         "nodes": c.nodes,  # the rows' shape (null: not said)
         "ppn": c.ppn,
         "source": c.source,
@@ -392,6 +427,7 @@ def options_of(args: argparse.Namespace) -> TuneOptions:
         out=args.out,
         plot=not args.no_plot,
         shapes=shapes,
+        counts=list(args.counts),
     )
 
 

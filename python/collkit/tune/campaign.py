@@ -26,6 +26,7 @@ from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
 from collkit.progress import Ticker
 from collkit.results import PATTERNS, ResultStore, Row
+from collkit.tune.irregular import DEFAULT_FORMS, batches, forms_at, is_irregular
 from collkit.tune.select import choose, compare, is_win, latest, shape_of
 from collkit.tune.table import Table
 
@@ -139,6 +140,17 @@ class TuneOptions:
     # The shapes to measure (--nodes x --ppn): (nodes, ranks per node) pairs, each P = their
     # product (in P); empty: each P as few ranks per node as fit (collkit.mpi.launch).
     shapes: list[tuple[int, int]] = field(default_factory=list)
+    # The irregular collectives' --counts forms (collkit.counts), each measured at every size
+    # (collkit.tune.irregular); empty: irregular.DEFAULT_FORMS.
+    counts: list[str] = field(default_factory=list)
+
+    def forms(self, collective: str, P: int, datatype: str, sizes: list[int]) -> list[str]:
+        """The count vectors an irregular collective is measured at, at P: each form at each
+        of `sizes` (collkit.tune.irregular.forms_at); [] for any other collective."""
+        if not is_irregular(collective):
+            return []
+        forms = list(self.counts) or list(DEFAULT_FORMS)
+        return forms_at(forms, collective, P, DATATYPES[datatype], sizes)
 
     def shapes_at(self, P: int) -> list[int | None]:
         """The node counts P is measured on: those of its shapes, or [None] (no shapes)."""
@@ -316,9 +328,13 @@ def measure(
                         )
                     continue
                 # The MPI's own algorithms are forced per job, never interleaved and so never
-                # chosen: shown in the first pattern only.
-                for nodes, (k, pattern) in itertools.product(
-                    opts.shapes_at(P), enumerate(patterns_for(opts, coll))
+                # chosen: shown in the first pattern only. An irregular collective's vectors go
+                # to as many jobs as the driver's command line needs.
+                forms = opts.forms(coll, P, dtype, sizes)
+                for nodes, (k, pattern), counts in itertools.product(
+                    opts.shapes_at(P),
+                    enumerate(patterns_for(opts, coll)),
+                    batches(forms, coll, P) if forms else [[]],
                 ):
                     plan.append(
                         Campaign(
@@ -337,6 +353,7 @@ def measure(
                             block=opts.block,
                             pattern=pattern,
                             nodes=nodes,
+                            counts=counts,
                         )
                     )
     if ticker:
@@ -436,7 +453,7 @@ def barrier_harm(
             if r.collective == c.collective and r.P == P
         ]
         routed = {
-            (ch.bytes, (ch.nodes, ch.ppn))
+            (ch.bytes, ch.counts, (ch.nodes, ch.ppn))
             for ch in choose(
                 mine,
                 alpha=opts.alpha,
@@ -458,9 +475,11 @@ def barrier_harm(
             and r.datatype == c.datatype
             and not r.error
         ]
-        for nbytes, alloc in sorted({(r.bytes, r.allocation) for r in rows}):
-            same = [r for r in rows if r.bytes == nbytes and r.allocation == alloc]
-            if (nbytes, shape_of(alloc, P)) in routed:
+        for nbytes, form, alloc in sorted({(r.bytes, r.counts, r.allocation) for r in rows}):
+            same = [
+                r for r in rows if r.bytes == nbytes and r.counts == form and r.allocation == alloc
+            ]
+            if (nbytes, form, shape_of(alloc, P)) in routed:
                 continue  # collkit's call runs there, after collkit's barrier: it won so
             plain = [r for r in same if r.barrier == ""]
             behind = [r for r in same if r.barrier == barrier]
@@ -535,13 +554,16 @@ def remeasure_suspects(
     (collkit.drift), at most drift.MAX_RETRIES times; a resumed campaign reads the attempts from
     the file and goes on where it stopped."""
     sizes = {c.count(s) * DATATYPES[c.datatype] for s in c.sizes}
+    forms = set(c.forms()) if c.irregular else {""}
     for attempt in range(1, MAX_RETRIES + 1):
         mine = [
             r
             for r in latest(store)
             if r.collective == c.collective
             and r.P in c.P
-            and r.bytes in sizes
+            and (c.irregular or r.bytes in sizes)
+            and r.counts in forms  # irregular: the campaign's vectors
+            and r.datatype == c.datatype
             and r.algorithm in c.algorithms
             and r.block == c.block
             and r.pattern == c.pattern
@@ -552,18 +574,20 @@ def remeasure_suspects(
         todo = [r for r in mine if r.suspect and r.attempt < attempt]
         if not todo:
             return
-        for nbytes in sorted({r.bytes for r in todo}):
-            names = sorted({r.algorithm for r in todo if r.bytes == nbytes})
+        for nbytes, form in sorted({(r.bytes, r.counts) for r in todo}):
+            names = sorted({r.algorithm for r in todo if (r.bytes, r.counts) == (nbytes, form)})
             if progress:
                 progress(
-                    f"P={c.P} {nbytes} B: re-measuring {len(names)} suspect "
-                    f"(attempt {attempt} of {MAX_RETRIES}): {', '.join(names)}",
+                    f"P={c.P} {nbytes} B{f' {form}' if form else ''}: re-measuring "
+                    f"{len(names)} suspect (attempt {attempt} of {MAX_RETRIES}): "
+                    f"{', '.join(names)}",
                     None,
                 )
             again = replace(
                 c,
                 algorithms=["native", *names],
-                sizes=[nbytes],
+                sizes=c.sizes[:1] if form else [nbytes],
+                counts=[form] if form else [],
                 attempt=attempt,
             )
             if ticker:
@@ -577,6 +601,16 @@ def campaign_rows(
     """The folder's rows of this campaign; with `barriers`, a collkit row of the patterns
     barrier and evict only where it was timed after the barrier in effect at its P."""
     out = []
+    # the irregular collectives' rows: those of the vectors this campaign measures at
+    forms = {
+        (c, P, dtype, form)
+        for c in opts.collectives
+        if is_irregular(c)
+        for P in opts.P
+        for dtype, sizes in by_element_type(c, opts.sizes).items()
+        if dtype is not None
+        for form in opts.forms(c, P, dtype, sizes)
+    }
     for r in store if barriers is None else after_barriers(store, barriers):
         if (
             r.collective in opts.collectives
@@ -585,7 +619,11 @@ def campaign_rows(
             and r.pattern in patterns_for(opts, r.collective)
             and (
                 r.collective == "barrier"
-                or (r.bytes in opts.sizes and element_type(r.collective, r.bytes) is not None)
+                or (
+                    (r.collective, r.P, r.datatype, r.counts) in forms
+                    if is_irregular(r.collective)
+                    else r.bytes in opts.sizes and element_type(r.collective, r.bytes) is not None
+                )
             )
         ):
             out.append(r)

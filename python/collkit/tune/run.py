@@ -40,7 +40,8 @@ from collkit.tune.campaign import (
     simulate_rows,
     table_barriers,
 )
-from collkit.tune.select import Choice, choose, rules
+from collkit.tune.irregular import IRREGULAR, batches, is_irregular
+from collkit.tune.select import Choice, choose, irregular_notes, merge_forms, rules
 from collkit.tune.table import MAX_BLOCK, Rule, Table, load, save
 
 __all__ = ["WRITES", "TunePlan", "TuneResult", "check", "tune"]
@@ -267,6 +268,38 @@ def check_options(opts: TuneOptions) -> None:
             )
     if (opts.patterns is not None or opts.decide_by is not None) and simulating:
         raise InvalidArgumentError("--patterns and --decide-by are for measuring, not --simulate")
+    check_counts(opts)
+
+
+def check_counts(opts: TuneOptions) -> None:
+    """--counts: forms of bench's grammar, each at every size a vector that grammar holds (a
+    list of P entries, P^2 for alltoallv), for an irregular collective among the collectives."""
+    from collkit.counts import parse_counts
+    from collkit.tune.campaign import by_element_type
+
+    forms = ["".join(f.split()) for f in opts.counts]
+    for f in forms:
+        parse_counts(f)
+    if len(set(forms)) != len(forms):
+        raise InvalidArgumentError(f"--counts: a form given twice ({', '.join(forms)})")
+    irregular = [c for c in opts.collectives if is_irregular(c)]
+    if irregular and opts.simulate is not None:
+        raise InvalidArgumentError(
+            f"--simulate: {', '.join(irregular)} take a count vector, and tune measures them "
+            "with the MPI (leave out --simulate; `collkit simulate ALGO --counts FORM` "
+            "simulates one)"
+        )
+    if forms and not irregular:
+        raise InvalidArgumentError(
+            f"--counts: {', '.join(opts.collectives)} take one count for every rank (--sizes); "
+            f"a count vector is for {', '.join(IRREGULAR)}"
+        )
+    for c in irregular:
+        for P in opts.P:
+            for dtype, sizes in by_element_type(c, opts.sizes).items():
+                if dtype is not None:
+                    # a list of the wrong length, a vector past the driver's argument: refused here
+                    batches(opts.forms(c, P, dtype, sizes), c, P)
 
 
 def check(opts: TuneOptions) -> TunePlan:
@@ -275,7 +308,11 @@ def check(opts: TuneOptions) -> TunePlan:
     input among the files it writes, or a folder whose table it would break; else the folder
     (made if it was not there), its table and the MPI or model."""
     check_options(opts)
-    opts = replace(opts, collectives=list(dict.fromkeys(opts.collectives)))
+    opts = replace(
+        opts,
+        collectives=list(dict.fromkeys(opts.collectives)),
+        counts=["".join(f.split()) for f in opts.counts],
+    )
     check_patterns(opts.collectives, opts.patterns, opts.decide_by)
     if opts.patterns is not None:
         opts = replace(opts, patterns=list(dict.fromkeys(opts.patterns)))
@@ -484,6 +521,8 @@ def run(
             chosen = barriers.get(ch.P, "")
             ch.collkit = next((c for c in ch.candidates if c.algorithm == chosen), None)
     shown = [c for c in choices if (c.collective, c.P, c.bytes) in mine]
+    for msg in irregular_notes([c for c in choices if (c.collective, c.P) in plan.keys]):
+        note(msg)
     result = TuneResult(shown, choices, rows, None, [], label, routing_us, notes=notes)
     if not shown:
         return result
@@ -521,7 +560,7 @@ def run(
             continue
         measured = mpi is not None and isinstance(mpi, impl)
         program = build(mpi, ["collkit_bench"]) / "collkit_bench" if measured and mpi else None
-        path = impl.write_tuning_file(choices, out, header, program)
+        path = impl.write_tuning_file(merge_forms(choices), out, header, program)
         if path is not None:
             written.append(path)
         else:
@@ -532,6 +571,6 @@ def run(
     if opts.plot:
         from collkit.tune.plot import plot
 
-        plot(choices, out / "tune.png", f"collkit tune: winner by P x size ({label})")
+        plot(merge_forms(choices), out / "tune.png", f"collkit tune: winner by P x size ({label})")
         written.append(out / "tune.png")
     return result

@@ -36,6 +36,7 @@ import numpy as np
 from collkit.algorithms import is_mpi_algorithm
 from collkit.drift import MIN_ROUNDS, rounds_won
 from collkit.results import PATTERNS, Row
+from collkit.tune.irregular import BY_P_ALONE, EVERY_SIZE, IRREGULAR
 from collkit.tune.table import Rule
 
 
@@ -132,6 +133,12 @@ class Choice:
     # None where the rows do not say.
     nodes: int | None = None
     ppn: int | None = None
+    # An irregular collective's count vector (the rows' --counts form; collkit.tune.irregular),
+    # "" for the others; of choices merged across forms (merge_forms), theirs joined by "; ".
+    counts: str = ""
+    # collkit's candidates that won, the fastest first (`collkit` is the first; simulated: the
+    # fastest alone).
+    winners: list[str] = field(default_factory=list)
 
 
 def shape_of(allocation: str, P: int) -> tuple[int | None, int | None]:
@@ -198,16 +205,16 @@ def choose(
     """One Choice per (collective, P, bytes) in the rows. `patterns`: per collective, the call
     patterns whose rows count (a collective not in it: every pattern its rows have); a
     candidate must win in each of them, or only in `decide_by` where that is one of them."""
-    groups: dict[tuple[str, int, tuple[int, int], int, str], list[Row]] = {}
+    groups: dict[tuple[str, int, tuple[int, int], int, str, str], list[Row]] = {}
     shapes: dict[tuple[int, int], tuple[int | None, int | None]] = {}
     for r in rows:
         if _usable(r):
             shape = shape_of(r.allocation, r.P)
             key = (-1 if shape[0] is None else shape[0], -1 if shape[1] is None else shape[1])
             shapes[key] = shape
-            groups.setdefault((r.collective, r.P, key, r.bytes, r.source), []).append(r)
+            groups.setdefault((r.collective, r.P, key, r.bytes, r.counts, r.source), []).append(r)
     out: list[Choice] = []
-    for (coll, P, key, nbytes, source), rs in sorted(groups.items()):
+    for (coll, P, key, nbytes, form, source), rs in sorted(groups.items()):
         nodes, ppn = shapes[key]
         if source == "simulated":
             sim = [r for r in rs if not is_mpi_algorithm(r.algorithm)]
@@ -232,7 +239,21 @@ def choose(
                 if best.median_us > 0
                 else None
             )
-            out.append(Choice(coll, P, nbytes, source, win, None, comps, nodes, ppn))
+            out.append(
+                Choice(
+                    coll,
+                    P,
+                    nbytes,
+                    source,
+                    win,
+                    None,
+                    comps,
+                    nodes,
+                    ppn,
+                    form,
+                    [win.algorithm] if win else [],
+                )
+            )
             continue
         present = {r.pattern for r in rs}
         wanted = patterns.get(coll) if patterns is not None else None
@@ -262,7 +283,9 @@ def choose(
             if c is not None:
                 comps.append(c)
         wins = [c for c in comps if is_win(c, alpha, min_gain)]
-        own = [c for c in wins if not is_mpi_algorithm(c.algorithm)]
+        own = sorted(
+            (c for c in wins if not is_mpi_algorithm(c.algorithm)), key=lambda c: -c.speedup
+        )
         forced = [c for c in wins if is_mpi_algorithm(c.algorithm)]
         out.append(
             Choice(
@@ -270,11 +293,13 @@ def choose(
                 P,
                 nbytes,
                 source,
-                max(own, key=lambda c: c.speedup) if own else None,
+                own[0] if own else None,
                 max(forced, key=lambda c: c.speedup) if forced else None,
                 comps,
                 nodes,
                 ppn,
+                form,
+                [c.algorithm for c in own],
             )
         )
     return out
@@ -300,11 +325,153 @@ def size_ranges(sizes: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
+def _worst(cs: Sequence[Choice], algorithm: str) -> Comparison:
+    """`algorithm`'s comparison at the point of `cs` where it gains least."""
+    return min(
+        (x for c in cs for x in c.candidates if x.algorithm == algorithm),
+        key=lambda x: x.speedup,
+    )
+
+
+def _common(cs: Sequence[Choice]) -> list[str]:
+    """collkit's candidates that won at every one of `cs`, the one gaining most at its worst
+    point first."""
+    common = [a for a in cs[0].winners if all(a in c.winners for c in cs[1:])]
+    return sorted(common, key=lambda a: -_worst(cs, a).speedup)
+
+
+def merge_forms(choices: Sequence[Choice]) -> list[Choice]:
+    """Choices of one (collective, P, shape, bytes) measured at several count vectors (an
+    irregular collective's forms whose totals are equal) as one, since a call is keyed by its
+    total alone: collkit's winner is a candidate that won at each (where it gains least stands
+    for it), the MPI's forced algorithm one that won at each, else the native call and the
+    MPI's default stay. Every other choice as it is."""
+    groups: dict[tuple[object, ...], list[Choice]] = {}
+    for c in choices:
+        groups.setdefault((c.collective, c.P, c.nodes, c.ppn, c.bytes, c.source), []).append(c)
+    out: list[Choice] = []
+    for cs in groups.values():
+        if len(cs) == 1:
+            out.append(cs[0])
+            continue
+        common = _common(cs)
+        forced = {c.mpi.algorithm if c.mpi else None for c in cs}
+        mpi = None
+        if len(forced) == 1 and None not in forced:
+            mpi = min((c.mpi for c in cs if c.mpi), key=lambda x: x.speedup)
+        first = cs[0]
+        out.append(
+            Choice(
+                first.collective,
+                first.P,
+                first.bytes,
+                first.source,
+                _worst(cs, common[0]) if common else None,
+                mpi,
+                [x for c in cs for x in c.candidates],
+                first.nodes,
+                first.ppn,
+                "; ".join(c.counts for c in cs),
+                common,
+            )
+        )
+    return out
+
+
+def irregular_notes(choices: Sequence[Choice]) -> list[str]:
+    """What the rules of the irregular collectives among `choices` are keyed by, and why a
+    collective keyed by P alone (gatherv, scatterv, alltoallv) got its rule of every size or
+    the native call, or forms at one total chose differently."""
+    out: list[str] = []
+    by: dict[tuple[str, int, int | None, int | None], list[Choice]] = {}
+    for c in choices:
+        if c.collective in IRREGULAR:
+            by.setdefault((c.collective, c.P, c.nodes, c.ppn), []).append(c)
+    for (coll, P, nodes, ppn), cs in sorted(by.items(), key=lambda kv: str(kv[0])):
+        where = f"{coll} P={P}" + (f" ({nodes}x{ppn or '?'})" if nodes is not None else "")
+        if coll not in BY_P_ALONE:
+            for m in merge_forms(cs):
+                if (
+                    "; " in m.counts
+                    and m.collkit is None
+                    and any(c.collkit for c in cs if c.bytes == m.bytes)
+                ):
+                    said = "; ".join(
+                        f"{c.counts}: {c.collkit.algorithm if c.collkit else 'native'}"
+                        for c in cs
+                        if c.bytes == m.bytes
+                    )
+                    out.append(
+                        f"{where} {m.bytes} B: the forms at this total chose differently "
+                        f"({said}): native (a call is keyed by its total alone)"
+                    )
+            continue
+        common = _common(cs)
+        if common:
+            out.append(
+                f"{where}: {common[0]} won at every one of its {len(cs)} points (sizes x "
+                f"forms), by {_worst(cs, common[0]).speedup:.2f}x at least: one rule of every "
+                f"size ({coll} is routed by P alone)"
+            )
+            continue
+        won: dict[str, int] = {}
+        for c in cs:
+            for a in c.winners:
+                won[a] = won.get(a, 0) + 1
+        best = sorted(won.items(), key=lambda kv: -kv[1])[:2]
+        out.append(
+            f"{where}: no candidate won at every one of its {len(cs)} points (sizes x forms"
+            + ("; " + ", ".join(f"{a} at {n}" for a, n in best) if best else "; none won at any")
+            + f"): native for every size ({coll} is routed by P alone)"
+        )
+    return out
+
+
+def _every_size(
+    coll: str,
+    P: int,
+    nodes: tuple[int, int] | None,
+    ppn: tuple[int, int] | None,
+    cs: Sequence[Choice],
+) -> Rule:
+    """The one rule of a collective keyed by P alone: a candidate that won at every point of
+    `cs` (its figures where it gains least), else native; of every size."""
+    common = _common(cs)
+    native_median = next(
+        (
+            x.native_median_us
+            for c in cs
+            for x in c.candidates
+            if not math.isnan(x.native_median_us)
+        ),
+        math.nan,
+    )
+    w = _worst(cs, common[0]) if common else None
+    return Rule(
+        collective=coll,
+        P=(P, P),
+        bytes=EVERY_SIZE,
+        algorithm=w.algorithm if w else "native",
+        source=min(c.source for c in cs),
+        median_us=w.median_us if w else native_median,
+        native_median_us=w.native_median_us if w else native_median,
+        speedup=w.speedup if w else math.nan,
+        p_value=w.p_value if w else math.nan,
+        ci95=w.ci95 if w else (math.nan, math.nan),
+        speedups=dict(w.speedups) if w else {},
+        nodes=nodes,
+        ppn=ppn,
+    )
+
+
 def rules(choices: Sequence[Choice]) -> list[Rule]:
     """collkit table rules: per (collective, P) and shape, adjacent sizes with the same winner
     merged. A rule carries its shape (nodes, ppn) where its P was measured in several shapes
-    (shaped_keys), else it is for any shape, as tables without shapes are."""
+    (shaped_keys), else it is for any shape, as tables without shapes are. An irregular
+    collective's choices at one total are one (merge_forms); one keyed by P alone gets one rule
+    of every size (a candidate that won at every point, else native)."""
     out: list[Rule] = []
+    choices = merge_forms(choices)
     shaped = shaped_keys(choices)
     by: dict[tuple[str, int, int, int], list[Choice]] = {}
     for c in choices:
@@ -315,6 +482,9 @@ def rules(choices: Sequence[Choice]) -> list[Rule]:
     for (coll, P, n, k), cs in sorted(by.items()):
         nodes = (n, n) if n > 0 else None
         ppn = (k, k) if k > 0 else None
+        if coll in BY_P_ALONE:
+            out.append(_every_size(coll, P, nodes, ppn, cs))
+            continue
         cs.sort(key=lambda c: c.bytes)
         ranges = size_ranges([c.bytes for c in cs])
         for c, (lo, hi) in zip(cs, ranges, strict=True):
