@@ -1021,7 +1021,7 @@ def test_validate_lists_refuse_an_empty_entry(
         (["algorithms", "neighbor_alltoall"], "unknown collective"),
         (["verify", "--file", "missing.txt"], "missing.txt"),
         (["simulate", "allreduce:rd", "-P", "8", "--alpha", "fast"], "not a time"),
-        (["schedules", "bcast", "-P", "8"], "allreduce only"),
+        (["schedules", "bcast", "-P", "8", "--totals"], "allreduce only"),
         (["export", "allreduce:rd", "-P", "4", "-o", "no/such/folder/x.json"], "x.json"),
         (["limit", "reduce", "-P", "0"], "P = 0"),
         (["fit", "missing.jsonl"], "missing.jsonl"),

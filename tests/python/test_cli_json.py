@@ -60,10 +60,14 @@ def test_limit_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_schedules_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schedules", "allreduce", "-P", "8", "--top", "3", "--json"]) == 0
-    objs = _lines(capsys.readouterr().out)
+    lines = _lines(capsys.readouterr().out)
+    objs = [o for o in lines if o["ranked_by"] == "model"]  # the rm schedules by the model
     assert len(objs) == 3 and all(o["P"] == 8 for o in objs)
     costs = [o["model_us"] for o in objs]
     assert costs == sorted(costs) and objs[0]["model_rank"] == 1
+    every = [o for o in lines if o["ranked_by"] == "simulation"]  # every algorithm, simulated
+    assert len(every) == 3 and len(lines) == 6
+    assert [o["rank"] for o in every][0] == 1 and all(":" in str(o["algorithm"]) for o in every)
     assert main(["schedules", "allreduce", "-P", "6,8", "--totals", "--json"]) == 0
     tot = _lines(capsys.readouterr().out)
     assert [o["P"] for o in tot] == [6, 8]

@@ -59,7 +59,7 @@ def test_count_and_search(capsys: pytest.CaptureFixture[str]) -> None:
         ["allreduce", "-P", "8", "--alpha-p", "fast"],
         ["allreduce", "-P", "0"],
         ["allreduce", "-P", "8", "--max-fanout", "0"],
-        ["allreduce", "-P", "8", "--model", "logp"],
+        ["allreduce", "-P", "8", "--model", "hockney"],
         ["allreduce", "-P", "8", "--bytes", "-3"],
         ["allreduce", "-P", "8", "--simulate", "-1"],
         ["allreduce", "-P", "8", "--simulate", "1_0"],
@@ -74,10 +74,10 @@ def test_bad_arguments_exit_2(argv: list[str]) -> None:
     assert e.value.code == 2
 
 
-def test_other_collectives_are_a_collkit_error() -> None:
+def test_rm_options_of_other_collectives_are_a_collkit_error() -> None:
     # main() prints CollkitError and exits 2
     with pytest.raises(collkit.CollkitError, match="allreduce only"):
-        run(["bcast", "-P", "8"])
+        run(["bcast", "-P", "8", "--search"])
 
 
 def test_a_fanout_past_what_p_allows_is_p_minus_1(capsys: pytest.CaptureFixture[str]) -> None:
