@@ -497,7 +497,7 @@ def run(args: argparse.Namespace) -> int:
     # No schedule of P ranks sends more than P - 1 messages a stage: a larger limit is that one.
     fanout = max(useful_fanout(P, args.max_fanout) for P in args.P)
     if args.collective == "allreduce":
-        what = "rm schedules" if rm_tables else "rm schedules chosen for the simulation by"
+        what = "rm schedules by" if rm_tables else "rm schedules simulated: the best by"
         print(
             f"{what} model {RM_MODEL}: alpha_p = {pp.alpha_p * 1e6:g} us, alpha_r = "
             f"{pp.alpha_r * 1e6:g} us, beta = {pp.beta * 1e9:g} ns/B, gamma = "
