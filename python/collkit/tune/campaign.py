@@ -13,6 +13,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from collkit.algorithms import Algorithm, algorithms, is_mpi_algorithm
 from collkit.analysis.bruck import candidate_radixes
@@ -21,6 +22,7 @@ from collkit.analysis.recmult.rank import rank_schedules
 from collkit.analysis.torus import candidate_dims
 from collkit.bench import DATATYPES, Campaign, planned_rows, run_campaign
 from collkit.collectives import REDUCTIONS, ROOTED
+from collkit.collectives import collective as collective_spec
 from collkit.drift import MAX_RETRIES
 from collkit.errors import CollkitError, InvalidArgumentError
 from collkit.mpi import MPI
@@ -29,6 +31,9 @@ from collkit.results import PATTERNS, ResultStore, Row
 from collkit.tune.irregular import DEFAULT_FORMS, batches, forms_at, is_irregular
 from collkit.tune.select import choose, compare, is_win, latest, shape_of
 from collkit.tune.table import Table
+
+if TYPE_CHECKING:
+    from collkit.sim import Model
 
 # The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
 # only the
@@ -647,22 +652,39 @@ def simulate_rows(
     made = Model.make(model, **params)  # bad names fail before any work
     avail = _available_memory()  # collkit simulate's memory limit, for every candidate
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    plan: list[tuple[str, int, list[str]]] = []
+    plan: list[tuple[str, int, list[str], list[tuple[str, str]]]] = []
     for coll in opts.collectives:
         for P in opts.P:
             own = candidates(coll, P, top_k=opts.top_k, largest=max(opts.sizes, default=0))
             if opts.only is not None:
                 keep = only(coll, opts.only)
                 own = [a for a in own if a in keep] + [a for a in keep if a not in own]
-            plan.append((coll, P, own))
+            # an irregular collective's points: (datatype, vector's form), each form at each size
+            points = [
+                (dtype, form)
+                for dtype, sizes in by_element_type(coll, opts.sizes).items()
+                if dtype is not None
+                for form in opts.forms(coll, P, dtype, sizes)
+            ]
+            plan.append((coll, P, own, points))
     if ticker:
         ticker.grow(
-            sum(len(own) * (1 if coll == "barrier" else len(opts.sizes)) for coll, _, own in plan)
+            sum(
+                len(own) * (len(pts) or (1 if coll == "barrier" else len(opts.sizes)))
+                for coll, _, own, pts in plan
+            )
         )
-    for coll, P, own in plan:
-        progress(f"simulating {coll} P={P}: {len(own)} candidates x {len(opts.sizes)} sizes")
+    for coll, P, own, points in plan:
+        what = f"{len(points)} vectors" if points else f"{len(opts.sizes)} sizes"
+        progress(f"simulating {coll} P={P}: {len(own)} candidates x {what}")
         for algo in own:
-            for size in [0] if coll == "barrier" else opts.sizes:
+            for vtype, form in points:
+                _, new = simulate_vector(
+                    store, coll, algo, P, form, vtype, made, date=date, available=avail
+                )
+                if ticker:
+                    ticker.advance(1, measured=new)
+            for size in [] if points else [0] if coll == "barrier" else opts.sizes:
                 dtype = element_type(coll, size)
                 if dtype is None:
                     continue
@@ -690,6 +712,60 @@ def simulate_rows(
         for r in campaign_rows(opts, store)
         if r.source == "simulated" and r.mpi == made.describe()
     ]
+
+
+def simulate_vector(
+    store: ResultStore,
+    collective: str,
+    algorithm: str,
+    P: int,
+    form: str,
+    datatype: str,
+    model: Model,
+    *,
+    date: str = "",
+    available: int | None = None,
+) -> tuple[Row, bool]:
+    """The simulated row of an irregular collective at the vector `form` draws for P (as
+    collkit.sim.simulate_row makes a regular one's): the form in `counts`, the whole vector's
+    count and bytes; the row `store` holds already, else simulated and appended, an error (the
+    memory it would need past `available`, the algorithm's refusal) kept in its `error`."""
+    from collkit.counts import parse_counts
+    from collkit.sim import memory_estimate, simulate, simulated_row
+    from collkit.sim.result import set_makespans
+
+    elem = DATATYPES[datatype]
+    vec = parse_counts(form).vector(
+        P, per_pair=str(collective_spec(collective)["counts"]) == "per_pair"
+    )
+    row = simulated_row(
+        collective=collective,
+        algorithm=algorithm,
+        P=P,
+        count=sum(vec),
+        elem_size=elem,
+        model=model,
+        date=date,
+    )
+    row.counts, row.datatype = form, datatype
+    if row in store:
+        return row, False
+    try:
+        if available is not None:
+            need, ops = memory_estimate(
+                algorithm, P, max(vec, default=0), elem, model=model.name, counts=vec
+            )
+            if need > available:
+                raise InvalidArgumentError(
+                    f"simulating it needs about {need / 2**30:.1f} GiB ({ops:,} ops), more "
+                    f"than the {available / 2**30:.1f} GiB available"
+                )
+        res = simulate(algorithm, P, elem_size=elem, model=model, counts=vec)
+        set_makespans(row, res.makespans)
+    except CollkitError as e:
+        row.error = str(e)
+    store.append(row)
+    return row, True
 
 
 def folder_rows(

@@ -283,12 +283,6 @@ def check_counts(opts: TuneOptions) -> None:
     if len(set(forms)) != len(forms):
         raise InvalidArgumentError(f"--counts: a form given twice ({', '.join(forms)})")
     irregular = [c for c in opts.collectives if is_irregular(c)]
-    if irregular and opts.simulate is not None:
-        raise InvalidArgumentError(
-            f"--simulate: {', '.join(irregular)} take a count vector, and tune measures them "
-            "with the MPI (leave out --simulate; `collkit simulate ALGO --counts FORM` "
-            "simulates one)"
-        )
     if forms and not irregular:
         raise InvalidArgumentError(
             f"--counts: {', '.join(opts.collectives)} take one count for every rank (--sizes); "
@@ -299,7 +293,9 @@ def check_counts(opts: TuneOptions) -> None:
             for dtype, sizes in by_element_type(c, opts.sizes).items():
                 if dtype is not None:
                     # a list of the wrong length, a vector past the driver's argument: refused here
-                    batches(opts.forms(c, P, dtype, sizes), c, P)
+                    forms = opts.forms(c, P, dtype, sizes)
+                    if opts.simulate is None:
+                        batches(forms, c, P)
 
 
 def check(opts: TuneOptions) -> TunePlan:

@@ -408,10 +408,14 @@ def irregular_notes(choices: Sequence[Choice]) -> list[str]:
             continue
         common = _common(cs)
         if common:
+            how = (
+                "was the fastest simulated"
+                if all(c.source == "simulated" for c in cs)
+                else f"won by {_worst(cs, common[0]).speedup:.2f}x at least"
+            )
             out.append(
-                f"{where}: {common[0]} won at every one of its {len(cs)} points (sizes x "
-                f"forms), by {_worst(cs, common[0]).speedup:.2f}x at least: one rule of every "
-                f"size ({coll} is routed by P alone)"
+                f"{where}: {common[0]} {how} at every one of its {len(cs)} points (sizes x "
+                f"forms): one rule of every size ({coll} is routed by P alone)"
             )
             continue
         won: dict[str, int] = {}
