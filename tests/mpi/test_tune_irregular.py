@@ -1,7 +1,9 @@
 """`collkit tune allgatherv --counts` on the PyPI MPICH, end to end: the table it writes routes a
 program's MPI_Allgatherv (tests/programs/allgatherv_app.c, knowing nothing of collkit) under
 `collkit run --tuning` where the table says, keyed by the call's total bytes, and the program's
-results are the MPI's own. Small on purpose: P = 2, 2 sizes, 1 form, a few iterations."""
+results are the MPI's own; a table tune makes from the simulator at the same vectors routes them
+to collkit's algorithm (a measured one may keep the MPI's at every size on a loaded machine).
+Small on purpose: P = 2, 2 sizes, 1 form, a few iterations."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from collkit.counts import parse_counts
-from collkit.mpi import launch_command, launch_env
+from collkit.mpi import MPI, launch_command, launch_env
 from collkit.results import read_jsonl
 from collkit.tune.table import load
 from mpi_support import PROGRAMS, TIMEOUT_S, mpich_or_skip, run_or_kill
@@ -61,7 +63,48 @@ def test_a_tuned_table_routes_allgatherv_by_its_total_and_keeps_the_mpis_result(
     full, _ = launch_env(mpi, 2)
     plain = run_or_kill(launch_command(mpi, 2, args), full)
     assert plain.returncode == 0, plain.stderr[-2000:]
-    stats = tmp_path / "calls.jsonl"
+    # the measured table, and one tune makes from the simulator at the same vectors: its rule
+    # (the fastest simulated) routes the calls to collkit, whatever this machine's load
+    sim = tmp_path / "simulated"
+    r = run_or_kill(
+        [
+            sys.executable,
+            "-m",
+            "collkit",
+            "tune",
+            "allgatherv",
+            "-np",
+            "2",
+            "--sizes",
+            "8,256",
+            "--counts",
+            "random(3,1)",
+            "--only",
+            "ring",
+            "--simulate",
+            "postal",
+            "-o",
+            str(sim),
+            "--no-plot",
+        ],
+        env,
+        TIMEOUT_S,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    routed = []
+    for k, path in enumerate([out / "collkit-tuning.json", sim / "collkit-tuning.json"]):
+        routed += run_under(mpi, env, path, args, calls, tmp_path / f"run{k}")
+    assert "allgatherv:ring" in routed  # the simulated table's rule: collkit's call ran
+
+
+def run_under(
+    mpi: MPI, env: dict[str, str], path: Path, args: list[str], calls: list[list[int]], d: Path
+) -> list[str]:
+    """The program under `collkit run --tuning path`: the MPI's results (args[1]'s files), each
+    call where the table says (--stats, and the decision log); the routes taken."""
+    d.mkdir()
+    table = load(path)
+    stats = d / "calls.jsonl"
     lib = run_or_kill(
         [
             sys.executable,
@@ -72,12 +115,12 @@ def test_a_tuned_table_routes_allgatherv_by_its_total_and_keeps_the_mpis_result(
             "2",
             "--verbose",
             "--tuning",
-            str(out / "collkit-tuning.json"),
+            str(path),
             "--stats",
             str(stats),
             "--",
-            str(exe),
-            str(tmp_path / "lib"),
+            args[0],
+            str(d / "lib"),
             *args[2:],
         ],
         env,
@@ -85,15 +128,17 @@ def test_a_tuned_table_routes_allgatherv_by_its_total_and_keeps_the_mpis_result(
     )
     assert lib.returncode == 0, lib.stderr[-3000:]
     for rank in range(2):  # the result is the MPI's own, bit for bit
-        got = (tmp_path / f"lib.{rank}").read_text()
-        assert got == (tmp_path / f"plain.{rank}").read_text()
+        got = (d / f"lib.{rank}").read_text()
+        assert got == Path(f"{args[1]}.{rank}").read_text()
         assert len(got.splitlines()) == len(calls)
     routes = {(s.algorithm, s.bytes) for s in read_jsonl(stats) if s.collective == "allgatherv"}
     logged: set[tuple[int, str]] = set()
+    out = []
     for v in calls:
         total = sum(v)
         rule = table.rule_for("allgatherv", 2, total)
         want = rule.algorithm if rule is not None else "native"
+        out.append(want)
         assert (want, total) in routes, (want, total, routes, table.rules)
         # the log says a (size class, route) once, with its first call's reason
         if (total.bit_length(), want) in logged:
@@ -102,3 +147,4 @@ def test_a_tuned_table_routes_allgatherv_by_its_total_and_keeps_the_mpis_result(
         why = "table" if want != "native" else ("table: native" if rule else "not in the table")
         pattern = VERBOSE.format(bytes=total, route=re.escape(want), why=why)
         assert re.search(pattern, lib.stderr), (pattern, lib.stderr[-3000:])
+    return out
