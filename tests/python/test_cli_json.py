@@ -67,7 +67,7 @@ def test_schedules_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert costs == sorted(costs) and objs[0]["model_rank"] == 1
     every = [o for o in lines if o["ranked_by"] == "simulation"]  # every algorithm, simulated
     assert len(every) == 3 and len(lines) == 6
-    assert [o["rank"] for o in every][0] == 1 and all(":" in str(o["algorithm"]) for o in every)
+    assert every[0]["rank"] == 1 and all(":" in str(o["algorithm"]) for o in every)
     assert main(["schedules", "allreduce", "-P", "6,8", "--totals", "--json"]) == 0
     tot = _lines(capsys.readouterr().out)
     assert [o["P"] for o in tot] == [6, 8]
