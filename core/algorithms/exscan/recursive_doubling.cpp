@@ -1,51 +1,25 @@
 // exscan:recursive_doubling: its summary, phases in brief, cost and reference are said once, in
 // its Registrar at the end of this file (`collkit algorithms exscan:recursive_doubling` prints
 // them).
-// Phases:       partial = in; for mask = 1, 2, 4, ...: exchange partial with r ^ mask (if it
-//               exists); the higher of the two puts the lower's partial in front of its partial
-//               and of its out (the first one it gets is copied: out starts undefined), the
-//               lower appends the higher's partial to its own. Rank 0 never writes out.
+// Phases:       (phases::prefix_doubling, exclusive) partial = in; for mask = 1, 2, 4, ...:
+//               exchange partial with r ^ mask (if it exists); the higher of the two puts the
+//               lower's partial in front of its partial and of its out (the first one it gets is
+//               copied: out starts undefined), the lower appends the higher's partial to its own.
+//               Rank 0 never writes out.
 // Restrictions: none (any P, any count, any op: operands in rank order)
-#include <bit>
-#include <vector>
-
+#include "../phases/costs.hpp"
+#include "../phases/prefix.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
 namespace {
 
 void generate_rd(const GenArgs& a, RankBuilder& b) {
-  const int64_t P = a.header.P, n = a.header.count, r = b.rank();
-  b.set_stage(0);
-  const BufId partial = b.scratch(n), tmp = b.scratch(n);
-  const OpId aside = b.copy({partial, 0, n}, {kIn, 0, n});  // before out is written (in place)
-  OpId last_partial = aside, last_out = kNoOp;
-  std::vector<OpId> tmp_readers;
-  uint16_t stage = 1;
-  for (int64_t mask = 1; mask < P; mask <<= 1) {
-    const int64_t dst = r ^ mask;
-    if (dst >= P) continue;
-    b.set_stage(stage++);
-    const OpId snd = b.send(dst, {partial, 0, n}, {last_partial});
-    const OpId rcv = b.recv(dst, {tmp, 0, n}, tmp_readers);
-    if (r > dst) {
-      last_partial =
-          b.reduce({partial, 0, n}, {tmp, 0, n}, Side::src_first, {snd, rcv, last_partial});
-      last_out = last_out == kNoOp
-                     ? b.copy({kOut, 0, n}, {tmp, 0, n}, {rcv, aside})
-                     : b.reduce({kOut, 0, n}, {tmp, 0, n}, Side::src_first, {rcv, last_out});
-      tmp_readers = {last_partial, last_out};
-    } else {
-      last_partial =
-          b.reduce({partial, 0, n}, {tmp, 0, n}, Side::dst_first, {snd, rcv, last_partial});
-      tmp_readers = {last_partial};
-    }
-  }
+  phases::prefix_doubling(b, a.header.count, /*inclusive=*/false);
 }
 
 Cost cost_rd(const CostArgs& a) {
-  const double lg = static_cast<double>(std::bit_width(static_cast<uint64_t>(a.P - 1)));
-  return {lg, lg * a.bytes, 2 * lg * a.bytes};
+  return phases::cost::prefix_doubling(a.P, a.bytes);
 }
 
 const Registrar reg{{

@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 
@@ -19,6 +20,19 @@ inline double lg_pof2(int64_t P) {
 }
 inline double not_pof2(int64_t P) {
   return pof2(P) != P ? 1.0 : 0.0;
+}
+
+// The pieces a message of n bytes is cut into by segments (chunks) of seg bytes: at least one;
+// seg <= 0 or an empty message: one.
+inline double pieces(double n, double seg) {
+  return seg <= 0 || n <= 0 ? 1.0 : std::max(1.0, std::ceil(n / seg));
+}
+
+// P - 1 messages of n bytes through one rank's port, one after another or overlapping (the flat
+// tree's root, the spread-out all-to-all): (P - 1)(alpha + n beta).
+inline Cost flat(int64_t P, double n) {
+  const auto m = static_cast<double>(P - 1);
+  return {m, m * n, 0};
 }
 
 // Reduce-scatter by recursive halving over the pof2 ranks: lg p alpha + (p-1)/p n (beta + gamma).
@@ -66,6 +80,13 @@ inline Cost tree_blocks(int64_t P, double n, int64_t k) {
   for (int64_t m = 1; m < P; m *= k) levels += 1;
   const double fan = static_cast<double>(std::min<int64_t>(k, P) - 1);
   return {levels * fan, static_cast<double>(P - 1) * n, 0};
+}
+
+// The recursive-doubling prefix (prefix.hpp), scan's and exscan's: ceil(lg P) exchanges of n,
+// two reductions each at worst.
+inline Cost prefix_doubling(int64_t P, double n) {
+  const double lg = static_cast<double>(std::bit_width(static_cast<uint64_t>(P - 1)));
+  return {lg, lg * n, 2 * lg * n};
 }
 
 }  // namespace collkit::phases::cost

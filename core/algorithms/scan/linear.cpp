@@ -5,8 +5,8 @@
 //               in) and passes the segment on to r + 1 while the next one arrives (pipelining).
 // Restrictions: none (any P, any count, any op: operands in rank order)
 #include <algorithm>
-#include <cmath>
 
+#include "../phases/costs.hpp"
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -34,7 +34,7 @@ void generate_linear(const GenArgs& a, RankBuilder& b) {
 
 Cost cost_linear(const CostArgs& a) {
   const int64_t seg_bytes = a.params->integer("seg");
-  const double S = seg_bytes <= 0 || a.bytes <= 0 ? 1.0 : std::ceil(a.bytes / double(seg_bytes));
+  const double S = phases::cost::pieces(a.bytes, static_cast<double>(seg_bytes));
   const double m = a.bytes / S, steps = static_cast<double>(a.P - 1) + S - 1;
   return a.P == 1 ? Cost{} : Cost{steps, steps * m, steps * m};
 }
