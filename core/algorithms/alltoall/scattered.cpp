@@ -1,48 +1,25 @@
 // alltoall:scattered: its summary, phases in brief, cost and reference are said once, in its
 // Registrar at the end of this file (`collkit algorithms alltoall:scattered` prints them).
-// Phases:       distances i = 0 .. P-1 in rounds of `bound` (0: one round of all P):
-//               each round posts its receives, from rank+i, then its sends, to rank-i, straight
-//               between the user's buffers, and waits for all of them before the next round
-//               (MPICH's waitall per round). Distance 0, the own block, is a local copy in the
-//               first round. So at most `bound` receives and `bound` sends are in flight.
+// Phases:       (phases::scattered_exchange) distances i = 0 .. P-1 in rounds of `bound` (0: one
+//               round of all P): each round posts its receives, from rank+i, then its sends, to
+//               rank-i, straight between the user's buffers, and waits for all of them before the
+//               next round (MPICH's waitall per round). Distance 0, the own block, is a local copy
+//               in the first round. So at most `bound` receives and `bound` sends are in flight.
 // Restrictions: none (every P >= 1, every count >= 0).
-#include <algorithm>
-#include <vector>
+#include "../phases/scattered.hpp"
 
+#include "../phases/costs.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
 namespace {
 
-int64_t round_size(int64_t bound, int64_t P) {
-  return bound == 0 ? P : std::min(bound, P);
-}
-
 void generate_scattered(const GenArgs& a, RankBuilder& b) {
-  const int64_t P = a.header.P, n = a.header.count, rank = b.rank();
-  const int64_t bound = round_size(a.params->integer("bound"), P);
-  std::vector<OpId> round;
-  OpId prev = kNoOp;  // the previous round's end: a zero-time join of its ops
-  for (int64_t first = 0; first < P; first += bound) {
-    const int64_t last = std::min(first + bound, P);
-    b.set_stage(static_cast<uint16_t>(std::min<int64_t>(first / bound, UINT16_MAX)));
-    round.clear();
-    for (int64_t i = first; i < last; ++i) {
-      const int64_t src = (rank + i) % P;
-      round.push_back(i == 0 ? b.copy({kOut, rank * n, n}, {kIn, rank * n, n}, {prev})
-                             : b.recv(src, {kOut, src * n, n}, {prev}));
-    }
-    for (int64_t i = std::max<int64_t>(first, 1); i < last; ++i) {
-      const int64_t dst = (rank - i + P) % P;
-      round.push_back(b.send(dst, {kIn, dst * n, n}, {prev}));
-    }
-    if (last < P) prev = b.compute(0, round);
-  }
+  phases::scattered_exchange(b, a.header, a.params->integer("bound"), /*skip_empty=*/false);
 }
 
 Cost cost_scattered(const CostArgs& a) {
-  const double m = static_cast<double>(a.P - 1);
-  return {m, m * a.bytes, 0};
+  return phases::cost::flat(a.P, a.bytes);
 }
 
 const Registrar reg{{
