@@ -1,5 +1,5 @@
 """The irregular collectives in a tuning campaign: the count vectors tune measures them at, and
-how their rules are keyed (docs/tuning.md, "Tuning the irregular collectives").
+how their rules are keyed (docs/tuning.md, "Tuning them").
 
 Each --counts form (collkit.counts, bench's grammar) gives the shape of the vector and each
 --sizes size its magnitude, the mean entry in bytes (bytes per block; alltoallv: per pair): at
