@@ -17,10 +17,10 @@
 
 #include <algorithm>
 #include <any>
-#include <cmath>
 #include <cstdint>
 #include <memory>
 
+#include "../phases/costs.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -94,7 +94,7 @@ void generate_circ_graph(const GenArgs& a, RankBuilder& b) {
 Cost cost_circ_graph(const CostArgs& a) {
   if (a.P <= 1) return {};
   const double seg = static_cast<double>(a.params->integer("seg"));
-  const double N = seg <= 0 || a.bytes <= 0 ? 1 : std::max(1.0, std::ceil(a.bytes / seg));
+  const double N = phases::cost::pieces(a.bytes, seg);
   const auto m = static_cast<double>(a.P - 1) * N;
   return Cost{m, m * a.bytes / N, 0};
 }

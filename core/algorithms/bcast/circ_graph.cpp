@@ -17,9 +17,9 @@
 #include "../phases/circ_graph.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 
+#include "../phases/costs.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -61,7 +61,7 @@ Cost cost_circ_graph(const CostArgs& a) {
   if (a.P <= 1) return {};
   const phases::CircGraph g(a.P);
   const double seg = static_cast<double>(a.params->integer("seg"));
-  const double N = seg <= 0 || a.bytes <= 0 ? 1 : std::max(1.0, std::ceil(a.bytes / seg));
+  const double N = phases::cost::pieces(a.bytes, seg);
   const double rounds = N - 1 + static_cast<double>(g.q());
   return Cost{rounds, rounds * a.bytes / N, 0};
 }

@@ -16,10 +16,9 @@
 #include "../phases/two_tree.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 
-#include "../phases/trees.hpp"
+#include "../phases/costs.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -29,23 +28,16 @@ void generate_two_tree(const GenArgs& a, RankBuilder& b) {
   const int64_t P = a.header.P, n = a.header.count, root = a.header.root, rank = b.rank();
   if (P == 1 || n == 0) return;
   const phases::TwoTrees tt(P);
-  const int64_t x = (rank - root + P) % P, half = (n + 1) / 2;
-  const int64_t seg = phases::segment_elems(a.params->integer("seg"), a.header.elem_size, half);
-  const phases::Segments halves[2] = {{half, seg}, {n - half, seg}};
-  const int64_t base[2] = {0, half};
+  const int64_t x = (rank - root + P) % P;
   const phases::TwoTreeNode node[2] = {tt.node(0, x), tt.node(1, x)};
   const auto rank_of = [&](int64_t label) { return (label + root) % P; };
-  const int64_t S = halves[0].count();
-  for (int64_t i = 0; i < S; ++i) {
-    b.set_stage(static_cast<uint16_t>(std::min<int64_t>(i, UINT16_MAX)));
-    for (int t = 0; t < 2; ++t) {
-      const phases::Segments& sg = halves[t];
-      if (i >= sg.count()) continue;
-      const Region r{kOut, base[t] + sg.off(i), sg.len(i)};
-      const OpId got = x == 0 ? kNoOp : b.recv(rank_of(node[t].parent), r);
-      for (int64_t c : node[t].children) b.send(rank_of(c), r, {got});
-    }
-  }
+  // Segment by segment: receive it from the parent, send it on to the children.
+  const auto down = [&](int t, int64_t off, int64_t len) {
+    const Region r{kOut, off, len};
+    const OpId got = x == 0 ? kNoOp : b.recv(rank_of(node[t].parent), r);
+    for (int64_t c : node[t].children) b.send(rank_of(c), r, {got});
+  };
+  phases::two_tree_segments(b, n, a.params->integer("seg"), a.header.elem_size, down);
 }
 
 // One port: a rank sends each segment of its inner tree to two children in turn, and the
@@ -56,7 +48,7 @@ Cost cost_two_tree(const CostArgs& a) {
   const phases::TwoTrees tt(a.P);
   const double seg = static_cast<double>(a.params->integer("seg"));
   const double half = a.bytes / 2;
-  const double S = seg <= 0 || half <= 0 ? 1 : std::max(1.0, std::ceil(half / seg));
+  const double S = phases::cost::pieces(half, seg);
   const double steps = 2 * (S + static_cast<double>(tt.depth(0)) - 1);
   return Cost{steps, steps * half / S, 0};
 }

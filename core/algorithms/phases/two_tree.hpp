@@ -9,8 +9,12 @@
 // then tree 2's inner nodes and the other way round, but for at most one node. The root
 // sends to both trees' roots.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "collkit/schedule.hpp"
+#include "trees.hpp"
 
 namespace collkit::phases {
 
@@ -33,5 +37,23 @@ class TwoTrees {
   int64_t from_tree1(int t, int64_t y) const;  // and back
   int64_t m_;
 };
+
+// The segments the two-tree bcast and reduce walk, in their order (both are pipelined the
+// same way, one down the trees, one up): the vector's first ceil(n / 2) elements go along tree
+// 0, the rest along tree 1, each half cut into segments of seg_bytes (whole elements, rounded
+// down, at least one). For i = 0, 1, ... at stage i: each(0, off, len) for segment i of the
+// first half, then each(1, off, len) for segment i of the second (where it has one).
+template <class F>
+void two_tree_segments(RankBuilder& b, int64_t n, int64_t seg_bytes, int32_t elem_size, F&& each) {
+  const int64_t half = (n + 1) / 2;
+  const int64_t seg = segment_elems(seg_bytes, elem_size, half);
+  const Segments halves[2] = {{half, seg}, {n - half, seg}};
+  const int64_t base[2] = {0, half};
+  for (int64_t i = 0; i < halves[0].count(); ++i) {
+    b.set_stage(static_cast<uint16_t>(std::min<int64_t>(i, UINT16_MAX)));
+    for (int t = 0; t < 2; ++t)
+      if (i < halves[t].count()) each(t, base[t] + halves[t].off(i), halves[t].len(i));
+  }
+}
 
 }  // namespace collkit::phases

@@ -14,10 +14,9 @@
 #include "../phases/two_tree.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 
-#include "../phases/trees.hpp"
+#include "../phases/costs.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit {
@@ -32,31 +31,23 @@ void generate_two_tree(const GenArgs& a, RankBuilder& b) {
     return;
   }
   const phases::TwoTrees tt(P);
-  const int64_t x = (rank - root + P) % P, half = (n + 1) / 2;
-  const int64_t seg = phases::segment_elems(a.params->integer("seg"), a.header.elem_size, half);
-  const phases::Segments halves[2] = {{half, seg}, {n - half, seg}};
-  const int64_t base[2] = {0, half};
+  const int64_t x = (rank - root + P) % P;
   const phases::TwoTreeNode node[2] = {tt.node(0, x), tt.node(1, x)};
   const auto rank_of = [&](int64_t label) { return (label + root) % P; };
   const BufId acc = x == 0 ? kOut : b.scratch(n);
   const BufId tmp = b.scratch(2 * n);  // child j's segments at j n + their offset
-  const int64_t S = halves[0].count();
-  for (int64_t i = 0; i < S; ++i) {
-    b.set_stage(static_cast<uint16_t>(std::min<int64_t>(i, UINT16_MAX)));
-    for (int t = 0; t < 2; ++t) {
-      const phases::Segments& sg = halves[t];
-      if (i >= sg.count()) continue;
-      const int64_t off = base[t] + sg.off(i), len = sg.len(i);
-      const Region r{acc, off, len};
-      OpId last = b.copy(r, {kIn, off, len});
-      for (size_t j = 0; j < node[t].children.size(); ++j) {
-        const Region in{tmp, static_cast<int64_t>(j) * n + off, len};
-        const OpId got = b.recv(rank_of(node[t].children[j]), in);
-        last = b.reduce(r, in, Side::dst_first, {last, got});
-      }
-      if (x != 0) b.send(rank_of(node[t].parent), r, {last});
+  // Segment by segment: the own part, plus each child's partial as it comes, to the parent.
+  const auto up = [&](int t, int64_t off, int64_t len) {
+    const Region r{acc, off, len};
+    OpId last = b.copy(r, {kIn, off, len});
+    for (size_t j = 0; j < node[t].children.size(); ++j) {
+      const Region in{tmp, static_cast<int64_t>(j) * n + off, len};
+      const OpId got = b.recv(rank_of(node[t].children[j]), in);
+      last = b.reduce(r, in, Side::dst_first, {last, got});
     }
-  }
+    if (x != 0) b.send(rank_of(node[t].parent), r, {last});
+  };
+  phases::two_tree_segments(b, n, a.params->integer("seg"), a.header.elem_size, up);
 }
 
 // One port: every rank sends each segment once, to its parent in that tree; the root takes
@@ -66,7 +57,7 @@ Cost cost_two_tree(const CostArgs& a) {
   const phases::TwoTrees tt(a.P);
   const double seg = static_cast<double>(a.params->integer("seg"));
   const double half = a.bytes / 2;
-  const double S = seg <= 0 || half <= 0 ? 1 : std::max(1.0, std::ceil(half / seg));
+  const double S = phases::cost::pieces(half, seg);
   const double steps = 2 * S + static_cast<double>(tt.depth(0)) - 1;
   return Cost{steps, steps * half / S, steps * half / S};
 }
