@@ -36,11 +36,7 @@ void generate_eliminating(const GenArgs& a, RankBuilder& b, phases::Elimination 
   const phases::Pof2Fold fold(P);  // for pof2 (the number of blocks) and lg only
   const phases::Blocks blocks{n, fold.pof2};
   const BufId tmp = b.scratch(n);
-  bool in_triple = false;
-  for (int l = 0; l < plan.levels_count; ++l)
-    in_triple |= plan.levels[static_cast<size_t>(l)].role == phases::ElimRole::triple_0 ||
-                 plan.levels[static_cast<size_t>(l)].role == phases::ElimRole::triple_1;
-  const BufId tmp2 = in_triple ? b.scratch(n) : tmp;
+  const BufId tmp2 = plan.in_triple() ? b.scratch(n) : tmp;
   const phases::ElimScatter rs =
       phases::reduce_scatter_elim(b, plan, blocks, kOut, out_ready, tmp, tmp2, 1);
   phases::allgather_elim(b, plan, blocks, kOut, rs, static_cast<uint16_t>(fold.lg() + 1));
@@ -58,36 +54,21 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
   const auto unfold_stage = static_cast<uint16_t>(2 * lg + 1);
 
   b.set_stage(0);
-  OpId out_ready = b.copy(out, in);
+  const OpId out_ready = b.copy(out, in);
   if (a.header.P == 1) return;
 
   // Phase 1: fold. A rank folded away waits for the result (phase 4 for it).
   const int64_t vrank = fold.vrank(rank);
   if (vrank < 0) {
-    OpId s = phases::fold_away(b, fold, out, out_ready);
+    const OpId s = phases::fold_away(b, fold, out, out_ready);
     b.set_stage(unfold_stage);
     phases::unfold(b, fold, out, {}, s);
     return;
   }
-  // Scratch: the partner's whole vector for a rank that folds one in, else the largest half
-  // received, the one kept at the first halving stage.
-  BufId tmp;
-  int64_t tmp_base = 0;
-  OpId tmp_free = kNoOp;
-  if (fold.partner(rank) >= 0) {
-    tmp = b.scratch(n);
-    out_ready = tmp_free = phases::fold_in(b, fold, out, out_ready, Region{tmp, 0, n});
-  } else {
-    const phases::Halving halving(fold, vrank);
-    const auto& first = halving.stages[0];
-    const Region kept = blk.region(kOut, first.keep_lo, first.keep_hi);
-    tmp = b.scratch(kept.len);
-    tmp_base = kept.off;
-  }
-
-  // Phases 2 and 3.
+  // Phases 2 and 3, after folding the partner in where there is one.
+  const phases::HalvingScratch hs = phases::halving_scratch(b, fold, vrank, blk, kOut, out_ready);
   const phases::ScatterResult rs = phases::reduce_scatter_halving(
-      b, fold, vrank, blk, kOut, out_ready, tmp, tmp_base, tmp_free, 1);
+      b, fold, vrank, blk, kOut, hs.ready, hs.tmp, hs.base, hs.free, 1);
   const std::vector<OpId> written =
       phases::allgather_doubling(b, fold, vrank, blk, kOut, rs, static_cast<uint16_t>(lg + 1));
 

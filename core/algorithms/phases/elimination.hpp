@@ -42,6 +42,14 @@ struct ElimPlan {
   ElimPlan(int64_t P, int64_t rank, Elimination mode);
   int64_t member(int level, int64_t index) const;  // the rank of a member of my group
   int64_t partner(int level) const;                // the pair / triple exchange partner
+  // Whether a level puts this rank in a triple (3-2 only): reduce_scatter_elim needs its tmp2.
+  bool in_triple() const {
+    for (int l = 0; l < levels_count; ++l) {
+      const ElimRole r = levels[static_cast<size_t>(l)].role;
+      if (r == ElimRole::triple_0 || r == ElimRole::triple_1) return true;
+    }
+    return false;
+  }
 };
 struct ElimScatter {
   OpId ready = kNoOp;

@@ -83,4 +83,21 @@ std::vector<OpId> gather_binomial(RankBuilder& b, const Pof2Fold& f, int64_t vra
   return writers;
 }
 
+HalvingScratch halving_scratch(RankBuilder& b, const Pof2Fold& f, int64_t vrank, const Blocks& blk,
+                               BufId vec, OpId vec_ready) {
+  HalvingScratch s;
+  s.ready = vec_ready;
+  if (f.partner(b.rank()) >= 0) {
+    s.tmp = b.scratch(blk.n);
+    s.ready = s.free = fold_in(b, f, Region{vec, 0, blk.n}, vec_ready, Region{s.tmp, 0, blk.n});
+    return s;
+  }
+  const Halving halving(f, vrank);
+  const auto& first = halving.stages[0];
+  const Region kept = blk.region(vec, first.keep_lo, first.keep_hi);
+  s.tmp = b.scratch(kept.len);
+  s.base = kept.off;
+  return s;
+}
+
 }  // namespace collkit::phases

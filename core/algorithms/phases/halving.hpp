@@ -39,6 +39,20 @@ struct ScatterResult {
   OpId tmp_free = kNoOp;        // the last op that read `tmp`
 };
 
+// The receive scratch of the halving on a rank that takes part (vrank >= 0) after the fold, set
+// up alike by allreduce:rabenseifner and reduce:rabenseifner: a rank that folds a partner in
+// receives the partner's whole vector (blk.n elements) there and combines it into `vec` first
+// (fold_in: `ready` and `free` are that reduce); any other needs only the largest half it
+// receives, the one it keeps at stage 0 (`base`: that half's offset in `vec`).
+struct HalvingScratch {
+  BufId tmp = kIn;
+  int64_t base = 0;
+  OpId free = kNoOp;   // the last op that read tmp
+  OpId ready = kNoOp;  // the last op that wrote vec (vec_ready where nothing was folded in)
+};
+HalvingScratch halving_scratch(RankBuilder& b, const Pof2Fold& f, int64_t vrank, const Blocks& blk,
+                               BufId vec, OpId vec_ready);
+
 // Reduce-scatter by recursive halving (Rabenseifner's and reduce_scatter_block:halving's phase).
 // `vec` (whole vector, blocks of `blk`) holds the rank's contribution (written by `vec_ready`);
 // received halves go into `tmp` at the same offsets minus `tmp_base`. Messages with no elements are

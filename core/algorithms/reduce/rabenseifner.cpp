@@ -33,12 +33,8 @@ void generate_eliminating(const GenArgs& a, RankBuilder& b, phases::Elimination 
   if (P == 1) return;
   const phases::Pof2Fold fold(P);  // for pof2 (the number of blocks) and lg only
   const phases::Blocks blocks{n, fold.pof2};
-  bool in_triple = false;
-  for (int l = 0; l < plan.levels_count; ++l)
-    in_triple |= plan.levels[static_cast<size_t>(l)].role == phases::ElimRole::triple_0 ||
-                 plan.levels[static_cast<size_t>(l)].role == phases::ElimRole::triple_1;
   const BufId tmp = b.scratch(n);
-  const BufId tmp2 = in_triple ? b.scratch(n) : tmp;
+  const BufId tmp2 = plan.in_triple() ? b.scratch(n) : tmp;
   const phases::ElimScatter rs =
       phases::reduce_scatter_elim(b, plan, blocks, vec, ready, tmp, tmp2, 1);
   const auto gather_stage = static_cast<uint16_t>(fold.lg() + 1);
@@ -68,26 +64,13 @@ void generate_rabenseifner(const GenArgs& a, RankBuilder& b) {
   // The vector is reduced in `out` at the root, in scratch elsewhere: MPI's recvbuf is
   // significant only at the root.
   const BufId vec = rank == root ? kOut : b.scratch(n);
-  OpId vec_ready = b.copy(Region{vec, 0, n}, in);
+  const OpId vec_ready = b.copy(Region{vec, 0, n}, in);
   if (a.header.P == 1) return;
-  BufId tmp;
-  int64_t tmp_base = 0;
-  OpId tmp_free = kNoOp;
-  if (fold.partner(rank) >= 0) {
-    tmp = b.scratch(n);
-    vec_ready = tmp_free =
-        phases::fold_in(b, fold, Region{vec, 0, n}, vec_ready, Region{tmp, 0, n});
-  } else {
-    const phases::Halving halving(fold, vrank);
-    const auto& first = halving.stages[0];
-    const Region kept = blk.region(vec, first.keep_lo, first.keep_hi);
-    tmp = b.scratch(kept.len);
-    tmp_base = kept.off;
-  }
 
-  // Phases 2 and 3.
+  // Phases 2 and 3, after folding the partner in where there is one.
+  const phases::HalvingScratch hs = phases::halving_scratch(b, fold, vrank, blk, vec, vec_ready);
   const phases::ScatterResult rs = phases::reduce_scatter_halving(
-      b, fold, vrank, blk, vec, vec_ready, tmp, tmp_base, tmp_free, 1);
+      b, fold, vrank, blk, vec, hs.ready, hs.tmp, hs.base, hs.free, 1);
   phases::gather_binomial(b, fold, vrank, fold.vrank(root), blk, vec, rs,
                           static_cast<uint16_t>(fold.lg() + 1));
 }
