@@ -22,10 +22,6 @@ so an interrupted run resumes. The table goes to benchmarks/results/sim_bcast_sc
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
-import platform
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -34,9 +30,8 @@ import collkit
 from collkit.algorithms import format_size as fmt_size
 from collkit.cli._common import bytes_list, p_list
 from collkit.results import ResultStore, Row
-from collkit.sim.memory import memory_estimate
+from sim_study import ROOT, ops_over, result_head, save_figure, simulate_point, write_result
 
-ROOT = Path(__file__).resolve().parents[1]
 PS = "2^10,2^12,2^14,2^16,2^18,2^20"
 # The sizes of 64 KiB and more (pipelined: ~16 ops per rank and MiB) up to 2^16: a 1 MiB
 # broadcast in 64 KiB chunks at 2^18 is 8.4 10^6 ops, which did not finish in 6 minutes niced
@@ -111,21 +106,12 @@ def main() -> int:
         if hit is not None:
             times[(n, P, short(algo))] = hit.median_us
             continue
-        _, ops = memory_estimate(algo, P, n // 8, 8, model=MODEL["model"])
-        if ops > args.max_ops:
+        ops = ops_over(algo, P, n, MODEL["model"], args.max_ops)
+        if ops is not None:
             skipped.append(f"{short(algo)} at P = {P}, {fmt_size(n)} ({ops:.2g} ops)")
             continue
-        t = time.time()
-        res = collkit.simulate(algo, P=P, bytes=n, **MODEL)
-        row = res.to_row(date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"))
-        store.append(row)
-        times[(n, P, short(algo))] = res.makespan / 1e3
-        print(
-            f"[{i}/{len(plan)}] P={P} {algo} {fmt_size(n)}: {res.makespan / 1e3:.2f} us "
-            f"({time.time() - t:.1f} s; {time.time() - t0:.0f} s in all)",
-            file=sys.stderr,
-            flush=True,
-        )
+        label = f"[{i}/{len(plan)}] P={P} {algo} {fmt_size(n)}"
+        _, times[(n, P, short(algo))] = simulate_point(algo, P, n, store, label, t0, **MODEL)
     store.write_csv()
 
     names = [short(a) for a in algos]
@@ -167,20 +153,11 @@ def main() -> int:
         ax.set_title(f"bcast of {fmt_size(n)}, LogGP")
     axes[0][0].legend()
     fig.tight_layout()
-    png = ROOT / "docs" / "img" / "sim-bcast-scale.png"
-    fig.savefig(png, dpi=110)
-    print(f"wrote {png}")
+    save_figure(fig, "sim-bcast-scale.png")
 
-    cmd = ".venv/bin/python benchmarks/sim_bcast_scale.py " + " ".join(
-        shlex.quote(x) for x in sys.argv[1:]
-    )
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     text = (
-        f"# Broadcasts at scale, simulated\n\n{stamp}; machine `{platform.node()}` "
-        f"({os.cpu_count()} CPUs), load average {load} (simulated times do not depend on it); "
-        f"collkit {collkit.__version__}.\n\nCommand: `{cmd.strip()}` (under nice -n 19)\n\n"
-        f"Model: `{mpi}`, no topology; chunks of {SEG} for the pipelined broadcasts. "
+        result_head("Broadcasts at scale, simulated", "sim_bcast_scale.py", sys.argv[1:])
+        + f"Model: `{mpi}`, no topology; chunks of {SEG} for the pipelined broadcasts. "
         "Times are makespans in us.\n\n"
         + table
         + "\n"
@@ -191,9 +168,7 @@ def main() -> int:
             else ""
         )
     )
-    out = ROOT / "benchmarks" / "results" / "sim_bcast_scale.md"
-    out.write_text(text)
-    print(f"wrote {out}")
+    write_result("sim_bcast_scale.md", text)
     return 0
 
 

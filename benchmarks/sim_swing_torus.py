@@ -23,22 +23,16 @@ sim_swing_torus.md (rewritten), the figure to docs/img/sim-swing-torus.png.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
-import platform
-import shlex
 import sys
 import time
 from pathlib import Path
 
-import collkit
 from collkit.algorithms import format_size as fmt_size
 from collkit.cli._common import bytes_list
 from collkit.results import ResultStore, Row
-from collkit.sim.memory import memory_estimate
 from collkit.units import parse_per_byte
+from sim_study import ROOT, ops_over, result_head, save_figure, simulate_point, write_result
 
-ROOT = Path(__file__).resolve().parents[1]
 SHAPES = "8x8,16x16,32x32,64x64,32x8"
 SIZES = "32,1KiB,32KiB,1MiB,8MiB,32MiB,128MiB"
 # 400 Gb/s links (50 GB/s: 0.02 ns per byte), the NIC as fast as a link.
@@ -100,22 +94,13 @@ def main() -> int:
         if hit:
             times[key] = hit[0].median_us
             continue
-        _, ops = memory_estimate(algo, P, n // 8, 8, model=MODEL["model"])
-        if ops > args.max_ops:
+        ops = ops_over(algo, P, n, MODEL["model"], args.max_ops)
+        if ops is not None:
             skipped.append(f"{short(algo)} at {shape}, {fmt_size(n)} ({ops:.2g} ops)")
             continue
-        t = time.time()
-        res = collkit.simulate(algo, P=P, bytes=n, topology=topo, **MODEL)
-        row = res.to_row(date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"))
-        store.append(row)
+        label = f"[{i}/{len(plan)}] {shape} {algo} {topo} {fmt_size(n)}"
+        row, times[key] = simulate_point(algo, P, n, store, label, t0, topology=topo, **MODEL)
         done[(row.algorithm, row.P, row.bytes, row.settings)] = row
-        times[key] = res.makespan / 1e3
-        print(
-            f"[{i}/{len(plan)}] {shape} {algo} {topo} {fmt_size(n)}: {res.makespan / 1e3:.2f} us "
-            f"({time.time() - t:.1f} s; {time.time() - t0:.0f} s in all)",
-            file=sys.stderr,
-            flush=True,
-        )
     store.write_csv()
 
     head = (
@@ -192,23 +177,14 @@ def main() -> int:
     ax2.set_title(f"{focus} torus")
     ax2.legend()
     fig.tight_layout()
-    png = ROOT / "docs" / "img" / "sim-swing-torus.png"
-    fig.savefig(png, dpi=110)
-    print(f"wrote {png}")
+    save_figure(fig, "sim-swing-torus.png")
 
-    cmd = ".venv/bin/python benchmarks/sim_swing_torus.py " + " ".join(
-        shlex.quote(x) for x in sys.argv[1:]
-    )
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     model = ", ".join(f"{k}={v}" for k, v in MODEL.items())
     best_of = max((sp, sh, n) for sh, pts in speedups.items() for n, sp in pts)
     worst_of = min((sp, sh, n) for sh, pts in speedups.items() for n, sp in pts)
     text = (
-        f"# Swing on 2D tori, simulated\n\n{stamp}; machine `{platform.node()}` "
-        f"({os.cpu_count()} CPUs), load average {load} (simulated times do not depend on it); "
-        f"collkit {collkit.__version__}.\n\nCommand: `{cmd.strip()}` (under nice -n 19)\n\n"
-        f"Model: {model}; topology `torus(dims=AxB,hop={HOP},link={LINK})`, one rank per node. "
+        result_head("Swing on 2D tori, simulated", "sim_swing_torus.py", sys.argv[1:])
+        + f"Model: {model}; topology `torus(dims=AxB,hop={HOP},link={LINK})`, one rank per node. "
         f"Times are makespans in us; speedup = the best other's time / Swing's. "
         f"Largest speedup {best_of[0]:.2f}x ({best_of[1]}, {fmt_size(best_of[2])}), "
         f"smallest {worst_of[0]:.2f}x ({worst_of[1]}, {fmt_size(worst_of[2])}).\n\n"
@@ -220,9 +196,7 @@ def main() -> int:
             else ""
         )
     )
-    out = ROOT / "benchmarks" / "results" / "sim_swing_torus.md"
-    out.write_text(text)
-    print(f"wrote {out}")
+    write_result("sim_swing_torus.md", text)
     return 0
 
 
