@@ -379,9 +379,9 @@ def merge_forms(choices: Sequence[Choice]) -> list[Choice]:
 
 
 def irregular_notes(choices: Sequence[Choice]) -> list[str]:
-    """What the rules of the irregular collectives among `choices` are keyed by, and why a
-    collective keyed by P alone (gatherv, scatterv, alltoallv) got its rule of every size or
-    the native call, or forms at one total chose differently."""
+    """Why a collective keyed by P alone (gatherv, scatterv, alltoallv) got its candidate or
+    the native call in its rule of every size, and where the forms at one total of one keyed
+    by its total (allgatherv, reduce_scatter) chose differently."""
     out: list[str] = []
     by: dict[tuple[str, int, int | None, int | None], list[Choice]] = {}
     for c in choices:
