@@ -1,7 +1,7 @@
 """`collkit tune --counts`: the irregular collectives' count vectors at each size, and the rules
 tune writes for them (allgatherv and reduce_scatter keyed by the call's total, gatherv, scatterv
 and alltoallv by one rule of every size), decided from rows a stand-in for the bench driver
-makes (no MPI). tests/mpi/test_tune_irregular.py runs the real thing on MPICH."""
+makes (no MPI). tests/mpi/test_tune_irregular_mpi.py runs the real thing on MPICH."""
 
 from __future__ import annotations
 
