@@ -18,7 +18,9 @@
  * reductions scan and exscan) take MPI 4's large-count arrays: counts as MPI_Count, displacements
  * as MPI_Aint (in extents of the side's datatype), P entries each, read only where MPI reads them
  * (gatherv's recvcounts at the root, ...). gatherv, scatterv and alltoallv first exchange the
- * ranks' counts (no rank has them all), so their non-blocking and persistent forms decline.
+ * ranks' counts (no rank has them all): the blocking call and the persistent init with a blocking
+ * collective, the non-blocking call as its run's first, non-blocking step (where counts that
+ * disagree fail the request, alike on every rank, as the MPI's own call can no longer take it).
  *
  * The name "native" (or "allreduce:native", ...) calls the MPI's own collective instead.
  *

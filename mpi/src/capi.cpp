@@ -144,6 +144,11 @@ struct NbComm {
   MPI_Comm comm = MPI_COMM_NULL;
   int tag_span = 1;
   std::atomic<uint64_t> calls{0};
+  // The plans of the non-blocking calls whose counts are exchanged first (start_exchanged), by
+  // algorithm, root and vector: built where the exchange completes, in any thread's progress.
+  std::mutex plans_lock;
+  std::map<std::tuple<const Algorithm*, int64_t, std::vector<int64_t>>, std::shared_ptr<Plan>>
+      plans;
   NbComm() = default;
   NbComm(const NbComm&) = delete;
   NbComm& operator=(const NbComm&) = delete;
@@ -735,33 +740,118 @@ int side_size(const Side& side, MPI_Count& size) {
   return MPI_SUCCESS;
 }
 
+// The side whose buffer holds the P blocks of a rooted irregular call (at the root), and the
+// other one.
+const Side& vector_side(const CollectiveSpec& spec, const Call& c) {
+  return spec.in.at_root == Blocks::P && spec.out.at_root != Blocks::P ? c.send : c.recv;
+}
+const Side& block_side(const CollectiveSpec& spec, const Call& c) {
+  return &vector_side(spec, c) == &c.send ? c.recv : c.send;
+}
+
+int negative_count() {
+  return report(ErrorKind::invalid_argument, "a count is negative (or past 2^48 bytes)");
+}
+
+// What this rank sends into the counts exchange of a call where no rank has the whole vector
+// (2P entries, count x type size each, -1 for a negative one): alltoallv its row (what it sends
+// each rank) and its column, a rooted call its own block at its own rank's entry (the rest 0)
+// and, at the root, the root's vector at [P, 2P).
+int local_counts(const Call& c, const CommShape& s, std::vector<int64_t>& mine) {
+  const CollectiveSpec& spec = spec_of(c.collective);
+  const int64_t P = s.size, me = s.rank;
+  mine.assign(static_cast<size_t>(2 * P), 0);
+  // Entries [at, at + n) of `mine` from a side: its counts (n = P) or its count (n = 1).
+  const auto fill = [&](const Side& side, int64_t at, int64_t n, int64_t from = 0) -> int {
+    MPI_Count size = 0;
+    if (int rc = side_size(side, size); rc != MPI_SUCCESS) return rc;
+    if (side.arrays && side.counts == nullptr)
+      return report(ErrorKind::invalid_argument, "a count array is NULL");
+    for (int64_t b = 0; b < n; ++b)
+      mine[static_cast<size_t>(at + b)] =
+          entry(side.arrays ? side.counts[from + b] : side.count, size);
+    return MPI_SUCCESS;
+  };
+  if (spec.counts == Counts::per_pair) {
+    // In place the send side is the receive side (MPI: sendcounts, sdispls and sendtype are
+    // ignored).
+    if (int rc = fill(c.send.buf == MPI_IN_PLACE ? c.recv : c.send, 0, P); rc != MPI_SUCCESS)
+      return rc;
+    return fill(c.recv, P, P);
+  }
+  // The root in place has its block only in the vector.
+  const Side& vec = vector_side(spec, c);
+  const Side& one = block_side(spec, c);
+  const bool root = me == c.root;
+  if (root)
+    if (int rc = fill(vec, P, P); rc != MPI_SUCCESS) return rc;
+  return root && one.buf == MPI_IN_PLACE ? fill(vec, me, 1, me) : fill(one, me, 1);
+}
+
+// The exchange of local_counts' entries: alltoallv gathers every rank's (P x 2P entries), a rooted
+// call sums them (2P: each rank's own block, the root's vector). Every rank then holds the same
+// `all`, and from it the same answer.
+bool exchange_gathers(const CollectiveSpec& spec) {
+  return spec.counts == Counts::per_pair;
+}
+
+// The call's count vector from the exchanged views `all`, and whether they agree (every rank
+// sees the same `all`, so it answers alike on every rank). A negative count is an error there.
+int combine_counts(const CollectiveSpec& spec, int64_t P, const std::vector<int64_t>& all,
+                   Irregular& ir, bool& agree) {
+  std::vector<int64_t>& cv = ir.v.counts;
+  const bool pairs = exchange_gathers(spec);
+  cv.assign(static_cast<size_t>(pairs ? P * P : P), 0);
+  for (int64_t x : all)
+    if (x < 0) return negative_count();
+  agree = true;
+  if (pairs) {
+    for (int64_t r = 0; r < P; ++r)
+      for (int64_t q = 0; q < P; ++q) {
+        const int64_t sent = all[static_cast<size_t>(r * 2 * P + q)];
+        agree = agree && sent == all[static_cast<size_t>(q * 2 * P + P + r)];
+        cv[static_cast<size_t>(r * P + q)] = sent;
+      }
+  } else {
+    for (int64_t b = 0; b < P; ++b) {
+      const int64_t root_view = all[static_cast<size_t>(P + b)];
+      agree = agree && all[static_cast<size_t>(b)] == root_view;
+      cv[static_cast<size_t>(b)] = root_view;
+    }
+  }
+  ir.count = cv.empty() ? 0 : *std::max_element(cv.begin(), cv.end());
+  ir.hash = hash_counts(cv);
+  return MPI_SUCCESS;
+}
+
+std::string disagreement(const CollectiveSpec& spec) {
+  return std::string(spec.name) +
+         ": the ranks' counts x type sizes disagree (the type signatures must match)";
+}
+
 // The call's count vector. Where no rank has it all, one exchange on collkit's private
 // communicator gives every rank the same vector (every rank takes part, so a decline after it is
 // still alike on every rank): a rooted call sums what each rank sends or receives with the
 // root's vector, alltoallv gathers every rank's row and column. The ranks' views are compared
 // there, and a disagreement declines on every rank (the MPI's own call then says what is wrong).
-// A persistent call (`mode`) takes its vector at init: each start runs the plan built for it.
-int irregular_counts(const Call& c, const CommState& s, Mode mode, Irregular& ir) {
+// A blocking call exchanges here, a persistent call at init (MPI 4 makes *_init collective), once
+// for every start; a non-blocking call starts the exchange and builds its plan once it has
+// completed (start_exchanged).
+int irregular_counts(const Call& c, const CommState& s, Irregular& ir) {
   const CollectiveSpec& spec = spec_of(c.collective);
   const int64_t P = s.size, me = s.rank;
-  const bool pairs = spec.counts == Counts::per_pair;
-  std::vector<int64_t>& cv = ir.v.counts;
-  cv.assign(static_cast<size_t>(pairs ? P * P : P), 0);
-  // The side whose buffer holds the P blocks (at the root), and the other one.
-  const bool vec_in = spec.in.at_root == Blocks::P && spec.out.at_root != Blocks::P;
-  const Side& vec = vec_in ? c.send : c.recv;
-  const Side& one = vec_in ? c.recv : c.send;
-  const auto negative = [&] {
-    return report(ErrorKind::invalid_argument, "a count is negative (or past 2^48 bytes)");
-  };
   if (whole_vector(spec)) {
+    std::vector<int64_t>& cv = ir.v.counts;
+    cv.assign(static_cast<size_t>(P), 0);
+    const Side& vec = vector_side(spec, c);
+    const Side& one = block_side(spec, c);
     if (vec.counts == nullptr) return report(ErrorKind::invalid_argument, "recvcounts is NULL");
     MPI_Count size = 0;
     if (int rc = side_size(vec, size); rc != MPI_SUCCESS) return rc;
     const bool reduction = spec.reduction();  // counts in elements
     for (int64_t b = 0; b < P; ++b) {
       const int64_t e = entry(vec.counts[b], reduction ? 1 : size);
-      if (e < 0) return negative();
+      if (e < 0) return negative_count();
       cv[static_cast<size_t>(b)] = reduction && size == 0 ? 0 : e;
     }
     if (reduction) ir.elem_size = std::max<MPI_Count>(size, 1);
@@ -776,79 +866,26 @@ int irregular_counts(const Call& c, const CommState& s, Mode mode, Irregular& ir
                                                        std::to_string(cv[static_cast<size_t>(me)]) +
                                                        " bytes: the type signatures must match");
     }
-  } else {
-    // A non-blocking call must not block: a rank may start it and then wait on a message that
-    // another rank sends before its own start, so a blocking exchange here could deadlock. The
-    // non-blocking form declines (decided by the collective and the form alone: alike on every
-    // rank, before any communication) and the MPI's own call runs. A persistent call exchanges
-    // at init (MPI 4 makes *_init collective), once for every start.
-    if (mode == Mode::nonblocking)
-      return decline(std::string(spec.name) +
-                     ": its non-blocking form goes to the MPI's own call (the ranks' counts are "
-                     "exchanged first, at blocking calls and at persistent init only)");
-    std::vector<int64_t> mine(static_cast<size_t>(2 * P), 0), all;
-    // Entries [at, at + n) of `mine` from a side: its counts (n = P) or its count (n = 1).
-    const auto fill = [&](const Side& side, int64_t at, int64_t n, int64_t from = 0) -> int {
-      MPI_Count size = 0;
-      if (int rc = side_size(side, size); rc != MPI_SUCCESS) return rc;
-      if (side.arrays && side.counts == nullptr)
-        return report(ErrorKind::invalid_argument, "a count array is NULL");
-      for (int64_t b = 0; b < n; ++b)
-        mine[static_cast<size_t>(at + b)] =
-            entry(side.arrays ? side.counts[from + b] : side.count, size);
-      return MPI_SUCCESS;
-    };
-    int rc = MPI_SUCCESS;
-    if (pairs) {
-      // [0, P): this rank's row (what it sends each rank), [P, 2P): its column. In place the
-      // send side is the receive side (MPI: sendcounts, sdispls and sendtype are ignored).
-      if ((rc = fill(c.send.buf == MPI_IN_PLACE ? c.recv : c.send, 0, P)) != MPI_SUCCESS) return rc;
-      if ((rc = fill(c.recv, P, P)) != MPI_SUCCESS) return rc;
-    } else {
-      // [0, P): each rank's own block, [P, 2P): the root's vector. The root in place has its
-      // block only in the vector.
-      const bool root = me == c.root;
-      if (root && (rc = fill(vec, P, P)) != MPI_SUCCESS) return rc;
-      if (root && one.buf == MPI_IN_PLACE)
-        rc = fill(vec, me, 1, me);
-      else
-        rc = fill(one, me, 1);
-      if (rc != MPI_SUCCESS) return rc;
-    }
-    if (pairs) {
-      all.resize(static_cast<size_t>(2 * P * P));
-      rc = MPI_Allgather(mine.data(), static_cast<int>(2 * P), MPI_INT64_T, all.data(),
-                         static_cast<int>(2 * P), MPI_INT64_T, s.dup);
-    } else {
-      all.resize(mine.size());
-      rc = MPI_Allreduce(mine.data(), all.data(), static_cast<int>(2 * P), MPI_INT64_T, MPI_SUM,
-                         s.dup);
-    }
-    if (rc != MPI_SUCCESS) return report_mpi(rc, "exchanging the counts");
-    for (int64_t x : all)
-      if (x < 0) return negative();  // every rank sees it: an error on every rank alike
-    bool agree = true;
-    if (pairs) {
-      for (int64_t r = 0; r < P; ++r)
-        for (int64_t q = 0; q < P; ++q) {
-          const int64_t sent = all[static_cast<size_t>(r * 2 * P + q)];
-          agree = agree && sent == all[static_cast<size_t>(q * 2 * P + P + r)];
-          cv[static_cast<size_t>(r * P + q)] = sent;
-        }
-    } else {
-      for (int64_t b = 0; b < P; ++b) {
-        const int64_t root_view = all[static_cast<size_t>(P + b)];
-        agree = agree && all[static_cast<size_t>(b)] == root_view;
-        cv[static_cast<size_t>(b)] = root_view;
-      }
-    }
-    if (!agree)
-      return decline(std::string(spec.name) +
-                     ": the ranks' counts x type sizes disagree (the type signatures must match)");
+    ir.count = cv.empty() ? 0 : *std::max_element(cv.begin(), cv.end());
+    ir.hash = hash_counts(cv);
+    return MPI_SUCCESS;
   }
-  ir.count = cv.empty() ? 0 : *std::max_element(cv.begin(), cv.end());
-  ir.hash = hash_counts(cv);
-  return MPI_SUCCESS;
+  std::vector<int64_t> mine, all;
+  if (int rc = local_counts(c, s, mine); rc != MPI_SUCCESS) return rc;
+  int rc = MPI_SUCCESS;
+  if (exchange_gathers(spec)) {
+    all.resize(static_cast<size_t>(2 * P * P));
+    rc = MPI_Allgather(mine.data(), static_cast<int>(2 * P), MPI_INT64_T, all.data(),
+                       static_cast<int>(2 * P), MPI_INT64_T, s.dup);
+  } else {
+    all.resize(mine.size());
+    rc = MPI_Allreduce(mine.data(), all.data(), static_cast<int>(2 * P), MPI_INT64_T, MPI_SUM,
+                       s.dup);
+  }
+  if (rc != MPI_SUCCESS) return report_mpi(rc, "exchanging the counts");
+  bool agree = true;
+  if (rc = combine_counts(spec, P, all, ir, agree); rc != MPI_SUCCESS) return rc;
+  return agree ? MPI_SUCCESS : decline(disagreement(spec));
 }
 
 // The call's header, for the layouts of this rank's buffers (no algorithm needed).
@@ -1182,6 +1219,133 @@ int start_persistent(const PersistentCall& pc, Persistent& per, MPI_Request* inn
   return MPI_SUCCESS;
 }
 
+// A non-blocking gatherv, scatterv or alltoallv: no rank has the whole count vector, and a
+// blocking exchange in the start could deadlock (a rank may start the call and then wait on a
+// message another rank sends only before its own start). So the exchange is the run's first step:
+// a non-blocking PMPI_Iallreduce or PMPI_Iallgather of local_counts on the communicator of the
+// non-blocking runs, started here (in call order on every rank, as the call's tags are taken),
+// moved by the run's progress like any message. Once it completes, exchanged_plan builds the
+// plan from the vector and the run goes on as any non-blocking run.
+//
+// Every decline is decided here, before the exchange, from what is equal on every rank without
+// it (the algorithm's limits at count 0: P, the root, the placement). What only the vector
+// decides (counts that disagree, a negative count, the algorithm's limits on these counts) comes
+// after it, when the MPI's own call can no longer take the call: the request completes with an
+// error, the same on every rank (they all see the same exchanged views).
+struct Exchange {
+  Call call;  // the user's arguments, with copies of the arrays read (no name, no native call)
+  std::vector<MPI_Count> counts[2];
+  std::vector<MPI_Aint> displs[2];
+  std::vector<int64_t> mine, all;  // the exchange's buffers
+  const Algorithm* algo = nullptr;
+  const CollectiveSpec* spec = nullptr;
+  CommShape shape;
+  Roles roles;
+  Placement placement;
+  std::shared_ptr<NbComm> nb;
+  int tag_ub = 0;
+};
+
+// The exchange has completed: the vector, the buffers and the plan (cached on the communicator
+// of the non-blocking runs), set on `r`; an MPI error code, alike on every rank.
+int exchanged_plan(Exchange& x, NbRun& r) {
+  const CollectiveSpec& spec = *x.spec;
+  const Algorithm& algo = *x.algo;
+  Irregular ir;
+  bool agree = true;
+  if (int rc = combine_counts(spec, x.shape.size, x.all, ir, agree); rc != MPI_SUCCESS) return rc;
+  if (!agree) return report(ErrorKind::invalid_argument, disagreement(spec));
+  const ScheduleHeader h = irregular_header(x.call, x.shape, ir);
+  Prepared p;
+  if (int rc = prepare(spec, x.call, x.shape, r.work, x.roles, p, &h); rc != MPI_SUCCESS) return rc;
+  const int64_t root = spec.rooted ? x.call.root : 0;
+  NbComm& nb = *x.nb;
+  std::shared_ptr<Plan> plan;
+  {
+    std::lock_guard<std::mutex> g(nb.plans_lock);
+    auto key = std::make_tuple(&algo, root, ir.v.counts);
+    if (auto it = nb.plans.find(key); it != nb.plans.end()) {
+      plan = it->second;
+    } else {
+      const CallShape shape{x.shape.size, p.count, p.elem_size, root, true, x.placement, &ir.v};
+      if (std::string why = algo.refusal(shape, CallCheck::full); !why.empty())
+        return report(ErrorKind::unsupported,
+                      why +
+                          " (found once the counts were exchanged: the request fails alike on "
+                          "every rank)");
+      Bound bound = algo.bind(shape.P, shape.count, static_cast<int32_t>(shape.elem_size), root,
+                              x.placement, ir.v);
+      RankProgram prog;
+      bound.generate_rank(x.shape.rank, prog);
+      if (nb.plans.size() >= kIrregularPlans) nb.plans.clear();
+      plan = std::make_shared<Plan>(make_plan(bound.header(), prog));
+      nb.plans.emplace(std::move(key), plan);
+    }
+  }
+  p.args.comm = nb.comm;
+  p.args.tag_ub = x.tag_ub;
+  r.plan = std::move(plan);
+  r.args = p.args;
+  r.after = [&r, p] { return finish(p, r.work.run); };
+  return MPI_SUCCESS;
+}
+
+int start_exchanged(const Call& c, CommState& s, const Algorithm& algo, const CollectiveSpec& spec,
+                    const Roles& roles, MPI_Request* request) {
+  auto x = std::make_shared<Exchange>();
+  if (std::string why = node_placement(algo, s.dup, true, x->placement); !why.empty())
+    return decline(why);
+  const int64_t root = spec.rooted ? c.root : 0;
+  if (std::string why =
+          algo.refusal({s.size, 0, 1, root, true, x->placement, nullptr}, CallCheck::limits);
+      !why.empty())
+    return decline(why);
+  x->call = c;
+  x->call.name = nullptr;
+  x->call.native = NativeCall();
+  // The arrays read once the exchange completes are copies (MPI keeps the caller's until the
+  // request completes; a copy costs O(P) and needs no such promise).
+  const auto own = [&](Side& side, int64_t blocks, int k) {
+    if (!significant(side, blocks)) {
+      side.counts = nullptr;
+      side.displs = nullptr;
+      return;
+    }
+    const size_t P = static_cast<size_t>(s.size);
+    if (side.counts != nullptr) x->counts[k].assign(side.counts, side.counts + P);
+    if (side.displs != nullptr) x->displs[k].assign(side.displs, side.displs + P);
+    side.counts = side.counts != nullptr ? x->counts[k].data() : nullptr;
+    side.displs = side.displs != nullptr ? x->displs[k].data() : nullptr;
+  };
+  own(x->call.send, roles.in_blocks, 0);
+  own(x->call.recv, roles.out_blocks, 1);
+  if (int rc = local_counts(x->call, s, x->mine); rc != MPI_SUCCESS) return rc;
+  x->algo = &algo;
+  x->spec = &spec;
+  x->shape = s;
+  x->roles = roles;
+  x->tag_ub = s.tag_ub;
+  if (int rc = nb_comm(s, x->nb); rc != MPI_SUCCESS) return rc;
+  auto run = std::make_unique<NbRun>();
+  x->nb->take_tags(*run);
+  const int n = static_cast<int>(x->mine.size());
+  int rc = MPI_SUCCESS;
+  if (exchange_gathers(spec)) {
+    x->all.resize(x->mine.size() * static_cast<size_t>(s.size));
+    rc = PMPI_Iallgather(x->mine.data(), n, MPI_INT64_T, x->all.data(), n, MPI_INT64_T, x->nb->comm,
+                         &run->exchange);
+  } else {
+    x->all.resize(x->mine.size());
+    rc = PMPI_Iallreduce(x->mine.data(), x->all.data(), n, MPI_INT64_T, MPI_SUM, x->nb->comm,
+                         &run->exchange);
+  }
+  if (rc != MPI_SUCCESS) return report_mpi(rc, "starting the counts exchange");
+  run->exchanged = [x](NbRun& r) { return exchanged_plan(*x, r); };
+  if (rc = start_nonblocking(std::move(run), request); rc != MPI_SUCCESS)
+    return report_mpi(rc, ("starting " + algo.canonical()).c_str());
+  return MPI_SUCCESS;
+}
+
 // One call of the C API: blocking; non-blocking (the run goes on after the return, progressed as
 // nbc.hpp says, and completes *request); or persistent (*request is the handle, each MPI_Start on
 // it a run of the plan built now). Every decline is decided here, before any communication.
@@ -1230,6 +1394,9 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
                                                      " is not a rank of a communicator of size " +
                                                      std::to_string(s->size));
     const Roles roles = roles_of(spec, c, s->size, s->rank);
+    // A non-blocking call whose counts are exchanged: the exchange is the run's first step.
+    if (mode == Mode::nonblocking && spec.counts != Counts::none && !whole_vector(spec))
+      return start_exchanged(c, *s, algo, spec, roles, request);
     // A non-blocking or persistent run owns its memory; blocking calls reuse the communicator's.
     std::unique_ptr<NbRun> nb = mode != Mode::blocking ? std::make_unique<NbRun>() : nullptr;
     Workspace& work = nb ? nb->work : s->work;
@@ -1239,7 +1406,7 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
     Irregular ir;
     std::optional<ScheduleHeader> header;
     if (spec.counts != Counts::none) {
-      if (int rc = irregular_counts(c, *s, mode, ir); rc != MPI_SUCCESS) return rc;
+      if (int rc = irregular_counts(c, *s, ir); rc != MPI_SUCCESS) return rc;
       header = irregular_header(c, *s, ir);
     }
     Prepared p;

@@ -83,9 +83,24 @@ void message_done(NbRun& r, uint32_t i) {
   }
 }
 
+void setup(NbRun& r);
+
 // Runs every ready op (posting messages, reducing, copying), then tests the messages in flight,
-// until nothing more moves. true when the run is over (done or failed).
+// until nothing more moves. true when the run is over (done or failed). A run still waiting for
+// its counts exchange (NbRun::exchange) first tests that, and sets itself up once it completes.
 bool advance(NbRun& r) {
+  if (!r.plan) {
+    int flag = 0;
+    int rc = PMPI_Test(&r.exchange, &flag, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && !flag) return false;
+    if (rc == MPI_SUCCESS) rc = r.exchanged ? r.exchanged(r) : MPI_ERR_INTERN;
+    if (rc == MPI_SUCCESS && !r.plan) rc = MPI_ERR_INTERN;
+    if (rc != MPI_SUCCESS) {
+      r.error = rc;
+      return true;
+    }
+    setup(r);
+  }
   const Plan& plan = *r.plan;
   const TypeInfo& t = r.args.type;
   const int64_t chunk = max_chunk_elems();
@@ -199,10 +214,9 @@ void complete(NbRun* r) {
   if (orphan) MPI_Request_free(&q);
 }
 
-// Sets up a run's progress state and buffers (a persistent call's run again at each start),
-// gives the user its generalized request and starts the first ops; `over` when it is done at
-// once (P = 1, nothing to receive).
-int launch(NbRun& r, MPI_Request* request, bool& over) {
+// Sets up a run's progress state and buffers from its plan (a persistent call's run again at each
+// start).
+void setup(NbRun& r) {
   const Plan& plan = *r.plan;
   const size_t n = plan.ops.size();
   r.remaining.assign(plan.num_deps.begin(), plan.num_deps.end());
@@ -232,6 +246,14 @@ int launch(NbRun& r, MPI_Request* request, bool& over) {
     r.bufs[kFirstScratch + k] = element0_in_block(base + at, t, plan.scratch[k]);
     at += (span_bytes(t, plan.scratch[k]) + 63) / 64 * 64 + 64;
   }
+}
+
+// Sets the run up (a run without a plan once its counts exchange completes), gives the user its
+// generalized request and starts the first ops; `over` when it is done at once (P = 1, nothing to
+// receive).
+int launch(NbRun& r, MPI_Request* request, bool& over) {
+  r.error = MPI_SUCCESS;
+  if (r.plan) setup(r);
   if (int rc = MPI_Grequest_start(query, free_run, cancel, &r, &r.request); rc != MPI_SUCCESS)
     return rc;
   *request = r.request;

@@ -34,8 +34,14 @@ struct Workspace {
 
 // One non-blocking run: the caller fills plan, args (with args.comm the communicator reserved for
 // non-blocking runs), tag_base / tag_span, work and after, then hands it to start_nonblocking.
+// A run whose plan needs the ranks' counts first (gatherv, scatterv, alltoallv) starts without a
+// plan: `exchange` is the MPI's non-blocking exchange of the counts, tested by the run's progress,
+// and once it completes `exchanged` sets plan, args and after (or returns the MPI error code the
+// run then fails with), and the run goes on as any other.
 struct NbRun {
   std::shared_ptr<Plan> plan;
+  MPI_Request exchange = MPI_REQUEST_NULL;
+  std::function<int(NbRun&)> exchanged;
   RunArgs args;
   int tag_base = 0;  // the call's own tags: tag_base + seq % tag_span
   int tag_span = 1;

@@ -44,6 +44,9 @@
 // interposition library, against the MPI's own MPI_I<coll>), each call overlapped with random
 // compute, point-to-point traffic and a second collective in flight on the same communicator,
 // and completed by a random mix of MPI_Wait / MPI_Test / MPI_Waitall / MPI_Waitany / MPI_Testall.
+// Then the irregular copies of the run (gatherv, scatterv, alltoallv, allgatherv) are started one
+// after another on one communicator, one rank late, and completed in reverse order (a line
+// "OUTSTANDING algorithms ran=N declined=M").
 //
 // --persistent checks the persistent forms the same way: each call under test is ck_<coll>_init
 // (or MPI_<Coll>_init through the interposition library, MPI 4 only), started with MPI_Start and
@@ -65,6 +68,8 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "../src/bench_common.hpp"
@@ -732,12 +737,6 @@ void check_copy_v(Collective coll, const CommCase& cc, const std::string& algo, 
   std::string why;
   const std::vector<unsigned char> sent = sb.mine.mem;
   int rc = collkit_call(coll, a, algo);
-  if (rc != MPI_SUCCESS && ck_declined(rc) && g_nonblocking) {
-    // The non-blocking forms of gatherv, scatterv and alltoallv go to the MPI (capi.cpp,
-    // irregular_counts): declined on every rank.
-    settle(cc.comm, label, ck_error_message(), true);
-    return;
-  }
   if (rc != MPI_SUCCESS) why = "error: " + describe_error(rc);
   if (why.empty() && a.sendbuf != MPI_IN_PLACE && sb.mine.mem != sent)
     why = "the send buffer was written";
@@ -1378,10 +1377,173 @@ void check_start_does_not_block(const std::string& algo) {
   } else {
     rc = start();
   }
+  if (rc != MPI_SUCCESS && ck_declined(rc))
+    ++g_capi_declined;
+  else
+    ++g_capi_ran;
   if (rc == MPI_SUCCESS) rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS && !ck_declined(rc)) why = "error: " + describe_error(rc);
   settle(MPI_COMM_WORLD, "world P=" + std::to_string(P) + " " + algo + " start does not block",
          why);
+}
+
+// --nonblocking: the irregular copies of the run (gatherv, scatterv, alltoallv, allgatherv) all
+// started one after another on the world, each with its own count vector (zeros included, drawn
+// alike on every rank), every rank its own displacements with gaps and, on some ranks, a datatype
+// with gaps (MPI_INT resized to two ints), in place on the ranks MPI allows it in the last round;
+// one rank sleeps before its starts, and the calls are completed in reverse order (MPI_Wait each,
+// MPI_Waitall, an MPI_Test loop). Calls in flight together must match in call order (their counts
+// exchanges too), a late rank must not hold the others' starts, and every result must equal the
+// MPI's own call's (as every case's reference), the gaps untouched. Returns the names, with how
+// many starts ran and declined (world rank 0's).
+std::string check_outstanding(const std::vector<std::string>& algos, long long& ran,
+                              long long& declined) {
+  int P = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::vector<std::string> names;
+  for (const std::string& algo : algos) {
+    const CollectiveSpec& spec = spec_of(collective_from_string(algo.substr(0, algo.find(':'))));
+    if (spec.counts != Counts::none && !spec.reduction()) names.push_back(algo);
+  }
+  std::string joined;
+  for (const std::string& n : names) joined += (joined.empty() ? "" : ";") + n;
+  if (names.empty()) return joined;
+  MPI_Datatype gappy;  // an int, then a gap of one int
+  MPI_Type_create_resized(MPI_INT, 0, 2 * static_cast<MPI_Aint>(sizeof(int)), &gappy);
+  MPI_Type_commit(&gappy);
+  const size_t Pz = static_cast<size_t>(P);
+  std::string why;
+  for (int round = 0; round < 3 && why.empty(); ++round) {
+    // One call: its arguments, collkit's buffers and the reference's (the same memory before).
+    struct One {
+      Collective coll = Collective::gatherv;
+      CallArgs a, ref;
+      std::vector<int> in, out, in_ref, out_ref;
+      MPI_Request r = MPI_REQUEST_NULL;
+    };
+    // Sized once: the MPI reads each call's arrays (CallArgs) until its request completes.
+    std::vector<One> calls(names.size());
+    std::mt19937_64 shared(g_seed * 7919 + 1000 + static_cast<uint64_t>(round));
+    std::mt19937_64 own(g_seed * 104729 + static_cast<uint64_t>(round * 1000 + rank));
+    for (size_t k = 0; k < names.size(); ++k) {
+      One& o = calls[k];
+      o.coll = collective_from_string(names[k].substr(0, names[k].find(':')));
+      const CollectiveSpec& spec = spec_of(o.coll);
+      const int root = spec.rooted ? static_cast<int>((static_cast<size_t>(round) + k) % Pz) : 0;
+      const bool pairs = spec.counts == Counts::per_pair;
+      const std::vector<int64_t> u = draw_units(pairs ? Pz * Pz : Pz, 5, shared);
+      const InPlace ip = mpi_in_place(o.coll);
+      const bool in_place = round == 2 && !pairs && applies_to(ip.ranks, root, rank);
+      const int64_t in_blocks = buffer_elems(spec.in, P, 1, root, rank);
+      const int64_t out_blocks = buffer_elems(spec.out, P, 1, root, rank);
+      const auto holds_p = [&](const BufferShape& shape) {
+        return (spec.rooted && rank == root ? shape.at_root : shape.elsewhere) == Blocks::P;
+      };
+      // One side: P blocks at shuffled displacements, or this rank's one block; `gaps`: the
+      // resized type, an int in every other slot of the memory.
+      const auto make_side = [&](int64_t blocks, bool vector, bool gaps, const auto& units_of,
+                                 std::vector<MPI_Count>& counts, std::vector<MPI_Aint>& displs,
+                                 MPI_Count& count, std::vector<int>& mem) {
+        MPI_Count elems = 0;
+        if (blocks > 0 && vector) {
+          for (size_t b = 0; b < Pz; ++b) counts.push_back(units_of(b));
+          displs = scattered_displs(counts, own, elems);
+        } else if (blocks == 1) {
+          count = units_of(static_cast<size_t>(rank));
+          elems = count;
+        }
+        mem = random_ints(static_cast<size_t>(elems) * (gaps ? 2 : 1) + 1, own);
+      };
+      o.a.root = root;
+      o.a.comm = MPI_COMM_WORLD;
+      const bool send_gaps = (rank + static_cast<int>(k) + round) % 2 == 1;
+      const bool recv_gaps = (rank + static_cast<int>(k)) % 3 == 1;
+      const auto in_units = [&](size_t b) {
+        return pairs ? u[Pz * static_cast<size_t>(rank) + b] : u[b];
+      };
+      const auto out_units = [&](size_t b) {
+        return pairs ? u[b * Pz + static_cast<size_t>(rank)] : u[b];
+      };
+      make_side(in_blocks, holds_p(spec.in), send_gaps, in_units, o.a.sendcounts, o.a.sdispls,
+                o.a.sendcount, o.in);
+      make_side(out_blocks, holds_p(spec.out), recv_gaps, out_units, o.a.recvcounts, o.a.rdispls,
+                o.a.recvcount, o.out);
+      o.a.sendtype = send_gaps ? gappy : MPI_INT;
+      o.a.recvtype = recv_gaps ? gappy : MPI_INT;
+      if (in_blocks == 0) o.a.sendtype = MPI_DATATYPE_NULL;
+      if (out_blocks == 0) o.a.recvtype = MPI_DATATYPE_NULL;
+      o.in_ref = o.in;
+      o.out_ref = o.out;
+      o.a.sendbuf = in_blocks > 0 ? o.in.data() : nullptr;
+      o.a.recvbuf = out_blocks > 0 ? o.out.data() : nullptr;
+      if (in_place && ip.as_recvbuf) {
+        o.a.recvbuf = MPI_IN_PLACE;
+        o.a.recvcount = 0;
+        o.a.recvtype = MPI_DATATYPE_NULL;
+      } else if (in_place) {
+        o.a.sendbuf = MPI_IN_PLACE;
+        o.a.sendcount = 0;
+        o.a.sendtype = MPI_DATATYPE_NULL;
+        o.a.sendcounts.clear();
+        o.a.sdispls.clear();
+      }
+      o.ref = o.a;
+      if (o.a.sendbuf != MPI_IN_PLACE && o.a.sendbuf != nullptr) o.ref.sendbuf = o.in_ref.data();
+      if (o.a.recvbuf != MPI_IN_PLACE && o.a.recvbuf != nullptr) o.ref.recvbuf = o.out_ref.data();
+    }
+    // The late rank: every other rank has started (and is waiting) before it starts.
+    if (rank == (round * 7 + 1) % P) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (size_t k = 0; k < calls.size(); ++k) {
+      One& o = calls[k];
+      ++g_calls;
+      const int rc = kViaPmpi ? collkit::mpi::call_mpi_nb(o.coll, o.a, &o.r)
+                              : collkit::mpi::call_collkit_nb(o.coll, o.a, names[k].c_str(), &o.r);
+      if (rc != MPI_SUCCESS && ck_declined(rc))
+        ++declined;
+      else
+        ++ran;
+      if (rc != MPI_SUCCESS && why.empty()) why = names[k] + " start: " + describe_error(rc);
+    }
+    std::vector<MPI_Request> reversed;
+    for (size_t k = calls.size(); k-- > 0;) reversed.push_back(calls[k].r);
+    int rc = MPI_SUCCESS, flag = 0;
+    switch (round) {
+      case 0:
+        for (MPI_Request& q : reversed)
+          if (int e = MPI_Wait(&q, MPI_STATUS_IGNORE); e != MPI_SUCCESS && rc == MPI_SUCCESS)
+            rc = e;
+        break;
+      case 1:
+        rc = MPI_Waitall(static_cast<int>(reversed.size()), reversed.data(), MPI_STATUSES_IGNORE);
+        break;
+      default:
+        for (MPI_Request& q : reversed) do {
+            rc = MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+          } while (rc == MPI_SUCCESS && !flag);
+        break;
+    }
+    if (rc != MPI_SUCCESS && why.empty())
+      why = "round " + std::to_string(round) + ": " + describe_error(rc);
+    for (size_t k = 0; k < calls.size(); ++k) {
+      One& o = calls[k];
+      if (int e = reference_call(o.coll, o.ref); e != MPI_SUCCESS) {
+        if (why.empty()) why = names[k] + " reference: " + describe_error(e);
+        continue;
+      }
+      for (const auto& [got, want, what] :
+           {std::tuple{&o.out, &o.out_ref, "recvbuf"}, std::tuple{&o.in, &o.in_ref, "sendbuf"}})
+        for (size_t i = 0; i < got->size() && why.empty(); ++i)
+          if ((*got)[i] != (*want)[i])
+            why = "round " + std::to_string(round) + " " + names[k] + " " + what + " int " +
+                  std::to_string(i) + ": " + std::to_string((*got)[i]) + " vs the MPI's " +
+                  std::to_string((*want)[i]);
+    }
+  }
+  MPI_Type_free(&gappy);
+  settle(MPI_COMM_WORLD, "world P=" + std::to_string(P) + " " + joined + " outstanding at once",
+         why);
+  return joined;
 }
 
 // --persistent: two handles of `algo` on the world, each started round after round with new data
@@ -1548,27 +1710,32 @@ void check_persistent_restarts(const std::string& algo) {
 }
 
 #ifdef COLLKIT_VIA_PMPI
-// Points the interposition library at a table of one rule: `algo` for every call of its
-// collective at P <= 64 (the library's reader checks it, as it checks COLLKIT_TUNING).
-void route_through_table(const CollectiveSpec& spec, const std::string& algo) {
+// Points the interposition library at a table of one rule per algorithm: each for every call of
+// its collective at P <= 64 (the library's reader checks it, as it checks COLLKIT_TUNING).
+void route_through_table(const std::vector<std::string>& algos) {
   char path[] = "/tmp/collkit_conformance_XXXXXX";
   const int fd = mkstemp(path);
   if (fd < 0) {
     fail("cannot write a tuning table in /tmp");
     return;
   }
-  std::string quoted;
-  for (char ch : algo)
-    quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
-  const std::string table = "{\"format\": \"collkit-tuning\", \"version\": 1, \"rules\": [" +
-                            std::string("{\"collective\": \"") + std::string(spec.name) +
-                            "\", \"P\": [1, 64], \"bytes\": [0, 4611686018427387904], " +
-                            "\"algorithm\": \"" + quoted + "\"}]}";
+  std::string rules;
+  for (const std::string& algo : algos) {
+    std::string quoted;
+    for (char ch : algo)
+      quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+    rules += (rules.empty() ? "" : ", ") + std::string("{\"collective\": \"") +
+             algo.substr(0, algo.find(':')) +
+             "\", \"P\": [1, 64], \"bytes\": [0, 4611686018427387904], \"algorithm\": \"" + quoted +
+             "\"}";
+  }
+  const std::string table =
+      "{\"format\": \"collkit-tuning\", \"version\": 1, \"rules\": [" + rules + "]}";
   const bool written =
       ::write(fd, table.data(), table.size()) == static_cast<ssize_t>(table.size());
   ::close(fd);
-  if (!written || collkit_pmpi_use_table(path) != 1)
-    fail("the table for " + algo + " did not load");
+  if (!written || collkit_pmpi_use_table(path) != static_cast<int>(algos.size()))
+    fail("the table for " + rules + " did not load");
   unlink(path);
 }
 #endif
@@ -1639,7 +1806,7 @@ int main(int argc, char** argv) {
     const long long capi_ran0 = g_capi_ran, capi_declined0 = g_capi_declined;
 #ifdef COLLKIT_VIA_PMPI
     long long ran0 = 0, declined0 = 0;
-    route_through_table(spec, algo);
+    route_through_table({algo});
     collkit_pmpi_counts(&ran0, &declined0);
 #endif
     for (size_t ci = 0; ci < comms.size(); ++ci) {
@@ -1717,6 +1884,22 @@ int main(int argc, char** argv) {
       std::printf("ROUTE %s ran=%lld declined=%lld\n", algo.c_str(), ran - ran0,
                   declined - declined0);
 #endif
+  }
+  if (g_nonblocking && !g_persistent) {
+#ifdef COLLKIT_VIA_PMPI
+    long long ran0 = 0, declined0 = 0;
+    route_through_table(algos);
+    collkit_pmpi_counts(&ran0, &declined0);
+#endif
+    long long ran = 0, declined = 0;
+    const std::string names = check_outstanding(algos, ran, declined);
+#ifdef COLLKIT_VIA_PMPI
+    collkit_pmpi_counts(&ran, &declined);
+    ran -= ran0;
+    declined -= declined0;
+#endif
+    if (!names.empty() && g_world_rank == 0)
+      std::printf("OUTSTANDING %s ran=%lld declined=%lld\n", names.c_str(), ran, declined);
   }
   if (args.flag("errors")) check_errors(MPI_COMM_WORLD);
 
