@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "check.hpp"
 #include "collkit/error.hpp"
@@ -217,6 +218,22 @@ TEST(goal_fast_path_reads_what_the_scanner_reads) {
   const Schedule big = Algorithm("allreduce:rd").bind(1024, 1).generate();
   CHECK(without_collkit_lines(to_goal(big)).size() > (1u << 20));
   check(big);
+}
+
+// A collkit file from a stream as its block reader takes it: a rank longer than the reader's
+// view (bcast:linear's root at P = 6000: 5999 sends, op indices and peers of 1 to 4 digits) is
+// resumed within the rank, and numbers of every width up to 16 digits (a count past 2^47) read
+// as written.
+TEST(goal_stream_reads_long_ranks_and_wide_numbers) {
+  const std::tuple<const char*, int64_t, int64_t> cases[] = {
+      {"bcast:linear", 6000, 3},
+      {"allreduce:rd", 8, (int64_t{1} << 47) + 12345},
+      {"allreduce:rabenseifner", 12, 123456789}};
+  for (const auto& [name, P, count] : cases) {
+    const Schedule s = Algorithm(name).bind(P, count).generate();
+    CHECK(goal_from_stream(to_goal(s)) == s);
+    CHECK(goal_from_stream(across_block_end(to_goal(s))) == s);
+  }
 }
 
 // Lines at the fast path's edges (huge numbers, missing or extra fields, other blanks, labels it

@@ -433,57 +433,66 @@ struct SendIndex {
 
 enum class GoalPass : uint8_t { whole, index, paired };
 
-// The decimal digits of an op index, which GoalParser::block compares as bytes with the
-// labels and indices of a block's lines (reading the numbers cost more): the digits of a label
-// as Labels::number reads it (no leading zero) are the only spelling that matches.
-struct Decimal {
-  char d[16];  // at least 8 bytes are read
-  size_t n;
-  explicit Decimal(uint32_t k) : d{} {
-    n = static_cast<size_t>(std::to_chars(d, d + 10, k).ptr - d);
-  }
-  void next() {  // k + 1
-    size_t j = n;
-    while (j > 0 && d[j - 1] == '9') d[--j] = '0';
-    if (j > 0) {
-      ++d[j - 1];
-    } else {
-      std::memmove(d + 1, d, n++);
-      d[0] = '1';
+// The text GoalParser::block expects before op i's fields, compared as bytes (reading the
+// numbers cost more): "// collkit: i: ", "li: ", and before a requires line of op i - 1,
+// "l<i - 1> requires l". The digits of a label as Labels::number reads it (no leading zero) are
+// the only spelling that matches. Buffers of whole words, as io::Padded::bytes reads them.
+class Prefixes {
+ public:
+  explicit Prefixes(uint32_t k) {
+    if (k != 0) {  // the requires prefix of k - 1
+      n_ = static_cast<size_t>(std::to_chars(d_, d_ + 10, k - 1).ptr - d_);
+      set_requires();
     }
+    n_ = static_cast<size_t>(std::to_chars(d_, d_ + 10, k).ptr - d_);
+    build();
   }
+  std::string_view comment() const { return {com_, ncom_}; }
+  std::string_view label() const { return {lab_, nlab_}; }
+  std::string_view requires_of_last() const { return {req_, nreq_}; }
+  void next() {  // k + 1: the requires prefix names k
+    set_requires();
+    size_t j = n_;
+    while (j > 0 && d_[j - 1] == '9') d_[--j] = '0';
+    if (j > 0) {
+      ++d_[j - 1];
+    } else {
+      std::memmove(d_ + 1, d_, n_++);
+      d_[0] = '1';
+    }
+    build();
+  }
+
+ private:
+  void set_requires() {
+    std::memcpy(req_ + 1, d_, sizeof d_);
+    std::memcpy(req_ + 1 + n_, " requires l", 11);
+    nreq_ = n_ + 12;
+  }
+  void build() {
+    std::memcpy(com_ + 12, d_, sizeof d_);
+    std::memcpy(com_ + 12 + n_, ": ", 2);
+    ncom_ = n_ + 14;
+    std::memcpy(lab_ + 1, d_, sizeof d_);
+    std::memcpy(lab_ + 1 + n_, ": ", 2);
+    nlab_ = n_ + 3;
+  }
+  char d_[16] = {};  // the digits of k (at most 10)
+  size_t n_;
+  char com_[32] = "// collkit: ", lab_[24] = "l", req_[32] = "l";
+  size_t ncom_ = 0, nlab_ = 0, nreq_ = 0;
 };
 
-// The n bytes of `s` (a buffer of at least 8) next in `c`, then past them: 8 bytes at a time
-// (memcmp was a call), a short one as one masked word where 8 bytes can be read.
-[[gnu::always_inline]] inline bool bytes(io::Strict& c, const char* s, size_t n) {
-  const size_t avail = static_cast<size_t>(c.e - c.p);
-  if (avail < n) return false;
-  uint64_t a, b;
-  if (n < 8) {
-    if (avail < 8) {
-      if (std::memcmp(c.p, s, n) != 0) return false;
-    } else {
-      std::memcpy(&a, c.p, 8);
-      std::memcpy(&b, s, 8);
-      if (std::endian::native != std::endian::little) {
-        if (std::memcmp(c.p, s, n) != 0) return false;
-      } else if (((a ^ b) & ((uint64_t{1} << (8 * n)) - 1)) != 0) {
-        return false;
-      }
-    }
-  } else {
-    for (size_t k = 0; k + 8 <= n; k += 8) {
-      std::memcpy(&a, c.p + k, 8);
-      std::memcpy(&b, s + k, 8);
-      if (a != b) return false;
-    }
-    std::memcpy(&a, c.p + n - 8, 8);
-    std::memcpy(&b, s + n - 8, 8);
-    if (a != b) return false;
-  }
-  c.p += n;
-  return true;
+// RankProgram::append's work for block(), its vector appends inlined (flatten): std::vector's
+// push_back, left out of line in a function as large as block(), is a call of ~25 instructions.
+[[gnu::flatten]] void append_op(RankProgram& p, const Op& op, uint16_t stage) {
+  p.ops.push_back(op);
+  p.stage.push_back(stage);
+  p.dep_begin.push_back(static_cast<uint32_t>(p.deps.size()));
+}
+[[gnu::flatten]] void append_dep(RankProgram& p, OpId d) {
+  p.deps.push_back(d);
+  p.dep_begin.back() = static_cast<uint32_t>(p.deps.size());
 }
 
 [[noreturn]] void fail_line(int64_t line, int64_t column, const std::string& msg) {
@@ -631,29 +640,25 @@ class GoalParser {
     RankProgram& prog = program_;
     const size_t num_scratch = rank_->scratch.size();
     // Each line is parsed up to its '\n' (no search for it first): a line whose shape differs
-    // stops before the '\n' and is left to line().
-    io::Strict c(text);
+    // stops before the '\n' and is left to line(). The text is followed by a NUL (buffered()).
+    io::Padded c{begin, begin + text.size()};
     auto eol = [&c] {
-      if (c.done() || *c.p != '\n') return false;
+      if (*c.p != '\n') return false;
       ++c.p;
       return true;
     };
-    // The digits of op i and of the op before it, compared as bytes.
     const uint32_t first = static_cast<uint32_t>(prog.ops.size());
-    Decimal cur(first), last(first == 0 ? 0 : first - 1);
+    Prefixes x(first);
     for (;;) {
       c.p = p;
       const uint32_t i = static_cast<uint32_t>(prog.ops.size());
-      if (i != 0 && c.lit("l") && bytes(c, last.d, last.n) &&
-          c.lit(" requires l")) {  // a requires line of op i-1
-        uint32_t to;
+      if (i != 0 && c.bytes(x.requires_of_last().data(), x.requires_of_last().size())) {
+        uint32_t to;  // a requires line of op i-1
         if (!direct_earlier(c, i - 1, to) || !eol()) break;
-        prog.deps.push_back(to);
-        prog.dep_begin.back() = static_cast<uint32_t>(prog.deps.size());
+        append_dep(prog, to);
         p = c.p, ++n;
         continue;
       }
-      c.p = p;
       if (c.lit("}\n")) {
         number_ = number + n + 1;
         close_block();
@@ -661,17 +666,19 @@ class GoalParser {
       }
       int64_t stage = 0;
       Op op{};
-      if (!c.lit("// collkit: ") || !bytes(c, cur.d, cur.n) || !c.lit(": ") ||
-          !io::fast_op_body(c, hr_.h.P, num_scratch, hr_.h.elem_size, op) ||
-          (c.lit(" stage ") && !c.num(stage, UINT16_MAX)) || !eol() || !c.lit("l") ||
-          !bytes(c, cur.d, cur.n) || !c.lit(": ") || !direct_goal_op(c, op) || !eol() ||
-          !direct_tag(op))
+      if (!c.bytes(x.comment().data(), x.comment().size()) ||
+          !io::fast_op_body_in(c, hr_.h.P, num_scratch, hr_.h.elem_size, op))
         break;
-      prog.append(op, {}, static_cast<uint16_t>(stage));
+      const char* const peer = c.at;  // a message's peer: its body's last number, up to c.p
+      const size_t peer_n = static_cast<size_t>(c.p - peer);
+      if ((c.lit(" stage ") && !c.num(stage, UINT16_MAX)) || !eol() ||
+          !c.bytes(x.label().data(), x.label().size()) || !direct_goal_op(c, op, {peer, peer_n}) ||
+          !eol() || !direct_tag(op))
+        break;
+      append_op(prog, op, static_cast<uint16_t>(stage));
       op_lines_.push_back(number + n + 2);
       p = c.p, n += 2;
-      last = cur;
-      cur.next();
+      x.next();
     }
     number_ = number + n;
     return {static_cast<size_t>(p - begin), n};
@@ -729,38 +736,34 @@ class GoalParser {
 
   // The number k of a label l<k> after its 'l', as Labels::number reads it (digits, no leading
   // zero, below 2^22).
-  static bool label_number(io::Strict& c, uint32_t& k) {
-    const char* d = c.p;
-    uint32_t v = 0;
-    while (!c.done() && io::is_digit(*c.p) && c.p - d < 7)
-      v = v * 10 + static_cast<uint32_t>(*c.p++ - '0');
-    const auto len = c.p - d;
-    if (len == 0 || (len > 1 && *d == '0') || (!c.done() && io::is_digit(*c.p)) ||
-        v >= kMaxNumbered)
-      return false;
-    k = v;
+  static bool label_number(io::Padded& c, uint32_t& k) {
+    int64_t v;
+    if (!c.num(v, kMaxNumbered - 1) || (*c.at == '0' && c.p - c.at > 1)) return false;
+    k = static_cast<uint32_t>(v);
     return true;
   }
   // A label l<t> of an op before op k.
-  static bool direct_earlier(io::Strict& c, uint32_t k, uint32_t& t) {
+  static bool direct_earlier(io::Padded& c, uint32_t k, uint32_t& t) {
     return label_number(c, t) && t < k;
   }
   // The GOAL op of `op` (from its comment) after its label, as write_goal writes it, up to its
-  // line's end, agreeing with it as check_agrees asks; a message's tag in tag_.
-  bool direct_goal_op(io::Strict& c, const Op& op) {
+  // line's end, agreeing with it as check_agrees asks; a message's tag in tag_. A message's size
+  // and peer are compared as text: the size with len * elem_size as write_goal writes it, the
+  // peer with `peer`, its digits in the comment (other spellings, a product past 64 bits, are
+  // line()'s).
+  bool direct_goal_op(io::Padded& c, const Op& op, std::string_view peer) {
     const bool send = op.kind == OpKind::send, recv = op.kind == OpKind::recv;
     if (send || recv) {
-      if (!(send ? c.lit("send ") : c.lit("recv "))) return false;
-      const char* d = c.p;
-      while (!c.done() && io::is_digit(*c.p)) ++c.p;
-      std::string_view digits(d, static_cast<size_t>(c.p - d));
-      while (digits.size() > 1 && digits[0] == '0') digits.remove_prefix(1);
-      int64_t peer;
-      if (digits.empty() || !is_product(digits, op.len, hr_.h.elem_size) ||
-          !(send ? c.lit("b to ") : c.lit("b from ")) || !c.num(peer, P_ - 1) || peer != op.peer ||
-          !c.lit(" tag ") || !c.num(tag_, kMaxTag))
-        return false;
-      return true;
+      if (op.len != size_len_) {
+        int64_t product;
+        if (__builtin_mul_overflow(op.len, hr_.h.elem_size, &product)) return false;
+        size_n_ = static_cast<size_t>(std::to_chars(size_, size_ + 20, product).ptr - size_);
+        size_[size_n_++] = 'b';
+        size_len_ = op.len;
+      }
+      return (send ? c.lit("send ") : c.lit("recv ")) && c.bytes(size_, size_n_) &&
+             (send ? c.lit(" to ") : c.lit(" from ")) && c.bytes(peer.data(), peer.size()) &&
+             c.lit(" tag ") && c.num(tag_, kMaxTag);
     }
     int64_t value;
     if (!c.lit("calc ") || !c.num(value)) return false;
@@ -1473,6 +1476,9 @@ class GoalParser {
   bool direct_ = false;            // the open block is read by block() into program_
   std::vector<int64_t> op_lines_;  // block(): the line of each op's GOAL op
   int64_t tag_ = 0;                // block(): the tag of the GOAL op just read
+  char size_[32] = {};             // block(): size_len_ * elem_size as write_goal writes it, "b"
+  size_t size_n_ = 0;
+  int64_t size_len_ = -1;
   io::HeaderReader hr_;
   int64_t P_ = -1;
   int64_t cur_ = -1;

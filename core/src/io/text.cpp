@@ -92,79 +92,10 @@ ParsedRegion parse_region(Scanner& sc, size_t num_scratch, int32_t elem_size) {
   return r;
 }
 
-// "in", "out" or "sK" with K < the rank's scratch buffers, not followed by a word character.
-[[gnu::always_inline]] inline bool fast_buffer(io::Strict& c, size_t num_scratch, BufId& buf) {
-  if (c.lit("out")) {
-    buf = kOut;
-  } else if (c.lit("in")) {
-    buf = kIn;
-  } else if (c.lit("s")) {
-    int64_t k;
-    if (!c.num(k, static_cast<int64_t>(num_scratch) - 1)) return false;
-    buf = scratch_buf(static_cast<int>(k));
-  } else {
-    return false;
-  }
-  return c.done() || !io::is_ident_char(*c.p);
-}
-// "[a:b]" with a <= b and a region that fits a buffer.
-[[gnu::always_inline]] inline bool fast_bounds(io::Strict& c, int32_t elem_size, int64_t& off,
-                                               int64_t& len) {
-  int64_t stop;
-  if (!c.lit("[") || !c.num(off) || !c.lit(":") || !c.num(stop) || !c.lit("]") || stop < off)
-    return false;
-  len = stop - off;
-  int64_t bytes;  // buffer_fits without its division
-  return len <= kMaxElems && (elem_size < 1 || !__builtin_mul_overflow(len, elem_size, &bytes));
-}
-[[gnu::always_inline]] inline bool fast_region(io::Strict& c, size_t num_scratch, int32_t elem_size,
-                                               BufId& buf, int64_t& off, int64_t& len) {
-  return fast_buffer(c, num_scratch, buf) && fast_bounds(c, elem_size, off, len);
-}
-
 }  // namespace
 
 bool fast_op_body(Strict& c, int64_t P, size_t num_scratch, int32_t elem_size, Op& op) {
-  int64_t peer;
-  const bool send = c.lit("send "), recv = !send && c.lit("recv ");
-  const bool reduce = !send && !recv && c.lit("reduce "), copy = !reduce && c.lit("copy ");
-  if (send || recv) {
-    op.kind = send ? OpKind::send : OpKind::recv;
-    if (!fast_region(c, num_scratch, elem_size, op.buf, op.off, op.len) ||
-        !(send ? c.lit(" to ") : c.lit(" from ")) || !c.num(peer, P - 1))
-      return false;
-    op.peer = static_cast<int32_t>(peer);
-  } else if (reduce || copy) {
-    op.kind = reduce ? OpKind::reduce : OpKind::copy;
-    int64_t len;
-    if (!fast_region(c, num_scratch, elem_size, op.buf, op.off, op.len) || !c.lit(" = "))
-      return false;
-    if (op.kind == OpKind::copy) {
-      if (!fast_region(c, num_scratch, elem_size, op.src, op.src_off, len)) return false;
-    } else {
-      BufId first;
-      if (!fast_buffer(c, num_scratch, first)) return false;
-      if (c.lit(" + ")) {  // "DST + SRC[a:b]"
-        if (first != op.buf || !fast_region(c, num_scratch, elem_size, op.src, op.src_off, len))
-          return false;
-        op.side = Side::dst_first;
-      } else {  // "SRC[a:b] + DST"
-        BufId again;
-        op.src = first;
-        if (!fast_bounds(c, elem_size, op.src_off, len) || !c.lit(" + ") ||
-            !fast_buffer(c, num_scratch, again) || again != op.buf)
-          return false;
-        op.side = Side::src_first;
-      }
-    }
-    if (len != op.len) return false;
-  } else if (const bool compute = c.lit("compute "); compute || c.lit("sleep ")) {
-    op.kind = compute ? OpKind::compute : OpKind::sleep;
-    if (!c.num(op.len) || !c.lit("ns")) return false;
-  } else {
-    return false;
-  }
-  return true;
+  return fast_op_body_in(c, P, num_scratch, elem_size, op);
 }
 
 namespace {
