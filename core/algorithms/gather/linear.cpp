@@ -3,6 +3,7 @@
 // Phases:       the root copies its own block into out[root n] (nothing under MPI_IN_PLACE) and
 //               receives block q of every other rank q directly into out[q n]
 // Restrictions: none (any P, any root, any count)
+#include "../phases/costs.hpp"
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -15,8 +16,7 @@ void generate_linear(const GenArgs& a, RankBuilder& b) {
 }
 
 Cost cost_linear(const CostArgs& a) {
-  const auto steps = static_cast<double>(a.P - 1);
-  return {steps, steps * a.bytes, 0};
+  return phases::cost::flat(a.P, a.bytes);
 }
 
 const Registrar reg{{

@@ -4,6 +4,7 @@
 //               stays where it is) and sends block q of `in` to every other rank q, which
 //               receives it directly into out
 // Restrictions: none (any P, any root, any count)
+#include "../phases/costs.hpp"
 #include "../phases/trees.hpp"
 #include "collkit/registry.hpp"
 
@@ -16,8 +17,7 @@ void generate_linear(const GenArgs& a, RankBuilder& b) {
 }
 
 Cost cost_linear(const CostArgs& a) {
-  const auto steps = static_cast<double>(a.P - 1);
-  return {steps, steps * a.bytes, 0};
+  return phases::cost::flat(a.P, a.bytes);
 }
 
 const Registrar reg{{

@@ -4,6 +4,7 @@
 // block a local copy, nothing under MPI_IN_PLACE); an empty
 //               block is no message.
 // Restrictions: none (any P, any root, any count vector, any displacements)
+#include "../phases/costs.hpp"
 #include "../phases/vtrees.hpp"
 #include "collkit/registry.hpp"
 
@@ -15,8 +16,7 @@ void generate_linear(const GenArgs& a, RankBuilder& b) {
 }
 
 Cost cost_linear(const CostArgs& a) {
-  const auto steps = static_cast<double>(a.P - 1);
-  return {steps, steps * a.bytes, 0};
+  return phases::cost::flat(a.P, a.bytes);
 }
 
 const Registrar reg{{
