@@ -9,18 +9,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from collkit import _core, units
 from collkit.errors import AlgorithmNameError, InvalidArgumentError
 from collkit.placement import Placement, core_args
 from collkit.schedule import RankProgram, Schedule, count_vector
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's from Python 3.11 on
+
 __all__ = [
     "Algorithm",
     "RankProgram",
     "RowName",
     "Schedule",
+    "Shape",
     "algorithms",
     "format_size",
     "generate",
@@ -56,6 +60,35 @@ def _vectors(counts: object, in_displs: object, out_displs: object) -> Vectors:
         count_vector(in_displs, "in_displs"),
         count_vector(out_displs, "out_displs"),
     )
+
+
+class Shape(TypedDict, total=False):
+    """The keywords that say where the ranks run and how an irregular call's data lies, taken
+    alike by Algorithm.check, refusal, generate, generate_rank and count_ops, collkit.generate,
+    generate_rank and verify_algorithm:
+
+    - placement: ranks per node and their order (node-aware algorithms need it; it goes into the
+      schedule's header);
+    - counts: the irregular collectives' count vector: P entries (block b holds counts[b]
+      elements; alltoallv: P^2, [r * P + q] from rank r to rank q);
+    - in_displs, out_displs: where MPI has them, displacements in elements, P entries alike on
+      every rank or P^2 per rank (none: packed).
+
+    Without counts a v collective is its regular form, every block `count` elements."""
+
+    placement: Placement | None
+    counts: object
+    in_displs: object
+    out_displs: object
+
+
+def _vectors_of(shape: Shape) -> Vectors:
+    return _vectors(shape.get("counts"), shape.get("in_displs"), shape.get("out_displs"))
+
+
+def _where(shape: Shape) -> tuple[int, str]:
+    """The placement as the core takes it (rpn, order)."""
+    return core_args(shape.get("placement"))
 
 
 def _count_of(count: int | None, vectors: Vectors) -> int:
@@ -153,21 +186,13 @@ class Algorithm:
         return bool(self._algo.needs_commutative(*core_args(placement)))
 
     def check(
-        self,
-        P: int,
-        count: int,
-        elem_size: int = 8,
-        root: int = 0,
-        *,
-        placement: Placement | None = None,
-        counts: object = None,
-        in_displs: object = None,
-        out_displs: object = None,
+        self, P: int, count: int, elem_size: int = 8, root: int = 0, **shape: Unpack[Shape]
     ) -> None:
-        """Raise if this algorithm cannot serve (P, count, elem_size, root, placement) with
-        these count vector and displacements (irregular collectives; see generate)."""
-        v = _vectors(counts, in_displs, out_displs)
-        self._algo.check(*self._args(P, count, elem_size, root), *core_args(placement), *v)
+        """Raise if this algorithm cannot serve (P, count, elem_size, root) with this Shape
+        (placement, count vector and displacements)."""
+        self._algo.check(
+            *self._args(P, count, elem_size, root), *_where(shape), *_vectors_of(shape)
+        )
 
     def refusal(
         self,
@@ -177,11 +202,8 @@ class Algorithm:
         root: int = 0,
         *,
         commutative: bool = True,
-        placement: Placement | None = None,
         full: bool = True,
-        counts: object = None,
-        in_displs: object = None,
-        out_displs: object = None,
+        **shape: Unpack[Shape],
     ) -> str:
         """Why this algorithm cannot run the call ("" when it can): the registry's one answer,
         as the C API, the interposition library and the tuning-table reader ask it. `full=False`
@@ -193,9 +215,9 @@ class Algorithm:
                 _int(elem_size, "elem_size", -(1 << 62), 1 << 62),
                 _int(root, "root", -(1 << 31), 1 << 40),
                 commutative,
-                *core_args(placement),
+                *_where(shape),
                 full,
-                *_vectors(counts, in_displs, out_displs),
+                *_vectors_of(shape),
             )
         )
 
@@ -205,24 +227,15 @@ class Algorithm:
         count: int | None = None,
         elem_size: int = 8,
         root: int = 0,
-        *,
-        placement: Placement | None = None,
-        counts: object = None,
-        in_displs: object = None,
-        out_displs: object = None,
+        **shape: Unpack[Shape],
     ) -> Schedule:
-        """Every rank's program for P ranks and `count` elements per rank (per block). The
-        placement goes into the schedule's header; node-aware algorithms need it.
-
-        The irregular collectives take `counts`: P entries (block b holds counts[b] elements;
-        alltoallv: P^2, [r * P + q] from rank r to rank q), `count` then their largest entry
-        (None: taken so); and where MPI has them, displacements in elements (`in_displs`,
-        `out_displs`: P entries alike on every rank, or P^2 per rank; none: packed). Without
-        counts a v collective is its regular form, every block `count` elements."""
-        v = _vectors(counts, in_displs, out_displs)
+        """Every rank's program for P ranks and `count` elements per rank (per block), with the
+        placement, count vector and displacements of `shape` (Shape); with a count vector
+        `count` is its largest entry (None: taken so)."""
+        v = _vectors_of(shape)
         return Schedule(
             self._algo.generate(
-                *self._args(P, _count_of(count, v), elem_size, root), *core_args(placement), *v
+                *self._args(P, _count_of(count, v), elem_size, root), *_where(shape), *v
             )
         )
 
@@ -233,18 +246,14 @@ class Algorithm:
         count: int | None = None,
         elem_size: int = 8,
         root: int = 0,
-        *,
-        placement: Placement | None = None,
-        counts: object = None,
-        in_displs: object = None,
-        out_displs: object = None,
+        **shape: Unpack[Shape],
     ) -> RankProgram:
-        """One rank's program alone, in time proportional to its ops (vectors: see generate)."""
-        v = _vectors(counts, in_displs, out_displs)
+        """One rank's program alone, in time proportional to its ops (shape: see Shape)."""
+        v = _vectors_of(shape)
         P, n, elem_size, root = self._args(P, _count_of(count, v), elem_size, root)
         return RankProgram(
             self._algo.generate_rank(
-                P, _int(rank, "rank", 0, P - 1), n, elem_size, root, *core_args(placement), *v
+                P, _int(rank, "rank", 0, P - 1), n, elem_size, root, *_where(shape), *v
             )
         )
 
@@ -254,22 +263,18 @@ class Algorithm:
         count: int | None = None,
         elem_size: int = 8,
         root: int = 0,
-        *,
-        placement: Placement | None = None,
-        counts: object = None,
-        in_displs: object = None,
-        out_displs: object = None,
+        **shape: Unpack[Shape],
     ) -> int:
         """Ops of the whole schedule, counted rank by rank in constant memory. P above
         MAX_COUNT_P (2^24) is refused up front: the count would take minutes."""
-        v = _vectors(counts, in_displs, out_displs)
+        v = _vectors_of(shape)
         P, count, elem_size, root = self._args(P, _count_of(count, v), elem_size, root)
         if P > MAX_COUNT_P:
             raise InvalidArgumentError(
                 f"P = {P}: counting every rank's ops would take minutes (at most 2^24 ranks "
                 "are counted); count some ranks (generate_rank; collkit show --stats --rank R)"
             )
-        return int(self._algo.count_ops(P, count, elem_size, root, *core_args(placement), *v))
+        return int(self._algo.count_ops(P, count, elem_size, root, *_where(shape), *v))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Algorithm) and self.canonical == other.canonical
@@ -346,29 +351,15 @@ def generate(
     count: int | None = None,
     elem_size: int = 8,
     root: int = 0,
-    *,
-    placement: Placement | None = None,
-    counts: object = None,
-    in_displs: object = None,
-    out_displs: object = None,
+    **shape: Unpack[Shape],
 ) -> Schedule:
     """The whole schedule of `algorithm` for P ranks and `count` elements per rank; the
-    irregular collectives take a count vector and displacements (Algorithm.generate).
+    irregular collectives take a count vector and displacements (Shape, Algorithm.generate).
 
     >>> generate("allgather:ring", 3, 2).counts  # the regular form: no count vector
     []
     """
-    algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
-    return algo.generate(
-        P,
-        count,
-        elem_size,
-        root,
-        placement=placement,
-        counts=counts,
-        in_displs=in_displs,
-        out_displs=out_displs,
-    )
+    return Algorithm(algorithm).generate(P, count, elem_size, root, **shape)
 
 
 def generate_rank(
@@ -378,22 +369,7 @@ def generate_rank(
     count: int | None = None,
     elem_size: int = 8,
     root: int = 0,
-    *,
-    placement: Placement | None = None,
-    counts: object = None,
-    in_displs: object = None,
-    out_displs: object = None,
+    **shape: Unpack[Shape],
 ) -> RankProgram:
     """One rank's program alone, in time proportional to its ops (P may be 10^6 or more)."""
-    algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
-    return algo.generate_rank(
-        P,
-        rank,
-        count,
-        elem_size,
-        root,
-        placement=placement,
-        counts=counts,
-        in_displs=in_displs,
-        out_displs=out_displs,
-    )
+    return Algorithm(algorithm).generate_rank(P, rank, count, elem_size, root, **shape)

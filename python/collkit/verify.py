@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from collkit import _core
-from collkit.algorithms import Algorithm, Schedule
+from collkit.algorithms import Algorithm, Schedule, Shape
 from collkit.collectives import buffer_elems
 from collkit.errors import CollkitError, InvalidArgumentError
-from collkit.placement import Placement
 from collkit.schedule import as_schedule, printable
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's from Python 3.11 on
 
 __all__ = [
     "Diagnostic",
@@ -191,31 +193,18 @@ def verify_algorithm(
     root: int = 0,
     commutative: bool | None = None,
     in_place: bool = False,
-    *,
-    placement: Placement | None = None,
-    counts: object = None,
-    in_displs: object = None,
-    out_displs: object = None,
+    **shape: Unpack[Shape],
 ) -> VerifyResult:
     """Generate and verify. commutative=None: as the algorithm declares for this placement
     (non-commutative unless it requires a commutative op). The irregular collectives take a
-    count vector and displacements (collkit.generate)."""
-    algo = algorithm if isinstance(algorithm, Algorithm) else Algorithm(algorithm)
+    count vector and displacements (collkit.algorithms.Shape)."""
+    algo = Algorithm(algorithm)
     if commutative is None:
-        commutative = algo.needs_commutative(placement)
+        commutative = algo.needs_commutative(shape.get("placement"))
     if count is not None:
         check_buffers_fit(algo.collective, P, count, root)  # before generating, not after
     return verify(
-        algo.generate(
-            P,
-            count,
-            elem_size,
-            root,
-            placement=placement,
-            counts=counts,
-            in_displs=in_displs,
-            out_displs=out_displs,
-        ),
+        algo.generate(P, count, elem_size, root, **shape),
         commutative=commutative,
         in_place=in_place,
     )
