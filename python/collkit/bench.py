@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from collkit.algorithms import Algorithm, parse_row_name
 from collkit.cli._common import check_launchable, input_file
 from collkit.collectives import COLLECTIVES, REDUCTIONS, ROOTED, collective, collectives
-from collkit.counts import parse_counts
+from collkit.counts import DRIVER_ARG_BYTES, parse_counts
 from collkit.drift import Block, attach_rounds, load_avg_1m, suspect_reason
 from collkit.errors import CollkitError, InvalidArgumentError, UnsupportedError
 from collkit.mpi import (
@@ -58,6 +58,23 @@ def machine_name() -> str:
 
     # In a Slurm job, the cluster's name, not the node collkit happens to run on (docs/cluster.md).
     return f"{machine_of_env() or socket.gethostname()} ({cpu or platform.machine()})"
+
+
+def vectors_argument(vectors: Sequence[Sequence[int]], collective: str, P: int) -> str:
+    """collkit_bench's --vectors argument for a job's count vectors ("1,0,2;3,3,3"), or an
+    InvalidArgumentError where it would pass the command line's limit for one argument.
+
+    >>> vectors_argument([[1, 0], [2, 2]], "allgatherv", 2)
+    '1,0;2,2'
+    """
+    text = ";".join(",".join(map(str, v)) for v in vectors)
+    if len(text) > DRIVER_ARG_BYTES:
+        raise InvalidArgumentError(
+            f"{collective} at P = {P}: the count vectors ({len(text)} characters) are longer "
+            f"than the {DRIVER_ARG_BYTES} that collkit_bench's command line carries: lower -np "
+            "or measure fewer --counts forms in one run"
+        )
+    return text
 
 
 @dataclass
@@ -339,7 +356,7 @@ def run_campaign(
             ]
             if c.irregular:  # the driver's points, in the order of `missing`
                 vectors = [c.vector(c.forms()[k], P) for k in missing]
-                args += ["--vectors", ";".join(",".join(map(str, v)) for v in vectors)]
+                args += ["--vectors", vectors_argument(vectors, c.collective, P)]
             if interleaved:
                 args.append("--interleave")
             if c.validate:

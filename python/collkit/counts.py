@@ -30,9 +30,12 @@ import numpy as np
 
 from collkit.errors import InvalidArgumentError
 
-__all__ = ["MAX_ENTRY", "CountSpec", "parse_counts"]
+__all__ = ["DRIVER_ARG_BYTES", "MAX_ENTRY", "CountSpec", "parse_counts"]
 
 MAX_ENTRY = 1 << 48  # a buffer holds at most 2^48 elements
+# collkit_bench takes a job's vectors as one command-line argument, and Linux takes at most
+# 128 KiB in one (MAX_ARG_STRLEN): the characters of a job's vectors, kept below that.
+DRIVER_ARG_BYTES = 100_000
 _MAX_DRAW = 1 << 40  # random / skewed maxima: far past any buffer a sweep verifies
 _MAX_PAIR_P = 4096  # alltoallv's P^2 entries (the core's bound)
 _FORMS = "1,0,5 / equal(n) / random(seed,max) / skewed(max[,seed]) / zeros-but-one[(n[,k])]"

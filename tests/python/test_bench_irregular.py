@@ -178,3 +178,17 @@ def test_the_command_refuses_bad_counts_before_the_mpi_starts(
     out = capsys.readouterr()
     assert code == 2 and needle in out.out + out.err, out
     assert not any(tmp_path.rglob("*.jsonl"))
+
+
+def test_vectors_past_the_command_lines_limit_are_a_clear_error() -> None:
+    from collkit.bench import vectors_argument
+    from collkit.counts import DRIVER_ARG_BYTES, parse_counts
+    from collkit.errors import InvalidArgumentError
+
+    assert vectors_argument([[1, 0, 5], [2, 2, 2]], "allgatherv", 3) == "1,0,5;2,2,2"
+    # alltoallv at P = 250: 62,500 entries of equal(1), 125,000 characters with the commas.
+    matrix = parse_counts("equal(1)").vector(250, per_pair=True)
+    with pytest.raises(InvalidArgumentError, match=r"alltoallv at P = 250: .* lower -np"):
+        vectors_argument([matrix], "alltoallv", 250)
+    fits = [1] * (DRIVER_ARG_BYTES // 2)
+    assert len(vectors_argument([fits], "alltoallv", 200)) < DRIVER_ARG_BYTES

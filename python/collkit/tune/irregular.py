@@ -23,7 +23,7 @@ every size routes them (mpi/src/pmpi.cpp).
 from __future__ import annotations
 
 from collkit.collectives import COLLECTIVES, collective
-from collkit.counts import CountSpec, parse_counts
+from collkit.counts import DRIVER_ARG_BYTES, CountSpec, parse_counts
 from collkit.errors import InvalidArgumentError
 
 __all__ = [
@@ -119,10 +119,9 @@ def at_size(form: str | CountSpec, name: str, P: int, mean: int) -> str:
     return out
 
 
-# collkit_bench takes a job's vectors as one command-line argument, and Linux takes at most
-# 128 KiB in one (MAX_ARG_STRLEN): a campaign's vectors go to as many jobs as keep each within
-# this, and a single vector past it is refused before anything runs.
-ARG_BYTES = 100_000
+# A campaign's vectors go to as many driver jobs as keep each job's argument within
+# DRIVER_ARG_BYTES (collkit.counts), and a single vector past it is refused before anything runs.
+ARG_BYTES = DRIVER_ARG_BYTES
 
 
 def _text_len(form: str, name: str, P: int) -> int:
