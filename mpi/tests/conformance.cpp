@@ -46,7 +46,8 @@
 // and completed by a random mix of MPI_Wait / MPI_Test / MPI_Waitall / MPI_Waitany / MPI_Testall.
 // Then the irregular copies of the run (gatherv, scatterv, alltoallv, allgatherv) are started one
 // after another on one communicator, one rank late, and completed in reverse order (a line
-// "OUTSTANDING algorithms ran=N declined=M").
+// "OUTSTANDING algorithms ran=N declined=M"); with the C API a gatherv, scatterv or alltoallv
+// whose ranks' counts disagree must fail alike on every rank ("DISAGREE algorithm failed alike").
 //
 // --persistent checks the persistent forms the same way: each call under test is ck_<coll>_init
 // (or MPI_<Coll>_init through the interposition library, MPI 4 only), started with MPI_Start and
@@ -1546,6 +1547,55 @@ std::string check_outstanding(const std::vector<std::string>& algos, long long& 
   return joined;
 }
 
+// --nonblocking, the C API: a gatherv, scatterv or alltoallv whose ranks' counts disagree (rank
+// 0 says one int more than its peer expects) starts on every rank, and its request completes
+// with the same error on every rank (the exchange in the run finds it; nothing is declined, as
+// the MPI's own call can no longer take the call). Prints "DISAGREE algorithm failed alike".
+void check_disagreeing_counts(const std::string& algo) {
+  int P = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const Collective coll = collective_from_string(algo.substr(0, algo.find(':')));
+  const CollectiveSpec& spec = spec_of(coll);
+  if (spec.counts == Counts::none || spec.reduction() || coll == Collective::allgatherv) return;
+  std::vector<int> in(static_cast<size_t>(2 * P + 2), rank), out(in.size(), -1);
+  CallArgs a;
+  a.sendbuf = in.data();
+  a.recvbuf = out.data();
+  a.sendcount = a.recvcount = 1;
+  a.sendtype = a.recvtype = MPI_INT;
+  a.root = P - 1;
+  a.comm = MPI_COMM_WORLD;
+  regular_vectors(a, spec, P, 1);
+  if (rank == 0) {  // rank 0's own side, against what its peers (or the root) hold for it
+    if (spec.counts == Counts::per_pair)
+      a.sendcounts[static_cast<size_t>(P - 1)] = 2;
+    else if (coll == Collective::gatherv)
+      a.sendcount = 2;
+    else
+      a.recvcount = 2;
+  }
+  ++g_calls;
+  MPI_Request r = MPI_REQUEST_NULL;
+  int rc = collkit::mpi::call_collkit_nb(coll, a, algo.c_str(), &r);
+  std::string why;
+  if (rc != MPI_SUCCESS) {
+    why = "the start failed: " + describe_error(rc);
+  } else {
+    rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS)
+      why = "the request completed without an error";
+    else if (ck_declined(rc))
+      why = "declined after the start: " + describe_error(rc);
+    else if (std::string(ck_error_message()).find("disagree") == std::string::npos)
+      why = "not the disagreement: " + describe_error(rc);
+  }
+  settle(MPI_COMM_WORLD, "world P=" + std::to_string(P) + " " + algo + " disagreeing counts", why);
+  int failed = why.empty() ? 0 : 1, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0 && !any) std::printf("DISAGREE %s failed alike\n", algo.c_str());
+}
+
 // --persistent: two handles of `algo` on the world, each started round after round with new data
 // (MPI_Startall on both, or MPI_Start on each), beside a non-blocking allreduce and a ring of
 // point-to-point messages, completed by a different mix each round (MPI_Waitall, an MPI_Testany
@@ -1873,6 +1923,7 @@ int main(int argc, char** argv) {
       }
     }
     if (g_nonblocking && !g_persistent) check_start_does_not_block(algo);
+    if (g_nonblocking && !g_persistent && !kViaPmpi) check_disagreeing_counts(algo);
     if (g_persistent) check_persistent_restarts(algo);
     if (!kViaPmpi && g_world_rank == 0)
       std::printf("CAPI %s ran=%lld declined=%lld\n", algo.c_str(), g_capi_ran - capi_ran0,

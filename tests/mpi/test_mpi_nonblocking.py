@@ -163,12 +163,14 @@ def test_exchanged_counts_nonblocking_run_in_collkit(kind: str, P: int) -> None:
     non-blocking forms in collkit (declined = 0): the counts exchange is the run's first,
     non-blocking step, so a start whose peer starts late does not block (the conformance run's
     start check), several in flight at once match in call order, and the results equal the
-    MPI's own call's."""
+    MPI's own call's. Counts that disagree across the ranks fail the request with the same
+    error on every rank (found by the exchange in the run: too late to decline)."""
     mpi, bindir = mpi_of(kind)
     names = ["gatherv:linear", "scatterv:binomial", "alltoallv:scattered"]
     out = check_nb(mpi, bindir, P, names, "collkit_conformance", seed=7 + P)
     assert_ran_in_collkit(out, names)
     assert_outstanding(out, names, P)
+    assert re.findall(r"^DISAGREE (\S+) failed alike$", out, re.M) == names, out[-3000:]
 
 
 @pytest.mark.parametrize(("kind", "P"), [(k, P) for k, P in EXCHANGED_RUNS if P >= 2])
