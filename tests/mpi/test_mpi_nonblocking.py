@@ -167,6 +167,7 @@ def test_exchanged_counts_nonblocking_run_in_collkit(kind: str, P: int) -> None:
     error on every rank (found by the exchange in the run: too late to decline)."""
     mpi, bindir = mpi_of(kind)
     names = ["gatherv:linear", "scatterv:binomial", "alltoallv:scattered"]
+    assert [n.partition(":")[0] for n in names] == EXCHANGED
     out = check_nb(mpi, bindir, P, names, "collkit_conformance", seed=7 + P)
     assert_ran_in_collkit(out, names)
     assert_outstanding(out, names, P)
@@ -179,6 +180,7 @@ def test_interposed_exchanged_counts_nonblocking(kind: str, P: int) -> None:
     ran every call (the ROUTE lines: none declined), with results equal to PMPI_I<coll>'s."""
     mpi, bindir = mpi_of(kind)
     names = ["gatherv:binomial", "scatterv:linear", "alltoallv:pairwise"]
+    assert [n.partition(":")[0] for n in names] == EXCHANGED
     out = check_nb(mpi, bindir, P, names, "collkit_conformance_pmpi", seed=40 + P)
     assert_ran_in_collkit(out, names, kind="ROUTE")
     assert_outstanding(out, names, P)
