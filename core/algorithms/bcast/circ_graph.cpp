@@ -56,14 +56,9 @@ void generate_circ_graph(const GenArgs& a, RankBuilder& b) {
   });
 }
 
-// One port: n - 1 + q rounds, each with at most one chunk out and one in.
 Cost cost_circ_graph(const CostArgs& a) {
-  if (a.P <= 1) return {};
-  const phases::CircGraph g(a.P);
-  const double seg = static_cast<double>(a.params->integer("seg"));
-  const double N = phases::cost::pieces(a.bytes, seg);
-  const double rounds = N - 1 + static_cast<double>(g.q());
-  return Cost{rounds, rounds * a.bytes / N, 0};
+  return phases::cost::circ_graph(a.P, a.bytes, static_cast<double>(a.params->integer("seg")),
+                                  /*reduced=*/false);
 }
 
 const Registrar reg{{

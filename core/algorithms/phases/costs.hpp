@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "circ_graph.hpp"
 #include "collkit/registry.hpp"
 
 namespace collkit::phases::cost {
@@ -80,6 +81,16 @@ inline Cost tree_blocks(int64_t P, double n, int64_t k) {
   for (int64_t m = 1; m < P; m *= k) levels += 1;
   const double fan = static_cast<double>(std::min<int64_t>(k, P) - 1);
   return {levels * fan, static_cast<double>(P - 1) * n, 0};
+}
+
+// The circulant-graph bcast and reduce (circ_graph.hpp), one port: N - 1 + q rounds of one chunk
+// of n / N bytes out and one in, N = pieces(n, seg), q = ceil(log2 P); `reduced`: the reduce's,
+// which also reduces every chunk it receives.
+inline Cost circ_graph(int64_t P, double n, double seg, bool reduced) {
+  if (P <= 1) return {};
+  const double N = pieces(n, seg);
+  const double rounds = N - 1 + static_cast<double>(CircGraph(P).q());
+  return {rounds, rounds * n / N, reduced ? rounds * n / N : 0};
 }
 
 // The recursive-doubling prefix (prefix.hpp), scan's and exscan's: ceil(lg P) exchanges of n,

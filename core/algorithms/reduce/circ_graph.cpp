@@ -73,14 +73,9 @@ void generate_circ_graph(const GenArgs& a, RankBuilder& b) {
   }
 }
 
-// One port: n - 1 + q rounds, each with at most one chunk out, one in and its reduction.
 Cost cost_circ_graph(const CostArgs& a) {
-  if (a.P <= 1) return {};
-  const phases::CircGraph g(a.P);
-  const double seg = static_cast<double>(a.params->integer("seg"));
-  const double N = phases::cost::pieces(a.bytes, seg);
-  const double rounds = N - 1 + static_cast<double>(g.q());
-  return Cost{rounds, rounds * a.bytes / N, rounds * a.bytes / N};
+  return phases::cost::circ_graph(a.P, a.bytes, static_cast<double>(a.params->integer("seg")),
+                                  /*reduced=*/true);
 }
 
 const Registrar reg{{
