@@ -118,6 +118,48 @@ struct State {
   bool early_setup = true;  // COLLKIT_EARLY_SETUP: set up a covered communicator as it is made
 };
 
+// Per collective: its calls go straight to the MPI's (no rule other than native for it, nothing
+// timed). Set as a table is taken (load, use_table); read without a lock as a call's first test,
+// before any MPI query: a declined call then costs a load, a test and a jump. False until the
+// table is read, so that the first call reads it.
+std::atomic<bool> g_straight[kNumCollectives];
+
+void set_straight(const State& s) {
+  for (int c = 0; c < kNumCollectives; ++c)
+    g_straight[c].store(!s.covered[c] && !s.timing, std::memory_order_release);
+}
+
+// A communicator handle's value as a word, complemented (MPICH's handles are ints, Open MPI's
+// pointers): no handle gives kNoComm, the zero that g_native_comm starts with.
+template <class H>
+uintptr_t handle_word(H h) {
+  if constexpr (std::is_pointer_v<H>)
+    return ~reinterpret_cast<uintptr_t>(h);
+  else
+    return ~static_cast<uintptr_t>(static_cast<std::make_unsigned_t<H>>(h));
+}
+constexpr uintptr_t kNoComm = 0;
+
+// Per collective: the communicator whose every call of it goes to the MPI (no rule other than
+// native for its size: comm_seen), the last one found (handle_word); kNoComm: none. Read without
+// a lock as a call's first test, beside g_straight. Cleared as a table is taken and as a watched
+// communicator is freed (before MPI can hand its handle to another one), and never set while
+// calls are timed.
+std::atomic<uintptr_t> g_native_comm[kNumCollectives];
+
+void clear_native_comms() {
+  for (auto& n : g_native_comm) n.store(kNoComm, std::memory_order_seq_cst);
+}
+
+// Whether a call of `c` on `comm` goes straight to the MPI: no rule for the collective or for the
+// communicator's size, and no collkit run in flight to move (progress_nonblocking).
+inline bool straight(Collective c, MPI_Comm comm) {
+  const int ci = static_cast<int>(c);
+  return (g_straight[ci].load(std::memory_order_relaxed) ||
+          g_native_comm[ci].load(std::memory_order_relaxed) == handle_word(comm)) &&
+         !collkit::mpi::nonblocking_active();
+}
+
 // What the library keeps of a communicator it has seen a rule for (an attribute's value, freed
 // with the communicator): its calls deferred to the MPI until their time pays for the setup.
 struct CommUse {
@@ -154,7 +196,11 @@ std::string read_rules(const char* path, std::vector<Entry>& entries) {
 }
 
 void use(State& s, const char* path) {
-  s.generation.fetch_add(1, std::memory_order_acq_rel);
+  // The generation first: a call that is setting g_native_comm from the old rules meanwhile sees
+  // it move and takes its word back (native_comm).
+  s.generation.fetch_add(1, std::memory_order_seq_cst);
+  for (auto& f : g_straight) f.store(false, std::memory_order_release);
+  clear_native_comms();
   for (auto& r : s.rules) r.clear();
   for (bool& c : s.covered) c = false;
   for (bool& c : s.shaped) c = false;
@@ -202,6 +248,7 @@ State& state() {
   static State* s = [] {
     auto* st = new State;  // never freed: MPI_Finalize and atexit order must not matter
     load(*st);
+    set_straight(*st);
     return st;
   }();
   return *s;
@@ -382,7 +429,8 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
 // MPI deletes it (the communicator is freed, by any path, Fortran's included), every remembered
 // decision is forgotten, since MPI may give the freed handle to a communicator of another size.
 int forget_decisions(MPI_Comm, int, void* value, void*) {
-  state().generation.fetch_add(1, std::memory_order_acq_rel);
+  state().generation.fetch_add(1, std::memory_order_seq_cst);
+  clear_native_comms();
   delete static_cast<CommUse*>(value);
   return MPI_SUCCESS;
 }
@@ -407,48 +455,76 @@ CommUse* watched(MPI_Comm comm) {
   return nullptr;
 }
 
-// What a call's decision is read from.
+// What a call's decision is read from (of a side: its count, type and MPI_IN_PLACE; an irregular
+// call's decision is never remembered).
 struct CallKey {
-  MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Op op = MPI_OP_NULL;
-  int root = 0;
-  Side send, recv;
-  bool operator==(const CallKey& o) const {
-    return comm == o.comm && op == o.op && root == o.root && send.count == o.send.count &&
-           send.type == o.send.type && send.in_place == o.send.in_place &&
-           recv.count == o.recv.count && recv.type == o.recv.type &&
-           recv.in_place == o.recv.in_place;
-  }
+  MPI_Comm comm;
+  MPI_Op op;
+  int root;
+  bool send_in_place, recv_in_place;
+  MPI_Count send_count, recv_count;
+  MPI_Datatype send_type, recv_type;
+  [[gnu::always_inline]] bool operator==(const CallKey&) const = default;
 };
+
+CallKey key_of(MPI_Comm comm, MPI_Op op, int root, const Side& send, const Side& recv) {
+  return {comm,       op,         root,      send.in_place, recv.in_place,
+          send.count, recv.count, send.type, recv.type};
+}
 
 // decide_now, remembered: the last few calls of each collective on this thread (a loop repeats
 // them), so that a repeated call asks the MPI nothing (deciding asks it three to five questions,
 // ~40 ns each on MPICH: most of what routing added to an 8-byte call). Forgotten when a table is
 // loaded or a watched communicator freed (the generation moves).
-const Decision& decide(State& s, Collective c, MPI_Comm comm, const Side& send, const Side& recv,
-                       MPI_Op op, int root) {
-  constexpr int kWays = 4;
-  struct Remembered {
-    uint64_t generation = 0;
-    int last[kNumCollectives] = {};  // the way that answered last: a loop asks it again
-    CallKey key[kNumCollectives][kWays];
-    Decision decision[kNumCollectives][kWays];
+struct Remembered {
+  static constexpr int kWays = 4;
+  uint64_t generation = 0;
+  int last[kNumCollectives] = {};  // the way that answered last: a loop asks it again
+  bool used[kNumCollectives][kWays] = {};
+  CallKey key[kNumCollectives][kWays] = {};
+  Decision decision[kNumCollectives][kWays];
+};
+
+// This thread's Remembered, reached through a plain pointer: a thread_local with a destructor
+// costs a guard test at every use, and the call's path is short. The owner frees it as the thread
+// ends.
+thread_local Remembered* t_remembered = nullptr;
+
+[[gnu::noinline]] Remembered& make_remembered() {
+  struct Owner {
+    ~Owner() {
+      delete t_remembered;
+      t_remembered = nullptr;
+    }
   };
-  thread_local Remembered m;
+  t_remembered = new Remembered;
+  thread_local Owner owner;
+  static_cast<void>(owner);
+  return *t_remembered;
+}
+
+inline Remembered& remembered() {
+  Remembered* m = t_remembered;
+  return m != nullptr ? *m : make_remembered();
+}
+
+// decide, past the way that answered last: the other ways, else decide_now.
+[[gnu::noinline]] const Decision& decide_again(State& s, Collective c, MPI_Comm comm,
+                                               const Side& send, const Side& recv, MPI_Op op,
+                                               int root) {
+  Remembered& m = remembered();
   const uint64_t generation = s.generation.load(std::memory_order_acquire);
   const int ci = static_cast<int>(c);
-  const CallKey key{comm, op, root, send, recv};
+  const CallKey key = key_of(comm, op, root, send, recv);
   if (m.generation == generation) {
-    const int l = m.last[ci];
-    if (m.key[ci][l] == key) return m.decision[ci][l];
-    for (int w = 0; w < kWays; ++w)
-      if (m.key[ci][w] == key) {
+    for (int w = 0; w < Remembered::kWays; ++w)
+      if (m.used[ci][w] && m.key[ci][w] == key) {
         m.last[ci] = w;
         return m.decision[ci][w];
       }
-  } else {  // forget all (a null communicator is never remembered: no key matches)
-    for (auto& ways : m.key)
-      for (CallKey& k : ways) k.comm = MPI_COMM_NULL;
+  } else {  // forget all
+    for (auto& ways : m.used)
+      for (bool& u : ways) u = false;
     m.generation = generation;
   }
   thread_local Decision once;  // a decision not remembered
@@ -457,13 +533,93 @@ const Decision& decide(State& s, Collective c, MPI_Comm comm, const Side& send, 
   // Watching may fail (then nothing is remembered); a table loaded meanwhile wins.
   if (once.reusable && once.use != nullptr &&
       s.generation.load(std::memory_order_acquire) == generation) {
-    const int w = (m.last[ci] + 1) % kWays;  // the way answered longest ago, in a loop
+    const int w = (m.last[ci] + 1) % Remembered::kWays;  // the way answered longest ago, in a loop
     m.last[ci] = w;
+    m.used[ci][w] = true;
     m.key[ci][w] = key;
     m.decision[ci][w] = std::move(once);
     return m.decision[ci][w];
   }
   return once;
+}
+
+// The decision of a loop's next call: the way that answered the last, if it answers; else null.
+[[gnu::always_inline]] inline const Decision* remembered_decision(const State& s, Collective c,
+                                                                  MPI_Comm comm, const Side& send,
+                                                                  const Side& recv, MPI_Op op,
+                                                                  int root) {
+  const Remembered& m = remembered();
+  const int ci = static_cast<int>(c);
+  const int l = m.last[ci];
+  if (m.generation == s.generation.load(std::memory_order_acquire) && m.used[ci][l] &&
+      m.key[ci][l] == key_of(comm, op, root, send, recv)) [[likely]]
+    return &m.decision[ci][l];
+  return nullptr;
+}
+
+// The decision of a call: remembered, else decide_now (and remembered where it may be).
+inline const Decision& decide(State& s, Collective c, MPI_Comm comm, const Side& send,
+                              const Side& recv, MPI_Op op, int root) {
+  if (const Decision* d = remembered_decision(s, c, comm, send, recv, op, root)) [[likely]]
+    return *d;
+  return decide_again(s, c, comm, send, recv, op, root);
+}
+
+// What this thread knows of a communicator it has called collectives on: per collective, whether
+// no rule other than native covers its size (then every call of that collective on it goes to the
+// MPI, whatever its count, type, op or root: decide_now would find no rule or a native one), so
+// that such a call asks the MPI nothing, reads no type size and walks no rule. Alike on every
+// rank: the table and the size are. Kept by the handle's value, in a few entries, valid for one
+// generation: a communicator's handle that MPI frees and hands to another one (another size)
+// moves the generation first (its attribute's delete callback, forget_decisions).
+struct CommSeen {
+  MPI_Comm comm;
+  uint32_t native_all;  // bit c: every call of collective c goes to the MPI
+  bool valid;
+};
+static_assert(kNumCollectives <= 32, "one bit a collective");
+
+// This thread's entries, valid for one generation (0: none; the state's starts at 1). Zero at
+// first: no constructor, no guard on the call's path.
+struct CommsSeen {
+  static constexpr int kEntries = 4;
+  uint64_t generation;
+  int next;
+  CommSeen entry[kEntries];
+};
+
+// The entry of `comm` for this thread, filled at its first call (or after a generation moved);
+// nullptr where MPI answers no question about it (MPI_COMM_NULL, a freed handle): decide_now
+// then says what the MPI's own call says.
+const CommSeen* comm_seen(const State& s, MPI_Comm comm) {
+  thread_local CommsSeen seen;
+  const uint64_t generation = s.generation.load(std::memory_order_acquire);
+  if (seen.generation == generation) {
+    for (const CommSeen& e : seen.entry)
+      if (e.comm == comm && e.valid) return &e;
+  } else {
+    for (CommSeen& e : seen.entry) e.valid = false;
+    seen.generation = generation;
+  }
+  int inter = 0, P = 0;
+  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
+      PMPI_Comm_size(comm, &P) != MPI_SUCCESS)
+    return nullptr;
+  uint32_t native_all = 0;
+  for (int c = 0; c < kNumCollectives; ++c) {
+    bool some = false;
+    for (const Entry& e : s.rules[c])
+      some = some || (!e.rule.native && e.rule.p_lo <= P && P <= e.rule.p_hi);
+    if (inter || !some) native_all |= uint32_t{1} << c;
+  }
+  // Its attribute says when it is freed; without one nothing is kept. A table taken meanwhile
+  // wins.
+  if (watched(comm) == nullptr || s.generation.load(std::memory_order_acquire) != generation)
+    return nullptr;
+  CommSeen& e = seen.entry[seen.next];
+  seen.next = (seen.next + 1) % CommsSeen::kEntries;
+  e = {comm, native_all, true};
+  return &e;
 }
 
 int size_class(int64_t bytes) {
@@ -584,19 +740,40 @@ void set_up_early(MPI_Comm comm, const char* made_by) {
                  P, made_by, (PMPI_Wtime() - t0) * 1e6);
 }
 
-// Runs one call: the table's algorithm, or the MPI's own call (`native`).
+// Whether every call of `c` on `comm` goes to the MPI (comm_seen); then said in g_native_comm, so
+// that the next call goes there from straight(). A free of the communicator that came between
+// (the generation moved) takes it back.
+bool native_comm(const State& s, Collective c, MPI_Comm comm) {
+  const uint64_t generation = s.generation.load(std::memory_order_seq_cst);
+  const CommSeen* seen = comm_seen(s, comm);
+  if (seen == nullptr || (seen->native_all >> static_cast<int>(c) & 1) == 0) return false;
+  g_native_comm[static_cast<int>(c)].store(handle_word(comm), std::memory_order_seq_cst);
+  if (s.generation.load(std::memory_order_seq_cst) != generation) clear_native_comms();
+  return true;
+}
+
+// Runs one call that straight() did not send to the MPI: the table's algorithm, or the MPI's own
+// call (`native`).
 template <typename Collkit, typename Native>
 int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_Op op, int root,
           Collkit&& collkit, Native&& native) {
   collkit::mpi::progress_nonblocking();  // every routed call moves collkit's runs in flight
   State& s = state();
-  if (!s.covered[static_cast<int>(c)] && !s.timing) return native();  // the fast fall-through
-  const Decision& decided = decide(s, c, comm, send, recv, op, root);
+  const Decision* hit = nullptr;
+  if (!s.timing) {
+    if (!s.covered[static_cast<int>(c)]) return native();  // the call that read the table
+    // A loop's call is answered by its decision; else, where no rule covers the communicator's
+    // size, the MPI's before the count, type or op is asked.
+    hit = remembered_decision(s, c, comm, send, recv, op, root);
+    if (hit == nullptr && native_comm(s, c, comm)) return native();
+  }
+  const Decision& decided = hit != nullptr ? *hit : decide(s, c, comm, send, recv, op, root);
   if (!decided.refused.empty()) ++s.declined;
   if (decided.entry == nullptr && !s.timing) return native();
   // A call whose communicator's setup is not yet paid for goes to the MPI at once: a rented call
   // costs the MPI's call and this decision, nothing more (no copy, no clock).
-  const bool deferred = decided.entry != nullptr && !paid(s, c, comm, decided);
+  const bool deferred = decided.entry != nullptr && decided.use != nullptr &&
+                        !decided.use->set_up && !paid(s, c, comm, decided);
   if (deferred && !s.timing) return native();
   if (!s.timing) {
     // The routed call of a loop: only the rule is kept across the call (a user's op may call MPI
@@ -604,7 +781,7 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
     // the decision and its text (~100 instructions of a 16-byte bcast's ~850 on the root).
     const Entry* entry = decided.entry;
     int rc = collkit(entry->rule.canonical.c_str());
-    if (ck_declined(rc)) {
+    if (rc != MPI_SUCCESS && ck_declined(rc)) {
       ++s.declined;
       return native();
     }
@@ -788,7 +965,7 @@ int widened(Collective c, MPI_Comm comm, int root, const Side& send, const Side&
 // then its send side says the block's size (decide reads the receive side's in_place).
 #define CK_ROUTED(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
   template <class Count, auto Native>                                                  \
-  int name(CK_UNPAREN params) {                                                        \
+  [[gnu::noinline]] int name##_routed(CK_UNPAREN params) {                             \
     return route(                                                                      \
         Collective::name, comm, side send, side recv, op_, root_,                      \
         [&](const char* algorithm) {                                                   \
@@ -797,6 +974,11 @@ int widened(Collective c, MPI_Comm comm, int root, const Side& send, const Side&
               [&](auto... a) { return ck_##name(a..., algorithm); }, CK_UNPAREN args); \
         },                                                                             \
         [&] { return Native(CK_UNPAREN args); });                                      \
+  }                                                                                    \
+  template <class Count, auto Native>                                                  \
+  int name(CK_UNPAREN params) {                                                        \
+    if (straight(Collective::name, comm)) return Native(CK_UNPAREN args);              \
+    return name##_routed<Count, Native>(CK_UNPAREN args);                              \
   }
 CK_COLLECTIVES(CK_ROUTED, Count)
 #undef CK_ROUTED
@@ -806,7 +988,7 @@ CK_COLLECTIVES(CK_ROUTED, Count)
 // progressed as nbc.hpp says), or the MPI's own PMPI_I<coll>.
 #define CK_ROUTED_I(name, Name, counted, params, args, send, recv, op_, root_, in_place)         \
   template <class Count, auto Native>                                                            \
-  int i##name(CK_UNPAREN params, MPI_Request* request) {                                         \
+  [[gnu::noinline]] int i##name##_routed(CK_UNPAREN params, MPI_Request* request) {              \
     return route(                                                                                \
         Collective::name, comm, side send, side recv, op_, root_,                                \
         [&](const char* algorithm) {                                                             \
@@ -815,6 +997,11 @@ CK_COLLECTIVES(CK_ROUTED, Count)
               [&](auto... a) { return ck_i##name(a..., request, algorithm); }, CK_UNPAREN args); \
         },                                                                                       \
         [&] { return Native(CK_UNPAREN args, request); });                                       \
+  }                                                                                              \
+  template <class Count, auto Native>                                                            \
+  int i##name(CK_UNPAREN params, MPI_Request* request) {                                         \
+    if (straight(Collective::name, comm)) return Native(CK_UNPAREN args, request);               \
+    return i##name##_routed<Count, Native>(CK_UNPAREN args, request);                            \
   }
 CK_COLLECTIVES(CK_ROUTED_I, Count)
 #undef CK_ROUTED_I
@@ -826,7 +1013,8 @@ CK_COLLECTIVES(CK_ROUTED_I, Count)
 #if MPI_VERSION >= 4 || CK_MPIX_INIT
 #define CK_ROUTED_INIT(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
   template <class Count, auto Native>                                                       \
-  int name##_init(CK_UNPAREN params, MPI_Info info, MPI_Request* request) {                 \
+  [[gnu::noinline]] int name##_init_routed(CK_UNPAREN params, MPI_Info info,                \
+                                           MPI_Request* request) {                          \
     return route(                                                                           \
         Collective::name, comm, side send, side recv, op_, root_,                           \
         [&](const char* algorithm) {                                                        \
@@ -836,6 +1024,11 @@ CK_COLLECTIVES(CK_ROUTED_I, Count)
               CK_UNPAREN args);                                                             \
         },                                                                                  \
         [&] { return Native(CK_UNPAREN args, info, request); });                            \
+  }                                                                                         \
+  template <class Count, auto Native>                                                       \
+  int name##_init(CK_UNPAREN params, MPI_Info info, MPI_Request* request) {                 \
+    if (straight(Collective::name, comm)) return Native(CK_UNPAREN args, info, request);    \
+    return name##_init_routed<Count, Native>(CK_UNPAREN args, info, request);               \
   }
 CK_COLLECTIVES(CK_ROUTED_INIT, Count)
 #undef CK_ROUTED_INIT
@@ -913,6 +1106,7 @@ int collkit_pmpi_use_table(const char* path) {
   State& s = state();
   std::lock_guard<std::mutex> g(s.lock);
   use(s, path);
+  set_straight(s);
   int n = 0;
   for (const auto& r : s.rules) n += static_cast<int>(r.size());
   return n;

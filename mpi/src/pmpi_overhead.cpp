@@ -5,9 +5,14 @@
 // nanoseconds per call.
 //   LD_PRELOAD=libcollkit_pmpi.so COLLKIT_TUNING=t.json mpiexec -n 1 collkit_pmpi_overhead
 //       [--calls 2000] [--blocks 200] [--collective allreduce|barrier|bcast] [--direct ALGO]
+//       [--count N]
 // --direct ALGO: the direct side is collkit's C API (ck_<collective>(..., ALGO), found in the
 // preloaded library) instead of PMPI_: with a table that routes the call to ALGO, the difference
 // is what the routing (the decision and the table) adds to collkit's own call.
+// --count N: no clock; after the warm-up, N calls through the library (interposed_calls) and N
+// direct (direct_calls), in `counted`: under valgrind --tool=callgrind --collect-atstart=no
+// --toggle-collect='*counted*', the inclusive instructions of the two functions over N are each
+// side's per call, whatever the machine's load.
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -25,70 +30,114 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+using Allreduce = int (*)(const void*, void*, MPI_Count, MPI_Datatype, MPI_Op, MPI_Comm,
+                          const char*);
+using Bcast = int (*)(void*, MPI_Count, MPI_Datatype, int, MPI_Comm, const char*);
+using Barrier = int (*)(MPI_Comm, const char*);
+
+// What a call is: the collective, and collkit's C API function where --direct names one.
+struct Call {
+  std::string coll = "allreduce", algo;
+  void* ck = nullptr;
+  double in = 1, out = 0;
+};
+
+// `n` calls through the library's MPI_ (or, with --direct, collkit's C API). Not inlined: a
+// function of its own that callgrind counts apart.
+[[gnu::noinline]] void interposed_calls(Call& c, long n) {
+  for (long k = 0; k < n; ++k) {
+    if (c.coll == "barrier")
+      MPI_Barrier(MPI_COMM_WORLD);
+    else if (c.coll == "bcast")
+      MPI_Bcast(&c.in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    else
+      MPI_Allreduce(&c.in, &c.out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  }
+}
+
+// `n` calls to the side it is compared with: PMPI_, or with --direct collkit's C API.
+[[gnu::noinline]] void direct_calls(Call& c, long n) {
+  const char* a = c.algo.c_str();
+  for (long k = 0; k < n; ++k) {
+    if (c.ck != nullptr) {
+      if (c.coll == "barrier")
+        reinterpret_cast<Barrier>(c.ck)(MPI_COMM_WORLD, a);
+      else if (c.coll == "bcast")
+        reinterpret_cast<Bcast>(c.ck)(&c.in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD, a);
+      else
+        reinterpret_cast<Allreduce>(c.ck)(&c.in, &c.out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, a);
+    } else if (c.coll == "barrier") {
+      PMPI_Barrier(MPI_COMM_WORLD);
+    } else if (c.coll == "bcast") {
+      PMPI_Bcast(&c.in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    } else {
+      PMPI_Allreduce(&c.in, &c.out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+  }
+}
+
+// The counted calls: callgrind collects inside this function only (--toggle-collect), so that
+// the warm-up (the table's loading, the first decision) is left out.
+[[gnu::noinline]] void counted(Call& c, long n) {
+  interposed_calls(c, n);
+  direct_calls(c, n);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  long calls = 2000, blocks = 200;
-  std::string coll = "allreduce", algo;
+  long calls = 2000, blocks = 200, count = 0;
+  Call c;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::atol(argv[i + 1]);
     if (std::strcmp(argv[i], "--blocks") == 0) blocks = std::atol(argv[i + 1]);
-    if (std::strcmp(argv[i], "--collective") == 0) coll = argv[i + 1];
-    if (std::strcmp(argv[i], "--direct") == 0) algo = argv[i + 1];
+    if (std::strcmp(argv[i], "--collective") == 0) c.coll = argv[i + 1];
+    if (std::strcmp(argv[i], "--direct") == 0) c.algo = argv[i + 1];
+    if (std::strcmp(argv[i], "--count") == 0) count = std::atol(argv[i + 1]);
   }
-  using Allreduce =
-      int (*)(const void*, void*, MPI_Count, MPI_Datatype, MPI_Op, MPI_Comm, const char*);
-  using Bcast = int (*)(void*, MPI_Count, MPI_Datatype, int, MPI_Comm, const char*);
-  using Barrier = int (*)(MPI_Comm, const char*);
-  void* ck = nullptr;
-  if (!algo.empty()) {
-    ck = dlsym(RTLD_DEFAULT, ("ck_" + coll).c_str());
-    if (ck == nullptr) {
+  if (!c.algo.empty()) {
+    c.ck = dlsym(RTLD_DEFAULT, ("ck_" + c.coll).c_str());
+    if (c.ck == nullptr) {
       std::fprintf(stderr, "--direct: ck_%s not found (preload libcollkit_pmpi.so)\n",
-                   coll.c_str());
+                   c.coll.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
   calls = std::max(1L, calls);
   blocks = std::max(1L, blocks);
-  double in = 1, out = 0;
-  auto via = [&](bool profiled) {
-    if (profiled && ck != nullptr) {
-      if (coll == "barrier") return reinterpret_cast<Barrier>(ck)(MPI_COMM_WORLD, algo.c_str());
-      if (coll == "bcast")
-        return reinterpret_cast<Bcast>(ck)(&in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD, algo.c_str());
-      return reinterpret_cast<Allreduce>(ck)(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
-                                             algo.c_str());
-    }
-    if (coll == "barrier")
-      return profiled ? PMPI_Barrier(MPI_COMM_WORLD) : MPI_Barrier(MPI_COMM_WORLD);
-    if (coll == "bcast")
-      return profiled ? PMPI_Bcast(&in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD)
-                      : MPI_Bcast(&in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    return profiled ? PMPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD)
-                    : MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  };
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (count > 0) {
+    interposed_calls(c, calls), direct_calls(c, calls);  // warm up both paths
+    counted(c, count);
+    if (rank == 0)
+      std::printf("{\"collective\": \"%s\", \"P\": %d, \"count\": %ld}\n", c.coll.c_str(), size,
+                  count);
+    MPI_Finalize();
+    return 0;
+  }
   std::vector<double> lib, direct, diff;
-  for (long w = 0; w < calls; ++w) via(false), via(true);  // warm up both paths
+  interposed_calls(c, calls), direct_calls(c, calls);  // warm up both paths
   for (long b = 0; b < blocks; ++b) {
     for (int which = 0; which < 2; ++which) {
       const bool profiled = (which == 1) == (b % 2 == 0);  // alternate which goes first
       const double t0 = MPI_Wtime();
-      for (long k = 0; k < calls; ++k) via(profiled);
+      if (profiled)
+        direct_calls(c, calls);
+      else
+        interposed_calls(c, calls);
       const double ns = (MPI_Wtime() - t0) / static_cast<double>(calls) * 1e9;
       (profiled ? direct : lib).push_back(ns);
     }
     diff.push_back(lib.back() - direct.back());  // paired: the two blocks ran back to back
   }
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank == 0)
     std::printf(
         "{\"collective\": \"%s\", \"P\": %d, \"calls_per_block\": %ld, \"blocks\": %ld, "
         "\"interposed_ns\": %.2f, \"direct_ns\": %.2f, \"overhead_ns\": %.2f}\n",
-        coll.c_str(), size, calls, blocks, median(lib), median(direct), median(diff));
+        c.coll.c_str(), size, calls, blocks, median(lib), median(direct), median(diff));
   MPI_Finalize();
   return 0;
 }

@@ -1,0 +1,55 @@
+"""The interposition library's quick paths (untimed: no COLLKIT_VERBOSE, no COLLKIT_STATS) keep
+what they learn of a communicator by its handle's value; MPI hands a freed communicator's handle
+to the next one made, of another size. Every call must still take its own communicator's rule,
+both ways: a size the table routes after a size it leaves to the MPI under the same handle, and
+the other way round. Both MPIs; the counts come from collkit_pmpi_counts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from collkit.mpi import launch_command, launch_env
+from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_or_kill
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+ROUNDS, CALLS = 20, 3  # as comm_cache_counts.c
+
+
+def table(path: Path, P: int) -> Path:
+    rule = {"collective": "allreduce", "P": [P, P], "bytes": [0, 1 << 20],
+            "algorithm": "allreduce:rd"}  # fmt: skip
+    path.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": [rule]}))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+@pytest.mark.parametrize("P", [2, 4])
+def test_a_reused_handle_takes_its_own_communicators_rule(
+    tmp_path: Path, kind: str, P: int
+) -> None:
+    mpi = mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
+    lib = built(mpi) / "libcollkit_pmpi.so"
+    cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
+    if not cc.exists():
+        pytest.skip(f"no mpicc beside {mpi.mpicxx}")
+    exe = tmp_path / "comm_cache_counts"
+    src = str(PROGRAMS / "comm_cache_counts.c")
+    subprocess.run([str(cc), "-O1", "-o", str(exe), src, "-ldl"], check=True)
+    env = {"LD_PRELOAD": str(lib), "COLLKIT_TUNING": str(table(tmp_path / "t.json", P))}
+    full, _ = launch_env(mpi, 4, env)
+    for k in ("COLLKIT_VERBOSE", "COLLKIT_STATS"):  # the untimed paths are the ones tested
+        full.pop(k, None)
+    r = run_or_kill(launch_command(mpi, 4, [str(exe)]), full)
+    assert r.returncode == 0, r.stderr[-3000:]
+    words = r.stdout.split()
+    assert words[0::2][:4] == ["ran", "declined", "reused", "wrong"], r.stdout
+    ran, declined, reused, wrong = (int(w) for w in words[1::2][:4])
+    assert wrong == 0 and declined == 0, r.stdout
+    assert reused > 0, r.stdout  # the case tested came up: a freed handle came back
+    # World rank 0's calls that collkit ran: each round's 3 on the half (P = 2), or the 3 on the
+    # world's duplicate and the 1 on MPI_COMM_WORLD (P = 4); the others went to the MPI.
+    assert ran == (ROUNDS * CALLS if P == 2 else ROUNDS * (CALLS + 1)), r.stdout
