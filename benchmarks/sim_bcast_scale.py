@@ -30,7 +30,16 @@ import collkit
 from collkit.algorithms import format_size as fmt_size
 from collkit.cli._common import bytes_list, p_list
 from collkit.results import ResultStore, Row
-from sim_study import ROOT, ops_over, result_head, save_figure, simulate_point, write_result
+from sim_study import (
+    ROOT,
+    ops_over,
+    pyplot,
+    result_head,
+    save_figure,
+    simulate_point,
+    skipped_note,
+    write_result,
+)
 
 PS = "2^10,2^12,2^14,2^16,2^18,2^20"
 # The sizes of 64 KiB and more (pipelined: ~16 ops per rank and MiB) up to 2^16: a 1 MiB
@@ -133,10 +142,7 @@ def main() -> int:
     if args.no_write:
         return 0
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.2), squeeze=False)
     for ax, n in zip(axes[0], sizes, strict=True):
@@ -162,11 +168,7 @@ def main() -> int:
         + table
         + "\n"
         + ("\nNot in this build: " + ", ".join(missing) + ".\n" if missing else "")
-        + (
-            "\nNot simulated (more than --max-ops ops): " + "; ".join(skipped) + ".\n"
-            if skipped
-            else ""
-        )
+        + skipped_note(skipped)
     )
     write_result("sim_bcast_scale.md", text)
     return 0

@@ -21,7 +21,16 @@ import collkit
 from collkit.results import ResultStore, Row
 from collkit.sim.memory import memory_estimate
 
-__all__ = ["ROOT", "ops_over", "result_head", "save_figure", "simulate_point", "write_result"]
+__all__ = [
+    "ROOT",
+    "ops_over",
+    "pyplot",
+    "result_head",
+    "save_figure",
+    "simulate_point",
+    "skipped_note",
+    "write_result",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,6 +72,23 @@ def result_head(title: str, script: str, argv: Sequence[str]) -> str:
         f"({os.cpu_count()} CPUs), load average {load} (simulated times do not depend on it); "
         f"collkit {collkit.__version__}.\n\nCommand: `{cmd.strip()}` (under nice -n 19)\n\n"
     )
+
+
+def skipped_note(skipped: Sequence[str]) -> str:
+    """The result file's line naming the points left out for their size ("" when none)."""
+    if not skipped:
+        return ""
+    return "\nNot simulated (more than --max-ops ops): " + "; ".join(skipped) + ".\n"
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend (files only), imported where a figure is made."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def save_figure(fig: Any, name: str) -> Path:

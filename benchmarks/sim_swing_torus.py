@@ -31,7 +31,16 @@ from collkit.algorithms import format_size as fmt_size
 from collkit.cli._common import bytes_list
 from collkit.results import ResultStore, Row
 from collkit.units import parse_per_byte
-from sim_study import ROOT, ops_over, result_head, save_figure, simulate_point, write_result
+from sim_study import (
+    ROOT,
+    ops_over,
+    pyplot,
+    result_head,
+    save_figure,
+    simulate_point,
+    skipped_note,
+    write_result,
+)
 
 SHAPES = "8x8,16x16,32x32,64x64,32x8"
 SIZES = "32,1KiB,32KiB,1MiB,8MiB,32MiB,128MiB"
@@ -146,10 +155,7 @@ def main() -> int:
     if args.no_write:
         return 0
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     for shape, pts in speedups.items():
@@ -190,11 +196,7 @@ def main() -> int:
         f"smallest {worst_of[0]:.2f}x ({worst_of[1]}, {fmt_size(worst_of[2])}).\n\n"
         + table
         + "\n"
-        + (
-            "\nNot simulated (more than --max-ops ops): " + "; ".join(skipped) + ".\n"
-            if skipped
-            else ""
-        )
+        + skipped_note(skipped)
     )
     write_result("sim_swing_torus.md", text)
     return 0
