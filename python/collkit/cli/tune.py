@@ -30,9 +30,9 @@ in the rule's `speedups`).
 
 The irregular collectives (those whose MPI call takes a count vector) are measured at each
 --counts form (default equal(1) and random(1,2)) at each size, the size the vector's mean
-entry; allgatherv's and reduce_scatter's rules are keyed by the call's total bytes, gatherv's,
-scatterv's and alltoallv's are one rule of every size per P: the candidate that won at every
-size and form, else native (docs/tuning.md, "Tuning them"). scan and exscan take one count per
+entry; the rules of those whose every rank has the whole vector (allgatherv, reduce_scatter)
+are keyed by the call's total bytes, the others' are one rule of every size per P: the
+candidate that won at every size and form, else native (docs/tuning.md, "Tuning them"). scan and exscan take one count per
 rank, as allreduce.
 
 Writes into -o DIR: tune.jsonl / .csv (every row, appended as measured: rerun the same command
@@ -101,7 +101,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="bytes per rank: 8B..1MiB (powers of two; the default), 8,64,1KiB; for an "
         "irregular collective, the mean entry of its count vector in bytes (per block; "
-        "alltoallv: per pair)",
+        "per pair for an all-to-all)",
     )
     p.add_argument(
         "--counts",
@@ -330,7 +330,7 @@ def choice_json(c: Choice) -> dict[str, object]:
     return {
         "collective": c.collective,
         "P": c.P,
-        "bytes": c.bytes,  # irregular: the whole vector's (alltoallv: the matrix's)
+        "bytes": c.bytes,  # irregular: the whole vector's (an all-to-all's: the matrix's)
         "counts": c.counts,  # irregular: the form of the row's count vector ("" otherwise)
         "nodes": c.nodes,  # the rows' shape (null: not said)
         "ppn": c.ppn,
