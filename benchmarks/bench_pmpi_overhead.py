@@ -1,4 +1,4 @@
-"""What libcollkit_pmpi.so adds to a call it gives to the MPI (the goal: under 50 ns).
+"""What libcollkit_pmpi.so adds to a call it gives to the MPI (the goal: under 15 ns).
 
 One rank, the library preloaded, MPI_Allreduce / MPI_Bcast / MPI_Barrier through the library and
 PMPI_* straight to the MPI alternating in blocks of back-to-back calls (collkit_pmpi_overhead);
@@ -6,20 +6,24 @@ the overhead is the median over block pairs of (library - direct), per call. Thr
 
   none       COLLKIT_TUNING unset: the library only forwards
   other      a table with rules for other collectives only: one flag test, then PMPI_
-  uncovered  a table with rules for this collective, none for this P: the decision runs
-             (communicator size, kind, type size, rule scan) and finds nothing
+  uncovered  a table with rules for this collective, none for this P: the communicator's size
+             and kind asked once (the rules for it found), then one test of its handle, PMPI_
   routed     a table that routes the call to collkit's algorithm, against collkit's C API
              (ck_<collective> with that name) called directly: what the routing adds to a call
              collkit takes (the decision, the rule's limits, the table)
 
     .venv/bin/python benchmarks/bench_pmpi_overhead.py [--mpiexec ...] [--blocks 300]
     .venv/bin/python benchmarks/bench_pmpi_overhead.py --against OLD_BUILD_DIR --pairs 3
+    .venv/bin/python benchmarks/bench_pmpi_overhead.py --callgrind [--against OLD_BUILD_DIR]
 
 Prints a table and writes it as a section of benchmarks/results/pmpi_overhead.md (one section
 per MPI and mode; a run replaces its own and keeps the others). With --against, each case runs
 with the library of OLD_BUILD_DIR (another collkit build's folder, e.g. ~/.cache/collkit/mpi-...)
 and with this build's, alternating (old, new, old, new, ...) `--pairs` times, and the table gives
-both overheads (median of the runs) and their difference.
+both overheads (median of the runs) and their difference. This build's collkit_pmpi_overhead
+drives every library (only the library differs). --callgrind counts instead of timing: each case
+once per library under valgrind --tool=callgrind (collkit_pmpi_overhead --count), instructions
+per call through the library and direct, whatever the machine's load.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import argparse
 import datetime as _dt
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -48,6 +54,30 @@ def table(rules: list[dict[str, object]]) -> str:
     return json.dumps({"format": "collkit-tuning", "version": 1, "rules": rules})
 
 
+def callgrind(cmd: list[str], program: str, env: dict[str, str], count: int) -> dict[str, float]:
+    """Instructions per call of `cmd` (a launch of collkit_pmpi_overhead --count) through the
+    library and direct: callgrind's inclusive counts of interposed_calls and direct_calls (only
+    the counted calls are collected) over `count`. valgrind runs the program under the launcher."""
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "callgrind.out"
+        at = cmd.index(program)
+        vg = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+              "--toggle-collect=*counted*", f"--callgrind-out-file={out}"]  # fmt: skip
+        r = subprocess.run([*cmd[:at], *vg, *cmd[at:]], env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} under valgrind failed:\n{r.stderr[-2000:]}")
+        text = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)],
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+    got: dict[str, float] = {}
+    for name in ("interposed_calls", "direct_calls"):
+        m = re.search(r"^\s*([\d,]+) .*" + name + r"\(", text, re.M)
+        if m is None:
+            raise SystemExit(f"callgrind gave no count for {name}:\n{text[-2000:]}")
+        got[name] = int(m.group(1).replace(",", "")) / count
+    through, direct = got["interposed_calls"], got["direct_calls"]
+    return {"interposed": through, "direct": direct, "overhead": through - direct}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mpiexec", default=None)
@@ -57,14 +87,20 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3, help="old/new alternations with --against")
     ap.add_argument("--build", type=Path, default=None, help="the new build's folder "
                     "(default: this collkit's, built if needed)")  # fmt: skip
+    ap.add_argument("--callgrind", action="store_true",
+                    help="instructions per call under valgrind's callgrind, not times")  # fmt: skip
+    ap.add_argument("--count", type=int, default=2000, help="calls counted (--callgrind)")
     args = ap.parse_args()
+    if args.callgrind and (shutil.which("valgrind") is None or
+                           shutil.which("callgrind_annotate") is None):  # fmt: skip
+        ap.error("--callgrind needs valgrind and callgrind_annotate on PATH")
     mpi = find_mpi(args.mpiexec)
     bindir = build(mpi) if args.build is None else args.build.expanduser().resolve()
     builds = [bindir] if args.against is None else [args.against.expanduser().resolve(), bindir]
     for b in builds:
         if not (b / "libcollkit_pmpi.so").is_file():
             ap.error(f"{b} has no libcollkit_pmpi.so (a collkit MPI build folder is needed)")
-    rounds = 1 if args.against is None else args.pairs
+    rounds = 1 if args.against is None or args.callgrind else args.pairs
     tmp = Path(tempfile.mkdtemp())
     tables = {
         "none": None,
@@ -78,6 +114,8 @@ def main() -> None:
     ours = {"allreduce": "allreduce:rd", "bcast": "bcast:binomial",
             "barrier": "barrier:dissemination"}  # fmt: skip
     rows = []
+    # --callgrind: (collective, table, each library's instructions per call)
+    counted: list[tuple[str, str, list[dict[str, float]]]] = []
     for coll in ("allreduce", "bcast", "barrier"):
         tables["routed"] = table(
             [{"collective": coll, "P": [1, 64], "bytes": [0, 1 << 20], "algorithm": ours[coll]}]
@@ -89,15 +127,29 @@ def main() -> None:
                 path.write_text(text)
                 env_table["COLLKIT_TUNING"] = str(path)
             got: list[list[dict[str, float]]] = [[] for _ in builds]
+            program = str(bindir / "collkit_pmpi_overhead")
+            prog = [program, "--collective", coll]
+            if name == "routed":
+                prog += ["--direct", ours[coll]]
+            if args.callgrind:
+                per_lib = []
+                for b in builds:
+                    full, _ = launch_env(mpi, 1, {"LD_PRELOAD": str(b / "libcollkit_pmpi.so"),
+                                                  **env_table})  # fmt: skip
+                    cmd = launch_command(mpi, 1, [*prog, "--count", str(args.count),
+                                                  "--calls", "200"])  # fmt: skip
+                    per_lib.append(callgrind(cmd, program, full, args.count))
+                counted.append((coll, name, per_lib))
+                print(f"{coll:<10} {name:<10} " + "   ".join(
+                    f"direct {c['direct']:7.1f}  through the library {c['interposed']:7.1f}  "
+                    f"overhead {c['overhead']:6.1f} instructions" for c in per_lib))  # fmt: skip
+                continue
             for _ in range(rounds):
                 for k, b in enumerate(builds):  # old, new, old, new, ...
                     full, _ = launch_env(mpi, 1, {"LD_PRELOAD": str(b / "libcollkit_pmpi.so"),
                                                   **env_table})  # fmt: skip
-                    prog = [str(b / "collkit_pmpi_overhead"), "--collective", coll]
-                    prog += ["--blocks", str(args.blocks), "--calls", str(args.calls)]
-                    if name == "routed":
-                        prog += ["--direct", ours[coll]]
-                    r = subprocess.run(launch_command(mpi, 1, prog), env=full,
+                    run = [*prog, "--blocks", str(args.blocks), "--calls", str(args.calls)]
+                    r = subprocess.run(launch_command(mpi, 1, run), env=full,
                                        capture_output=True, text=True, check=True)  # fmt: skip
                     got[k].append(json.loads(r.stdout.strip().splitlines()[-1]))
             med = [{f: statistics.median(d[f] for d in runs) for f in FIELDS} for runs in got]
@@ -110,7 +162,31 @@ def main() -> None:
         f"{mpi.version}, {machine_name()}, {date}, load {os.getloadavg()[0]:.1f} at the end; "
         f"one rank, {args.blocks} block pairs of {args.calls} calls."
     )
-    if args.against is None:
+    if args.callgrind:
+        head = (f"{mpi.version}, {machine_name()}, {date}; one rank, valgrind --tool=callgrind, "
+                f"{args.count} calls counted each way after 200 to warm up.")  # fmt: skip
+        again = "" if args.against is None else " --against OLD"
+        mode = "instructions per call (callgrind)"
+        names = ["this build"] if args.against is None else ["old", "new"]
+        old = "" if args.against is None else f" Old: `{builds[0]}`; new: `{builds[1]}`."
+        cmd_text = f".venv/bin/python benchmarks/bench_pmpi_overhead.py --callgrind{again}"
+        lines = [
+            f"{head}{old} Reproduce: `{cmd_text}`.",
+            "Instructions per call: callgrind's inclusive count of the program's loop through the "
+            "library and of its loop direct (PMPI_, or for `routed` collkit's C API), over the "
+            "calls; overhead = their difference. Independent of the machine's load.",
+            "",
+            "| collective | table | "
+            + " | ".join(f"{n}: direct | {n}: through the library | {n}: overhead" for n in names)
+            + " |",
+            "| --- | --- | " + " | ".join("---: | ---: | ---:" for _ in names) + " |",
+        ]
+        for c, n, per_lib in counted:
+            cells = [
+                f"{e['direct']:.0f} | {e['interposed']:.0f} | {e['overhead']:.0f}" for e in per_lib
+            ]
+            lines.append(f"| {c} | {n} | " + " | ".join(cells) + " |")
+    elif args.against is None:
         mode = "falling through, and routing to collkit"
         lines = [
             f"{head} Reproduce: `.venv/bin/python benchmarks/bench_pmpi_overhead.py`.",
