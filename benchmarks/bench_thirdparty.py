@@ -764,13 +764,16 @@ def report(
         f"- runs (every one, as measured): `{log}`",
     ]
     cores = len(os.sched_getaffinity(0))
-    peak = max([*load_before[:1], load_after[0]] + [x for *_, rs, _ in done for r in rs
-                                                     for x in r["load"]])  # fmt: skip
+    # The load beyond what the runs bring themselves: a run's hogs are its background, asked for.
+    peak = max(
+        [x - r["key"].get("hogs", 0) for _, key, _, rs, _ in done for r in rs
+         if r["key"] == key for x in r["load"]] or [load_after[0]]
+    )  # fmt: skip
     if peak > cores:
         lines.append(
-            f"- the load average (up to {peak:.1f}) exceeded the {cores} cores: other work shared "
-            "them while this ran, so these numbers show that the benchmark runs and are no "
-            "evidence for or against the table"
+            f"- the load average (up to {peak:.1f} beyond the hogs a run started) exceeded the "
+            f"{cores} cores: other work shared them while this ran, so these numbers show that "
+            "the benchmark runs and are no evidence for or against the table"
         )
     lines.append("")
     for mpi, key, table, runs, cmds in done:
