@@ -32,8 +32,8 @@ The irregular collectives (those whose MPI call takes a count vector) are measur
 --counts form (default equal(1) and random(1,2)) at each size, the size the vector's mean
 entry; the rules of those whose every rank has the whole vector (allgatherv, reduce_scatter)
 are keyed by the call's total bytes, the others' are one rule of every size per P: the
-candidate that won at every size and form, else native (docs/tuning.md, "Tuning them"). scan and exscan take one count per
-rank, as allreduce.
+candidate that won at every size and form, else native (docs/tuning.md, "Tuning them"). scan
+and exscan take one count per rank, as allreduce.
 
 Writes into -o DIR: tune.jsonl / .csv (every row, appended as measured: rerun the same command
 to resume; nothing is measured twice), collkit-tuning.json (for libcollkit_pmpi.so and `collkit
