@@ -168,6 +168,13 @@ parse_per_byte = _usage(units.parse_per_byte)
 parse_counts_form = _usage(parse_counts)
 
 
+def counts_form(text: str) -> str:
+    """A --counts form (bench's and tune's), checked (collkit.counts) and kept as written,
+    without blanks."""
+    parse_counts_form(text)
+    return "".join(text.split())
+
+
 def _int_type(text: str) -> int:
     """argparse's type=int, in units' ASCII grammar (int() takes '٣', '８' and '1_0')."""
     return units.parse_int(text, "bad value")

@@ -39,10 +39,10 @@ from collkit.cli._common import (
     add_p_argument,
     check_launchable,
     console,
+    counts_form,
     default_np,
     input_file,
     parse_bytes,
-    parse_counts_form,
     parse_rank,
     print_json_lines,
     split_names,
@@ -87,12 +87,6 @@ def parse_sizes(text: str) -> list[int]:
     return out
 
 
-def _counts_form(text: str) -> str:
-    """A --counts form, checked (collkit.counts) and kept as written, without blanks."""
-    parse_counts_form(text)
-    return "".join(text.split())
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "collective",
@@ -117,7 +111,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--counts",
-        type=_counts_form,
+        type=counts_form,
         action="append",
         default=[],
         metavar="FORM",

@@ -57,12 +57,13 @@ from pathlib import Path
 from collkit.cli._common import (
     add_json_argument,
     console,
+    counts_form,
     default_np,
     parse_p_list,
     print_json_lines,
     table,
 )
-from collkit.cli.bench import _counts_form, parse_sizes
+from collkit.cli.bench import parse_sizes
 from collkit.collectives import COLLECTIVES
 from collkit.errors import InvalidArgumentError
 from collkit.progress import CampaignProgress
@@ -105,7 +106,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--counts",
-        type=_counts_form,
+        type=counts_form,
         action="append",
         default=[],
         metavar="FORM",
