@@ -403,12 +403,17 @@ def test_a_barrier_that_slows_the_mpis_calls_after_it_is_passed_over(
     from collkit.tune.campaign import TuneOptions
 
     runs: list[tuple[str, str, bool]] = []
+    alone: list[tuple[str, str]] = []
     rng = np.random.default_rng(1)
 
     def fake_run(
         c: Campaign, mpi: object, store: ResultStore, *a: object, **k: object
     ) -> list[Row]:
-        runs.append((c.collective, c.barrier, c.native_after_barrier))
+        if not c.interleave:  # the MPI's calls in a job of their own: steady at 1
+            assert c.algorithms == ["native"] and c.barrier == ""
+            alone.append((c.collective, c.pattern))
+        else:
+            runs.append((c.collective, c.barrier, c.native_after_barrier))
         for name in c.algorithms:
             after = c.barrier if (name != "native" or c.native_after_barrier) else ""
             scale = slower.get(after, 1.0) if name == "native" else 1.0
@@ -421,7 +426,7 @@ def test_a_barrier_that_slows_the_mpis_calls_after_it_is_passed_over(
                     datatype=c.datatype,
                     pattern=c.pattern,
                     barrier=after,
-                    interleaved=True,
+                    interleaved=c.interleave,
                     samples=list(scale * (1 + 0.01 * rng.random(50))),
                 )
             )
@@ -444,6 +449,7 @@ def test_a_barrier_that_slows_the_mpis_calls_after_it_is_passed_over(
     store = ResultStore(tmp_path / "t.jsonl")
     camp.measure(opts, object(), store, barriers=barriers, harmed=harmed)  # type: ignore[arg-type]
     bcast = [(b, n) for c, b, n in runs if c == "bcast"]
+    assert alone == [("barrier", "barrier"), ("bcast", "barrier")]  # once each, never re-run
     if not slower:
         assert barriers == {2: "barrier:tree"} and harmed == {}
         assert bcast == [("barrier:tree", False), ("barrier:tree", True)]
@@ -463,3 +469,77 @@ def test_a_barrier_that_slows_the_mpis_calls_after_it_is_passed_over(
             "barrier:recexch",
         ]
         assert bcast[-1] == ("", False)  # timed again after the MPI's barrier
+
+
+def test_a_gain_only_over_the_mpis_calls_slowed_in_the_same_job_is_no_rule(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """MPICH on a 2-core VM: its own calls ran 3x slower in the jobs that interleave them with
+    collkit's than in a job of their own, and a collkit barrier slowed the calls after it. So a
+    collkit bcast after barrier:tree that beats the interleaved native (1.5 against 3) but not
+    the MPI alone (1.0) is no win; the MPI's bcast after barrier:tree (2.0) is slower than
+    alone, so barrier:tree is passed over; and after the MPI's barrier the collkit bcast (0.7)
+    wins, its speedup said against the MPI alone (1 / 0.7), not against the slowed job's."""
+    import collkit.tune.campaign as camp
+    from collkit.tune.campaign import TuneOptions, after_barriers, campaign_rows
+    from collkit.tune.select import choose
+
+    rng = np.random.default_rng(2)
+
+    def scale(name: str, after: str, interleaved: bool) -> float:
+        if name != "native":
+            return 1.5 if after == "barrier:tree" else 0.7
+        if after == "barrier:tree":
+            return 2.0
+        return 3.0 if interleaved else 1.0
+
+    def fake_run(
+        c: Campaign, mpi: object, store: ResultStore, *a: object, **k: object
+    ) -> list[Row]:
+        native_us = scale("native", c.barrier if c.native_after_barrier else "", c.interleave)
+        for name in c.algorithms:
+            after = c.barrier if (name != "native" or c.native_after_barrier) else ""
+            x = scale(name, after, c.interleave)
+            s = list(x * (1 + 0.01 * rng.random(45)))
+            store.append(
+                Row(
+                    c.collective,
+                    name,
+                    2,
+                    8 if c.collective != "barrier" else 0,
+                    datatype=c.datatype,
+                    pattern=c.pattern,
+                    barrier=after,
+                    interleaved=c.interleave,
+                    samples=s,
+                    valid=True,
+                    round_median_us=[x] * 3,
+                    round_native_before_us=[native_us] * 3,
+                    round_native_after_us=[native_us] * 3,
+                    round_probe_rtt_ns_min=[115.0] * 3,
+                    round_probe_rtt_ns_max=[120.0] * 3,
+                )
+            )
+        return []
+
+    monkeypatch.setattr(camp, "run_campaign", fake_run)
+    monkeypatch.setattr(camp, "barrier_winners", lambda *a: {2: ["barrier:tree"]})
+    opts = TuneOptions(
+        ["barrier", "bcast"], [2], [8], patterns=["barrier"], mpi_algorithms=False,
+        only=["binomial"],
+    )  # fmt: skip
+    barriers: dict[int, str] = {}
+    harmed: dict[int, list[tuple[str, list[tuple[str, int, float]]]]] = {}
+    store = ResultStore(tmp_path / "t.jsonl")
+    camp.measure(opts, object(), store, barriers=barriers, harmed=harmed)  # type: ignore[arg-type]
+    assert barriers == {2: ""}
+    ((b, ((coll, nbytes, x),)),) = harmed[2]
+    assert (b, coll, nbytes) == ("barrier:tree", "bcast", 8) and 1.9 < x < 2.1
+    (c,) = [
+        ch
+        for ch in choose(after_barriers(campaign_rows(opts, store), barriers))
+        if ch.collective == "bcast"
+    ]
+    assert c.collkit is not None and c.collkit.algorithm == "bcast:binomial"
+    assert 1.35 < c.collkit.speedup < 1.5  # 1 / 0.7, against the MPI alone, not 3 / 0.7
+    assert c.collkit.alone_speedup == pytest.approx(c.collkit.speedup)

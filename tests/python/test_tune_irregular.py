@@ -155,7 +155,7 @@ def _row(c: Campaign, algo: str, form: str, us: float, seed: int, size: int = 0)
         median_us=float(np.median(s)),
         valid=True,
         pattern=c.pattern,
-        interleaved=True,
+        interleaved=c.interleave,
         mpi="stand-in MPI",
         machine="vm",
         block=c.block,
@@ -170,10 +170,13 @@ Speed = Callable[[str, str], float]
 
 
 def stand_in(speed: Speed, campaigns: list[Campaign]) -> Callable[..., list[Row]]:
-    """run_campaign: every algorithm at every point of the campaign, at speed(algo, form) µs."""
+    """run_campaign: every algorithm at every point of the campaign, at speed(algo, form) µs;
+    `campaigns` gets the interleaved ones (the native call alone, tune's reference, is not kept
+    there)."""
 
     def run_campaign(c: Campaign, mpi: object, store: ResultStore, *a: object) -> list[Row]:
-        campaigns.append(c)
+        if c.interleave:
+            campaigns.append(c)
         points = [(f, 0) for f in c.forms()] if c.irregular else [("", s) for s in c.sizes]
         for k, (form, size) in enumerate(points):
             for j, name in enumerate(c.algorithms):

@@ -60,12 +60,16 @@ def candidates(
     k-nomial radices 2..4, bucket's ring and most balanced 2-d and 3-d tori
     (:func:`collkit.analysis.torus.candidate_dims`), and the binomial trees in 2 KiB segments
     when `largest` (the campaign's largest size) is above 4 KiB; those whose restrictions
-    exclude P are left out."""
+    exclude P are left out, and those that need an op exact under any grouping
+    (allreduce:swing_lat): tune times reductions in doubles, which the MPI side hands to the MPI
+    for them."""
     out: list[str] = []
     for spec in algorithms(collective):
         name = str(spec["name"])
         r = spec["restrictions"]
         if r["min_P"] > P or 0 < r["max_P"] < P or (r["power_of_two"] and P & (P - 1)):
+            continue
+        if r["exact_op"]:
             continue
         if name == "allreduce:rm":
             if P >= 2:
@@ -342,7 +346,7 @@ def measure(
                     batches(forms, coll, P) if forms else [[]],
                 ):
                     plan.append(
-                        Campaign(
+                        camp := Campaign(
                             collective=coll,
                             algorithms=["native", *own, *(forced if k == 0 else [])],
                             P=[P],
@@ -361,6 +365,9 @@ def measure(
                             counts=counts,
                         )
                     )
+                    # The MPI's own call in a job of its own, after the MPI's own barrier: the
+                    # program without collkit, which every candidate must beat too (select).
+                    plan.append(replace(camp, algorithms=["native"], interleave=False))
     if ticker:
         ticker.grow(sum(planned_rows(c) for c in plan))
     tuned_barrier = "barrier" in opts.collectives
@@ -372,7 +379,7 @@ def measure(
             chosen = True
             winners = barrier_winners(opts, store, routing_us)
             barriers.update({P: w[0] if w else "" for P, w in winners.items()})
-        if c.collective != "barrier" and c.pattern in ("barrier", "evict"):
+        if c.collective != "barrier" and c.pattern in ("barrier", "evict") and c.interleave:
             after.append(c)
             c = replace(c, barrier=barriers.get(c.P[0], ""))
             if c.barrier and progress:
@@ -486,7 +493,11 @@ def barrier_harm(
             ]
             if (nbytes, form, shape_of(alloc, P)) in routed:
                 continue  # collkit's call runs there, after collkit's barrier: it won so
-            plain = [r for r in same if r.barrier == ""]
+            # the reference: the MPI's call after its own barrier, timed in a job of its own
+            # where there is one (the program without collkit), else in the campaign's job
+            plain = sorted(
+                (r for r in same if r.barrier == ""), key=lambda r: (not r.interleaved, r.date)
+            )
             behind = [r for r in same if r.barrier == barrier]
             if not plain or not behind:
                 continue
