@@ -31,7 +31,10 @@
 //
 // COLLKIT_VERBOSE=1 logs each decision once per (collective, P, size class, route) on the
 // communicator's rank 0, and prints at MPI_Finalize how many calls went where and their time;
-// COLLKIT_STATS=calls.jsonl writes the same as collkit result rows (from world rank 0).
+// COLLKIT_STATS=calls.jsonl writes the same as collkit result rows (from world rank 0). A row's
+// bytes are a call's size as its rule is keyed (an irregular call's: the whole vector's bytes);
+// gatherv, scatterv and alltoallv, whose total no rank has, add one PMPI_Iallreduce of each
+// rank's share on the call's communicator while timing (pending_totals).
 #include <mpi.h>
 
 #include <atomic>
@@ -41,6 +44,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -109,6 +113,17 @@ struct State {
   std::mutex lock;  // guards the log and the counters (only touched when timing)
   std::set<std::tuple<int, int, int, std::string>> logged;
   std::map<std::tuple<int, std::string, int, int64_t>, Counter> counters;
+  // The timed calls whose total bytes are being summed (pending_totals), in call order.
+  struct PendingTotal {
+    MPI_Request request = MPI_REQUEST_NULL;
+    int64_t share[2] = {0, 0}, total[2] = {0, 0};  // bytes, and whether a rank's were unknown
+    Collective c{};
+    int P = 0;
+    bool log_rank = false;  // rank 0 of the call's communicator: the log's line is said here
+    std::string route, why;
+    double seconds = 0;
+  };
+  std::list<PendingTotal> pending;
   // What the calls with a rule did: ran collkit's algorithm, or were declined (to the MPI).
   std::atomic<long long> ran{0}, declined{0};
   // Moves on each table loaded (collkit_pmpi_use_table) and each watched communicator freed:
@@ -632,9 +647,11 @@ int size_class(int64_t bytes) {
 }
 
 // `why` is asked only for the log's first line of a kind: the calls of a loop build no strings.
+// `log_rank`: 1 where this rank says the log's line, 0 where it does not, -1: where it is rank 0
+// of `comm`.
 template <class Why>
 void note(State& s, Collective c, MPI_Comm comm, const Decision& d, std::string_view route,
-          Why&& why, double seconds) {
+          Why&& why, double seconds, int log_rank = -1) {
   // The previous call's counter, per thread: a loop repeats its key, and the map's nodes stay
   // where they are (its lookup, the key's string and the log's set cost more than the call).
   struct Last {
@@ -658,8 +675,8 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, std::string_
     const auto key =
         std::make_tuple(static_cast<int>(c), d.P, size_class(d.bytes), std::string(route));
     if (s.logged.insert(key).second) {
-      int rank = 0;
-      if (comm != MPI_COMM_NULL) PMPI_Comm_rank(comm, &rank);
+      int rank = log_rank < 0 ? 0 : 1 - log_rank;
+      if (log_rank < 0 && comm != MPI_COMM_NULL) PMPI_Comm_rank(comm, &rank);
       if (rank == 0) {
         const std::string because = why();
         const int k = size_class(d.bytes);
@@ -677,6 +694,99 @@ void note(State& s, Collective c, MPI_Comm comm, const Decision& d, std::string_
   n.total += seconds;
   n.min = std::min(n.min, seconds);
   n.max = std::max(n.max, seconds);
+}
+
+// A timed gatherv, scatterv or alltoallv: its row's bytes are the call's total, the whole
+// vector's (as bench's rows and the other irregular calls' say), which no rank has: a gatherv's
+// ranks know their own block, an alltoallv's their row. Each rank adds its share: the block a
+// gatherv's rank sends or a scatterv's receives (the root in place: its own entry of the
+// vector), the row an alltoallv's rank sends (in place: the receive side's). Every rank makes
+// the same timed calls (COLLKIT_STATS and COLLKIT_VERBOSE are set alike on every rank, as
+// COLLKIT_TUNING), so every rank starts the same sums on the communicator, in call order; a
+// non-blocking PMPI_Iallreduce, as the call itself may be non-blocking and must not wait on its
+// peers. The row is counted once the sum completes (pending_totals).
+bool summed_total(Collective c) {
+  const CollectiveSpec& spec = collkit::spec_of(c);
+  return spec.counts != collkit::Counts::none && !collkit::mpi::whole_vector(spec);
+}
+
+// This rank's share of the call's total bytes; false where a count or datatype is invalid (the
+// MPI's call says what is wrong).
+bool share_of(const CollectiveSpec& spec, MPI_Comm comm, int P, const Side& send, const Side& recv,
+              int root, int64_t& bytes) {
+  bytes = 0;
+  const auto add = [&](const Side& side, int from, int n) {
+    MPI_Count size = 0;
+    if (side.type == MPI_DATATYPE_NULL || PMPI_Type_size_x(side.type, &size) != MPI_SUCCESS ||
+        size == MPI_UNDEFINED || size < 0 || (side.arrays && side.counts == nullptr))
+      return false;
+    for (int b = from; b < from + n; ++b) {
+      const MPI_Count k = side.arrays ? side.count_at(b) : side.count;
+      if (k < 0 || (size > 0 && k > (INT64_MAX / 4 - bytes) / size)) return false;
+      bytes += static_cast<int64_t>(k * size);
+    }
+    return true;
+  };
+  if (spec.counts == collkit::Counts::per_pair) return add(send.in_place ? recv : send, 0, P);
+  // The side of this rank's one block (gatherv: send; scatterv: receive), the root's vector.
+  const bool vector_sent = spec.in.at_root == collkit::Blocks::P;
+  const Side& block = vector_sent ? recv : send;
+  const Side& vector = vector_sent ? send : recv;
+  int rank = 0;
+  if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS) return false;
+  if (block.in_place) return rank == root && add(vector, root, 1);
+  return add(block, 0, 1);
+}
+
+// Starts the sum of a timed call's total (summed_total), its row counted by pending_totals.
+void sum_total(State& s, Collective c, MPI_Comm comm, const Decision& d, const Side& send,
+               const Side& recv, int root, std::string route, std::string why, double seconds) {
+  State::PendingTotal t;
+  t.c = c;
+  t.P = d.P;
+  t.route = std::move(route);
+  t.why = std::move(why);
+  t.seconds = seconds;
+  int rank = 0;
+  t.log_rank = PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == 0;
+  int64_t bytes = 0;
+  const bool known = share_of(collkit::spec_of(c), comm, d.P, send, recv, root, bytes);
+  t.share[0] = known ? bytes : 0;
+  t.share[1] = known ? 0 : 1;
+  std::lock_guard<std::mutex> g(s.lock);
+  State::PendingTotal& p = s.pending.emplace_back(std::move(t));
+  if (PMPI_Iallreduce(p.share, p.total, 2, MPI_INT64_T, MPI_SUM, comm, &p.request) != MPI_SUCCESS) {
+    p.request = MPI_REQUEST_NULL;
+    p.total[1] = 1;
+  }
+}
+
+// Counts the rows of the summed totals that have completed (all of them, waiting, with `wait`:
+// at MPI_Finalize, where every rank has started the same sums), in call order. A total a rank
+// could not tell is counted as 0 bytes.
+void pending_totals(State& s, bool wait) {
+  std::list<State::PendingTotal> done;
+  {
+    std::lock_guard<std::mutex> g(s.lock);
+    while (!s.pending.empty()) {
+      State::PendingTotal& p = s.pending.front();
+      int flag = 1;
+      if (p.request != MPI_REQUEST_NULL &&
+          (wait ? PMPI_Wait(&p.request, MPI_STATUS_IGNORE)
+                : PMPI_Test(&p.request, &flag, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
+        p.total[1] = 1;
+        flag = 1;
+      }
+      if (!flag) break;
+      done.splice(done.end(), s.pending, s.pending.begin());
+    }
+  }
+  for (const State::PendingTotal& p : done) {
+    Decision d;
+    d.P = p.P;
+    d.bytes = p.total[1] != 0 ? 0 : p.total[0];
+    note(s, p.c, MPI_COMM_NULL, d, p.route, [&] { return p.why; }, p.seconds, p.log_rank ? 1 : 0);
+  }
 }
 
 // Whether the communicator is set up for collkit's calls, or this call goes to the MPI while the
@@ -791,6 +901,7 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   }
   // A copy (no text to copy unless timing): a user's op may call MPI and decide again.
   const Decision d = decided;
+  pending_totals(s, false);
   const double t0 = s.timing ? PMPI_Wtime() : 0.0;
   int rc = MPI_SUCCESS;
   // Where the call went and why, said only when timing (a loop's every call pays for strings).
@@ -820,23 +931,28 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   }
   if (s.timing) {
     const double seconds = PMPI_Wtime() - t0;
-    note(
-        s, c, comm, d, where,
-        [&] {
-          std::string why = deferred ? "deferred: the communicator's setup not yet paid for"
-                            : !declined.empty()  ? declined
-                            : d.entry != nullptr ? d.entry->label
-                                                 : d.why;
-          if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0) why += ": " + d.refused;
-          return why;
-        },
-        seconds);
+    const auto why = [&] {
+      std::string why = deferred             ? "deferred: the communicator's setup not yet paid for"
+                        : !declined.empty()  ? declined
+                        : d.entry != nullptr ? d.entry->label
+                                             : d.why;
+      if (!d.refused.empty() && std::strcmp(d.why, "declined") == 0) why += ": " + d.refused;
+      return why;
+    };
+    // Decided from what every rank has alike (the collective, the communicator's kind).
+    int inter = 1;
+    if (summed_total(c) && comm != MPI_COMM_NULL &&
+        PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter)
+      sum_total(s, c, comm, d, send, recv, root, where, why(), seconds);
+    else
+      note(s, c, comm, d, where, why, seconds);
   }
   return rc;
 }
 
 void finish(State& s) {
   if (!s.timing) return;
+  pending_totals(s, true);
   std::lock_guard<std::mutex> g(s.lock);
   if (world_rank() != 0) return;
   int world = 0;
