@@ -5,8 +5,8 @@
  * the standard allows). With 6 ints a rank, or every rank sending MPI_INT, it completes, and so
  * does each of coll/tuned's algorithms forced (coll_tuned_allgatherv_algorithm 1-4). MPICH
  * completes it. Prints "done" on rank 0 when the call returns.
- *   mpicc.openmpi -o openmpi_allgatherv_hang openmpi_allgatherv_hang.c
- *   timeout 20 mpirun.openmpi --allow-run-as-root --oversubscribe -np 3 ./openmpi_allgatherv_hang */
+ *   mpicc.openmpi -o hang openmpi_allgatherv_hang.c
+ *   timeout 20 mpirun.openmpi --allow-run-as-root --oversubscribe -np 3 ./hang */
 #include <mpi.h>
 #include <stdio.h>
 
