@@ -5,7 +5,10 @@
 // or a start window on clocks aligned to rank 0 as in ReproMPI / SKaMPI) followed by a block of
 // `block` back-to-back calls; a rank's time is the block's time / block; an iteration's time is the
 // maximum over ranks (the collective is done when its last rank is). Statistics are over those
-// per-iteration maxima, in microseconds; --raw adds the samples. --validate first checks the
+// per-iteration maxima, in microseconds; --raw adds the samples. Each row also gives the median
+// of the per-iteration means over ranks (rank_mean_median_us; --raw: rank_mean_samples), what
+// IMB's t_avg and OSU's average latency report: a rank that leaves a call early (a bcast's
+// root) counts for its own time, as in a program that goes on computing. --validate first checks the
 // algorithm's result against the native call on the same data.
 //
 // Patterns (--pattern), the ways programs call a collective (docs/tuning.md, "Patterns"):
@@ -278,7 +281,8 @@ double clock_offset(const Setup& s) {
 }
 
 struct Measure {
-  std::vector<double> samples;  // per-iteration maxima, microseconds
+  std::vector<double> samples;    // per-iteration maxima, microseconds
+  std::vector<double> rank_mean;  // per-iteration means over ranks (IMB's t_avg, OSU's average)
   long long late = 0;           // window mode: iterations dropped because a rank missed the start
   int error = MPI_SUCCESS;
 };
@@ -418,14 +422,17 @@ Measure measure(const Setup& s, Calls& c, const std::string& algo, Buffers& b, l
     for (long long k = 0; k < block; ++k) c.one(algo, b, count);
     local[static_cast<size_t>(i)] = (MPI_Wtime() - begin) / static_cast<double>(block) * 1e6;
   }
-  std::vector<double> worst(local.size()), anybad(bad.size());
+  std::vector<double> worst(local.size()), sum(local.size()), anybad(bad.size());
   MPI_Reduce(local.data(), worst.data(), static_cast<int>(iters), MPI_DOUBLE, MPI_MAX, 0, s.comm);
+  MPI_Reduce(local.data(), sum.data(), static_cast<int>(iters), MPI_DOUBLE, MPI_SUM, 0, s.comm);
   MPI_Reduce(bad.data(), anybad.data(), static_cast<int>(iters), MPI_DOUBLE, MPI_MAX, 0, s.comm);
   for (size_t i = 0; i < worst.size(); ++i) {
-    if (anybad[i] > 0)
+    if (anybad[i] > 0) {
       ++m.late;
-    else
+    } else {
       m.samples.push_back(worst[i]);
+      m.rank_mean.push_back(sum[i] / s.size);
+    }
   }
   return m;
 }
@@ -608,12 +615,16 @@ void print_row(const Setup& s, const std::string& collective, const std::string&
       "\"median_us\": %.4f, \"q3_us\": %.4f, \"mean_us\": %.4f, \"p99_us\": %.4f, "
       "\"max_us\": %.4f",
       m.samples.size(), m.late, st.min, st.q1, st.median, st.q3, st.mean, st.p99, st.max);
+  std::printf(", \"rank_mean_median_us\": %.4f", summarize(m.rank_mean).median);
   if (do_validate && !native) std::printf(", \"valid\": %s", done.valid == 1 ? "true" : "false");
   if (!native) std::printf(", \"transport\": \"%s\"", json_escape(ck_transport(s.comm)).c_str());
   if (raw) {
     std::printf(", \"samples\": [");
     for (size_t i = 0; i < m.samples.size(); ++i)
       std::printf("%s%.4f", i ? ", " : "", m.samples[i]);
+    std::printf("], \"rank_mean_samples\": [");
+    for (size_t i = 0; i < m.rank_mean.size(); ++i)
+      std::printf("%s%.4f", i ? ", " : "", m.rank_mean[i]);
     std::printf("]");
   }
   std::printf("}\n");
@@ -842,6 +853,7 @@ int main(int argc, char** argv) {
         stt.error_message = ck_error_message();
       } else {
         stt.all.samples.insert(stt.all.samples.end(), m.samples.begin(), m.samples.end());
+        stt.all.rank_mean.insert(stt.all.rank_mean.end(), m.rank_mean.begin(), m.rank_mean.end());
         stt.all.late += m.late;
         if (s.rank == 0) {
           Stats st = summarize(m.samples);

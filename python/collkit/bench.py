@@ -438,6 +438,9 @@ def _stream_rows(
                 row.valid = d.get("valid")
                 row.transport = str(d.get("transport", ""))
                 row.samples = [float(x) for x in d.get("samples", [])]
+                if d.get("rank_mean_median_us") is not None:
+                    row.rank_mean_median_us = float(d["rank_mean_median_us"])
+                row.rank_mean_samples = [float(x) for x in d.get("rank_mean_samples", [])]
                 attach_rounds(row, blocks.get(d.get("point", -1), []))
                 row.suspect = suspect_reason(row) if row.algorithm != "native" else ""
             yield row

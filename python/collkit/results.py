@@ -79,6 +79,11 @@ class Row:
     valid: bool | None = None  # result checked against the MPI's own call (None: not checked)
     error: str = ""  # why there are no statistics
     samples: list[float] = field(default_factory=list)  # per-iteration times, on request
+    # The per-iteration means over ranks (IMB's t_avg, OSU's average; a rank leaving a call
+    # early counts for its own time): their median, and on request the samples. nan / []: rows
+    # measured before rows said it, and simulated rows.
+    rank_mean_median_us: float = math.nan
+    rank_mean_samples: list[float] = field(default_factory=list)
     # Drift (docs/tuning.md, "Measuring on a drifting machine"): rows measured interleaved with
     # the native call, in rounds, each block between two core-to-core probes.
     interleaved: bool = False  # measured in rounds alternating with native in one job
@@ -135,6 +140,7 @@ FIELDS = tuple(f.name for f in fields(Row))
 # Fields that hold one list of numbers: in the JSON lines only, not in the CSV.
 LIST_FIELDS = (
     "samples",
+    "rank_mean_samples",
     "round_median_us",
     "round_native_before_us",
     "round_native_after_us",
@@ -143,7 +149,13 @@ LIST_FIELDS = (
 )
 CSV_FIELDS = tuple(f for f in FIELDS if f not in LIST_FIELDS)
 _INT_FIELDS = {"P", "bytes", "count", "iterations", "warmup", "block", "attempt"}
-_FLOAT_FIELDS = {*STAT_FIELDS, "load_avg_1m", "probe_rtt_ns_before", "probe_rtt_ns_after"}
+_FLOAT_FIELDS = {
+    *STAT_FIELDS,
+    "rank_mean_median_us",
+    "load_avg_1m",
+    "probe_rtt_ns_before",
+    "probe_rtt_ns_after",
+}
 _BOOL_FIELDS = {"interleaved"}
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from collkit.bench import BenchOptions, Campaign, check_bench
 from collkit.errors import InvalidArgumentError
 from collkit.results import (
+    LIST_FIELDS,
     PATTERNS,
     ResultStore,
     Row,
@@ -56,7 +57,7 @@ def test_rows_written_before_patterns_load_as_back_to_back(tmp_path: Path) -> No
     # A resumed campaign finds it: the row it would measure back to back is already there.
     assert Row("allreduce", "native", 2, 8) in ResultStore(tmp_path / "old.jsonl")
     # An old CSV without the column, and an empty cell, alike.
-    header = [k for k in d if k not in ("samples",) and not k.startswith("round_")]
+    header = [k for k in d if k not in LIST_FIELDS]
     lines = [",".join(header), ",".join("" if d[k] is None else str(d[k]) for k in header)]
     (tmp_path / "old.csv").write_text("\n".join(lines) + "\n")
     assert read_csv(tmp_path / "old.csv")[0].pattern == "back_to_back"
@@ -543,3 +544,29 @@ def test_a_gain_only_over_the_mpis_calls_slowed_in_the_same_job_is_no_rule(
     assert c.collkit is not None and c.collkit.algorithm == "bcast:binomial"
     assert 1.35 < c.collkit.speedup < 1.5  # 1 / 0.7, against the MPI alone, not 3 / 0.7
     assert c.collkit.alone_speedup == pytest.approx(c.collkit.speedup)
+
+
+def test_a_win_in_the_slowest_rank_that_loses_in_the_ranks_mean_is_no_rule() -> None:
+    """A bcast whose receiver finishes sooner than the MPI's (the slowest rank's time: 8 against
+    10 µs) but whose root, which the MPI's lets go at once, waits (the mean over ranks: 7
+    against 6 µs, what IMB's t_avg reports) is no win; with both faster it wins, its speedup
+    the smaller of the two; rows without means over ranks are compared in the slowest rank's."""
+    from collkit.tune.select import choose
+
+    def with_means(row: Row, center: float, seed: int) -> Row:
+        s = np.random.default_rng(seed).normal(center, center * 0.03, len(row.samples))
+        row.rank_mean_samples = [min(float(m), x) for m, x in zip(s, row.samples, strict=True)]
+        return row
+
+    native = with_means(measured("native", 10.0, "barrier", seed=1), 6.0, 2)
+    rootwait = with_means(measured("bcast:binomial", 8.0, "barrier", seed=3), 7.0, 4)
+    (c,) = choose([native, rootwait])
+    assert c.collkit is None
+    (cand,) = c.candidates
+    assert cand.rank_mean_speedup < 0.9 and cand.speedup == pytest.approx(cand.rank_mean_speedup)
+    both = with_means(measured("bcast:binomial", 8.0, "barrier", seed=3), 5.5, 4)
+    (w,) = choose([native, both])
+    assert w.collkit is not None and 1.05 < w.collkit.speedup < 1.15  # 6 / 5.5, not 10 / 8
+    old = measured("bcast:binomial", 8.0, "barrier", seed=3)  # no means: the slowest rank's
+    (o,) = choose([native, old])
+    assert o.collkit is not None and o.collkit.rank_mean_speedup == math.inf

@@ -24,6 +24,11 @@ a job that interleaves collkit's candidates the MPI's own calls can run slower t
 their own (MPICH's 8 B allreduce after its barrier: 1.30 us interleaved, 0.36 us alone,
 docs/tuning.md), which would credit collkit with a gain no program sees.
 
+Two statistics: each iteration's time is the slowest rank's (the collective is done when its last
+rank is) and, where rows carry them, the mean over ranks (IMB's t_avg, OSU's average: a bcast's
+root that leaves early counts for its own time, as in a program that goes on computing). A win
+must hold in both; its figures are the worse.
+
 `routing_us` is added to every sample of collkit's own candidates (not the MPI's forced
 algorithms) before the comparison: what the interposition library adds to a call it routes to
 collkit (collkit.mpi.routing), which a program pays and tune's blocks through the C API do not.
@@ -66,6 +71,8 @@ class Comparison:
     # native median
     alone_speedup: float = math.nan
     alone_native_us: float = math.nan
+    # in the per-iteration means over ranks (inf: not compared so)
+    rank_mean_speedup: float = math.inf
 
 
 def compare(
@@ -167,17 +174,47 @@ def shape_of(allocation: str, P: int) -> tuple[int | None, int | None]:
     return None, None
 
 
-def against_alone(c: Comparison, row: Row, alone: Row) -> Comparison:
-    """`c` (a candidate against the native call of its own job) made the worse of it and the
-    comparison with `alone`, the native call timed in a job without collkit: the smaller
-    speedup and its interval's ends, the larger p-value; both speedups kept."""
-    a = compare(row.algorithm, row.samples, alone.samples)
+def worse_of(c: Comparison, a: Comparison) -> Comparison:
+    """`c` made the worse of it and `a` (the same candidate against another reference or in
+    another statistic): the smaller speedup (with its medians) and interval ends, the larger
+    p-value."""
     out = dataclasses.replace(c)
-    out.alone_speedup, out.alone_native_us = a.speedup, a.native_median_us
     if a.speedup < c.speedup:
-        out.speedup, out.native_median_us = a.speedup, a.native_median_us
+        out.speedup, out.median_us, out.native_median_us = (
+            a.speedup,
+            a.median_us,
+            a.native_median_us,
+        )
     out.p_value = max(c.p_value, a.p_value)
     out.ci95 = (min(c.ci95[0], a.ci95[0]), min(c.ci95[1], a.ci95[1]))
+    return out
+
+
+def against_alone(c: Comparison, row: Row, alone: Row) -> Comparison:
+    """`c` (a candidate against the native call of its own job) made the worse of it and the
+    comparison with `alone`, the native call timed in a job without collkit; that speedup
+    kept."""
+    a = compare(row.algorithm, row.samples, alone.samples)
+    out = worse_of(c, a)
+    out.alone_speedup, out.alone_native_us = a.speedup, a.native_median_us
+    return out
+
+
+MIN_RANK_MEANS = 5  # per-iteration means over ranks a row needs for that comparison
+
+
+def in_rank_means(c: Comparison, row: Row, natives: Sequence[Row]) -> Comparison:
+    """`c` made the worse of it and the same comparisons in the per-iteration means over ranks
+    (IMB's t_avg: a rank that leaves a call early counts for its own time), against each of
+    `natives` that has them; rows without them (older rows) leave `c` as it is."""
+    if len(row.rank_mean_samples) < MIN_RANK_MEANS:
+        return c
+    out = c
+    for n in natives:
+        if len(n.rank_mean_samples) >= MIN_RANK_MEANS:
+            a = compare(row.algorithm, row.rank_mean_samples, n.rank_mean_samples)
+            out = worse_of(out, a)
+            out.rank_mean_speedup = min(out.rank_mean_speedup, a.speedup)
     return out
 
 
@@ -200,6 +237,7 @@ def through_library(row: Row, routing_us: float) -> Row:
     return dataclasses.replace(
         row,
         samples=[x + routing_us for x in row.samples],
+        rank_mean_samples=[x + routing_us for x in row.rank_mean_samples],
         round_median_us=[x + routing_us for x in row.round_median_us],
         median_us=row.median_us + routing_us,
     )
@@ -312,6 +350,11 @@ def choose(
             alone = alone_reference(mine) if r.interleaved else None
             if alone is not None and alone is not native:
                 comp = against_alone(comp, routed, alone)
+            comp = in_rank_means(
+                comp,
+                routed,
+                [native] + ([alone] if alone is not None and alone is not native else []),
+            )
             by_algo.setdefault(r.algorithm, dict.fromkeys(measured))[r.pattern] = comp
         comps = []
         for per in by_algo.values():
