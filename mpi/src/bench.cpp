@@ -8,8 +8,8 @@
 // per-iteration maxima, in microseconds; --raw adds the samples. Each row also gives the median
 // of the per-iteration means over ranks (rank_mean_median_us; --raw: rank_mean_samples), what
 // IMB's t_avg and OSU's average latency report: a rank that leaves a call early (a bcast's
-// root) counts for its own time, as in a program that goes on computing. --validate first checks the
-// algorithm's result against the native call on the same data.
+// root) counts for its own time, as in a program that goes on computing. --validate first checks
+// the algorithm's result against the native call on the same data.
 //
 // Patterns (--pattern), the ways programs call a collective (docs/tuning.md, "Patterns"):
 //   back_to_back  the default: after the iteration's synchronisation, `block` calls on one buffer
@@ -283,7 +283,7 @@ double clock_offset(const Setup& s) {
 struct Measure {
   std::vector<double> samples;    // per-iteration maxima, microseconds
   std::vector<double> rank_mean;  // per-iteration means over ranks (IMB's t_avg, OSU's average)
-  long long late = 0;           // window mode: iterations dropped because a rank missed the start
+  long long late = 0;             // window mode: iterations dropped because a rank missed the start
   int error = MPI_SUCCESS;
 };
 
