@@ -47,7 +47,9 @@
 // Then the irregular copies of the run (gatherv, scatterv, alltoallv, allgatherv) are started one
 // after another on one communicator, one rank late, and completed in reverse order (a line
 // "OUTSTANDING algorithms ran=N declined=M"); with the C API a gatherv, scatterv or alltoallv
-// whose ranks' counts disagree must fail alike on every rank ("DISAGREE algorithm failed alike").
+// whose ranks' counts disagree must fail alike on every rank ("DISAGREE algorithm failed alike"),
+// and so must one whose counts agree but break a limit only the exchanged vector shows (a block
+// past 2^48 bytes, a buffer of P blocks past it: "LIMIT algorithm block|total failed alike").
 //
 // --persistent checks the persistent forms the same way: each call under test is ck_<coll>_init
 // (or MPI_<Coll>_init through the interposition library, MPI 4 only), started with MPI_Start and
@@ -1596,6 +1598,72 @@ void check_disagreeing_counts(const std::string& algo) {
   if (rank == 0 && !any) std::printf("DISAGREE %s failed alike\n", algo.c_str());
 }
 
+// --nonblocking, the C API: a gatherv, scatterv or alltoallv whose counts agree but break one of
+// collkit's limits, which only the exchanged vector shows, starts on every rank, and its request
+// completes with the same error code on every rank (nothing is declined after the start, no rank
+// hangs). The counts are of a 4 GiB contiguous type on buffers of a few ints: the call must fail
+// before any byte moves. Two limits: "block", one block past 2^48 bytes (the exchange's entry
+// limit, any P); "total", every block within it but a buffer of P blocks past it (the
+// algorithm's limit, P >= 2). Prints "LIMIT algorithm block|total failed alike".
+void check_exchanged_limits(const std::string& algo) {
+  int P = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const Collective coll = collective_from_string(algo.substr(0, algo.find(':')));
+  const CollectiveSpec& spec = spec_of(coll);
+  if (spec.counts == Counts::none || spec.reduction() || coll == Collective::allgatherv) return;
+  MPI_Datatype huge = MPI_DATATYPE_NULL;  // 2^30 ints: 2^32 bytes, no memory behind it
+  MPI_Type_contiguous(1 << 30, MPI_INT, &huge);
+  MPI_Type_commit(&huge);
+  const int64_t blocks_in_limit = int64_t{1} << 16;  // 2^48 bytes of 2^32-byte elements
+  const std::pair<const char*, int64_t> limits[] = {{"block", blocks_in_limit + 1},
+                                                    {"total", blocks_in_limit / P + 1}};
+  for (const auto& [what, n] : limits) {
+    if (std::strcmp(what, "total") == 0 && P < 2) continue;
+    std::vector<int> in(8, rank), out(8, -1);
+    CallArgs a;
+    a.sendbuf = in.data();
+    a.recvbuf = out.data();
+    a.sendcount = a.recvcount = n;
+    a.sendtype = a.recvtype = huge;
+    a.root = P - 1;
+    a.comm = MPI_COMM_WORLD;
+    regular_vectors(a, spec, P, n);
+    ++g_calls;
+    MPI_Request r = MPI_REQUEST_NULL;
+    int rc = collkit::mpi::call_collkit_nb(coll, a, algo.c_str(), &r);
+    std::string why;
+    if (rc != MPI_SUCCESS) {
+      why = "the start failed: " + describe_error(rc);
+    } else {
+      rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+      if (rc == MPI_SUCCESS)
+        why = "the request completed without an error";
+      else if (ck_declined(rc))
+        why = "declined after the start: " + describe_error(rc);
+      else if (std::string(ck_error_message())
+                   .find(std::strcmp(what, "block") == 0
+                             ? "past 2^48 bytes"
+                             : "found once the counts were exchanged") == std::string::npos)
+        why = "not the limit: " + describe_error(rc);
+    }
+    if (in != std::vector<int>(8, rank) || out != std::vector<int>(8, -1))
+      why += (why.empty() ? "" : "; ") + std::string("the buffers changed");
+    const std::string label = "world P=" + std::to_string(P) + " " + algo + " " + what +
+                              " limit (" + std::to_string(n) + " x 4 GiB)";
+    settle(MPI_COMM_WORLD, label, why);
+    // The same error code on every rank: its minimum and maximum agree.
+    int codes[2] = {rc, -rc}, extremes[2] = {0, 0};
+    MPI_Allreduce(codes, extremes, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    const bool alike = extremes[0] == -extremes[1];
+    if (!alike && rank == 0) fail(label + ": the ranks' error codes differ");
+    int failed = why.empty() && alike ? 0 : 1, any = 0;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0 && !any) std::printf("LIMIT %s %s failed alike\n", algo.c_str(), what);
+  }
+  MPI_Type_free(&huge);
+}
+
 // --persistent: two handles of `algo` on the world, each started round after round with new data
 // (MPI_Startall on both, or MPI_Start on each), beside a non-blocking allreduce and a ring of
 // point-to-point messages, completed by a different mix each round (MPI_Waitall, an MPI_Testany
@@ -1924,6 +1992,7 @@ int main(int argc, char** argv) {
     }
     if (g_nonblocking && !g_persistent) check_start_does_not_block(algo);
     if (g_nonblocking && !g_persistent && !kViaPmpi) check_disagreeing_counts(algo);
+    if (g_nonblocking && !g_persistent && !kViaPmpi) check_exchanged_limits(algo);
     if (g_persistent) check_persistent_restarts(algo);
     if (!kViaPmpi && g_world_rank == 0)
       std::printf("CAPI %s ran=%lld declined=%lld\n", algo.c_str(), g_capi_ran - capi_ran0,
