@@ -82,6 +82,15 @@ def test_a_bad_benchmark_is_refused_before_it_runs(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_results_file_not_ending_in_jsonl_is_refused_before_anything_is_built(
+    fake_mpi: None, tmp_path: Path
+) -> None:
+    opts = BenchOptions("allreduce", P=[2], out=str(tmp_path / "r"))
+    with pytest.raises(CollkitError, match=r"must end in \.jsonl"):
+        cb.check_bench(opts)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_plan_names_the_campaign_and_the_file(fake_mpi: None, tmp_path: Path) -> None:
     plan = cb.check_bench(
         BenchOptions("allreduce", ["rd", "native"], [2], [8, 64], out=str(tmp_path / "C.jsonl"))
