@@ -322,6 +322,10 @@ std::string Algorithm::refusal(const CallShape& call, CallCheck check) const {
     what = what.substr(0, what.find('\n'));
     return what.starts_with(canonical_) ? what : canonical_ + ": " + what;
   }
+  if (!call.exact && spec_->restrictions.exact_op)
+    return canonical_ +
+           ": needs an op exact under any grouping (integer sum, product, min or max, a logical "
+           "or bitwise op)";
   if (!call.commutative && needs_commutative(call.placement))
     return canonical_ + ": needs a commutative op" +
            (spec_->restrictions.commutative_op || !call.placement.given()

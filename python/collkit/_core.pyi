@@ -125,7 +125,7 @@ class Algorithm:
 
     def check(self, P: int, count: int, elem_size: int = 8, root: int = 0, rpn: int = 0, order: str = 'contiguous', counts: Sequence[int] = [], in_displs: Sequence[int] = [], out_displs: Sequence[int] = []) -> None: ...
 
-    def refusal(self, P: int, count: int, elem_size: int = 8, root: int = 0, commutative: bool = True, rpn: int = 0, order: str = 'contiguous', full: bool = True, counts: Sequence[int] = [], in_displs: Sequence[int] = [], out_displs: Sequence[int] = []) -> str:
+    def refusal(self, P: int, count: int, elem_size: int = 8, root: int = 0, commutative: bool = True, rpn: int = 0, order: str = 'contiguous', full: bool = True, counts: Sequence[int] = [], in_displs: Sequence[int] = [], out_displs: Sequence[int] = [], exact: bool = False) -> str:
         """
         Why the algorithm cannot run this call ("" when it can): the registry's one answer, as the C API, the interposition library and the tuning-table check ask it.
         """
@@ -138,7 +138,7 @@ class Algorithm:
 
     def count_ops(self, P: int, count: int, elem_size: int = 8, root: int = 0, rpn: int = 0, order: str = 'contiguous', counts: Sequence[int] = [], in_displs: Sequence[int] = [], out_displs: Sequence[int] = []) -> int: ...
 
-def verify(schedule: Schedule, commutative: bool = True, max_diagnostics: int = 20, in_place: bool = False) -> dict: ...
+def verify(schedule: Schedule, commutative: bool = True, max_diagnostics: int = 20, in_place: bool = False, exact: bool = False) -> dict: ...
 
 def compare_trees(a: Schedule, b: Schedule) -> dict: ...
 

@@ -180,6 +180,12 @@ class Algorithm:
         """Node-aware: generating needs a Placement (ranks per node and their order)."""
         return bool(self.spec["restrictions"]["needs_placement"])
 
+    @property
+    def needs_exact(self) -> bool:
+        """Whether it is right only for an op exact under any grouping (integer sum, product,
+        min or max; a logical or bitwise op): its ranks combine different groupings."""
+        return bool(self.spec["restrictions"]["exact_op"])
+
     def needs_commutative(self, placement: Placement | None = None) -> bool:
         """Whether it is wrong on a non-commutative op with this placement (a composition's
         parts, or round-robin node groups, may not keep rank order)."""
@@ -203,11 +209,13 @@ class Algorithm:
         *,
         commutative: bool = True,
         full: bool = True,
+        exact: bool = False,
         **shape: Unpack[Shape],
     ) -> str:
         """Why this algorithm cannot run the call ("" when it can): the registry's one answer,
         as the C API, the interposition library and the tuning-table reader ask it. `full=False`
-        asks only the declared limits (what a per-call decision affords)."""
+        asks only the declared limits (what a per-call decision affords); `exact`: the op is
+        exact under any grouping (an integer sum, a bitwise op; Restrictions::exact_op)."""
         return str(
             self._algo.refusal(
                 _int(P, "P", 0, 1 << 40),
@@ -218,6 +226,7 @@ class Algorithm:
                 *_where(shape),
                 full,
                 *_vectors_of(shape),
+                bool(exact),
             )
         )
 

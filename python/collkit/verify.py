@@ -163,12 +163,18 @@ def _check_fits(s: Schedule) -> None:
 
 
 def verify(
-    schedule: Schedule, commutative: bool = True, max_diagnostics: int = 20, in_place: bool = False
+    schedule: Schedule,
+    commutative: bool = True,
+    max_diagnostics: int = 20,
+    in_place: bool = False,
+    exact: bool = False,
 ) -> VerifyResult:
     """Execute `schedule` symbolically and check it (see docs/verifier.md).
 
     commutative: whether the reduction op may swap operands. With False, every reduced element
     must be combined in rank order with the same tree on every rank.
+    exact: whether the op's result is the same however its operands are grouped (an integer
+    sum, a bitwise op): each result must combine the right inputs once each, in any tree.
     in_place: check the schedule as it runs under MPI_IN_PLACE (allreduce and reduce): `in` is
     the same memory as `out`, so reading `in` after writing `out` is caught.
     """
@@ -177,11 +183,13 @@ def verify(
         raise InvalidArgumentError(f"max_diagnostics must be an integer, not {max_diagnostics!r}")
     if max_diagnostics < 0:
         raise InvalidArgumentError("max_diagnostics must be >= 0")
-    for name, flag in (("commutative", commutative), ("in_place", in_place)):
+    for name, flag in (("commutative", commutative), ("in_place", in_place), ("exact", exact)):
         if not isinstance(flag, (bool, np.bool_)):
             raise InvalidArgumentError(f"{name} must be True or False, not {flag!r}")
     _check_fits(schedule)
-    raw = _core.verify(schedule.core, bool(commutative), max_diagnostics, bool(in_place))
+    raw = _core.verify(
+        schedule.core, bool(commutative), max_diagnostics, bool(in_place), bool(exact)
+    )
     return _result(raw, schedule)
 
 
@@ -193,20 +201,25 @@ def verify_algorithm(
     root: int = 0,
     commutative: bool | None = None,
     in_place: bool = False,
+    exact: bool | None = None,
     **shape: Unpack[Shape],
 ) -> VerifyResult:
     """Generate and verify. commutative=None: as the algorithm declares for this placement
-    (non-commutative unless it requires a commutative op). The irregular collectives take a
+    (non-commutative unless it requires a commutative op); exact=None: as it declares (an op
+    exact under any grouping only where it requires one). The irregular collectives take a
     count vector and displacements (collkit.algorithms.Shape)."""
     algo = Algorithm(algorithm)
     if commutative is None:
         commutative = algo.needs_commutative(shape.get("placement"))
+    if exact is None:
+        exact = algo.needs_exact
     if count is not None:
         check_buffers_fit(algo.collective, P, count, root)  # before generating, not after
     return verify(
         algo.generate(P, count, elem_size, root, **shape),
         commutative=commutative,
         in_place=in_place,
+        exact=exact,
     )
 
 

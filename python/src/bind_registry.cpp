@@ -83,6 +83,7 @@ nb::dict spec_dict(const AlgorithmSpec& s) {
   d["params"] = params;
   nb::dict r;
   r["commutative_op"] = s.restrictions.commutative_op;
+  r["exact_op"] = s.restrictions.exact_op;
   r["power_of_two"] = s.restrictions.power_of_two;
   r["min_P"] = s.restrictions.min_P;
   r["max_P"] = s.restrictions.max_P;
@@ -271,17 +272,17 @@ void bind_registry(nb::module_& m) {
           [](const Algorithm& a, int64_t P, int64_t count, int64_t elem_size, int64_t root,
              bool commutative, int64_t rpn, const std::string& order, bool full,
              const std::vector<int64_t>& counts, const std::vector<int64_t>& in_displs,
-             const std::vector<int64_t>& out_displs) {
+             const std::vector<int64_t>& out_displs, bool exact) {
             const CountVectors v = vectors(counts, in_displs, out_displs);
             return a.refusal(CallShape{P, count, elem_size, root, commutative,
-                                       placement_arg(rpn, order), v.empty() ? nullptr : &v},
+                                       placement_arg(rpn, order), v.empty() ? nullptr : &v, exact},
                              full ? CallCheck::full : CallCheck::limits);
           },
           nb::arg("P"), nb::arg("count"), nb::arg("elem_size") = 8, nb::arg("root") = 0,
           nb::arg("commutative") = true, nb::arg("rpn") = 0, nb::arg("order") = "contiguous",
           nb::arg("full") = true, nb::arg("counts") = std::vector<int64_t>{},
           nb::arg("in_displs") = std::vector<int64_t>{},
-          nb::arg("out_displs") = std::vector<int64_t>{},
+          nb::arg("out_displs") = std::vector<int64_t>{}, nb::arg("exact") = false,
           "Why the algorithm cannot run this call (\"\" when it can): the registry's one answer, "
           "as the C API, the interposition library and the tuning-table check ask it.")
       .def(

@@ -11,9 +11,10 @@ namespace collkit::py {
 void bind_verify(nb::module_& m) {
   m.def(
       "verify",
-      [](const Schedule& s, bool commutative, size_t max_diagnostics, bool in_place) {
+      [](const Schedule& s, bool commutative, size_t max_diagnostics, bool in_place, bool exact) {
         VerifyOptions o;
         o.commutative = commutative;
+        o.exact = exact;
         o.max_diagnostics = max_diagnostics;
         o.in_place = in_place;
         VerifyResult r;
@@ -42,7 +43,7 @@ void bind_verify(nb::module_& m) {
         return d;
       },
       nb::arg("schedule"), nb::arg("commutative") = true, nb::arg("max_diagnostics") = 20,
-      nb::arg("in_place") = false);
+      nb::arg("in_place") = false, nb::arg("exact") = false);
   m.def(
       "compare_trees",
       [](const Schedule& a, const Schedule& b) {

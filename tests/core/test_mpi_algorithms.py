@@ -1022,16 +1022,108 @@ def test_swing_hops_are_shorter_than_recursive_doublings() -> None:
         assert [min((q - rank) % 64, (rank - q) % 64) for q in got] == hops
 
 
-@pytest.mark.parametrize("dims", ["4x3", "0", "x", "8x", "axb", "2x2x2x2x2x2x2x2x2"])
-def test_swing_refuses_bad_dims_by_name(dims: str) -> None:
+@pytest.mark.parametrize("dims", ["0", "x", "8x", "axb", "4x0", "2x2x2x2x2x2x2x2x2"])
+@pytest.mark.parametrize("form", ["swing", "swing_lat"])
+def test_swing_refuses_bad_dims_by_name(form: str, dims: str) -> None:
     with pytest.raises(collkit.AlgorithmNameError, match="dims"):
-        collkit.Algorithm(f"allreduce:swing(dims={dims})")
+        collkit.Algorithm(f"allreduce:{form}(dims={dims})")
 
 
-@pytest.mark.parametrize(("dims", "P"), [("4x4", 8), ("4x4", 32), ("P", 12)])
-def test_swing_refuses_a_torus_that_is_not_P(dims: str, P: int) -> None:
-    with pytest.raises(collkit.UnsupportedError, match=r"dims|power of two|2\^k"):
-        collkit.Algorithm(f"allreduce:swing(dims={dims})").generate(P, 4)
+@pytest.mark.parametrize(("dims", "P"), [("4x4", 8), ("4x4", 32), ("3x5", 16)])
+@pytest.mark.parametrize("form", ["swing", "swing_lat"])
+def test_swing_refuses_a_torus_that_is_not_P(form: str, dims: str, P: int) -> None:
+    with pytest.raises(collkit.UnsupportedError, match=r"dims"):
+        collkit.Algorithm(f"allreduce:{form}(dims={dims})").generate(P, 4)
+
+
+# Powers of two, primes, awkward composites; tori of powers of two and of other sizes.
+SWING_SHAPES = [
+    *[("P", P) for P in (1, 2, 3, 5, 6, 7, 8, 12, 13, 16, 24, 31, 33, 48, 63, 64)],
+    *[(d, math.prod(map(int, d.split("x")))) for d in ("4x4", "8x4", "3x3", "3x5", "6x4", "5x7")],
+    *[(d, math.prod(map(int, d.split("x")))) for d in ("2x3x4", "3x3x3", "1x5", "7x1x2")],
+]
+
+
+@pytest.mark.parametrize(("dims", "P"), SWING_SHAPES)
+@pytest.mark.parametrize("form", ["swing", "swing_lat"])
+def test_swing_is_verified_on_any_P_and_torus(form: str, dims: str, P: int) -> None:
+    name = f"allreduce:{form}" + (f"(dims={dims})" if dims != "P" else "")
+    exact = form == "swing_lat"
+    for count in (0, 1, 5, 2 * P + 3):
+        s = collkit.generate(name, P, count)
+        for in_place in (False, True):
+            r = collkit.verify(s, commutative=True, in_place=in_place, exact=exact)
+            assert r.ok, f"{name} P={P} count={count}: " + r.summary()
+
+
+def _fold_pairs(d: int) -> list[tuple[int, int]]:
+    """The fold of d coordinates onto a power of two: (folded away, kept) pairs, MPICH's."""
+    rem = d - (1 << (d.bit_length() - 1))
+    return [(2 * v, 2 * v + 1) for v in range(rem)]
+
+
+@pytest.mark.parametrize(("dims", "P"), [("P", 12), ("3x5", 15), ("6x4", 24), ("2x3x4", 24)])
+def test_swing_folds_each_dimension_one_hop(dims: str, P: int) -> None:
+    # A rank folded away in dimension t sends its vector to its neighbour there and gets the
+    # result back from it; before (and after) it, it folds in (and out) only its own partners
+    # of earlier dimensions: one hop each, none of the swing steps.
+    sizes = [P] if dims == "P" else [int(x) for x in dims.split("x")]
+    strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
+    name = "allreduce:swing_lat" + (f"(dims={dims})" if dims != "P" else "")
+    away = set()
+    for rank in range(P):
+        coords = [rank // strides[t] % sizes[t] for t in range(len(sizes))]
+        for t, d in enumerate(sizes):
+            if any(coords[t] == a for a, _ in _fold_pairs(d)):
+                away.add(rank)
+                a = _program(name, P, rank, 4)
+                q = rank + strides[t]
+                assert _peers(a, SEND)[0] == q and _peers(a, RECV)[-1] == q, rank
+                assert len(_peers(a, SEND)) == len(_peers(a, RECV)) <= t + 1
+                assert all(abs(p - rank) in strides for p in _peers(a, SEND)), rank
+                break
+    V = math.prod(1 << (d.bit_length() - 1) for d in sizes)
+    assert len(away) == P - V
+    for rank in set(range(P)) - away:
+        a = _program(name, P, rank, 4)
+        # lg V swing steps, plus the folds it takes in and hands back
+        assert len(_peers(a, SEND)) >= (V.bit_length() - 1)
+
+
+@pytest.mark.parametrize("P", [8, 16, 64])
+def test_swing_lat_sends_the_whole_vector_to_the_swing_peers(P: int) -> None:
+    for rank in range(P):
+        a = _program("allreduce:swing_lat", P, rank, 10)
+        assert _peers(a, SEND) == _swing_peers([P], rank) == _peers(a, RECV)
+        assert [int(a["len"][i]) for i in _messages(a, SEND)] == [10] * (P.bit_length() - 1)
+
+
+def test_swing_lat_needs_an_op_exact_under_any_grouping() -> None:
+    # Its ranks combine different groupings (rank 0 of 8: {0,1} with {6,7}; rank 1: {0,1} with
+    # {2,3}): consistent only for an op whose result does not depend on the grouping.
+    algo = collkit.Algorithm("allreduce:swing_lat")
+    assert algo.needs_exact and not collkit.Algorithm("allreduce:swing").needs_exact
+    s = algo.generate(8, 3)
+    r = collkit.verify(s, commutative=True)
+    assert not r.ok and "inconsistent_tree" in r.summary()
+    assert collkit.verify(s, commutative=True, exact=True).ok
+    assert "exact" in algo.refusal(8, 3)
+    assert algo.refusal(8, 3, exact=True) == ""
+    assert collkit.Algorithm("allreduce:swing").refusal(8, 3) == ""
+
+
+@pytest.mark.parametrize(("dims", "P"), [("P", 12), ("3x5", 15), ("8x8", 64)])
+def test_swing_costs_count_the_fold(dims: str, P: int) -> None:
+    sizes = [P] if dims == "P" else [int(x) for x in dims.split("x")]
+    V = math.prod(1 << (d.bit_length() - 1) for d in sizes)
+    f = sum(d & (d - 1) != 0 for d in sizes)
+    L = V.bit_length() - 1
+    suffix = f"(dims={dims})" if dims != "P" else ""
+    lat = collkit.Algorithm("allreduce:swing_lat" + suffix).cost(P, 800)
+    assert lat["alpha"] == L + 2 * f and lat["beta"] == (L + 2 * f) * 800
+    bw = collkit.Algorithm("allreduce:swing" + suffix).cost(P, 800)
+    assert bw["alpha"] == 2 * L + 2 * f
+    assert bw["gamma"] == pytest.approx((V - 1) / V * 800 + f * 800)
 
 
 def test_swing_beats_rabenseifner_on_a_congested_torus() -> None:
@@ -1053,6 +1145,7 @@ def test_swing_beats_rabenseifner_on_a_congested_torus() -> None:
     name=st.sampled_from(
         [
             "allreduce:swing(dims={})",
+            "allreduce:swing_lat(dims={})",
             "allreduce:tree(tree={})",
             "allreduce:tree(k={})",
             "allreduce:recexch(k={})",

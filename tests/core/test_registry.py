@@ -38,7 +38,8 @@ def _default_names() -> list[str]:
 
 def _verify_sweep(name: str, Ps: list[int]) -> None:
     """Every P x count x root (reduce, bcast: the ends and the middle) through the verifier, in
-    rank order unless the algorithm declares it needs a commutative op (with these parameters)."""
+    rank order unless the algorithm declares it needs a commutative op (with these parameters),
+    with any tree where it declares an op exact under any grouping (allreduce:swing_lat)."""
     algo = collkit.Algorithm(name)
     # A parameter may make it need one too (allreduce:tree(tree=kary)).
     needs_comm = bool(algo.spec["restrictions"]["commutative_op"]) or algo.needs_commutative()
@@ -50,7 +51,7 @@ def _verify_sweep(name: str, Ps: list[int]) -> None:
                     s = algo.generate(P, count, 8, root)
                 except collkit.UnsupportedError:
                     continue
-                r = collkit.verify(s, commutative=needs_comm)
+                r = collkit.verify(s, commutative=needs_comm, exact=algo.needs_exact)
                 assert r.ok, r.summary()
                 if not needs_comm:
                     assert r.consistent_noncommutative

@@ -375,6 +375,22 @@ def test_in_place_catches_a_schedule_that_relies_on_separate_buffers() -> None:
     assert "may overwrite out[0:3] while the message sent from it" in r.diagnostics[0].message
 
 
+def test_an_exact_op_takes_any_tree_but_not_a_wrong_result() -> None:
+    # Swing's latency-optimal form: rank 0 of 8 combines {0,1} with {6,7}, rank 1 {0,1} with
+    # {2,3}: different trees, right for an integer sum, refused for a floating-point one.
+    s = collkit.generate("allreduce:swing_lat", 8, 2)
+    assert not collkit.verify(s, commutative=True).ok
+    r = collkit.verify(s, commutative=True, exact=True)
+    assert r.ok and not r.consistent_commutative
+    # exact=True still wants every rank's input once: a rank that keeps its own input is wrong.
+    ops = empty("allreduce", 2, 1)
+    for me in range(2):
+        w = RankWriter(ops, me)
+        w.copy("out", 0, "in", 0, 1)
+    r = collkit.verify(ops.build(), exact=True)
+    assert not r.ok and "wrong_result" in r.kinds
+
+
 def test_every_reduction_algorithm_is_in_place_safe() -> None:
     for spec in collkit.algorithms():
         if spec["collective"] not in ("allreduce", "reduce") or spec["name"].endswith(":rm"):
@@ -386,7 +402,7 @@ def test_every_reduction_algorithm_is_in_place_safe() -> None:
                     s = algo.generate(P, 5, 8, root)
                 except collkit.UnsupportedError:
                     continue
-                r = collkit.verify(s, in_place=True)
+                r = collkit.verify(s, in_place=True, exact=algo.needs_exact)
                 assert r.ok, r.summary()
     with pytest.raises(collkit.InvalidArgumentError, match="in-place check applies"):
         collkit.verify(collkit.generate("bcast:binomial", 4, 1), in_place=True)

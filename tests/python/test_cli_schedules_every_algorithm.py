@@ -118,8 +118,10 @@ def test_what_cannot_run_at_P_is_left_out_with_a_note(
     assert "left out: alltoall:two_proc: needs P <= 2, not 7" in out
     assert "left out: alltoall:bruck_local: is node-aware" in out
     r = rank_algorithms("allreduce", 12, 8, Model.make("postal"))
-    assert "allreduce:swing" in {x.algorithm for x in r.left_out}
-    assert "allreduce:swing" not in {x.algorithm for x in r.rows}
+    left = {x.algorithm: x for x in r.left_out}
+    assert "allreduce:swing_lat" in left
+    assert "allreduce:swing_lat" not in {x.algorithm for x in r.rows}
+    assert "exact" in left["allreduce:swing_lat"].reason
     # too many ops: left out, named, with the count
     assert main(["schedules", "bcast", "-P", "64", "--bytes", "1MiB", "--max-ops", "2000"]) == 0
     out = capsys.readouterr().out

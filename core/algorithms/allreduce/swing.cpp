@@ -1,22 +1,20 @@
 // allreduce:swing: its summary, phases in brief, cost and reference are said once, in its
 // Registrar at the end of this file (`collkit algorithms allreduce:swing` prints them).
-// Algorithm:    Swing (De Sensi, Bonato, Saam, Hoefler, NSDI 2024) on P = 2^L ranks laid out
-//               row-major on a torus of `dims` (each a power of two; "P": one ring of P). Step s
-//               (0 .. L-1) changes one coordinate: dimension t(s) taken in turn, skipping the
-//               dimensions whose steps are done, at that dimension's own step j; rank x moves
-//               it by +rho(j) if its coordinate is even, -rho(j) if odd, mod the dimension's
-//               size, rho(j) = sum_{i <= j} (-2)^i = 1, -1, 3, -5, 11, ... (the paper's pi).
-//               The sequence t(s), j(s) is the same for every rank, as in the authors' library.
-// Phases:       the bandwidth-optimal form: the vector in P blocks (block b: rank b's); R(x, s)
-//               is the set x reaches from step s on (R(x, L) = {x}, R(x, s) = R(x, s+1) u R(peer(x,
-//               s), s+1)). Reduce-scatter: at step s, send the blocks R(peer, s+1) (packed in block
-//               order, runs of adjacent blocks one copy), receive R(x, s+1) and reduce them in;
-//               allgather: the steps in reverse, send R(x, s+1), receive R(peer, s+1).
-// Restrictions: P = 2^L, the product of dims; a commutative op (the groups are not rank
-//               ranges). The paper's latency-optimal form (the whole vector each step) is left
-//               out: the groups a rank meets are not the same on every rank (rank 0 of 8
-//               combines {0,1} with {6,7}, rank 1 {0,1} with {2,3}), so its ranks' results would
-//               differ in floating point, which the verifier refuses.
+// Algorithm:    Swing (De Sensi, Bonato, Saam, Hoefler, NSDI 2024) on P ranks laid out
+//               row-major on a torus of `dims` ("P": one ring of P), each dimension folded onto
+//               a power of two (phases/swing.hpp: the fold, the steps and the swing peers
+//               +rho(j), -rho(j), rho(j) = 1, -1, 3, -5, 11, ...).
+// Phases:       the bandwidth-optimal form. 1. fold, dimension by dimension, onto the V = 2^L
+//               virtual ranks; 2. on them, the vector in V blocks (block b: virtual rank b's);
+//               R(x, s) is the set x reaches from step s on (R(x, L) = {x}, R(x, s) = R(x, s+1)
+//               u R(peer(x, s), s+1)). Reduce-scatter: at step s, send the blocks R(peer, s+1)
+//               (packed in block order, runs of adjacent blocks one copy), receive R(x, s+1) and
+//               reduce them in; allgather: the steps in reverse, send R(x, s+1), receive R(peer,
+//               s+1); 3. unfold, the dimensions in reverse.
+// Restrictions: a commutative op (the groups are not rank ranges). The latency-optimal form is
+//               allreduce:swing_lat (swing_lat.cpp).
+#include "../phases/swing.hpp"
+
 #include <algorithm>
 #include <any>
 #include <bit>
@@ -34,53 +32,20 @@
 namespace collkit {
 namespace {
 
-// The torus and the step sequence, the same for every rank.
-struct Swing {
-  std::vector<int64_t> dims, stride;
-  std::vector<int64_t> dim_of, shift;  // per step: the dimension, rho of its own step
-  int64_t peer(int64_t x, int64_t s) const {
-    const auto t = static_cast<size_t>(dim_of[static_cast<size_t>(s)]);
-    const int64_t d = dims[t], c = x / stride[t] % d;
-    const int64_t delta =
-        c % 2 == 0 ? shift[static_cast<size_t>(s)] : -shift[static_cast<size_t>(s)];
-    return x + ((c + delta) % d + d) % d * stride[t] - c * stride[t];
-  }
-  int64_t steps() const { return static_cast<int64_t>(dim_of.size()); }
-};
+using phases::SwingTorus;
 
 std::any prepare_swing(const GenArgs& a) {
-  const int64_t P = a.header.P;
-  Swing g;
-  phases::Torus t = phases::torus_of(a, true);
-  g.dims = std::move(t.dims);
-  g.stride = std::move(t.stride);
-  const size_t D = g.dims.size();
-  // As the authors' compute_peers: dimension (s + o) mod D, skipping those whose lg d steps
-  // are done, each at its own next step. (The library's own step (s + finished) / D is that
-  // count for tori of equal sizes; for unequal ones it repeats a step: 2x16 gets rho(2) twice.)
-  std::vector<int64_t> left(D), taken(D, 0);
-  for (size_t i = 0; i < D; ++i) left[i] = std::bit_width(static_cast<uint64_t>(g.dims[i])) - 1;
-  const int64_t L = std::bit_width(static_cast<uint64_t>(P)) - 1;  // = sum of left
-  for (int64_t s = 0; s < L; ++s) {
-    size_t t = static_cast<size_t>(s) % D;
-    while (taken[t] == left[t]) t = (t + 1) % D;
-    int64_t rho = 0, term = 1;
-    for (int64_t i = 0; i <= taken[t]; ++i, term *= -2) rho += term;
-    ++taken[t];
-    g.dim_of.push_back(static_cast<int64_t>(t));
-    g.shift.push_back(rho);
-  }
-  return g;
+  return phases::swing_torus(a);
 }
 
 // R(x, s) in ascending order.
-void reach(const Swing& g, int64_t x, int64_t s, std::vector<int64_t>& out) {
+void reach(const SwingTorus& g, int64_t x, int64_t s, std::vector<int64_t>& out) {
   out.push_back(x);
   for (int64_t t = s; t < g.steps(); ++t) {
     reach(g, g.peer(x, t), t + 1, out);
   }
 }
-std::vector<int64_t> reach_sorted(const Swing& g, int64_t x, int64_t s) {
+std::vector<int64_t> reach_sorted(const SwingTorus& g, int64_t x, int64_t s) {
   std::vector<int64_t> out;
   reach(g, x, s, out);
   std::sort(out.begin(), out.end());
@@ -100,14 +65,23 @@ std::vector<std::pair<int64_t, int64_t>> runs(const std::vector<int64_t>& blocks
 }
 
 void generate_swing(const GenArgs& a, RankBuilder& b) {
-  const int64_t n = a.header.count, P = a.header.P, r = b.rank();
+  const int64_t n = a.header.count, P = a.header.P, x = b.rank();
   const Region out{kOut, 0, n};
   b.set_stage(0);
   OpId ready = b.copy(out, {kIn, 0, n});
   if (P == 1) return;
-  const auto& g = *std::any_cast<Swing>(a.prepared);
-  const int64_t L = g.steps();
-  const phases::Blocks blk{n, P};
+  const auto& g = *std::any_cast<SwingTorus>(a.prepared);
+  const int64_t L = g.steps(), r = g.vrank(x);
+  // Phase 1: fold. A rank folded away waits for the result (Phase 3).
+  ready = phases::swing_fold(b, g, out, ready);
+  const auto unfold_stage = static_cast<uint16_t>(2 * L + 1);
+  if (r < 0) {
+    b.set_stage(unfold_stage);
+    phases::swing_unfold(b, g, out, ready);
+    return;
+  }
+  // Phase 2: reduce-scatter and allgather on the virtual ranks.
+  const phases::Blocks blk{n, g.V};
   // Packs (or unpacks) the runs of `blocks` between `out` and a contiguous scratch buffer.
   const auto length = [&](const std::vector<std::pair<int64_t, int64_t>>& rs) {
     int64_t len = 0;
@@ -126,8 +100,8 @@ void generate_swing(const GenArgs& a, RankBuilder& b) {
       if (from.len > 0) packed.push_back(b.copy({pack, off, from.len}, from, {ready}));
       off += from.len;
     }
-    std::vector<OpId> joined{ready, glen > 0 ? b.send(q, {pack, 0, glen}, packed) : kNoOp};
-    const OpId got = tlen > 0 ? b.recv(q, {tmp, 0, tlen}) : kNoOp;
+    std::vector<OpId> joined{ready, glen > 0 ? b.send(g.real(q), {pack, 0, glen}, packed) : kNoOp};
+    const OpId got = tlen > 0 ? b.recv(g.real(q), {tmp, 0, tlen}) : kNoOp;
     for (int64_t off = 0; const auto& [lo, hi] : take) {
       const Region into = blk.region(kOut, lo, hi);
       if (into.len > 0)
@@ -148,8 +122,8 @@ void generate_swing(const GenArgs& a, RankBuilder& b) {
       if (from.len > 0) packed.push_back(b.copy({pack, off, from.len}, from, {ready}));
       off += from.len;
     }
-    std::vector<OpId> joined{ready, glen > 0 ? b.send(q, {pack, 0, glen}, packed) : kNoOp};
-    const OpId got = tlen > 0 ? b.recv(q, {tmp, 0, tlen}) : kNoOp;
+    std::vector<OpId> joined{ready, glen > 0 ? b.send(g.real(q), {pack, 0, glen}, packed) : kNoOp};
+    const OpId got = tlen > 0 ? b.recv(g.real(q), {tmp, 0, tlen}) : kNoOp;
     for (int64_t off = 0; const auto& [lo, hi] : take) {
       const Region into = blk.region(kOut, lo, hi);
       if (into.len > 0) joined.push_back(b.copy(into, {tmp, off, into.len}, {got, ready}));
@@ -157,13 +131,18 @@ void generate_swing(const GenArgs& a, RankBuilder& b) {
     }
     ready = b.compute(0, joined);
   }
+  // Phase 3: unfold.
+  b.set_stage(unfold_stage);
+  phases::swing_unfold(b, g, out, ready);
 }
 
 Cost cost_swing(const CostArgs& a) {
   if (a.P <= 1) return {};
-  const auto L = static_cast<double>(std::bit_width(static_cast<uint64_t>(a.P)) - 1);
-  const double share = static_cast<double>(a.P - 1) / static_cast<double>(a.P) * a.bytes;
-  return Cost{2 * L, 2 * share, share};
+  const phases::SwingShape t = phases::swing_shape(a.params->word("dims"), a.P, "allreduce:swing");
+  const auto L = static_cast<double>(std::bit_width(static_cast<uint64_t>(t.V)) - 1);
+  const double f = static_cast<double>(t.folded), n = a.bytes;
+  const double share = static_cast<double>(t.V - 1) / static_cast<double>(t.V) * n;
+  return Cost{2 * L + 2 * f, 2 * share + 2 * f * n, share + f * n};
 }
 
 const Registrar reg{{
@@ -171,11 +150,13 @@ const Registrar reg{{
     .name = "swing",
     .summary = "Swing, bandwidth-optimal: reduce-scatter + allgather whose peers swing +1, -1, "
                "+3, -5, ... round each torus dimension (short hops)",
-    .phases = "a reduce-scatter over the lg P steps (to each step's peer the blocks it reaches "
-              "from the next step on), then an allgather over the steps in reverse",
-    .cost = "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma (the model has no distance: Swing's "
-            "gain is fewer hops and "
-            "less congestion on a torus, which `simulate --topology torus(...)` counts)",
+    .phases = "fold each torus dimension onto a power of two (V virtual ranks); a reduce-scatter "
+              "over the lg V steps (to each step's peer the blocks it reaches from the next step "
+              "on), then an allgather over the steps in reverse; unfold",
+    .cost = "2 (lg V + f) alpha + 2 ((V-1)/V + f) n beta + ((V-1)/V + f) n gamma, V = the product "
+            "of 2^floor(lg d) over the dims d, f = the dims that are not powers of two (the model "
+            "has no distance: Swing's gain is fewer hops and less congestion on a torus, which "
+            "`simulate --topology torus(...)` counts)",
     .reference = "De Sensi, Bonato, Saam, Hoefler, \"Swing: Short-cutting Rings for Higher "
                  "Bandwidth Allreduce\", NSDI 2024 (peers and step order as the authors' "
                  "libswing compute_peers)",
@@ -183,14 +164,14 @@ const Registrar reg{{
     .params = {{.name = "dims",
                 .type = ParamType::word,
                 .default_value = "P",
-                .doc = "the torus the ranks lie on, row-major, each size a power of two, as "
-                       "8x8 (the product must be P); P: one ring",
-                .grid = {"P", "2x2", "4x2"},
+                .doc = "the torus the ranks lie on, row-major, as 8x8 (the product must be P; "
+                       "a size not a power of two folds); P: one ring",
+                .grid = {"P", "2x2", "4x2", "3x3", "3x5"},
                 .check =
                     [](std::string_view d) {
-                      phases::parse_torus_dims(d, "allreduce:swing", true);
+                      phases::parse_torus_dims(d, "allreduce:swing", false);
                     }}},
-    .restrictions = {.commutative_op = true, .power_of_two = true},
+    .restrictions = {.commutative_op = true},
     .prepare = prepare_swing,
     .generate = generate_swing,
     .model = cost_swing,

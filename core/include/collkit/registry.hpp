@@ -82,7 +82,11 @@ class ParamValues {
 
 struct Restrictions {
   bool commutative_op = false;  // needs a commutative reduction op
-  bool power_of_two = false;    // P must be a power of two
+  // Needs an op whose result does not depend on how its operands are grouped or ordered
+  // (CallShape::exact: integer sum and product, integer min and max, the logical and bitwise
+  // ops): the ranks combine different groupings, equal only for such an op.
+  bool exact_op = false;
+  bool power_of_two = false;  // P must be a power of two
   int64_t min_P = 1;
   int64_t max_P = 0;             // 0: no bound (alltoall:two_proc: 2)
   bool needs_placement = false;  // node-aware: the placement of ranks on nodes must be given
@@ -185,6 +189,10 @@ struct CallShape {
   // An irregular call's vectors (not owned; null: regular). Read by the full check only: they
   // are O(P), where the limits are constant time.
   const CountVectors* vectors = nullptr;
+  // The op gives the same bits however its operands are grouped and ordered (a predefined op
+  // that is exact on its type: integer sum, product, min, max; logical and bitwise ops), so
+  // ranks combining different groupings agree. False unless the caller knows the op and type.
+  bool exact = false;
 };
 
 // How much of the answer to compute. `limits`: the declared restrictions and limits (P, min_P,

@@ -9,7 +9,7 @@
 //    posted), and if something does, the cycle of waits is shown;
 //  - every rank ends with exactly what the collective specifies, and every reduced element has
 //    the same reduction tree on every rank: up to swapped operands for a commutative op, exactly
-//    and in rank order for a non-commutative one.
+//    and in rank order for a non-commutative one, any tree for an op exact under any grouping.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -43,7 +43,11 @@ struct Diagnostic {
 };
 
 struct VerifyOptions {
-  bool commutative = true;      // whether the reduction op may swap operands
+  bool commutative = true;  // whether the reduction op may swap operands
+  // Whether the op's result is the same however its operands are grouped (an integer sum, a
+  // bitwise op: Restrictions::exact_op): each result must still combine the right inputs, each
+  // once, but its tree may differ between ranks.
+  bool exact = false;
   size_t max_diagnostics = 20;  // stop listing after this many (counting continues)
   // MPI_IN_PLACE: `in` is the same memory as `out` (allreduce: every rank; reduce: the root),
   // holding the input at the start. A copy of in[a:b] onto out[a:b] is then a no-op (executors

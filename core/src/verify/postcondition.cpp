@@ -200,7 +200,7 @@ void Verifier::check_consistency(int64_t r, int64_t r0, int64_t k, Val v, Val v0
   const ExprTable& E = *expr_;
   if (v != v0) res_.consistent_noncommutative = false;
   if (E.canon(v) != E.canon(v0)) res_.consistent_commutative = false;
-  bool bad = opts_.commutative ? E.canon(v) != E.canon(v0) : v != v0;
+  const bool bad = !opts_.exact && (opts_.commutative ? E.canon(v) != E.canon(v0) : v != v0);
   if (bad && listed_++ < 4) {
     std::string note =
         (E.canon(v) == E.canon(v0))

@@ -43,7 +43,9 @@ def _restrictions(spec: dict[str, object]) -> str:
     r = spec["restrictions"]
     assert isinstance(r, dict)
     out = []
-    if r["commutative_op"]:
+    if r["exact_op"]:
+        out.append("an op exact under any grouping (integer sum, product, min, max; bitwise)")
+    elif r["commutative_op"]:
         out.append("commutative op")
     if r["power_of_two"]:
         out.append("P = 2^k")

@@ -64,6 +64,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="require rank order (default unless the algorithm needs commutativity)",
     )
     p.add_argument(
+        "--exact",
+        action="store_true",
+        default=None,
+        help="the op is exact under any grouping (an integer sum, a bitwise op): the ranks' "
+        "trees may differ (default for an algorithm that needs such an op)",
+    )
+    p.add_argument(
         "--in-place",
         action="store_true",
         help="also check the schedule under MPI_IN_PLACE "
@@ -126,10 +133,11 @@ def run(args: argparse.Namespace) -> int:
         refuse_problem_options(args, "--file")
         s = io.load(str(input_file(args.file)))
         commutative = True if args.commutative is None else args.commutative
+        exact = bool(args.exact)
         # The same checks as collkit.verify(s, in_place=...): the plain run, then MPI_IN_PLACE.
-        r = verify(s, commutative=commutative)
+        r = verify(s, commutative=commutative, exact=exact)
         if r.ok and args.in_place:
-            r = verify(s, commutative=commutative, in_place=True)
+            r = verify(s, commutative=commutative, in_place=True, exact=exact)
         if args.json:
             print_json_lines([case_json(r, algorithm=r.algorithm, P=r.P, count=r.count, root=None)])
         else:
@@ -145,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     commutative = (
         algo.needs_commutative(placement) if args.commutative is None else args.commutative
     )
+    exact = algo.needs_exact if args.exact is None else bool(args.exact)
     # With --counts, one case per P and root: the vector drawn for that P.
     vectors = {P: problem_counts(args, algo.collective, P, None) for P in args.P}
     cases = [
@@ -190,9 +199,9 @@ def run(args: argparse.Namespace) -> int:
                 )
                 prog.advance(task)
                 continue
-            r = verify(s, commutative=commutative)
+            r = verify(s, commutative=commutative, exact=exact)
             if r.ok and args.in_place:
-                r = verify(s, commutative=commutative, in_place=True)
+                r = verify(s, commutative=commutative, in_place=True, exact=exact)
             dt = time.perf_counter() - t0
             records.append(
                 case_json(
@@ -216,7 +225,13 @@ def run(args: argparse.Namespace) -> int:
             raise UnsupportedError(f"nothing verified: {algo.canonical} refused every P asked for")
         return 1 if failures else 0
 
-    mode = "commutative" if commutative else "non-commutative (rank order)"
+    mode = (
+        "exact (integer or bitwise)"
+        if exact
+        else "commutative"
+        if commutative
+        else "non-commutative (rank order)"
+    )
     table = new_table(f"verify {algo.canonical} with a {mode} op")
     for col in ("P", "count", "result", "ops", "messages", "time"):
         table.add_column(col, justify="right" if col != "result" else "left", no_wrap=True)
