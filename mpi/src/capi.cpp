@@ -204,6 +204,7 @@ struct CommState : CommShape {
   PlanKey last_key;            // the plan of the previous call: the common case of a loop
   Plan* last = nullptr;
   bool last_commutative = true;     // the op of the previous call (its limits were checked with it)
+  bool last_exact = false;          // ... and whether it was exact on its type
   Workspace work;                   // the blocking calls' (each non-blocking run has its own)
   RecentCall recent[kRecentCalls];  // recent calls a repeat of which may skip to its plan
   size_t recent_next = 0;           // the entry to replace next
@@ -510,6 +511,7 @@ int prepare_elements(const CollectiveSpec& spec, const Call& c, const CommShape&
       return report_mpi(rc, "MPI_Op_commutative");
   a.op = c.op;
   a.commutative = commute != 0;
+  a.exact = is_predefined(c.op) && exact_op(t.basic, c.op);
   a.fast = t.type == t.basic ? fast_reduce_fn(t.type, c.op) : nullptr;
   // An empty datatype has nothing to reduce: the IR's count is 0 (the same on every rank).
   const int64_t n = t.size == 0 ? 0 : h != nullptr ? h->count : c.recv.count;
@@ -1416,22 +1418,23 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
     if (std::string why = node_placement(algo, s->dup, p.args.commutative, placement); !why.empty())
       return decline(why);
     // Whether the algorithm can take this call: the registry's one answer, from what is equal on
-    // every rank (P, count x element size, root, the op's commutativity, the placement), so
-    // every rank declines alike before any communication. Its limits on every call (constant
-    // time), the rest (the generator's own checks) when the plan is built.
+    // every rank (P, count x element size, root, the op's commutativity and exactness, the
+    // placement), so every rank declines alike before any communication. Its limits on every
+    // call (constant time), the rest (the generator's own checks) when the plan is built.
     const CallShape shape{s->size,
                           p.count,
                           p.elem_size,
                           spec.rooted ? c.root : 0,
                           p.args.commutative,
                           placement,
-                          header ? &ir.v : nullptr};
+                          header ? &ir.v : nullptr,
+                          p.args.exact};
     const PlanKey key{&algo, p.count, p.elem_size, shape.root, ir.hash};
     // The previous call's plan with the previous call's kind of op: its limits passed then, on
     // the same communicator (P, placement), and the answer depends on nothing else. Skipping the
     // check saves ~200 instructions of a loop's every call (callgrind, docs/mpi.md).
-    const bool again =
-        s->last != nullptr && key == s->last_key && s->last_commutative == shape.commutative;
+    const bool again = s->last != nullptr && key == s->last_key &&
+                       s->last_commutative == shape.commutative && s->last_exact == shape.exact;
     if (!again)
       if (std::string why = algo.refusal(shape, CallCheck::limits); !why.empty())
         return decline(why);
@@ -1442,6 +1445,7 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
     Plan* plan = find_plan(*s, algo, key, shape, why);
     if (plan == nullptr) return decline(why);
     s->last_commutative = shape.commutative;
+    s->last_exact = shape.exact;
     if (!nb) {
       rc = run_plan(*plan, a, s->work.run);
       if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());

@@ -42,6 +42,7 @@ struct RunArgs {
   TypeInfo type;            // the IR's element: the user's datatype, or bytes (TypeInfo::bytes())
   MPI_Op op = MPI_OP_NULL;  // MPI_OP_NULL for collectives without a reduction
   bool commutative = true;
+  bool exact = false;       // the op is exact under any grouping on `type` (exact_op)
   ReduceFn fast = nullptr;  // the loop for (type, op) when there is one (fast_reduce.hpp)
   void* in = nullptr;       // the IR's `in`
   void* out = nullptr;      // the IR's `out`

@@ -113,6 +113,34 @@ inline ReduceFn fast_reduce_fn(MPI_Datatype t, MPI_Op op) {
   return nullptr;
 }
 
+// Whether the predefined `op` on elements of the predefined type `basic` gives the same bits
+// however its operands are grouped and ordered (CallShape::exact): integer sum and product
+// (mod 2^k), min and max, and the logical and bitwise ops on integers; the logical ops on
+// MPI_C_BOOL; the bitwise ops on MPI_BYTE. Not floating point (rounding depends on the grouping;
+// min and max meet NaN and signed zeros), not MINLOC / MAXLOC, not a user's op.
+inline bool exact_op(MPI_Datatype basic, MPI_Op op) {
+  const bool logical = op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR;
+  const bool bitwise = op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR;
+  const bool arith = op == MPI_SUM || op == MPI_PROD || op == MPI_MIN || op == MPI_MAX;
+  if (basic == MPI_C_BOOL) return logical;
+  if (basic == MPI_BYTE) return bitwise;
+  static const MPI_Datatype integers[] = {MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR,
+                                          MPI_SHORT,       MPI_UNSIGNED_SHORT,
+                                          MPI_INT,         MPI_UNSIGNED,
+                                          MPI_LONG,        MPI_UNSIGNED_LONG,
+                                          MPI_LONG_LONG,   MPI_UNSIGNED_LONG_LONG,
+                                          MPI_INT8_T,      MPI_INT16_T,
+                                          MPI_INT32_T,     MPI_INT64_T,
+                                          MPI_UINT8_T,     MPI_UINT16_T,
+                                          MPI_UINT32_T,    MPI_UINT64_T,
+                                          MPI_AINT,        MPI_OFFSET,
+                                          MPI_COUNT};
+  if (basic == MPI_DATATYPE_NULL) return false;
+  for (const MPI_Datatype t : integers)
+    if (basic == t) return logical || bitwise || arith;
+  return false;
+}
+
 // dst = src (+) dst; false (and nothing touched) when there is no loop for (t, op).
 inline bool fast_reduce(const void* src, void* dst, int64_t n, MPI_Datatype t, MPI_Op op) {
   const ReduceFn f = fast_reduce_fn(t, op);

@@ -63,6 +63,7 @@
 #include "collkit/tuning.hpp"
 #include "collkit_pmpi.h"
 #include "env.hpp"
+#include "fast_reduce.hpp"
 #include "layout.hpp"
 #include "nbc.hpp"
 #include "placement.hpp"
@@ -419,6 +420,11 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
     // Node-aware algorithms: whether the op must commute depends on the ranks' nodes, which
     // the C API finds and asks with (it declines alike on every rank).
     shape.commutative = commute != 0 || hit->algo->spec().restrictions.needs_placement;
+    // Whether the op is exact under any grouping on the type: a named type is its own element;
+    // a derived type's element (MPI's one basic type in it) is the C API's to find, which then
+    // declines alike on every rank.
+    shape.exact =
+        !collkit::mpi::named_type(type) || (predefined(op) && collkit::mpi::exact_op(type, op));
     // A reduction runs on the datatype's elements (equal on every rank, as the count and op).
     if (d.elem_size > 0) {
       shape.count = d.bytes / d.elem_size;
@@ -432,7 +438,9 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
                             ? std::string()
                             : hit->algo->refusal(shape, collkit::CallCheck::limits);
       !why.empty()) {
-    d.why = shape.commutative ? "declined" : "non-commutative op";
+    d.why = !shape.commutative                                        ? "non-commutative op"
+            : !shape.exact && hit->algo->spec().restrictions.exact_op ? "inexact op"
+                                                                      : "declined";
     d.refused = std::move(why);
     return d;
   }

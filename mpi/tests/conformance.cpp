@@ -49,7 +49,8 @@
 // "OUTSTANDING algorithms ran=N declined=M"); with the C API a gatherv, scatterv or alltoallv
 // whose ranks' counts disagree must fail alike on every rank ("DISAGREE algorithm failed alike"),
 // and so must one whose counts agree but break a limit only the exchanged vector shows (a block
-// past 2^48 bytes, a buffer of P blocks past it: "LIMIT algorithm block|total failed alike").
+// past 2^48 bytes, a buffer of P blocks past it, the same with a datatype with gaps: "LIMIT
+// algorithm block|total|gaps failed alike").
 //
 // --persistent checks the persistent forms the same way: each call under test is ck_<coll>_init
 // (or MPI_<Coll>_init through the interposition library, MPI 4 only), started with MPI_Start and
@@ -1602,9 +1603,11 @@ void check_disagreeing_counts(const std::string& algo) {
 // collkit's limits, which only the exchanged vector shows, starts on every rank, and its request
 // completes with the same error code on every rank (nothing is declined after the start, no rank
 // hangs). The counts are of a 4 GiB contiguous type on buffers of a few ints: the call must fail
-// before any byte moves. Two limits: "block", one block past 2^48 bytes (the exchange's entry
+// before any byte moves. Three limits: "block", one block past 2^48 bytes (the exchange's entry
 // limit, any P); "total", every block within it but a buffer of P blocks past it (the
-// algorithm's limit, P >= 2). Prints "LIMIT algorithm block|total failed alike".
+// algorithm's limit, P >= 2); "gaps", the total again with a 2 GiB vector type with gaps, which
+// the executor would stage (allocate) if it prepared the buffers before checking the limit.
+// Prints "LIMIT algorithm block|total|gaps failed alike".
 void check_exchanged_limits(const std::string& algo) {
   int P = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -1615,17 +1618,22 @@ void check_exchanged_limits(const std::string& algo) {
   MPI_Datatype huge = MPI_DATATYPE_NULL;  // 2^30 ints: 2^32 bytes, no memory behind it
   MPI_Type_contiguous(1 << 30, MPI_INT, &huge);
   MPI_Type_commit(&huge);
+  MPI_Datatype gappy = MPI_DATATYPE_NULL;  // 2^29 ints, every other one: 2^31 bytes with gaps
+  MPI_Type_vector(1 << 29, 1, 2, MPI_INT, &gappy);
+  MPI_Type_commit(&gappy);
   const int64_t blocks_in_limit = int64_t{1} << 16;  // 2^48 bytes of 2^32-byte elements
-  const std::pair<const char*, int64_t> limits[] = {{"block", blocks_in_limit + 1},
-                                                    {"total", blocks_in_limit / P + 1}};
-  for (const auto& [what, n] : limits) {
-    if (std::strcmp(what, "total") == 0 && P < 2) continue;
+  const std::tuple<const char*, int64_t, MPI_Datatype> limits[] = {
+      {"block", blocks_in_limit + 1, huge},
+      {"total", blocks_in_limit / P + 1, huge},
+      {"gaps", 2 * blocks_in_limit / P + 1, gappy}};
+  for (const auto& [what, n, type] : limits) {
+    if (std::strcmp(what, "block") != 0 && P < 2) continue;
     std::vector<int> in(8, rank), out(8, -1);
     CallArgs a;
     a.sendbuf = in.data();
     a.recvbuf = out.data();
     a.sendcount = a.recvcount = n;
-    a.sendtype = a.recvtype = huge;
+    a.sendtype = a.recvtype = type;
     a.root = P - 1;
     a.comm = MPI_COMM_WORLD;
     regular_vectors(a, spec, P, n);
@@ -1650,7 +1658,8 @@ void check_exchanged_limits(const std::string& algo) {
     if (in != std::vector<int>(8, rank) || out != std::vector<int>(8, -1))
       why += (why.empty() ? "" : "; ") + std::string("the buffers changed");
     const std::string label = "world P=" + std::to_string(P) + " " + algo + " " + what +
-                              " limit (" + std::to_string(n) + " x 4 GiB)";
+                              " limit (" + std::to_string(n) +
+                              (type == huge ? " x 4 GiB)" : " x 2 GiB with gaps)");
     settle(MPI_COMM_WORLD, label, why);
     // The same error code on every rank: its minimum and maximum agree.
     int codes[2] = {rc, -rc}, extremes[2] = {0, 0};
@@ -1662,6 +1671,7 @@ void check_exchanged_limits(const std::string& algo) {
     if (rank == 0 && !any) std::printf("LIMIT %s %s failed alike\n", algo.c_str(), what);
   }
   MPI_Type_free(&huge);
+  MPI_Type_free(&gappy);
 }
 
 // --persistent: two handles of `algo` on the world, each started round after round with new data

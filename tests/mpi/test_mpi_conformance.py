@@ -30,8 +30,9 @@ from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_program
 
 
 def runs_at(algorithm: dict[str, Any], P: int) -> bool:
-    """Whether the registry's limits allow P (elsewhere the C API declines it)."""
-    return not collkit.Algorithm(algorithm["name"]).refusal(P, full=False)
+    """Whether the registry's limits allow P (elsewhere the C API declines it), for some op: an
+    algorithm that needs an op exact under any grouping runs the integer and bitwise ones."""
+    return not collkit.Algorithm(algorithm["name"]).refusal(P, full=False, exact=True)
 
 
 def defaults(collective: str, P: int = 1) -> list[str]:
@@ -198,6 +199,25 @@ def test_openmpi_full_P8(openmpi: tuple[MPI, Path], collective: str) -> None:
     check(*openmpi, 8, defaults(collective, 8), level="full")
 
 
+@pytest.mark.parametrize("P", [3, 4, 6])
+def test_mpich_swing_lat_takes_exact_ops_and_declines_the_others(
+    mpich: tuple[MPI, Path], P: int
+) -> None:
+    # Its ranks combine different groupings: integer, logical and bitwise ops run (and equal the
+    # MPI's result bit for bit), floating point, MINLOC / MAXLOC and user ops are declined alike
+    # on every rank; the bandwidth-optimal form runs every commutative op (P = 3, 6: folded).
+    names = ["allreduce:swing_lat", "allreduce:swing_lat(dims=3x2)", "allreduce:swing"]
+    names = [n for n in names if not collkit.Algorithm(n).refusal(P, exact=True, full=True)]
+    _, r = run_conformance(*mpich, P, ";".join(names))
+    capi = {
+        n: (int(a), int(d))
+        for n, a, d in re.findall(r"^CAPI (\S+) ran=(\d+) declined=(\d+)$", r.stdout, re.M)
+    }
+    assert all(capi[n][0] > 0 for n in names), capi
+    # the bandwidth-optimal form declines the non-commutative op only
+    assert all(capi[n][1] > capi["allreduce:swing"][1] for n in names if "swing_lat" in n), capi
+
+
 # ---- through the interposition library ----------------------------------------------------
 
 # Besides each registry algorithm at its defaults: the staged schedules whose stages divide only
@@ -244,8 +264,8 @@ def check_routed(mpi: MPI, bindir: Path, P: int, names: list[str], counts: str) 
         ran, declined = got[name]
         if algo.needs_placement:  # its nodes are the run's: either, but routed
             assert ran + declined > 0, name
-        elif algo.refusal(P):
-            assert ran == 0 and declined > 0, (name, P, got[name], algo.refusal(P))
+        elif algo.refusal(P, exact=True):
+            assert ran == 0 and declined > 0, (name, P, got[name], algo.refusal(P, exact=True))
         else:
             assert ran > 0, (name, P, got[name])
 
