@@ -1248,18 +1248,18 @@ struct Exchange {
   int tag_ub = 0;
 };
 
-// The exchange has completed: the vector, the buffers and the plan (cached on the communicator
-// of the non-blocking runs), set on `r`; an MPI error code, alike on every rank.
-int exchanged_plan(Exchange& x, NbRun& r) {
+// The exchange has completed: the vector, the plan (cached on the communicator of the
+// non-blocking runs) and the buffers, set on `r`; an MPI error code, alike on every rank. The
+// algorithm's limits on the vector are checked before any buffer is prepared: staging a datatype
+// with gaps allocates the call's bytes, so a call past the limits fails alike on every rank
+// before any rank allocates.
+int exchanged_plan_of(Exchange& x, NbRun& r) {
   const CollectiveSpec& spec = *x.spec;
   const Algorithm& algo = *x.algo;
   Irregular ir;
   bool agree = true;
   if (int rc = combine_counts(spec, x.shape.size, x.all, ir, agree); rc != MPI_SUCCESS) return rc;
   if (!agree) return report(ErrorKind::invalid_argument, disagreement(spec));
-  const ScheduleHeader h = irregular_header(x.call, x.shape, ir);
-  Prepared p;
-  if (int rc = prepare(spec, x.call, x.shape, r.work, x.roles, p, &h); rc != MPI_SUCCESS) return rc;
   const int64_t root = spec.rooted ? x.call.root : 0;
   NbComm& nb = *x.nb;
   std::shared_ptr<Plan> plan;
@@ -1269,7 +1269,8 @@ int exchanged_plan(Exchange& x, NbRun& r) {
     if (auto it = nb.plans.find(key); it != nb.plans.end()) {
       plan = it->second;
     } else {
-      const CallShape shape{x.shape.size, p.count, p.elem_size, root, true, x.placement, &ir.v};
+      // The IR's problem as prepare_irregular_bytes makes it: the largest entry, in bytes.
+      const CallShape shape{x.shape.size, ir.count, ir.elem_size, root, true, x.placement, &ir.v};
       if (std::string why = algo.refusal(shape, CallCheck::full); !why.empty())
         return report(ErrorKind::unsupported,
                       why +
@@ -1284,12 +1285,29 @@ int exchanged_plan(Exchange& x, NbRun& r) {
       nb.plans.emplace(std::move(key), plan);
     }
   }
+  const ScheduleHeader h = irregular_header(x.call, x.shape, ir);
+  Prepared p;
+  if (int rc = prepare(spec, x.call, x.shape, r.work, x.roles, p, &h); rc != MPI_SUCCESS) return rc;
   p.args.comm = nb.comm;
   p.args.tag_ub = x.tag_ub;
   r.plan = std::move(plan);
   r.args = p.args;
   r.after = [&r, p] { return finish(p, r.work.run); };
   return MPI_SUCCESS;
+}
+
+// exchanged_plan_of with its exceptions as error codes: it runs in the progress of any later
+// call, where an exception would end the program.
+int exchanged_plan(Exchange& x, NbRun& r) {
+  try {
+    return exchanged_plan_of(x, r);
+  } catch (const Error& e) {
+    return report(e.kind(), e.what());
+  } catch (const std::bad_alloc&) {
+    return report(ErrorKind::unsupported, "out of memory");
+  } catch (const std::exception& e) {
+    return report(ErrorKind::unsupported, std::string("internal error: ") + e.what());
+  }
 }
 
 int start_exchanged(const Call& c, CommState& s, const Algorithm& algo, const CollectiveSpec& spec,
