@@ -194,6 +194,32 @@ struct RecentCall {
 // starts at the last entry found, so a loop's repeat is the first looked at.
 constexpr size_t kRecentCalls = 16;
 
+// The last blocking irregular copy (allgatherv, alltoallv, gatherv, scatterv) whose plan ran on
+// the user's buffers as they lie: a call with the same arguments, the same significant arrays
+// (compared entry by entry) and, where the counts are exchanged, the same exchanged views runs
+// that plan on those buffers at once, without building the vector, its header and layouts or
+// looking the plan up (callgrind: most of a small call's instructions; docs/mpi.md). Predefined
+// datatypes only, as RecentCall.
+struct RecentIrregular {
+  bool valid = false;
+  Collective collective = Collective::allgatherv;
+  const Algorithm* algo = nullptr;
+  const void* send_buf = nullptr;
+  void* recv_buf = nullptr;
+  MPI_Count send_count = 0, recv_count = 0;
+  MPI_Datatype send_type = MPI_DATATYPE_NULL, recv_type = MPI_DATATYPE_NULL;
+  int root = 0;
+  // The send side's [0] and the receive side's [1] arrays where significant (else empty and
+  // not read), and the exchanged views (alltoallv).
+  bool read[2] = {};
+  std::vector<MPI_Count> counts[2];
+  std::vector<MPI_Aint> displs[2];
+  bool has_displs[2] = {};
+  std::vector<int64_t> exchanged;
+  std::shared_ptr<Plan> plan;
+  RunArgs args;
+};
+
 // What collkit keeps per user communicator: the private duplicate and the plans.
 struct CommState : CommShape {
   MPI_Comm dup = MPI_COMM_NULL;
@@ -209,6 +235,13 @@ struct CommState : CommShape {
   RecentCall recent[kRecentCalls];  // recent calls a repeat of which may skip to its plan
   size_t recent_next = 0;           // the entry to replace next
   size_t recent_hit = 0;            // the entry the last repeat was found in
+  RecentIrregular irregular;        // the last irregular copy that may be run again as it was
+  // The counts exchange of the blocking alltoallv calls (gather_counts): its buffers, reused,
+  // and collkit's allgather plan over them, built at the first such call (or, where it refuses
+  // the communicator's size, MPI_Allgather).
+  std::vector<int64_t> counts_mine, counts_all;
+  std::unique_ptr<Plan> counts_plan;
+  bool counts_by_mpi = false;
   // Non-blocking runs (nbc.hpp): a second private duplicate, made by the first such call, freed
   // when the communicator and the last run on it are gone; each call's tags are its own.
   std::shared_ptr<NbComm> nb;
@@ -445,6 +478,9 @@ struct Prepared {
   // Preparing copied or packed the user's data (or left some to unpack after): a repeat of the
   // call must be prepared again (RecentCall).
   bool staged = false;
+  // An irregular copy's data was packed or copied to work space (RecentIrregular keeps only a
+  // call whose plan ran on the user's buffers as they lie).
+  bool packed = false;
   bool stand_in = false;  // `out` is the communicator's work space, not the user's buffer
   // An irregular call whose user blocks are not where the IR's packed ones lie: each block's
   // packed bytes go back to its displacement after the run.
@@ -831,6 +867,37 @@ std::string disagreement(const CollectiveSpec& spec) {
          ": the ranks' counts x type sizes disagree (the type signatures must match)";
 }
 
+// The counts exchange of a blocking alltoallv (each rank's row and column, 2P entries): collkit's
+// own allgather (allgather:bruck, any P) on the private communicator, through the shared-memory
+// slots where the ranks share a node, as any blocking call of collkit's. MPI_Allgather there
+// cost as many instructions as the MPI's whole MPI_Alltoallv at P = 2 (callgrind, docs/mpi.md).
+// Every rank takes the same branch: whether the plan can be built depends on P alone.
+int gather_counts(CommState& s, const std::vector<int64_t>& mine, std::vector<int64_t>& all) {
+  const int n = static_cast<int>(mine.size());
+  if (!s.counts_plan && !s.counts_by_mpi) {
+    static const Algorithm algo("allgather:bruck");
+    const int64_t bytes = int64_t{n} * static_cast<int64_t>(sizeof(int64_t));
+    const CallShape shape{s.size, bytes, 1, 0, true, Placement{}, nullptr};
+    if (algo.refusal(shape, CallCheck::full).empty()) {
+      Bound bound = algo.bind(s.size, bytes, 1, 0, Placement{}, CountVectors{});
+      RankProgram prog;
+      bound.generate_rank(s.rank, prog);
+      s.counts_plan = std::make_unique<Plan>(make_plan(bound.header(), prog));
+    } else {
+      s.counts_by_mpi = true;
+    }
+  }
+  if (s.counts_by_mpi)
+    return MPI_Allgather(mine.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, s.dup);
+  RunArgs a;
+  a.comm = s.dup;
+  a.tag_ub = s.tag_ub;
+  a.type = TypeInfo::bytes();
+  a.in = const_cast<int64_t*>(mine.data());
+  a.out = all.data();
+  return run_plan(*s.counts_plan, a, s.work.run);
+}
+
 // The call's count vector. Where no rank has it all, one exchange on collkit's private
 // communicator gives every rank the same vector (every rank takes part, so a decline after it is
 // still alike on every rank): a rooted call sums what each rank sends or receives with the
@@ -839,7 +906,7 @@ std::string disagreement(const CollectiveSpec& spec) {
 // A blocking call exchanges here, a persistent call at init (MPI 4 makes *_init collective), once
 // for every start; a non-blocking call starts the exchange and builds its plan once it has
 // completed (start_exchanged).
-int irregular_counts(const Call& c, const CommState& s, Irregular& ir) {
+int irregular_counts(const Call& c, CommState& s, Irregular& ir, bool exchanged = false) {
   const CollectiveSpec& spec = spec_of(c.collective);
   const int64_t P = s.size, me = s.rank;
   if (whole_vector(spec)) {
@@ -872,22 +939,34 @@ int irregular_counts(const Call& c, const CommState& s, Irregular& ir) {
     ir.hash = hash_counts(cv);
     return MPI_SUCCESS;
   }
-  std::vector<int64_t> mine, all;
-  if (int rc = local_counts(c, s, mine); rc != MPI_SUCCESS) return rc;
+  std::vector<int64_t>& mine = s.counts_mine;
+  std::vector<int64_t>& all = s.counts_all;
   int rc = MPI_SUCCESS;
-  if (exchange_gathers(spec)) {
-    all.resize(static_cast<size_t>(2 * P * P));
-    rc = MPI_Allgather(mine.data(), static_cast<int>(2 * P), MPI_INT64_T, all.data(),
-                       static_cast<int>(2 * P), MPI_INT64_T, s.dup);
-  } else {
-    all.resize(mine.size());
-    rc = MPI_Allreduce(mine.data(), all.data(), static_cast<int>(2 * P), MPI_INT64_T, MPI_SUM,
-                       s.dup);
+  if (!exchanged) {  // else the caller has (exchange_first)
+    if (rc = local_counts(c, s, mine); rc != MPI_SUCCESS) return rc;
+    if (exchange_gathers(spec)) {
+      all.resize(static_cast<size_t>(2 * P * P));
+      rc = gather_counts(s, mine, all);
+    } else {
+      all.resize(mine.size());
+      rc = MPI_Allreduce(mine.data(), all.data(), static_cast<int>(2 * P), MPI_INT64_T, MPI_SUM,
+                         s.dup);
+    }
+    if (rc != MPI_SUCCESS) return report_mpi(rc, "exchanging the counts");
   }
-  if (rc != MPI_SUCCESS) return report_mpi(rc, "exchanging the counts");
   bool agree = true;
   if (rc = combine_counts(spec, P, all, ir, agree); rc != MPI_SUCCESS) return rc;
   return agree ? MPI_SUCCESS : decline(disagreement(spec));
+}
+
+// A blocking alltoallv's counts exchanged before its repeat is looked for (RecentIrregular): the
+// exchanged views are part of what a repeat must match, and the exchange is made once.
+int exchange_first(const Call& c, CommState& s) {
+  if (int rc = local_counts(c, s, s.counts_mine); rc != MPI_SUCCESS) return rc;
+  s.counts_all.resize(s.counts_mine.size() * static_cast<size_t>(s.size));
+  if (int rc = gather_counts(s, s.counts_mine, s.counts_all); rc != MPI_SUCCESS)
+    return report_mpi(rc, "exchanging the counts");
+  return MPI_SUCCESS;
 }
 
 // The call's header, for the layouts of this rank's buffers (no algorithm needed).
@@ -937,7 +1016,7 @@ int array_side(const Side& u, const TypeInfo& t, const BlockLayout& L, Arena& ar
     return MPI_SUCCESS;
   }
   base = arena.get(static_cast<size_t>(L.elems()) + 1);
-  p.staged = true;
+  p.staged = p.packed = true;
   int64_t at = 0;
   for (int64_t b = 0; b < L.blocks(); ++b) {
     const int64_t n = u.counts[b];
@@ -961,7 +1040,7 @@ int scalar_side(const Side& u, const TypeInfo& t, Arena& arena, bool fill, bool 
     return MPI_SUCCESS;
   }
   base = arena.get(static_cast<size_t>(n * t.size) + 1);
-  p.staged = true;
+  p.staged = p.packed = true;
   if (fill)
     if (int rc = pack(u.buf, n, t, base); rc != MPI_SUCCESS) return report_mpi(rc, "MPI_Pack");
   if (back) p.unpack_blocks.push_back({base, u.buf, n, t});
@@ -1035,6 +1114,7 @@ int prepare_irregular_bytes(const Call& c, const CommShape& s, Workspace& w, con
       std::byte* copy = w.staged_in.get(static_cast<size_t>(in.elems()) + 1);
       std::memcpy(copy, ib, static_cast<size_t>(in.elems()));
       ib = copy;
+      p.packed = true;
     }
   }
   a.in = ib;
@@ -1147,6 +1227,60 @@ void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared
   last.root = c.root;
   last.plan = plan;
   last.args = p.args;
+}
+
+// Whether the blocking irregular copy `c` repeats s.irregular (RecentIrregular); `exchanged`: its
+// counts have been exchanged into s.counts_all.
+bool repeats_irregular(const CommState& s, const Call& c, const Algorithm* algo, bool exchanged) {
+  const RecentIrregular& r = s.irregular;
+  if (!r.valid || r.algo != algo || r.collective != c.collective || r.send_buf != c.send.buf ||
+      r.recv_buf != c.recv.buf || r.send_count != c.send.count || r.recv_count != c.recv.count ||
+      r.send_type != c.send.type || r.recv_type != c.recv.type || r.root != c.root)
+    return false;
+  const size_t P = static_cast<size_t>(s.size);
+  const Side* sides[2] = {&c.send, &c.recv};
+  for (int k = 0; k < 2; ++k) {
+    if (!r.read[k]) continue;
+    const Side& side = *sides[k];
+    if (side.counts == nullptr || (side.displs != nullptr) != r.has_displs[k] ||
+        !std::equal(r.counts[k].begin(), r.counts[k].end(), side.counts) ||
+        (r.has_displs[k] && !std::equal(r.displs[k].begin(), r.displs[k].begin() + P, side.displs)))
+      return false;
+  }
+  return !exchanged || r.exchanged == s.counts_all;
+}
+
+// Remembers a blocking irregular copy that ran on the user's buffers as they lie.
+void remember_irregular(CommState& s, const Call& c, const Algorithm* algo, const Roles& roles,
+                        const Prepared& p, bool exchanged) {
+  RecentIrregular& r = s.irregular;
+  r.valid = false;
+  if (p.packed || p.copy_back || p.unpack_after || !p.unpack_blocks.empty() ||
+      (c.send.type != MPI_DATATYPE_NULL && !named_type(c.send.type)) ||
+      (c.recv.type != MPI_DATATYPE_NULL && !named_type(c.recv.type)))
+    return;
+  const size_t P = static_cast<size_t>(s.size);
+  const Side* sides[2] = {&c.send, &c.recv};
+  const int64_t blocks[2] = {roles.in_blocks, roles.out_blocks};
+  for (int k = 0; k < 2; ++k) {
+    const Side& side = *sides[k];
+    r.read[k] = significant(side, blocks[k]) && side.counts != nullptr;
+    r.has_displs[k] = r.read[k] && side.displs != nullptr;
+    if (r.read[k]) r.counts[k].assign(side.counts, side.counts + P);
+    if (r.has_displs[k]) r.displs[k].assign(side.displs, side.displs + P);
+  }
+  if (exchanged) r.exchanged = s.counts_all;
+  r.collective = c.collective;
+  r.algo = algo;
+  r.send_buf = c.send.buf;
+  r.recv_buf = c.recv.buf;
+  r.send_count = c.send.count;
+  r.recv_count = c.recv.count;
+  r.send_type = c.send.type;
+  r.recv_type = c.recv.type;
+  r.root = c.root;
+  r.args = p.args;
+  r.valid = r.plan != nullptr;
 }
 
 // The non-blocking runs' communicator, made by the first non-blocking call on `comm` (a blocking
@@ -1402,13 +1536,30 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
       }
       return MPI_SUCCESS;
     }
-    // This call is prepared now: a recent call's work space may move.
-    for (RecentCall& r : s->recent)
-      if (r.stand_in) r.valid = false;
     const Algorithm& algo = *found;
     if (algo.collective() != c.collective)
       return report(ErrorKind::name, wrong_collective(c, algo));
     const CollectiveSpec& spec = spec_of(c.collective);
+    // A blocking irregular copy whose every rank has the vector (allgatherv) or exchanges it
+    // whole (alltoallv: first, here): a repeat of the last one runs its plan at once
+    // (RecentIrregular). A gatherv's or scatterv's ranks have only their own block.
+    const bool blocking_copy =
+        mode == Mode::blocking && spec.counts != Counts::none && !spec.reduction();
+    const bool exchanged = blocking_copy && spec.counts == Counts::per_pair;
+    const bool repeatable = blocking_copy && (exchanged || whole_vector(spec));
+    if (exchanged)
+      if (int rc = exchange_first(c, *s); rc != MPI_SUCCESS) return rc;
+    if (repeatable && repeats_irregular(*s, c, found, exchanged)) {
+      RecentIrregular& r = s->irregular;
+      if (int rc = run_plan(*r.plan, r.args, s->work.run); rc != MPI_SUCCESS) {
+        r.valid = false;
+        return report_mpi(rc, ("running " + found->canonical()).c_str());
+      }
+      return MPI_SUCCESS;
+    }
+    // This call is prepared now: a recent call's work space may move.
+    for (RecentCall& r : s->recent)
+      if (r.stand_in) r.valid = false;
     if (spec.rooted && (c.root < 0 || c.root >= s->size))
       return report(ErrorKind::invalid_argument, "root " + std::to_string(c.root) +
                                                      " is not a rank of a communicator of size " +
@@ -1426,7 +1577,7 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
     Irregular ir;
     std::optional<ScheduleHeader> header;
     if (spec.counts != Counts::none) {
-      if (int rc = irregular_counts(c, *s, ir); rc != MPI_SUCCESS) return rc;
+      if (int rc = irregular_counts(c, *s, ir, exchanged); rc != MPI_SUCCESS) return rc;
       header = irregular_header(c, *s, ir);
     }
     Prepared p;
@@ -1468,7 +1619,12 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
       rc = run_plan(*plan, a, s->work.run);
       if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());
       if (rc = finish(p, s->work.run); rc != MPI_SUCCESS) return rc;
-      remember(*s, c, found, p, plan);
+      if (repeatable) {
+        s->irregular.plan = s->plans.at(key);
+        remember_irregular(*s, c, found, roles, p, exchanged);
+      } else {
+        remember(*s, c, found, p, plan);
+      }
       return MPI_SUCCESS;
     }
     std::shared_ptr<NbComm> comm;

@@ -355,7 +355,8 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
       // An irregular call: the sum of the count vector where every rank has it (MPICH selects
       // by that total), else nothing every rank sees alike (a gatherv's ranks know their own
       // block, an alltoallv's their row and column): -1, which only a rule for every size covers.
-      // The arrays may change between calls: the decision is never remembered.
+      // The arrays may change between calls: a decision read from them (the whole vector's
+      // total) is never remembered; -1 reads none of them.
       d.bytes = -1;
       if (collkit::mpi::whole_vector(spec) && side.arrays && side.counts != nullptr) {
         MPI_Count total = 0;
@@ -395,7 +396,7 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
   // Everything read so far stays what it is while the communicator lives, if the type is one
   // of the MPI's own (a derived type may be freed and its handle given to another).
   d.reusable = (type == MPI_DATATYPE_NULL || collkit::mpi::named_type(type)) &&
-               spec.counts == collkit::Counts::none;
+               (spec.counts == collkit::Counts::none || !collkit::mpi::whole_vector(spec));
   if (hit == nullptr) {
     d.why = "not in the table";
     return d;
@@ -479,7 +480,7 @@ CommUse* watched(MPI_Comm comm) {
 }
 
 // What a call's decision is read from (of a side: its count, type and MPI_IN_PLACE; an irregular
-// call's decision is never remembered).
+// call's decision is remembered only where it reads no array: alltoallv, gatherv, scatterv).
 struct CallKey {
   MPI_Comm comm;
   MPI_Op op;
@@ -1029,7 +1030,8 @@ Side side(const void* buf, const C* counts, std::nullptr_t, MPI_Datatype type) {
 
 // An int array of an irregular call passed on to collkit's C API, which takes MPI 4's MPI_Count
 // counts and MPI_Aint displacements: converted to whichever it is passed as (P entries), where
-// the array is significant on this rank (NULL elsewhere: MPI lets those be anything).
+// the array is significant on this rank (NULL elsewhere: MPI lets those be anything). Up to
+// kSmall entries in the object itself: a small communicator's call allocates nothing.
 class WideArray {
  public:
   WideArray(const int* from, int n) : from_(from), n_(from == nullptr ? 0 : n) {}
@@ -1037,18 +1039,29 @@ class WideArray {
   operator const T*() const {  // NOLINT: converts as the parameter needs
     if (from_ == nullptr) return nullptr;
     if constexpr (std::is_same_v<T, MPI_Count>) {
-      counts_.assign(from_, from_ + n_);
-      return counts_.data();
+      return widen(counts_small_, counts_);
     } else {
       static_assert(std::is_same_v<T, MPI_Aint>, "counts and displacements only");
-      displs_.assign(from_, from_ + n_);
-      return displs_.data();
+      return widen(displs_small_, displs_);
     }
   }
 
  private:
+  static constexpr int kSmall = 16;
+  template <class T>
+  const T* widen(T (&small)[kSmall], std::vector<T>& big) const {
+    T* to = small;
+    if (n_ > kSmall) {
+      big.resize(static_cast<size_t>(n_));
+      to = big.data();
+    }
+    for (int i = 0; i < n_; ++i) to[i] = from_[i];
+    return to;
+  }
   const int* from_;
   int n_;
+  mutable MPI_Count counts_small_[kSmall];
+  mutable MPI_Aint displs_small_[kSmall];
   mutable std::vector<MPI_Count> counts_;
   mutable std::vector<MPI_Aint> displs_;
 };

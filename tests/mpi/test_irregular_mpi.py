@@ -40,3 +40,16 @@ def test_irregular_collectives_match_the_mpi(mpi4py_on: tuple[MPI, dict[str, str
     )
     # Every call was collkit's (blocking calls whose counts agree: nothing to decline).
     assert "DECLINED 0 " in r.stdout, r.stdout[-3000:]
+
+
+@pytest.mark.parametrize("P", [2, 3])
+def test_alternating_vectors_of_one_total(mpi4py_on: tuple[MPI, dict[str, str]], P: int) -> None:
+    """alltoallv and allgatherv calls alternating two count vectors of the same total on the same
+    buffers: each call's result is the MPI's for its own vector (no plan of the other reused)."""
+    mpi, env = mpi4py_on
+    algos = [str(a["name"]) for c in ("alltoallv", "allgatherv") for a in algorithms(c)]
+    r = run(mpi, env, P, str(PROGRAMS / "mpi4py_alternating.py"), json.dumps(algos))
+    cases = 8 * len(algos)
+    assert r.returncode == 0 and f"SUMMARY P={P} cases={cases} failures=0" in r.stdout, (
+        r.stdout[-3000:] + r.stderr[-3000:]
+    )
