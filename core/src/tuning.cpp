@@ -403,7 +403,8 @@ double statistic(const Value* v, const std::string& where, const char* key) {
 }
 
 // Whether the algorithm can run at the rule's P: refused when at none of them, noted when at some
-// not. The registry's answer for a call of no data at root 0 (what P alone decides); node-aware
+// not. The registry's answer for a call of no data at root 0 with an op that suits it
+// (commutative, exact under any grouping: the op is each call's), what P alone decides; node-aware
 // algorithms are checked on their declared restrictions only (their placement is the run's).
 void check_p(const Algorithm& a, Rule& rule, const std::string& where) {
   const CallCheck check =
@@ -411,7 +412,7 @@ void check_p(const Algorithm& a, Rule& rule, const std::string& where) {
   std::string first_refusal, first_bad;
   bool any_ok = false;
   auto at = [&](int64_t P) {
-    std::string why = a.refusal(CallShape{P, 0, 8, 0, true, {}}, check);
+    std::string why = a.refusal(CallShape{P, 0, 8, 0, true, {}, nullptr, true}, check);
     if (why.empty()) {
       any_ok = true;
     } else if (first_bad.empty()) {

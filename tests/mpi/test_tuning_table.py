@@ -129,6 +129,18 @@ def test_a_table_over_16_MiB_is_refused(tmp_path: Path) -> None:
     assert not ok and "larger than 16 MiB" in why
 
 
+def test_a_rule_for_an_exact_op_only_algorithm_loads_without_a_note() -> None:
+    # allreduce:swing_lat runs at every P; which op a call has is each call's to decide (the
+    # MPI side declines floating point for it), not the table's.
+    t = parse(
+        (
+            HEAD + '"rules": [{"collective": "allreduce", "P": [2, 12], "bytes": [0, 64], '
+            '"algorithm": "allreduce:swing_lat"}]}'
+        ).encode()
+    )
+    assert len(t.rules) == 1 and not t.notes
+
+
 def test_a_rule_that_runs_at_some_of_its_P_is_kept_with_a_note() -> None:
     t = parse(
         (
