@@ -15,6 +15,7 @@ the overhead is the median over block pairs of (library - direct), per call. Thr
     .venv/bin/python benchmarks/bench_pmpi_overhead.py [--mpiexec ...] [--blocks 300]
     .venv/bin/python benchmarks/bench_pmpi_overhead.py --against OLD_BUILD_DIR --pairs 3
     .venv/bin/python benchmarks/bench_pmpi_overhead.py --callgrind [--against OLD_BUILD_DIR]
+    .venv/bin/python benchmarks/bench_pmpi_overhead.py --irregular [--np 2] [--against OLD]
 
 Prints a table and writes it as a section of benchmarks/results/pmpi_overhead.md (one section
 per MPI and mode; a run replaces its own and keeps the others). With --against, each case runs
@@ -24,6 +25,12 @@ both overheads (median of the runs) and their difference. This build's collkit_p
 drives every library (only the library differs). --callgrind counts instead of timing: each case
 once per library under valgrind --tool=callgrind (collkit_pmpi_overhead --count), instructions
 per call through the library and direct, whatever the machine's load.
+
+--irregular counts (under callgrind) MPI_Alltoallv and MPI_Allgatherv at 8 B, 64 B and 1 KiB per
+pair or per rank, equal counts, packed displacements: the MPI's own call (PMPI_), collkit's C API
+(ck_alltoallv / ck_allgatherv with IRREGULAR's algorithm) and the call through the library with a
+table that routes it there; on `--np` ranks, rank 0 under valgrind and the others plain. At P > 1
+rank 0's count includes its waits for the plain ranks (polls), which the load can move.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ import tempfile
 from pathlib import Path
 
 from collkit.bench import machine_name
-from collkit.mpi import build, find_mpi, launch_command, launch_env
+from collkit.mpi import MPI, build, find_mpi, launch_command, launch_env
 from results_md import MPI_NAMES, write_section
 
 OUT = Path(__file__).resolve().parent / "results" / "pmpi_overhead.md"
@@ -78,6 +85,74 @@ def callgrind(cmd: list[str], program: str, env: dict[str, str], count: int) -> 
     return {"interposed": through, "direct": direct, "overhead": through - direct}
 
 
+# The irregular calls counted by --irregular, with the algorithm collkit's C API and the table
+# use: at P = 2 each is one exchange between the two ranks (bench_irregular.py's best at P = 2
+# are these or their equals), the alltoallv's counts exchanged first.
+IRREGULAR = {"alltoallv": "alltoallv:linear", "allgatherv": "allgatherv:recursive_doubling"}
+IRREGULAR_BYTES = (8, 64, 1024)
+
+
+def irregular(args: argparse.Namespace, mpi: MPI, bindir: Path, builds: list[Path]) -> None:
+    """--irregular: instructions per call of the MPI's irregular call, collkit's C API and the
+    call through the library, each build's library (this build's program drives them all)."""
+    tmp = Path(tempfile.mkdtemp())
+    path = tmp / "routed.json"
+    path.write_text(table([{"collective": c, "P": [1, 64], "bytes": [0, 1 << 62], "algorithm": a}
+                           for c, a in IRREGULAR.items()]))  # fmt: skip
+    program = str(bindir / "collkit_pmpi_overhead")
+    counted: list[tuple[str, int, list[dict[str, float]]]] = []
+    for coll, algo in IRREGULAR.items():
+        for n in IRREGULAR_BYTES:
+            per_lib = []
+            for b in builds:
+                full, _ = launch_env(mpi, args.np, {"LD_PRELOAD": str(b / "libcollkit_pmpi.so"),
+                                                    "COLLKIT_TUNING": str(path),
+                                                    "COLLKIT_SETUP_US": "0"})  # fmt: skip
+                got: dict[str, float] = {}
+                for direct in ([], ["--direct", algo]):
+                    prog = [program, "--collective", coll, "--bytes", str(n), *direct,
+                            "--count", str(args.count), "--calls", "200"]  # fmt: skip
+                    cmd = launch_command(mpi, 1, prog)
+                    if args.np > 1:  # the other ranks plain
+                        cmd += [":", "-n", str(args.np - 1), *prog]
+                    c = callgrind(cmd, program, full, args.count)
+                    got["routed"] = c["interposed"]
+                    got["ck" if direct else "native"] = c["direct"]
+                per_lib.append(got)
+            counted.append((coll, n, per_lib))
+            print(f"{coll:<10} {n:>5} B " + "   ".join(
+                f"native {g['native']:8.0f}  C API {g['ck']:8.0f}  through the library "
+                f"{g['routed']:8.0f} instructions" for g in per_lib), flush=True)  # fmt: skip
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    names = ["this build"] if args.against is None else ["old", "new"]
+    old = "" if args.against is None else f" Old: `{builds[0]}`; new: `{builds[1]}`."
+    again = "" if args.against is None else " --against OLD"
+    waits = (" Rank 0's count includes its polls while it waits for the plain ranks, which the "
+             "load moves." if args.np > 1 else "")  # fmt: skip
+    lines = [
+        f"{mpi.version}, {machine_name()}, {date}, load {os.getloadavg()[0]:.1f} at the end; "
+        f"P = {args.np}, rank 0 under valgrind --tool=callgrind, {args.count} calls counted each "
+        f"way after 200 to warm up.{old} Reproduce: `.venv/bin/python "
+        f"benchmarks/bench_pmpi_overhead.py --irregular --np {args.np}{again}`.",
+        "Instructions per call of rank 0: the MPI's own call (PMPI_), collkit's C API with the "
+        "algorithm named, and the MPI_ call through the library with a table routing it to that "
+        f"algorithm; char elements, equal counts, packed displacements.{waits}",
+        "",
+        "| collective (collkit's algorithm) | bytes per pair or rank | "
+        + " | ".join(f"{k}: native | {k}: C API | {k}: through the library" for k in names)
+        + " |",
+        "| --- | ---: | " + " | ".join("---: | ---: | ---:" for _ in names) + " |",
+    ]
+    for coll, n, per_lib in counted:
+        cells = [f"{g['native']:.0f} | {g['ck']:.0f} | {g['routed']:.0f}" for g in per_lib]
+        lines.append(f"| {coll} ({IRREGULAR[coll]}) | {n} | " + " | ".join(cells) + " |")
+    heading = (f"## {MPI_NAMES.get(mpi.kind, mpi.version)}: irregular calls at P = {args.np}, "
+               "instructions per call (callgrind)")  # fmt: skip
+    print(f"{heading}\n\n" + "\n".join(lines))
+    write_section(OUT, TITLE, heading, "\n".join(lines))
+    print(f"wrote its section of {OUT}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mpiexec", default=None)
@@ -90,7 +165,12 @@ def main() -> None:
     ap.add_argument("--callgrind", action="store_true",
                     help="instructions per call under valgrind's callgrind, not times")  # fmt: skip
     ap.add_argument("--count", type=int, default=2000, help="calls counted (--callgrind)")
+    ap.add_argument("--irregular", action="store_true",
+                    help="alltoallv and allgatherv under callgrind: the MPI's, the C API's, "
+                    "through the library")  # fmt: skip
+    ap.add_argument("--np", type=int, default=1, help="ranks with --irregular (rank 0 counted)")
     args = ap.parse_args()
+    args.callgrind = args.callgrind or args.irregular
     if args.callgrind and (shutil.which("valgrind") is None or
                            shutil.which("callgrind_annotate") is None):  # fmt: skip
         ap.error("--callgrind needs valgrind and callgrind_annotate on PATH")
@@ -100,6 +180,9 @@ def main() -> None:
     for b in builds:
         if not (b / "libcollkit_pmpi.so").is_file():
             ap.error(f"{b} has no libcollkit_pmpi.so (a collkit MPI build folder is needed)")
+    if args.irregular:
+        irregular(args, mpi, bindir, builds)
+        return
     rounds = 1 if args.against is None or args.callgrind else args.pairs
     tmp = Path(tempfile.mkdtemp())
     tables = {

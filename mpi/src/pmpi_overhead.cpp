@@ -6,6 +6,9 @@
 //   LD_PRELOAD=libcollkit_pmpi.so COLLKIT_TUNING=t.json mpiexec -n 1 collkit_pmpi_overhead
 //       [--calls 2000] [--blocks 200] [--collective allreduce|barrier|bcast] [--direct ALGO]
 //       [--count N]
+//   mpiexec -n 2 collkit_pmpi_overhead --collective alltoallv|allgatherv --bytes N [...]
+// alltoallv and allgatherv: N chars per pair (alltoallv) or per rank (allgatherv), packed
+// displacements, on any number of ranks (P = 2: one rank under callgrind, the other plain).
 // --direct ALGO: the direct side is collkit's C API (ck_<collective>(..., ALGO), found in the
 // preloaded library) instead of PMPI_: with a table that routes the call to ALGO, the difference
 // is what the routing (the decision and the table) adds to collkit's own call.
@@ -34,19 +37,69 @@ using Allreduce = int (*)(const void*, void*, MPI_Count, MPI_Datatype, MPI_Op, M
                           const char*);
 using Bcast = int (*)(void*, MPI_Count, MPI_Datatype, int, MPI_Comm, const char*);
 using Barrier = int (*)(MPI_Comm, const char*);
+using Alltoallv = int (*)(const void*, const MPI_Count*, const MPI_Aint*, MPI_Datatype, void*,
+                          const MPI_Count*, const MPI_Aint*, MPI_Datatype, MPI_Comm, const char*);
+using Allgatherv = int (*)(const void*, MPI_Count, MPI_Datatype, void*, const MPI_Count*,
+                           const MPI_Aint*, MPI_Datatype, MPI_Comm, const char*);
 
 // What a call is: the collective, and collkit's C API function where --direct names one.
 struct Call {
   std::string coll = "allreduce", algo;
   void* ck = nullptr;
   double in = 1, out = 0;
+  // The irregular calls: `bytes` chars per pair or per rank, every count and displacement as the
+  // MPI's int arrays (the application's call) and as the C API's MPI_Count / MPI_Aint ones.
+  int bytes = 8;
+  std::vector<char> send, recv;
+  std::vector<int> counts, displs;
+  std::vector<MPI_Count> wide_counts;
+  std::vector<MPI_Aint> wide_displs;
+  void set_up(int P) {
+    send.assign(static_cast<size_t>(P) * bytes, 'x');
+    recv.assign(send.size(), 0);
+    counts.assign(static_cast<size_t>(P), bytes);
+    for (int b = 0; b < P; ++b) displs.push_back(b * bytes);
+    wide_counts.assign(counts.begin(), counts.end());
+    wide_displs.assign(displs.begin(), displs.end());
+  }
 };
+
+// An irregular call through MPI_ (the library, where preloaded) or PMPI_ (the MPI).
+template <bool Profiled>
+void irregular(Call& c) {
+  constexpr auto a2av = Profiled ? PMPI_Alltoallv : MPI_Alltoallv;
+  constexpr auto agv = Profiled ? PMPI_Allgatherv : MPI_Allgatherv;
+  if (c.coll == "alltoallv")
+    a2av(c.send.data(), c.counts.data(), c.displs.data(), MPI_CHAR, c.recv.data(), c.counts.data(),
+         c.displs.data(), MPI_CHAR, MPI_COMM_WORLD);
+  else
+    agv(c.send.data(), c.bytes, MPI_CHAR, c.recv.data(), c.counts.data(), c.displs.data(), MPI_CHAR,
+        MPI_COMM_WORLD);
+}
+
+// collkit's C API with the irregular call's arguments.
+void irregular_ck(Call& c, const char* a) {
+  if (c.coll == "alltoallv")
+    reinterpret_cast<Alltoallv>(c.ck)(c.send.data(), c.wide_counts.data(), c.wide_displs.data(),
+                                      MPI_CHAR, c.recv.data(), c.wide_counts.data(),
+                                      c.wide_displs.data(), MPI_CHAR, MPI_COMM_WORLD, a);
+  else
+    reinterpret_cast<Allgatherv>(c.ck)(c.send.data(), c.bytes, MPI_CHAR, c.recv.data(),
+                                       c.wide_counts.data(), c.wide_displs.data(), MPI_CHAR,
+                                       MPI_COMM_WORLD, a);
+}
+
+bool is_irregular(const Call& c) {
+  return c.coll == "alltoallv" || c.coll == "allgatherv";
+}
 
 // `n` calls through the library's MPI_ (or, with --direct, collkit's C API). Not inlined: a
 // function of its own that callgrind counts apart.
 [[gnu::noinline]] void interposed_calls(Call& c, long n) {
   for (long k = 0; k < n; ++k) {
-    if (c.coll == "barrier")
+    if (is_irregular(c))
+      irregular<false>(c);
+    else if (c.coll == "barrier")
       MPI_Barrier(MPI_COMM_WORLD);
     else if (c.coll == "bcast")
       MPI_Bcast(&c.in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -60,12 +113,16 @@ struct Call {
   const char* a = c.algo.c_str();
   for (long k = 0; k < n; ++k) {
     if (c.ck != nullptr) {
-      if (c.coll == "barrier")
+      if (is_irregular(c))
+        irregular_ck(c, a);
+      else if (c.coll == "barrier")
         reinterpret_cast<Barrier>(c.ck)(MPI_COMM_WORLD, a);
       else if (c.coll == "bcast")
         reinterpret_cast<Bcast>(c.ck)(&c.in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD, a);
       else
         reinterpret_cast<Allreduce>(c.ck)(&c.in, &c.out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, a);
+    } else if (is_irregular(c)) {
+      irregular<true>(c);
     } else if (c.coll == "barrier") {
       PMPI_Barrier(MPI_COMM_WORLD);
     } else if (c.coll == "bcast") {
@@ -95,6 +152,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--collective") == 0) c.coll = argv[i + 1];
     if (std::strcmp(argv[i], "--direct") == 0) c.algo = argv[i + 1];
     if (std::strcmp(argv[i], "--count") == 0) count = std::atol(argv[i + 1]);
+    if (std::strcmp(argv[i], "--bytes") == 0) c.bytes = std::atoi(argv[i + 1]);
   }
   if (!c.algo.empty()) {
     c.ck = dlsym(RTLD_DEFAULT, ("ck_" + c.coll).c_str());
@@ -109,6 +167,7 @@ int main(int argc, char** argv) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (is_irregular(c)) c.set_up(size);
   if (count > 0) {
     interposed_calls(c, calls), direct_calls(c, calls);  // warm up both paths
     counted(c, count);
