@@ -135,7 +135,7 @@ class CampaignProgress:
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
-                console=Console(file=self.stream),
+                console=Console(file=self.stream, emoji=False),
                 transient=False,
             )
             self._bar.start()

@@ -184,3 +184,14 @@ def test_another_block_measures_again_what_it_decides_and_keeps_nothing_of_anoth
     check_merge(both, tmp_path, mpi, 1, machine, {("allreduce", 2)})  # same block: merged
     with pytest.raises(InvalidArgumentError, match=r"measured with MPICH 5\.0\.2"):
         check_merge(only_ar, tmp_path, "Open MPI 4.1.4", 1, machine, {("allreduce", 2)})
+
+
+def test_an_algorithm_name_is_printed_as_it_is_never_as_an_emoji(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """rich reads ":ring:" as an emoji code: tune's notes printed "allreduce:ring: back_to_back"
+    as "allreduce💍 back_to_back"."""
+    from collkit.cli._common import console
+
+    console().print("1 did not win in every pattern: allreduce:ring: back_to_back 1.17")
+    assert "allreduce:ring: back_to_back" in capsys.readouterr().out

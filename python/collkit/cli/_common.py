@@ -651,7 +651,8 @@ def table(title: str) -> Table:
 
 
 def console(stderr: bool = False) -> Console:
-    """Where the commands print: no highlighter (it crawls over long texts); when stdout is not a
+    """Where the commands print: no highlighter (it crawls over long texts), no emoji codes (an
+    algorithm name's ":ring:" in "allreduce:ring: ..." is text, not a ring); when stdout is not a
     terminal, plain text as wide as it needs (a pipe gets whole names, not 80-column folds).
     `stderr`: the same on stderr (progress beside --json output)."""
     from rich.console import Console
@@ -664,8 +665,10 @@ def console(stderr: bool = False) -> Console:
             raise BrokenPipeError
 
     if (sys.stderr if stderr else sys.stdout).isatty():
-        return _Console(highlight=False, stderr=stderr)
-    return _Console(highlight=False, width=100_000, no_color=True, soft_wrap=True, stderr=stderr)
+        return _Console(highlight=False, emoji=False, stderr=stderr)
+    return _Console(
+        highlight=False, emoji=False, width=100_000, no_color=True, soft_wrap=True, stderr=stderr
+    )
 
 
 def add_json_argument(p: argparse.ArgumentParser, what: str = "") -> None:

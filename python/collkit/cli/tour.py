@@ -77,7 +77,7 @@ def _run(console: Console, argv: list[str]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    console = Console(emoji=False)  # "allreduce:ring: ..." is a name, not an emoji code
     out: Path = output_dir(args.out, "--out")
     quick: bool = args.quick
     failures = 0
