@@ -279,7 +279,10 @@ struct Decision {
   int nodes = -1, ppn = 0;  // the communicator's shape (comm_shape); -1: not asked for
   std::string refused;      // a rule covers the call, but its algorithm cannot take it: why
   bool reusable = false;    // the same call's decision may be remembered (see decide)
-  CommUse* use = nullptr;   // the communicator's, where a rule covers the call
+  // Read from the whole vector's total (allgatherv, reduce_scatter: `bytes`, of the receive side's
+  // arrays or the send side's): remembered, it holds while the total is the same (holds).
+  bool by_total = false, total_of_recv = false;
+  CommUse* use = nullptr;  // the communicator's, where a rule covers the call
 };
 
 // One side of a call (count and datatype): the bytes of a block are count x type size.
@@ -355,8 +358,8 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
       // An irregular call: the sum of the count vector where every rank has it (MPICH selects
       // by that total), else nothing every rank sees alike (a gatherv's ranks know their own
       // block, an alltoallv's their row and column): -1, which only a rule for every size covers.
-      // The arrays may change between calls: a decision read from them (the whole vector's
-      // total) is never remembered; -1 reads none of them.
+      // The arrays may change between calls: a decision read from the whole vector's total is
+      // remembered with it (by_total); -1 reads none of them.
       d.bytes = -1;
       if (collkit::mpi::whole_vector(spec) && side.arrays && side.counts != nullptr) {
         MPI_Count total = 0;
@@ -366,6 +369,8 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
           total += n * size;
         }
         d.bytes = static_cast<int64_t>(total);
+        d.by_total = true;
+        d.total_of_recv = &side == &recv;
       }
     } else {
       if (size != 0 && side.count > INT64_MAX / size) return d;
@@ -395,8 +400,9 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
   if (hit == nullptr) hit = any_shape;
   // Everything read so far stays what it is while the communicator lives, if the type is one
   // of the MPI's own (a derived type may be freed and its handle given to another).
-  d.reusable = (type == MPI_DATATYPE_NULL || collkit::mpi::named_type(type)) &&
-               (spec.counts == collkit::Counts::none || !collkit::mpi::whole_vector(spec));
+  d.reusable =
+      (type == MPI_DATATYPE_NULL || collkit::mpi::named_type(type)) &&
+      (spec.counts == collkit::Counts::none || !collkit::mpi::whole_vector(spec) || d.by_total);
   if (hit == nullptr) {
     d.why = "not in the table";
     return d;
@@ -480,7 +486,8 @@ CommUse* watched(MPI_Comm comm) {
 }
 
 // What a call's decision is read from (of a side: its count, type and MPI_IN_PLACE; an irregular
-// call's decision is remembered only where it reads no array: alltoallv, gatherv, scatterv).
+// call's decision is remembered where it reads no array, alltoallv's, gatherv's, scatterv's, or
+// with the vector's total it was read from, allgatherv's and reduce_scatter's: Decision::by_total).
 struct CallKey {
   MPI_Comm comm;
   MPI_Op op;
@@ -532,6 +539,23 @@ inline Remembered& remembered() {
   return m != nullptr ? *m : make_remembered();
 }
 
+// Whether a remembered decision holds for this call: one read from the whole vector's total holds
+// while the total is the same (P entries summed, as decide_now sums them).
+[[gnu::always_inline]] inline bool holds(const Decision& d, const Side& send, const Side& recv) {
+  if (!d.by_total) [[likely]]
+    return true;
+  const Side& side = d.total_of_recv ? recv : send;
+  if (!side.arrays || side.counts == nullptr) return false;
+  const int64_t size = d.elem_size;
+  int64_t total = 0;
+  for (int b = 0; b < d.P; ++b) {
+    const MPI_Count n = side.count_at(b);
+    if (n < 0 || (size != 0 && n > (INT64_MAX / 2 - total) / size)) return false;
+    total += static_cast<int64_t>(n) * size;
+  }
+  return total == d.bytes;
+}
+
 // decide, past the way that answered last: the other ways, else decide_now.
 [[gnu::noinline]] const Decision& decide_again(State& s, Collective c, MPI_Comm comm,
                                                const Side& send, const Side& recv, MPI_Op op,
@@ -542,7 +566,7 @@ inline Remembered& remembered() {
   const CallKey key = key_of(comm, op, root, send, recv);
   if (m.generation == generation) {
     for (int w = 0; w < Remembered::kWays; ++w)
-      if (m.used[ci][w] && m.key[ci][w] == key) {
+      if (m.used[ci][w] && m.key[ci][w] == key && holds(m.decision[ci][w], send, recv)) {
         m.last[ci] = w;
         return m.decision[ci][w];
       }
@@ -576,7 +600,8 @@ inline Remembered& remembered() {
   const int ci = static_cast<int>(c);
   const int l = m.last[ci];
   if (m.generation == s.generation.load(std::memory_order_acquire) && m.used[ci][l] &&
-      m.key[ci][l] == key_of(comm, op, root, send, recv)) [[likely]]
+      m.key[ci][l] == key_of(comm, op, root, send, recv) && holds(m.decision[ci][l], send, recv))
+      [[likely]]
     return &m.decision[ci][l];
   return nullptr;
 }

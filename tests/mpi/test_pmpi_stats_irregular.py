@@ -74,3 +74,28 @@ def test_stats_bytes_are_the_calls_total(kind: str, routed: bool, P: int, tmp_pa
         calls = 2 * ROUNDS if collective == "gatherv" else ROUNDS
         assert got.get((collective, route, P, total)) == calls, (collective, total, got)
     assert all(row.bytes >= 0 for row in rows)
+
+
+def test_allgatherv_decision_follows_the_total(tmp_path: Path) -> None:
+    """A remembered allgatherv decision holds only for its vector's total: calls alternating 16 B
+    and 4 KiB totals (the same buffers, datatypes and, on rank 0, the same own block) go to
+    collkit and to the MPI by the table's byte ranges, call by call (COLLKIT_STATS rows)."""
+    mpi = mpich_or_skip()
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        pytest.skip("mpi4py is not installed")
+    rule = {"collective": "allgatherv", "P": [2, 64], "bytes": [0, 64]}
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({"format": "collkit-tuning", "version": 1,
+                                 "rules": [{**rule, "algorithm": "allgatherv:ring"}]}))  # fmt: skip
+    stats = tmp_path / "calls.jsonl"
+    program = Path(__file__).resolve().parents[1] / "programs" / "mpi4py_allgatherv_totals.py"
+    env = dict(os.environ, MPIEXEC=mpi.mpiexec, MPICXX=mpi.mpicxx, COLLKIT_SETUP_US="0")
+    args = [sys.executable, "-m", "collkit", "run", "-np", "2", "--stats", str(stats)]
+    args += ["--tuning", str(table), "--", sys.executable, str(program), str(ROUNDS)]
+    r = run_or_kill(args, env, TIMEOUT_S)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
+    got = {(row.algorithm, row.bytes): row.iterations for row in read_jsonl(stats)
+           if row.collective == "allgatherv"}  # fmt: skip
+    assert got == {("allgatherv:ring", 16): ROUNDS, ("native", 4096): ROUNDS}, got
