@@ -887,8 +887,9 @@ int gather_counts(CommState& s, const std::vector<int64_t>& mine, std::vector<in
       s.counts_by_mpi = true;
     }
   }
-  if (s.counts_by_mpi)
-    return MPI_Allgather(mine.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, s.dup);
+  if (s.counts_by_mpi)  // PMPI_: under the interposition library, collkit's own exchange is no
+                        // call of the program's (not routed, not counted)
+    return PMPI_Allgather(mine.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, s.dup);
   RunArgs a;
   a.comm = s.dup;
   a.tag_ub = s.tag_ub;
@@ -949,8 +950,8 @@ int irregular_counts(const Call& c, CommState& s, Irregular& ir, bool exchanged 
       rc = gather_counts(s, mine, all);
     } else {
       all.resize(mine.size());
-      rc = MPI_Allreduce(mine.data(), all.data(), static_cast<int>(2 * P), MPI_INT64_T, MPI_SUM,
-                         s.dup);
+      rc = PMPI_Allreduce(mine.data(), all.data(), static_cast<int>(2 * P), MPI_INT64_T, MPI_SUM,
+                          s.dup);
     }
     if (rc != MPI_SUCCESS) return report_mpi(rc, "exchanging the counts");
   }

@@ -74,6 +74,9 @@ def test_stats_bytes_are_the_calls_total(kind: str, routed: bool, P: int, tmp_pa
         calls = 2 * ROUNDS if collective == "gatherv" else ROUNDS
         assert got.get((collective, route, P, total)) == calls, (collective, total, got)
     assert all(row.bytes >= 0 for row in rows)
+    # collkit's own exchange of a gatherv's or scatterv's counts (2P int64s) is no call of the
+    # program's: the only allreduce counted is the program's own check, 4 bytes
+    assert {row.bytes for row in rows if row.collective == "allreduce"} == {4}, got
 
 
 def test_allgatherv_decision_follows_the_total(tmp_path: Path) -> None:
