@@ -202,7 +202,7 @@ constexpr size_t kRecentCalls = 16;
 // datatypes only, as RecentCall.
 struct RecentIrregular {
   bool valid = false;
-  Collective collective = Collective::allgatherv;
+  Collective collective{};  // read only while valid
   const Algorithm* algo = nullptr;
   const void* send_buf = nullptr;
   void* recv_buf = nullptr;

@@ -111,7 +111,9 @@ def test_report_of_the_tours_bench_step(tmp_path: Path, capsys: pytest.CaptureFi
     rows = read_jsonl(out / "bench-allreduce.jsonl")
     assert rows and f"{len(rows)} rows" in text
     assert {">allreduce:rd<", ">native<"} <= {f">{r.algorithm}<" for r in rows}
-    assert len(page.imgs) == 1  # bench's plot, beside its rows
+    # bench's plot, beside its rows; on a busy machine with a suspect row, the report's plot
+    # without it and bench's picture as well
+    assert len(page.imgs) == (2 if any(r.suspect for r in rows) else 1)
     assert "load " in text  # the rows' load range
 
 
