@@ -664,7 +664,7 @@ def check_bench(opts: BenchOptions, *, mpi: MPI | None = None) -> BenchPlan:
         if parse_row_name(a).kind == "mpi":
             mpi.force_env(campaign.collective, a)
     out = Path(opts.out.replace("COLLECTIVE", opts.collective))
-    if out.suffix != ".jsonl":  # said before collkit's programs are built, not after
+    if out.suffix != ".jsonl":  # checked here, before collkit's programs are built
         raise InvalidArgumentError(f"results file '{out}' must end in .jsonl")
     return BenchPlan(opts, campaign, mpi, out)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -390,6 +391,23 @@ def test_tune_keeps_the_rows_timed_after_the_barrier_in_effect() -> None:
     assert table_barriers(None, [2]) == {}
 
 
+def stand_in_row(c: Campaign, name: str, after: str, samples: list[float], **more: Any) -> Row:
+    """A row of campaign `c` at P = 2, 8 B (a barrier: 0 B), timed after `after`, as a stand-in
+    run_campaign stores it."""
+    return Row(
+        c.collective,
+        name,
+        2,
+        8 if c.collective != "barrier" else 0,
+        datatype=c.datatype,
+        pattern=c.pattern,
+        barrier=after,
+        interleaved=c.interleave,
+        samples=samples,
+        **more,
+    )
+
+
 @pytest.mark.parametrize(
     "slower", [{}, {"barrier:tree": 1.5}, {"barrier:tree": 1.5, "barrier:recexch": 1.5}]
 )
@@ -418,19 +436,7 @@ def test_a_barrier_that_slows_the_mpis_calls_after_it_is_passed_over(
         for name in c.algorithms:
             after = c.barrier if (name != "native" or c.native_after_barrier) else ""
             scale = slower.get(after, 1.0) if name == "native" else 1.0
-            store.append(
-                Row(
-                    c.collective,
-                    name,
-                    2,
-                    8 if c.collective != "barrier" else 0,
-                    datatype=c.datatype,
-                    pattern=c.pattern,
-                    barrier=after,
-                    interleaved=c.interleave,
-                    samples=list(scale * (1 + 0.01 * rng.random(50))),
-                )
-            )
+            store.append(stand_in_row(c, name, after, list(scale * (1 + 0.01 * rng.random(50)))))
         return []
 
     monkeypatch.setattr(camp, "run_campaign", fake_run)
@@ -503,16 +509,11 @@ def test_a_gain_only_over_the_mpis_calls_slowed_in_the_same_job_is_no_rule(
             x = scale(name, after, c.interleave)
             s = list(x * (1 + 0.01 * rng.random(45)))
             store.append(
-                Row(
-                    c.collective,
+                stand_in_row(
+                    c,
                     name,
-                    2,
-                    8 if c.collective != "barrier" else 0,
-                    datatype=c.datatype,
-                    pattern=c.pattern,
-                    barrier=after,
-                    interleaved=c.interleave,
-                    samples=s,
+                    after,
+                    s,
                     valid=True,
                     round_median_us=[x] * 3,
                     round_native_before_us=[native_us] * 3,
