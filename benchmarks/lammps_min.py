@@ -71,6 +71,31 @@ def many(run: dict) -> list[str]:
     return sorted((b for b, c in run["allreduce"].items() if c[0] >= 100), key=int)
 
 
+def rule_for(table: dict, collective: str, nbytes: int, p: int) -> dict | None:
+    """The table's rule for a call of `nbytes` at P = `p`, else None (the call goes to the MPI)."""
+    for rule in table["rules"]:
+        lo, hi = rule["bytes"]
+        fits = rule["P"][0] <= p <= rule["P"][1] and lo <= nbytes <= hi
+        if rule["collective"] == collective and fits:
+            return rule
+    return None
+
+
+def predicted_ratio(native: dict, table: dict, p: int, free: bool = False) -> float:
+    """What the table can save in one native run: each routed allreduce's calls times the
+    rule's gain per call as tune timed it (native_median_us - median_us, after a barrier), taken
+    from that run's time in collectives; the rest of that time (waiting for the slower rank,
+    the unrouted calls) no algorithm shortens. Returns predicted tuned / native; with `free`, as
+    if each routed call cost nothing (the bound of any algorithm)."""
+    saved = 0.0
+    for b, (calls, _) in native["allreduce"].items():
+        rule = rule_for(table, "allreduce", int(b), p)
+        if rule and rule.get("median_us") is not None and rule.get("native_median_us") is not None:
+            cost = 0.0 if free else rule["median_us"]
+            saved += calls * (rule["native_median_us"] - cost)
+    return float((native["colls_us"] - saved) / native["colls_us"])
+
+
 def report(runs: list[dict], args: argparse.Namespace, table: dict, mpi: Any, n_hogs: int) -> str:
     by_round: dict[int, dict[str, dict]] = {}
     for r in runs:
@@ -122,12 +147,20 @@ def report(runs: list[dict], args: argparse.Namespace, table: dict, mpi: Any, n_
         )
     qr = statistics.quantiles(ratio, n=4) if len(ratio) > 1 else [ratio[0]] * 3
     p = wilcoxon(diff).pvalue if len(diff) >= 6 else float("nan")
+    pred = statistics.median(predicted_ratio(q["native"], table, args.np) for q in pairs)
+    free = statistics.median(predicted_ratio(q["native"], table, args.np, True) for q in pairs)
     lines += [
         "",
         f"Paired by round ({len(pairs)} rounds): tuned / native time in collectives, median "
         f"**{qr[1]:.3f}** (quartiles {qr[0]:.3f}-{qr[2]:.3f}); tuned lower in "
         f"{sum(x < 1 for x in ratio)} of {len(ratio)} rounds; Wilcoxon signed-rank test of the "
         f"differences, two-sided: p = {p:.2g}.",
+        "",
+        f"The table's gain per call as tune timed it, times each native run's calls of each "
+        f"routed allreduce size, taken from that run's time in collectives: **{pred:.3f}** "
+        "predicted (median of rounds). The rest of the time is waiting for the slower rank and "
+        "unrouted calls, which no algorithm shortens: below this ratio only a cheaper call goes "
+        f"(a routed call that cost nothing: {free:.3f}).",
         "",
     ]
     return "\n".join(lines)
