@@ -1581,12 +1581,27 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
       if (int rc = irregular_counts(c, *s, ir, exchanged); rc != MPI_SUCCESS) return rc;
       header = irregular_header(c, *s, ir);
     }
+    // An irregular copy's problem is the vector's (prepare_irregular_bytes makes it so): its
+    // limits are checked before any buffer is prepared, since staging a datatype with gaps
+    // allocates the call's bytes, so a call past them is declined alike on every rank (the MPI's
+    // own call can take it) before any rank allocates, not failed where one runs out of memory.
+    Placement placement;  // node-aware algorithms only: the communicator's (placement.hpp)
+    const bool copy_vector = header && !spec.reduction();
+    if (copy_vector) {
+      if (std::string why = node_placement(algo, s->dup, true, placement); !why.empty())
+        return decline(why);
+      const CallShape early{s->size, ir.count,  ir.elem_size, spec.rooted ? c.root : 0,
+                            true,    placement, &ir.v};
+      if (std::string why = algo.refusal(early, CallCheck::limits); !why.empty())
+        return decline(why);
+    }
     Prepared p;
     int rc = prepare(spec, c, *s, work, roles, p, header ? &*header : nullptr);
     if (rc != MPI_SUCCESS) return rc;
-    Placement placement;  // node-aware algorithms only: the communicator's (placement.hpp)
-    if (std::string why = node_placement(algo, s->dup, p.args.commutative, placement); !why.empty())
-      return decline(why);
+    if (!copy_vector)
+      if (std::string why = node_placement(algo, s->dup, p.args.commutative, placement);
+          !why.empty())
+        return decline(why);
     // Whether the algorithm can take this call: the registry's one answer, from what is equal on
     // every rank (P, count x element size, root, the op's commutativity and exactness, the
     // placement), so every rank declines alike before any communication. Its limits on every
@@ -1605,7 +1620,7 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
     // check saves ~200 instructions of a loop's every call (callgrind, docs/mpi.md).
     const bool again = s->last != nullptr && key == s->last_key &&
                        s->last_commutative == shape.commutative && s->last_exact == shape.exact;
-    if (!again)
+    if (!again && !copy_vector)
       if (std::string why = algo.refusal(shape, CallCheck::limits); !why.empty())
         return decline(why);
     RunArgs& a = p.args;

@@ -1605,10 +1605,12 @@ void check_disagreeing_counts(const std::string& algo) {
   if (rank == 0 && !any) std::printf("DISAGREE %s failed alike\n", algo.c_str());
 }
 
-// --nonblocking, the C API: a gatherv, scatterv or alltoallv whose counts agree but break one of
-// collkit's limits, which only the exchanged vector shows, starts on every rank, and its request
-// completes with the same error code on every rank (nothing is declined after the start, no rank
-// hangs). The counts are of a 4 GiB contiguous type on buffers of a few ints: the call must fail
+// The C API: a gatherv, scatterv or alltoallv whose counts agree but break one of collkit's
+// limits, which only the exchanged vector shows. Non-blocking, the call starts on every rank and
+// its request completes with the same error code on every rank (nothing is declined after the
+// start, no rank hangs); blocking, every rank declines it alike once the counts are exchanged (so
+// the MPI's own call can take it), or fails alike where no call can take it (a block past 2^48
+// bytes). The counts are of a 4 GiB contiguous type on buffers of a few ints: the call must fail
 // before any byte moves. Three limits: "block", one block past 2^48 bytes (the exchange's entry
 // limit, any P); "total", every block within it but a buffer of P blocks past it (the
 // algorithm's limit, P >= 2); "gaps", the total again with a 2 GiB vector type with gaps, which
@@ -1644,10 +1646,20 @@ void check_exchanged_limits(const std::string& algo) {
     a.comm = MPI_COMM_WORLD;
     regular_vectors(a, spec, P, n);
     ++g_calls;
-    MPI_Request r = MPI_REQUEST_NULL;
-    int rc = collkit::mpi::call_collkit_nb(coll, a, algo.c_str(), &r);
+    const bool block = std::strcmp(what, "block") == 0;
     std::string why;
-    if (rc != MPI_SUCCESS) {
+    int rc = MPI_SUCCESS;
+    if (!g_nonblocking) {
+      rc = call_collkit(coll, a, algo.c_str());
+      if (rc == MPI_SUCCESS)
+        why = "the call ran";
+      else if (block != !ck_declined(rc))
+        why = std::string(block ? "declined" : "not declined") + ": " + describe_error(rc);
+      else if (block &&
+               std::string(ck_error_message()).find("past 2^48 bytes") == std::string::npos)
+        why = "not the limit: " + describe_error(rc);
+    } else if (MPI_Request r = MPI_REQUEST_NULL;
+               (rc = collkit::mpi::call_collkit_nb(coll, a, algo.c_str(), &r)) != MPI_SUCCESS) {
       why = "the start failed: " + describe_error(rc);
     } else {
       rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
@@ -1656,9 +1668,8 @@ void check_exchanged_limits(const std::string& algo) {
       else if (ck_declined(rc))
         why = "declined after the start: " + describe_error(rc);
       else if (std::string(ck_error_message())
-                   .find(std::strcmp(what, "block") == 0
-                             ? "past 2^48 bytes"
-                             : "found once the counts were exchanged") == std::string::npos)
+                   .find(block ? "past 2^48 bytes" : "found once the counts were exchanged") ==
+               std::string::npos)
         why = "not the limit: " + describe_error(rc);
     }
     if (in != std::vector<int>(8, rank) || out != std::vector<int>(8, -1))
@@ -2008,7 +2019,7 @@ int main(int argc, char** argv) {
     }
     if (g_nonblocking && !g_persistent) check_start_does_not_block(algo);
     if (g_nonblocking && !g_persistent && !kViaPmpi) check_disagreeing_counts(algo);
-    if (g_nonblocking && !g_persistent && !kViaPmpi) check_exchanged_limits(algo);
+    if (!g_persistent && !kViaPmpi) check_exchanged_limits(algo);
     if (g_persistent) check_persistent_restarts(algo);
     if (!kViaPmpi && g_world_rank == 0)
       std::printf("CAPI %s ran=%lld declined=%lld\n", algo.c_str(), g_capi_ran - capi_ran0,
