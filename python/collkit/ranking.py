@@ -54,14 +54,16 @@ MAX_OPS = 10_000_000
 @dataclass(frozen=True)
 class RankedAlgorithm:
     """One row: its rank (1 + how many are strictly faster), the algorithm's name in the one
-    grammar, its simulated makespan, its registered formula (postal only) and, for an
-    allreduce:rm schedule, its family."""
+    grammar, its simulated makespan, its registered formula (postal only), for an allreduce:rm
+    schedule its family, and whether it needs an op exact under any grouping (integer sum,
+    min, max, a logical or bitwise op: allreduce:swing_lat; the MPI side declines the others)."""
 
     rank: int
     algorithm: str
     sim_us: float
     formula_us: float | None
     family: str = ""
+    exact_op: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ def candidate_names(
     count, elem = problem_of(collective, nbytes)
     names = [
         (n, "")
-        for n in candidates(collective, P, top_k=0, largest=nbytes)
+        for n in candidates(collective, P, top_k=0, largest=nbytes, exact_op=True)
         if not n.startswith("allreduce:rm")
     ]
     if collective == "allreduce":
@@ -193,6 +195,7 @@ def rank_algorithms(
             sim_us=us,
             formula_us=_formula_us(name, P, count * elem, model),
             family=family,
+            exact_op=Algorithm(name).needs_exact,
         )
         for us, name, family in timed
     ]

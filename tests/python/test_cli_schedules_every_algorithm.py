@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import pytest
 
@@ -13,6 +14,7 @@ from collkit.algorithms import algorithms
 from collkit.cli import main, schedules
 from collkit.ranking import rank_algorithms
 from collkit.sim import Model, simulate
+from collkit.tune.campaign import candidates
 
 LOGGP = ["--model", "loggp", "--L", "1us", "--o", "100ns", "--g", "100ns", "--G", "0.1ns"]
 
@@ -117,11 +119,6 @@ def test_what_cannot_run_at_P_is_left_out_with_a_note(
     out = capsys.readouterr().out
     assert "left out: alltoall:two_proc: needs P <= 2, not 7" in out
     assert "left out: alltoall:bruck_local: is node-aware" in out
-    r = rank_algorithms("allreduce", 12, 8, Model.make("postal"))
-    left = {x.algorithm: x for x in r.left_out}
-    assert "allreduce:swing_lat" in left
-    assert "allreduce:swing_lat" not in {x.algorithm for x in r.rows}
-    assert "exact" in left["allreduce:swing_lat"].reason
     # too many ops: left out, named, with the count
     assert main(["schedules", "bcast", "-P", "64", "--bytes", "1MiB", "--max-ops", "2000"]) == 0
     out = capsys.readouterr().out
@@ -153,3 +150,25 @@ def test_what_cannot_be_done_is_refused(argv: list[str], needle: str) -> None:
     schedules.add_arguments(p)
     with pytest.raises(collkit.CollkitError, match=needle):
         schedules.run(p.parse_args(argv))
+
+
+def test_an_algorithm_for_exact_ops_is_ranked_and_marked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A simulation has no op: allreduce:swing_lat (right only for ops exact under any grouping)
+    is ranked beside the others, its row marked, while tune, which times doubles, leaves it out."""
+    r = rank_algorithms("allreduce", 12, 8, Model.make("postal", alpha="1us"))
+    row = next(x for x in r.rows if x.algorithm == "allreduce:swing_lat")
+    assert row.exact_op and not any(x.exact_op for x in r.rows if x is not row)
+    assert "allreduce:swing_lat" not in {x.algorithm for x in r.left_out}
+    sim = simulate(
+        "allreduce:swing_lat", 12, count=1, elem_size=8, model=Model.make("postal", alpha="1us")
+    )
+    assert row.sim_us == pytest.approx(float(sim.makespan) / 1e3)
+    assert "allreduce:swing_lat" not in candidates("allreduce", 12)
+    assert main(["schedules", "allreduce", "-P", "12", "--top", "100"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^ +\d+  allreduce:swing_lat\* +\d", out, re.M), out
+    assert "* right only for an op exact under any grouping" in out
+    rows = _json(capsys, ["allreduce", "-P", "12", "--top", "100"])
+    assert [x["exact_op"] for x in rows if x["algorithm"] == "allreduce:swing_lat"] == [True]

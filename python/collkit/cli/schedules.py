@@ -417,6 +417,7 @@ def _every_algorithm(
                 "family": x.family,
                 "sim_us": x.sim_us,
                 "formula_us": x.formula_us,
+                "exact_op": x.exact_op,
                 "model": model.describe(),
                 "verified": verified.get(x.algorithm),
             }
@@ -424,15 +425,22 @@ def _every_algorithm(
         )
     else:
         formula = model.name == "postal"
-        width = max([len(x.algorithm) for x in rows] + [9])
+        width = max([len(x.algorithm) + x.exact_op for x in rows] + [9])
         header = f"{'#':>3}  {'algorithm':<{width}}  {'sim (us)':>11}"
         header += f"  {'formula (us)':>12}" if formula else ""
         print(header + ("  verified" if args.verify else ""))
         for x in rows:
-            line = f"{x.rank:>3}  {x.algorithm:<{width}}  {x.sim_us:>11.3f}"
+            name = x.algorithm + ("*" if x.exact_op else "")
+            line = f"{x.rank:>3}  {name:<{width}}  {x.sim_us:>11.3f}"
             if formula:
                 line += f"  {x.formula_us:>12.3f}" if x.formula_us is not None else f"  {'-':>12}"
             print(line + (f"  {verified[x.algorithm]}" if args.verify else ""))
+        if any(x.exact_op for x in rows):
+            print(
+                "* right only for an op exact under any grouping (integer sum, product, min or "
+                "max, a logical or bitwise op): the MPI side hands the others to the MPI",
+                file=info,
+            )
     for lo in r.left_out:
         print(f"left out: {lo.algorithm}: {lo.reason}", file=info)
     return status

@@ -51,7 +51,13 @@ SEGMENTED = ("bcast:binomial", "reduce:binomial")
 
 
 def candidates(
-    collective: str, P: int, *, top_k: int = 3, nbytes: int = 8, largest: int = 0
+    collective: str,
+    P: int,
+    *,
+    top_k: int = 3,
+    nbytes: int = 8,
+    largest: int = 0,
+    exact_op: bool = False,
 ) -> list[str]:
     """collkit's candidates for one (collective, P): every registered algorithm at its defaults,
     the top_k `rm` schedules the model ranks for P, the Bruck radixes worth trying
@@ -61,15 +67,15 @@ def candidates(
     (:func:`collkit.analysis.torus.candidate_dims`), and the binomial trees in 2 KiB segments
     when `largest` (the campaign's largest size) is above 4 KiB; those whose restrictions
     exclude P are left out, and those that need an op exact under any grouping
-    (allreduce:swing_lat): tune times reductions in doubles, which the MPI side hands to the MPI
-    for them."""
+    (allreduce:swing_lat) unless `exact_op`: tune times reductions in doubles, which the MPI
+    side hands to the MPI for them (a simulation, which has no op, takes them: `exact_op`)."""
     out: list[str] = []
     for spec in algorithms(collective):
         name = str(spec["name"])
         r = spec["restrictions"]
         if r["min_P"] > P or 0 < r["max_P"] < P or (r["power_of_two"] and P & (P - 1)):
             continue
-        if r["exact_op"]:
+        if r["exact_op"] and not exact_op:
             continue
         if name == "allreduce:rm":
             if P >= 2:
