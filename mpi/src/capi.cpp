@@ -170,19 +170,26 @@ struct NbComm {
 // preparation were ~600 instructions of an 8-byte call's ~1,300; docs/mpi.md). Kept only where
 // preparing copied nothing and the handles cannot change meaning between calls: predefined
 // datatypes and ops (a freed derived datatype's handle may come back as another type).
-struct RecentCall {
-  bool valid = false;
-  // `out` is work space (off a reduce's root), which another call's preparation may move: valid
-  // only until a call on the communicator is prepared again.
-  bool stand_in = false;
-  Collective collective = Collective::allreduce;
+// The arguments a repeat must match (the irregular calls' arrays apart): the cheapest first.
+struct CallKey {
   const Algorithm* algo = nullptr;
+  Collective collective = Collective::allreduce;
   const void* send_buf = nullptr;
   void* recv_buf = nullptr;
   MPI_Count send_count = 0, recv_count = 0;
   MPI_Datatype send_type = MPI_DATATYPE_NULL, recv_type = MPI_DATATYPE_NULL;
   MPI_Op op = MPI_OP_NULL;
   int root = 0;
+
+  bool operator==(const CallKey&) const = default;
+};
+
+struct RecentCall {
+  bool valid = false;
+  // `out` is work space (off a reduce's root), which another call's preparation may move: valid
+  // only until a call on the communicator is prepared again.
+  bool stand_in = false;
+  CallKey key;
   Plan* plan = nullptr;
   RunArgs args;
 };
@@ -202,13 +209,7 @@ constexpr size_t kRecentCalls = 16;
 // datatypes only, as RecentCall.
 struct RecentIrregular {
   bool valid = false;
-  Collective collective{};  // read only while valid
-  const Algorithm* algo = nullptr;
-  const void* send_buf = nullptr;
-  void* recv_buf = nullptr;
-  MPI_Count send_count = 0, recv_count = 0;
-  MPI_Datatype send_type = MPI_DATATYPE_NULL, recv_type = MPI_DATATYPE_NULL;
-  int root = 0;
+  CallKey key;  // read only while valid
   // The send side's [0] and the receive side's [1] arrays where significant (else empty and
   // not read), and the exchanged views (alltoallv).
   bool read[2] = {};
@@ -1196,13 +1197,15 @@ int finish(const Prepared& p, RunState& run) {
   return MPI_SUCCESS;
 }
 
+// The arguments of `c` that a repeat must match.
+CallKey key_of(const Call& c, const Algorithm* algo) {
+  return {algo,         c.collective, c.send.buf,  c.recv.buf, c.send.count,
+          c.recv.count, c.send.type,  c.recv.type, c.op,       c.root};
+}
+
 // Whether `c` repeats `last` (RecentCall).
 bool repeats(const RecentCall& last, const Call& c, const Algorithm* algo) {
-  return last.valid && last.algo == algo && last.collective == c.collective &&
-         last.send_buf == c.send.buf && last.recv_buf == c.recv.buf &&
-         last.send_count == c.send.count && last.recv_count == c.recv.count &&
-         last.send_type == c.send.type && last.recv_type == c.recv.type && last.op == c.op &&
-         last.root == c.root;
+  return last.valid && last.key == key_of(c, algo);
 }
 
 // Remembers a blocking call that ran, if a repeat of it may skip to its plan.
@@ -1216,16 +1219,7 @@ void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared
   s.recent_next = (s.recent_next + 1) % kRecentCalls;
   last.valid = true;
   last.stand_in = p.stand_in;
-  last.collective = c.collective;
-  last.algo = algo;
-  last.send_buf = c.send.buf;
-  last.recv_buf = c.recv.buf;
-  last.send_count = c.send.count;
-  last.recv_count = c.recv.count;
-  last.send_type = c.send.type;
-  last.recv_type = c.recv.type;
-  last.op = c.op;
-  last.root = c.root;
+  last.key = key_of(c, algo);
   last.plan = plan;
   last.args = p.args;
 }
@@ -1234,10 +1228,7 @@ void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared
 // counts have been exchanged into s.counts_all.
 bool repeats_irregular(const CommState& s, const Call& c, const Algorithm* algo, bool exchanged) {
   const RecentIrregular& r = s.irregular;
-  if (!r.valid || r.algo != algo || r.collective != c.collective || r.send_buf != c.send.buf ||
-      r.recv_buf != c.recv.buf || r.send_count != c.send.count || r.recv_count != c.recv.count ||
-      r.send_type != c.send.type || r.recv_type != c.recv.type || r.root != c.root)
-    return false;
+  if (!r.valid || !(r.key == key_of(c, algo))) return false;
   const size_t P = static_cast<size_t>(s.size);
   const Side* sides[2] = {&c.send, &c.recv};
   for (int k = 0; k < 2; ++k) {
@@ -1271,15 +1262,7 @@ void remember_irregular(CommState& s, const Call& c, const Algorithm* algo, cons
     if (r.has_displs[k]) r.displs[k].assign(side.displs, side.displs + P);
   }
   if (exchanged) r.exchanged = s.counts_all;
-  r.collective = c.collective;
-  r.algo = algo;
-  r.send_buf = c.send.buf;
-  r.recv_buf = c.recv.buf;
-  r.send_count = c.send.count;
-  r.recv_count = c.recv.count;
-  r.send_type = c.send.type;
-  r.recv_type = c.recv.type;
-  r.root = c.root;
+  r.key = key_of(c, algo);
   r.args = p.args;
   r.valid = r.plan != nullptr;
 }
