@@ -61,6 +61,7 @@ from collkit.mpi import (
     launch_env,
     source_dir,
 )
+from collkit.mpi.stats import read_stats
 from collkit.tune.table import to_dict
 from tune_loop import collkit, hogs, mpi_env, winners
 
@@ -515,10 +516,9 @@ def run_imb(
         if way == ROUTES:
             if not stats.exists():
                 raise UnsupportedError(f"collkit run wrote no --stats: {p.stderr[-1500:]}")
-            for ln in stats.read_text().splitlines():
-                s = json.loads(ln)
-                routes.append({k: s[k] for k in ("collective", "algorithm", "P", "bytes")})
-                routes[-1]["calls"] = s["iterations"]
+            for s in read_stats(stats):  # world rank 0's calls
+                routes.append({"collective": s.collective, "algorithm": s.algorithm, "P": s.P,
+                               "bytes": s.bytes, "calls": s.iterations})  # fmt: skip
     # the stats file is a temporary one: the command as a person would rerun it
     shown = [("STATS.jsonl" if c == str(stats) else c) for c in cmd]
     return p.stdout, routes, shown

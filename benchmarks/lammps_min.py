@@ -7,7 +7,8 @@ its dynamics run for --steps steps instead of 1000 (10,000: ~16,000 allreduces, 
 collkit's setup of the communicator). `collkit tune allreduce bcast --sizes 4B..64B` writes the
 table (resumable: tune measures nothing twice), then native (an empty table: the library loaded,
 every call to the MPI) and tuned runs alternate, --rounds rounds. Per run: the time in
-collectives on world rank 0 (COLLKIT_STATS: calls x mean, every call, the setup included),
+collectives summed over the ranks (COLLKIT_STATS: each rank's calls x mean, every call, the setup
+included; a rank that waits for the slower one counts its wait), world rank 0's alone beside it,
 LAMMPS's loop times and a hash of its thermo output, which must be the same every run. Runs are
 appended to DIR/runs.jsonl as they finish: rerun the command to continue. The comparison is
 paired by round, the order alternating (A B B A: the machine's load moves between rounds): the
@@ -37,6 +38,7 @@ from scipy.stats import wilcoxon
 
 from collkit.bench import machine_name
 from collkit.mpi import find_mpi_of_kind
+from collkit.mpi.stats import read_stats, time_in_collectives_us
 from tune_loop import hogs, run_way, tune, winners
 
 HERE = Path(__file__).resolve().parent
@@ -47,18 +49,21 @@ WAYS = ("native", "tuned")
 
 def one_run(way: str, mpi: Any, args: argparse.Namespace, cmd: list[str], out: Path) -> dict:
     tables = {"native": out / "native.json", "tuned": out / "collkit-tuning.json"}
-    text, colls_us = run_way(way, mpi, args.np, cmd, tables, out, stats=True)
-    per: dict[str, list[float]] = {}  # bytes -> [calls, total us] of the allreduces
-    for ln in (out / f"stats-{way}.jsonl").read_text().splitlines():
-        r = json.loads(ln)
-        if r["collective"] == "allreduce":
-            c = per.setdefault(str(r["bytes"]), [0, 0.0])
-            c[0] += r["iterations"]
-            c[1] += r["iterations"] * r["mean"]
+    text, _ = run_way(way, mpi, args.np, cmd, tables, out, stats=True)
+    rows = read_stats(out / f"stats-{way}.jsonl", rank=None)
+    per_rank = time_in_collectives_us(rows)
+    per: dict[str, list[float]] = {}  # bytes -> [calls, total us] of the allreduces, all ranks
+    for r in rows:
+        if r.collective == "allreduce":
+            c = per.setdefault(str(r.bytes), [0, 0.0])
+            c[0] += r.iterations
+            c[1] += r.iterations * r.mean_us
     thermo = "\n".join(ln for ln in text.splitlines() if re.match(r"\s+\d+\s", ln))
     return {
         "way": way,
-        "colls_us": colls_us,
+        "colls_us": sum(per_rank.values()),  # summed over the ranks
+        "colls_us_rank0": per_rank.get(0, float("nan")),
+        "ranks": len(per_rank),
         "loops_s": [float(x) for x in re.findall(r"Loop time of ([\d.]+)", text)],
         "thermo": hashlib.sha256(thermo.encode()).hexdigest()[:16],
         "allreduce": per,
@@ -104,6 +109,7 @@ def report(runs: list[dict], args: argparse.Namespace, table: dict, mpi: Any, n_
     if not pairs:
         return f"No complete round with {n_hogs} hogs yet.\n"
     ratio = [p["tuned"]["colls_us"] / p["native"]["colls_us"] for p in pairs]
+    rank0 = [p["tuned"]["colls_us_rank0"] / p["native"]["colls_us_rank0"] for p in pairs]
     diff = [p["tuned"]["colls_us"] - p["native"]["colls_us"] for p in pairs]
     thermo = {r["thermo"] for r in runs}
     loads = [r["load"] for r in runs]
@@ -126,8 +132,8 @@ def report(runs: list[dict], args: argparse.Namespace, table: dict, mpi: Any, n_
         "",
         f"Thermo output identical in every run: {'yes' if len(thermo) == 1 else 'NO'}.",
         "",
-        "| way | runs | time in collectives, rank 0: median (q1-q3) ms | loop time median (s) | "
-        "allreduce per call, median of runs (us): "
+        "| way | runs | time in collectives, summed over ranks: median (q1-q3) ms | "
+        "loop time median (s) | allreduce per call, mean over ranks, median of runs (us): "
         + ", ".join(f"{b} B" for b in many(runs[0]))
         + " |",
         "| --- | ---: | --- | ---: | --- |",
@@ -154,7 +160,9 @@ def report(runs: list[dict], args: argparse.Namespace, table: dict, mpi: Any, n_
         f"Paired by round ({len(pairs)} rounds): tuned / native time in collectives, median "
         f"**{qr[1]:.3f}** (quartiles {qr[0]:.3f}-{qr[2]:.3f}); tuned lower in "
         f"{sum(x < 1 for x in ratio)} of {len(ratio)} rounds; Wilcoxon signed-rank test of the "
-        f"differences, two-sided: p = {p:.2g}.",
+        f"differences, two-sided: p = {p:.2g}. World rank 0's time alone: median "
+        f"{statistics.median(rank0):.3f}, tuned lower in {sum(x < 1 for x in rank0)} rounds (one "
+        "rank's time flatters or wrongs the program's: the sum over ranks is what it spends).",
         "",
         f"The table's gain per call as tune timed it, times each native run's calls of each "
         f"routed allreduce size, taken from that run's time in collectives: **{pred:.3f}** "
@@ -189,7 +197,10 @@ def main() -> None:
     cmd = [lmp, "-in", str(inp), "-log", "none", "-nocite"]
     log = out / "runs.jsonl"
     runs = [json.loads(ln) for ln in log.read_text().splitlines()] if log.exists() else []
-    runs = [r for r in runs if r.get("steps") == args.steps]
+    older = sum("ranks" not in r for r in runs)
+    if older:  # their time was world rank 0's alone: not comparable with the sum over ranks
+        print(f"{older} runs of {log} counted world rank 0 alone: left out, measured again")
+    runs = [r for r in runs if r.get("steps") == args.steps and "ranks" in r]
     done = {(r["round"], r["way"]) for r in runs if r.get("hogs", 0) == args.hogs}
     with hogs(args.hogs):
         for rnd in range(args.rounds):

@@ -40,6 +40,7 @@ from typing import Any
 
 from collkit.bench import machine_name
 from collkit.mpi import MPI, find_mpi_of_kind, launch_command, launch_env, source_dir
+from collkit.mpi.stats import read_stats, time_in_collectives_us
 
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "tune_loop.md"
@@ -80,12 +81,8 @@ def hogs(n: int) -> Iterator[None]:
 
 
 def stats_us(path: Path) -> float:
-    """Time in collectives on world rank 0: calls x mean over COLLKIT_STATS's rows."""
-    total = 0.0
-    for ln in path.read_text().splitlines():
-        r = json.loads(ln)
-        total += r["iterations"] * r["mean"]
-    return total
+    """Time in collectives on world rank 0: calls x mean over its COLLKIT_STATS rows."""
+    return time_in_collectives_us(read_stats(path)).get(0, 0.0)
 
 
 def run_way(

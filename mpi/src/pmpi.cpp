@@ -31,15 +31,16 @@
 //
 // COLLKIT_VERBOSE=1 logs each decision once per (collective, P, size class, route) on the
 // communicator's rank 0, and prints at MPI_Finalize how many calls went where and their time;
-// COLLKIT_STATS=calls.jsonl writes the same as collkit result rows (from world rank 0). A row's
-// bytes are a call's size as its rule is keyed (an irregular call's: the whole vector's bytes);
-// gatherv, scatterv and alltoallv, whose total no rank has, add one PMPI_Iallreduce of each
+// COLLKIT_STATS=calls.jsonl writes every rank's as collkit result rows (world rank 0 writes). A
+// row's bytes are a call's size as its rule is keyed (an irregular call's: the whole vector's
+// bytes); gatherv, scatterv and alltoallv, whose total no rank has, add one PMPI_Iallreduce of each
 // rank's share on the call's communicator while timing (pending_totals).
 #include <mpi.h>
 
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -984,14 +985,55 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
   return rc;
 }
 
+// printf into a string, whatever the length.
+[[gnu::format(printf, 1, 2)]] std::string formatted(const char* fmt, ...) {
+  va_list ap, again;
+  va_start(ap, fmt);
+  va_copy(again, ap);
+  const int need = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  std::string out(static_cast<size_t>(std::max(need, 0)) + 1, '\0');
+  std::vsnprintf(out.data(), out.size(), fmt, again);
+  va_end(again);
+  out.pop_back();
+  return out;
+}
+
+// This rank's calls as collkit result rows, one per (collective, route, P, bytes): JSON lines.
+std::string stats_rows(const State& s, int rank) {
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  PMPI_Get_library_version(lib, &len);
+  std::string mpi(lib, static_cast<size_t>(len));
+  mpi = mpi.substr(0, mpi.find('\n'));
+  const auto clean = [](const std::string& text) {
+    std::string out;
+    for (char ch : text)
+      if (ch != '"' && ch != '\\' && static_cast<unsigned char>(ch) >= 0x20) out += ch;
+    return out;
+  };
+  const std::string lib_name = clean(mpi), table = clean(s.table_path);
+  std::string rows;
+  for (const auto& [k, n] : s.counters)
+    rows += formatted(
+        "{\"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, \"bytes\": %lld, "
+        "\"mpi\": \"%s\", \"settings\": \"interposed by libcollkit_pmpi, "
+        "COLLKIT_TUNING=%s, world rank %d\", \"iterations\": %lld, \"min\": %.4f, "
+        "\"mean\": %.4f, \"max\": %.4f}\n",
+        name_of(std::get<0>(k)), clean(std::get<1>(k)).c_str(), std::get<2>(k),
+        static_cast<long long>(std::get<3>(k)), lib_name.c_str(), table.c_str(), rank, n.calls,
+        n.min * 1e6, n.total / static_cast<double>(n.calls) * 1e6, n.max * 1e6);
+  return rows;
+}
+
 void finish(State& s) {
   if (!s.timing) return;
   pending_totals(s, true);
   std::lock_guard<std::mutex> g(s.lock);
-  if (world_rank() != 0) return;
+  const int me = world_rank();
   int world = 0;
   PMPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (s.verbose) {
+  if (s.verbose && me == 0) {
     std::fprintf(stderr, "collkit: calls on world rank 0 (of %d), by route:\n", world);
     std::fprintf(stderr, "collkit: %-10s %-28s %5s %10s %8s %12s\n", "collective", "route", "P",
                  "bytes", "calls", "mean (us)");
@@ -1002,33 +1044,40 @@ void finish(State& s) {
                    n.total / static_cast<double>(n.calls) * 1e6);
   }
   if (s.stats_path.empty()) return;
+  // Every rank's rows, gathered to world rank 0, which alone writes the file (one writer: no
+  // lines of two ranks interleaved). A rank's time in a call is its own: the ranks that wait for
+  // a slower one show it, and the mean over ranks is what a program's ranks spend together.
+  std::string mine = stats_rows(s, me);
+  // The gathered rows' int counts: each rank's share of 2 GiB at most, cut after a whole row
+  // (said; a table's routes make a few hundred rows of ~300 bytes).
+  const size_t share = static_cast<size_t>(INT_MAX / std::max(world, 1));
+  if (mine.size() > share) {
+    mine.resize(mine.rfind('\n', share - 1) + 1);
+    std::fprintf(stderr, "collkit: COLLKIT_STATS: world rank %d's rows cut to %zu bytes\n", me,
+                 mine.size());
+  }
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(me == 0 ? static_cast<size_t>(world) : 0), displs(lens.size(), 0);
+  std::string all;
+  int rc = PMPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rc == MPI_SUCCESS) {
+    for (size_t r = 1; r < lens.size(); ++r) displs[r] = displs[r - 1] + lens[r - 1];
+    all.resize(lens.empty() ? 0 : static_cast<size_t>(displs.back() + lens.back()));
+    rc = PMPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR,
+                      0, MPI_COMM_WORLD);
+  }
+  if (rc != MPI_SUCCESS) {
+    std::fprintf(stderr, "collkit: COLLKIT_STATS: could not gather the ranks' rows\n");
+    return;
+  }
+  if (me != 0) return;
   std::FILE* f = std::fopen(s.stats_path.c_str(), "a");
   if (f == nullptr) {
     std::fprintf(stderr, "collkit: cannot write COLLKIT_STATS=%s: %s\n", s.stats_path.c_str(),
                  std::strerror(errno));
     return;
   }
-  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
-  int len = 0;
-  PMPI_Get_library_version(lib, &len);
-  std::string mpi(lib, static_cast<size_t>(len));
-  mpi = mpi.substr(0, mpi.find('\n'));
-  std::string clean;
-  for (char ch : mpi)
-    if (ch != '"' && ch != '\\' && static_cast<unsigned char>(ch) >= 0x20) clean += ch;
-  std::string table;
-  for (char ch : s.table_path)
-    if (ch != '"' && ch != '\\' && static_cast<unsigned char>(ch) >= 0x20) table += ch;
-  // One collkit result row per (collective, route, P, bytes): the calls of world rank 0.
-  for (const auto& [k, n] : s.counters)
-    std::fprintf(f,
-                 "{\"collective\": \"%s\", \"algorithm\": \"%s\", \"P\": %d, \"bytes\": %lld, "
-                 "\"mpi\": \"%s\", \"settings\": \"interposed by libcollkit_pmpi, "
-                 "COLLKIT_TUNING=%s, world rank 0\", \"iterations\": %lld, \"min\": %.4f, "
-                 "\"mean\": %.4f, \"max\": %.4f}\n",
-                 name_of(std::get<0>(k)), std::get<1>(k).c_str(), std::get<2>(k),
-                 static_cast<long long>(std::get<3>(k)), clean.c_str(), table.c_str(), n.calls,
-                 n.min * 1e6, n.total / static_cast<double>(n.calls) * 1e6, n.max * 1e6);
+  std::fwrite(all.data(), 1, all.size(), f);
   // A full disk (or /dev/full) shows only when the buffered rows are written out: said, not lost
   // silently.
   const bool failed = std::ferror(f) != 0;

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from collkit.mpi import MPI, launch_command, launch_env
-from collkit.results import read_jsonl
+from collkit.mpi.stats import read_stats, time_in_collectives_us, world_rank
 from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip, run_or_kill
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,7 +111,7 @@ def test_c_program_gives_identical_results_under_the_library(
     assert "-> native (intercommunicator)" in log
     # reduce:binomial keeps the rank order, so it takes the non-commutative op itself (3 2x2
     # int matrices: 48 B); the ring allreduce leaves it to the MPI.
-    routes = {(r.collective, r.algorithm, r.P, r.bytes) for r in read_jsonl(stats)}
+    routes = {(r.collective, r.algorithm, r.P, r.bytes) for r in read_stats(stats)}
     assert ("reduce", "reduce:binomial", P, 48) in routes
     assert ("allreduce", "native", P, 48) in routes and (
         "allreduce",
@@ -132,10 +132,16 @@ def test_calls_the_table_does_not_cover_go_to_the_mpi(
     assert r.returncode == 0, r.stderr[-2000:]
     assert "(table)" not in r.stderr
     assert "-> native (not in the table)" in r.stderr
-    rows = read_jsonl(stats)  # the call counts are rows of collkit's one schema
+    rows = read_stats(stats, rank=None)  # the call counts are rows of collkit's one schema
     assert rows and all(row.algorithm == "native" for row in rows)
     assert {row.collective for row in rows} == {r["collective"] for r in ALL_RULES}
     assert all(row.iterations >= 1 and row.mean_us > 0 for row in rows)
+    # Every rank's own rows, its own time: the program calls alike on both ranks.
+    assert {world_rank(row) for row in rows} == {0, 1}
+    calls = [{(row.collective, row.bytes): row.iterations for row in rows if world_rank(row) == r}
+             for r in (0, 1)]  # fmt: skip
+    assert calls[0] == calls[1]
+    assert set(time_in_collectives_us(rows)) == {0, 1}
 
 
 @pytest.mark.parametrize(
@@ -200,7 +206,7 @@ def test_a_freed_handle_given_again_is_decided_anew(tmp_path: Path, kind: str) -
     lib = collkit_run(mpi, 4, table, [str(exe), str(tmp_path / "lib")], "--stats", str(stats))
     assert lib.returncode == 0, lib.stderr[-3000:]
     assert outputs(tmp_path / "lib", 4) == outputs(tmp_path / "plain", 4)
-    calls = {(r.algorithm, r.P, r.bytes): r.iterations for r in read_jsonl(stats)}
+    calls = {(r.algorithm, r.P, r.bytes): r.iterations for r in read_stats(stats)}
     # World rank 0: 40 calls on its half (2 ranks, 8 ints), 40 on the world's duplicate, and the
     # 2x2 matrices: the op that says it commutes goes to the ring, the one that does not to the MPI.
     assert calls == {

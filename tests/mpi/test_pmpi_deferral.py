@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from collkit.mpi import MPI, launch_command, launch_env
-from collkit.results import read_jsonl
+from collkit.mpi.stats import read_stats
 from mpi_support import TIMEOUT_S, built, mpich_or_skip
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "setup_deferral.c"
@@ -70,7 +70,7 @@ def routes(
         assert "COLLKIT_SETUP_US" in launch_line, launch_line
     for r in range(2):
         assert (tmp / f"lib.{r}").read_text() == (tmp / f"plain.{r}").read_text()
-    return {(row.algorithm, row.bytes): row.iterations for row in read_jsonl(stats)}
+    return {(row.algorithm, row.bytes): row.iterations for row in read_stats(stats)}
 
 
 # (8-byte calls, 16-byte calls, COLLKIT_SETUP_US) -> calls on each route; every call of the

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from collkit.mpi import MPI
-from collkit.results import read_jsonl
+from collkit.mpi.stats import read_stats, world_rank
 from mpi_support import TIMEOUT_S, built, mpich_or_skip, openmpi_or_skip, run_or_kill
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "irregular_stats.c"
@@ -66,8 +66,16 @@ def test_stats_bytes_are_the_calls_total(kind: str, routed: bool, P: int, tmp_pa
         args += ["--tuning", str(table)]
     r = run_or_kill([*args, "--", str(exe), str(ROUNDS)], env, TIMEOUT_S)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
-    rows = read_jsonl(stats)  # every row a valid one: no negative bytes
-    got = {(row.collective, row.algorithm, row.P, row.bytes): row.iterations for row in rows}
+    every = read_stats(stats, rank=None)  # every row a valid one: no negative bytes
+    # Each rank writes its own rows, and each says the call's total (one sum over the ranks).
+    by_rank = [
+        {(row.collective, row.algorithm, row.P, row.bytes): row.iterations for row in every
+         if world_rank(row) == r}
+        for r in range(P)
+    ]  # fmt: skip
+    assert all(mine == by_rank[0] for mine in by_rank), by_rank
+    rows = read_stats(stats)
+    got = by_rank[0]
     for collective, total in totals(P).items():
         route = ALGORITHMS[collective] if routed else "native"
         # gatherv: the blocking call and MPI_Igatherv (the root in place) each round
@@ -99,6 +107,6 @@ def test_allgatherv_decision_follows_the_total(tmp_path: Path) -> None:
     args += ["--tuning", str(table), "--", sys.executable, str(program), str(ROUNDS)]
     r = run_or_kill(args, env, TIMEOUT_S)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
-    got = {(row.algorithm, row.bytes): row.iterations for row in read_jsonl(stats)
+    got = {(row.algorithm, row.bytes): row.iterations for row in read_stats(stats)
            if row.collective == "allgatherv"}  # fmt: skip
     assert got == {("allgatherv:ring", 16): ROUNDS, ("native", 4096): ROUNDS}, got

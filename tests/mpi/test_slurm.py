@@ -32,6 +32,7 @@ from collkit.cluster import Cluster
 from collkit.errors import InvalidArgumentError, UnsupportedError
 from collkit.mpi import MPI, Mpich, OpenMpi, launch_command
 from collkit.mpi.launch import allocation, preload_command
+from collkit.mpi.stats import read_stats, world_rank
 from collkit.results import read_jsonl
 from collkit.tune import run as tune_run
 from mpi_support import built, mpich_or_skip, openmpi_or_skip
@@ -337,8 +338,9 @@ def test_run_under_srun_routes_the_calls(sl: Cluster, tmp_path: Path) -> None:
     ]  # fmt: skip
     log = salloc(sl, argv, client_env(sl, mpi, COLLKIT_LAUNCHER="srun", COLLKIT_SETUP_US="0"))
     assert "srun" in log and "-> allreduce:rd (table)" in log, log[-3000:]
-    routed = [json.loads(ln) for ln in stats.read_text().splitlines() if ln.strip()]
-    assert any(d.get("algorithm") == "allreduce:rd" for d in routed), routed[:5]
+    routed = read_stats(stats, rank=None)
+    assert any(row.algorithm == "allreduce:rd" for row in routed), routed[:5]
+    assert {world_rank(row) for row in routed} == {0, 1, 2, 3}  # every rank's, across the nodes
 
 
 def test_campaign_stopped_by_sigterm_resumes(sl: Cluster, tmp_path: Path) -> None:

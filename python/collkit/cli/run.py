@@ -11,7 +11,7 @@ MPI_Barrier, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Gather, MPI_Scatter) t
 table's algorithm for (communicator size, bytes); everything else goes to the MPI. --verbose
 logs each decision once per (collective, size class) and prints at the end how many calls went
 where and their time;
---stats FILE writes that as collkit result rows. A communicator the program makes (MPI_Comm_dup,
+--stats FILE writes every rank's calls as collkit result rows. A communicator the program makes (MPI_Comm_dup,
 _split, _split_type, _create) whose size a rule covers is set up by the call that makes it;
 MPI_COMM_WORLD's calls go to the MPI until their time pays for collkit's setup of it (~0.4 ms on
 a 2-core VM; COLLKIT_SETUP_US=0: from the first call; COLLKIT_EARLY_SETUP=0: every communicator
@@ -83,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--stats",
         default=None,
         metavar="FILE.jsonl",
-        help="write calls per route and their time as result rows (world rank 0)",
+        help="write calls per route and their time as result rows, one set per rank",
     )
     p.add_argument(
         "--hosts",

@@ -248,7 +248,7 @@ def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path
 
     from rich.table import Table as RTable
 
-    from collkit.results import read_jsonl
+    from collkit.mpi.stats import read_stats
     from collkit.tune.table import Table, load, save
 
     empty = tuned / "native-only.json"
@@ -285,7 +285,7 @@ def compare_runs(console: Console, mpi: MPI, app: Path, table: Path, tuned: Path
         capture_output=True, text=True, check=False, env=env,
     )  # fmt: skip
     to_collkit: dict[int, list[int]] = {}
-    for row in read_jsonl(stats) if stats.exists() else []:  # collkit's result rows
+    for row in read_stats(stats) if stats.exists() else []:  # world rank 0's result rows
         if row.collective == "allreduce":
             counts = to_collkit.setdefault(row.bytes, [0, 0])
             counts[1] += row.iterations
