@@ -32,8 +32,10 @@ from collkit.algorithms import Algorithm, algorithms
 from collkit.bench import DATATYPES
 from collkit.collectives import COLLECTIVES
 from collkit.errors import CollkitError, InvalidArgumentError
+from collkit.placement import Placement
 from collkit.sim import Model, simulate
 from collkit.sim.memory import memory_estimate
+from collkit.sim.topology import Topology, parse_topology
 
 __all__ = [
     "MAX_OPS",
@@ -83,6 +85,8 @@ class AlgorithmRanking:
     model: Model
     rows: list[RankedAlgorithm]
     left_out: list[LeftOut]
+    placement: Placement | None = None
+    topology: str = "none"  # the topology every candidate was simulated on (its spec)
 
 
 def problem_of(collective: str, nbytes: int) -> tuple[int, int]:
@@ -158,21 +162,28 @@ def rank_algorithms(
     rm: Sequence[tuple[str, str]] = (),
     max_ops: int = MAX_OPS,
     available: int | None = None,
+    placement: Placement | None = None,
+    topology: str | Topology | None = None,
 ) -> AlgorithmRanking:
     """Simulate every candidate (:func:`candidate_names`) of `collective` at P ranks and
     `nbytes` under `model` and rank them by makespan, fastest first (ties by name). A candidate
     with more than `max_ops` ops, or whose simulation would take more than `available` bytes
-    (collkit.sim.memory.memory_estimate), or that the simulator refuses, is left out with why."""
+    (collkit.sim.memory.memory_estimate), or that the simulator refuses, is left out with why.
+    With `placement` (ranks on nodes) the node-aware algorithms (allreduce:hier, ...) are ranked
+    too, every candidate on the same nodes; `topology` (collkit simulate's, e.g.
+    ``fattree(k=16,hop=100ns,intra=50ns)``) adds its latency per pair of ranks to every one, and
+    takes its node size from `placement`. Without a placement a node-aware one is left out."""
     if isinstance(P, bool) or not isinstance(P, int) or P < 1:
         raise InvalidArgumentError(f"P = {P!r} must be an integer >= 1")
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
         raise InvalidArgumentError(f"bytes = {nbytes!r} must be an integer >= 0")
     count, elem = problem_of(collective, nbytes)
+    topo = parse_topology(topology)  # a bad spec is said once, before any simulation
     names, left = candidate_names(collective, P, nbytes, rm)
     timed: list[tuple[float, str, str]] = []
     for name, family in names:
         try:
-            mem, ops = memory_estimate(name, P, count, elem, model=model.name)
+            mem, ops = memory_estimate(name, P, count, elem, placement=placement, model=model.name)
             if ops > max_ops:
                 left.append(LeftOut(name, f"{ops:,} ops to simulate (more than {max_ops:,})"))
                 continue
@@ -181,7 +192,15 @@ def rank_algorithms(
                     LeftOut(name, f"needs about {mem >> 20} MiB, {available >> 20} MiB available")
                 )
                 continue
-            r = simulate(name, P, count=count, elem_size=elem, model=model)
+            r = simulate(
+                name,
+                P,
+                count=count,
+                elem_size=elem,
+                model=model,
+                placement=placement,
+                topology=topo,
+            )
         except CollkitError as e:
             left.append(LeftOut(name, _reason(name, str(e).splitlines()[0])))
             continue
@@ -193,10 +212,15 @@ def rank_algorithms(
             rank=1 + bisect.bisect_left(ordered, round(us, 4)),
             algorithm=name,
             sim_us=us,
-            formula_us=_formula_us(name, P, count * elem, model),
+            # the formulas know no topology: beside a simulation with one they would mislead
+            formula_us=_formula_us(name, P, count * elem, model)
+            if topo.describe() == "none"
+            else None,
             family=family,
             exact_op=Algorithm(name).needs_exact,
         )
         for us, name, family in timed
     ]
-    return AlgorithmRanking(collective, P, count * elem, elem, model, rows, left)
+    return AlgorithmRanking(
+        collective, P, count * elem, elem, model, rows, left, placement, topo.describe()
+    )

@@ -12,6 +12,7 @@ import pytest
 import collkit
 from collkit.algorithms import algorithms
 from collkit.cli import main, schedules
+from collkit.placement import Placement
 from collkit.ranking import rank_algorithms
 from collkit.sim import Model, simulate
 from collkit.tune.campaign import candidates
@@ -130,6 +131,38 @@ def test_verify_checks_each_listed_algorithm(capsys: pytest.CaptureFixture[str])
     rows = _json(capsys, ["reduce", "-P", "6", "--top", "100", "--verify"])
     assert len(rows) >= 10
     assert all(str(r["verified"]).startswith("ok") for r in rows)
+    # an algorithm right only for exact ops is verified as one (not FAILED as an inexact op)
+    rows = _json(capsys, ["allreduce", "-P", "12", "--top", "100", "--verify"])
+    got = {str(r["algorithm"]): str(r["verified"]) for r in rows}
+    assert got["allreduce:swing_lat"] == "ok, exact ops"
+    assert all(v.startswith("ok") for v in got.values()), got
+
+
+def test_node_aware_algorithms_are_ranked_on_the_placement_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Without --rpn a node-aware algorithm is left out with a note; with it, every candidate is
+    simulated on those nodes (and --topology's latencies), the node-aware ones among them."""
+    assert main(["schedules", "allreduce", "-P", "16", "--model", "postal"]) == 0
+    assert "left out: allreduce:hier: is node-aware" in capsys.readouterr().out
+    topo = "fattree(k=16,hop=500ns,intra=50ns)"
+    argv = ["allreduce", "-P", "16", "--model", "postal", "--top", "100", "--rpn", "4"]
+    rows = _json(capsys, [*argv, "--topology", topo])
+    names = {str(r["algorithm"]) for r in rows}
+    assert "allreduce:hier" in names and "allreduce:rd" in names
+    assert all(r["rpn"] == 4 and r["order"] == "contiguous" for r in rows)
+    assert all(r["topology"] == topo and r["formula_us"] is None for r in rows)
+    model = Model.make("postal")
+    for name in ("allreduce:hier", "allreduce:rd"):
+        sim = simulate(
+            name, 16, count=1, elem_size=8, model=model, placement=Placement(4), topology=topo
+        )
+        assert _us(rows)[name] == pytest.approx(float(sim.makespan) / 1e3)
+    # the topology is what tells the nodes apart: its latencies reach every row
+    flat = _us(_json(capsys, argv))
+    assert flat["allreduce:rd"] < _us(rows)["allreduce:rd"]
+    assert main(["schedules", *argv[:-2], "--rpn", "4", "--order", "round_robin"]) == 0
+    assert "4 ranks per node (round_robin)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -143,6 +176,10 @@ def test_verify_checks_each_listed_algorithm(capsys: pytest.CaptureFixture[str])
         (["bcast", "-P", "8", "--L", "1us"], "not a parameter of model pipelined-postal"),
         (["allreduce", "-P", "8", "--model", "postal", "--search"], "pipelining postal"),
         (["reduce", "-P", "8", "--bytes", "3"], "multiple of 4"),
+        (["allreduce", "-P", "8", "--order", "round_robin"], "--order needs --rpn"),
+        (["allreduce", "-P", "8", "--rpn", "2", "--rm-only"], "rank rm schedules"),
+        (["allreduce", "-P", "8", "--topology", "fattree(k=16"], "topology"),
+        (["allreduce", "-P", "8", "--topology", "ring(hop=1us)"], "topology"),
     ],
 )
 def test_what_cannot_be_done_is_refused(argv: list[str], needle: str) -> None:

@@ -9,8 +9,10 @@ parameters, and listed fastest first. Simulated, not the registry's closed forms
 the alpha-beta-gamma model's and many algorithms declare none (bcast:binomial, bcast:pipeline,
 ...), so a ranking mixing formulas and simulations would compare two models. Under --model
 postal the registered formula at the same alpha, beta and gamma is printed beside (formula);
-an algorithm that cannot run at P (its restrictions, a node-aware one, too large to simulate)
-is left out with a note.
+an algorithm that cannot run at P (its restrictions, a node-aware one without --rpn, too large
+to simulate) is left out with a note. --rpn N and --order put every candidate on the same nodes
+(the node-aware ones, allreduce:hier ..., are then ranked too), and --topology adds collkit
+simulate's latency per pair of ranks (its node size from --rpn).
 
 Model parameters are collkit simulate's flags, each the model parameter of its name:
 pipelined-postal --alpha-p, --alpha-r, --beta; postal --alpha, --beta; logp --L, --o, --g;
@@ -33,6 +35,8 @@ examples:
   collkit schedules bcast -P 64,1024 --bytes 1MiB --model loggp --L 1us --o 200ns --g 200ns \\
       --G 0.1ns
   collkit schedules alltoall -P 96 --bytes 1KiB --model postal --alpha 1us --beta 0.1ns
+  collkit schedules allreduce -P 64 --model postal --rpn 8 \\
+      --topology 'fattree(k=16,hop=500ns,intra=50ns)'
   collkit schedules allreduce -P 96 --model pipelined-postal --alpha-p 1.34us --alpha-r 0.34us \\
       --bytes 8 --top 10
   collkit schedules allreduce -P 7 --verify --rm-only
@@ -63,17 +67,20 @@ from collkit.analysis.recmult.timelines import simulator
 from collkit.cli._common import (
     add_json_argument,
     add_p_argument,
+    add_placement_arguments,
     parse_bytes,
     parse_nonnegative,
     parse_per_byte,
     parse_positive,
     parse_time,
+    placement_of,
     print_json_lines,
 )
 from collkit.collectives import COLLECTIVES, PER_BLOCK
 from collkit.errors import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
+    from collkit.placement import Placement
     from collkit.ranking import AlgorithmRanking
     from collkit.sim import Model
 
@@ -172,6 +179,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="message size per rank, per block for " + ", ".join(PER_BLOCK) + " (default 8)",
     )
+    add_placement_arguments(p)
+    p.add_argument(
+        "--topology",
+        default=None,
+        metavar="SPEC",
+        help="every algorithm: collkit simulate's latency per pair of ranks, e.g. "
+        "fattree(k=16,hop=100ns,intra=50ns) (its node size from --rpn)",
+    )
     p.add_argument(
         "--max-ops",
         type=parse_positive,
@@ -242,17 +257,22 @@ def _rm_name(schedule: str) -> str:
     return f"allreduce:rm({schedule})" if schedule else "allreduce:rm"
 
 
-def _verify(name: str, P: int) -> str:
-    from collkit.algorithms import generate
+def _verify(name: str, P: int, placement: Placement | None = None) -> str:
+    from collkit.algorithms import Algorithm, generate
     from collkit.errors import CollkitError
     from collkit.verify import verify
 
     try:
-        r = verify(generate(name, P=P, count=4), commutative=True)
+        # An algorithm right only for exact ops (allreduce:swing_lat) is verified as one.
+        exact = Algorithm(name).needs_exact
+        sched = generate(name, P=P, count=4, placement=placement)
+        r = verify(sched, commutative=True, exact=exact)
     except CollkitError as e:
         return f"not verified: {str(e).splitlines()[0]}"
     if not r.ok:
         return "FAILED"
+    if exact:
+        return "ok, exact ops"
     return "ok, any op" if r.consistent_noncommutative else "ok, commutative"
 
 
@@ -387,6 +407,7 @@ def _every_algorithm(
     from collkit.ranking import MAX_OPS, rank_algorithms
     from collkit.sim.memory import available_memory
 
+    placement = placement_of(args)
     r: AlgorithmRanking = rank_algorithms(
         args.collective,
         P,
@@ -395,15 +416,24 @@ def _every_algorithm(
         rm=rm,
         max_ops=args.max_ops or MAX_OPS,
         available=available_memory(),
+        placement=placement,
+        topology=args.topology,
     )
     rows = r.rows[: args.top]
+    where = ""
+    if placement is not None:
+        where += f", {placement.rpn} ranks per node ({placement.order})"
+    if r.topology != "none":
+        where += f", on {r.topology}"
     print(
-        f"\nP = {P}, n = {r.bytes} B: every {args.collective} algorithm, {len(r.rows)} "
+        f"\nP = {P}, n = {r.bytes} B{where}: every {args.collective} algorithm, {len(r.rows)} "
         f"simulated (best {len(rows)}), fastest first",
         file=info,
     )
     status = 0
-    verified = {x.algorithm: _verify(x.algorithm, P) for x in rows} if args.verify else {}
+    verified = (
+        {x.algorithm: _verify(x.algorithm, P, placement) for x in rows} if args.verify else {}
+    )
     if any(v == "FAILED" for v in verified.values()):
         status = 1
     if args.json:
@@ -419,12 +449,15 @@ def _every_algorithm(
                 "formula_us": x.formula_us,
                 "exact_op": x.exact_op,
                 "model": model.describe(),
+                "rpn": placement.rpn if placement is not None else None,
+                "order": placement.order if placement is not None else None,
+                "topology": r.topology,
                 "verified": verified.get(x.algorithm),
             }
             for x in rows
         )
     else:
-        formula = model.name == "postal"
+        formula = model.name == "postal" and r.topology == "none"
         width = max([len(x.algorithm) + x.exact_op for x in rows] + [9])
         header = f"{'#':>3}  {'algorithm':<{width}}  {'sim (us)':>11}"
         header += f"  {'formula (us)':>12}" if formula else ""
@@ -469,12 +502,23 @@ def _check(args: argparse.Namespace) -> None:
                 f"only; `collkit schedules {args.collective} -P ...` without these ranks every "
                 f"{args.collective} algorithm"
             )
+    placement_of(args)  # --order without --rpn
+    if args.search or args.totals or args.rm_only:
+        given = [f for f, v in (("--rpn", args.rpn), ("--topology", args.topology)) if v]
+        if given:
+            raise InvalidArgumentError(
+                f"{', '.join(given)}: the placement and the topology are the simulator's, for "
+                "the ranking of every algorithm; --search, --totals and --rm-only rank rm "
+                "schedules in the pipelining postal model, which has neither"
+            )
     if not (args.search or args.totals or args.rm_only):
         try:
             from collkit.ranking import problem_of
+            from collkit.sim.topology import parse_topology
         except ImportError:
             return  # no simulator: run() says so
         problem_of(args.collective, args.bytes)
+        args.topology = parse_topology(args.topology)  # said before any simulation
     if args.model != RM_MODEL and (args.search or args.totals or args.rm_only):
         raise InvalidArgumentError(
             "--search, --totals and --rm-only rank rm schedules in the pipelining postal "
