@@ -10,9 +10,9 @@ The nine collectives collkit implements (MPI_Allreduce, MPI_Reduce, MPI_Bcast, M
 MPI_Barrier, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Gather, MPI_Scatter) then run the
 table's algorithm for (communicator size, bytes); everything else goes to the MPI. --verbose
 logs each decision once per (collective, size class) and prints at the end how many calls went
-where and their time;
---stats FILE writes every rank's calls as collkit result rows. A communicator the program makes (MPI_Comm_dup,
-_split, _split_type, _create) whose size a rule covers is set up by the call that makes it;
+where and their time; --stats FILE writes every rank's calls as collkit result rows. A
+communicator the program makes (MPI_Comm_dup, _split, _split_type, _create) whose size a rule
+covers is set up by the call that makes it;
 MPI_COMM_WORLD's calls go to the MPI until their time pays for collkit's setup of it (~0.4 ms on
 a 2-core VM; COLLKIT_SETUP_US=0: from the first call; COLLKIT_EARLY_SETUP=0: every communicator
 so; docs/tuning.md); COLLKIT_SHM=0, COLLKIT_SHM_MAX, COLLKIT_SHM_IN_TURN=0 (every plan through
