@@ -377,7 +377,7 @@ def test_layouts_of_a_shape() -> None:
         (["--nodes", "2", "--ppn", "1"], "this machine is one node"),
         (["--nodes", "1,2", "--ppn", "1", "-np", "2"], "-np and --nodes/--ppn"),
         (["--nodes", "1"], "given together"),
-        (["--nodes", "1", "--ppn", "2", "--simulate", "postal"], "the simulator's nodes are its"),
+        (["-np", "2", "--topology", "fattree(k=4,hop=1us)"], "--topology is for --simulate"),
     ],
 )
 def test_tune_shape_errors(

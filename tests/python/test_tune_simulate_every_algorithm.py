@@ -12,6 +12,8 @@ import pytest
 from collkit.algorithms import algorithms
 from collkit.analysis.torus import balanced_dims, candidate_dims
 from collkit.cli import main
+from collkit.placement import Placement
+from collkit.sim import Model, simulate
 
 
 def _rows(folder: Path) -> list[dict[str, object]]:
@@ -54,6 +56,57 @@ def test_tune_simulate_tries_bucket_on_tori(
     assert cube < square < ring
     assert "allreduce:swing" in t
     capsys.readouterr()
+
+
+def test_tune_simulate_on_nodes_ranks_the_node_aware_algorithms_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--nodes x --ppn with --simulate: every candidate simulated on those nodes (the topology's
+    latencies between them), allreduce:hier among them; without shapes it is a row with why."""
+    out = tmp_path / "t"
+    topo = "fattree(k=16,hop=500ns,intra=50ns)"
+    argv = ["tune", "allreduce", "--sizes", "8", "--simulate", "postal", "-o", str(out)]
+    assert main([*argv, "--nodes", "2,4", "--ppn", "4", "--topology", topo, "--no-plot"]) == 0
+    rows = _rows(out)
+    assert {r["P"] for r in rows} == {8, 16}
+    assert all(r["allocation"] == "4 ranks per node" for r in rows)
+    # the topology the rows were simulated on, with its node size: what `collkit simulate` writes
+    assert {r["settings"] for r in rows} == {
+        "topology=fattree(k=16,hop=500ns,rpn=4,intra=50ns) seed=0"
+    }
+    hier = [r for r in rows if r["algorithm"] == "allreduce:hier"]
+    assert len(hier) == 2 and not any(r["error"] for r in hier)
+    # the same problem alone, through collkit.simulate: the row holds its makespan
+    model = Model.make("postal")
+    sim = simulate("allreduce:hier", 8, count=1, model=model, placement=Placement(4), topology=topo)
+    assert float(str(hier[0 if hier[0]["P"] == 8 else 1]["median_us"])) == pytest.approx(
+        float(sim.makespan) / 1e3
+    )
+    # in a folder with them, a campaign of one node per rank neither reuses nor mixes them in
+    assert main(["tune", "allreduce", "-np", "8", "--sizes", "8", "--simulate", "postal",
+                 "-o", str(out), "--no-plot"]) == 0  # fmt: skip
+    flat = [r for r in _rows(out) if r["allocation"] == ""]
+    assert {r["P"] for r in flat} == {8}
+    assert "is node-aware" in next(str(r["error"]) for r in flat if "hier" in str(r["algorithm"]))
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-np", "4", "--topology", "fattree(k=4,hop=1us)"], "--topology is for --simulate"),
+        (["-np", "4", "--simulate", "postal", "--topology", "fattree(k=4"], "topology"),
+        (["--nodes", "2", "--ppn", "2", "--simulate", "postal", "--topology",
+          "fattree(k=4,hop=1us,rpn=2)"], "comes from --ppn"),
+    ],
+)  # fmt: skip
+def test_a_topology_tune_cannot_use_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    out = tmp_path / "t"
+    assert main(["tune", "allreduce", "--sizes", "8", *argv, "-o", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("P", [1, 2, 7, 12, 64, 96, 1000, 1024, 65536, 2**31 - 1])

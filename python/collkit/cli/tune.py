@@ -4,6 +4,8 @@ call, and write it where programs will use it.
   collkit tune allreduce -np 2,4 --sizes 8B..1MiB
   collkit tune allreduce bcast -np 4 --sizes 8B..64KiB --top-k 5 -o tune-results
   collkit tune allreduce -np 64,1024 --sizes 8B..1MiB --simulate loggp --param L=1us
+  collkit tune allreduce --nodes 8,64 --ppn 16 --sizes 8B..1MiB --simulate loggp \
+      --param L=1us --topology 'fattree(k=16,hop=500ns,intra=50ns)'
   collkit tune allgatherv gatherv -np 2,4 --sizes 8B..64KiB --counts 'random(7,1)'
 
 Candidates: collkit's registry with parameter grids (every algorithm at its defaults, the model's
@@ -222,7 +224,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="with --ppn: measure each shape nodes x ranks per node (P their product, shapes "
         "of one rank left out; no -np), on an emulated cluster's --hosts or in a Slurm "
-        "allocation; a P of several shapes gets rules per shape",
+        "allocation; with --simulate, simulate each on those nodes (the node-aware algorithms, "
+        "allreduce:hier ..., among the candidates); a P of several shapes gets rules per shape",
     )
     p.add_argument(
         "--ppn",
@@ -230,6 +233,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="LIST",
         help="with --nodes: the ranks per node of the shapes",
+    )
+    p.add_argument(
+        "--topology",
+        default=None,
+        metavar="SPEC",
+        help="for --simulate: collkit simulate's latency per pair of ranks, e.g. "
+        "fattree(k=16,hop=500ns,intra=50ns) (its node size from --ppn)",
     )
     p.add_argument("--mpiexec", default=None, help="the MPI's mpiexec / mpirun")
     p.add_argument("--mpi-prefix", default=None, help="the MPI's install prefix")
@@ -428,6 +438,7 @@ def options_of(args: argparse.Namespace) -> TuneOptions:
         out=args.out,
         plot=not args.no_plot,
         shapes=shapes,
+        topology=args.topology,
         counts=list(args.counts),
     )
 

@@ -52,6 +52,31 @@ def datatype_name(elem_size: int) -> str:
     return {8: "double", 1: "char"}.get(elem_size, f"{elem_size}B")
 
 
+def run_settings(noise: Distribution, skew: Distribution, topology: Topology, seed: int = 0) -> str:
+    """A simulated row's `settings`: noise, skew, topology and seed, as the specs that reproduce
+    them ('' if none)."""
+    parts = []
+    if noise.kind != "none":
+        parts.append(f"noise={noise.describe()}")
+    if skew.kind != "none":
+        parts.append(f"skew={skew.describe()}")
+    if topology.describe() != "none":
+        parts.append(f"topology={topology.describe()}")
+    if parts:
+        parts.append(f"seed={seed}")
+    return " ".join(parts)
+
+
+def run_allocation(topology: Topology) -> str:
+    """A simulated row's `allocation`: how the ranks sat on nodes ('' for one per node), from the
+    topology placed on them (collkit.sim.topology.placed_topology)."""
+    if topology.ranks_per_node <= 1:
+        return ""
+    return f"{topology.ranks_per_node} ranks per node" + (
+        "" if topology.order == "contiguous" else f", {topology.order}"
+    )
+
+
 def simulated_row(
     *,
     collective: str,
@@ -204,16 +229,7 @@ class SimResult:
 
     def settings(self) -> str:
         """Noise, skew, topology and seed, as the specs that reproduce them ('' if none)."""
-        parts = []
-        if self.noise.kind != "none":
-            parts.append(f"noise={self.noise.describe()}")
-        if self.skew.kind != "none":
-            parts.append(f"skew={self.skew.describe()}")
-        if self.topology.describe() != "none":
-            parts.append(f"topology={self.topology.describe()}")
-        if parts:
-            parts.append(f"seed={self.seed}")
-        return " ".join(parts)
+        return run_settings(self.noise, self.skew, self.topology, self.seed)
 
     def collective(self) -> str:
         """The collective simulated: the schedule's, else the algorithm name's."""
@@ -225,12 +241,7 @@ class SimResult:
 
     def allocation(self) -> str:
         """How the ranks sat on nodes, as a row's `allocation` says it ('' for one per node)."""
-        t = self.topology
-        if t.ranks_per_node <= 1:
-            return ""
-        return f"{t.ranks_per_node} ranks per node" + (
-            "" if t.order == "contiguous" else f", {t.order}"
-        )
+        return run_allocation(self.topology)
 
     def to_row(self, date: str = "") -> Row:
         """The result as a row of THE results schema (collkit.results): see simulated_row."""

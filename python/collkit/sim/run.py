@@ -29,7 +29,13 @@ from collkit.sim.options import (
     core_options,
     model_of,
 )
-from collkit.sim.result import SimResult, set_makespans, simulated_row
+from collkit.sim.result import (
+    SimResult,
+    run_allocation,
+    run_settings,
+    set_makespans,
+    simulated_row,
+)
 from collkit.sim.topology import Topology, parse_topology, placed_topology
 
 # The simulator's rate, ops per CPU second, from its slowest measured schedule to its fastest
@@ -273,10 +279,12 @@ def simulate_row(
     model: Model,
     *,
     date: str = "",
-    allocation: str = "",
+    allocation: str | None = None,
     available: int | None = None,
     announce: Callable[[str], None] | None = None,
     announce_ops: int | None = None,
+    placement: Placement | None = None,
+    topology: str | Topology | None = None,
 ) -> tuple[Row, bool]:
     """The simulated row (simulated_row) of one problem, for campaigns that resume: the row
     `store` holds already, else a new one, simulated and appended (an error the algorithm raises
@@ -285,7 +293,11 @@ def simulate_row(
     P = 65536 is 8.6e9 ops). With `announce`, a problem of more than `announce_ops` ops (default
     ANNOUNCE_OPS) is said
     before it is simulated (its op count and the minutes it may take), so a sweep does not sit
-    silent for a quarter of an hour on one candidate. Returns (row, whether it is new)."""
+    silent for a quarter of an hour on one candidate. `placement` and `topology` are
+    simulate's; the row's `allocation` (unless given: a campaign's own label) and `settings`
+    say them, as SimResult.to_row does.
+    Returns (row, whether it is new)."""
+    topo = placed_topology(parse_topology(topology), placement)
     row = simulated_row(
         collective=collective,
         algorithm=algorithm,
@@ -293,7 +305,8 @@ def simulate_row(
         count=count,
         elem_size=elem_size,
         model=model,
-        allocation=allocation,
+        allocation=run_allocation(topo) if allocation is None else allocation,
+        settings=run_settings(Distribution(), Distribution(), topo),
         date=date,
     )
     if row in store:
@@ -302,7 +315,9 @@ def simulate_row(
         if available is not None:
             from collkit.sim.memory import memory_estimate
 
-            need, ops = memory_estimate(algorithm, P, count, elem_size, model=model.name)
+            need, ops = memory_estimate(
+                algorithm, P, count, elem_size, placement=placement, model=model.name
+            )
             if need > available:
                 raise InvalidArgumentError(
                     f"simulating it needs about {need / 2**30:.1f} GiB ({ops:,} ops), "
@@ -316,7 +331,15 @@ def simulate_row(
                     f"{format_duration(lo)} to {format_duration(hi)} "
                     f"(Ctrl-C stops; the same command resumes after it)"
                 )
-        res = simulate(algorithm, P, count=count, elem_size=elem_size, model=model)
+        res = simulate(
+            algorithm,
+            P,
+            count=count,
+            elem_size=elem_size,
+            model=model,
+            placement=placement,
+            topology=topo,
+        )
         set_makespans(row, res.makespans)
     except CollkitError as e:
         row.error = str(e)

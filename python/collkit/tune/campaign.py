@@ -33,7 +33,9 @@ from collkit.tune.select import choose, compare, is_win, latest, shape_of
 from collkit.tune.table import Table
 
 if TYPE_CHECKING:
+    from collkit.placement import Placement
     from collkit.sim import Model
+    from collkit.sim.topology import Topology
 
 # The model that ranks `rm` schedules for the campaign ([Ruefenacht 2017]'s ARCHER-like ratio);
 # only the
@@ -155,6 +157,9 @@ class TuneOptions:
     # The shapes to measure (--nodes x --ppn): (nodes, ranks per node) pairs, each P = their
     # product (in P); empty: each P as few ranks per node as fit (collkit.mpi.launch).
     shapes: list[tuple[int, int]] = field(default_factory=list)
+    # For simulate: collkit simulate's topology (latency per pair of ranks; its node size from
+    # the shapes' ranks per node), None: none.
+    topology: str | None = None
     # The irregular collectives' --counts forms (collkit.counts), each measured at every size
     # (collkit.tune.irregular); empty: irregular.DEFAULT_FORMS.
     counts: list[str] = field(default_factory=list)
@@ -664,11 +669,22 @@ def simulate_rows(
     `mpi` the model and its parameters). The candidates are listed first, so `ticker` knows every
     row to come before the first is simulated."""
     from collkit.cli.simulate import _available_memory
+    from collkit.placement import Placement
     from collkit.sim import Model, simulate_row
+    from collkit.sim.noise import Distribution
+    from collkit.sim.result import run_allocation, run_settings
+    from collkit.sim.topology import parse_topology, placed_topology
+
+    none = Distribution()
 
     made = Model.make(model, **params)  # bad names fail before any work
     avail = _available_memory()  # collkit simulate's memory limit, for every candidate
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    topo = parse_topology(opts.topology)  # a bad spec is said before any simulation
+    # Each P on its shapes' nodes (--nodes x --ppn: ppn ranks per node), or on no nodes.
+    placements = {
+        P: [None if n is None else Placement(P // n) for n in opts.shapes_at(P)] for P in opts.P
+    }
     plan: list[tuple[str, int, list[str], list[tuple[str, str]]]] = []
     for coll in opts.collectives:
         for P in opts.P:
@@ -687,18 +703,24 @@ def simulate_rows(
     if ticker:
         ticker.grow(
             sum(
-                len(own) * (len(pts) or (1 if coll == "barrier" else len(opts.sizes)))
-                for coll, _, own, pts in plan
+                len(own)
+                * len(placements[P])
+                * (len(pts) or (1 if coll == "barrier" else len(opts.sizes)))
+                for coll, P, own, pts in plan
             )
         )
-    for coll, P, own, points in plan:
+    for (coll, P, own, points), placement in (
+        (p, where) for p in plan for where in placements[p[1]]
+    ):
         what = f"{len(points)} vectors" if points else f"{len(opts.sizes)} sizes"
-        progress(f"simulating {coll} P={P}: {len(own)} candidates x {what}")
+        on = "" if placement is None else f" ({placement.rpn} ranks per node)"
+        progress(f"simulating {coll} P={P}{on}: {len(own)} candidates x {what}")
         for algo in own:
             for vtype, form in points:
                 _, new = simulate_vector(
-                    store, coll, algo, P, form, vtype, made, date=date, available=avail
-                )
+                    store, coll, algo, P, form, vtype, made, date=date, available=avail,
+                    placement=placement, topology=topo,
+                )  # fmt: skip
                 if ticker:
                     ticker.advance(1, measured=new)
             for size in [] if points else [0] if coll == "barrier" else opts.sizes:
@@ -718,16 +740,23 @@ def simulate_rows(
                     date=date,
                     available=avail,
                     announce=progress,
+                    placement=placement,
+                    topology=topo,
                 )
                 if ticker:
                     ticker.advance(1, measured=new)
     store.write_csv()
     # this campaign's rows: a folder may hold other sizes, and rows of other models, which
     # must not be compared with these
+    # (and the allocations and topology of this campaign: rows on other nodes are other problems)
+    placed = [placed_topology(topo, where) for wheres in placements.values() for where in wheres]
+    made_on = {(run_allocation(t), run_settings(none, none, t)) for t in placed}
     return [
         r
         for r in campaign_rows(opts, store)
-        if r.source == "simulated" and r.mpi == made.describe()
+        if r.source == "simulated"
+        and r.mpi == made.describe()
+        and (r.allocation, r.settings) in made_on
     ]
 
 
@@ -742,14 +771,21 @@ def simulate_vector(
     *,
     date: str = "",
     available: int | None = None,
+    placement: Placement | None = None,
+    topology: str | Topology | None = None,
 ) -> tuple[Row, bool]:
     """The simulated row of an irregular collective at the vector `form` draws for P (as
-    collkit.sim.simulate_row makes a regular one's): the form in `counts`, the whole vector's
-    count and bytes; the row `store` holds already, else simulated and appended, an error (the
-    memory it would need past `available`, the algorithm's refusal) kept in its `error`."""
+    collkit.sim.simulate_row makes a regular one's, on `placement` and `topology` alike): the
+    form in `counts`, the whole vector's count and bytes; the row `store` holds already, else
+    simulated and appended, an error (the memory it would need past `available`, the
+    algorithm's refusal) kept in its `error`."""
     from collkit.counts import parse_counts
     from collkit.sim import memory_estimate, simulate, simulated_row
-    from collkit.sim.result import set_makespans
+    from collkit.sim.noise import Distribution
+    from collkit.sim.result import run_allocation, run_settings, set_makespans
+    from collkit.sim.topology import parse_topology, placed_topology
+
+    topo = placed_topology(parse_topology(topology), placement)
 
     elem = DATATYPES[datatype]
     vec = parse_counts(form).vector(
@@ -762,6 +798,8 @@ def simulate_vector(
         count=sum(vec),
         elem_size=elem,
         model=model,
+        allocation=run_allocation(topo),
+        settings=run_settings(Distribution(), Distribution(), topo),
         date=date,
     )
     row.counts, row.datatype = form, datatype
@@ -770,14 +808,18 @@ def simulate_vector(
     try:
         if available is not None:
             need, ops = memory_estimate(
-                algorithm, P, max(vec, default=0), elem, model=model.name, counts=vec
-            )
+                algorithm, P, max(vec, default=0), elem, placement=placement, model=model.name,
+                counts=vec,
+            )  # fmt: skip
             if need > available:
                 raise InvalidArgumentError(
                     f"simulating it needs about {need / 2**30:.1f} GiB ({ops:,} ops), more "
                     f"than the {available / 2**30:.1f} GiB available"
                 )
-        res = simulate(algorithm, P, elem_size=elem, model=model, counts=vec)
+        res = simulate(
+            algorithm, P, elem_size=elem, model=model, counts=vec, placement=placement,
+            topology=topo,
+        )  # fmt: skip
         set_makespans(row, res.makespans)
     except CollkitError as e:
         row.error = str(e)

@@ -255,11 +255,19 @@ def check_options(opts: TuneOptions) -> None:
         raise InvalidArgumentError("--profile is for --simulate")
     if opts.hosts is not None and simulating:
         raise InvalidArgumentError("--hosts is for measuring, not --simulate")
-    if opts.shapes and simulating:
-        raise InvalidArgumentError(
-            "--nodes/--ppn are for measuring: the simulator's nodes are its topology (collkit "
-            "simulate --topology 'fattree(k=16,hop=100ns,rpn=4)', docs/simulator.md)"
-        )
+    if opts.topology is not None:
+        if not simulating:
+            raise InvalidArgumentError(
+                "--topology is for --simulate (measured rows cross the machine's own network)"
+            )
+        from collkit.sim.topology import parse_topology
+
+        topo = parse_topology(opts.topology)  # said before any work
+        if topo.ranks_per_node:
+            raise InvalidArgumentError(
+                f"--topology {opts.topology}: its node size comes from --ppn (the shapes' ranks "
+                "per node): leave out rpn="
+            )
     for nodes, ppn in opts.shapes:
         if nodes * ppn not in opts.P:
             raise InvalidArgumentError(
