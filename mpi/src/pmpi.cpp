@@ -1067,7 +1067,7 @@ void finish(State& s) {
                       0, MPI_COMM_WORLD);
   }
   if (rc != MPI_SUCCESS) {
-    std::fprintf(stderr, "collkit: COLLKIT_STATS: could not gather the ranks' rows\n");
+    std::fprintf(stderr, "collkit: COLLKIT_STATS: could not collect the ranks' rows\n");
     return;
   }
   if (me != 0) return;
