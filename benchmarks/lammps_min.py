@@ -197,9 +197,9 @@ def main() -> None:
     cmd = [lmp, "-in", str(inp), "-log", "none", "-nocite"]
     log = out / "runs.jsonl"
     runs = [json.loads(ln) for ln in log.read_text().splitlines()] if log.exists() else []
-    older = sum("ranks" not in r for r in runs)
-    if older:  # their time was world rank 0's alone: not comparable with the sum over ranks
-        print(f"{older} runs of {log} counted world rank 0 alone: left out, measured again")
+    rank0 = sum("ranks" not in r for r in runs)
+    if rank0:  # a run without "ranks" holds world rank 0's time alone, not the sum over ranks
+        print(f"{rank0} runs of {log} hold world rank 0's time alone: left out, measured again")
     runs = [r for r in runs if r.get("steps") == args.steps and "ranks" in r]
     done = {(r["round"], r["way"]) for r in runs if r.get("hogs", 0) == args.hogs}
     with hogs(args.hogs):

@@ -22,7 +22,7 @@ def row(rank: int | None, calls: int, mean: float, nbytes: int = 8) -> Row:
 def test_the_rank_is_read_from_settings() -> None:
     assert world_rank(row(0, 1, 1.0)) == 0
     assert world_rank(row(13, 1, 1.0)) == 13
-    assert world_rank(row(None, 1, 1.0)) == 0  # a file from before every rank wrote its own
+    assert world_rank(row(None, 1, 1.0)) == 0  # a row that names no rank is rank 0's
 
 
 def test_rank_zero_by_default_every_rank_on_request(tmp_path: Path) -> None:

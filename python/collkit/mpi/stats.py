@@ -17,8 +17,8 @@ _RANK = re.compile(r"world rank (\d+)$")
 
 
 def world_rank(row: Row) -> int:
-    """The world rank whose calls `row` counts (rows of files written before every rank wrote
-    its own said "world rank 0" too)."""
+    """The world rank whose calls `row` counts: the number after "world rank" at the end of its
+    settings, 0 where it names none."""
     m = _RANK.search(row.settings)
     return int(m.group(1)) if m else 0
 

@@ -15,9 +15,10 @@ from collkit.errors import InvalidArgumentError
 from collkit.results import Row
 from collkit.sim.noise import Distribution
 from collkit.sim.options import Model
-from collkit.sim.topology import Topology
+from collkit.sim.topology import Topology, parse_topology, placed_topology
 
 if TYPE_CHECKING:
+    from collkit.placement import Placement
     from collkit.schedule import Schedule
 
 FloatArray = npt.NDArray[np.float64]
@@ -75,6 +76,13 @@ def run_allocation(topology: Topology) -> str:
     return f"{topology.ranks_per_node} ranks per node" + (
         "" if topology.order == "contiguous" else f", {topology.order}"
     )
+
+
+def row_labels(placement: Placement | None, topology: str | Topology | None) -> tuple[str, str]:
+    """(allocation, settings) of a row simulated on `placement` and `topology` without noise or
+    skew, as SimResult.to_row says them: the key a campaign looks a row up by before simulating."""
+    topo = placed_topology(parse_topology(topology), placement)
+    return run_allocation(topo), run_settings(Distribution(), Distribution(), topo)
 
 
 def simulated_row(

@@ -31,8 +31,7 @@ from collkit.sim.options import (
 )
 from collkit.sim.result import (
     SimResult,
-    run_allocation,
-    run_settings,
+    row_labels,
     set_makespans,
     simulated_row,
 )
@@ -297,7 +296,8 @@ def simulate_row(
     simulate's; the row's `allocation` (unless given: a campaign's own label) and `settings`
     say them, as SimResult.to_row does.
     Returns (row, whether it is new)."""
-    topo = placed_topology(parse_topology(topology), placement)
+    topo = parse_topology(topology)
+    placed, settings = row_labels(placement, topo)
     row = simulated_row(
         collective=collective,
         algorithm=algorithm,
@@ -305,8 +305,8 @@ def simulate_row(
         count=count,
         elem_size=elem_size,
         model=model,
-        allocation=run_allocation(topo) if allocation is None else allocation,
-        settings=run_settings(Distribution(), Distribution(), topo),
+        allocation=placed if allocation is None else allocation,
+        settings=settings,
         date=date,
     )
     if row in store:

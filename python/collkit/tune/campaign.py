@@ -671,11 +671,8 @@ def simulate_rows(
     from collkit.cli.simulate import _available_memory
     from collkit.placement import Placement
     from collkit.sim import Model, simulate_row
-    from collkit.sim.noise import Distribution
-    from collkit.sim.result import run_allocation, run_settings
-    from collkit.sim.topology import parse_topology, placed_topology
-
-    none = Distribution()
+    from collkit.sim.result import row_labels
+    from collkit.sim.topology import parse_topology
 
     made = Model.make(model, **params)  # bad names fail before any work
     avail = _available_memory()  # collkit simulate's memory limit, for every candidate
@@ -749,8 +746,7 @@ def simulate_rows(
     # this campaign's rows: a folder may hold other sizes, and rows of other models, which
     # must not be compared with these
     # (and the allocations and topology of this campaign: rows on other nodes are other problems)
-    placed = [placed_topology(topo, where) for wheres in placements.values() for where in wheres]
-    made_on = {(run_allocation(t), run_settings(none, none, t)) for t in placed}
+    made_on = {row_labels(where, topo) for wheres in placements.values() for where in wheres}
     return [
         r
         for r in campaign_rows(opts, store)
@@ -781,11 +777,11 @@ def simulate_vector(
     algorithm's refusal) kept in its `error`."""
     from collkit.counts import parse_counts
     from collkit.sim import memory_estimate, simulate, simulated_row
-    from collkit.sim.noise import Distribution
-    from collkit.sim.result import run_allocation, run_settings, set_makespans
-    from collkit.sim.topology import parse_topology, placed_topology
+    from collkit.sim.result import row_labels, set_makespans
+    from collkit.sim.topology import parse_topology
 
-    topo = placed_topology(parse_topology(topology), placement)
+    topo = parse_topology(topology)
+    placed, settings = row_labels(placement, topo)
 
     elem = DATATYPES[datatype]
     vec = parse_counts(form).vector(
@@ -798,8 +794,8 @@ def simulate_vector(
         count=sum(vec),
         elem_size=elem,
         model=model,
-        allocation=run_allocation(topo),
-        settings=run_settings(Distribution(), Distribution(), topo),
+        allocation=placed,
+        settings=settings,
         date=date,
     )
     row.counts, row.datatype = form, datatype
