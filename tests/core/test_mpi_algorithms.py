@@ -969,10 +969,12 @@ def _rho(j: int) -> int:
     return sum((-2) ** i for i in range(j + 1))
 
 
-def _swing_peers(dims: list[int], rank: int) -> list[int]:
-    """The paper's pi(r, s) on each dimension in turn (row-major ranks), as its library steps."""
+def _swing_peers(dims: list[int], rank: int, direct: bool = False) -> list[int]:
+    """The paper's pi(r, s) on each dimension in turn (row-major ranks), as its library steps:
+    lg d steps on a power of two, ceil(lg d) mod d on an even size (`direct`)."""
     strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
-    left, taken, out = [d.bit_length() - 1 for d in dims], [0] * len(dims), []
+    left = [(d - 1).bit_length() if direct else d.bit_length() - 1 for d in dims]
+    taken, out = [0] * len(dims), []
     for s in range(sum(left)):
         t = s % len(dims)
         while taken[t] == left[t]:
@@ -1044,16 +1046,77 @@ SWING_SHAPES = [
 ]
 
 
+def _swing_name(form: str, dims: str) -> str:
+    """allreduce:swing, allreduce:swing(nonpof2=direct), allreduce:swing_lat, with dims."""
+    base, _, params = form.partition("(")
+    args = [p for p in (params.rstrip(")"), f"dims={dims}" if dims != "P" else "") if p]
+    return f"allreduce:{base}" + (f"({','.join(args)})" if args else "")
+
+
+SWING_FORMS = ["swing", "swing(nonpof2=direct)", "swing_lat"]
+
+
 @pytest.mark.parametrize(("dims", "P"), SWING_SHAPES)
-@pytest.mark.parametrize("form", ["swing", "swing_lat"])
+@pytest.mark.parametrize("form", SWING_FORMS)
 def test_swing_is_verified_on_any_P_and_torus(form: str, dims: str, P: int) -> None:
-    name = f"allreduce:{form}" + (f"(dims={dims})" if dims != "P" else "")
+    name = _swing_name(form, dims)
     exact = form == "swing_lat"
     for count in (0, 1, 5, 2 * P + 3):
         s = collkit.generate(name, P, count)
         for in_place in (False, True):
             r = collkit.verify(s, commutative=True, in_place=in_place, exact=exact)
             assert r.ok, f"{name} P={P} count={count}: " + r.summary()
+
+
+@pytest.mark.parametrize("dims", ["P", "4x4", "8x2", "2x2x4"])
+def test_swing_direct_is_swing_on_powers_of_two(dims: str) -> None:
+    P = 64 if dims == "P" else math.prod(map(int, dims.split("x")))
+    fold, direct = (_swing_name(f, dims) for f in ("swing", "swing(nonpof2=direct)"))
+    for rank in range(P):
+        a, b = _program(fold, P, rank, 3 * P + 1), _program(direct, P, rank, 3 * P + 1)
+        assert _messages_in_order(a) == _messages_in_order(b), rank
+
+
+@pytest.mark.parametrize("dims", [[6], [10], [12], [24], [48], [96], [6, 4], [6, 6], [2, 10]])
+def test_swing_direct_on_even_sizes_sends_each_block_once_to_the_papers_peers(
+    dims: list[int],
+) -> None:
+    # No rank folds away: ceil(lg d) steps per dimension to pi(r, s) mod d, the reduce-scatter
+    # then the allgather in reverse; a block goes only where it is not yet, so each rank sends
+    # P - 1 blocks in the reduce-scatter and receives P - 1 in the allgather (one element a
+    # block: (P-1)/P of the vector each way, the bandwidth-optimal volume).
+    P = math.prod(dims)
+    name = _swing_name("swing(nonpof2=direct)", "x".join(map(str, dims)) if len(dims) > 1 else "P")
+    L = sum((d - 1).bit_length() for d in dims)
+    for rank in range(P):
+        a = _program(name, P, rank, P)
+        peers = _swing_peers(dims, rank, direct=True)
+        assert len(peers) == L
+        assert _peers(a, SEND) == peers + peers[::-1] == _peers(a, RECV), rank
+        sent = [int(a["len"][i]) for i in _messages(a, SEND)]
+        got = [int(a["len"][i]) for i in _messages(a, RECV)]
+        assert sum(sent[:L]) == sum(got[L:]) == P - 1, rank
+        assert sent[:L] == got[L:][::-1] and got[:L] == sent[L:][::-1], rank
+
+
+@pytest.mark.parametrize("P", [3, 5, 7, 13, 31])
+def test_swing_direct_folds_one_pair_of_an_odd_ring(P: int) -> None:
+    # Ranks 0 and 1 pair up (0 folds into 1 and gets the result back); the other P - 1 run the
+    # even ring's ceil(lg (P-1)) steps.
+    name = "allreduce:swing(nonpof2=direct)"
+    a = _program(name, P, 0, 4)
+    assert _peers(a, SEND) == [1] == _peers(a, RECV)
+    L = (P - 2).bit_length()
+    for rank in range(1, P):
+        a = _program(name, P, rank, P - 1)
+        folds = 1 if rank == 1 else 0  # rank 1: the fold's receive, the unfold's send
+        assert len(_peers(a, SEND)) == len(_peers(a, RECV)) == 2 * L + folds, rank
+
+
+def test_swing_refuses_an_unknown_nonpof2_by_name() -> None:
+    for v in ("", "FOLD", "elim", "even"):
+        with pytest.raises(collkit.AlgorithmNameError, match="nonpof2"):
+            collkit.Algorithm(f"allreduce:swing(nonpof2={v})")
 
 
 def _fold_pairs(d: int) -> list[tuple[int, int]]:

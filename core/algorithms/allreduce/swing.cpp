@@ -2,23 +2,30 @@
 // Registrar at the end of this file (`collkit algorithms allreduce:swing` prints them).
 // Algorithm:    Swing (De Sensi, Bonato, Saam, Hoefler, NSDI 2024) on P ranks laid out
 //               row-major on a torus of `dims` ("P": one ring of P), each dimension folded onto
-//               a power of two (phases/swing.hpp: the fold, the steps and the swing peers
+//               a power of two, or (nonpof2=direct) run on its own size when even, an odd one
+//               folding one pair (phases/swing.hpp: the fold, the steps and the swing peers
 //               +rho(j), -rho(j), rho(j) = 1, -1, 3, -5, 11, ...).
-// Phases:       the bandwidth-optimal form. 1. fold, dimension by dimension, onto the V = 2^L
+// Phases:       the bandwidth-optimal form. 1. fold, dimension by dimension, onto the V
 //               virtual ranks; 2. on them, the vector in V blocks (block b: virtual rank b's);
 //               R(x, s) is the set x reaches from step s on (R(x, L) = {x}, R(x, s) = R(x, s+1)
 //               u R(peer(x, s), s+1)). Reduce-scatter: at step s, send the blocks R(peer, s+1)
-//               (packed in block order, runs of adjacent blocks one copy), receive R(x, s+1) and
-//               reduce them in; allgather: the steps in reverse, send R(x, s+1), receive R(peer,
-//               s+1); 3. unfold, the dimensions in reverse.
+//               \ R(x, s+1) (packed in block order, runs of adjacent blocks one copy), receive
+//               R(x, s+1) \ R(peer, s+1) and reduce them in; allgather: the steps in reverse,
+//               send R(x, s+1) \ R(peer, s+1), receive R(peer, s+1) \ R(x, s+1); 3. unfold,
+//               the dimensions in reverse. On powers of two the two sets are disjoint (the
+//               halving and doubling of the paper). On an even size they overlap: a block goes
+//               only where it is not yet, so the allgather of block b is a tree, each rank
+//               getting it once, at the step where b enters its reach, and the reduce-scatter
+//               is that tree in reverse: every rank sends each block but its own once, (V-1)/V
+//               of the vector in all.
 // Restrictions: a commutative op (the groups are not rank ranges). The latency-optimal form is
 //               allreduce:swing_lat (swing_lat.cpp).
 #include "../phases/swing.hpp"
 
 #include <algorithm>
 #include <any>
-#include <bit>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,8 +41,12 @@ namespace {
 
 using phases::SwingTorus;
 
+bool direct(const ParamValues& p) {
+  return p.word("nonpof2") == "direct";
+}
+
 std::any prepare_swing(const GenArgs& a) {
-  return phases::swing_torus(a);
+  return phases::swing_torus(a, direct(*a.params));
 }
 
 // R(x, s) in ascending order.
@@ -49,6 +60,15 @@ std::vector<int64_t> reach_sorted(const SwingTorus& g, int64_t x, int64_t s) {
   std::vector<int64_t> out;
   reach(g, x, s, out);
   std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+// R(x, s+1) \ R(q, s+1): what x has at step s that its peer q lacks.
+std::vector<int64_t> reach_beyond(const SwingTorus& g, int64_t x, int64_t q, int64_t s) {
+  const std::vector<int64_t> mine = reach_sorted(g, x, s + 1), theirs = reach_sorted(g, q, s + 1);
+  std::vector<int64_t> out;
+  std::set_difference(mine.begin(), mine.end(), theirs.begin(), theirs.end(),
+                      std::back_inserter(out));
   return out;
 }
 
@@ -91,7 +111,7 @@ void generate_swing(const GenArgs& a, RankBuilder& b) {
   for (int64_t s = 0; s < L; ++s) {
     b.set_stage(static_cast<uint16_t>(s + 1));
     const int64_t q = g.peer(r, s);
-    const auto give = runs(reach_sorted(g, q, s + 1)), take = runs(reach_sorted(g, r, s + 1));
+    const auto give = runs(reach_beyond(g, q, r, s)), take = runs(reach_beyond(g, r, q, s));
     const int64_t glen = length(give), tlen = length(take);
     const BufId pack = b.scratch(glen), tmp = b.scratch(tlen);
     std::vector<OpId> packed;
@@ -113,7 +133,7 @@ void generate_swing(const GenArgs& a, RankBuilder& b) {
   for (int64_t s = L; s-- > 0;) {
     b.set_stage(static_cast<uint16_t>(2 * L - s));
     const int64_t q = g.peer(r, s);
-    const auto give = runs(reach_sorted(g, r, s + 1)), take = runs(reach_sorted(g, q, s + 1));
+    const auto give = runs(reach_beyond(g, r, q, s)), take = runs(reach_beyond(g, q, r, s));
     const int64_t glen = length(give), tlen = length(take);
     const BufId pack = b.scratch(glen), tmp = b.scratch(tlen);
     std::vector<OpId> packed;
@@ -138,8 +158,9 @@ void generate_swing(const GenArgs& a, RankBuilder& b) {
 
 Cost cost_swing(const CostArgs& a) {
   if (a.P <= 1) return {};
-  const phases::SwingShape t = phases::swing_shape(a.params->word("dims"), a.P, "allreduce:swing");
-  const auto L = static_cast<double>(std::bit_width(static_cast<uint64_t>(t.V)) - 1);
+  const phases::SwingShape t =
+      phases::swing_shape(a.params->word("dims"), a.P, "allreduce:swing", direct(*a.params));
+  const auto L = static_cast<double>(t.steps);
   const double f = static_cast<double>(t.folded), n = a.bytes;
   const double share = static_cast<double>(t.V - 1) / static_cast<double>(t.V) * n;
   return Cost{2 * L + 2 * f, 2 * share + 2 * f * n, share + f * n};
@@ -150,16 +171,19 @@ const Registrar reg{{
     .name = "swing",
     .summary = "Swing, bandwidth-optimal: reduce-scatter + allgather whose peers swing +1, -1, "
                "+3, -5, ... round each torus dimension (short hops)",
-    .phases = "fold each torus dimension onto a power of two (V virtual ranks); a reduce-scatter "
-              "over the lg V steps (to each step's peer the blocks it reaches from the next step "
-              "on), then an allgather over the steps in reverse; unfold",
-    .cost = "2 (lg V + f) alpha + 2 ((V-1)/V + f) n beta + ((V-1)/V + f) n gamma, V = the product "
-            "of 2^floor(lg d) over the dims d, f = the dims that are not powers of two (the model "
-            "has no distance: Swing's gain is fewer hops and less congestion on a torus, which "
-            "`simulate --topology torus(...)` counts)",
+    .phases = "fold each torus dimension onto a power of two (nonpof2=direct: onto its own size "
+              "if even, one pair folding if odd; V virtual ranks); a reduce-scatter over the L "
+              "steps (to each step's peer the blocks it reaches from the next step on and the "
+              "sender does not), then an allgather over the steps in reverse; unfold",
+    .cost = "2 (L + f) alpha + 2 ((V-1)/V + f) n beta + ((V-1)/V + f) n gamma, V = the product "
+            "of the virtual sizes v over the dims d (2^floor(lg d); direct: d, or d - 1 if odd), "
+            "L = the sum of ceil(lg v), f = the dims that fold (the model has no distance: "
+            "Swing's gain is fewer hops and less congestion on a torus, which `simulate "
+            "--topology torus(...)` counts)",
     .reference = "De Sensi, Bonato, Saam, Hoefler, \"Swing: Short-cutting Rings for Higher "
                  "Bandwidth Allreduce\", NSDI 2024 (peers and step order as the authors' "
-                 "libswing compute_peers)",
+                 "libswing compute_peers, which steps an even size d mod d in ceil(lg d) steps; "
+                 "nonpof2=direct's one-pair fold of an odd size is collkit's)",
     .mpi_equivalents = {},
     .params = {{.name = "dims",
                 .type = ParamType::word,
@@ -170,6 +194,19 @@ const Registrar reg{{
                 .check =
                     [](std::string_view d) {
                       phases::parse_torus_dims(d, "allreduce:swing", false);
+                    }},
+               {.name = "nonpof2",
+                .type = ParamType::word,
+                .default_value = "fold",
+                .doc = "a dimension whose size d is not a power of two: fold (onto 2^floor(lg "
+                       "d), lg steps) or direct (ceil(lg d) steps mod d, the paper's; an odd d "
+                       "folds one pair onto d - 1 first)",
+                .grid = {"fold", "direct"},
+                .check =
+                    [](std::string_view v) {
+                      if (v != "fold" && v != "direct")
+                        fail(ErrorKind::name, "allreduce:swing: nonpof2 = '" + std::string(v) +
+                                                  "' must be fold or direct");
                     }}},
     .restrictions = {.commutative_op = true},
     .prepare = prepare_swing,

@@ -11,6 +11,13 @@ Pof2Fold::Pof2Fold(int64_t P_, int64_t keep_)
       rem(P_ - pof2),
       keep(keep_) {}
 
+Pof2Fold Pof2Fold::onto(int64_t P, int64_t V) {
+  Pof2Fold f(P);
+  f.pof2 = V;
+  f.rem = P - V;
+  return f;
+}
+
 int Pof2Fold::lg() const {
   return static_cast<int>(std::bit_width(static_cast<uint64_t>(pof2))) - 1;
 }

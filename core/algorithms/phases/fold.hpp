@@ -14,9 +14,12 @@ namespace collkit::phases {
 // rank r >= 2*rem is virtual rank r - rem. The kept rank of a pair is `keep` where the pair holds
 // it (a reduce's root stays active), else the odd rank (MPICH's allreduce, allreduce:rd).
 // Virtual ranks keep the real ranks' order, so combining by virtual rank keeps rank order.
+// `onto(P, V)` is the same fold onto any V in [ceil(P/2), P] (rem = P - V pairs; lg() then
+// means nothing): allreduce:swing(nonpof2=direct) folds an odd size onto the even one below.
 struct Pof2Fold {
   int64_t P = 1, pof2 = 1, rem = 0, keep = -1;
   explicit Pof2Fold(int64_t P, int64_t keep = -1);
+  static Pof2Fold onto(int64_t P, int64_t V);
   int64_t real(int64_t v) const;         // the rank that stands for virtual rank v
   int64_t vrank(int64_t rank) const;     // -1 for a rank folded away
   int64_t partner(int64_t rank) const {  // the other rank of rank's pair; -1 outside the pairs

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "collkit/error.hpp"
 #include "torus.hpp"
 
 namespace collkit::phases {
@@ -43,19 +46,56 @@ int64_t SwingTorus::partner(int64_t rank, size_t t) const {
   return p < 0 ? -1 : rank + (p - c) * stride[t];
 }
 
-SwingShape swing_shape(std::string_view dims, int64_t P, std::string_view who) {
+namespace {
+
+// Dimension d's fold onto its virtual size, and that size's steps.
+Pof2Fold fold_of(int64_t d, bool direct) {
+  return direct ? Pof2Fold::onto(d, d > 1 && d % 2 == 1 ? d - 1 : d) : Pof2Fold(d);
+}
+int64_t steps_of(int64_t v) {
+  return std::bit_width(static_cast<uint64_t>(v - 1));  // ceil(lg v); 0 for v = 1
+}
+
+// Whether the steps of a ring of v (even, or a power of two) take every coordinate to every
+// other: from c = 0 and c = 1 suffices, a shift by 2 keeping the peers.
+bool reaches_all(int64_t v) {
+  for (int64_t c = 0; c < std::min<int64_t>(v, 2); ++c) {
+    std::vector<char> have(static_cast<size_t>(v), 0);
+    have[static_cast<size_t>(c)] = 1;
+    int64_t rho = 1, term = 1, n = 1;
+    for (int64_t j = 0; j < steps_of(v); ++j) {
+      std::vector<char> next = have;
+      for (int64_t y = 0; y < v; ++y) {
+        if (!have[static_cast<size_t>(y)]) continue;
+        const int64_t q = ((y + (y % 2 == 0 ? rho : -rho)) % v + v) % v;
+        n += next[static_cast<size_t>(q)] ? 0 : 1;
+        next[static_cast<size_t>(q)] = 1;
+      }
+      have = std::move(next);
+      term *= -2;
+      rho += term;
+    }
+    if (n != v) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+SwingShape swing_shape(std::string_view dims, int64_t P, std::string_view who, bool direct) {
   std::vector<int64_t> d = parse_torus_dims(dims, who, false);
   if (d.empty()) d = {P};
   SwingShape out;
   for (const int64_t k : d) {
-    const Pof2Fold f(k);
+    const Pof2Fold f = fold_of(k, direct);
     out.V *= f.pof2;
+    out.steps += steps_of(f.pof2);
     out.folded += f.rem > 0 ? 1 : 0;
   }
   return out;
 }
 
-SwingTorus swing_torus(const GenArgs& a) {
+SwingTorus swing_torus(const GenArgs& a, bool direct) {
   SwingTorus g;
   Torus t = torus_of(a, false);
   g.dims = std::move(t.dims);
@@ -64,7 +104,7 @@ SwingTorus swing_torus(const GenArgs& a) {
   g.vdims.resize(D);
   g.vstride.assign(D, 1);
   for (size_t i = 0; i < D; ++i) {
-    g.fold.emplace_back(g.dims[i]);
+    g.fold.push_back(fold_of(g.dims[i], direct));
     g.vdims[i] = g.fold[i].pof2;
     g.dims_product *= g.dims[i];
   }
@@ -74,8 +114,13 @@ SwingTorus swing_torus(const GenArgs& a) {
   // are done, each at its own next step. (The library's own step (s + finished) / D is that
   // count for tori of equal sizes; for unequal ones it repeats a step: 2x16 gets rho(2) twice.)
   std::vector<int64_t> left(D), taken(D, 0);
-  for (size_t i = 0; i < D; ++i) left[i] = g.fold[i].lg();
-  const int64_t L = std::bit_width(static_cast<uint64_t>(g.V)) - 1;  // = sum of left
+  int64_t L = 0;
+  for (size_t i = 0; i < D; ++i) {
+    L += left[i] = steps_of(g.vdims[i]);
+    if (direct && !reaches_all(g.vdims[i]))
+      fail(ErrorKind::unsupported, a.header.algorithm + ": the swing steps of a ring of " +
+                                       std::to_string(g.vdims[i]) + " miss some ranks");
+  }
   for (int64_t s = 0; s < L; ++s) {
     size_t i = static_cast<size_t>(s) % D;
     while (taken[i] == left[i]) i = (i + 1) % D;

@@ -1,20 +1,23 @@
 // The Swing torus (allreduce:swing, allreduce:swing_lat; swing.cpp): the ranks row-major on a
-// torus of `dims`, each dimension folded onto a power of two, and the step sequence of the
+// torus of `dims`, each dimension folded onto a virtual size, and the step sequence of the
 // swing peers on the folded torus.
 //
 // Fold: dimension by dimension (t = 0, 1, ...), the ranks still active fold dimension t as
-// Pof2Fold folds P ranks: of the first 2 rem_t coordinates (rem_t = d_t - 2^floor(lg d_t)),
-// the pair (2v, 2v+1) combines into virtual coordinate v, kept by the odd one; coordinate c >=
-// 2 rem_t is virtual coordinate c - rem_t. A pair differs in one coordinate by one: the fold's
-// messages are one hop. The active ranks are the virtual torus of the sizes 2^floor(lg d_t); the
-// unfold is the fold in reverse (the last dimension first), each kept rank sending the result
-// to the partner that folded into it. With dims = P (one ring) it is the MPICH fold.
+// Pof2Fold folds P ranks: of the first 2 rem_t coordinates (rem_t = d_t - v_t), the pair (2u,
+// 2u+1) combines into virtual coordinate u, kept by the odd one; coordinate c >= 2 rem_t is
+// virtual coordinate c - rem_t. The virtual size v_t is 2^floor(lg d_t) (the fold onto powers of
+// two; with dims = P, one ring, it is the MPICH fold), or, `direct`, d_t itself when it is even
+// or 1, d_t - 1 when it is odd (one pair folds). A pair differs in one coordinate by one: the
+// fold's messages are one hop. The unfold is the fold in reverse (the last dimension first),
+// each kept rank sending the result to the partner that folded into it.
 //
-// Steps: step s (0 .. lg V - 1, V the virtual ranks) changes one coordinate: dimension t(s)
-// taken in turn, skipping the dimensions whose steps are done, at that dimension's own step j;
-// virtual rank x moves it by +rho(j) if its coordinate is even, -rho(j) if odd, mod the
-// dimension's virtual size, rho(j) = sum_{i <= j} (-2)^i = 1, -1, 3, -5, 11, ... (the paper's
-// pi). The sequence t(s), j(s) is the same for every rank, as in the authors' library.
+// Steps: dimension t takes ceil(lg v_t) steps (lg v_t for a power of two). Step s changes one
+// coordinate: dimension t(s) taken in turn, skipping the dimensions whose steps are done, at
+// that dimension's own step j; virtual rank x moves it by +rho(j) if its coordinate is even,
+// -rho(j) if odd, mod v_t, rho(j) = sum_{i <= j} (-2)^i = 1, -1, 3, -5, 11, ... (the paper's pi).
+// The sequence t(s), j(s) is the same for every rank, as in the authors' library. On an even
+// size the peers pair up (rho is odd, so the parity flips both ways); ceil(lg v) steps reach
+// every coordinate from every coordinate (checked when the torus is built).
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -28,8 +31,8 @@ namespace collkit::phases {
 
 struct SwingTorus {
   std::vector<int64_t> dims, stride;    // the ranks' torus, row-major
-  std::vector<Pof2Fold> fold;           // per dimension: its coordinates onto a power of two
-  std::vector<int64_t> vdims, vstride;  // the virtual torus: 2^floor(lg d_t), row-major
+  std::vector<Pof2Fold> fold;           // per dimension: its coordinates onto its virtual size
+  std::vector<int64_t> vdims, vstride;  // the virtual torus: the sizes v_t, row-major
   std::vector<int64_t> dim_of, shift;   // per step: the dimension, rho of its own step
   int64_t V = 1;                        // virtual ranks
 
@@ -48,17 +51,19 @@ struct SwingTorus {
   int64_t dims_product = 1;
 };
 
-// What the cost models read: the virtual ranks V and the dimensions that fold (f), from the
-// `dims` parameter's text and P. The fold costs f (alpha + n beta + n gamma), the unfold
-// f (alpha + n beta), along the critical path.
+// What the cost models read: the virtual ranks V, the swing steps L and the dimensions that
+// fold (f), from the `dims` parameter's text and P. The fold costs f (alpha + n beta + n gamma),
+// the unfold f (alpha + n beta), along the critical path.
 struct SwingShape {
   int64_t V = 1;
+  int64_t steps = 0;
   int64_t folded = 0;
 };
-SwingShape swing_shape(std::string_view dims, int64_t P, std::string_view who);
+SwingShape swing_shape(std::string_view dims, int64_t P, std::string_view who, bool direct = false);
 
-// The call's torus (its `dims` parameter, refused unless it holds P ranks) and steps.
-SwingTorus swing_torus(const GenArgs& a);
+// The call's torus (its `dims` parameter, refused unless it holds P ranks) and steps; `direct`:
+// the virtual sizes are the even ones, not powers of two (see above).
+SwingTorus swing_torus(const GenArgs& a, bool direct = false);
 
 // The fold on one rank: the vector `vec` (written by `ready`) folded dimension by dimension.
 // Returns the last op that wrote `vec` (a rank folded away: its fold send).
