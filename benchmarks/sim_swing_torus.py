@@ -10,8 +10,11 @@ rank) and `torus(dims=AxB, hop=..., link=...)`, whose links carry one message at
 (`allreduce:swing(dims=AxB)`, `allreduce:bucket(dims=AxB)`); ring, rd and rabenseifner run on
 the ranks in row-major order, as an MPI would place them. Up to 1 KiB Swing's latency-optimal
 form (`allreduce:swing_lat(dims=AxB)`: lg P steps of the whole vector; on an MPI, for integer
-and bitwise ops only) runs too, and Swing's speedup is taken from the faster of its two forms,
-as the paper picks its form by size.
+and bitwise ops only) runs too. On a torus whose sizes are not powers of two (12x12, 24x24),
+the bandwidth-optimal form runs both ways: folded onto the power of two below
+(`allreduce:swing(dims=AxB)`, the default) and on the even sizes themselves
+(`allreduce:swing(dims=AxB,nonpof2=direct)`, ceil(lg d) steps mod d, as the paper's). Swing's
+speedup is taken from the fastest of its forms, as the paper picks its form by size.
 
 Each point is one deterministic simulation (no noise). Points whose schedule has more than
 `--max-ops` ops are left out (the ring at 64x64 above 1 KiB: 10^8 ops) and named in the table.
@@ -45,7 +48,7 @@ from sim_study import (
     write_result,
 )
 
-SHAPES = "8x8,16x16,32x32,64x64,32x8"
+SHAPES = "8x8,16x16,32x32,64x64,32x8,12x12,24x24"
 SIZES = "32,1KiB,32KiB,1MiB,8MiB,32MiB,128MiB"
 # 400 Gb/s links (50 GB/s: 0.02 ns per byte), the NIC as fast as a link.
 MODEL = {"model": "postal", "alpha": "1us", "beta": "0.02ns"}
@@ -55,10 +58,16 @@ OTHERS = ("ring", "rd", "rabenseifner", "bucket")
 LAT_MAX = 1024  # the largest vector the latency-optimal form is simulated at (bytes per rank)
 
 
+def pow2(shape: str) -> bool:
+    return all(d & (d - 1) == 0 for d in map(int, shape.split("x")))
+
+
 def algorithms(shape: str, n: int) -> list[str]:
     lat = [f"allreduce:swing_lat(dims={shape})"] if n <= LAT_MAX else []
+    direct = [] if pow2(shape) else [f"allreduce:swing(dims={shape},nonpof2=direct)"]
     return [
         f"allreduce:swing(dims={shape})",
+        *direct,
         *lat,
         f"allreduce:bucket(dims={shape})",
         "allreduce:ring",
@@ -68,7 +77,7 @@ def algorithms(shape: str, n: int) -> list[str]:
 
 
 def short(algo: str) -> str:
-    return algo.split(":", 1)[1].split("(", 1)[0]
+    return algo.split(":", 1)[1].split("(", 1)[0] + ("_direct" if "nonpof2=direct" in algo else "")
 
 
 def topology(shape: str, link: bool = True) -> str:
@@ -100,7 +109,10 @@ def main() -> int:
     # torus's hops, no link carrying one message at a time), to show what the sharing costs it.
     plan = [(sh, a, n, topology(sh)) for sh in shapes for n in sizes for a in algorithms(sh, n)]
     big = max(sizes)
-    plan += [(sh, algorithms(sh, big)[0], big, topology(sh, link=False)) for sh in shapes]
+    # (the direct form where the sizes are not powers of two: the fold there costs 4 n beta)
+    plan += [
+        (sh, algorithms(sh, big)[pow2(sh) ^ 1], big, topology(sh, link=False)) for sh in shapes
+    ]
     t0 = time.time()
     for i, (shape, algo, n, topo) in enumerate(plan, 1):
         a, b = (int(x) for x in shape.split("x"))
@@ -120,38 +132,43 @@ def main() -> int:
     store.write_csv()
 
     head = (
-        "| torus | bytes | swing (us) | swing_lat | bucket | ring | rd | rabenseifner | "
-        "best other | swing's speedup |"
+        "| torus | bytes | swing (us) | swing direct | swing_lat | bucket | ring | rd | "
+        "rabenseifner | best other | swing's speedup |"
     )
-    lines = [head, "|" + "---|" * 10]
+    lines = [head, "|" + "---|" * 11]
     speedups: dict[str, list[tuple[int, float]]] = {}
     for shape in shapes:
         for n in sizes:
             bw, lat = times.get((shape, "swing", n)), times.get((shape, "swing_lat", n))
+            direct = times.get((shape, "swing_direct", n))
             others = {o: times[(shape, o, n)] for o in OTHERS if (shape, o, n) in times}
             cells = [f"{others[o]:.1f}" if o in others else "-" for o in OTHERS]
             if bw is None or not others:
                 continue
-            sw = bw if lat is None else min(bw, lat)  # the faster form, as the paper picks
+            # the fastest form, as the paper picks
+            sw = min(t for t in (bw, direct, lat) if t is not None)
             best = min(others, key=lambda o: others[o])
             sp = others[best] / sw
             speedups.setdefault(shape, []).append((n, sp))
             lines.append(
                 f"| {shape} | {fmt_size(n)} | {bw:.1f} | "
+                + ("-" if direct is None else f"{direct:.1f}")
+                + " | "
                 + ("-" if lat is None else f"{lat:.1f}")
                 + " | "
                 + " | ".join(cells[i] for i in (3, 0, 1, 2))
                 + f" | {best} | {sp:.2f}x |"
             )
     head2 = (
-        "| torus | swing, links shared (us) | swing, latency alone | bucket, links shared | "
-        "2 (P-1)/P n beta |"
+        "| torus | swing (direct where not powers of two), links shared (us) | "
+        "swing, latency alone | bucket, links shared | 2 (P-1)/P n beta |"
     )
     lines2 = [head2, "|---|---|---|---|---|"]
     beta = parse_per_byte(MODEL["beta"])  # ns per byte
     for shape in shapes:
         a, b = (int(x) for x in shape.split("x"))
-        cells = [times.get((shape, k, big)) for k in ("swing", "swing unshared", "bucket")]
+        sw = "swing" if pow2(shape) else "swing_direct"
+        cells = [times.get((shape, k, big)) for k in (sw, f"{sw} unshared", "bucket")]
         if all(c is not None for c in cells):
             bound = 2 * (a * b - 1) / (a * b) * big * beta / 1e3
             lines2.append(
@@ -200,8 +217,9 @@ def main() -> int:
     text = (
         result_head("Swing on 2D tori, simulated", "sim_swing_torus.py", sys.argv[1:])
         + f"Model: {model}; topology `torus(dims=AxB,hop={HOP},link={LINK})`, one rank per node. "
-        f"Times are makespans in us; speedup = the best other's time / Swing's (the faster of "
-        f"swing and swing_lat where both ran). "
+        f"Times are makespans in us; speedup = the best other's time / Swing's (the fastest of "
+        f"swing, swing direct (nonpof2=direct, on the tori not of powers of two) and swing_lat "
+        f"where they ran). "
         f"Largest speedup {best_of[0]:.2f}x ({best_of[1]}, {fmt_size(best_of[2])}), "
         f"smallest {worst_of[0]:.2f}x ({worst_of[1]}, {fmt_size(worst_of[2])}).\n\n"
         + table
