@@ -13,6 +13,7 @@ parsers of the allocation's variables are checked everywhere, root or not."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import signal
@@ -261,6 +262,21 @@ def sl() -> Iterator[Cluster]:
         yield c
 
 
+@pytest.fixture(autouse=True)
+def no_job_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test on the emulated Slurm, none of its jobs is left holding the nodes (a test
+    that failed mid-job would make every later one wait for them)."""
+    yield
+    if "sl" not in request.fixturenames:
+        return
+    s = request.getfixturevalue("sl").slurm_of()
+    if s.client(["squeue", "-h"]).stdout.strip():
+        s.client(["scancel", "--full", "-u", getpass.getuser()])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and s.client(["squeue", "-h"]).stdout.strip():
+            time.sleep(0.5)
+
+
 def client_env(c: Cluster, mpi: MPI | None = None, **more: str) -> dict[str, str]:
     env = dict(os.environ, **c.slurm_of().env(), **more)
     if mpi is not None:
@@ -285,9 +301,36 @@ def netns_pids(ns: str) -> list[str]:
     ).stdout.split()
 
 
+def cancel(c: Cluster, name: str) -> str:
+    """Cancels the job `name` and waits for it to leave the queue (a job left running holds
+    the nodes, and every later test's job would wait for them); returns what squeue said of it."""
+    s = c.slurm_of()
+    state = s.client(["squeue", "-h", "-n", name, "-o", "%i %T %R"]).stdout.strip()
+    s.client(["scancel", "--full", "-n", name])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and s.client(["squeue", "-h", "-n", name]).stdout.strip():
+        time.sleep(0.5)
+    return state
+
+
+def text_of(out: str | bytes | None) -> str:
+    return out.decode(errors="replace") if isinstance(out, bytes) else out or ""
+
+
 def salloc(c: Cluster, argv: list[str], env: dict[str, str], timeout: float = 300) -> str:
-    cmd = [str(c.slurm_of().bin / "salloc"), "-N", "2", "--ntasks-per-node", "2", *argv]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    name = f"ck-{os.getpid()}-{time.monotonic_ns()}"
+    cmd = [str(c.slurm_of().bin / "salloc"), "-J", name, "-N", "2", "--ntasks-per-node", "2", *argv]
+    try:
+        r = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired as e:
+        state = cancel(c, name)
+        pytest.fail(
+            f"salloc did not end in {timeout:.0f} s (job '{state}', now cancelled):\n"
+            + text_of(e.stdout)[-2000:]
+            + text_of(e.stderr)[-3000:]
+        )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     return r.stderr
 
@@ -375,7 +418,9 @@ def test_campaign_stopped_by_sigterm_resumes(sl: Cluster, tmp_path: Path) -> Non
             if not r.stdout.strip():
                 return
             time.sleep(0.5)
-        pytest.fail(f"job {job} still there after {timeout} s")
+        state = s.client(["squeue", "-h", "-j", job, "-o", "%i %T %R"]).stdout.strip()
+        s.client(["scancel", "--full", job])
+        pytest.fail(f"job {job} still there after {timeout} s ('{state}', now cancelled)")
 
     rows_file = tmp_path / "out" / "tune.jsonl"
     job = submit("first")
