@@ -1,6 +1,6 @@
 """`collkit tune` (measured or --simulate) takes allreduce:swing and allreduce:bucket as it takes
 every registered algorithm: at their defaults (one ring of P, folded onto a power of two where P
-is not one), simulated like the others; Swing's latency-optimal form, which needs an op exact
+is not one; Swing there also on P itself, nonpof2=direct), simulated like the others; Swing's latency-optimal form, which needs an op exact
 under any grouping, is no candidate (tune times doubles)."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ def test_swing_and_bucket_are_candidates_where_they_run() -> None:
     at64 = candidates("allreduce", 64)
     assert {"allreduce:swing", "allreduce:bucket", "allreduce:ring"} <= set(at64)
     at12 = candidates("allreduce", 12)
-    assert {"allreduce:bucket", "allreduce:swing"} <= set(at12)
+    assert {"allreduce:bucket", "allreduce:swing", "allreduce:swing(nonpof2=direct)"} <= set(at12)
+    assert "allreduce:swing(nonpof2=direct)" not in at64  # the same schedule as the fold there
     assert "allreduce:swing_lat" not in set(at64) | set(at12)
 
 

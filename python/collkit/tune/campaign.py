@@ -66,7 +66,8 @@ def candidates(
     (:func:`collkit.analysis.bruck.candidate_radixes`: 2..8, the powers of two, ceil(sqrt P) and
     its neighbours, P; O(log P) of them, where every r in 2..P made 65,535 at P = 65536),
     k-nomial radices 2..4, bucket's ring and most balanced 2-d and 3-d tori
-    (:func:`collkit.analysis.torus.candidate_dims`), and the binomial trees in 2 KiB segments
+    (:func:`collkit.analysis.torus.candidate_dims`), Swing folded and, where P is not a power
+    of two, on P itself (nonpof2=direct), and the binomial trees in 2 KiB segments
     when `largest` (the campaign's largest size) is above 4 KiB; those whose restrictions
     exclude P are left out, and those that need an op exact under any grouping
     (allreduce:swing_lat) unless `exact_op`: tune times reductions in doubles, which the MPI
@@ -89,6 +90,8 @@ def candidates(
             out += [f"{name}(k={k})" for k in (2, 3, 4)]
         elif name == "allreduce:bucket":
             out += [f"{name}(dims={d})" for d in candidate_dims(P)]
+        elif name == "allreduce:swing" and P & (P - 1):
+            out += [name, f"{name}(nonpof2=direct)"]  # no fold (the same on powers of two)
         else:
             out.append(name)
             if name in SEGMENTED and largest > 2 * SEGMENT:
