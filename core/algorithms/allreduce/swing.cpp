@@ -102,54 +102,45 @@ void generate_swing(const GenArgs& a, RankBuilder& b) {
   }
   // Phase 2: reduce-scatter and allgather on the virtual ranks.
   const phases::Blocks blk{n, g.V};
-  // Packs (or unpacks) the runs of `blocks` between `out` and a contiguous scratch buffer.
   const auto length = [&](const std::vector<std::pair<int64_t, int64_t>>& rs) {
     int64_t len = 0;
     for (const auto& [lo, hi] : rs) len += blk.begin(hi) - blk.begin(lo);
     return len;
   };
-  for (int64_t s = 0; s < L; ++s) {
+  // One step with peer q: the runs of blocks `give` packed from `out` into scratch and sent,
+  // those of `take` received into scratch and reduced into `out` (the reduce-scatter) or copied
+  // there (the allgather).
+  const auto step = [&](int64_t q, const std::vector<int64_t>& give_blocks,
+                        const std::vector<int64_t>& take_blocks, bool reducing) {
+    const auto give = runs(give_blocks), take = runs(take_blocks);
+    const int64_t glen = length(give), tlen = length(take);
+    const BufId pack = b.scratch(glen), tmp = b.scratch(tlen);
+    std::vector<OpId> packed;
+    for (int64_t off = 0; const auto& [lo, hi] : give) {
+      const Region from = blk.region(kOut, lo, hi);
+      if (from.len > 0) packed.push_back(b.copy({pack, off, from.len}, from, {ready}));
+      off += from.len;
+    }
+    std::vector<OpId> joined{ready, glen > 0 ? b.send(g.real(q), {pack, 0, glen}, packed) : kNoOp};
+    const OpId got = tlen > 0 ? b.recv(g.real(q), {tmp, 0, tlen}) : kNoOp;
+    for (int64_t off = 0; const auto& [lo, hi] : take) {
+      const Region into = blk.region(kOut, lo, hi), from{tmp, off, into.len};
+      if (into.len > 0)
+        joined.push_back(reducing ? b.reduce(into, from, Side::src_first, {got, ready})
+                                  : b.copy(into, from, {got, ready}));
+      off += into.len;
+    }
+    ready = b.compute(0, joined);
+  };
+  for (int64_t s = 0; s < L; ++s) {  // reduce-scatter: hand the peer what it reaches, I do not
     b.set_stage(static_cast<uint16_t>(s + 1));
     const int64_t q = g.peer(r, s);
-    const auto give = runs(reach_beyond(g, q, r, s)), take = runs(reach_beyond(g, r, q, s));
-    const int64_t glen = length(give), tlen = length(take);
-    const BufId pack = b.scratch(glen), tmp = b.scratch(tlen);
-    std::vector<OpId> packed;
-    for (int64_t off = 0; const auto& [lo, hi] : give) {
-      const Region from = blk.region(kOut, lo, hi);
-      if (from.len > 0) packed.push_back(b.copy({pack, off, from.len}, from, {ready}));
-      off += from.len;
-    }
-    std::vector<OpId> joined{ready, glen > 0 ? b.send(g.real(q), {pack, 0, glen}, packed) : kNoOp};
-    const OpId got = tlen > 0 ? b.recv(g.real(q), {tmp, 0, tlen}) : kNoOp;
-    for (int64_t off = 0; const auto& [lo, hi] : take) {
-      const Region into = blk.region(kOut, lo, hi);
-      if (into.len > 0)
-        joined.push_back(b.reduce(into, {tmp, off, into.len}, Side::src_first, {got, ready}));
-      off += into.len;
-    }
-    ready = b.compute(0, joined);
+    step(q, reach_beyond(g, q, r, s), reach_beyond(g, r, q, s), true);
   }
-  for (int64_t s = L; s-- > 0;) {
+  for (int64_t s = L; s-- > 0;) {  // allgather: the steps in reverse, the sets swapped
     b.set_stage(static_cast<uint16_t>(2 * L - s));
     const int64_t q = g.peer(r, s);
-    const auto give = runs(reach_beyond(g, r, q, s)), take = runs(reach_beyond(g, q, r, s));
-    const int64_t glen = length(give), tlen = length(take);
-    const BufId pack = b.scratch(glen), tmp = b.scratch(tlen);
-    std::vector<OpId> packed;
-    for (int64_t off = 0; const auto& [lo, hi] : give) {
-      const Region from = blk.region(kOut, lo, hi);
-      if (from.len > 0) packed.push_back(b.copy({pack, off, from.len}, from, {ready}));
-      off += from.len;
-    }
-    std::vector<OpId> joined{ready, glen > 0 ? b.send(g.real(q), {pack, 0, glen}, packed) : kNoOp};
-    const OpId got = tlen > 0 ? b.recv(g.real(q), {tmp, 0, tlen}) : kNoOp;
-    for (int64_t off = 0; const auto& [lo, hi] : take) {
-      const Region into = blk.region(kOut, lo, hi);
-      if (into.len > 0) joined.push_back(b.copy(into, {tmp, off, into.len}, {got, ready}));
-      off += into.len;
-    }
-    ready = b.compute(0, joined);
+    step(q, reach_beyond(g, r, q, s), reach_beyond(g, q, r, s), false);
   }
   // Phase 3: unfold.
   b.set_stage(unfold_stage);
