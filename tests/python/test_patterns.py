@@ -253,6 +253,27 @@ def test_tune_parses_patterns_and_refuses_bad_ones() -> None:
             parse_patterns(bad)
 
 
+def test_a_resumed_campaign_keeps_its_first_runs_choice_of_evict(tmp_path: Path) -> None:
+    # evict is a default pattern only where its work is cheap here, a timing that a busier or
+    # quieter rerun can read the other way: the folder's measured rows decide it then, so the
+    # same command measures only what is missing (no new pattern, none dropped).
+    from collkit.tune.run import resumed_patterns
+
+    defaults = ["back_to_back", "barrier", "evict"]
+    assert resumed_patterns(defaults, tmp_path, 16, "vm") == defaults  # nothing measured yet
+    store = ResultStore(tmp_path / "tune.jsonl")
+    row = measured("native", 10.0, "back_to_back")
+    row.block, row.machine = 16, "vm"
+    store.append(row)
+    assert resumed_patterns(defaults, tmp_path, 16, "vm") == ["back_to_back", "barrier"]
+    assert resumed_patterns(defaults, tmp_path, 16, "other") == defaults  # not this machine's
+    assert resumed_patterns(defaults, tmp_path, 4, "vm") == defaults  # nor this block's
+    evicted = measured("native", 10.0, "evict")
+    evicted.block, evicted.machine = 16, "vm"
+    store.append(evicted)
+    assert resumed_patterns(["back_to_back", "barrier"], tmp_path, 16, "vm") == defaults
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=40) | st.lists(st.sampled_from([*PATTERNS, "x", " ", ""])).map(",".join))
 def test_patterns_option_gives_patterns_or_a_clear_error(text: str) -> None:

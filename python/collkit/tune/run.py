@@ -312,6 +312,7 @@ def check(opts: TuneOptions) -> TunePlan:
     input among the files it writes, or a folder whose table it would break; else the folder
     (made if it was not there), its table and the MPI or model."""
     check_options(opts)
+    defaulted = opts.patterns is None and opts.decide_by is None and opts.simulate is None
     opts = replace(
         opts,
         collectives=list(dict.fromkeys(opts.collectives)),
@@ -360,7 +361,28 @@ def check(opts: TuneOptions) -> TunePlan:
         label = mpi.version
     keys = {(c, P) for c in opts.collectives for P in opts.P}
     check_merge(old, out, label, opts.block, machine, keys)
+    if defaulted and opts.patterns is not None:
+        opts = replace(opts, patterns=resumed_patterns(opts.patterns, out, opts.block, machine))
     return TunePlan(opts, out, old, params, model, mpi, label, machine, keys)
+
+
+def resumed_patterns(patterns: list[str], out: Path, block: int, machine: str) -> list[str]:
+    """The default patterns of a campaign resumed in `out`: whether `evict` is among them is
+    decided by a timing here (default_patterns), which another run may read the other side of;
+    where the folder has measured rows of this machine and block, their choice stands, so that
+    the same command measures only what is missing."""
+    path = out / "tune.jsonl"
+    if not path.exists():
+        return patterns
+    seen = {
+        r.pattern
+        for r in ResultStore(path)
+        if r.source == "measured" and r.block == block and r.machine == machine
+    }
+    if not seen:
+        return patterns
+    kept = [p for p in patterns if p != "evict"]
+    return [*kept, "evict"] if "evict" in seen else kept
 
 
 class Terminated(KeyboardInterrupt):
