@@ -192,6 +192,12 @@ struct RecentCall {
   CallKey key;
   Plan* plan = nullptr;
   RunArgs args;
+  // The user's buffers `args.in` and `args.out` lie in, at fixed offsets (a datatype's true lower
+  // bound, an in-place block): the same call on other buffers (IMB's -off_cache, a program whose
+  // buffers move) runs the plan with both moved by as much, without preparing again.
+  const void* in_base = nullptr;
+  const void* out_base = nullptr;
+  bool movable = false;  // `in` and `out` each null, work space or in a base
 };
 
 // Programs alternate several calls (LAMMPS: a thermo step's and a minimizer's iteration's
@@ -1208,8 +1214,51 @@ bool repeats(const RecentCall& last, const Call& c, const Algorithm* algo) {
   return last.valid && last.key == key_of(c, algo);
 }
 
+// Whether `c` is `last` on other buffers: every argument equal but the buffers, MPI_IN_PLACE on
+// the same sides, and none of them MPI_BOTTOM (which preparing stages).
+bool repeats_elsewhere(const RecentCall& last, const Call& c, const Algorithm* algo) {
+  if (!last.valid || !last.movable) return false;
+  CallKey k = key_of(c, algo);
+  const auto same_kind = [](const void* a, const void* b) {
+    return (a == MPI_IN_PLACE) == (b == MPI_IN_PLACE) && (a == nullptr) == (b == nullptr);
+  };
+  if (!same_kind(k.send_buf, last.key.send_buf) || !same_kind(k.recv_buf, last.key.recv_buf))
+    return false;
+  k.send_buf = last.key.send_buf;
+  k.recv_buf = last.key.recv_buf;
+  return k == last.key;
+}
+
+// `at`, a pointer into the buffer at `from`, moved to the same place in the buffer at `to`.
+void* moved(void* at, const void* from, const void* to) {
+  if (at == nullptr) return nullptr;
+  const auto offset = reinterpret_cast<uintptr_t>(at) - reinterpret_cast<uintptr_t>(from);
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(to) + offset);
+}
+
+// The buffers of `c` that `in` and `out` lie in (Roles: in place, one buffer holds both).
+std::pair<const void*, const void*> bases_of(const Call& c, const Roles& roles) {
+  if (roles.one_buffer) {
+    const void* b = one_buffer_side(c).buf;
+    return {b, b};
+  }
+  return {c.send.buf, c.recv.buf};
+}
+
+// `last` moved to the buffers of `c` (repeats_elsewhere): its arguments, and its key and bases
+// now `c`'s, so that the next call on these buffers is a plain repeat.
+void move_to(RecentCall& last, const Call& c, const Algorithm* algo, const Roles& roles) {
+  const auto [in_base, out_base] = bases_of(c, roles);
+  last.args.in = moved(last.args.in, last.in_base, in_base);
+  if (!last.stand_in) last.args.out = moved(last.args.out, last.out_base, out_base);
+  last.in_base = in_base;
+  last.out_base = out_base;
+  last.key = key_of(c, algo);
+}
+
 // Remembers a blocking call that ran, if a repeat of it may skip to its plan.
-void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared& p, Plan* plan) {
+void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared& p, Plan* plan,
+              const Roles& roles) {
   const bool ok = !p.staged && !p.copy_back && !p.unpack_after &&
                   (c.op == MPI_OP_NULL || is_predefined(c.op)) &&
                   (c.send.type == MPI_DATATYPE_NULL || named_type(c.send.type)) &&
@@ -1222,6 +1271,10 @@ void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared
   last.key = key_of(c, algo);
   last.plan = plan;
   last.args = p.args;
+  std::tie(last.in_base, last.out_base) = bases_of(c, roles);
+  const auto real = [](const void* b) { return b != nullptr && b != MPI_IN_PLACE; };
+  last.movable = (p.args.in == nullptr || real(last.in_base)) &&
+                 (p.stand_in || p.args.out == nullptr || real(last.out_base));
 }
 
 // Whether the blocking irregular copy `c` repeats s.irregular (RecentIrregular); `exchanged`: its
@@ -1505,13 +1558,23 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
   std::unique_lock<std::mutex> guard(s->lock, std::defer_lock);
   if (s->threaded) guard.lock();
   RecentCall* repeat = nullptr;
-  if (mode == Mode::blocking)
+  if (mode == Mode::blocking) {
     for (size_t k = 0, i = s->recent_hit; k < kRecentCalls; ++k, i = (i + 1) % kRecentCalls)
       if (repeats(s->recent[i], c, found)) {  // at most one matches: only a miss is kept
         repeat = &s->recent[i];
         s->recent_hit = i;
         break;
       }
+    // The same call on other buffers: the kept one moved to them. Its roles are the same (they
+    // read the counts, the root and MPI_IN_PLACE, which are).
+    for (size_t k = 0, i = s->recent_hit; repeat == nullptr && k < kRecentCalls;
+         ++k, i = (i + 1) % kRecentCalls)
+      if (repeats_elsewhere(s->recent[i], c, found)) {
+        repeat = &s->recent[i];
+        s->recent_hit = i;
+        move_to(*repeat, c, found, roles_of(spec_of(c.collective), c, s->size, s->rank));
+      }
+  }
   try {
     if (repeat != nullptr) {
       if (int rc = run_plan(*repeat->plan, repeat->args, s->work.run); rc != MPI_SUCCESS) {
@@ -1622,7 +1685,7 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
         s->irregular.plan = s->plans.at(key);
         remember_irregular(*s, c, found, roles, p, exchanged);
       } else {
-        remember(*s, c, found, p, plan);
+        remember(*s, c, found, p, plan, roles);
       }
       return MPI_SUCCESS;
     }

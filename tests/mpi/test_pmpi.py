@@ -279,3 +279,23 @@ def test_lammps_from_debian_gives_identical_thermo_output(tmp_path: Path) -> Non
     assert thermo(lib.stdout) == thermo(plain.stdout)
     assert "-> allreduce:rd (table)" in lib.stderr, lib.stderr[-3000:]
     assert "-> bcast:binomial (table)" in lib.stderr
+
+
+@pytest.mark.parametrize("P", [2, 3])
+def test_calls_on_moving_buffers_give_the_mpis_results(tmp_path: Path, P: int) -> None:
+    """The same call on other buffers runs the kept plan moved to them (no preparing again):
+    every collective, in place and not, rooted at the first and the last rank, on a pool of
+    three buffer sets with new data each call, equals the MPI's own call byte for byte."""
+    mpi = mpich_or_skip()
+    built(mpi)
+    exe = tmp_path / "moved_buffers"
+    subprocess.run(
+        [mpicc(mpi), "-O1", "-o", str(exe), str(PROGRAMS / "moved_buffers.c")], check=True
+    )
+    table = write_table(tmp_path / "t.json", EVERYTHING)
+    stats = tmp_path / "calls.jsonl"
+    r = collkit_run(mpi, P, table, [str(exe)], "--stats", str(stats))
+    assert r.returncode == 0 and r.stdout.startswith("OK "), r.stdout[-2000:] + r.stderr[-2000:]
+    routed = {row.collective for row in read_stats(stats) if row.algorithm != "native"}
+    want = {str(x["collective"]) for x in ALL_RULES} - {"barrier"}
+    assert routed >= want, routed  # collkit's route ran each of them
