@@ -1,7 +1,8 @@
 """`collkit tune` (measured or --simulate) takes allreduce:swing and allreduce:bucket as it takes
 every registered algorithm: at their defaults (one ring of P, folded onto a power of two where P
-is not one; Swing there also on P itself, nonpof2=direct), simulated like the others; Swing's latency-optimal form, which needs an op exact
-under any grouping, is no candidate (tune times doubles)."""
+is not one; Swing there also on P itself, nonpof2=direct), simulated like the others; Swing's
+latency-optimal form, which needs an op exact under any grouping, is no candidate (tune times
+doubles)."""
 
 from __future__ import annotations
 
