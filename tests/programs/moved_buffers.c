@@ -10,8 +10,8 @@
 
 enum { N = 5, SETS = 3, CALLS = 12 };
 enum { ALLREDUCE, REDUCE, BCAST, ALLGATHER, ALLTOALL, GATHER, SCATTER, RSB, KINDS };
-static const char *names[KINDS] = {"allreduce", "reduce", "bcast", "allgather",
-                                   "alltoall", "gather", "scatter", "reduce_scatter_block"};
+static const char* names[KINDS] = {"allreduce", "reduce", "bcast",   "allgather",
+                                   "alltoall",  "gather", "scatter", "reduce_scatter_block"};
 
 static int P, me;
 
@@ -27,8 +27,8 @@ static int in_place_here(int kind, int root) {
 }
 
 /* One call of `kind`: routed (MPI_) or the MPI's own (PMPI_). */
-static int call(int own, int kind, int in_place, const int *send, int *recv, int root) {
-  const void *s = in_place ? MPI_IN_PLACE : send;
+static int call(int own, int kind, int in_place, const int* send, int* recv, int root) {
+  const void* s = in_place ? MPI_IN_PLACE : send;
   MPI_Comm w = MPI_COMM_WORLD;
   switch (kind) {
     case ALLREDUCE:
@@ -49,23 +49,23 @@ static int call(int own, int kind, int in_place, const int *send, int *recv, int
       return own ? PMPI_Gather(s, N, MPI_INT, recv, N, MPI_INT, root, w)
                  : MPI_Gather(s, N, MPI_INT, recv, N, MPI_INT, root, w);
     case SCATTER: /* in place: the root's recvbuf is MPI_IN_PLACE, its sendbuf the vector */
-      return own ? PMPI_Scatter(send, N, MPI_INT, in_place ? MPI_IN_PLACE : recv, N, MPI_INT,
-                                root, w)
-                 : MPI_Scatter(send, N, MPI_INT, in_place ? MPI_IN_PLACE : recv, N, MPI_INT,
-                               root, w);
+      return own ? PMPI_Scatter(send, N, MPI_INT, in_place ? MPI_IN_PLACE : recv, N, MPI_INT, root,
+                                w)
+                 : MPI_Scatter(send, N, MPI_INT, in_place ? MPI_IN_PLACE : recv, N, MPI_INT, root,
+                               w);
     default:
       return own ? PMPI_Reduce_scatter_block(s, recv, N, MPI_INT, MPI_SUM, w)
                  : MPI_Reduce_scatter_block(s, recv, N, MPI_INT, MPI_SUM, w);
   }
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   const int len = N * P; /* every buffer holds P blocks: enough for any kind and role */
   int *send[SETS], *recv[SETS], *ref_send = malloc(sizeof(int) * len),
-      *ref_recv = malloc(sizeof(int) * len);
+                                *ref_recv = malloc(sizeof(int) * len);
   for (int k = 0; k < SETS; ++k) {
     send[k] = malloc(sizeof(int) * len);
     recv[k] = malloc(sizeof(int) * len);
@@ -96,8 +96,7 @@ int main(int argc, char **argv) {
         PMPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (any) {
           ++failures;
-          if (me == 0)
-            printf("FAIL %s in_place=%d root=%d\n", names[kind], in_place, root);
+          if (me == 0) printf("FAIL %s in_place=%d root=%d\n", names[kind], in_place, root);
         }
       }
   if (me == 0 && failures == 0) printf("OK %d\n", calls);
