@@ -12,11 +12,58 @@
 
 namespace collkit::phases {
 
+namespace {
+
+// rho(j) = sum_{i <= j} (-2)^i: 1, -1, 3, -5, 11, ...
+int64_t rho(int64_t j) {
+  int64_t r = 0, term = 1;
+  for (int64_t i = 0; i <= j; ++i, term *= -2) r += term;
+  return r;
+}
+
+// Coordinate c's swing peer on a ring of d at a step of shift r: +r from an even c, -r from an
+// odd one.
+int64_t swing_move(int64_t c, int64_t r, int64_t d) {
+  return ((c + (c % 2 == 0 ? r : -r)) % d + d) % d;
+}
+
+// Dimension d's fold onto its virtual size, and that size's steps.
+Pof2Fold fold_of(int64_t d, bool direct) {
+  return direct ? Pof2Fold::onto(d, d > 1 && d % 2 == 1 ? d - 1 : d) : Pof2Fold(d);
+}
+int64_t steps_of(int64_t v) {
+  return std::bit_width(static_cast<uint64_t>(v - 1));  // ceil(lg v); 0 for v = 1
+}
+
+// Whether the steps of a ring of v (even, or a power of two) take every coordinate to every
+// other: from c = 0 and c = 1 suffices, a shift by 2 keeping the peers.
+bool reaches_all(int64_t v) {
+  for (int64_t c = 0; c < std::min<int64_t>(v, 2); ++c) {
+    std::vector<char> have(static_cast<size_t>(v), 0);
+    have[static_cast<size_t>(c)] = 1;
+    int64_t n = 1;
+    for (int64_t j = 0; j < steps_of(v); ++j) {
+      std::vector<char> next = have;
+      const int64_t r = rho(j);
+      for (int64_t y = 0; y < v; ++y) {
+        if (!have[static_cast<size_t>(y)]) continue;
+        const auto q = static_cast<size_t>(swing_move(y, r, v));
+        n += next[q] ? 0 : 1;
+        next[q] = 1;
+      }
+      have = std::move(next);
+    }
+    if (n != v) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 int64_t SwingTorus::peer(int64_t v, int64_t s) const {
   const auto t = static_cast<size_t>(dim_of[static_cast<size_t>(s)]);
   const int64_t d = vdims[t], c = v / vstride[t] % d;
-  const int64_t delta = c % 2 == 0 ? shift[static_cast<size_t>(s)] : -shift[static_cast<size_t>(s)];
-  return v + ((c + delta) % d + d) % d * vstride[t] - c * vstride[t];
+  return v + (swing_move(c, shift[static_cast<size_t>(s)], d) - c) * vstride[t];
 }
 
 int64_t SwingTorus::vrank(int64_t rank) const {
@@ -45,42 +92,6 @@ int64_t SwingTorus::partner(int64_t rank, size_t t) const {
   const int64_t c = coord(rank, t), p = fold[t].partner(c);
   return p < 0 ? -1 : rank + (p - c) * stride[t];
 }
-
-namespace {
-
-// Dimension d's fold onto its virtual size, and that size's steps.
-Pof2Fold fold_of(int64_t d, bool direct) {
-  return direct ? Pof2Fold::onto(d, d > 1 && d % 2 == 1 ? d - 1 : d) : Pof2Fold(d);
-}
-int64_t steps_of(int64_t v) {
-  return std::bit_width(static_cast<uint64_t>(v - 1));  // ceil(lg v); 0 for v = 1
-}
-
-// Whether the steps of a ring of v (even, or a power of two) take every coordinate to every
-// other: from c = 0 and c = 1 suffices, a shift by 2 keeping the peers.
-bool reaches_all(int64_t v) {
-  for (int64_t c = 0; c < std::min<int64_t>(v, 2); ++c) {
-    std::vector<char> have(static_cast<size_t>(v), 0);
-    have[static_cast<size_t>(c)] = 1;
-    int64_t rho = 1, term = 1, n = 1;
-    for (int64_t j = 0; j < steps_of(v); ++j) {
-      std::vector<char> next = have;
-      for (int64_t y = 0; y < v; ++y) {
-        if (!have[static_cast<size_t>(y)]) continue;
-        const int64_t q = ((y + (y % 2 == 0 ? rho : -rho)) % v + v) % v;
-        n += next[static_cast<size_t>(q)] ? 0 : 1;
-        next[static_cast<size_t>(q)] = 1;
-      }
-      have = std::move(next);
-      term *= -2;
-      rho += term;
-    }
-    if (n != v) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 SwingShape swing_shape(std::string_view dims, int64_t P, std::string_view who, bool direct) {
   std::vector<int64_t> d = parse_torus_dims(dims, who, false);
@@ -124,11 +135,8 @@ SwingTorus swing_torus(const GenArgs& a, bool direct) {
   for (int64_t s = 0; s < L; ++s) {
     size_t i = static_cast<size_t>(s) % D;
     while (taken[i] == left[i]) i = (i + 1) % D;
-    int64_t rho = 0, term = 1;
-    for (int64_t j = 0; j <= taken[i]; ++j, term *= -2) rho += term;
-    ++taken[i];
     g.dim_of.push_back(static_cast<int64_t>(i));
-    g.shift.push_back(rho);
+    g.shift.push_back(rho(taken[i]++));
   }
   return g;
 }
