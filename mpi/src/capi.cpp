@@ -197,7 +197,8 @@ struct RecentCall {
   // buffers move) runs the plan with both moved by as much, without preparing again.
   const void* in_base = nullptr;
   const void* out_base = nullptr;
-  bool movable = false;  // `in` and `out` each null, work space or in a base
+  bool one_buffer = false;  // in place: one user buffer holds both (Roles)
+  bool movable = false;     // `in` and `out` each null, work space or in a base
 };
 
 // Programs alternate several calls (LAMMPS: a thermo step's and a minimizer's iteration's
@@ -1236,9 +1237,10 @@ void* moved(void* at, const void* from, const void* to) {
   return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(to) + offset);
 }
 
-// The buffers of `c` that `in` and `out` lie in (Roles: in place, one buffer holds both).
-std::pair<const void*, const void*> bases_of(const Call& c, const Roles& roles) {
-  if (roles.one_buffer) {
+// The buffers of `c` that `in` and `out` lie in (in place under the spec's rule, one buffer holds
+// both: Roles::one_buffer).
+std::pair<const void*, const void*> bases_of(const Call& c, bool one_buffer) {
+  if (one_buffer) {
     const void* b = one_buffer_side(c).buf;
     return {b, b};
   }
@@ -1247,8 +1249,8 @@ std::pair<const void*, const void*> bases_of(const Call& c, const Roles& roles) 
 
 // `last` moved to the buffers of `c` (repeats_elsewhere): its arguments, and its key and bases
 // now `c`'s, so that the next call on these buffers is a plain repeat.
-void move_to(RecentCall& last, const Call& c, const Algorithm* algo, const Roles& roles) {
-  const auto [in_base, out_base] = bases_of(c, roles);
+void move_to(RecentCall& last, const Call& c, const Algorithm* algo) {
+  const auto [in_base, out_base] = bases_of(c, last.one_buffer);
   last.args.in = moved(last.args.in, last.in_base, in_base);
   if (!last.stand_in) last.args.out = moved(last.args.out, last.out_base, out_base);
   last.in_base = in_base;
@@ -1271,7 +1273,8 @@ void remember(CommState& s, const Call& c, const Algorithm* algo, const Prepared
   last.key = key_of(c, algo);
   last.plan = plan;
   last.args = p.args;
-  std::tie(last.in_base, last.out_base) = bases_of(c, roles);
+  last.one_buffer = roles.one_buffer;
+  std::tie(last.in_base, last.out_base) = bases_of(c, roles.one_buffer);
   const auto real = [](const void* b) { return b != nullptr && b != MPI_IN_PLACE; };
   last.movable = (p.args.in == nullptr || real(last.in_base)) &&
                  (p.stand_in || p.args.out == nullptr || real(last.out_base));
@@ -1559,21 +1562,23 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
   if (s->threaded) guard.lock();
   RecentCall* repeat = nullptr;
   if (mode == Mode::blocking) {
-    for (size_t k = 0, i = s->recent_hit; k < kRecentCalls; ++k, i = (i + 1) % kRecentCalls)
-      if (repeats(s->recent[i], c, found)) {  // at most one matches: only a miss is kept
+    // A repeat (at most one matches: only a miss is kept), else the first kept call that is this
+    // one on other buffers, moved to them (its roles are the same: they read the counts, the
+    // root and MPI_IN_PLACE, which are).
+    size_t elsewhere = kRecentCalls;
+    for (size_t k = 0, i = s->recent_hit; k < kRecentCalls; ++k, i = (i + 1) % kRecentCalls) {
+      if (repeats(s->recent[i], c, found)) {
         repeat = &s->recent[i];
         s->recent_hit = i;
         break;
       }
-    // The same call on other buffers: the kept one moved to them. Its roles are the same (they
-    // read the counts, the root and MPI_IN_PLACE, which are).
-    for (size_t k = 0, i = s->recent_hit; repeat == nullptr && k < kRecentCalls;
-         ++k, i = (i + 1) % kRecentCalls)
-      if (repeats_elsewhere(s->recent[i], c, found)) {
-        repeat = &s->recent[i];
-        s->recent_hit = i;
-        move_to(*repeat, c, found, roles_of(spec_of(c.collective), c, s->size, s->rank));
-      }
+      if (elsewhere == kRecentCalls && repeats_elsewhere(s->recent[i], c, found)) elsewhere = i;
+    }
+    if (repeat == nullptr && elsewhere < kRecentCalls) {
+      repeat = &s->recent[elsewhere];
+      s->recent_hit = elsewhere;
+      move_to(*repeat, c, found);
+    }
   }
   try {
     if (repeat != nullptr) {
