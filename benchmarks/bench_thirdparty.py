@@ -801,7 +801,9 @@ def report(
         ]
         lines += winners(to_dict(tbl) | {"mpi": tbl.mpi or "not given"})
         lines += ["", *size_rows(runs, key, a, tbl), ""]
-    return "\n".join(lines) + "\n"
+    # Paths inside this checkout as the README's commands write them (.venv/bin/...), so the
+    # report reads the same from any clone.
+    return ("\n".join(lines) + "\n").replace(f"{HERE.parent}/", "")
 
 
 def main(argv: list[str] | None = None) -> int:
