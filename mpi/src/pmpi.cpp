@@ -519,8 +519,10 @@ struct Remembered {
 
 // This thread's Remembered, reached through a plain pointer: a thread_local with a destructor
 // costs a guard test at every use, and the call's path is short. The owner frees it as the thread
-// ends.
-thread_local Remembered* t_remembered = nullptr;
+// ends. Initial-exec: one read through %fs, where a shared library's default model calls
+// __tls_get_addr on every use (this library is preloaded or linked, never opened later, so its
+// thread-local pointer has a place in the static TLS block).
+[[gnu::tls_model("initial-exec")]] thread_local Remembered* t_remembered = nullptr;
 
 [[gnu::noinline]] Remembered& make_remembered() {
   struct Owner {
@@ -557,7 +559,8 @@ inline Remembered& remembered() {
   return total == d.bytes;
 }
 
-// decide, past the way that answered last: the other ways, else decide_now.
+// decide, where no remembered way answers (remembered_decision has looked): decide_now, and
+// remembered where it may be.
 [[gnu::noinline]] const Decision& decide_again(State& s, Collective c, MPI_Comm comm,
                                                const Side& send, const Side& recv, MPI_Op op,
                                                int root) {
@@ -565,13 +568,7 @@ inline Remembered& remembered() {
   const uint64_t generation = s.generation.load(std::memory_order_acquire);
   const int ci = static_cast<int>(c);
   const CallKey key = key_of(comm, op, root, send, recv);
-  if (m.generation == generation) {
-    for (int w = 0; w < Remembered::kWays; ++w)
-      if (m.used[ci][w] && m.key[ci][w] == key && holds(m.decision[ci][w], send, recv)) {
-        m.last[ci] = w;
-        return m.decision[ci][w];
-      }
-  } else {  // forget all
+  if (m.generation != generation) {  // forget all
     for (auto& ways : m.used)
       for (bool& u : ways) u = false;
     m.generation = generation;
@@ -592,18 +589,26 @@ inline Remembered& remembered() {
   return once;
 }
 
-// The decision of a loop's next call: the way that answered the last, if it answers; else null.
+// The decision of a loop's next call: the way that answered the last, else another way that
+// answers (a rotating root or two alternating calls: the way is then moved to); else null. No
+// MPI query, no rule walked: a call the table leaves to the MPI costs this and a jump.
 [[gnu::always_inline]] inline const Decision* remembered_decision(const State& s, Collective c,
                                                                   MPI_Comm comm, const Side& send,
                                                                   const Side& recv, MPI_Op op,
                                                                   int root) {
-  const Remembered& m = remembered();
+  Remembered& m = remembered();
+  if (m.generation != s.generation.load(std::memory_order_acquire)) [[unlikely]]
+    return nullptr;
   const int ci = static_cast<int>(c);
   const int l = m.last[ci];
-  if (m.generation == s.generation.load(std::memory_order_acquire) && m.used[ci][l] &&
-      m.key[ci][l] == key_of(comm, op, root, send, recv) && holds(m.decision[ci][l], send, recv))
-      [[likely]]
+  const CallKey key = key_of(comm, op, root, send, recv);
+  if (m.used[ci][l] && m.key[ci][l] == key && holds(m.decision[ci][l], send, recv)) [[likely]]
     return &m.decision[ci][l];
+  for (int w = 0; w < Remembered::kWays; ++w)
+    if (w != l && m.used[ci][w] && m.key[ci][w] == key && holds(m.decision[ci][w], send, recv)) {
+      m.last[ci] = w;
+      return &m.decision[ci][w];
+    }
   return nullptr;
 }
 
@@ -912,7 +917,9 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
     hit = remembered_decision(s, c, comm, send, recv, op, root);
     if (hit == nullptr && native_comm(s, c, comm)) return native();
   }
-  const Decision& decided = hit != nullptr ? *hit : decide(s, c, comm, send, recv, op, root);
+  const Decision& decided = hit != nullptr ? *hit
+                            : s.timing     ? decide(s, c, comm, send, recv, op, root)
+                                           : decide_again(s, c, comm, send, recv, op, root);
   if (!decided.refused.empty()) ++s.declined;
   if (decided.entry == nullptr && !s.timing) return native();
   // A call whose communicator's setup is not yet paid for goes to the MPI at once: a rented call

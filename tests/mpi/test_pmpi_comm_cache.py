@@ -53,3 +53,35 @@ def test_a_reused_handle_takes_its_own_communicators_rule(
     # World rank 0's calls that collkit ran: each round's 3 on the half (P = 2), or the 3 on the
     # world's duplicate and the 1 on MPI_COMM_WORLD (P = 4); the others went to the MPI.
     assert ran == (ROUNDS * CALLS if P == 2 else ROUNDS * (CALLS + 1)), r.stdout
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+@pytest.mark.parametrize("P", [2, 4])
+def test_calls_unlike_the_one_before_each_take_their_own_rule(
+    tmp_path: Path, kind: str, P: int
+) -> None:
+    """A rotating root and two sizes drawn at random, one routed and one left to the MPI: few
+    calls repeat the one before, and more calls differ than decisions are remembered."""
+    mpi = mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
+    lib = built(mpi) / "libcollkit_pmpi.so"
+    cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
+    if not cc.exists():
+        pytest.skip(f"no mpicc beside {mpi.mpicxx}")
+    exe = tmp_path / "alternating_calls"
+    subprocess.run([str(cc), "-O1", "-o", str(exe), str(PROGRAMS / "alternating_calls.c"), "-ldl"],
+                   check=True)  # fmt: skip
+    rule = {"collective": "bcast", "P": [P, P], "bytes": [64, 64], "algorithm": "bcast:binomial"}
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": [rule]}))
+    full, _ = launch_env(mpi, P, {"LD_PRELOAD": str(lib), "COLLKIT_TUNING": str(t),
+                                  "COLLKIT_SETUP_US": "0"})  # fmt: skip
+    for k in ("COLLKIT_VERBOSE", "COLLKIT_STATS"):  # the untimed paths are the ones tested
+        full.pop(k, None)
+    r = run_or_kill(launch_command(mpi, P, [str(exe)]), full)
+    assert r.returncode == 0, r.stderr[-3000:]
+    words = r.stdout.split()
+    assert words[0::2][:4] == ["ran", "declined", "wrong", "expected"], r.stdout
+    ran, declined, wrong, expected = (int(w) for w in words[1::2][:4])
+    assert wrong == 0 and declined == 0, r.stdout
+    assert 0 < expected < 400, r.stdout
+    assert ran == expected, r.stdout  # every 64-byte broadcast, none of the 8-byte ones
