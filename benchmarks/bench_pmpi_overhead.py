@@ -8,6 +8,10 @@ the overhead is the median over block pairs of (library - direct), per call. Thr
   other      a table with rules for other collectives only: one flag test, then PMPI_
   uncovered  a table with rules for this collective, none for this P: the communicator's size
              and kind asked once (the rules for it found), then one test of its handle, PMPI_
+  elsewhere  a table that routes this collective at P = 1 from 1 KiB on, the call's 8-16 bytes
+             left to the MPI: its remembered decision found, then PMPI_ (IMB's sizes below a
+             table's routed ones); with `alternating`, the calls alternate between 8 and 16 bytes,
+             as a rotating root's calls differ (the decision is found in another way)
   routed     a table that routes the call to collkit's algorithm, against collkit's C API
              (ck_<collective> with that name) called directly: what the routing adds to a call
              collkit takes (the decision, the rule's limits, the table)
@@ -55,6 +59,11 @@ TITLE = """# What libcollkit_pmpi.so adds to a call (benchmarks/bench_pmpi_overh
 
 One section per MPI and mode, each with its machine, date, load and command."""
 FIELDS = ("direct_ns", "interposed_ns", "overhead_ns")
+
+
+def old_is(args: argparse.Namespace, builds: list[Path]) -> str:
+    """What the report calls the --against build: --old-is, else its folder."""
+    return str(args.old_is) if args.old_is else f"`{builds[0]}`"
 
 
 def table(rules: list[dict[str, object]]) -> str:
@@ -125,7 +134,7 @@ def irregular(args: argparse.Namespace, mpi: MPI, bindir: Path, builds: list[Pat
                 f"{g['routed']:8.0f} instructions" for g in per_lib), flush=True)  # fmt: skip
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     names = ["this build"] if args.against is None else ["old", "new"]
-    old = "" if args.against is None else f" Old: `{builds[0]}`; new: `{builds[1]}`."
+    old = "" if args.against is None else f" Old: {old_is(args, builds)}; new: this build."
     again = "" if args.against is None else " --against OLD"
     waits = (" Rank 0's count includes its polls while it waits for the plain ranks, which the "
              "load moves." if args.np > 1 else "")  # fmt: skip
@@ -160,6 +169,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--against", type=Path, default=None, help="another build's folder")
     ap.add_argument("--pairs", type=int, default=3, help="old/new alternations with --against")
+    ap.add_argument("--old-is", default=None, help="what the old build is, for the report "
+                    "(e.g. 'the library of commit abc1234'; default: its folder)")  # fmt: skip
     ap.add_argument("--build", type=Path, default=None, help="the new build's folder "
                     "(default: this collkit's, built if needed)")  # fmt: skip
     ap.add_argument("--callgrind", action="store_true",
@@ -200,13 +211,20 @@ def main() -> None:
     # --callgrind: (collective, table, each library's instructions per call)
     counted: list[tuple[str, str, list[dict[str, float]]]] = []
     for coll in ("allreduce", "bcast", "barrier"):
+        if coll != "barrier":  # a barrier has no size to leave to the MPI
+            tables["elsewhere"] = tables["elsewhere, alternating"] = table(
+                [{"collective": coll, "P": [1, 64], "bytes": [1024, 1 << 20],
+                  "algorithm": ours[coll]}])  # fmt: skip
+        else:
+            tables.pop("elsewhere", None)
+            tables.pop("elsewhere, alternating", None)
         tables["routed"] = table(
             [{"collective": coll, "P": [1, 64], "bytes": [0, 1 << 20], "algorithm": ours[coll]}]
         )
         for name, text in tables.items():
             env_table = {}
             if text is not None:
-                path = tmp / f"{name}.json"
+                path = tmp / f"{name.replace(', ', '-')}.json"
                 path.write_text(text)
                 env_table["COLLKIT_TUNING"] = str(path)
             got: list[list[dict[str, float]]] = [[] for _ in builds]
@@ -214,6 +232,8 @@ def main() -> None:
             prog = [program, "--collective", coll]
             if name == "routed":
                 prog += ["--direct", ours[coll]]
+            if name.endswith("alternating"):
+                prog += ["--alternate"]
             if args.callgrind:
                 per_lib = []
                 for b in builds:
@@ -251,7 +271,7 @@ def main() -> None:
         again = "" if args.against is None else " --against OLD"
         mode = "instructions per call (callgrind)"
         names = ["this build"] if args.against is None else ["old", "new"]
-        old = "" if args.against is None else f" Old: `{builds[0]}`; new: `{builds[1]}`."
+        old = "" if args.against is None else f" Old: {old_is(args, builds)}; new: this build."
         cmd_text = f".venv/bin/python benchmarks/bench_pmpi_overhead.py --callgrind{again}"
         lines = [
             f"{head}{old} Reproduce: `{cmd_text}`.",
@@ -287,7 +307,7 @@ def main() -> None:
     else:
         mode = "another build's library against this one (--against)"
         lines = [
-            f"{head} Old: `{builds[0]}`; new: `{builds[1]}`. Reproduce: "
+            f"{head} Old: {old_is(args, builds)}; new: this build. Reproduce: "
             f"`.venv/bin/python benchmarks/bench_pmpi_overhead.py --against OLD --pairs "
             f"{args.pairs}`.",
             "Each case ran old, new, old, new, ... in turn; overhead per run = median over block "

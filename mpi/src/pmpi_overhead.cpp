@@ -5,7 +5,7 @@
 // nanoseconds per call.
 //   LD_PRELOAD=libcollkit_pmpi.so COLLKIT_TUNING=t.json mpiexec -n 1 collkit_pmpi_overhead
 //       [--calls 2000] [--blocks 200] [--collective allreduce|barrier|bcast] [--direct ALGO]
-//       [--count N]
+//       [--count N] [--alternate]
 //   mpiexec -n 2 collkit_pmpi_overhead --collective alltoallv|allgatherv --bytes N [...]
 // alltoallv and allgatherv: N chars per pair (alltoallv) or per rank (allgatherv), packed
 // displacements, on any number of ranks (P = 2: one rank under callgrind, the other plain).
@@ -16,6 +16,9 @@
 // direct (direct_calls), in `counted`: under valgrind --tool=callgrind --collect-atstart=no
 // --toggle-collect='*counted*', the inclusive instructions of the two functions over N are each
 // side's per call, whatever the machine's load.
+// --alternate: allreduce and bcast calls alternate between 1 and 2 elements, two calls that
+// differ as a rotating root's or two interleaved loops' do (the decision remembered for the one
+// before does not answer).
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -46,7 +49,12 @@ using Allgatherv = int (*)(const void*, MPI_Count, MPI_Datatype, void*, const MP
 struct Call {
   std::string coll = "allreduce", algo;
   void* ck = nullptr;
-  double in = 1, out = 0;
+  // The collective as the loops test it: one switch, alike on both sides (no string compared
+  // in a loop, whose cost would differ between the two).
+  enum class Kind { allreduce, bcast, barrier, irregular } kind = Kind::allreduce;
+  double in[2] = {1, 1}, out[2] = {0, 0};
+  bool alternate = false;
+  int count(long k) const { return alternate ? 1 + static_cast<int>(k % 2) : 1; }
   // The irregular calls: `bytes` chars per pair or per rank, every count and displacement as the
   // MPI's int arrays (the application's call) and as the C API's MPI_Count / MPI_Aint ones.
   int bytes = 8;
@@ -97,38 +105,60 @@ bool is_irregular(const Call& c) {
 // function of its own that callgrind counts apart.
 [[gnu::noinline]] void interposed_calls(Call& c, long n) {
   for (long k = 0; k < n; ++k) {
-    if (is_irregular(c))
-      irregular<false>(c);
-    else if (c.coll == "barrier")
-      MPI_Barrier(MPI_COMM_WORLD);
-    else if (c.coll == "bcast")
-      MPI_Bcast(&c.in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    else
-      MPI_Allreduce(&c.in, &c.out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    switch (c.kind) {
+      case Call::Kind::irregular:
+        irregular<false>(c);
+        break;
+      case Call::Kind::barrier:
+        MPI_Barrier(MPI_COMM_WORLD);
+        break;
+      case Call::Kind::bcast:
+        MPI_Bcast(c.in, c.count(k), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        break;
+      case Call::Kind::allreduce:
+        MPI_Allreduce(c.in, c.out, c.count(k), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    }
   }
 }
 
 // `n` calls to the side it is compared with: PMPI_, or with --direct collkit's C API.
 [[gnu::noinline]] void direct_calls(Call& c, long n) {
   const char* a = c.algo.c_str();
+  if (c.ck != nullptr) {
+    for (long k = 0; k < n; ++k) {
+      switch (c.kind) {
+        case Call::Kind::irregular:
+          irregular_ck(c, a);
+          break;
+        case Call::Kind::barrier:
+          reinterpret_cast<Barrier>(c.ck)(MPI_COMM_WORLD, a);
+          break;
+        case Call::Kind::bcast:
+          reinterpret_cast<Bcast>(c.ck)(c.in, c.count(k), MPI_DOUBLE, 0, MPI_COMM_WORLD, a);
+          break;
+        case Call::Kind::allreduce:
+          reinterpret_cast<Allreduce>(c.ck)(c.in, c.out, c.count(k), MPI_DOUBLE, MPI_SUM,
+                                            MPI_COMM_WORLD, a);
+          break;
+      }
+    }
+    return;
+  }
   for (long k = 0; k < n; ++k) {
-    if (c.ck != nullptr) {
-      if (is_irregular(c))
-        irregular_ck(c, a);
-      else if (c.coll == "barrier")
-        reinterpret_cast<Barrier>(c.ck)(MPI_COMM_WORLD, a);
-      else if (c.coll == "bcast")
-        reinterpret_cast<Bcast>(c.ck)(&c.in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD, a);
-      else
-        reinterpret_cast<Allreduce>(c.ck)(&c.in, &c.out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, a);
-    } else if (is_irregular(c)) {
-      irregular<true>(c);
-    } else if (c.coll == "barrier") {
-      PMPI_Barrier(MPI_COMM_WORLD);
-    } else if (c.coll == "bcast") {
-      PMPI_Bcast(&c.in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    } else {
-      PMPI_Allreduce(&c.in, &c.out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    switch (c.kind) {
+      case Call::Kind::irregular:
+        irregular<true>(c);
+        break;
+      case Call::Kind::barrier:
+        PMPI_Barrier(MPI_COMM_WORLD);
+        break;
+      case Call::Kind::bcast:
+        PMPI_Bcast(c.in, c.count(k), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        break;
+      case Call::Kind::allreduce:
+        PMPI_Allreduce(c.in, c.out, c.count(k), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        break;
     }
   }
 }
@@ -146,14 +176,25 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   long calls = 2000, blocks = 200, count = 0;
   Call c;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--calls") == 0) calls = std::atol(argv[i + 1]);
-    if (std::strcmp(argv[i], "--blocks") == 0) blocks = std::atol(argv[i + 1]);
-    if (std::strcmp(argv[i], "--collective") == 0) c.coll = argv[i + 1];
-    if (std::strcmp(argv[i], "--direct") == 0) c.algo = argv[i + 1];
-    if (std::strcmp(argv[i], "--count") == 0) count = std::atol(argv[i + 1]);
-    if (std::strcmp(argv[i], "--bytes") == 0) c.bytes = std::atoi(argv[i + 1]);
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--alternate") {
+      c.alternate = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
+    const char* value = argv[++i];
+    if (arg == "--calls") calls = std::atol(value);
+    if (arg == "--blocks") blocks = std::atol(value);
+    if (arg == "--collective") c.coll = value;
+    if (arg == "--direct") c.algo = value;
+    if (arg == "--count") count = std::atol(value);
+    if (arg == "--bytes") c.bytes = std::atoi(value);
   }
+  c.kind = is_irregular(c)       ? Call::Kind::irregular
+           : c.coll == "barrier" ? Call::Kind::barrier
+           : c.coll == "bcast"   ? Call::Kind::bcast
+                                 : Call::Kind::allreduce;
   if (!c.algo.empty()) {
     c.ck = dlsym(RTLD_DEFAULT, ("ck_" + c.coll).c_str());
     if (c.ck == nullptr) {
