@@ -170,7 +170,7 @@ def main() -> None:
     ap.add_argument("--against", type=Path, default=None, help="another build's folder")
     ap.add_argument("--pairs", type=int, default=3, help="old/new alternations with --against")
     ap.add_argument("--old-is", default=None, help="what the old build is, for the report "
-                    "(e.g. 'the library of commit abc1234'; default: its folder)")  # fmt: skip
+                    "(e.g. 'a library without X'; default: its folder)")  # fmt: skip
     ap.add_argument("--build", type=Path, default=None, help="the new build's folder "
                     "(default: this collkit's, built if needed)")  # fmt: skip
     ap.add_argument("--callgrind", action="store_true",
