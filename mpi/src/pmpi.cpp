@@ -519,10 +519,10 @@ struct Remembered {
 
 // This thread's Remembered, reached through a plain pointer: a thread_local with a destructor
 // costs a guard test at every use, and the call's path is short. The owner frees it as the thread
-// ends. Initial-exec: one read through %fs, where a shared library's default model calls
-// __tls_get_addr on every use (this library is preloaded or linked, never opened later, so its
-// thread-local pointer has a place in the static TLS block).
-[[gnu::tls_model("initial-exec")]] thread_local Remembered* t_remembered = nullptr;
+// ends. The default TLS model: the library is opened with dlopen too (the table reader's tests
+// through ctypes), where glibc refuses an initial-exec variable that finds no room in the static
+// TLS block.
+thread_local Remembered* t_remembered = nullptr;
 
 [[gnu::noinline]] Remembered& make_remembered() {
   struct Owner {
