@@ -19,11 +19,34 @@ PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 ROUNDS, CALLS = 20, 3  # as comm_cache_counts.c
 
 
-def table(path: Path, P: int) -> Path:
-    rule = {"collective": "allreduce", "P": [P, P], "bytes": [0, 1 << 20],
-            "algorithm": "allreduce:rd"}  # fmt: skip
-    path.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": [rule]}))
-    return path
+def run_counted(
+    tmp_path: Path,
+    kind: str,
+    P: int,
+    program: str,
+    rule: dict[str, object],
+    env: dict[str, str] | None = None,
+) -> dict[str, int]:
+    """Builds tests/programs/`program`.c, runs it on P ranks under the library with a table of
+    `rule`, untimed (the library's quick paths are the ones tested), and returns the words and
+    numbers world rank 0 printed ("ran R declined D ...")."""
+    mpi = mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
+    lib = built(mpi) / "libcollkit_pmpi.so"
+    cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
+    if not cc.exists():
+        pytest.skip(f"no mpicc beside {mpi.mpicxx}")
+    exe = tmp_path / program
+    subprocess.run([str(cc), "-O1", "-o", str(exe), str(PROGRAMS / f"{program}.c"), "-ldl"],
+                   check=True)  # fmt: skip
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": [rule]}))
+    full, _ = launch_env(mpi, P, {"LD_PRELOAD": str(lib), "COLLKIT_TUNING": str(t), **(env or {})})
+    for k in ("COLLKIT_VERBOSE", "COLLKIT_STATS"):
+        full.pop(k, None)
+    r = run_or_kill(launch_command(mpi, P, [str(exe)]), full)
+    assert r.returncode == 0, r.stderr[-3000:]
+    words = r.stdout.split()
+    return {w: int(n) for w, n in zip(words[0::2], words[1::2], strict=True)}
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])
@@ -31,28 +54,15 @@ def table(path: Path, P: int) -> Path:
 def test_a_reused_handle_takes_its_own_communicators_rule(
     tmp_path: Path, kind: str, P: int
 ) -> None:
-    mpi = mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
-    lib = built(mpi) / "libcollkit_pmpi.so"
-    cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
-    if not cc.exists():
-        pytest.skip(f"no mpicc beside {mpi.mpicxx}")
-    exe = tmp_path / "comm_cache_counts"
-    src = str(PROGRAMS / "comm_cache_counts.c")
-    subprocess.run([str(cc), "-O1", "-o", str(exe), src, "-ldl"], check=True)
-    env = {"LD_PRELOAD": str(lib), "COLLKIT_TUNING": str(table(tmp_path / "t.json", P))}
-    full, _ = launch_env(mpi, 4, env)
-    for k in ("COLLKIT_VERBOSE", "COLLKIT_STATS"):  # the untimed paths are the ones tested
-        full.pop(k, None)
-    r = run_or_kill(launch_command(mpi, 4, [str(exe)]), full)
-    assert r.returncode == 0, r.stderr[-3000:]
-    words = r.stdout.split()
-    assert words[0::2][:4] == ["ran", "declined", "reused", "wrong"], r.stdout
-    ran, declined, reused, wrong = (int(w) for w in words[1::2][:4])
-    assert wrong == 0 and declined == 0, r.stdout
-    assert reused > 0, r.stdout  # the case tested came up: a freed handle came back
+    rule = {"collective": "allreduce", "P": [P, P], "bytes": [0, 1 << 20],
+            "algorithm": "allreduce:rd"}  # fmt: skip
+    got = run_counted(tmp_path, kind, 4, "comm_cache_counts", rule)
+    assert list(got)[:4] == ["ran", "declined", "reused", "wrong"], got
+    assert got["wrong"] == 0 and got["declined"] == 0, got
+    assert got["reused"] > 0, got  # the case tested came up: a freed handle came back
     # World rank 0's calls that collkit ran: each round's 3 on the half (P = 2), or the 3 on the
     # world's duplicate and the 1 on MPI_COMM_WORLD (P = 4); the others went to the MPI.
-    assert ran == (ROUNDS * CALLS if P == 2 else ROUNDS * (CALLS + 1)), r.stdout
+    assert got["ran"] == (ROUNDS * CALLS if P == 2 else ROUNDS * (CALLS + 1)), got
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])
@@ -62,26 +72,9 @@ def test_calls_unlike_the_one_before_each_take_their_own_rule(
 ) -> None:
     """A rotating root and two sizes drawn at random, one routed and one left to the MPI: few
     calls repeat the one before, and more calls differ than decisions are remembered."""
-    mpi = mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
-    lib = built(mpi) / "libcollkit_pmpi.so"
-    cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
-    if not cc.exists():
-        pytest.skip(f"no mpicc beside {mpi.mpicxx}")
-    exe = tmp_path / "alternating_calls"
-    subprocess.run([str(cc), "-O1", "-o", str(exe), str(PROGRAMS / "alternating_calls.c"), "-ldl"],
-                   check=True)  # fmt: skip
     rule = {"collective": "bcast", "P": [P, P], "bytes": [64, 64], "algorithm": "bcast:binomial"}
-    t = tmp_path / "t.json"
-    t.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": [rule]}))
-    full, _ = launch_env(mpi, P, {"LD_PRELOAD": str(lib), "COLLKIT_TUNING": str(t),
-                                  "COLLKIT_SETUP_US": "0"})  # fmt: skip
-    for k in ("COLLKIT_VERBOSE", "COLLKIT_STATS"):  # the untimed paths are the ones tested
-        full.pop(k, None)
-    r = run_or_kill(launch_command(mpi, P, [str(exe)]), full)
-    assert r.returncode == 0, r.stderr[-3000:]
-    words = r.stdout.split()
-    assert words[0::2][:4] == ["ran", "declined", "wrong", "expected"], r.stdout
-    ran, declined, wrong, expected = (int(w) for w in words[1::2][:4])
-    assert wrong == 0 and declined == 0, r.stdout
-    assert 0 < expected < 400, r.stdout
-    assert ran == expected, r.stdout  # every 64-byte broadcast, none of the 8-byte ones
+    got = run_counted(tmp_path, kind, P, "alternating_calls", rule, {"COLLKIT_SETUP_US": "0"})
+    assert list(got)[:4] == ["ran", "declined", "wrong", "expected"], got
+    assert got["wrong"] == 0 and got["declined"] == 0, got
+    assert 0 < got["expected"] < 400, got
+    assert got["ran"] == got["expected"], got  # every 64-byte broadcast, none of the 8-byte ones
