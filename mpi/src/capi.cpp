@@ -978,6 +978,48 @@ int exchange_first(const Call& c, CommState& s) {
   return MPI_SUCCESS;
 }
 
+// Whether a blocking alltoallv runs framed (RunArgs::framed), without its counts exchange: its
+// algorithm's rank r reads only row r and column r of the count matrix (no
+// Restrictions::all_counts: tests/core/test_irregular_locality.py proves it of every such
+// algorithm) and every rank of the communicator shares the node's shared-memory transport, where
+// each message carries its length for its receiver to check. Every rank answers alike: the
+// algorithm is the same on every rank (the interposer keys alltoallv's rules by P alone) and so
+// is the transport (set up collectively here, by the first call that asks). The exchange was one
+// more round trip than the MPI's own alltoallv, most of a small call (docs/mpi.md).
+bool runs_framed(const Algorithm& algo, CommState& s) {
+  if (algo.spec().restrictions.all_counts || s.size < 2) return false;
+  const ShmTransport* shm = transport(s.dup, s.work.run);
+  return shm != nullptr && shm->node_size() == s.size;
+}
+
+// A framed alltoallv's views, made here instead of exchanged: this rank's row and column where
+// the exchange puts them, and each peer's entries for this rank as this rank's own say them (the
+// rest 0: no entry of another pair is read). Whether the two sides agree is each receiver's check
+// (run_framed).
+void own_views(CommState& s) {
+  const int64_t P = s.size, r = s.rank;
+  std::vector<int64_t>& all = s.counts_all;
+  const std::vector<int64_t>& mine = s.counts_mine;
+  all.assign(static_cast<size_t>(2 * P * P), 0);
+  std::copy(mine.begin(), mine.end(), all.begin() + 2 * P * r);
+  for (int64_t x = 0; x < P; ++x) {
+    if (x == r) continue;
+    all[static_cast<size_t>(x * 2 * P + r)] = mine[static_cast<size_t>(P + x)];
+    all[static_cast<size_t>(x * 2 * P + P + r)] = mine[static_cast<size_t>(x)];
+  }
+}
+
+// A run that failed: a framed run's mismatch says what each side said, else the MPI's error.
+int run_failed(RunState& st, int rc, const Algorithm& algo) {
+  if (!st.mismatch.empty()) {
+    std::string why = algo.canonical() + ": " + st.mismatch;
+    st.mismatch.clear();
+    return report(rc == MPI_ERR_TRUNCATE ? ErrorKind::invalid_argument : ErrorKind::unsupported,
+                  why);
+  }
+  return report_mpi(rc, ("running " + algo.canonical()).c_str());
+}
+
 // The call's header, for the layouts of this rank's buffers (no algorithm needed).
 ScheduleHeader irregular_header(const Call& c, const CommShape& s, const Irregular& ir) {
   ScheduleHeader h;
@@ -1543,6 +1585,27 @@ int start_exchanged(const Call& c, CommState& s, const Algorithm& algo, const Co
 // One call of the C API: blocking; non-blocking (the run goes on after the return, progressed as
 // nbc.hpp says, and completes *request); or persistent (*request is the handle, each MPI_Start on
 // it a run of the plan built now). Every decline is decided here, before any communication.
+int run_locked(const Call& c, Mode mode, MPI_Request* request, CommState* s, const Algorithm* found,
+               RecentCall* repeat, bool& framed_open);
+
+// A framed alltoallv (runs_framed) that this rank gave up before its run: its peers run the call
+// (or give it up too) and wait for this rank's messages, so it sends each a refusal and takes
+// theirs (refuse_framed). A decline stands only where every rank declined (each got a refusal
+// from every peer): the MPI's own call then takes it on every rank. Else this rank fails, as its
+// peers do, which a refusal tells.
+int refused_framed(CommState& s, int rc) {
+  const std::string why = g_message;
+  bool all = false;
+  if (int mrc = refuse_framed(s.dup, s.work.run, all); mrc != MPI_SUCCESS)
+    return report_mpi(mrc, "refusing the framed alltoallv");
+  g_message = why;
+  if (ck_declined(rc) && !all)
+    return report(ErrorKind::unsupported,
+                  why.substr(why.rfind("collkit: ") == 0 ? 9 : 0) +
+                      " (on this rank alone: its peers ran the call, which fails there too)");
+  return rc;
+}
+
 int run(const Call& c, Mode mode, MPI_Request* request) {
   progress_nonblocking();  // every call moves the non-blocking runs in flight
   if (c.name == nullptr) return report(ErrorKind::name, "algorithm name is NULL");
@@ -1580,6 +1643,14 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
       move_to(*repeat, c, found);
     }
   }
+  bool framed_open = false;  // a framed alltoallv decided, its run not yet made
+  const int rc = run_locked(c, mode, request, s, found, repeat, framed_open);
+  if (rc != MPI_SUCCESS && framed_open) return refused_framed(*s, rc);
+  return rc;
+}
+
+int run_locked(const Call& c, Mode mode, MPI_Request* request, CommState* s, const Algorithm* found,
+               RecentCall* repeat, bool& framed_open) {
   try {
     if (repeat != nullptr) {
       if (int rc = run_plan(*repeat->plan, repeat->args, s->work.run); rc != MPI_SUCCESS) {
@@ -1599,13 +1670,20 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
         mode == Mode::blocking && spec.counts != Counts::none && !spec.reduction();
     const bool exchanged = blocking_copy && spec.counts == Counts::per_pair;
     const bool repeatable = blocking_copy && (exchanged || whole_vector(spec));
-    if (exchanged)
+    const bool framed = exchanged && runs_framed(algo, *s);
+    framed_open = framed;  // until its run, a failure here must still reach every peer
+    if (framed) {
+      if (int rc = local_counts(c, *s, s->counts_mine); rc != MPI_SUCCESS) return rc;
+      own_views(*s);
+    } else if (exchanged) {
       if (int rc = exchange_first(c, *s); rc != MPI_SUCCESS) return rc;
+    }
     if (repeatable && repeats_irregular(*s, c, found, exchanged)) {
       RecentIrregular& r = s->irregular;
+      framed_open = false;
       if (int rc = run_plan(*r.plan, r.args, s->work.run); rc != MPI_SUCCESS) {
         r.valid = false;
-        return report_mpi(rc, ("running " + found->canonical()).c_str());
+        return run_failed(s->work.run, rc, *found);
       }
       return MPI_SUCCESS;
     }
@@ -1677,14 +1755,16 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
     RunArgs& a = p.args;
     a.comm = s->dup;
     a.tag_ub = s->tag_ub;
+    a.framed = framed;
     std::string why;
     Plan* plan = find_plan(*s, algo, key, shape, why);
     if (plan == nullptr) return decline(why);
     s->last_commutative = shape.commutative;
     s->last_exact = shape.exact;
     if (!nb) {
+      framed_open = false;
       rc = run_plan(*plan, a, s->work.run);
-      if (rc != MPI_SUCCESS) return report_mpi(rc, ("running " + algo.canonical()).c_str());
+      if (rc != MPI_SUCCESS) return run_failed(s->work.run, rc, algo);
       if (rc = finish(p, s->work.run); rc != MPI_SUCCESS) return rc;
       if (repeatable) {
         s->irregular.plan = s->plans.at(key);

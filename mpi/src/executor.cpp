@@ -186,7 +186,10 @@ namespace {
 // goes through MPI, or the plan is large (the check is O(n^2 / 64) once; large plans are large
 // messages, where the loop's cost does not show).
 // Returns why not ("" when `order` is set).
-std::string in_turn_order(const Plan& plan, const ShmTransport& shm, std::vector<uint32_t>& order) {
+// `framed` (run_framed): every message is one head on the shared-memory channel, its data past
+// the slot size by MPI_Isend, posted before the head: a send still waits for nothing of its call.
+std::string in_turn_order(const Plan& plan, const ShmTransport& shm, std::vector<uint32_t>& order,
+                          bool framed = false) {
   constexpr size_t kMaxOps = 1024;
   order.clear();
   const size_t n = plan.steps.size();
@@ -195,11 +198,12 @@ std::string in_turn_order(const Plan& plan, const ShmTransport& shm, std::vector
   for (size_t i = 0; i < n; ++i) {
     const Step& s = plan.steps[i];
     if (s.kind != OpKind::send && s.kind != OpKind::recv) continue;
-    if (s.shm_seq == Plan::kViaMpi) return "messages on MPI point-to-point";
+    if (s.shm_seq == Plan::kViaMpi && !framed) return "messages on MPI point-to-point";
     if (s.kind == OpKind::send) sends.push_back(static_cast<uint32_t>(i));
   }
   // A send waits for nothing of its own call when the call's messages to its peer (counted in
   // plan.shm_sent) fit their window: K, or 4 for messages in small bodies (ShmTransport::window).
+  // A framed run has one message a peer (run_framed checks), within every window.
   std::unordered_map<int32_t, uint64_t> window;  // per peer: the smallest of its messages'
   for (const uint32_t i : sends) {
     const Step& s = plan.steps[i];
@@ -207,7 +211,7 @@ std::string in_turn_order(const Plan& plan, const ShmTransport& shm, std::vector
     w = std::min(w, shm.window(s.len * plan.header.elem_size));
   }
   for (const auto& [peer, k] : plan.shm_sent)
-    if (const uint64_t w = window.at(peer); k > w)
+    if (const uint64_t w = window.at(peer); k > w && !framed)
       return "more than " + std::to_string(w) + " messages to one peer";
   // below[i]: the ops op i waits on, transitively (n bits). Deps come before their op.
   const size_t words = (n + 63) / 64;
@@ -616,26 +620,235 @@ int run_in_turn(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& 
   return MPI_SUCCESS;
 }
 
+// What a framed run needs of its plan, made by its first framed run: the order of its ops
+// (in_turn_order, framed) and the peers it has no message to or from. Refused (a message to or
+// from itself, two to or from one peer, no such order) where the algorithm does not fit it.
+std::string prepare_framed(Plan& plan, const ShmTransport& shm) {
+  const auto P = static_cast<size_t>(plan.header.P);
+  std::vector<uint8_t> to(P, 0), from(P, 0);
+  for (const Step& op : plan.steps) {
+    if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
+    uint8_t& k = (op.kind == OpKind::send ? to : from)[static_cast<size_t>(op.peer)];
+    if (op.peer == plan.rank || ++k > 1)
+      return "a framed run takes one message to and from each other rank at most";
+  }
+  if (std::string why = in_turn_order(plan, shm, plan.framed_order, true); !why.empty()) return why;
+  plan.framed_silent_to.clear();
+  plan.framed_silent_from.clear();
+  for (size_t r = 0; r < P; ++r) {
+    if (static_cast<int64_t>(r) == plan.rank) continue;
+    if (to[r] == 0) plan.framed_silent_to.push_back(static_cast<int32_t>(r));
+    if (from[r] == 0) plan.framed_silent_from.push_back(static_cast<int32_t>(r));
+  }
+  plan.framed_shm_bytes = shm.slot_bytes();
+  return "";
+}
+
+// A framed message's length that says its sender could not run the call (refuse_framed).
+constexpr int64_t kRefused = -1;
+
+// A framed message to `peer`: the head with its length, its data in the slot up to the slot
+// size, else by MPI_Isend (tag 0: one message a pair a call, MPI keeps a pair's order), posted
+// before the head is published so that the receiver that reads the head finds it.
+int send_framed(ShmTransport& shm, int peer, const std::byte* p, int64_t n, const TypeInfo& t,
+                const RunArgs& a, RunState& st) {
+  const uint64_t q = shm.sent[static_cast<size_t>(peer)];
+  const int64_t bytes = n * t.size;
+  const bool by_mpi = !shm.carries(peer, bytes);
+  std::byte* slot = shm.send_slot(peer, q, by_mpi ? 0 : bytes);
+  for (Backoff wait(a.comm); slot == nullptr; slot = shm.send_slot(peer, q, by_mpi ? 0 : bytes))
+    wait.idle();
+  int rc = MPI_SUCCESS;
+  if (by_mpi) {
+    const int64_t chunk = max_chunk_elems();
+    int64_t done = 0;
+    do {
+      const int c = static_cast<int>(std::min(chunk, n - done));
+      MPI_Request r;
+      rc = MPI_Isend(element(const_cast<std::byte*>(p), done, t), c, t.type, peer, 0, a.comm, &r);
+      if (rc != MPI_SUCCESS) return rc;
+      st.reqs.push_back(r);
+      done += c;
+    } while (done < n);
+  } else if (!t.dense_run(n)) {
+    rc = pack(p, n, t, slot);
+  } else if (n > 0) {
+    std::memcpy(slot, offset(p, t.true_lb), static_cast<size_t>(bytes));
+  }
+  shm.set_length(peer, q, bytes);
+  shm.publish(peer, q);
+  return rc;
+}
+
+// A framed message from `peer`, `n` elements of t expected at p (nullptr: none expected). A
+// length other than the expected one is the program's error: its data is taken off the channel
+// (or off MPI) and dropped, so the pair's next messages are matched as ever, and the call fails
+// on this rank with what each side said.
+int recv_framed(ShmTransport& shm, int peer, std::byte* p, int64_t n, const TypeInfo& t,
+                const RunArgs& a, RunState& st) {
+  const uint64_t q = shm.received[static_cast<size_t>(peer)];
+  const std::byte* slot = shm.recv_slot(peer, q, 0);
+  for (Backoff wait(a.comm); slot == nullptr; slot = shm.recv_slot(peer, q, 0)) wait.idle();
+  const int64_t bytes = shm.length(peer, q), expected = n * t.size;
+  const bool by_mpi = bytes != kRefused && !shm.carries(peer, bytes);
+  int rc = MPI_SUCCESS;
+  if (bytes == kRefused) {
+    shm.release(peer, q);
+    if (st.mismatch.empty())  // the first a call met
+      st.mismatch = "rank " + std::to_string(peer) +
+                    " could not run this call (its own call says why: a count or a limit on its "
+                    "row or column)";
+    return MPI_ERR_TRUNCATE;
+  }
+  if (bytes != expected) {
+    if (by_mpi) {  // dropped: a scratch buffer of its length, in MPI_BYTE (any signature)
+      std::byte* sink = st.temp.get(static_cast<size_t>(std::min<int64_t>(bytes, INT_MAX)));
+      for (int64_t done = 0; done < bytes && rc == MPI_SUCCESS;) {
+        const int c = static_cast<int>(std::min<int64_t>(INT_MAX, bytes - done));
+        rc = MPI_Recv(sink, c, MPI_BYTE, peer, 0, a.comm, MPI_STATUS_IGNORE);
+        done += c;
+      }
+    }
+    shm.release(peer, q);
+    if (st.mismatch.empty())
+      st.mismatch = "rank " + std::to_string(peer) + " sends " + std::to_string(bytes) +
+                    " bytes where this rank's counts x type say " + std::to_string(expected) +
+                    ": the type signatures must match";
+    return rc != MPI_SUCCESS ? rc : MPI_ERR_TRUNCATE;
+  }
+  if (by_mpi) {
+    shm.release(peer, q);
+    const int64_t chunk = max_chunk_elems();
+    for (int64_t done = 0; done < n && rc == MPI_SUCCESS;) {
+      const int c = static_cast<int>(std::min(chunk, n - done));
+      rc = MPI_Recv(element(p, done, t), c, t.type, peer, 0, a.comm, MPI_STATUS_IGNORE);
+      done += c;
+    }
+    return rc;
+  }
+  slot = shm.recv_slot(peer, q, bytes);  // where a message of this length lies
+  if (!t.dense_run(n))
+    rc = unpack(slot, p, n, t);
+  else if (n > 0)
+    std::memcpy(offset(p, t.true_lb), slot, static_cast<size_t>(bytes));
+  shm.release(peer, q);
+  return rc;
+}
+
+// A framed run (RunArgs::framed): a blocking alltoallv whose counts were not exchanged (capi.cpp:
+// rank r's program reads only row r and column r of the count matrix, and every rank shares the
+// node). Each rank sends every other rank exactly one message a call, an empty one where its row
+// says 0 (first: a send waits for nothing of the call), with its length in the head; each
+// receiver checks it against its column before it takes a byte (the peers it expects nothing
+// from, last). So counts that disagree, an erroneous program, fail the call on the rank that
+// sees them, and the channels carry one message a pair a call on both sides whatever the counts
+// said: the next calls are matched as ever. The plan's ops run one at a time in the framed
+// order, as run_in_turn's.
+int run_framed(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& st,
+               ShmTransport& shm) {
+  const TypeInfo& t = a.type;
+  if (plan.framed_shm_bytes != shm.slot_bytes())
+    if (std::string why = prepare_framed(plan, shm); !why.empty()) {
+      bool all = false;  // the peers wait for this rank's messages: refusals
+      const int rc = refuse_framed(a.comm, st, all);
+      st.mismatch = why;
+      return rc != MPI_SUCCESS ? rc : MPI_ERR_INTERN;
+    }
+  st.reqs.clear();
+  st.mismatch.clear();
+  int failed = MPI_SUCCESS;  // the first mismatch: the call still takes every message
+  auto note = [&](int rc) {
+    if (rc == MPI_ERR_TRUNCATE && failed == MPI_SUCCESS) failed = rc;
+    return rc == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc;
+  };
+  for (const int32_t peer : plan.framed_silent_to)
+    if (int rc = send_framed(shm, peer, nullptr, 0, t, a, st); rc != MPI_SUCCESS) return rc;
+  for (const uint32_t i : plan.framed_order) {
+    const Step& op = plan.steps[i];
+    int rc = MPI_SUCCESS;
+    if (op.kind == OpKind::send)
+      rc = send_framed(shm, op.peer, element(bufs[op.buf], op.off, t), op.len, t, a, st);
+    else if (op.kind == OpKind::recv)
+      rc = note(recv_framed(shm, op.peer, element(bufs[op.buf], op.off, t), op.len, t, a, st));
+    else
+      rc = run_local(op, bufs, a, st);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  for (const int32_t peer : plan.framed_silent_from)
+    if (int rc = note(recv_framed(shm, peer, nullptr, 0, t, a, st)); rc != MPI_SUCCESS) return rc;
+  for (size_t r = 0; r < shm.sent.size(); ++r)
+    if (static_cast<int64_t>(r) != plan.rank) {
+      ++shm.sent[r];
+      ++shm.received[r];
+    }
+  if (!st.reqs.empty())
+    if (int rc = MPI_Waitall(static_cast<int>(st.reqs.size()), st.reqs.data(), MPI_STATUSES_IGNORE);
+        rc != MPI_SUCCESS)
+      return rc;
+  return failed;
+}
+
 }  // namespace
+
+int refuse_framed(MPI_Comm comm, RunState& st, bool& all_refused) {
+  ShmTransport* shm = transport(comm, st);
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  all_refused = true;
+  if (shm == nullptr || shm->node_size() != size) return MPI_ERR_INTERN;  // not framed
+  RunArgs a;
+  a.comm = comm;
+  a.type = TypeInfo::bytes();
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    const uint64_t q = shm->sent[static_cast<size_t>(peer)];
+    std::byte* slot = shm->send_slot(peer, q, 0);
+    for (Backoff wait(comm); slot == nullptr; slot = shm->send_slot(peer, q, 0)) wait.idle();
+    shm->set_length(peer, q, kRefused);
+    shm->publish(peer, q);
+  }
+  int rc = MPI_SUCCESS;
+  for (int peer = 0; peer < size && rc == MPI_SUCCESS; ++peer) {
+    if (peer == rank) continue;
+    // What the peer sends, dropped (none expected: any length but kRefused is "not refused").
+    st.mismatch.clear();
+    const int got = recv_framed(*shm, peer, nullptr, 0, a.type, a, st);
+    if (got != MPI_ERR_TRUNCATE || st.mismatch.find("could not run") == std::string::npos)
+      all_refused = false;
+    if (got != MPI_SUCCESS && got != MPI_ERR_TRUNCATE) rc = got;
+  }
+  st.mismatch.clear();
+  for (int peer = 0; peer < size; ++peer)
+    if (peer != rank) {
+      ++shm->sent[static_cast<size_t>(peer)];
+      ++shm->received[static_cast<size_t>(peer)];
+    }
+  return rc;
+}
+
+ShmTransport* transport(MPI_Comm comm, RunState& st) {
+  // The first run on a communicator sets up its transport, on every rank alike (collective).
+  if (!st.shm_checked) {
+    std::string why;
+    st.shm = ShmTransport::create(comm, why);
+    st.shm_checked = true;
+    st.transport = st.shm ? "shm" : "p2p (" + why + ")";
+    int rank = 0, size = 1;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    if (rank == 0 && verbose(1))
+      std::fprintf(stderr, "collkit: transport on a communicator of %d ranks: %s\n", size,
+                   st.shm ? st.shm->describe().c_str() : st.transport.c_str());
+  }
+  return st.shm.get();
+}
 
 int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   const size_t n = plan.ops.size();
   const TypeInfo& t = a.type;
 
-  // The first run on a communicator sets up its transport, on every rank alike (collective).
-  if (!st.shm_checked) {
-    std::string why;
-    st.shm = ShmTransport::create(a.comm, why);
-    st.shm_checked = true;
-    st.transport = st.shm ? "shm" : "p2p (" + why + ")";
-    int rank = 0, size = 1;
-    PMPI_Comm_rank(a.comm, &rank);
-    PMPI_Comm_size(a.comm, &size);
-    if (rank == 0 && verbose(1))
-      std::fprintf(stderr, "collkit: transport on a communicator of %d ranks: %s\n", size,
-                   st.shm ? st.shm->describe().c_str() : st.transport.c_str());
-  }
-  ShmTransport* shm = st.shm.get();
+  ShmTransport* shm = transport(a.comm, st);
   if (shm != nullptr && plan.shm_bytes != shm->slot_bytes()) prepare_shm(plan, *shm);
   // Reducing out of a slot needs the slot's packed bytes to be elements where they lie.
   const bool fuse = shm != nullptr && t.dense && t.extent == t.size;
@@ -664,6 +877,13 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       bufs[kFirstScratch + k] = element0_in_block(base + sl.at[k], t, plan.scratch[k]);
   }
 
+  if (a.framed) {
+    if (shm == nullptr || shm->node_size() != plan.header.P) {
+      st.mismatch = "a framed run needs every rank on the shared-memory transport";
+      return MPI_ERR_INTERN;
+    }
+    return run_framed(plan, bufs, a, st, *shm);
+  }
   if (shm != nullptr && !plan.in_turn.empty()) return run_in_turn(plan, bufs, a, st, *shm, fuse);
 
   plan.state.assign(plan.start_state.begin(), plan.start_state.end());

@@ -47,6 +47,9 @@ struct RunArgs {
   void* in = nullptr;       // the IR's `in`
   void* out = nullptr;      // the IR's `out`
   bool one_buffer = false;  // MPI_IN_PLACE: `in` and `out` lie in one buffer and may overlap
+  // Each message carries its length, checked by its receiver, and every pair of ranks exchanges
+  // one a call (executor.cpp, run_framed): an alltoallv whose counts were not exchanged.
+  bool framed = false;
 };
 
 struct RunState {
@@ -68,7 +71,19 @@ struct RunState {
   std::unique_ptr<ShmTransport> shm;
   bool shm_checked = false;
   std::string transport;  // "shm" or "p2p (why)", for COLLKIT_VERBOSE and the benchmarks
+  std::string mismatch;   // why the last framed run failed (lengths that disagree), else ""
 };
+
+// A framed run (RunArgs::framed) that this rank cannot make after all (a count past 2^48 bytes,
+// a limit of the algorithm on its own row or column): it still sends each peer its one message
+// of the call, a refusal, and takes each peer's (dropped), so that no peer waits for it and the
+// channels stay in step; a peer that expected data fails saying so. `all_refused`: every peer
+// refused too (every rank saw it alike). Returns MPI_SUCCESS or the MPI's error.
+int refuse_framed(MPI_Comm comm, RunState& st, bool& all_refused);
+
+// The communicator's transport, set up by the first call that asks (collective: every rank asks
+// in the same call): null when every message goes through MPI.
+ShmTransport* transport(MPI_Comm comm, RunState& st);
 
 // Returns MPI_SUCCESS or the MPI error code of the call that failed.
 int run_plan(Plan& plan, const RunArgs& a, RunState& st);

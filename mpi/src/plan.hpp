@@ -110,6 +110,11 @@ struct Plan {
   // run when every message goes through shared memory and that order provably completes wherever
   // the dataflow run does; empty otherwise.
   std::vector<uint32_t> in_turn;
+  // A framed run's (executor.cpp, run_framed): its ops' order, the peers this rank has no message
+  // to or from (each gets an empty one), and the slot size they were made for (-1: not yet).
+  std::vector<uint32_t> framed_order;
+  std::vector<int32_t> framed_silent_to, framed_silent_from;
+  int64_t framed_shm_bytes = -1;
 };
 
 // Builds the plan of `program` (this rank's program of a schedule with header `h`). Throws

@@ -52,6 +52,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,6 +96,18 @@ class ShmTransport {
   // `bytes` bytes, if not mapped yet: before the first message of that size, so that it and the
   // next K - 1 take no page fault in the call. Messages that fit a head need none.
   void map_bodies(int peer, int64_t bytes, bool sending);
+  // A framed message (executor.cpp, run_framed): its length travels in its head, beside the
+  // stamp, so the receiver finds its data (and checks it against what it expects) without
+  // knowing the size beforehand. A message past the slot size has a head alone: its data goes
+  // by MPI. length() reads a head that recv_slot has seen arrive.
+  void set_length(int peer, uint64_t q, int64_t bytes) {
+    std::memcpy(out(peer).heads + (q & mask_) * kHead + kLengthAt, &bytes, sizeof bytes);
+  }
+  int64_t length(int peer, uint64_t q) {
+    int64_t bytes = 0;
+    std::memcpy(&bytes, in(peer).heads + (q & mask_) * kHead + kLengthAt, sizeof bytes);
+    return bytes;
+  }
   static constexpr int64_t kInline = 240;  // the largest message carried in its slot's head
   static constexpr int64_t kSmall = 4096;  // the largest message carried in a small body
 
@@ -128,7 +141,8 @@ class ShmTransport {
     if (bytes <= small_max_) return c.small + (q & (kSmallSlots - 1)) * kSmallStride;
     return c.bodies + (q & mask_) * stride_;
   }
-  static constexpr size_t kHead = 256;  // a head: the stamp, padded to 16 bytes, and kInline
+  static constexpr size_t kHead = 256;    // a head: the stamp, padded to 16 bytes, and kInline
+  static constexpr size_t kLengthAt = 8;  // a framed message's length, in the stamp's padding
   static constexpr uint64_t kSmallSlots = 4;
   static constexpr uint64_t kSmallStride = 8192;  // a page of data and an untouched page
   static size_t small_offset(uint32_t k);         // a channel's small bodies, from its start

@@ -6,7 +6,12 @@ MPI would, on both MPIs:
   rank before any communication, and the MPI's own call gives the right answer;
 - an error that remains (type signatures that do not match) goes through the communicator's
   error handler: MPI_ERRORS_RETURN returns the code, MPI_ERRORS_ARE_FATAL aborts with collkit's
-  message."""
+  message;
+- an alltoallv run without its counts exchange (each message carries its length) whose ranks
+  disagree on a pair's count fails on the receiving rank alone, whatever the two sizes (empty,
+  in a slot, past it on MPI), and leaves nothing behind: the next call is right; a rank that
+  gives such a call up (a block past 2^48 bytes that only it and its peer see) tells every
+  peer, and every rank fails instead of one waiting."""
 
 from __future__ import annotations
 
@@ -126,3 +131,42 @@ def test_an_error_under_MPI_ERRORS_ARE_FATAL_aborts(
     # checked above, is what the handler does. Any other way the text goes missing fails.
     lost = "ORTE_ERROR_LOG" in out and "show_help.c" in out
     assert "the type signatures must match" in out or lost, r.stderr[-3000:]
+
+
+def every_size(collective: str, algorithm: str) -> dict[str, object]:
+    """A rule for every size (tuning.hpp's kMaxRuleBytes): alltoallv's are keyed by P alone."""
+    return {"collective": collective, "P": [1, 8], "bytes": [0, 1 << 62], "algorithm": algorithm}
+
+
+@pytest.mark.parametrize(
+    "algorithm", ["alltoallv:pairwise", "alltoallv:linear", "alltoallv:scattered(bound=1)"]
+)
+@pytest.mark.parametrize("P", [2, 3])
+def test_alltoallv_counts_that_disagree_fail_where_they_are_seen(
+    app: tuple[MPI, Path, Path], tmp_path: Path, P: int, algorithm: str
+) -> None:
+    r = run(app, P, "alltoallv", [every_size("alltoallv", algorithm)], tmp_path)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr[-3000:]
+    said = [line for line in r.stdout.splitlines() if line.startswith("rank 1 returned:")]
+    assert len(said) == 6, r.stdout
+    for sent, expected in [(2, 3), (0, 2), (2, 0), (10000, 3), (3, 10000), (10000, 9999)]:
+        assert any(
+            f"rank 0 sends {4 * sent} bytes where this rank's counts x type say {4 * expected}"
+            in line
+            and "the type signatures must match" in line
+            for line in said
+        ), (sent, expected, said)
+    assert f"-> {algorithm} (table)" in r.stderr, r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("P", [2, 3])
+def test_a_rank_that_gives_an_alltoallv_up_tells_its_peers(
+    app: tuple[MPI, Path, Path], tmp_path: Path, P: int
+) -> None:
+    r = run(app, P, "refusal", [every_size("alltoallv", "alltoallv:pairwise")], tmp_path)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr[-3000:]
+    said = sorted(line for line in r.stdout.splitlines() if " returned:" in line)
+    assert len(said) == P, r.stdout
+    assert "past 2^48 bytes" in said[0] and "past 2^48 bytes" in said[1], said
+    if P == 3:  # rank 2 saw nothing wrong: its peers' refusals say why it fails
+        assert "rank 0 could not run this call" in said[2], said

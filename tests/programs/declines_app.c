@@ -7,7 +7,15 @@
  *                                        with a user op (an element past the registry's 1 MiB)
  *   mpiexec -n P declines_app return     MPI_Alltoall whose type signatures do not match, under
  *                                        MPI_ERRORS_RETURN: must return an error code
- *   mpiexec -n P declines_app fatal      the same under MPI_ERRORS_ARE_FATAL: must abort */
+ *   mpiexec -n P declines_app fatal      the same under MPI_ERRORS_ARE_FATAL: must abort
+ *   mpiexec -n P declines_app alltoallv  MPI_Alltoallv calls whose ranks 0 and 1 disagree on what
+ *                                        0 sends 1 (MPI_ERRORS_RETURN: rank 1 must get an error,
+ *                                        the others none), each followed by a correct call whose
+ *                                        result is checked: no message of the bad call is left
+ *   mpiexec -n P declines_app refusal    MPI_Alltoallv where rank 0 sends rank 1 one block past
+ *                                        2^48 bytes (of a 4 GiB type, no memory behind it): only
+ *                                        ranks 0 and 1 see it; every rank must get an error (none
+ *                                        waits for the others), and the next call is right */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +73,80 @@ static int mismatch(void) {
   return MPI_Alltoall(in, 2, MPI_INT, outv, 1, MPI_INT, MPI_COMM_WORLD);
 }
 
+/* One MPI_Alltoallv of ints: rank r sends n(r, q) to q, n(r, q) = (r + 2q) % 5 + 1, except
+ * that rank 0 sends `sent` to rank 1 and rank 1 expects `expected` from rank 0. Returns the
+ * call's code; with sent == expected, checks every received int. */
+enum { BIG = 10000 }; /* 40 KB: past the shared-memory slot, on MPI */
+static int alltoallv_once(int sent, int expected) {
+  static int in[64 * BIG], outv[64 * BIG];
+  int sc[64], sd[64], rc_[64], rd[64], at = 0;
+  for (int q = 0; q < size; ++q) {
+    sc[q] = rank == 0 && q == 1 ? sent : (rank + 2 * q) % 5 + 1;
+    sd[q] = at;
+    for (int i = 0; i < sc[q]; ++i) in[at + i] = 1000 * rank + 10 * q + i;
+    at += sc[q];
+  }
+  at = 0;
+  for (int x = 0; x < size; ++x) {
+    rc_[x] = rank == 1 && x == 0 ? expected : (x + 2 * rank) % 5 + 1;
+    rd[x] = at;
+    at += rc_[x];
+  }
+  for (int i = 0; i < at; ++i) outv[i] = -1;
+  const int rc = MPI_Alltoallv(in, sc, sd, MPI_INT, outv, rc_, rd, MPI_INT, MPI_COMM_WORLD);
+  if (rc == MPI_SUCCESS && sent == expected)
+    for (int x = 0; x < size; ++x)
+      for (int i = 0; i < rc_[x]; ++i) expect(outv[rd[x] + i] == 1000 * x + 10 * rank + i, "data");
+  return rc;
+}
+
+static void alltoallv_mismatches(void) {
+  static const int cases[][2] = {{2, 3}, {0, 2}, {2, 0}, {BIG, 3}, {3, BIG}, {BIG, BIG - 1}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+    const int rc = alltoallv_once(cases[k][0], cases[k][1]);
+    char what[96];
+    snprintf(what, sizeof what, "the code of a call where 0 sends 1 %d ints and 1 expects %d",
+             cases[k][0], cases[k][1]);
+    expect(rank == 1 ? rc != MPI_SUCCESS : rc == MPI_SUCCESS, what);
+    if (rank == 1 && rc != MPI_SUCCESS) {
+      char s[MPI_MAX_ERROR_STRING];
+      int len = 0;
+      MPI_Error_string(rc, s, &len);
+      printf("rank 1 returned: %.*s\n", len, s);
+      fflush(stdout);
+    }
+    expect(alltoallv_once(4, 4) == MPI_SUCCESS, "the correct call after a bad one");
+    expect(alltoallv_once(BIG, BIG) == MPI_SUCCESS, "the correct call of 40 KB after a bad one");
+  }
+}
+
+static void alltoallv_refusal(void) {
+  MPI_Datatype huge; /* 2^30 ints: 4 GiB; 2^16 + 1 of them are past 2^48 bytes */
+  MPI_Type_contiguous(1 << 30, MPI_INT, &huge);
+  MPI_Type_commit(&huge);
+  int in[64], outv[64], sc[64], sd[64], rc_[64], rd[64];
+  for (int q = 0; q < size; ++q) {
+    in[q] = rank;
+    outv[q] = -1;
+    sd[q] = rd[q] = q;
+    sc[q] = rank == 0 ? (q == 1 ? (1 << 16) + 1 : 0) : (q == 1 ? 0 : 1);
+    rc_[q] = rank == 1 ? (q == 0 ? (1 << 16) + 1 : 0) : (q == 1 ? 0 : 1);
+  }
+  const int rc = MPI_Alltoallv(in, sc, sd, rank == 0 ? huge : MPI_INT, outv, rc_, rd,
+                               rank == 1 ? huge : MPI_INT, MPI_COMM_WORLD);
+  expect(rc != MPI_SUCCESS, "an alltoallv with a block past 2^48 bytes returned success");
+  if (rc != MPI_SUCCESS) {
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, s, &len);
+    printf("rank %d returned: %.*s\n", rank, len, s);
+    fflush(stdout);
+  }
+  MPI_Type_free(&huge);
+  expect(alltoallv_once(4, 4) == MPI_SUCCESS, "the correct call after a refused one");
+  expect(alltoallv_once(BIG, BIG) == MPI_SUCCESS, "the correct call of 40 KB after a refused one");
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -86,6 +168,12 @@ int main(int argc, char** argv) {
       MPI_Error_string(rc, s, &len);
       printf("returned: %.*s\n", len, s);
     }
+  } else if (strcmp(mode, "alltoallv") == 0) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    alltoallv_mismatches();
+  } else if (strcmp(mode, "refusal") == 0) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    alltoallv_refusal();
   } else if (strcmp(mode, "fatal") == 0) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     mismatch();
