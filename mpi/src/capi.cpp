@@ -982,12 +982,14 @@ int exchange_first(const Call& c, CommState& s) {
 // algorithm's rank r reads only row r and column r of the count matrix (no
 // Restrictions::all_counts: tests/core/test_irregular_locality.py proves it of every such
 // algorithm) and every rank of the communicator shares the node's shared-memory transport, where
-// each message carries its length for its receiver to check. Every rank answers alike: the
+// each message carries its length for its receiver to check (P = 1: no message, and the own
+// block's send and receive counts are compared as the views' are). Every rank answers alike: the
 // algorithm is the same on every rank (the interposer keys alltoallv's rules by P alone) and so
 // is the transport (set up collectively here, by the first call that asks). The exchange was one
 // more round trip than the MPI's own alltoallv, most of a small call (docs/mpi.md).
 bool runs_framed(const Algorithm& algo, CommState& s) {
-  if (algo.spec().restrictions.all_counts || s.size < 2) return false;
+  if (algo.spec().restrictions.all_counts) return false;
+  if (s.size == 1) return true;  // no peer: the own block's two counts are compared here
   const ShmTransport* shm = transport(s.dup, s.work.run);
   return shm != nullptr && shm->node_size() == s.size;
 }
@@ -1585,8 +1587,9 @@ int start_exchanged(const Call& c, CommState& s, const Algorithm& algo, const Co
 // One call of the C API: blocking; non-blocking (the run goes on after the return, progressed as
 // nbc.hpp says, and completes *request); or persistent (*request is the handle, each MPI_Start on
 // it a run of the plan built now). Every decline is decided here, before any communication.
-int run_locked(const Call& c, Mode mode, MPI_Request* request, CommState* s, const Algorithm* found,
-               RecentCall* repeat, bool& framed_open);
+[[gnu::always_inline]] inline int run_locked(const Call& c, Mode mode, MPI_Request* request,
+                                             CommState* s, const Algorithm* found,
+                                             RecentCall* repeat, bool& framed_open);
 
 // A framed alltoallv (runs_framed) that this rank gave up before its run: its peers run the call
 // (or give it up too) and wait for this rank's messages, so it sends each a refusal and takes
@@ -1649,8 +1652,9 @@ int run(const Call& c, Mode mode, MPI_Request* request) {
   return rc;
 }
 
-int run_locked(const Call& c, Mode mode, MPI_Request* request, CommState* s, const Algorithm* found,
-               RecentCall* repeat, bool& framed_open) {
+[[gnu::always_inline]] inline int run_locked(const Call& c, Mode mode, MPI_Request* request,
+                                             CommState* s, const Algorithm* found,
+                                             RecentCall* repeat, bool& framed_open) {
   try {
     if (repeat != nullptr) {
       if (int rc = run_plan(*repeat->plan, repeat->args, s->work.run); rc != MPI_SUCCESS) {

@@ -744,8 +744,15 @@ int recv_framed(ShmTransport& shm, int peer, std::byte* p, int64_t n, const Type
 // sees them, and the channels carry one message a pair a call on both sides whatever the counts
 // said: the next calls are matched as ever. The plan's ops run one at a time in the framed
 // order, as run_in_turn's.
-int run_framed(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& st,
-               ShmTransport& shm) {
+// Not inlined: run_plan's other paths keep their code (inlined, it cost a small allgatherv ~60
+// instructions a call there).
+[[gnu::noinline]] int run_framed(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& st,
+                                 ShmTransport* transport) {
+  if (transport == nullptr || transport->node_size() != plan.header.P) {
+    st.mismatch = "a framed run needs every rank on the shared-memory transport";
+    return MPI_ERR_INTERN;
+  }
+  ShmTransport& shm = *transport;
   const TypeInfo& t = a.type;
   if (plan.framed_shm_bytes != shm.slot_bytes())
     if (std::string why = prepare_framed(plan, shm); !why.empty()) {
@@ -796,6 +803,7 @@ int refuse_framed(MPI_Comm comm, RunState& st, bool& all_refused) {
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
   all_refused = true;
+  if (size == 1) return MPI_SUCCESS;                                      // no peer to tell
   if (shm == nullptr || shm->node_size() != size) return MPI_ERR_INTERN;  // not framed
   RunArgs a;
   a.comm = comm;
@@ -827,7 +835,7 @@ int refuse_framed(MPI_Comm comm, RunState& st, bool& all_refused) {
   return rc;
 }
 
-ShmTransport* transport(MPI_Comm comm, RunState& st) {
+ShmTransport* set_up_transport(MPI_Comm comm, RunState& st) {
   // The first run on a communicator sets up its transport, on every rank alike (collective).
   if (!st.shm_checked) {
     std::string why;
@@ -877,16 +885,13 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
       bufs[kFirstScratch + k] = element0_in_block(base + sl.at[k], t, plan.scratch[k]);
   }
 
-  if (a.framed) {
-    if (shm == nullptr || shm->node_size() != plan.header.P) {
-      st.mismatch = "a framed run needs every rank on the shared-memory transport";
-      return MPI_ERR_INTERN;
-    }
-    return run_framed(plan, bufs, a, st, *shm);
-  }
+  if (a.framed && plan.header.P > 1) return run_framed(plan, bufs, a, st, shm);
   if (shm != nullptr && !plan.in_turn.empty()) return run_in_turn(plan, bufs, a, st, *shm, fuse);
 
-  plan.state.assign(plan.start_state.begin(), plan.start_state.end());
+  // A copy into a vector already of that size (every run but the first): assign() was an
+  // out-of-line loop of ~70 instructions a small call.
+  plan.state.resize(plan.start_state.size());
+  std::copy(plan.start_state.begin(), plan.start_state.end(), plan.state.begin());
   // Ready ops run in the order they became ready (first in, first out), roots in program order:
   // a pipeline then posts segment 0 first, as its peers expect to use it first.
   plan.ready.assign(plan.start.begin(), plan.start.end());

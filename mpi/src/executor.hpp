@@ -83,7 +83,10 @@ int refuse_framed(MPI_Comm comm, RunState& st, bool& all_refused);
 
 // The communicator's transport, set up by the first call that asks (collective: every rank asks
 // in the same call): null when every message goes through MPI.
-ShmTransport* transport(MPI_Comm comm, RunState& st);
+ShmTransport* set_up_transport(MPI_Comm comm, RunState& st);
+inline ShmTransport* transport(MPI_Comm comm, RunState& st) {
+  return st.shm_checked ? st.shm.get() : set_up_transport(comm, st);
+}
 
 // Returns MPI_SUCCESS or the MPI error code of the call that failed.
 int run_plan(Plan& plan, const RunArgs& a, RunState& st);
