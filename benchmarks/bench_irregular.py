@@ -13,6 +13,11 @@ call (`valid`). The goal: <= 0.5x MPICH's native, <= 0.8x Open MPI's.
     .venv/bin/python benchmarks/bench_irregular.py            # both MPIs, P = 2 and 4
     .venv/bin/python benchmarks/bench_irregular.py --quick    # P = 2, two sizes
     ... --bindir openmpi=DIR    # that MPI's collkit_bench from DIR (a build of the same sources)
+    ... --against openmpi=DIR --what "a build that ..."   # this build beside another, P = 2
+
+--against compares this build with another one (DIR: its collkit_bench) at P = 2: each build's
+best against the native call in its own interleaved job, the two jobs alternated `--alternations`
+times; it writes benchmarks/results/irregular-against.md instead.
 
 Writes benchmarks/results/irregular.md (machine, date, load, the command) and prints the table.
 Run it without nice: the load is recorded, and the machine is shared.
@@ -37,6 +42,7 @@ from collkit.mpi import find_mpi_of_kind
 from collkit.results import ResultStore, Row
 
 RESULTS = Path(__file__).resolve().parent / "results" / "irregular.md"
+AGAINST = Path(__file__).resolve().parent / "results" / "irregular-against.md"
 GOAL = {"mpich": 0.5, "openmpi": 0.8}
 
 
@@ -48,8 +54,16 @@ def measure(
     kind: str, coll: str, P: int, sizes: list[int], rounds: int, bindir: Path | None
 ) -> list[Row]:
     mpi = find_mpi_of_kind(kind)
+    build = cb.build
     if bindir is not None:  # the driver as built, not rebuilt from the tree
         cb.build = lambda *_a, **_k: bindir
+    try:
+        return _measure(mpi, coll, P, sizes, rounds)
+    finally:
+        cb.build = build
+
+
+def _measure(mpi: object, coll: str, P: int, sizes: list[int], rounds: int) -> list[Row]:
     cands = [str(a["name"]) for a in algorithms(coll)]
     c = Campaign(
         coll,
@@ -63,7 +77,39 @@ def measure(
         rounds=rounds,
     )
     with tempfile.TemporaryDirectory() as d:
-        return run_campaign(c, mpi, ResultStore(Path(d) / "r.jsonl"))
+        return run_campaign(c, mpi, ResultStore(Path(d) / "r.jsonl"))  # type: ignore[arg-type]
+
+
+def best_ratios(rows: list[Row]) -> dict[tuple[str, str], float]:
+    """Per (collective, counts): the fastest candidate's median over the native median."""
+    return {(t[0], t[2]): float(t[7]) for t in summarize(rows)}
+
+
+def against(kind: str, old: Path, what: str, alternations: int, sizes: list[int]) -> str:
+    """This build beside `old` at P = 2 (old, new, old, new, ...), each build's best against the
+    native call in its own job: the median and range of each build's ratios per point."""
+    got: dict[str, list[dict[tuple[str, str], float]]] = {"old": [], "new": []}
+    for k in range(alternations):
+        for which, bindir in (("old", old), ("new", None)):
+            print(f"{kind} {which} {k + 1}/{alternations} ...", file=sys.stderr, flush=True)
+            rows = [r for c in ("alltoallv", "allgatherv") for r in
+                    measure(kind, c, 2, sizes, 3, bindir)]  # fmt: skip
+            got[which].append(best_ratios(rows))
+    version = find_mpi_of_kind(kind).version
+    head = ["collective", "counts", "old: ratio (range)", "new: ratio (range)", "new / old"]
+    text = [f"### {version}, P = 2 (old: {what}; new: this build)", ""]
+    text += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for point in got["new"][0]:
+        o = [g[point] for g in got["old"] if point in g]
+        n = [g[point] for g in got["new"] if point in g]
+        if not o or not n:
+            continue
+        mo, mn = statistics.median(o), statistics.median(n)
+        text.append(
+            f"| {point[0]} | {point[1]} | {mo:.2f} ({min(o):.2f}-{max(o):.2f}) | "
+            f"{mn:.2f} ({min(n):.2f}-{max(n):.2f}) | {mn / mo:.2f} |"
+        )
+    return "\n".join(text) + "\n"
 
 
 def summarize(rows: list[Row]) -> list[list[str]]:
@@ -101,9 +147,39 @@ def main() -> int:
     ap.add_argument("--mpis", default="mpich,openmpi")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--bindir", action="append", default=[], metavar="KIND=DIR")
+    ap.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="KIND=DIR",
+        help="compare this build with the one in DIR at P = 2 (alternated jobs)",
+    )
+    ap.add_argument("--what", default="", help="what the --against build is, for the report")
+    ap.add_argument("--alternations", type=int, default=3)
     args = ap.parse_args()
     bindirs = {k: Path(d) for k, _, d in (x.partition("=") for x in args.bindir)}
     sizes = [8, 4096] if args.quick else [8, 64, 512, 4096]
+    if args.against:
+        load0 = os.getloadavg()[0]
+        parts = []
+        for kind, _, d in (x.partition("=") for x in args.against):
+            if not Path(d, "collkit_bench").is_file():
+                ap.error(f"--against {kind}={d}: no collkit_bench there")
+            parts.append(against(kind, Path(d), args.what or d, args.alternations, sizes))
+            print(parts[-1])
+        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        cmd = " ".join([".venv/bin/python", "benchmarks/bench_irregular.py", *sys.argv[1:]])
+        AGAINST.write_text(
+            "# alltoallv and allgatherv: this build beside another (benchmarks/bench_irregular.py"
+            f" --against)\n\n## {now}, {machine_name()}, {platform.machine()}, "
+            f"{os.cpu_count()} cores\n\nReproduce: `{cmd}`\n\nLoad average (1 min) {load0:.1f} "
+            f"at the start, {os.getloadavg()[0]:.1f} at the end. Each build's fastest candidate "
+            "over the native median of its own interleaved job (3 rounds), the two builds' jobs "
+            f"alternated {args.alternations} times: the median ratio and its range; new / old: "
+            "the two medians' quotient.\n\n" + "\n".join(parts)
+        )
+        print(f"wrote {AGAINST}", file=sys.stderr)
+        return 0
     Ps = [2] if args.quick else [2, 4]
     head = [
         "collective",
