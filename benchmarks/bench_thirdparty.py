@@ -80,18 +80,23 @@ VARIANTS: dict[str, list[str]] = {
     "root_shift": ["-root_shift", "1"],
     "off_cache": ["-off_cache", "-1"],
 }
-# IMB-MPI1's benchmarks that collkit routes: IMB's name, collkit's collective, and whether IMB's
-# #bytes is the whole vector (Reduce_scatter_block: P blocks) rather than what the table reads.
-IMB_COLLECTIVES: dict[str, tuple[str, str, bool]] = {
-    "allreduce": ("Allreduce", "allreduce", False),
-    "reduce": ("Reduce", "reduce", False),
-    "bcast": ("Bcast", "bcast", False),
-    "barrier": ("Barrier", "barrier", False),
-    "alltoall": ("Alltoall", "alltoall", False),
-    "allgather": ("Allgather", "allgather", False),
-    "gather": ("Gather", "gather", False),
-    "scatter": ("Scatter", "scatter", False),
-    "reduce_scatter_block": ("Reduce_scatter_block", "reduce_scatter_block", True),
+# IMB-MPI1's benchmarks that collkit routes: IMB's name, collkit's collective, and k where the
+# bytes the table and the library's stats read are IMB's #bytes x P^k: -1 where #bytes is the
+# whole vector (Reduce_scatter_block: P blocks), 1 and 2 for the irregular calls keyed by the
+# call's total (Allgatherv: P blocks of #bytes; Alltoallv: P^2, though its rules are keyed by P
+# alone, so only a rule of every size routes it).
+IMB_COLLECTIVES: dict[str, tuple[str, str, int]] = {
+    "allreduce": ("Allreduce", "allreduce", 0),
+    "reduce": ("Reduce", "reduce", 0),
+    "bcast": ("Bcast", "bcast", 0),
+    "barrier": ("Barrier", "barrier", 0),
+    "alltoall": ("Alltoall", "alltoall", 0),
+    "allgather": ("Allgather", "allgather", 0),
+    "gather": ("Gather", "gather", 0),
+    "scatter": ("Scatter", "scatter", 0),
+    "reduce_scatter_block": ("Reduce_scatter_block", "reduce_scatter_block", -1),
+    "allgatherv": ("Allgatherv", "allgatherv", 1),
+    "alltoallv": ("Alltoallv", "alltoallv", 2),
 }
 REJECTS = 3  # unreadable IMB outputs of one run in a row before the campaign stops
 # Open MPI's C++ bindings (which IMB does not use) fail IMB's -Wextra -Werror with g++ 12.
@@ -357,8 +362,8 @@ def imb_args(a: argparse.Namespace, variant: str) -> list[str]:
 
 def table_bytes(bench: str, imb_bytes: int, P: int) -> int:
     """What the tuning table reads for IMB's #bytes (per block where IMB gives the vector)."""
-    whole = IMB_COLLECTIVES[bench.lower()][2]
-    return imb_bytes // P if whole else imb_bytes
+    k = IMB_COLLECTIVES[bench.lower()][2]
+    return imb_bytes // P if k < 0 else imb_bytes * P**k
 
 
 # ---------------------------------------------------------------------------------------------

@@ -299,6 +299,9 @@ def test_imb_args_of_each_variant() -> None:
 def test_table_bytes_per_block_where_imb_gives_the_vector() -> None:
     assert bt.table_bytes("Reduce_scatter_block", 64, 4) == 16
     assert bt.table_bytes("Allreduce", 64, 4) == 64
+    # The irregular calls' total: P blocks of #bytes (allgatherv), P^2 (alltoallv).
+    assert bt.table_bytes("Allgatherv", 64, 4) == 256
+    assert bt.table_bytes("alltoallv", 64, 4) == 1024
 
 
 def fake_checkout(root: Path) -> Path:
