@@ -17,7 +17,8 @@ call (`valid`). The goal: <= 0.5x MPICH's native, <= 0.8x Open MPI's.
 
 --against compares this build with another one (DIR: its collkit_bench) at P = 2: each build's
 best against the native call in its own interleaved job, the two jobs alternated `--alternations`
-times; it writes benchmarks/results/irregular-against.md instead.
+times; it rewrites its own section of benchmarks/results/irregular.md (AGAINST_HEADING), which
+the plain run keeps.
 
 Writes benchmarks/results/irregular.md (machine, date, load, the command) and prints the table.
 Run it without nice: the load is recorded, and the machine is shared.
@@ -29,6 +30,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import shlex
 import statistics
 import sys
 import tempfile
@@ -42,8 +44,21 @@ from collkit.mpi import find_mpi_of_kind
 from collkit.results import ResultStore, Row
 
 RESULTS = Path(__file__).resolve().parent / "results" / "irregular.md"
-AGAINST = Path(__file__).resolve().parent / "results" / "irregular-against.md"
+AGAINST_HEADING = "## This build beside another (--against)"
 GOAL = {"mpich": 0.5, "openmpi": 0.8}
+
+
+def against_section(text: str) -> str:
+    """The --against section of a results file's text ("" when it has none)."""
+    at = text.find("\n" + AGAINST_HEADING)
+    return text[at + 1 :] if at >= 0 else ""
+
+
+def with_section(text: str, section: str) -> str:
+    """`text` with its --against section replaced by `section` ("": none)."""
+    at = text.find("\n" + AGAINST_HEADING)
+    head = (text[:at] if at >= 0 else text).rstrip("\n") + "\n"
+    return head + ("\n" + section.rstrip("\n") + "\n" if section else "")
 
 
 def forms(sizes: list[int]) -> list[str]:
@@ -168,17 +183,18 @@ def main() -> int:
             parts.append(against(kind, Path(d), args.what or d, args.alternations, sizes))
             print(parts[-1])
         now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        cmd = " ".join([".venv/bin/python", "benchmarks/bench_irregular.py", *sys.argv[1:]])
-        AGAINST.write_text(
-            "# alltoallv and allgatherv: this build beside another (benchmarks/bench_irregular.py"
-            f" --against)\n\n## {now}, {machine_name()}, {platform.machine()}, "
-            f"{os.cpu_count()} cores\n\nReproduce: `{cmd}`\n\nLoad average (1 min) {load0:.1f} "
+        cmd = shlex.join([".venv/bin/python", "benchmarks/bench_irregular.py", *sys.argv[1:]])
+        section = (
+            f"{AGAINST_HEADING}\n\n{now}, {machine_name()}, {platform.machine()}, "
+            f"{os.cpu_count()} cores. Reproduce: `{cmd}`\n\nLoad average (1 min) {load0:.1f} "
             f"at the start, {os.getloadavg()[0]:.1f} at the end. Each build's fastest candidate "
             "over the native median of its own interleaved job (3 rounds), the two builds' jobs "
             f"alternated {args.alternations} times: the median ratio and its range; new / old: "
             "the two medians' quotient.\n\n" + "\n".join(parts)
         )
-        print(f"wrote {AGAINST}", file=sys.stderr)
+        old = RESULTS.read_text() if RESULTS.exists() else "# alltoallv and allgatherv\n"
+        RESULTS.write_text(with_section(old, section))
+        print(f"wrote its section of {RESULTS}", file=sys.stderr)
         return 0
     Ps = [2] if args.quick else [2, 4]
     head = [
@@ -231,7 +247,8 @@ def main() -> int:
         "fastest collkit candidate at that point, picked after measuring; ratio: its median "
         "over the native median of the same interleaved job.\n\n" + "\n".join(sections)
     )
-    RESULTS.write_text(body)
+    kept = against_section(RESULTS.read_text()) if RESULTS.exists() else ""
+    RESULTS.write_text(with_section(body, kept))
     print(f"wrote {RESULTS}", file=sys.stderr)
     return 0
 

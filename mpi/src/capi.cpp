@@ -1600,7 +1600,7 @@ int refused_framed(CommState& s, int rc) {
   const std::string why = g_message;
   bool all = false;
   if (int mrc = refuse_framed(s.dup, s.work.run, all); mrc != MPI_SUCCESS)
-    return report_mpi(mrc, "refusing the framed alltoallv");
+    return report_mpi(mrc, "refusing a framed call");
   g_message = why;
   if (ck_declined(rc) && !all)
     return report(ErrorKind::unsupported,
