@@ -985,8 +985,8 @@ int exchange_first(const Call& c, CommState& s) {
 // each message carries its length for its receiver to check (P = 1: no message, and the own
 // block's send and receive counts are compared as the views' are). Every rank answers alike: the
 // algorithm is the same on every rank (the interposer keys alltoallv's rules by P alone) and so
-// is the transport (set up collectively here, by the first call that asks). The exchange was one
-// more round trip than the MPI's own alltoallv, most of a small call (docs/mpi.md).
+// is the transport (set up collectively here, by the first call that asks). An exchange is one
+// more round trip than the MPI's own alltoallv makes, most of a small call (docs/mpi.md).
 bool runs_framed(const Algorithm& algo, CommState& s) {
   if (algo.spec().restrictions.all_counts) return false;
   if (s.size == 1) return true;  // no peer: the own block's two counts are compared here

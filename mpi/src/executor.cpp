@@ -650,14 +650,21 @@ constexpr int64_t kRefused = -1;
 // A framed message to `peer`: the head with its length, its data in the slot up to the slot
 // size, else by MPI_Isend (tag 0: one message a pair a call, MPI keeps a pair's order), posted
 // before the head is published so that the receiver that reads the head finds it.
+// The slot of this call's framed message to `peer`, `bytes` of data in it (0: the head alone),
+// once the peer has released the message it last held.
+std::byte* framed_slot(ShmTransport& shm, int peer, int64_t bytes, MPI_Comm comm) {
+  const uint64_t q = shm.sent[static_cast<size_t>(peer)];
+  std::byte* slot = shm.send_slot(peer, q, bytes);
+  for (Backoff wait(comm); slot == nullptr; slot = shm.send_slot(peer, q, bytes)) wait.idle();
+  return slot;
+}
+
 int send_framed(ShmTransport& shm, int peer, const std::byte* p, int64_t n, const TypeInfo& t,
                 const RunArgs& a, RunState& st) {
   const uint64_t q = shm.sent[static_cast<size_t>(peer)];
   const int64_t bytes = n * t.size;
   const bool by_mpi = !shm.carries(peer, bytes);
-  std::byte* slot = shm.send_slot(peer, q, by_mpi ? 0 : bytes);
-  for (Backoff wait(a.comm); slot == nullptr; slot = shm.send_slot(peer, q, by_mpi ? 0 : bytes))
-    wait.idle();
+  std::byte* slot = framed_slot(shm, peer, by_mpi ? 0 : bytes, a.comm);
   int rc = MPI_SUCCESS;
   if (by_mpi) {
     const int64_t chunk = max_chunk_elems();
@@ -744,8 +751,8 @@ int recv_framed(ShmTransport& shm, int peer, std::byte* p, int64_t n, const Type
 // sees them, and the channels carry one message a pair a call on both sides whatever the counts
 // said: the next calls are matched as ever. The plan's ops run one at a time in the framed
 // order, as run_in_turn's.
-// Not inlined: run_plan's other paths keep their code (inlined, it cost a small allgatherv ~60
-// instructions a call there).
+// Not inlined: inlined into run_plan it changes how run_plan's other paths compile, ~60
+// instructions more a small allgatherv call (callgrind).
 [[gnu::noinline]] int run_framed(Plan& plan, std::byte* const* bufs, const RunArgs& a, RunState& st,
                                  ShmTransport* transport) {
   if (transport == nullptr || transport->node_size() != plan.header.P) {
@@ -811,8 +818,7 @@ int refuse_framed(MPI_Comm comm, RunState& st, bool& all_refused) {
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     const uint64_t q = shm->sent[static_cast<size_t>(peer)];
-    std::byte* slot = shm->send_slot(peer, q, 0);
-    for (Backoff wait(comm); slot == nullptr; slot = shm->send_slot(peer, q, 0)) wait.idle();
+    framed_slot(*shm, peer, 0, comm);  // the head alone
     shm->set_length(peer, q, kRefused);
     shm->publish(peer, q);
   }
@@ -888,7 +894,7 @@ int run_plan(Plan& plan, const RunArgs& a, RunState& st) {
   if (a.framed && plan.header.P > 1) return run_framed(plan, bufs, a, st, shm);
   if (shm != nullptr && !plan.in_turn.empty()) return run_in_turn(plan, bufs, a, st, *shm, fuse);
 
-  // A copy into a vector already of that size (every run but the first): assign() was an
+  // A copy into a vector already of that size (every run but the first): assign() is an
   // out-of-line loop of ~70 instructions a small call.
   plan.state.resize(plan.start_state.size());
   std::copy(plan.start_state.begin(), plan.start_state.end(), plan.state.begin());

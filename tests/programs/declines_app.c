@@ -79,7 +79,7 @@ static int mismatch(void) {
 enum { BIG = 10000 }; /* 40 KB: past the shared-memory slot, on MPI */
 static int alltoallv_once(int sent, int expected) {
   static int in[64 * BIG], outv[64 * BIG];
-  int sc[64], sd[64], rc_[64], rd[64], at = 0;
+  int sc[64], sd[64], rcounts[64], rd[64], at = 0;
   for (int q = 0; q < size; ++q) {
     sc[q] = rank == 0 && q == 1 ? sent : (rank + 2 * q) % 5 + 1;
     sd[q] = at;
@@ -88,15 +88,16 @@ static int alltoallv_once(int sent, int expected) {
   }
   at = 0;
   for (int x = 0; x < size; ++x) {
-    rc_[x] = rank == 1 && x == 0 ? expected : (x + 2 * rank) % 5 + 1;
+    rcounts[x] = rank == 1 && x == 0 ? expected : (x + 2 * rank) % 5 + 1;
     rd[x] = at;
-    at += rc_[x];
+    at += rcounts[x];
   }
   for (int i = 0; i < at; ++i) outv[i] = -1;
-  const int rc = MPI_Alltoallv(in, sc, sd, MPI_INT, outv, rc_, rd, MPI_INT, MPI_COMM_WORLD);
+  const int rc = MPI_Alltoallv(in, sc, sd, MPI_INT, outv, rcounts, rd, MPI_INT, MPI_COMM_WORLD);
   if (rc == MPI_SUCCESS && sent == expected)
     for (int x = 0; x < size; ++x)
-      for (int i = 0; i < rc_[x]; ++i) expect(outv[rd[x] + i] == 1000 * x + 10 * rank + i, "data");
+      for (int i = 0; i < rcounts[x]; ++i)
+        expect(outv[rd[x] + i] == 1000 * x + 10 * rank + i, "data");
   return rc;
 }
 
@@ -124,15 +125,15 @@ static void alltoallv_refusal(void) {
   MPI_Datatype huge; /* 2^30 ints: 4 GiB; 2^16 + 1 of them are past 2^48 bytes */
   MPI_Type_contiguous(1 << 30, MPI_INT, &huge);
   MPI_Type_commit(&huge);
-  int in[64], outv[64], sc[64], sd[64], rc_[64], rd[64];
+  int in[64], outv[64], sc[64], sd[64], rcounts[64], rd[64];
   for (int q = 0; q < size; ++q) {
     in[q] = rank;
     outv[q] = -1;
     sd[q] = rd[q] = q;
     sc[q] = rank == 0 ? (q == 1 ? (1 << 16) + 1 : 0) : (q == 1 ? 0 : 1);
-    rc_[q] = rank == 1 ? (q == 0 ? (1 << 16) + 1 : 0) : (q == 1 ? 0 : 1);
+    rcounts[q] = rank == 1 ? (q == 0 ? (1 << 16) + 1 : 0) : (q == 1 ? 0 : 1);
   }
-  const int rc = MPI_Alltoallv(in, sc, sd, rank == 0 ? huge : MPI_INT, outv, rc_, rd,
+  const int rc = MPI_Alltoallv(in, sc, sd, rank == 0 ? huge : MPI_INT, outv, rcounts, rd,
                                rank == 1 ? huge : MPI_INT, MPI_COMM_WORLD);
   expect(rc != MPI_SUCCESS, "an alltoallv with a block past 2^48 bytes returned success");
   if (rc != MPI_SUCCESS) {
