@@ -568,6 +568,74 @@ def test_a_gain_only_over_the_mpis_calls_slowed_in_the_same_job_is_no_rule(
     assert c.collkit.alone_speedup == pytest.approx(c.collkit.speedup)
 
 
+@pytest.mark.parametrize("solo_us", [0.16, 0.30])
+def test_a_candidate_slowed_by_the_interleaving_is_timed_in_a_job_of_its_own(
+    solo_us: float, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Open MPI's alltoallv at P = 2 on a 2-core VM: in tune's interleaved job the MPI's call
+    took 0.60 us and alltoallv:linear 0.45 (a win there), the MPI's call alone 0.21 (a loss
+    against it), and linear alone 0.16 (a win). So a candidate that wins in its job and loses
+    to the MPI alone is timed in a job of its own, and that job is what is set against the
+    MPI alone: it wins at 0.16 (speedup 0.21 / 0.16), and at 0.30 the MPI's call stays. A
+    candidate that loses in its own job (pairwise, 0.70) or wins against both (ring, 0.10)
+    needs no job of its own."""
+    import collkit.tune.campaign as camp
+    from collkit.tune.campaign import TuneOptions, campaign_rows
+    from collkit.tune.select import choose
+
+    rng = np.random.default_rng(3)
+    us = {
+        ("native", True): 0.60,
+        ("native", False): 0.21,
+        ("allgather:ring", True): 0.10,
+        ("allgather:rd", True): 0.45,
+        ("allgather:rd", False): solo_us,
+        ("allgather:bruck", True): 0.70,
+        ("allgather:bruck", False): 0.05,  # never asked for: it loses in its own job
+    }
+    jobs: list[tuple[list[str], bool]] = []
+
+    def fake_run(
+        c: Campaign, mpi: object, store: ResultStore, *a: object, **k: object
+    ) -> list[Row]:
+        jobs.append((list(c.algorithms), c.interleave))
+        native_us = us[("native", c.interleave)]
+        for name in c.algorithms:
+            x = us[(name, c.interleave)]
+            more: dict[str, Any] = {}
+            if c.interleave:
+                more = dict(
+                    round_median_us=[x] * 3,
+                    round_native_before_us=[native_us] * 3,
+                    round_native_after_us=[native_us] * 3,
+                    round_probe_rtt_ns_min=[115.0] * 3,
+                    round_probe_rtt_ns_max=[120.0] * 3,
+                )
+            s = list(x * (1 + 0.02 * rng.random(45)))
+            store.append(stand_in_row(c, name, "", s, valid=True, **more))
+        return []
+
+    monkeypatch.setattr(camp, "run_campaign", fake_run)
+    opts = TuneOptions(
+        ["allgather"], [2], [8], patterns=["back_to_back"], mpi_algorithms=False,
+        only=["ring", "rd", "bruck"],
+    )  # fmt: skip
+    store = ResultStore(tmp_path / "t.jsonl")
+    camp.measure(opts, object(), store)  # type: ignore[arg-type]
+    assert [(sorted(a), i) for a, i in jobs] == [
+        (sorted(["native", "allgather:ring", "allgather:rd", "allgather:bruck"]), True),
+        (["native"], False),
+        (["allgather:rd"], False),  # the one ambiguous candidate, alone
+    ]
+    (c,) = choose(campaign_rows(opts, store))
+    rd = next(x for x in c.candidates if x.algorithm == "allgather:rd")
+    assert rd.alone_us == pytest.approx(solo_us, rel=0.03)
+    assert rd.alone_speedup == pytest.approx(0.21 / solo_us, rel=0.05)
+    assert c.winners[0] == "allgather:ring"  # 0.10 wins against both, and gains most
+    assert ("allgather:rd" in c.winners) == (solo_us < 0.21)
+    assert "allgather:bruck" not in c.winners
+
+
 def test_a_win_in_the_slowest_rank_that_loses_in_the_ranks_mean_is_no_rule() -> None:
     """A bcast whose receiver finishes sooner than the MPI's (the slowest rank's time: 8 against
     10 µs) but whose root, which the MPI's lets go at once, waits (the mean over ranks: 7

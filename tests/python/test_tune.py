@@ -116,6 +116,54 @@ def test_a_win_smaller_than_the_librarys_routing_is_not_a_win() -> None:
     assert rows[1].median_us < 9.5  # the rows themselves are left as measured
 
 
+def test_each_collective_is_charged_its_own_kind_of_routing() -> None:
+    """An alltoallv's routing (its int arrays widened, its rank and size asked: ~60 ns here)
+    costs more than an allreduce's (~10 ns): per collective, each candidate is charged its
+    collective's figure, and a collective the mapping lacks nothing. Each collective stands in
+    by its kind: rooted ones by bcast, those keyed by P alone by alltoallv, those keyed by the
+    vector's total by allgatherv, the others by allreduce."""
+    from collkit.mpi.routing import STAND_IN, stand_in
+
+    def rows_of(coll: str, algo: str) -> list[Row]:
+        rows = [rows_for("native", 10.0), rows_for(f"allreduce:{algo}", 9.0, seed=3)]
+        for r in rows:
+            r.collective = coll
+            r.algorithm = r.algorithm.replace("allreduce:", f"{coll}:")
+        return rows
+
+    rows = rows_of("allreduce", "rd") + rows_of("alltoallv", "linear")
+    by = {c.collective: c for c in choose(rows, routing_us={"allreduce": 0.5, "alltoallv": 1.5})}
+    assert by["allreduce"].collkit is not None and by["alltoallv"].collkit is None
+    (lin,) = by["alltoallv"].candidates
+    assert lin.median_us == pytest.approx(np.median(rows[3].samples) + 1.5)
+    (free,) = [
+        c for c in choose(rows, routing_us={"allreduce": 1.5}) if c.collective == "alltoallv"
+    ]
+    assert free.collkit is not None  # not in the mapping: charged nothing
+    kinds = {c: stand_in(c) for c in ("reduce", "gatherv", "scatterv", "reduce_scatter", "scan")}
+    assert kinds == {
+        "reduce": "bcast",
+        "gatherv": "alltoallv",
+        "scatterv": "alltoallv",
+        "reduce_scatter": "allgatherv",
+        "scan": "allreduce",
+    }
+    assert all(stand_in(c) == c for c in STAND_IN)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("coll", ["allreduce", "alltoallv"])
+def test_the_routing_of_each_kind_of_call_is_measured(
+    coll: str, mpich_fp: tuple[MPI, Path, Path]
+) -> None:
+    """collkit_pmpi_overhead runs for each stand-in (the irregular ones on two ranks) and says
+    a cost: not negative, and far below a call's time."""
+    from collkit.mpi.routing import routing_cost_us
+
+    us = routing_cost_us(mpich_fp[0], collective=coll, calls=200, blocks=10)
+    assert 0.0 <= us < 5.0
+
+
 def test_size_ranges_cover_up_to_the_next_size() -> None:
     assert size_ranges([8, 64, 16]) == [(8, 15), (16, 63), (64, 127)]
     assert size_ranges([0]) == [(0, 0)]
@@ -315,9 +363,16 @@ def test_tune_writes_the_three_files_and_resumes(
     assert all(not math.isnan(x.native_median_us) for x in table.rules)
     lines = (out / "tune.jsonl").read_text().splitlines()
     # native, rd, native in a job of its own (the reference alone) and every MPICH algorithm
-    # forced, at two sizes; each row with its samples and their means over ranks.
+    # forced, at two sizes, and rd in a job of its own where it won in its job but not against
+    # the MPI alone; each row with its samples and their means over ranks.
     first = [ln for ln in lines if json.loads(ln)["attempt"] == 0]
-    assert len(first) == 2 * (3 + len(mpi.native_algorithms("allreduce")))
+    solo = [
+        x
+        for x in map(json.loads, first)
+        if x["algorithm"] == "allreduce:rd" and not x["interleaved"]
+    ]
+    assert len(solo) in (0, 2)
+    assert len(first) == 2 * (3 + len(mpi.native_algorithms("allreduce"))) + len(solo)
     alone = [
         x
         for x in map(json.loads, first)

@@ -394,6 +394,16 @@ def _note(c: Choice) -> str:
             f"{len(lost)} faster by median but lost a round: "
             + ", ".join(f"{x.algorithm} {x.rounds_won}/{x.rounds_compared}" for x in lost[:2])
         )
+    # timed in a job of their own (they won in theirs, not against the MPI's call alone)
+    solo = [x for x in c.candidates if not math.isnan(x.alone_us) and x.algorithm not in c.winners]
+    if solo:
+        parts.append(
+            "alone, no win over the MPI's call alone: "
+            + ", ".join(
+                f"{x.algorithm} {x.alone_us:.2f} us against {x.alone_native_us:.2f}"
+                for x in solo[:2]
+            )
+        )
     return "; ".join(parts)[:200]
 
 

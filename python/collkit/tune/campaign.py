@@ -29,7 +29,15 @@ from collkit.mpi import MPI
 from collkit.progress import Ticker
 from collkit.results import PATTERNS, ResultStore, Row
 from collkit.tune.irregular import DEFAULT_FORMS, batches, forms_at, is_irregular
-from collkit.tune.select import choose, compare, is_win, latest, shape_of
+from collkit.tune.select import (
+    Routing,
+    alone_wanted,
+    choose,
+    compare,
+    is_win,
+    latest,
+    shape_of,
+)
 from collkit.tune.table import Table
 
 if TYPE_CHECKING:
@@ -311,7 +319,7 @@ def measure(
     ticker: Ticker | None = None,
     *,
     barriers: dict[int, str] | None = None,
-    routing_us: float = 0.0,
+    routing_us: Routing = 0.0,
     harmed: dict[int, list[tuple[str, list[tuple[str, int, float]]]]] | None = None,
 ) -> list[Row]:
     """Runs what the campaign still misses; returns the campaign's rows (old and new). Every
@@ -328,6 +336,7 @@ def measure(
     barriers = {} if barriers is None else barriers  # updated in place: the caller's table
     harmed = {} if harmed is None else harmed
     plan: list[Campaign] = []
+    siblings: dict[int, int] = {}  # a native-alone campaign's index -> its interleaved one's
     for coll in sorted(opts.collectives, key=lambda c: c != "barrier"):
         for P in opts.P:
             own = candidates(
@@ -382,13 +391,15 @@ def measure(
                     # The MPI's own call in a job of its own, after the MPI's own barrier: the
                     # program without collkit, which every candidate must beat too (select).
                     plan.append(replace(camp, algorithms=["native"], interleave=False))
+                    siblings[len(plan) - 1] = len(plan) - 2
     if ticker:
         ticker.grow(sum(planned_rows(c) for c in plan))
     tuned_barrier = "barrier" in opts.collectives
     chosen = False
     winners: dict[int, list[str]] = {}
     after: list[Campaign] = []  # the campaigns timed after a barrier
-    for c in plan:
+    ran: dict[int, Campaign] = {}  # plan index -> the campaign as run (its barrier set)
+    for i, c in enumerate(plan):
         if c.collective != "barrier" and tuned_barrier and not chosen:
             chosen = True
             winners = barrier_winners(opts, store, routing_us)
@@ -400,6 +411,9 @@ def measure(
                 progress(f"{c.collective} P={c.P[0]} {c.pattern}: after {c.barrier}", None)
         run_campaign(c, mpi, store, progress, ticker)
         remeasure_suspects(c, mpi, store, progress, ticker)
+        ran[i] = c
+        if i in siblings:
+            time_alone(opts, ran[siblings[i]], mpi, store, progress, ticker, routing_us)
     if tuned_barrier:
         # A barrier rule must not make a call after it slower than after the MPI's barrier
         # where the table leaves that call to the MPI (in IMB, MPICH's own allreduce took 1.5x
@@ -427,6 +441,55 @@ def measure(
 
 
 MAX_BARRIERS = 3  # barrier candidates tune tries, fastest first, before it keeps the MPI's
+MAX_ALONE = 3  # collkit candidates of one campaign tune times in jobs of their own, at most
+
+
+def time_alone(
+    opts: TuneOptions,
+    c: Campaign,
+    mpi: MPI,
+    store: ResultStore,
+    progress: Callable[[str, Row | None], None] | None,
+    ticker: Ticker | None,
+    routing_us: Routing = 0.0,
+) -> None:
+    """Times in a job of its own each of collkit's candidates of the interleaved campaign `c`
+    that wins against the MPI's call of its job but loses to the MPI's call timed alone
+    (select.alone_wanted; at most MAX_ALONE, the one gaining most first): in a job that
+    interleaves them, the switches between collkit's calls and the MPI's slow collkit's too, as
+    no program under the table is (alltoallv:linear on Open MPI, P = 2: 0.35-0.49 us interleaved,
+    0.14-0.18 us alone, against the MPI's 0.21 us alone)."""
+    rows = [r for r in latest(store) if _of_campaign(r, c)]
+    for algo in alone_wanted(rows, alpha=opts.alpha, min_gain=opts.min_gain, routing_us=routing_us)[
+        :MAX_ALONE
+    ]:
+        solo = replace(c, algorithms=[algo], interleave=False)
+        if progress:
+            progress(
+                f"{c.collective} P={c.P[0]} {c.pattern}: {algo} in a job of its own (it wins in"
+                " the interleaved job, not against the MPI's call alone)",
+                None,
+            )
+        if ticker:
+            ticker.grow(planned_rows(solo))
+        run_campaign(solo, mpi, store, progress, ticker)
+
+
+def _of_campaign(r: Row, c: Campaign) -> bool:
+    """Whether `r` is one of the campaign `c`'s rows, or of its native call timed alone."""
+    sizes = {c.count(s) * DATATYPES[c.datatype] for s in c.sizes}
+    forms = set(c.forms()) if c.irregular else {""}
+    return (
+        r.collective == c.collective
+        and r.P in c.P
+        and (c.irregular or r.bytes in sizes)
+        and r.counts in forms
+        and r.datatype == c.datatype
+        and r.block == c.block
+        and r.pattern == c.pattern
+        and (r.barrier == "" if r.algorithm == "native" else r.barrier == c.barrier)
+        and (c.nodes is None or shape_of(r.allocation, r.P)[0] == c.nodes)
+    )
 
 
 def run_after(
@@ -458,7 +521,7 @@ def barrier_harm(
     store: ResultStore,
     progress: Callable[[str, Row | None], None] | None,
     ticker: Ticker | None,
-    routing_us: float = 0.0,
+    routing_us: Routing = 0.0,
 ) -> list[tuple[str, int, float]]:
     """(collective, bytes, slowdown) where no collkit candidate wins after `barrier` (so the
     table leaves the call to the MPI) and the MPI's own call after it is slower than after the
@@ -526,7 +589,7 @@ def barrier_harm(
 
 
 def barrier_winners(
-    opts: TuneOptions, store: ResultStore, routing_us: float
+    opts: TuneOptions, store: ResultStore, routing_us: Routing
 ) -> dict[int, list[str]]:
     """P -> the collkit barriers the measured barrier rows say win alone, the fastest first."""
     rows = [r for r in campaign_rows(opts, store) if r.collective == "barrier"]

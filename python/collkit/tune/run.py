@@ -87,29 +87,39 @@ class TuneResult:
     table: Table | None
     written: list[Path]
     label: str
-    routing_us: float
+    routing_us: dict[str, float]  # per collective tuned (collkit.mpi.routing)
     kept: list[Rule] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
-def routing(opts: TuneOptions, mpi: MPI, note: Callable[[str], None]) -> float:
-    """µs a call pays for the interposition library's routing (--routing-us, else measured)."""
-    from collkit.mpi.routing import routing_cost_us
+def routing(opts: TuneOptions, mpi: MPI, note: Callable[[str], None]) -> dict[str, float]:
+    """Per collective tuned, µs a call pays for the interposition library's routing
+    (--routing-us for every one, else measured: collkit.mpi.routing, once per kind of call)."""
+    from collkit.mpi.routing import routing_cost_us, stand_in
 
-    how = "--routing-us"
-    routing_us = 0.0
     if opts.routing_us is not None:
-        routing_us = opts.routing_us
-    else:
-        try:
-            routing_us, how = routing_cost_us(mpi), "measured now"
-        except CollkitError as e:
-            how = f"not measured ({str(e)[:200]}): collkit's own calls compared"
+        note(
+            f"routing: {opts.routing_us * 1e3:.0f} ns a call through libcollkit_pmpi "
+            "(--routing-us), added to every collkit candidate"
+        )
+        return dict.fromkeys(opts.collectives, opts.routing_us)
+    measured: dict[str, float] = {}
+    out: dict[str, float] = {}
+    for c in opts.collectives:
+        kind = stand_in(c)
+        if kind not in measured:
+            try:
+                measured[kind] = routing_cost_us(mpi, collective=kind)
+            except CollkitError as e:
+                note(f"routing of {c}: not measured ({str(e)[:200]}): collkit's own calls compared")
+                measured[kind] = 0.0
+        out[c] = measured[kind]
     note(
-        f"routing: {routing_us * 1e3:.0f} ns a call through libcollkit_pmpi ({how}), added "
-        "to every collkit candidate"
+        "routing: "
+        + ", ".join(f"{c} {us * 1e3:.0f} ns" for c, us in out.items())
+        + " a call through libcollkit_pmpi (measured now), added to every collkit candidate"
     )
-    return routing_us
+    return out
 
 
 def check_simulation_fits(Ps: list[int], model: str | None = None) -> None:
@@ -477,7 +487,7 @@ def run(
             elif row.error:
                 message(f"  {row.algorithm} {row.bytes:>9} B  error: {row.error[:80]}")
 
-        routing_us = 0.0
+        routing_us: dict[str, float] = {}
         barriers: dict[int, str] = {}
         harmed: dict[int, list[tuple[str, list[tuple[str, int, float]]]]] = {}
         if model is not None:

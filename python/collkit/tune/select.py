@@ -22,7 +22,11 @@ in a job of its own (no collkit call in it: the plain program, as a third-party 
 run is), a candidate must beat that too, and its figures are the worse of the two comparisons. In
 a job that interleaves collkit's candidates the MPI's own calls can run slower than in a job of
 their own (MPICH's 8 B allreduce after its barrier: 1.30 us interleaved, 0.36 us alone,
-docs/tuning.md), which would credit collkit with a gain no program sees.
+docs/tuning.md), which would credit collkit with a gain no program sees. collkit's candidates can
+run slower there too (alltoallv:linear 0.35-0.49 us interleaved, 0.14-0.18 us alone, on Open MPI):
+where a candidate was also timed in a job of its own (own_alone; tune times there those that win
+in their job and lose to the MPI's call alone: alone_wanted), that job is what is set against the
+MPI's call alone, as a third-party benchmark's two runs compare.
 
 Two statistics: each iteration's time is the slowest rank's (the collective is done when its last
 rank is) and, where rows carry them, the mean over ranks (IMB's t_avg, OSU's average: a bcast's
@@ -51,6 +55,18 @@ from collkit.results import PATTERNS, Row
 from collkit.tune.irregular import BY_P_ALONE, EVERY_SIZE, IRREGULAR
 from collkit.tune.table import Rule
 
+# What the interposition library adds to a routed call, µs: one figure for every collective, or
+# per collective (collkit.mpi.routing: an alltoallv's routing costs more than an allreduce's); a
+# collective a mapping lacks is charged nothing.
+Routing = float | Mapping[str, float]
+
+
+def routing_of(routing_us: Routing, collective: str) -> float:
+    """The routing cost `collective`'s candidates are charged."""
+    if isinstance(routing_us, Mapping):
+        return float(routing_us.get(collective, 0.0))
+    return float(routing_us)
+
 
 @dataclass
 class Comparison:
@@ -71,6 +87,7 @@ class Comparison:
     # native median
     alone_speedup: float = math.nan
     alone_native_us: float = math.nan
+    alone_us: float = math.nan  # the candidate's median in a job of its own (nan: none)
     # in the per-iteration means over ranks (inf: not compared so)
     rank_mean_speedup: float = math.inf
 
@@ -192,11 +209,12 @@ def worse_of(c: Comparison, a: Comparison) -> Comparison:
 
 def against_alone(c: Comparison, row: Row, alone: Row) -> Comparison:
     """`c` (a candidate against the native call of its own job) made the worse of it and the
-    comparison with `alone`, the native call timed in a job without collkit; that speedup
-    kept."""
+    comparison of `row` (the candidate in that job, or in a job of its own: own_alone) with
+    `alone`, the native call timed in a job without collkit; that speedup kept."""
     a = compare(row.algorithm, row.samples, alone.samples)
     out = worse_of(c, a)
     out.alone_speedup, out.alone_native_us = a.speedup, a.native_median_us
+    out.alone_us = a.median_us if not row.interleaved else math.nan
     return out
 
 
@@ -216,6 +234,54 @@ def in_rank_means(c: Comparison, row: Row, natives: Sequence[Row]) -> Comparison
             out = worse_of(out, a)
             out.rank_mean_speedup = min(out.rank_mean_speedup, a.speedup)
     return out
+
+
+def own_alone(rows: Iterable[Row]) -> dict[tuple[str, str], Row]:
+    """(pattern, algorithm) -> the latest row of a collkit candidate timed in a job of its own
+    (not interleaved), where the same candidate was also timed interleaved with the MPI's call:
+    its figures against the MPI's call alone (the program under the table against the program
+    without collkit, as a third-party benchmark's two runs are). A candidate timed alone only
+    is a candidate as any other (and, not interleaved, never wins)."""
+    rows = list(rows)
+    mixed = {(r.pattern, r.algorithm) for r in rows if r.interleaved}
+    out: dict[tuple[str, str], Row] = {}
+    for r in sorted(rows, key=lambda r: r.date):
+        k = (r.pattern, r.algorithm)
+        own = r.algorithm != "native" and not is_mpi_algorithm(r.algorithm)
+        if own and not r.interleaved and k in mixed:
+            out[k] = r
+    return out
+
+
+def alone_wanted(
+    rows: Iterable[Row],
+    *,
+    alpha: float = 0.01,
+    min_gain: float = 0.0,
+    routing_us: Routing = 0.0,
+) -> list[str]:
+    """collkit's candidates that win against the MPI's call of their own job at some size of
+    `rows` (one campaign: one collective, P and pattern) but not once the MPI's call timed alone
+    is the reference too, the one gaining most in its job first: whether that loss is theirs or
+    the interleaving's (which slows collkit's calls too) only a job of their own says."""
+    rows = list(rows)
+    in_job = choose(
+        [r for r in rows if r.interleaved or r.algorithm != "native"],
+        alpha=alpha,
+        min_gain=min_gain,
+        routing_us=routing_us,
+    )
+    full = choose(rows, alpha=alpha, min_gain=min_gain, routing_us=routing_us)
+    won = {(ch.collective, ch.P, ch.bytes, ch.counts, a) for ch in full for a in ch.winners}
+    gain: dict[str, float] = {}
+    for ch in in_job:
+        for c in ch.candidates:
+            if (
+                c.algorithm in ch.winners
+                and (ch.collective, ch.P, ch.bytes, ch.counts, c.algorithm) not in won
+            ):
+                gain[c.algorithm] = max(gain.get(c.algorithm, 0.0), c.speedup)
+    return sorted(gain, key=lambda a: -gain[a])
 
 
 def alone_reference(natives: Mapping[tuple[bool, int], Row]) -> Row | None:
@@ -268,7 +334,7 @@ def choose(
     *,
     alpha: float = 0.01,
     min_gain: float = 0.0,
-    routing_us: float = 0.0,
+    routing_us: Routing = 0.0,
     patterns: Mapping[str, Sequence[str]] | None = None,
     decide_by: str | None = None,
 ) -> list[Choice]:
@@ -330,6 +396,7 @@ def choose(
         measured = [p for p in PATTERNS if p in (present if wanted is None else wanted)]
         rs = [r for r in rs if r.pattern in measured]
         natives: dict[str, dict[tuple[bool, int], Row]] = {}
+        solos = own_alone(rs)
         for r in sorted(rs, key=lambda r: r.date):
             # (a native call timed after a collkit barrier is barrier_harm's, never a reference)
             if r.algorithm == "native" and r.barrier == "":
@@ -339,22 +406,25 @@ def choose(
         deciding = [decide_by] if decide_by in measured else measured
         by_algo: dict[str, dict[str, Comparison | None]] = {}
         for r in latest(rs):
-            if r.algorithm == "native":
+            if r.algorithm == "native" or (not r.interleaved and (r.pattern, r.algorithm) in solos):
                 continue
             mine = natives.get(r.pattern)
             if not mine:
                 continue
             native = mine.get((r.interleaved, r.attempt)) or mine[max(mine)]
-            routed = through_library(r, routing_us)
+            routed = through_library(r, routing_of(routing_us, coll))
             comp = compare_row(routed, native, min_gain=min_gain)
             alone = alone_reference(mine) if r.interleaved else None
             if alone is not None and alone is not native:
-                comp = against_alone(comp, routed, alone)
-            comp = in_rank_means(
-                comp,
-                routed,
-                [native] + ([alone] if alone is not None and alone is not native else []),
-            )
+                # the candidate's own job where it has one: like against like
+                solo = solos.get((r.pattern, r.algorithm))
+                solo = (
+                    routed if solo is None else through_library(solo, routing_of(routing_us, coll))
+                )
+                comp = against_alone(comp, solo, alone)
+                comp = in_rank_means(in_rank_means(comp, routed, [native]), solo, [alone])
+            else:
+                comp = in_rank_means(comp, routed, [native])
             by_algo.setdefault(r.algorithm, dict.fromkeys(measured))[r.pattern] = comp
         comps = []
         for per in by_algo.values():
