@@ -636,6 +636,38 @@ def test_a_candidate_slowed_by_the_interleaving_is_timed_in_a_job_of_its_own(
     assert "allgather:bruck" not in c.winners
 
 
+def test_a_campaign_timed_again_after_another_barrier_times_its_candidates_alone_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """When tune passes a barrier over and times the barrier pattern again after the next one,
+    the candidates that need a job of their own get one after that barrier too (their rows
+    after the first barrier no longer count: after_barriers)."""
+    import collkit.tune.campaign as camp
+    from collkit.tune.campaign import TuneOptions
+
+    timed: list[tuple[str, str, bool]] = []
+    alone: list[str] = []
+
+    def fake_run(c: Campaign, *a: object, **k: object) -> list[Row]:
+        timed.append((c.collective, c.barrier, c.interleave))
+        return []
+
+    monkeypatch.setattr(camp, "run_campaign", fake_run)
+    monkeypatch.setattr(camp, "remeasure_suspects", lambda *a, **k: None)
+    monkeypatch.setattr(
+        camp, "time_alone", lambda opts, c, *a, **k: alone.append(f"{c.collective}/{c.barrier}")
+    )
+    opts = TuneOptions(["bcast"], [2], [8], patterns=["barrier"], mpi_algorithms=False)
+    c = Campaign(
+        collective="bcast", algorithms=["native", "bcast:binomial"], P=[2], sizes=[8],
+        pattern="barrier",
+    )  # fmt: skip
+    store = ResultStore(tmp_path / "t.jsonl")
+    camp.run_after(opts, [c], "barrier:recexch", object(), store, None, None)  # type: ignore[arg-type]
+    assert timed == [("bcast", "barrier:recexch", True)]
+    assert alone == ["bcast/barrier:recexch"]
+
+
 def test_a_win_in_the_slowest_rank_that_loses_in_the_ranks_mean_is_no_rule() -> None:
     """A bcast whose receiver finishes sooner than the MPI's (the slowest rank's time: 8 against
     10 µs) but whose root, which the MPI's lets go at once, waits (the mean over ranks: 7

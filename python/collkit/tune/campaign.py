@@ -427,14 +427,14 @@ def measure(
             for k, b in enumerate(winners[P][:MAX_BARRIERS]):
                 barriers[P] = b
                 if k > 0:
-                    run_after(mine, b, mpi, store, progress, ticker)
+                    run_after(opts, mine, b, mpi, store, progress, ticker, routing_us)
                 hurt = barrier_harm(opts, mine, b, mpi, store, progress, ticker, routing_us)
                 if not hurt:
                     break
                 tries.append((b, hurt))
             else:
                 barriers[P] = ""
-                run_after(mine, "", mpi, store, progress, ticker)
+                run_after(opts, mine, "", mpi, store, progress, ticker, routing_us)
             if tries:
                 harmed[P] = tries
     return campaign_rows(opts, store, barriers)
@@ -493,14 +493,18 @@ def _of_campaign(r: Row, c: Campaign) -> bool:
 
 
 def run_after(
+    opts: TuneOptions,
     campaigns: list[Campaign],
     barrier: str,
     mpi: MPI,
     store: ResultStore,
     progress: Callable[[str, Row | None], None] | None,
     ticker: Ticker | None,
+    routing_us: Routing = 0.0,
 ) -> None:
-    """The campaigns timed again after `barrier` ("": the MPI's)."""
+    """The campaigns timed again after `barrier` ("": the MPI's), each with its candidates
+    timed alone where they need it (time_alone; the MPI's call alone is timed once, after the
+    MPI's barrier)."""
     for c in campaigns:
         again = replace(c, barrier=barrier)
         if progress:
@@ -511,6 +515,7 @@ def run_after(
             ticker.grow(planned_rows(again))
         run_campaign(again, mpi, store, progress, ticker)
         remeasure_suspects(again, mpi, store, progress, ticker)
+        time_alone(opts, again, mpi, store, progress, ticker, routing_us)
 
 
 def barrier_harm(
