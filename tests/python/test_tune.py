@@ -116,6 +116,20 @@ def test_a_win_smaller_than_the_librarys_routing_is_not_a_win() -> None:
     assert rows[1].median_us < 9.5  # the rows themselves are left as measured
 
 
+def test_a_gain_of_a_few_per_cent_makes_no_rule_by_default() -> None:
+    """tune's default minimum gain: a candidate 5 % faster than native, however significant,
+    is no rule (such gains turned into losses in IMB under load); 20 % faster is one, and
+    with --min-gain 0 the 5 % is one too."""
+    from collkit.tune.campaign import TuneOptions
+
+    default = TuneOptions(["allreduce"], [4], [8]).min_gain
+    few = [rows_for("native", 10.0), rows_for("allreduce:rd", 10.0 / 1.05, seed=3)]
+    many = [rows_for("native", 10.0), rows_for("allreduce:rd", 10.0 / 1.2, seed=3)]
+    assert choose(few, min_gain=default)[0].collkit is None
+    assert choose(many, min_gain=default)[0].collkit is not None
+    assert choose(few, min_gain=0.0)[0].collkit is not None
+
+
 def test_each_collective_is_charged_its_own_kind_of_routing() -> None:
     """An alltoallv's routing (its int arrays widened, its rank and size asked: ~60 ns here)
     costs more than an allreduce's (~10 ns): per collective, each candidate is charged its

@@ -156,7 +156,9 @@ class TuneOptions:
     patterns: list[str] | None = None
     decide_by: str | None = None
     alpha: float = 0.01  # significance level of a win
-    min_gain: float = 0.0  # the speedup interval must lie above 1 + this
+    # the speedup interval must lie above 1 + this: a smaller gain in tune's jobs does not hold
+    # in programs (docs/tuning.md, on --min-gain)
+    min_gain: float = 0.1
     routing_us: float | None = None  # the interposition library's cost a call; None: measured
     simulate: str | None = None  # a model: tune from the simulator (no MPI)
     params: dict[str, str] = field(default_factory=dict)  # the model's parameters (--param)
