@@ -191,7 +191,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="µs a call pays for the interposition library's routing to collkit, added to every "
         "collkit candidate before choosing (programs pay it, tune's calls through the C API do "
         "not); this figure for every collective; default: measured now per kind of call "
-        "(an allreduce's ~10 ns, an alltoallv's ~60 ns on a 2-core VM); 0: not added",
+        "(a regular call's ~10 ns, an irregular one's ~60 ns on a 2-core VM); 0: not added",
     )
     p.add_argument(
         "--simulate",

@@ -27,30 +27,45 @@ from collkit.mpi.base import MPI
 from collkit.mpi.launch import launch_env, preload_command
 from collkit.mpi.programs import build
 
-# The call whose routing collkit_pmpi_overhead measures for each collective: (collective, the
-# algorithm the table routes it to, ranks). A rooted regular call's decision reads its root too
-# (bcast's); the irregular ones keyed by P alone widen their arrays and ask the rank and size
-# (alltoallv's), those keyed by the vector's total sum it too (allgatherv's); every other
-# collective's decision is an allreduce's.
-STAND_IN: dict[str, tuple[str, str, int]] = {
-    "allreduce": ("allreduce", "allreduce:rd", 1),
-    "bcast": ("bcast", "bcast:binomial", 1),
-    "barrier": ("barrier", "barrier:dissemination", 1),
-    "alltoallv": ("alltoallv", "alltoallv:linear", 2),
-    "allgatherv": ("allgatherv", "allgatherv:recursive_doubling", 2),
+# The regular calls whose routing collkit_pmpi_overhead measures, with the algorithm the table
+# routes each to: a rooted call's decision reads its root too (bcast's), every other regular
+# collective's is an allreduce's. The irregular ones are measured with the stand-in of their
+# kind (stand_in), on two ranks (their calls exchange with a peer).
+REGULAR: dict[str, str] = {
+    "allreduce": "allreduce:rd",
+    "bcast": "bcast:binomial",
+    "barrier": "barrier:dissemination",
 }
 
 
 def stand_in(collective: str) -> str:
-    """The collective of STAND_IN whose routing `collective` is charged."""
+    """The collective whose routing `collective` is charged: itself where it is measured, a
+    rooted one's bcast, another regular one's allreduce; an irregular one keyed by P alone (its
+    int arrays widened, the rank and size asked each call) the one of those with per-pair counts,
+    one keyed by the vector's total (summed each call too) the one of those that reduces nothing:
+    the two irregular calls collkit_pmpi_overhead makes."""
     from collkit.collectives import ROOTED
-    from collkit.tune.irregular import BY_P_ALONE, IRREGULAR
+    from collkit.collectives import collective as spec
+    from collkit.tune.irregular import BY_P_ALONE, BY_TOTAL, IRREGULAR
 
-    if collective in STAND_IN:
+    if collective in REGULAR:
         return collective
     if collective in IRREGULAR:
-        return "alltoallv" if collective in BY_P_ALONE else "allgatherv"
+        if collective in BY_P_ALONE:
+            return next(c for c in BY_P_ALONE if spec(c)["counts"] == "per_pair")
+        return next(c for c in BY_TOTAL if not spec(c)["reduction"])
     return "bcast" if collective in ROOTED else "allreduce"
+
+
+def _measured_call(collective: str) -> tuple[str, str, int]:
+    """(collective, algorithm, ranks) of `collective`'s stand-in: an irregular one's algorithm
+    is its first by name (the routing around the call is measured, not the algorithm)."""
+    from collkit.algorithms import algorithms
+
+    c = stand_in(collective)
+    if c in REGULAR:
+        return c, REGULAR[c], 1
+    return c, sorted(a["name"] for a in algorithms(c))[0], 2
 
 
 def routing_cost_us(
@@ -58,7 +73,7 @@ def routing_cost_us(
 ) -> float:
     """µs per call that libcollkit_pmpi adds to a call of `collective` it gives to collkit
     (>= 0): the cost of its stand-in's routing (stand_in)."""
-    coll, algorithm, nranks = STAND_IN[stand_in(collective)]
+    coll, algorithm, nranks = _measured_call(collective)
     bindir = build(mpi, ["libcollkit_pmpi.so", "collkit_pmpi_overhead"])
     with tempfile.TemporaryDirectory(prefix="collkit-routing-") as tmp:
         table = Path(tmp) / "routed.json"
