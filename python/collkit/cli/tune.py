@@ -181,7 +181,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=0.1,
         help="the speedup interval must lie above 1 + this (default 0.1: gains of a few per "
-        "cent in tune's jobs turned into losses in IMB under load)",
+        "cent in tune's jobs lose in IMB under load)",
     )
     p.add_argument(
         "--routing-us",

@@ -461,7 +461,8 @@ def time_alone(
     interleaves them, the switches between collkit's calls and the MPI's slow collkit's too, as
     no program under the table is (alltoallv:linear on Open MPI, P = 2: 0.35-0.49 us interleaved,
     0.14-0.18 us alone, against the MPI's 0.21 us alone)."""
-    rows = [r for r in latest(store) if _of_campaign(r, c)]
+    mine = of_campaign(c)
+    rows = [r for r in latest(store) if mine(r)]
     for algo in alone_wanted(rows, alpha=opts.alpha, min_gain=opts.min_gain, routing_us=routing_us)[
         :MAX_ALONE
     ]:
@@ -477,21 +478,27 @@ def time_alone(
         run_campaign(solo, mpi, store, progress, ticker)
 
 
-def _of_campaign(r: Row, c: Campaign) -> bool:
-    """Whether `r` is one of the campaign `c`'s rows, or of its native call timed alone."""
+def of_campaign(c: Campaign) -> Callable[[Row], bool]:
+    """Whether a row is one of the campaign `c`'s: its collective, P, sizes (an irregular one:
+    its vectors), datatype, block, pattern and shape; a collkit row timed after `c`'s barrier,
+    a native one after the MPI's (its job's, or its call timed alone)."""
     sizes = {c.count(s) * DATATYPES[c.datatype] for s in c.sizes}
     forms = set(c.forms()) if c.irregular else {""}
-    return (
-        r.collective == c.collective
-        and r.P in c.P
-        and (c.irregular or r.bytes in sizes)
-        and r.counts in forms
-        and r.datatype == c.datatype
-        and r.block == c.block
-        and r.pattern == c.pattern
-        and (r.barrier == "" if r.algorithm == "native" else r.barrier == c.barrier)
-        and (c.nodes is None or shape_of(r.allocation, r.P)[0] == c.nodes)
-    )
+
+    def mine(r: Row) -> bool:
+        return (
+            r.collective == c.collective
+            and r.P in c.P
+            and (c.irregular or r.bytes in sizes)
+            and r.counts in forms
+            and r.datatype == c.datatype
+            and r.block == c.block
+            and r.pattern == c.pattern
+            and (r.barrier == "" if r.algorithm == "native" else r.barrier == c.barrier)
+            and (c.nodes is None or shape_of(r.allocation, r.P)[0] == c.nodes)
+        )
+
+    return mine
 
 
 def run_after(
@@ -653,23 +660,10 @@ def remeasure_suspects(
     """Re-measures, interleaved with native again, every candidate whose latest row is suspect
     (collkit.drift), at most drift.MAX_RETRIES times; a resumed campaign reads the attempts from
     the file and goes on where it stopped."""
-    sizes = {c.count(s) * DATATYPES[c.datatype] for s in c.sizes}
-    forms = set(c.forms()) if c.irregular else {""}
+    ours = of_campaign(c)
     for attempt in range(1, MAX_RETRIES + 1):
         mine = [
-            r
-            for r in latest(store)
-            if r.collective == c.collective
-            and r.P in c.P
-            and (c.irregular or r.bytes in sizes)
-            and r.counts in forms  # irregular: the campaign's vectors
-            and r.datatype == c.datatype
-            and r.algorithm in c.algorithms
-            and r.block == c.block
-            and r.pattern == c.pattern
-            and r.barrier in ("", c.barrier)
-            and r.interleaved
-            and (c.nodes is None or shape_of(r.allocation, r.P)[0] == c.nodes)
+            r for r in latest(store) if ours(r) and r.algorithm in c.algorithms and r.interleaved
         ]
         todo = [r for r in mine if r.suspect and r.attempt < attempt]
         if not todo:
