@@ -128,12 +128,14 @@ struct State {
   std::list<PendingTotal> pending;
   // What the calls with a rule did: ran collkit's algorithm, or were declined (to the MPI).
   std::atomic<long long> ran{0}, declined{0};
-  // Moves on each table loaded (collkit_pmpi_use_table) and each watched communicator freed:
-  // the decisions remembered per thread (decide) are then forgotten.
-  std::atomic<uint64_t> generation{1};
   double setup_us = 400;    // COLLKIT_SETUP_US: what a communicator's setup is taken to cost
   bool early_setup = true;  // COLLKIT_EARLY_SETUP: set up a covered communicator as it is made
 };
+
+// Moves on each table loaded (collkit_pmpi_use_table) and each watched communicator freed: the
+// decisions remembered per thread (decide, left_to_mpi) are then forgotten. A global, not the
+// State's: the call's first tests read it without reaching the State.
+std::atomic<uint64_t> g_generation{1};
 
 // Per collective: its calls go straight to the MPI's (no rule other than native for it, nothing
 // timed). Set as a table is taken (load, use_table); read without a lock as a call's first test,
@@ -215,7 +217,7 @@ std::string read_rules(const char* path, std::vector<Entry>& entries) {
 void use(State& s, const char* path) {
   // The generation first: a call that is setting g_native_comm from the old rules meanwhile sees
   // it move and takes its word back (native_comm).
-  s.generation.fetch_add(1, std::memory_order_seq_cst);
+  g_generation.fetch_add(1, std::memory_order_seq_cst);
   for (auto& f : g_straight) f.store(false, std::memory_order_release);
   clear_native_comms();
   for (auto& r : s.rules) r.clear();
@@ -460,7 +462,7 @@ Decision decide_now(const State& s, Collective c, MPI_Comm comm, const Side& sen
 // MPI deletes it (the communicator is freed, by any path, Fortran's included), every remembered
 // decision is forgotten, since MPI may give the freed handle to a communicator of another size.
 int forget_decisions(MPI_Comm, int, void* value, void*) {
-  state().generation.fetch_add(1, std::memory_order_seq_cst);
+  g_generation.fetch_add(1, std::memory_order_seq_cst);
   clear_native_comms();
   delete static_cast<CommUse*>(value);
   return MPI_SUCCESS;
@@ -502,6 +504,69 @@ struct CallKey {
 CallKey key_of(MPI_Comm comm, MPI_Op op, int root, const Side& send, const Side& recv) {
   return {comm,       op,         root,      send.in_place, recv.in_place,
           send.count, recv.count, send.type, recv.type};
+}
+
+// The calls this thread has seen the table leave to the MPI, by key alone: a call whose key is
+// here goes to the MPI from its wrapper (MPI_X), before the frame of a routed call is built, the
+// State is reached or a remembered decision is read: ~70 instructions over the MPI's own call
+// against ~125 on that path (callgrind, benchmarks/results/pmpi_overhead.md), which made a
+// 0.15-0.2 us bcast or reduce left to Open MPI 5-25 % slower in IMB.
+// A key goes in where its decision is remembered too (decide_again: reusable, on a watched
+// communicator), goes to the MPI, reads no count vector (by_total), declines nothing (counted)
+// and nothing is timed; so it holds while the generation does. Direct-mapped by a hash of the
+// key: a rotating root's or two interleaved loops' calls each find their slot at once (a loop
+// over ways mispredicts at each turn). Zero at first, no constructor: no guard on the path.
+struct LeftToMpi {
+  static constexpr int kSlots = 8;
+  struct Slot {
+    CallKey key;
+    bool used;
+  };
+  uint64_t generation;  // 0: nothing kept (the generations start at 1)
+  Slot slot[kNumCollectives][kSlots];
+};
+thread_local LeftToMpi t_left_to_mpi;
+
+template <class H>
+uint64_t word_of(H h) {
+  if constexpr (std::is_pointer_v<H>)
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
+  else
+    return static_cast<uint64_t>(static_cast<std::make_unsigned_t<H>>(h));
+}
+
+// The key's slot: what differs between a program's calls of one collective (the counts, the
+// root, the receive side's type) summed, the handle's alignment bits dropped.
+[[gnu::always_inline]] inline int slot_of(const CallKey& k) {
+  const uint64_t h = static_cast<uint64_t>(k.send_count) + static_cast<uint64_t>(k.recv_count) +
+                     static_cast<uint64_t>(static_cast<uint32_t>(k.root)) +
+                     (word_of(k.recv_type) >> 4);
+  return static_cast<int>(h & (LeftToMpi::kSlots - 1));
+}
+
+// Whether this call goes to the MPI as its key's did (nothing of collkit's in flight to move).
+[[gnu::always_inline]] inline bool left_to_mpi(Collective c, MPI_Comm comm, MPI_Op op, int root,
+                                               const Side& send, const Side& recv) {
+  const LeftToMpi* l = &t_left_to_mpi;
+  if (l->generation != g_generation.load(std::memory_order_acquire) ||
+      collkit::mpi::nonblocking_active())
+    return false;
+  const CallKey key = key_of(comm, op, root, send, recv);
+  const LeftToMpi::Slot& slot = l->slot[static_cast<int>(c)][slot_of(key)];
+  return slot.used && slot.key == key;
+}
+
+// Keeps a key whose decision decide_again remembered under `generation` and that goes to the MPI.
+void keep_left_to_mpi(const State& s, Collective c, const CallKey& key, const Decision& d,
+                      uint64_t generation) {
+  if (d.entry != nullptr || d.by_total || !d.refused.empty() || s.timing) return;
+  LeftToMpi& l = t_left_to_mpi;
+  if (l.generation != generation) {
+    for (auto& slots : l.slot)
+      for (LeftToMpi::Slot& slot : slots) slot.used = false;
+    l.generation = generation;
+  }
+  l.slot[static_cast<int>(c)][slot_of(key)] = {key, true};
 }
 
 // decide_now, remembered: the last few calls of each collective on this thread (a loop repeats
@@ -565,7 +630,7 @@ inline Remembered& remembered() {
                                                const Side& send, const Side& recv, MPI_Op op,
                                                int root) {
   Remembered& m = remembered();
-  const uint64_t generation = s.generation.load(std::memory_order_acquire);
+  const uint64_t generation = g_generation.load(std::memory_order_acquire);
   const int ci = static_cast<int>(c);
   const CallKey key = key_of(comm, op, root, send, recv);
   if (m.generation != generation) {  // forget all
@@ -578,12 +643,13 @@ inline Remembered& remembered() {
   if (once.reusable || once.entry != nullptr) once.use = watched(comm);
   // Watching may fail (then nothing is remembered); a table loaded meanwhile wins.
   if (once.reusable && once.use != nullptr &&
-      s.generation.load(std::memory_order_acquire) == generation) {
+      g_generation.load(std::memory_order_acquire) == generation) {
     const int w = (m.last[ci] + 1) % Remembered::kWays;  // the way answered longest ago, in a loop
     m.last[ci] = w;
     m.used[ci][w] = true;
     m.key[ci][w] = key;
     m.decision[ci][w] = std::move(once);
+    keep_left_to_mpi(s, c, key, m.decision[ci][w], generation);
     return m.decision[ci][w];
   }
   return once;
@@ -591,13 +657,14 @@ inline Remembered& remembered() {
 
 // The decision of a loop's next call: the way that answered the last, else another way that
 // answers (a rotating root or two alternating calls: the way is then moved to); else null. No
-// MPI query, no rule walked: a call the table leaves to the MPI costs this and a jump.
-[[gnu::always_inline]] inline const Decision* remembered_decision(const State& s, Collective c,
-                                                                  MPI_Comm comm, const Side& send,
+// MPI query, no rule walked: a call the table leaves to the MPI that left_to_mpi does not hold
+// (one declined, one read from a count vector's total) costs this and a jump.
+[[gnu::always_inline]] inline const Decision* remembered_decision(Collective c, MPI_Comm comm,
+                                                                  const Side& send,
                                                                   const Side& recv, MPI_Op op,
                                                                   int root) {
   Remembered& m = remembered();
-  if (m.generation != s.generation.load(std::memory_order_acquire)) [[unlikely]]
+  if (m.generation != g_generation.load(std::memory_order_acquire)) [[unlikely]]
     return nullptr;
   const int ci = static_cast<int>(c);
   const int l = m.last[ci];
@@ -615,7 +682,7 @@ inline Remembered& remembered() {
 // The decision of a call: remembered, else decide_now (and remembered where it may be).
 inline const Decision& decide(State& s, Collective c, MPI_Comm comm, const Side& send,
                               const Side& recv, MPI_Op op, int root) {
-  if (const Decision* d = remembered_decision(s, c, comm, send, recv, op, root)) [[likely]]
+  if (const Decision* d = remembered_decision(c, comm, send, recv, op, root)) [[likely]]
     return *d;
   return decide_again(s, c, comm, send, recv, op, root);
 }
@@ -648,7 +715,7 @@ struct CommsSeen {
 // then says what the MPI's own call says.
 const CommSeen* comm_seen(const State& s, MPI_Comm comm) {
   thread_local CommsSeen seen;
-  const uint64_t generation = s.generation.load(std::memory_order_acquire);
+  const uint64_t generation = g_generation.load(std::memory_order_acquire);
   if (seen.generation == generation) {
     for (const CommSeen& e : seen.entry)
       if (e.comm == comm && e.valid) return &e;
@@ -669,7 +736,7 @@ const CommSeen* comm_seen(const State& s, MPI_Comm comm) {
   }
   // Its attribute says when it is freed; without one nothing is kept. A table taken meanwhile
   // wins.
-  if (watched(comm) == nullptr || s.generation.load(std::memory_order_acquire) != generation)
+  if (watched(comm) == nullptr || g_generation.load(std::memory_order_acquire) != generation)
     return nullptr;
   CommSeen& e = seen.entry[seen.next];
   seen.next = (seen.next + 1) % CommsSeen::kEntries;
@@ -894,11 +961,11 @@ void set_up_early(MPI_Comm comm, const char* made_by) {
 // that the next call goes there from straight(). A free of the communicator that came between
 // (the generation moved) takes it back.
 bool native_comm(const State& s, Collective c, MPI_Comm comm) {
-  const uint64_t generation = s.generation.load(std::memory_order_seq_cst);
+  const uint64_t generation = g_generation.load(std::memory_order_seq_cst);
   const CommSeen* seen = comm_seen(s, comm);
   if (seen == nullptr || (seen->native_all >> static_cast<int>(c) & 1) == 0) return false;
   g_native_comm[static_cast<int>(c)].store(handle_word(comm), std::memory_order_seq_cst);
-  if (s.generation.load(std::memory_order_seq_cst) != generation) clear_native_comms();
+  if (g_generation.load(std::memory_order_seq_cst) != generation) clear_native_comms();
   return true;
 }
 
@@ -914,7 +981,7 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
     if (!s.covered[static_cast<int>(c)]) return native();  // the call that read the table
     // A loop's call is answered by its decision; else, where no rule covers the communicator's
     // size, the MPI's before the count, type or op is asked.
-    hit = remembered_decision(s, c, comm, send, recv, op, root);
+    hit = remembered_decision(c, comm, send, recv, op, root);
     if (hit == nullptr && native_comm(s, c, comm)) return native();
   }
   const Decision& decided = hit != nullptr ? *hit
@@ -1196,6 +1263,8 @@ int widened(Collective c, MPI_Comm comm, int root, const Side& send, const Side&
   template <class Count, auto Native>                                                  \
   int name(CK_UNPAREN params) {                                                        \
     if (straight(Collective::name, comm)) return Native(CK_UNPAREN args);              \
+    if (left_to_mpi(Collective::name, comm, op_, root_, side send, side recv))         \
+      return Native(CK_UNPAREN args);                                                  \
     return name##_routed<Count, Native>(CK_UNPAREN args);                              \
   }
 CK_COLLECTIVES(CK_ROUTED, Count)
@@ -1219,6 +1288,8 @@ CK_COLLECTIVES(CK_ROUTED, Count)
   template <class Count, auto Native>                                                            \
   int i##name(CK_UNPAREN params, MPI_Request* request) {                                         \
     if (straight(Collective::name, comm)) return Native(CK_UNPAREN args, request);               \
+    if (left_to_mpi(Collective::name, comm, op_, root_, side send, side recv))                   \
+      return Native(CK_UNPAREN args, request);                                                   \
     return i##name##_routed<Count, Native>(CK_UNPAREN args, request);                            \
   }
 CK_COLLECTIVES(CK_ROUTED_I, Count)

@@ -16,7 +16,7 @@ from collkit.mpi import launch_command, launch_env
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_or_kill
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
-ROUNDS, CALLS = 20, 3  # as comm_cache_counts.c
+ROUNDS, CALLS = 20, 3  # as comm_cache_counts.c and native_then_routed.c
 
 
 def run_counted(
@@ -24,12 +24,12 @@ def run_counted(
     kind: str,
     P: int,
     program: str,
-    rule: dict[str, object],
+    rule: dict[str, object] | list[dict[str, object]],
     env: dict[str, str] | None = None,
 ) -> dict[str, int]:
     """Builds tests/programs/`program`.c, runs it on P ranks under the library with a table of
-    `rule`, untimed (the library's quick paths are the ones tested), and returns the words and
-    numbers world rank 0 printed ("ran R declined D ...")."""
+    `rule` (or of these rules), untimed (the library's quick paths are the ones tested), and
+    returns the words and numbers world rank 0 printed ("ran R declined D ...")."""
     mpi = mpich_or_skip() if kind == "mpich" else openmpi_or_skip()
     lib = built(mpi) / "libcollkit_pmpi.so"
     cc = Path(mpi.mpicxx).parent / Path(mpi.mpicxx).name.replace("mpicxx", "mpicc")
@@ -39,7 +39,8 @@ def run_counted(
     subprocess.run([str(cc), "-O1", "-o", str(exe), str(PROGRAMS / f"{program}.c"), "-ldl"],
                    check=True)  # fmt: skip
     t = tmp_path / "t.json"
-    t.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": [rule]}))
+    rules = rule if isinstance(rule, list) else [rule]
+    t.write_text(json.dumps({"format": "collkit-tuning", "version": 1, "rules": rules}))
     full, _ = launch_env(mpi, P, {"LD_PRELOAD": str(lib), "COLLKIT_TUNING": str(t), **(env or {})})
     for k in ("COLLKIT_VERBOSE", "COLLKIT_STATS"):
         full.pop(k, None)
@@ -63,6 +64,24 @@ def test_a_reused_handle_takes_its_own_communicators_rule(
     # World rank 0's calls that collkit ran: each round's 3 on the half (P = 2), or the 3 on the
     # world's duplicate and the 1 on MPI_COMM_WORLD (P = 4); the others went to the MPI.
     assert got["ran"] == (ROUNDS * CALLS if P == 2 else ROUNDS * (CALLS + 1)), got
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_a_handle_sent_to_the_mpi_by_its_key_routes_on_its_next_communicator(
+    tmp_path: Path, kind: str
+) -> None:
+    """Both sizes covered, the 4-byte sum left to the MPI at P = 4 by its bytes (the call the
+    wrapper sends there by its key alone) and routed at P = 2: the halves that come back under
+    the 4-rank communicator's freed handle must be routed."""
+    rules = [{"collective": "allreduce", "P": [2, 2], "bytes": [0, 1 << 20],
+              "algorithm": "allreduce:rd"},
+             {"collective": "allreduce", "P": [4, 4], "bytes": [8, 1 << 20],
+              "algorithm": "allreduce:rd"}]  # fmt: skip
+    got = run_counted(tmp_path, kind, 4, "native_then_routed", rules)
+    assert list(got) == ["ran", "same", "wrong"], got
+    assert got["wrong"] == 0, got
+    assert got["same"] > 0, got  # the case tested came up: the half took the freed handle
+    assert got["ran"] == ROUNDS, got  # every half's sum on world rank 0, none on 4 ranks
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])
