@@ -16,7 +16,7 @@ from collkit.mpi import launch_command, launch_env
 from mpi_support import built, mpich_or_skip, openmpi_or_skip, run_or_kill
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
-ROUNDS, CALLS = 20, 3  # as comm_cache_counts.c and native_then_routed.c
+ROUNDS, CALLS = 20, 3  # as comm_cache_counts.c
 
 
 def run_counted(
@@ -26,6 +26,7 @@ def run_counted(
     program: str,
     rule: dict[str, object] | list[dict[str, object]],
     env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
 ) -> dict[str, int]:
     """Builds tests/programs/`program`.c, runs it on P ranks under the library with a table of
     `rule` (or of these rules), untimed (the library's quick paths are the ones tested), and
@@ -44,7 +45,7 @@ def run_counted(
     full, _ = launch_env(mpi, P, {"LD_PRELOAD": str(lib), "COLLKIT_TUNING": str(t), **(env or {})})
     for k in ("COLLKIT_VERBOSE", "COLLKIT_STATS"):
         full.pop(k, None)
-    r = run_or_kill(launch_command(mpi, P, [str(exe)]), full)
+    r = run_or_kill(launch_command(mpi, P, [str(exe), *args]), full)
     assert r.returncode == 0, r.stderr[-3000:]
     words = r.stdout.split()
     return {w: int(n) for w, n in zip(words[0::2], words[1::2], strict=True)}
@@ -77,11 +78,11 @@ def test_a_handle_sent_to_the_mpi_by_its_key_routes_on_its_next_communicator(
               "algorithm": "allreduce:rd"},
              {"collective": "allreduce", "P": [4, 4], "bytes": [8, 1 << 20],
               "algorithm": "allreduce:rd"}]  # fmt: skip
-    got = run_counted(tmp_path, kind, 4, "native_then_routed", rules)
-    assert list(got) == ["ran", "same", "wrong"], got
-    assert got["wrong"] == 0, got
-    assert got["same"] > 0, got  # the case tested came up: the half took the freed handle
-    assert got["ran"] == ROUNDS, got  # every half's sum on world rank 0, none on 4 ranks
+    got = run_counted(tmp_path, kind, 4, "comm_cache_counts", rules, args=("dup-first",))
+    assert list(got)[:4] == ["ran", "declined", "reused", "wrong"], got
+    assert got["wrong"] == 0 and got["declined"] == 0, got
+    assert got["reused"] > 0, got  # the case tested came up: a half took the freed handle
+    assert got["ran"] == ROUNDS * CALLS, got  # the halves' sums on world rank 0, none on 4 ranks
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])
