@@ -133,7 +133,7 @@ struct State {
 };
 
 // Moves on each table loaded (collkit_pmpi_use_table) and each watched communicator freed: the
-// decisions remembered per thread (decide, left_to_mpi) are then forgotten. A global, not the
+// decisions remembered per thread (decide, kept) are then forgotten. A global, not the
 // State's: the call's first tests read it without reaching the State.
 std::atomic<uint64_t> g_generation{1};
 
@@ -506,26 +506,29 @@ CallKey key_of(MPI_Comm comm, MPI_Op op, int root, const Side& send, const Side&
           send.count, recv.count, send.type, recv.type};
 }
 
-// The calls this thread has seen the table leave to the MPI, by key alone: a call whose key is
-// here goes to the MPI from its wrapper (MPI_X), before the frame of a routed call is built, the
-// State is reached or a remembered decision is read: ~70 instructions over the MPI's own call
-// against ~125 on that path (callgrind, benchmarks/results/pmpi_overhead.md), which made a
-// 0.15-0.2 us bcast or reduce left to Open MPI 5-25 % slower in IMB.
-// A key goes in where its decision is remembered too (decide_again: reusable, on a watched
-// communicator), goes to the MPI, reads no count vector (by_total), declines nothing (counted)
-// and nothing is timed; so it holds while the generation does. Direct-mapped by a hash of the
-// key: a rotating root's or two interleaved loops' calls each find their slot at once (a loop
-// over ways mispredicts at each turn). Zero at first, no constructor: no guard on the path.
-struct LeftToMpi {
+// The calls this thread has seen decided, by key alone, with where they went: the MPI (no
+// entry) or a rule whose communicator's setup is paid for. A call whose key is here goes there
+// from its wrapper (MPI_X), before the frame of a routed call is built, the State is reached or
+// a remembered decision is read: a call left to the MPI costs ~70 instructions over the MPI's
+// own against ~125 on that path (callgrind, benchmarks/results/pmpi_overhead.md), which made a
+// 0.15-0.2 us bcast or reduce left to Open MPI 5-25 % slower in IMB; a routed call skips the
+// same path. route() keeps a key where its decision is remembered too (reusable, on a watched
+// communicator), reads no count vector (by_total), declines nothing (counted) and nothing is
+// timed; so it holds while the generation does (a table loaded clears the rules an entry points
+// into, and moves it). Direct-mapped by a hash of the key: a rotating root's or two interleaved
+// loops' calls each find their slot at once (a loop over ways mispredicts at each turn). Zero at
+// first, no constructor: no guard on the path.
+struct Kept {
   static constexpr int kSlots = 8;
   struct Slot {
     CallKey key;
+    const Entry* entry;  // null: the MPI's own call
     bool used;
   };
   uint64_t generation;  // 0: nothing kept (the generations start at 1)
   Slot slot[kNumCollectives][kSlots];
 };
-thread_local LeftToMpi t_left_to_mpi;
+thread_local Kept t_kept;
 
 template <class H>
 uint64_t word_of(H h) {
@@ -541,32 +544,34 @@ uint64_t word_of(H h) {
   const uint64_t h = static_cast<uint64_t>(k.send_count) + static_cast<uint64_t>(k.recv_count) +
                      static_cast<uint64_t>(static_cast<uint32_t>(k.root)) +
                      (word_of(k.recv_type) >> 4);
-  return static_cast<int>(h & (LeftToMpi::kSlots - 1));
+  return static_cast<int>(h & (Kept::kSlots - 1));
 }
 
-// Whether this call goes to the MPI as its key's did (nothing of collkit's in flight to move).
-[[gnu::always_inline]] inline bool left_to_mpi(Collective c, MPI_Comm comm, MPI_Op op, int root,
-                                               const Side& send, const Side& recv) {
-  const LeftToMpi* l = &t_left_to_mpi;
-  if (l->generation != g_generation.load(std::memory_order_acquire) ||
+// This call's slot where its key is kept (and nothing of collkit's is in flight to move), else
+// null.
+[[gnu::always_inline]] inline const Kept::Slot* kept(Collective c, MPI_Comm comm, MPI_Op op,
+                                                     int root, const Side& send, const Side& recv) {
+  const Kept* k = &t_kept;
+  if (k->generation != g_generation.load(std::memory_order_acquire) ||
       collkit::mpi::nonblocking_active())
-    return false;
+    return nullptr;
   const CallKey key = key_of(comm, op, root, send, recv);
-  const LeftToMpi::Slot& slot = l->slot[static_cast<int>(c)][slot_of(key)];
-  return slot.used && slot.key == key;
+  const Kept::Slot& slot = k->slot[static_cast<int>(c)][slot_of(key)];
+  return slot.used && slot.key == key ? &slot : nullptr;
 }
 
-// Keeps a key whose decision decide_again remembered under `generation` and that goes to the MPI.
-void keep_left_to_mpi(const State& s, Collective c, const CallKey& key, const Decision& d,
-                      uint64_t generation) {
-  if (d.entry != nullptr || d.by_total || !d.refused.empty() || s.timing) return;
-  LeftToMpi& l = t_left_to_mpi;
-  if (l.generation != generation) {
-    for (auto& slots : l.slot)
-      for (LeftToMpi::Slot& slot : slots) slot.used = false;
-    l.generation = generation;
+// Keeps the key of a call route() sends to `entry` (null: the MPI) from decision `d`, made
+// under `generation`, where the next call of the key may go there from its wrapper.
+void keep(const State& s, Collective c, const CallKey& key, const Decision& d, const Entry* entry,
+          uint64_t generation) {
+  if (!d.reusable || d.use == nullptr || d.by_total || !d.refused.empty() || s.timing) return;
+  Kept& k = t_kept;
+  if (k.generation != generation) {
+    for (auto& slots : k.slot)
+      for (Kept::Slot& slot : slots) slot.used = false;
+    k.generation = generation;
   }
-  l.slot[static_cast<int>(c)][slot_of(key)] = {key, true};
+  k.slot[static_cast<int>(c)][slot_of(key)] = {key, entry, true};
 }
 
 // decide_now, remembered: the last few calls of each collective on this thread (a loop repeats
@@ -649,7 +654,6 @@ inline Remembered& remembered() {
     m.used[ci][w] = true;
     m.key[ci][w] = key;
     m.decision[ci][w] = std::move(once);
-    keep_left_to_mpi(s, c, key, m.decision[ci][w], generation);
     return m.decision[ci][w];
   }
   return once;
@@ -657,8 +661,8 @@ inline Remembered& remembered() {
 
 // The decision of a loop's next call: the way that answered the last, else another way that
 // answers (a rotating root or two alternating calls: the way is then moved to); else null. No
-// MPI query, no rule walked: a call the table leaves to the MPI that left_to_mpi does not hold
-// (one declined, one read from a count vector's total) costs this and a jump.
+// MPI query, no rule walked: a call that kept() does not hold (one declined, one read from a
+// count vector's total, one whose slot another key took) costs this and a jump.
 [[gnu::always_inline]] inline const Decision* remembered_decision(Collective c, MPI_Comm comm,
                                                                   const Side& send,
                                                                   const Side& recv, MPI_Op op,
@@ -969,13 +973,27 @@ bool native_comm(const State& s, Collective c, MPI_Comm comm) {
   return true;
 }
 
-// Runs one call that straight() did not send to the MPI: the table's algorithm, or the MPI's own
-// call (`native`).
+// Runs an untimed call by `entry`'s algorithm: declined, by the MPI's own call (`native`).
+template <typename Collkit, typename Native>
+int run_rule(State& s, const Entry* entry, MPI_Comm comm, Collkit&& collkit, Native&& native) {
+  int rc = collkit(entry->rule.canonical.c_str());
+  if (rc != MPI_SUCCESS && ck_declined(rc)) {
+    ++s.declined;
+    return native();
+  }
+  s.ran.fetch_add(1, std::memory_order_relaxed);
+  if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
+  return rc;
+}
+
+// Runs one call that straight() did not send to the MPI and whose key was not kept: the table's
+// algorithm, or the MPI's own call (`native`).
 template <typename Collkit, typename Native>
 int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_Op op, int root,
           Collkit&& collkit, Native&& native) {
   collkit::mpi::progress_nonblocking();  // every routed call moves collkit's runs in flight
   State& s = state();
+  const uint64_t generation = g_generation.load(std::memory_order_acquire);
   const Decision* hit = nullptr;
   if (!s.timing) {
     if (!s.covered[static_cast<int>(c)]) return native();  // the call that read the table
@@ -988,7 +1006,10 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
                             : s.timing     ? decide(s, c, comm, send, recv, op, root)
                                            : decide_again(s, c, comm, send, recv, op, root);
   if (!decided.refused.empty()) ++s.declined;
-  if (decided.entry == nullptr && !s.timing) return native();
+  if (decided.entry == nullptr && !s.timing) {
+    keep(s, c, key_of(comm, op, root, send, recv), decided, nullptr, generation);
+    return native();
+  }
   // A call whose communicator's setup is not yet paid for goes to the MPI at once: a rented call
   // costs the MPI's call and this decision, nothing more (no copy, no clock).
   const bool deferred = decided.entry != nullptr && decided.use != nullptr &&
@@ -999,14 +1020,8 @@ int route(Collective c, MPI_Comm comm, const Side& send, const Side& recv, MPI_O
     // and decide again, moving `decided`; the table's entries stay where they are), no copy of
     // the decision and its text (~100 instructions of a 16-byte bcast's ~850 on the root).
     const Entry* entry = decided.entry;
-    int rc = collkit(entry->rule.canonical.c_str());
-    if (rc != MPI_SUCCESS && ck_declined(rc)) {
-      ++s.declined;
-      return native();
-    }
-    s.ran.fetch_add(1, std::memory_order_relaxed);
-    if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
-    return rc;
+    keep(s, c, key_of(comm, op, root, send, recv), decided, entry, generation);
+    return run_rule(s, entry, comm, collkit, native);
   }
   // A copy (no text to copy unless timing): a user's op may call MPI and decide again.
   const Decision d = decided;
@@ -1248,24 +1263,24 @@ int widened(Collective c, MPI_Comm comm, int root, const Side& send, const Side&
 // MPI_X (int) and MPI 4's MPI_X_c (MPI_Count) differ only in the type of their counts and in the
 // PMPI_ function that is the MPI's own call. The scatter root may pass MPI_IN_PLACE as recvbuf:
 // then its send side says the block's size (decide reads the receive side's in_place).
-#define CK_ROUTED(name, Name, counted, params, args, send, recv, op_, root_, in_place) \
-  template <class Count, auto Native>                                                  \
-  [[gnu::noinline]] int name##_routed(CK_UNPAREN params) {                             \
-    return route(                                                                      \
-        Collective::name, comm, side send, side recv, op_, root_,                      \
-        [&](const char* algorithm) {                                                   \
-          return widened(                                                              \
-              Collective::name, comm, root_, side send, side recv,                     \
-              [&](auto... a) { return ck_##name(a..., algorithm); }, CK_UNPAREN args); \
-        },                                                                             \
-        [&] { return Native(CK_UNPAREN args); });                                      \
-  }                                                                                    \
-  template <class Count, auto Native>                                                  \
-  int name(CK_UNPAREN params) {                                                        \
-    if (straight(Collective::name, comm)) return Native(CK_UNPAREN args);              \
-    if (left_to_mpi(Collective::name, comm, op_, root_, side send, side recv))         \
-      return Native(CK_UNPAREN args);                                                  \
-    return name##_routed<Count, Native>(CK_UNPAREN args);                              \
+#define CK_ROUTED(name, Name, counted, params, args, send, recv, op_, root_, in_place)       \
+  template <class Count, auto Native>                                                        \
+  [[gnu::noinline]] int name##_routed(const Entry* kept_entry, CK_UNPAREN params) {          \
+    const auto collkit = [&](const char* algorithm) {                                        \
+      return widened(                                                                        \
+          Collective::name, comm, root_, side send, side recv,                               \
+          [&](auto... a) { return ck_##name(a..., algorithm); }, CK_UNPAREN args);           \
+    };                                                                                       \
+    const auto native = [&] { return Native(CK_UNPAREN args); };                             \
+    if (kept_entry != nullptr) return run_rule(state(), kept_entry, comm, collkit, native);  \
+    return route(Collective::name, comm, side send, side recv, op_, root_, collkit, native); \
+  }                                                                                          \
+  template <class Count, auto Native>                                                        \
+  int name(CK_UNPAREN params) {                                                              \
+    if (straight(Collective::name, comm)) return Native(CK_UNPAREN args);                    \
+    const Kept::Slot* k = kept(Collective::name, comm, op_, root_, side send, side recv);    \
+    if (k != nullptr && k->entry == nullptr) return Native(CK_UNPAREN args);                 \
+    return name##_routed<Count, Native>(k != nullptr ? k->entry : nullptr, CK_UNPAREN args); \
   }
 CK_COLLECTIVES(CK_ROUTED, Count)
 #undef CK_ROUTED
@@ -1273,24 +1288,26 @@ CK_COLLECTIVES(CK_ROUTED, Count)
 // The non-blocking forms, MPI_I<coll> (and MPI 4's MPI_I<coll>_c), from the same lines, routed by
 // the same table and decline rules: collkit's ck_i<coll> (its request is a generalized request,
 // progressed as nbc.hpp says), or the MPI's own PMPI_I<coll>.
-#define CK_ROUTED_I(name, Name, counted, params, args, send, recv, op_, root_, in_place)         \
-  template <class Count, auto Native>                                                            \
-  [[gnu::noinline]] int i##name##_routed(CK_UNPAREN params, MPI_Request* request) {              \
-    return route(                                                                                \
-        Collective::name, comm, side send, side recv, op_, root_,                                \
-        [&](const char* algorithm) {                                                             \
-          return widened(                                                                        \
-              Collective::name, comm, root_, side send, side recv,                               \
-              [&](auto... a) { return ck_i##name(a..., request, algorithm); }, CK_UNPAREN args); \
-        },                                                                                       \
-        [&] { return Native(CK_UNPAREN args, request); });                                       \
-  }                                                                                              \
-  template <class Count, auto Native>                                                            \
-  int i##name(CK_UNPAREN params, MPI_Request* request) {                                         \
-    if (straight(Collective::name, comm)) return Native(CK_UNPAREN args, request);               \
-    if (left_to_mpi(Collective::name, comm, op_, root_, side send, side recv))                   \
-      return Native(CK_UNPAREN args, request);                                                   \
-    return i##name##_routed<Count, Native>(CK_UNPAREN args, request);                            \
+#define CK_ROUTED_I(name, Name, counted, params, args, send, recv, op_, root_, in_place)       \
+  template <class Count, auto Native>                                                          \
+  [[gnu::noinline]] int i##name##_routed(const Entry* kept_entry, CK_UNPAREN params,           \
+                                         MPI_Request* request) {                               \
+    const auto collkit = [&](const char* algorithm) {                                          \
+      return widened(                                                                          \
+          Collective::name, comm, root_, side send, side recv,                                 \
+          [&](auto... a) { return ck_i##name(a..., request, algorithm); }, CK_UNPAREN args);   \
+    };                                                                                         \
+    const auto native = [&] { return Native(CK_UNPAREN args, request); };                      \
+    if (kept_entry != nullptr) return run_rule(state(), kept_entry, comm, collkit, native);    \
+    return route(Collective::name, comm, side send, side recv, op_, root_, collkit, native);   \
+  }                                                                                            \
+  template <class Count, auto Native>                                                          \
+  int i##name(CK_UNPAREN params, MPI_Request* request) {                                       \
+    if (straight(Collective::name, comm)) return Native(CK_UNPAREN args, request);             \
+    const Kept::Slot* k = kept(Collective::name, comm, op_, root_, side send, side recv);      \
+    if (k != nullptr && k->entry == nullptr) return Native(CK_UNPAREN args, request);          \
+    return i##name##_routed<Count, Native>(k != nullptr ? k->entry : nullptr, CK_UNPAREN args, \
+                                           request);                                           \
   }
 CK_COLLECTIVES(CK_ROUTED_I, Count)
 #undef CK_ROUTED_I
