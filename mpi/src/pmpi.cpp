@@ -510,14 +510,14 @@ CallKey key_of(MPI_Comm comm, MPI_Op op, int root, const Side& send, const Side&
 // entry) or a rule whose communicator's setup is paid for. A call whose key is here goes there
 // from its wrapper (MPI_X), before the frame of a routed call is built, the State is reached or
 // a remembered decision is read: a call left to the MPI costs ~70 instructions over the MPI's
-// own against ~125 on that path (callgrind, benchmarks/results/pmpi_overhead.md), which made a
-// 0.15-0.2 us bcast or reduce left to Open MPI 5-25 % slower in IMB; a routed call skips the
-// same path. route() keeps a key where its decision is remembered too (reusable, on a watched
-// communicator), reads no count vector (by_total), declines nothing (counted) and nothing is
-// timed; so it holds while the generation does (a table loaded clears the rules an entry points
-// into, and moves it). Direct-mapped by a hash of the key: a rotating root's or two interleaved
-// loops' calls each find their slot at once (a loop over ways mispredicts at each turn). Zero at
-// first, no constructor: no guard on the path.
+// own, the routed wrapper's path ~125 (callgrind, benchmarks/results/pmpi_overhead.md: 5-25 % of
+// a 0.15-0.2 us bcast or reduce on Open MPI in IMB); a routed call skips that path too. route()
+// keeps a key where its decision is remembered too (reusable, on a watched communicator), reads no
+// count vector (by_total), declines nothing (counted) and nothing is timed; so it holds while the
+// generation does (a table loaded clears the rules an entry points into, and moves it).
+// Direct-mapped by a hash of the key: a rotating root's or two interleaved loops' calls each find
+// their slot at once (a loop over ways mispredicts at each turn). Zero at first, no constructor: no
+// guard on the path.
 struct Kept {
   static constexpr int kSlots = 8;
   struct Slot {
@@ -530,20 +530,13 @@ struct Kept {
 };
 thread_local Kept t_kept;
 
-template <class H>
-uint64_t word_of(H h) {
-  if constexpr (std::is_pointer_v<H>)
-    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
-  else
-    return static_cast<uint64_t>(static_cast<std::make_unsigned_t<H>>(h));
-}
-
 // The key's slot: what differs between a program's calls of one collective (the counts, the
-// root, the receive side's type) summed, the handle's alignment bits dropped.
+// root, the receive side's type) summed, the handle's alignment bits dropped (handle_word's
+// complement keeps them distinct).
 [[gnu::always_inline]] inline int slot_of(const CallKey& k) {
   const uint64_t h = static_cast<uint64_t>(k.send_count) + static_cast<uint64_t>(k.recv_count) +
                      static_cast<uint64_t>(static_cast<uint32_t>(k.root)) +
-                     (word_of(k.recv_type) >> 4);
+                     (handle_word(k.recv_type) >> 4);
   return static_cast<int>(h & (Kept::kSlots - 1));
 }
 

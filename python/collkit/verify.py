@@ -134,7 +134,7 @@ def check_buffers_fit(
 ) -> None:
     """Refuse, with the estimate, a problem whose symbolic buffers could not be held in this
     machine's memory: from P, count and root alone, so that a caller can ask before generating
-    (P = 2^20 with count 2^20 is 4 TiB of values; it was refused only after 71 s of generating).
+    (P = 2^20 with count 2^20 is 4 TiB of values).
     Sizes are summed as Python ints and floats: nothing wraps. Values that are not a problem
     (P < 1, a count that is not an integer) are left to the generator, which says why."""
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (P, count, root)):
